@@ -1,0 +1,97 @@
+// Package commands is the /plan grammar: one declarative table of subcommands from which the
+// parser, /plan help, usage errors with "did you mean" suggestions and platform command menus
+// are all generated. It knows nothing about sessions; the core decides what a command does.
+package commands
+
+import "time"
+
+// Name is a /plan subcommand. The zero value means "no subcommand".
+type Name string
+
+// The subcommands.
+const (
+	Status Name = "status"
+	Show   Name = "show"
+	Help   Name = "help"
+	On     Name = "on"
+	Off    Name = "off"
+	Accept Name = "accept"
+	Revise Name = "revise"
+	Answer Name = "answer"
+	Auto   Name = "auto"
+	Nudge  Name = "nudge"
+)
+
+// Who may run a subcommand.
+type Who string
+
+// Authorization levels; the core maps them to people.
+const (
+	Anyone          Who = "anyone"
+	Approver        Who = "approver"
+	ApproverOrOwner Who = "approver_or_owner"
+)
+
+// Spec is one row of the command table.
+type Spec struct {
+	Name    Name
+	Args    string // argument synopsis for help and usage, e.g. "<feedback>"; "" = none
+	Summary string // one line for /plan help and platform menus
+	Who     Who
+	// ArgRequired: the subcommand needs argument text (revise, answer).
+	ArgRequired bool
+}
+
+// NudgeKind is what a /plan nudge command asks for. The zero value means none.
+type NudgeKind string
+
+// Nudge requests.
+const (
+	NudgeOff    NudgeKind = "off"
+	NudgeSnooze NudgeKind = "snooze"
+	NudgeEvery  NudgeKind = "every"
+	NudgeCron   NudgeKind = "cron"
+)
+
+// NudgeRequest is a parsed and validated /plan nudge argument.
+type NudgeRequest struct {
+	Kind     NudgeKind
+	Duration time.Duration // snooze and every (>= 1s)
+	Spec     string        // cron: the spec as given (CRON_TZ= prefix kept), quotes removed
+}
+
+// AutoMode is the argument of /plan auto. The zero value means none.
+type AutoMode string
+
+// Auto modes; a bare /plan auto means AutoOn.
+const (
+	AutoOn  AutoMode = "on"
+	AutoOff AutoMode = "off"
+)
+
+// Command is a parsed /plan command.
+type Command struct {
+	Name    Name   // Status for a bare /plan
+	Args    string // the argument text, trimmed (may span lines for revise and answer)
+	Version int    // accept vN: N; 0 = not given
+	Auto    AutoMode
+	Nudge   *NudgeRequest
+	Spec    Spec // the table row of Name
+}
+
+// ResultKind separates "not a command", "a command" and "a reply to show the user".
+type ResultKind int
+
+// Parse results.
+const (
+	NotCommand ResultKind = iota // ordinary text, or a /plan addressed to another bot
+	IsCommand                    // Cmd is set
+	IsUsage                      // Reply holds a usage error to show the user
+)
+
+// Result is what Parse returns.
+type Result struct {
+	Kind  ResultKind
+	Cmd   Command
+	Reply string // for IsUsage: the message to show (markdown, short)
+}
