@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/plangate/plangate/core"
+)
+
+// All reads go to the read-only pool. Every *sql.Rows is closed before returning: an open
+// result set would hold its WAL snapshot and keep that connection from seeing new commits.
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+const sessionCols = `id, channel, account, chat, thread, phase, auto_approve, owner, COALESCE(plan_id, ''),
+	COALESCE(approval_id, ''), rejection_count, last_feedback, question, injections, version, created_at, updated_at`
+
+// Session returns the stored session id, or an error wrapping core.ErrNotFound.
+func (s *Store) Session(ctx context.Context, id string) (core.Session, error) {
+	se, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Session{}, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
+	}
+	if err != nil {
+		return core.Session{}, fmt.Errorf("loading session %q: %w", id, err)
+	}
+	return se, nil
+}
+
+// Sessions returns every session, most recently updated first.
+func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []core.Session{} // never nil: callers encode lists as JSON arrays
+	for rows.Next() {
+		se, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing sessions: %w", err)
+		}
+		out = append(out, se)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	return out, nil
+}
+
+// scanSession reads one row of sessionCols; a bad stored value is an error naming the row.
+func scanSession(sc scanner) (core.Session, error) {
+	var (
+		se               core.Session
+		phase            string
+		question         sql.NullString
+		inj, cr, updated string
+	)
+	if err := sc.Scan(&se.ID, &se.Address.Channel, &se.Address.Account, &se.Address.Chat, &se.Address.Thread,
+		&phase, &se.AutoApprove, &se.Owner, &se.PlanID, &se.ApprovalID, &se.RejectionCount, &se.LastFeedback,
+		&question, &inj, &se.Version, &cr, &updated); err != nil {
+		return core.Session{}, err
+	}
+	se.Phase = core.Phase(phase)
+	if !se.Phase.Valid() {
+		return core.Session{}, fmt.Errorf("session %q: invalid phase %q", se.ID, phase)
+	}
+	if question.Valid {
+		se.Question = new(core.Question)
+		if err := json.Unmarshal([]byte(question.String), se.Question); err != nil {
+			return core.Session{}, fmt.Errorf("session %q: decoding question: %w", se.ID, err)
+		}
+		se.Question.AskedAt = se.Question.AskedAt.UTC()
+	}
+	if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
+		return core.Session{}, fmt.Errorf("session %q: decoding injections: %w", se.ID, err)
+	}
+	if len(se.Injections) == 0 {
+		se.Injections = nil
+	}
+	var err error
+	if se.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
+		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
+	}
+	if se.UpdatedAt, err = parseTime(updated, "updated_at"); err != nil {
+		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
+	}
+	return se, nil
+}
+
+const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
+	created_at, updated_at`
+
+// Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
+func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
+	p, err := scanPlan(s.r.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Plan{}, fmt.Errorf("loading plan %q: %w", id, core.ErrNotFound)
+	}
+	if err != nil {
+		return core.Plan{}, fmt.Errorf("loading plan %q: %w", id, err)
+	}
+	return p, nil
+}
+
+// PlanByApproval returns the plan version bound to approvalID, or an error wrapping
+// core.ErrNotFound.
+func (s *Store) PlanByApproval(ctx context.Context, approvalID string) (core.Plan, error) {
+	if approvalID == "" {
+		return core.Plan{}, fmt.Errorf("loading plan by approval id: empty id: %w", core.ErrNotFound)
+	}
+	p, err := scanPlan(s.r.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE approval_id = ?`, approvalID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Plan{}, fmt.Errorf("loading plan by approval id %q: %w", approvalID, core.ErrNotFound)
+	}
+	if err != nil {
+		return core.Plan{}, fmt.Errorf("loading plan by approval id %q: %w", approvalID, err)
+	}
+	return p, nil
+}
+
+// Plans lists the plans of a session by version, or of every session ("") oldest first.
+func (s *Store) Plans(ctx context.Context, sessionID string) ([]core.Plan, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if sessionID == "" {
+		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans ORDER BY created_at, session_id, version`)
+	} else {
+		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans WHERE session_id = ? ORDER BY version`, sessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing plans: %w", err)
+	}
+	defer rows.Close()
+	out := []core.Plan{} // never nil: callers encode lists as JSON arrays
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing plans: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing plans: %w", err)
+	}
+	return out, nil
+}
+
+func scanPlan(sc scanner) (core.Plan, error) {
+	var (
+		p                     core.Plan
+		status, body, cr, upd string
+		decision              sql.NullString
+	)
+	if err := sc.Scan(&p.ID, &p.SessionID, &p.Version, &status, &p.ApprovalID, &body, &p.Hash, &p.File,
+		&decision, &cr, &upd); err != nil {
+		return core.Plan{}, err
+	}
+	p.Status = core.PlanStatus(status)
+	if !validPlanStatus(p.Status) {
+		return core.Plan{}, fmt.Errorf("plan %q: invalid status %q", p.ID, status)
+	}
+	if err := json.Unmarshal([]byte(body), &p.Body); err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: decoding body: %w", p.ID, err)
+	}
+	if decision.Valid {
+		p.Decision = new(core.Decision)
+		if err := json.Unmarshal([]byte(decision.String), p.Decision); err != nil {
+			return core.Plan{}, fmt.Errorf("plan %q: decoding decision: %w", p.ID, err)
+		}
+		p.Decision.At = p.Decision.At.UTC()
+	}
+	var err error
+	if p.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
+	}
+	if p.UpdatedAt, err = parseTime(upd, "updated_at"); err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
+	}
+	return p, nil
+}
+
+// Transcript returns the newest limit entries of a session, oldest first; limit <= 0
+// returns them all. An unknown session has an empty transcript.
+func (s *Store) Transcript(ctx context.Context, sessionID string, limit int) ([]core.ChatMessage, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, role, content, tool_calls, tool_call_id, name, at FROM (
+			SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?
+		) ORDER BY id`, sessionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := []core.ChatMessage{} // never nil: callers encode lists as JSON arrays
+	for rows.Next() {
+		var (
+			m        core.ChatMessage
+			id       int64
+			role, at string
+			calls    sql.NullString
+		)
+		if err := rows.Scan(&id, &role, &m.Content, &calls, &m.ToolCallID, &m.Name, &at); err != nil {
+			return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
+		}
+		m.Role = core.Role(role)
+		if calls.Valid {
+			if err := json.Unmarshal([]byte(calls.String), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("loading transcript of %q: message %d: decoding tool calls: %w", sessionID, id, err)
+			}
+		}
+		if m.At, err = parseTime(at, "at"); err != nil {
+			return nil, fmt.Errorf("loading transcript of %q: message %d: %w", sessionID, id, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// Events returns the audit rows of a session, oldest first.
+func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, plan_id, plan_version, kind, actor, channel,
+		detail, at FROM plan_events WHERE session_id = ? ORDER BY id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	out := []core.Event{} // never nil: callers encode lists as JSON arrays
+	for rows.Next() {
+		var (
+			e        core.Event
+			kind, at string
+		)
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.PlanID, &e.PlanVersion, &kind, &e.Actor, &e.Channel,
+			&e.Detail, &at); err != nil {
+			return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
+		}
+		e.Kind = core.EventKind(kind)
+		if e.At, err = parseTime(at, "at"); err != nil {
+			return nil, fmt.Errorf("loading events of %q: event %d: %w", sessionID, e.ID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
+	}
+	return out, nil
+}

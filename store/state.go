@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// SeenInbound reports whether the platform event was already committed. Adapters use it
+// to skip replays cheaply; the authoritative check is Commit's ErrDuplicate.
+func (s *Store) SeenInbound(ctx context.Context, key core.InboundKey) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM inbound WHERE channel = ? AND account = ? AND event_id = ?`,
+		key.Channel, key.Account, key.EventID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checking inbound event %s/%s/%s: %w", key.Channel, key.Account, key.EventID, err)
+	}
+	return true, nil
+}
+
+// PruneInbound forgets inbound event ids recorded before olderThan and returns how many
+// it removed. Platforms stop redelivering after a while, so the table need not grow.
+func (s *Store) PruneInbound(ctx context.Context, olderThan time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
+	if err != nil {
+		return 0, fmt.Errorf("pruning inbound events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("pruning inbound events: %w", err)
+	}
+	return n, nil
+}
+
+// ChannelState returns a value an adapter saved (e.g. the Telegram update offset), and
+// whether there was one.
+func (s *Store) ChannelState(ctx context.Context, channel, account, key string) (string, bool, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM channel_state WHERE channel = ? AND account = ? AND key = ?`,
+		channel, account, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("loading channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return v, true, nil
+}
+
+// SetChannelState saves a value for an adapter, replacing any earlier one.
+func (s *Store) SetChannelState(ctx context.Context, channel, account, key, value string) error {
+	if key == "" {
+		return errors.New("saving channel state: empty key")
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (channel, account, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		channel, account, key, value, formatTime(s.now())); err != nil {
+		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return nil
+}

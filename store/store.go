@@ -1,0 +1,211 @@
+// Package store is plangate's persistence: sessions, plans, the audit log, transcripts,
+// nudge schedules, inbound de-duplication and channel state in one SQLite file
+// (github.com/mattn/go-sqlite3), with embedded, versioned migrations.
+//
+// Every write goes through a single writer connection in an IMMEDIATE transaction, so
+// writers queue instead of failing with "database is locked"; reads use a separate
+// read-only pool and, thanks to WAL, never wait for a writer. Times are stored in UTC as
+// fixed-width text (see TimeLayout) and round-trip to the nanosecond.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/plangate/plangate/core"
+)
+
+// TimeLayout is how every time column is written: UTC with a fixed number of fraction
+// digits, so text order is time order and values round-trip exactly.
+const TimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// readConns is the size of the read pool; reads are short, a few connections suffice.
+const readConns = 4
+
+var _ core.Store = (*Store)(nil)
+
+// Store is the SQLite implementation of core.Store. It is safe for concurrent use.
+type Store struct {
+	path string
+	w    *sql.DB // the only connection that writes
+	r    *sql.DB // read-only pool
+	now  func() time.Time
+}
+
+// Open opens (creating if needed) the database at path and applies pending migrations.
+// The directory of path must exist.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("opening store: no path given")
+	}
+	s, err := open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving path: %w", err)
+	}
+	if err := checkPath(abs); err != nil {
+		return nil, err
+	}
+
+	w, err := sql.Open("sqlite3", writerDSN(abs))
+	if err != nil {
+		return nil, err
+	}
+	// One writer connection, kept open: writes are serialized here rather than by
+	// SQLite's busy handler, and the connection never expires mid-run.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, explain(err)
+	}
+	if err := migrate(ctx, w, time.Now); err != nil {
+		w.Close()
+		return nil, explain(err)
+	}
+	// SQLite quietly opens a read-only file (or a WAL database whose directory is
+	// read-only) for reading only; find out now rather than at the first decision.
+	if err := probeWrite(ctx, w); err != nil {
+		w.Close()
+		return nil, explain(err)
+	}
+
+	// The read pool is opened after the writer has switched the file to WAL and created
+	// its -wal and -shm files, which a read-only connection cannot create itself.
+	r, err := sql.Open("sqlite3", readerDSN(abs))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("opening read pool: %w", explain(err))
+	}
+	return &Store{path: abs, w: w, r: r, now: time.Now}, nil
+}
+
+// Close closes the read pool and then the writer, so the last connection to close is
+// the one allowed to checkpoint the WAL.
+func (s *Store) Close() error {
+	errR := s.r.Close()
+	errW := s.w.Close()
+	if err := errors.Join(errR, errW); err != nil {
+		return fmt.Errorf("closing store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// probeWrite rewrites one row in place and rolls back: neither opening nor BEGIN
+// IMMEDIATE fails on a database that cannot be written, only a write does.
+func probeWrite(ctx context.Context, w *sql.DB) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // the probe must change nothing
+	_, err = tx.ExecContext(ctx, `UPDATE schema_migrations SET name = name
+		WHERE version = (SELECT MAX(version) FROM schema_migrations)`)
+	return err
+}
+
+// checkPath turns the common mistakes into clear errors before SQLite reports them as
+// "unable to open database file".
+func checkPath(abs string) error {
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && fi.IsDir():
+		return errors.New("path is a directory, not a database file")
+	case err == nil:
+		return nil
+	}
+	dir := filepath.Dir(abs)
+	di, dirErr := os.Stat(dir)
+	switch {
+	case errors.Is(dirErr, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case dirErr != nil:
+		return fmt.Errorf("checking directory: %w", dirErr)
+	case !di.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("checking path: %w", err)
+	}
+	return nil
+}
+
+// explain rewrites SQLite's terse open errors into something a user can act on.
+func explain(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case sqlite3.ErrNotADB:
+		return errors.New("file is not a SQLite database")
+	case sqlite3.ErrCantOpen:
+		return fmt.Errorf("cannot open or create the database file (is the directory writable?): %w", err)
+	case sqlite3.ErrReadonly, sqlite3.ErrPerm:
+		return fmt.Errorf("database is not writable: %w", err)
+	case sqlite3.ErrCorrupt:
+		return fmt.Errorf("database file is corrupt: %w", err)
+	}
+	return err
+}
+
+// fileURI builds a SQLite URI for an absolute path; the path is escaped so that '?', '#'
+// and '%' in file names are not taken for URI syntax.
+func fileURI(abs string) string {
+	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
+}
+
+func writerDSN(abs string) string {
+	return fileURI(abs) + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate&_synchronous=FULL"
+}
+
+// readerDSN opens read-only at the SQLite level (mode=ro) and refuses writes at the
+// connection level too (_query_only), so a read can never write to the database.
+func readerDSN(abs string) string {
+	return fileURI(abs) + "?mode=ro&_query_only=1&_busy_timeout=5000&_foreign_keys=on"
+}
+
+// formatTime renders t for storage.
+func formatTime(t time.Time) string {
+	return t.UTC().Format(TimeLayout)
+}
+
+// parseTime reads a stored time; what names the column and row for the error.
+func parseTime(v, what string) (time.Time, error) {
+	t, err := time.Parse(TimeLayout, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing %s %q: %w", what, v, err)
+	}
+	return t.UTC(), nil
+}
+
+// stamp returns t in UTC, or now when t is zero.
+func stamp(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t.UTC()
+}
