@@ -1,0 +1,80 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/plangate/plangate/core"
+)
+
+// BenchmarkEngineCommands drives /plan status, on, revise and accept cycles through the
+// engine with the real SQLite store (synchronous=FULL) and a model that answers at once.
+// msgs/s counts every message; decisions/s counts revise and accept.
+func BenchmarkEngineCommands(b *testing.B) {
+	h := newHarness(b)
+	ctx := context.Background()
+	send := func(chat, text string) {
+		m := core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: text}
+		if err := h.eng.Handle(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	msgs, decisions := 0, 0
+	i := 0
+	for b.Loop() {
+		chat := fmt.Sprintf("bench-%d", i)
+		sid := sessionID(chat)
+		h.model.push(sid,
+			calls(propose("Bench plan", "A", "B")),
+			calls(propose("Bench plan v2", "A", "B", "C")),
+			text("accepted"))
+		send(chat, "/plan status")
+		send(chat, "/plan on do the thing")
+		send(chat, "/plan status")
+		send(chat, "/plan revise add C")
+		send(chat, "/plan accept")
+		msgs += 5
+		decisions += 2
+		i++
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(msgs)/sec, "msgs/s")
+	b.ReportMetric(float64(decisions)/sec, "decisions/s")
+}
+
+// BenchmarkPlanStatus is the read-only path: no transaction, no disk write.
+func BenchmarkPlanStatus(b *testing.B) {
+	h := newHarness(b)
+	h.toPending("main", "Status bench")
+	ctx := context.Background()
+	m := core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan status"}
+	n := 0
+	for b.Loop() {
+		if err := h.eng.Handle(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkEngineDecisions times /plan accept alone: the decision commit, the plan file
+// refresh and the agent turn it starts (a model that answers at once). Reaching the
+// pending plan is set up outside the timer. Compare decisions/s with
+// store.BenchmarkSQLiteCommit from the same run.
+func BenchmarkEngineDecisions(b *testing.B) {
+	h := newHarness(b)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		chat := fmt.Sprintf("d-%d", i)
+		h.toPending(chat, "Decision bench")
+		m := core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: "/plan accept"}
+		b.StartTimer()
+		if err := h.eng.Handle(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}

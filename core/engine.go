@@ -1,0 +1,300 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plangate/plangate/commands"
+)
+
+// Config is the part of plangate's configuration the engine needs.
+type Config struct {
+	PlansDir        string
+	WorkspaceRoot   string
+	PerSession      bool // one workspace sub-directory per session
+	SystemPrompt    string
+	MaxIterations   int
+	HistoryMessages int
+	PlanMode        bool // plan_mode.enabled
+	StartInPlan     bool
+	AutoApprove     bool     // default for new sessions
+	Approvers       []string // "channel:user id"
+}
+
+// Deps are the ports the engine talks through. Tools and Nudger may be nil.
+type Deps struct {
+	Store  Store
+	Model  Model
+	Tools  Toolbox
+	Out    Sender
+	Nudger Nudger
+	Log    *slog.Logger
+	Now    func() time.Time // defaults to time.Now
+	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+}
+
+// Engine applies messages to sessions: one job at a time per session, sessions
+// concurrently. Every state change is one store transaction with its audit rows.
+type Engine struct {
+	cfg     Config
+	d       Deps
+	machine Machine
+
+	mu     sync.Mutex
+	queues map[string]*queue
+	// progress remembers the platform message id of each plan's checklist, so progress is
+	// one message edited in place.
+	progress map[string]string
+}
+
+type job struct {
+	ctx     context.Context
+	msg     Message
+	done    chan error
+	inbound *InboundKey // recorded with the job's first commit
+}
+
+type queue struct {
+	jobs    []*job
+	running bool
+}
+
+// NewEngine wires an engine. It does no I/O.
+func NewEngine(cfg Config, d Deps) *Engine {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Random == nil {
+		d.Random = rand.Reader
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxIterations <= 0 {
+		cfg.MaxIterations = 25
+	}
+	if cfg.HistoryMessages <= 0 {
+		cfg.HistoryMessages = 40
+	}
+	return &Engine{cfg: cfg, d: d, machine: NewMachine(), queues: map[string]*queue{}, progress: map[string]string{}}
+}
+
+// Handle applies one inbound message and waits until it (and the agent turn it starts)
+// is finished. Messages of one session are handled in the order Handle or Enqueue was
+// called.
+func (e *Engine) Handle(ctx context.Context, m Message) error {
+	done := e.Enqueue(ctx, m)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Enqueue queues one inbound message for its session and returns a channel that receives
+// the outcome once the message is handled. Read-only commands are answered at once when
+// nothing is waiting ahead of them, even while an agent turn runs.
+func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
+	j := &job{ctx: ctx, msg: m, done: make(chan error, 1)}
+	if m.ID != "" {
+		j.inbound = &InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
+	}
+	id := m.Address.SessionID()
+	e.mu.Lock()
+	q := e.queues[id]
+	if (q == nil || len(q.jobs) == 0) && isReadOnly(m) {
+		e.mu.Unlock()
+		go func() { j.done <- e.run(j) }()
+		return j.done
+	}
+	if q == nil {
+		q = &queue{}
+		e.queues[id] = q
+	}
+	q.jobs = append(q.jobs, j)
+	if !q.running {
+		q.running = true
+		go e.drain(id, q)
+	}
+	e.mu.Unlock()
+	return j.done
+}
+
+// drain runs the queued jobs of one session in order, then retires the worker.
+func (e *Engine) drain(id string, q *queue) {
+	for {
+		e.mu.Lock()
+		if len(q.jobs) == 0 {
+			q.running = false
+			delete(e.queues, id)
+			e.mu.Unlock()
+			return
+		}
+		j := q.jobs[0]
+		q.jobs = q.jobs[1:]
+		e.mu.Unlock()
+		j.done <- e.run(j)
+	}
+}
+
+// interrupted reports whether a job waiting for session id would stop the running turn:
+// a /plan revise, /plan off or Revise click from someone allowed to make it.
+func (e *Engine) interrupted(sess Session) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := e.queues[sess.ID]
+	if q == nil {
+		return "", false
+	}
+	for _, j := range q.jobs {
+		m := j.msg
+		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" && e.mayDecide(commands.Approver, sess, m) {
+			return "a revision", true
+		}
+		if m.Action != nil || m.Sender.IsBot {
+			continue
+		}
+		r := commands.Parse(m.Text, "")
+		if r.Kind != commands.IsCommand || !e.mayDecide(r.Cmd.Spec.Who, sess, m) {
+			continue
+		}
+		switch r.Cmd.Name {
+		case commands.Revise:
+			return "/plan revise", true
+		case commands.Off:
+			return "/plan off", true
+		}
+	}
+	return "", false
+}
+
+func isReadOnly(m Message) bool {
+	if m.Action != nil {
+		return false
+	}
+	r := commands.Parse(m.Text, "")
+	switch r.Kind {
+	case commands.IsUsage:
+		return true
+	case commands.IsCommand:
+		return r.Cmd.Spec.Who == commands.Anyone
+	}
+	return false
+}
+
+// run handles one job. Failures are reported to the chat and returned.
+func (e *Engine) run(j *job) error {
+	ctx := j.ctx
+	m := j.msg
+	if m.Sender.IsBot {
+		return nil // bots never drive a session, including this one
+	}
+	if j.inbound != nil {
+		seen, err := e.d.Store.SeenInbound(ctx, *j.inbound)
+		if err != nil {
+			return fmt.Errorf("checking inbound event: %w", err)
+		}
+		if seen {
+			e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
+			return nil
+		}
+	}
+	sess, err := e.loadSession(ctx, m)
+	if err != nil {
+		e.notice(ctx, m.Address, "Something went wrong reading this conversation's state; nothing was changed.")
+		return err
+	}
+	t := &turnState{e: e, j: j, sess: sess}
+	err = t.dispatch(ctx)
+	if errors.Is(err, ErrConflict) {
+		e.notice(ctx, m.Address, "This conversation changed at the same moment elsewhere; nothing was changed. Please try again.")
+		return nil
+	}
+	if errors.Is(err, ErrDuplicate) {
+		return nil
+	}
+	if err != nil {
+		e.d.Log.Error("handling message", "session", sess.ID, "err", err)
+		e.notice(ctx, m.Address, "Something went wrong handling that; nothing was changed. Details are in the gateway log.")
+	}
+	return err
+}
+
+func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
+	id := m.Address.SessionID()
+	s, err := e.d.Store.Session(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		now := e.d.Now()
+		return Session{
+			ID: id, Address: m.Address, Phase: PhaseOff, AutoApprove: e.cfg.AutoApprove,
+			Owner: m.Sender.ID, CreatedAt: now, UpdatedAt: now,
+		}, nil
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("loading session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// mayDecide applies the access rules of DESIGN.md section 4.
+func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
+	switch who {
+	case commands.Anyone:
+		return true
+	case commands.Approver, commands.ApproverOrOwner:
+		if len(e.cfg.Approvers) > 0 {
+			key := m.Address.Channel + ":" + m.Sender.ID
+			for _, a := range e.cfg.Approvers {
+				if a == key {
+					return true
+				}
+			}
+			return who == commands.ApproverOrOwner && m.Sender.ID == s.Owner
+		}
+		return m.Sender.ID == s.Owner || m.Direct
+	}
+	return false
+}
+
+// send delivers a reply; a delivery failure is logged and returned, never taken as a
+// decision.
+func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
+	id, err := e.d.Out.Send(ctx, r)
+	if err != nil {
+		e.d.Log.Error("delivering reply", "channel", r.To.Channel, "chat", r.To.Chat, "err", err)
+		return "", fmt.Errorf("delivering reply: %w", err)
+	}
+	return id, nil
+}
+
+func (e *Engine) notice(ctx context.Context, to Address, text string) {
+	_, _ = e.send(ctx, Reply{To: to, Kind: ReplyNotice, Text: text})
+}
+
+func (e *Engine) reply(ctx context.Context, to Address, text string) {
+	_, _ = e.send(ctx, Reply{To: to, Text: text})
+}
+
+// newID returns n random bytes as lower-case base32 without padding.
+func (e *Engine) newID(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(e.d.Random, b); err != nil {
+		return "", fmt.Errorf("reading random bytes: %w", err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
+}
+
+func (e *Engine) nudgesChanged(ctx context.Context, sessionID string) {
+	if e.d.Nudger != nil {
+		e.d.Nudger.SessionChanged(ctx, sessionID)
+	}
+}

@@ -1,0 +1,164 @@
+package core
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Plan limits. They keep a plan readable in a chat and its file small; the judge and
+// ApplyUpdate enforce them.
+const (
+	MaxTitleLen  = 80   // characters
+	MaxSteps     = 50   // steps per plan
+	MaxFieldLen  = 2000 // characters in any one text field
+	maxListItems = 50   // entries in any other list (assumptions, risks, criteria, paths, ...)
+)
+
+// JudgePlan validates a proposed plan before anyone sees it. It returns nil, or an error
+// with one problem per line, worded for the model, which gets it back as a tool error.
+func JudgePlan(b PlanBody) error {
+	var j judgeNotes
+
+	switch n := utf8.RuneCountInString(b.Title); {
+	case strings.TrimSpace(b.Title) == "":
+		j.add("the plan has no title; give it a short title (at most %d characters)", MaxTitleLen)
+	case n > MaxTitleLen:
+		j.add("the title is %d characters long; shorten it to at most %d", n, MaxTitleLen)
+	}
+	j.text("the summary", b.Summary)
+
+	switch {
+	case len(b.Steps) == 0:
+		j.add(`the plan has no steps; list at least one in "plan": [{"step": "..."}]`)
+	case len(b.Steps) > MaxSteps:
+		j.add("the plan has %d steps; at most %d are allowed, so combine related steps", len(b.Steps), MaxSteps)
+	}
+	var inProgress []string
+	firstWithText := map[string]int{}
+	for i, s := range b.Steps {
+		name := "step " + strconv.Itoa(i+1)
+		text := strings.TrimSpace(s.Text)
+		if text == "" {
+			j.add("%s has no text; say what the step does", name)
+		} else {
+			key := strings.ToLower(strings.Join(strings.Fields(text), " "))
+			if first, dup := firstWithText[key]; dup {
+				j.add("steps %d and %d have the same text %q; make every step distinct, because update_plan matches steps by their text", first, i+1, text)
+			} else {
+				firstWithText[key] = i + 1
+			}
+		}
+		j.text(name, s.Text)
+		if !s.Status.Valid() {
+			j.add("%s has status %q; use one of %s", name, s.Status, validStepStatuses)
+		}
+		if s.Status == StepInProgress {
+			inProgress = append(inProgress, strconv.Itoa(i+1))
+		}
+		j.list(name+" acceptance criterion", name+" acceptance criteria", s.AcceptanceCriteria)
+	}
+	if len(inProgress) > 1 {
+		last := len(inProgress) - 1
+		j.add("steps %s and %s are in_progress; at most one step may be in progress",
+			strings.Join(inProgress[:last], ", "), inProgress[last])
+	}
+
+	j.list("assumption", "assumptions", b.Assumptions)
+	j.list("verification", "verification entries", b.Verification)
+	j.list("reference", "references", b.References)
+	j.count("risks", len(b.Risks))
+	for i, r := range b.Risks {
+		name := "risk " + strconv.Itoa(i+1)
+		if strings.TrimSpace(r.Risk) == "" {
+			j.add("%s has no description; say what could go wrong", name)
+		}
+		j.text(name, r.Risk)
+		j.text(name+" mitigation", r.Mitigation)
+	}
+
+	j.scope("allowed_paths", b.Scope.AllowedPaths)
+	j.scope("forbidden_paths", b.Scope.ForbiddenPaths)
+
+	if len(j) == 0 {
+		return nil
+	}
+	return problemList(j)
+}
+
+// judgeNotes collects the problems of one plan.
+type judgeNotes []string
+
+func (j *judgeNotes) add(format string, args ...any) {
+	*j = append(*j, fmt.Sprintf(format, args...))
+}
+
+func (j *judgeNotes) text(name, s string) {
+	if n := utf8.RuneCountInString(s); n > MaxFieldLen {
+		j.add("%s is %d characters long; keep it to at most %d", name, n, MaxFieldLen)
+	}
+}
+
+func (j *judgeNotes) count(name string, n int) {
+	if n > maxListItems {
+		j.add("there are %d %s; at most %d are allowed", n, name, maxListItems)
+	}
+}
+
+// list checks the entries of a list of strings, named one and many.
+func (j *judgeNotes) list(one, many string, items []string) {
+	j.count(many, len(items))
+	for i, s := range items {
+		label := fmt.Sprintf("%s %d", one, i+1)
+		if strings.TrimSpace(s) == "" {
+			j.add("%s is empty; remove it or fill it in", label)
+		}
+		j.text(label, s)
+	}
+}
+
+// scope checks that every scope entry is a valid glob relative to the workspace.
+func (j *judgeNotes) scope(field string, paths []string) {
+	j.count("scope."+field+" entries", len(paths))
+	for _, p := range paths {
+		if problem := scopePathProblem(p); problem != "" {
+			j.add("scope.%s entry %q %s", field, p, problem)
+		}
+	}
+}
+
+// scopePathProblem says why p cannot be a scope glob, or returns "". Scope globs are matched
+// against workspace-relative paths, so anything that names a place outside the workspace
+// is refused rather than silently never matching.
+func scopePathProblem(p string) string {
+	t := strings.TrimSpace(p)
+	switch {
+	case t == "":
+		return "is empty; remove it"
+	case t != p:
+		return "has leading or trailing spaces; remove them"
+	case strings.HasPrefix(t, "~"):
+		return `starts with "~"; use a path relative to the workspace, like "docs/**"`
+	case strings.HasPrefix(t, "/"), strings.HasPrefix(t, `\`), hasDriveLetter(t):
+		return `is absolute; use a path relative to the workspace, like "docs/**"`
+	case strings.ContainsRune(t, 0):
+		return "contains a NUL character"
+	case utf8.RuneCountInString(t) > MaxFieldLen:
+		return fmt.Sprintf("is longer than %d characters", MaxFieldLen)
+	}
+	for _, el := range strings.FieldsFunc(t, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if el == ".." {
+			return `contains ".."; scope paths must stay inside the workspace`
+		}
+	}
+	if _, err := path.Match(t, ""); err != nil {
+		return "is not a valid glob (check the [ ] brackets and \\ escapes)"
+	}
+	return ""
+}
+
+func hasDriveLetter(p string) bool {
+	return len(p) >= 2 && p[1] == ':' && (p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z')
+}

@@ -1,0 +1,173 @@
+package core
+
+import (
+	"strings"
+	"testing"
+)
+
+// judgeOK is a plan that passes the judge; each case below breaks one thing.
+func judgeOK() PlanBody {
+	return PlanBody{
+		Title:   "Docs cleanup",
+		Summary: "Reword the README and fix links.",
+		Steps: []Step{
+			{ID: "1", Text: "Reword the README introduction", Status: StepPending, AcceptanceCriteria: []string{"under 100 words"}},
+			{ID: "2", Text: "Fix broken links", Status: StepPending},
+		},
+		Assumptions:  []string{"docs are markdown"},
+		Risks:        []Risk{{Risk: "links break", Mitigation: "run the checker"}},
+		Verification: []string{"make linkcheck"},
+		Scope: Scope{
+			AllowedPaths:   []string{"docs/**", "README.md", "./CHANGELOG.md", "*.md", "docs/[a-c]*.md", "v1..v2/notes.md"},
+			ForbiddenPaths: []string{".git/**"},
+		},
+		References: []string{"https://example.invalid/style"},
+	}
+}
+
+func TestJudgePlanAccepts(t *testing.T) {
+	if err := JudgePlan(judgeOK()); err != nil {
+		t.Fatalf("JudgePlan(valid plan) = %v", err)
+	}
+	b := judgeOK()
+	b.Title = strings.Repeat("é", MaxTitleLen) // characters, not bytes
+	b.Steps = planSteps(manyTexts(MaxSteps)...)
+	b.Steps[3].Status = StepInProgress
+	b.Summary = strings.Repeat("x", MaxFieldLen)
+	if err := JudgePlan(b); err != nil {
+		t.Fatalf("JudgePlan(plan at every limit) = %v", err)
+	}
+	minimal := PlanBody{Title: "T", Steps: planSteps("a")}
+	if err := JudgePlan(minimal); err != nil {
+		t.Fatalf("JudgePlan(minimal plan) = %v", err)
+	}
+}
+
+func TestJudgePlanProblems(t *testing.T) {
+	long := strings.Repeat("x", MaxFieldLen+1)
+	cases := []struct {
+		name   string
+		change func(*PlanBody)
+		want   []string
+	}{
+		{"no title", func(b *PlanBody) { b.Title = "  " }, []string{"no title"}},
+		{"long title", func(b *PlanBody) { b.Title = strings.Repeat("a", 81) }, []string{"title is 81 characters long", "at most 80"}},
+		{"no steps", func(b *PlanBody) { b.Steps = nil }, []string{"no steps", `"plan"`}},
+		{"too many steps", func(b *PlanBody) { b.Steps = planSteps(manyTexts(MaxSteps + 1)...) }, []string{"51 steps", "at most 50"}},
+		{"empty step text", func(b *PlanBody) { b.Steps[1].Text = " " }, []string{"step 2 has no text"}},
+		{"duplicate step text", func(b *PlanBody) { b.Steps[1].Text = "reword the README  introduction" }, []string{"steps 1 and 2 have the same text", "update_plan matches steps by their text"}},
+		{"two in progress", func(b *PlanBody) { b.Steps[0].Status, b.Steps[1].Status = StepInProgress, StepInProgress }, []string{"steps 1 and 2 are in_progress", "at most one"}},
+		{"bad step status", func(b *PlanBody) { b.Steps[0].Status = "done" }, []string{`step 1 has status "done"`}},
+		{"missing step status", func(b *PlanBody) { b.Steps[1].Status = "" }, []string{`step 2 has status ""`}},
+		{"long step", func(b *PlanBody) { b.Steps[0].Text = long }, []string{"step 1 is 2001 characters long", "at most 2000"}},
+		{"long summary", func(b *PlanBody) { b.Summary = long }, []string{"the summary is 2001 characters long"}},
+		{"empty criterion", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = []string{"ok", ""} }, []string{"step 1 acceptance criterion 2 is empty"}},
+		{"long criterion", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = []string{long} }, []string{"step 1 acceptance criterion 1 is 2001 characters long"}},
+		{"too many criteria", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = manyTexts(51) }, []string{"there are 51 step 1 acceptance criteria"}},
+		{"empty assumption", func(b *PlanBody) { b.Assumptions = []string{""} }, []string{"assumption 1 is empty"}},
+		{"long reference", func(b *PlanBody) { b.References = []string{"a", long} }, []string{"reference 2 is 2001 characters long"}},
+		{"long verification", func(b *PlanBody) { b.Verification = []string{long} }, []string{"verification 1 is 2001"}},
+		{"too many assumptions", func(b *PlanBody) { b.Assumptions = manyTexts(51) }, []string{"there are 51 assumptions"}},
+		{"risk without text", func(b *PlanBody) { b.Risks = []Risk{{Mitigation: "m"}} }, []string{"risk 1 has no description"}},
+		{"long mitigation", func(b *PlanBody) { b.Risks[0].Mitigation = long }, []string{"risk 1 mitigation is 2001"}},
+		{"too many risks", func(b *PlanBody) {
+			b.Risks = nil
+			for range 51 {
+				b.Risks = append(b.Risks, Risk{Risk: "r"})
+			}
+		}, []string{"there are 51 risks"}},
+		{"too many scope paths", func(b *PlanBody) { b.Scope.AllowedPaths = manyTexts(51) }, []string{"there are 51 scope.allowed_paths entries"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := judgeOK()
+			tc.change(&b)
+			err := JudgePlan(b)
+			if err == nil {
+				t.Fatalf("JudgePlan = nil, want problems")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestJudgePlanScope(t *testing.T) {
+	cases := []struct {
+		path string
+		want string // "" = accepted
+	}{
+		{"docs/**", ""},
+		{"src/*.go", ""},
+		{".", ""},
+		{"./docs", ""},
+		{"a..b/c", ""},
+		{"docs/[!.]*", ""},
+		{"/etc/passwd", "is absolute"},
+		{`\\server\share`, "is absolute"},
+		{`C:\Windows`, "is absolute"},
+		{"c:/x", "is absolute"},
+		{"~/notes", `starts with "~"`},
+		{"~root", `starts with "~"`},
+		{"..", `contains ".."`},
+		{"../outside", `contains ".."`},
+		{"docs/../../outside", `contains ".."`},
+		{`docs\..\x`, `contains ".."`},
+		{"[", "not a valid glob"},
+		{"docs/[a-", "not a valid glob"},
+		{`docs\`, "not a valid glob"},
+		{"", "is empty"},
+		{" docs", "leading or trailing spaces"},
+		{"a\x00b", "NUL"},
+	}
+	for _, tc := range cases {
+		for _, field := range []string{"allowed_paths", "forbidden_paths"} {
+			t.Run(field+" "+tc.path, func(t *testing.T) {
+				b := judgeOK()
+				if field == "allowed_paths" {
+					b.Scope.AllowedPaths = []string{tc.path}
+				} else {
+					b.Scope.ForbiddenPaths = []string{tc.path}
+				}
+				err := JudgePlan(b)
+				if tc.want == "" {
+					if err != nil {
+						t.Fatalf("JudgePlan refused %q: %v", tc.path, err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("JudgePlan accepted %q", tc.path)
+				}
+				if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "scope."+field) {
+					t.Errorf("error %q should name scope.%s and contain %q", err, field, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func TestJudgePlanListsEveryProblem(t *testing.T) {
+	b := judgeOK()
+	b.Title = ""
+	b.Steps[0].Text = ""
+	b.Steps[0].Status, b.Steps[1].Status = StepInProgress, StepInProgress
+	b.Scope.AllowedPaths = []string{"/abs", "../up"}
+	err := JudgePlan(b)
+	if err == nil {
+		t.Fatal("JudgePlan = nil, want problems")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"no title", "step 1 has no text", "steps 1 and 2 are in_progress", `"/abs" is absolute`, `"../up" contains ".."`}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d problem lines, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d = %q, want it to contain %q", i+1, lines[i], w)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+// Package core is plangate's domain: normalized messages, sessions, plans, the approval
+// state machine, the Engine that serializes work per session, and the agent loop. It talks to
+// the outside world only through the small ports in ports.go; channels, the store, the nudge
+// scheduler and model providers satisfy them and are wired together in cmd/plangate.
+package core
+
+import (
+	"strings"
+	"time"
+)
+
+// Address identifies one conversation on one platform; it keys a session.
+type Address struct {
+	Channel string // "terminal", "telegram", "slack", "discord"
+	Account string // bot id, team id, guild id, or "local"
+	Chat    string // chat / channel id, or the terminal session name
+	Thread  string // forum topic, thread_ts or thread id; "" if none
+}
+
+// SessionID is the stable, human-readable session key derived from the address,
+// e.g. "terminal:local:main" or "slack:T1:C2:1700000000.0001".
+func (a Address) SessionID() string {
+	parts := []string{a.Channel, a.Account, a.Chat}
+	if a.Thread != "" {
+		parts = append(parts, a.Thread)
+	}
+	return strings.Join(parts, ":")
+}
+
+// Dir is the directory name used for this session's plan files: the session name for the
+// terminal, otherwise the channel, chat and thread. Characters that are unsafe in file names
+// are replaced, so the result is always a single path element.
+func (a Address) Dir() string {
+	var raw string
+	if a.Channel == "terminal" {
+		raw = a.Chat
+	} else {
+		raw = a.Channel + "-" + a.Chat
+		if a.Thread != "" {
+			raw += "-" + a.Thread
+		}
+	}
+	var b strings.Builder
+	for _, r := range raw {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.Trim(b.String(), ".")
+	if s == "" {
+		return "session"
+	}
+	return s
+}
+
+// Person is the sender (a person or a bot) of an inbound message, as the platform verified it.
+type Person struct {
+	ID    string // platform user id; approvers are matched on this, never on Name
+	Name  string // display name, for replies only
+	IsBot bool
+}
+
+// ActionKind is what a button click asks for.
+type ActionKind string
+
+// The button actions. The zero value means "no action".
+const (
+	ActionAccept ActionKind = "accept"
+	ActionRevise ActionKind = "revise"
+	ActionAuto   ActionKind = "auto"
+	ActionAnswer ActionKind = "answer"
+)
+
+// Action is a button click: what it asks for, which approval it belongs to, and an
+// optional value (revise feedback or the chosen answer).
+type Action struct {
+	Kind       ActionKind
+	ApprovalID string
+	Value      string
+}
+
+// File is an attachment, inbound or outbound.
+type File struct {
+	Name string
+	MIME string
+	Data []byte
+	Path string // where the file lives on disk, when it does (plan files)
+}
+
+// Message is one normalized inbound event.
+type Message struct {
+	ID          string // platform event id, for de-duplication; "" = no de-duplication
+	Address     Address
+	Sender      Person
+	Text        string
+	Direct      bool // a direct (one-to-one) conversation with the bot
+	Mentioned   bool
+	ReplyTo     string
+	Attachments []File
+	Action      *Action
+	Time        time.Time
+}
+
+// ReplyKind tells an adapter what a reply is, so it can pick a native presentation.
+type ReplyKind string
+
+// Reply kinds. The zero value is an ordinary answer.
+const (
+	ReplyText     ReplyKind = ""
+	ReplyPlan     ReplyKind = "plan"     // a proposed plan with its file and decision buttons
+	ReplyQuestion ReplyKind = "question" // ask_user_question with option buttons
+	ReplyProgress ReplyKind = "progress" // the step checklist, edited in place where possible
+	ReplyNotice   ReplyKind = "notice"   // a system message (refusals, nudges, errors)
+)
+
+// Button is one choice offered with a reply; clicking it produces a Message with Action set.
+type Button struct {
+	Label  string
+	Action Action
+}
+
+// Reply is one outbound message. Text is markdown; adapters convert it.
+type Reply struct {
+	To          Address
+	Kind        ReplyKind
+	Text        string
+	Attachments []File
+	Buttons     []Button
+	ReplaceID   string // edit this earlier message in place where the platform supports it
+}

@@ -1,0 +1,96 @@
+package core
+
+import "time"
+
+// PlanStatus is the life-cycle state of one plan version. The zero value is not a status.
+type PlanStatus string
+
+// Plan statuses.
+const (
+	PlanPending    PlanStatus = "pending"
+	PlanSuperseded PlanStatus = "superseded"
+	PlanAccepted   PlanStatus = "accepted"
+	PlanRevised    PlanStatus = "revised"
+	PlanAbandoned  PlanStatus = "abandoned"
+	PlanAborted    PlanStatus = "aborted"
+	PlanExpired    PlanStatus = "expired"
+	PlanCompleted  PlanStatus = "completed"
+)
+
+// StepStatus is the status of one plan step. The zero value is not a status.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending    StepStatus = "pending"
+	StepInProgress StepStatus = "in_progress"
+	StepCompleted  StepStatus = "completed"
+	StepCancelled  StepStatus = "cancelled"
+)
+
+// Valid reports whether s is one of the step statuses.
+func (s StepStatus) Valid() bool {
+	switch s {
+	case StepPending, StepInProgress, StepCompleted, StepCancelled:
+		return true
+	}
+	return false
+}
+
+// Step is one item of a plan.
+type Step struct {
+	ID                 string     `json:"id"`
+	Text               string     `json:"text"`
+	Status             StepStatus `json:"status"`
+	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
+	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
+}
+
+// Risk is a risk the plan names, with how it is mitigated.
+type Risk struct {
+	Risk       string `json:"risk"`
+	Mitigation string `json:"mitigation"`
+}
+
+// Scope limits what an accepted plan may change: globs relative to the workspace.
+type Scope struct {
+	AllowedPaths   []string `json:"allowed_paths,omitempty"`
+	ForbiddenPaths []string `json:"forbidden_paths,omitempty"`
+}
+
+// Decision records who decided on a plan version, when, where and with what feedback.
+type Decision struct {
+	By       string    `json:"by"`
+	ByName   string    `json:"by_name,omitempty"`
+	At       time.Time `json:"at"`
+	Channel  string    `json:"channel"`
+	Outcome  string    `json:"outcome"` // accepted, auto_accepted, revised, abandoned, aborted, expired
+	Feedback string    `json:"feedback,omitempty"`
+}
+
+// PlanBody is what the model proposes; it is stored as JSON and hashed.
+type PlanBody struct {
+	Title        string   `json:"title"`
+	Summary      string   `json:"summary,omitempty"`
+	Steps        []Step   `json:"steps"`
+	Assumptions  []string `json:"assumptions,omitempty"`
+	Risks        []Risk   `json:"risks,omitempty"`
+	Verification []string `json:"verification,omitempty"`
+	Scope        Scope    `json:"scope,omitzero"`
+	References   []string `json:"references,omitempty"`
+}
+
+// Plan is one stored plan version.
+type Plan struct {
+	ID         string // random, e.g. "p7k2m9x4q1"
+	SessionID  string
+	Version    int
+	Status     PlanStatus
+	ApprovalID string // single-use id for this version's decision
+	Body       PlanBody
+	Hash       string // content hash of Body, for re-proposal de-duplication
+	File       string // path of the markdown file: plans.dir/<session dir>/<name>
+	Decision   *Decision
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}

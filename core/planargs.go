@@ -1,0 +1,559 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The argument decoders below return errors that go back to the model as tool errors, so
+// each one says what was wrong and what to send instead.
+
+// proposalArgs is the exit_plan_mode argument object exactly as the model sends it.
+type proposalArgs struct {
+	Title        string         `json:"title"`
+	Summary      string         `json:"summary"`
+	Plan         []proposalStep `json:"plan"`
+	Assumptions  []string       `json:"assumptions"`
+	Risks        []Risk         `json:"risks"`
+	Verification []string       `json:"verification"`
+	Scope        Scope          `json:"scope"`
+	References   []string       `json:"references"`
+}
+
+type proposalStep struct {
+	Step               string   `json:"step"`
+	AcceptanceCriteria []string `json:"acceptance_criteria"`
+}
+
+// Known argument fields per location, with hints for the names models most often confuse.
+var (
+	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references"}
+	proposalStepFields = []string{"step", "acceptance_criteria"}
+	riskFields         = []string{"risk", "mitigation"}
+	scopeFields        = []string{"allowed_paths", "forbidden_paths"}
+	updateFields       = []string{"plan", "merge", "explanation"}
+	updateStepFields   = []string{"step", "status", "acceptance_criteria", "verified_criteria"}
+)
+
+func fieldHint(name string) string {
+	switch name {
+	case "steps", "tasks", "items":
+		return "plan"
+	case "text", "description", "name", "title", "task":
+		return "step"
+	case "criteria", "acceptance":
+		return "acceptance_criteria"
+	case "verified":
+		return "verified_criteria"
+	case "allowed", "paths", "include":
+		return "allowed_paths"
+	case "forbidden", "exclude":
+		return "forbidden_paths"
+	}
+	return ""
+}
+
+// ParseProposal decodes exit_plan_mode arguments into a plan body: steps get ids "1", "2",
+// ... and status pending; text is trimmed and empty list entries are dropped. Only the shape
+// is checked here; JudgePlan checks the content.
+func ParseProposal(args json.RawMessage) (PlanBody, error) {
+	const tool = "exit_plan_mode"
+	top, err := argObject(tool, args)
+	if err != nil {
+		return PlanBody{}, err
+	}
+	problems := unknownFields(tool, "", top, proposalFields)
+	for i, item := range argArray(top["plan"]) {
+		problems = append(problems, unknownFields(tool, fmt.Sprintf("plan[%d]", i), item, proposalStepFields)...)
+	}
+	for i, item := range argArray(top["risks"]) {
+		problems = append(problems, unknownFields(tool, fmt.Sprintf("risks[%d]", i), item, riskFields)...)
+	}
+	if sc, ok := argMap(top["scope"]); ok {
+		problems = append(problems, unknownFields(tool, "scope", sc, scopeFields)...)
+	}
+	if len(problems) > 0 {
+		return PlanBody{}, problemList(problems)
+	}
+	var a proposalArgs
+	if err := decodeStrict(tool, args, &a); err != nil {
+		return PlanBody{}, err
+	}
+	b := PlanBody{
+		Title:        strings.Join(strings.Fields(a.Title), " "),
+		Summary:      strings.TrimSpace(a.Summary),
+		Assumptions:  trimList(a.Assumptions),
+		Verification: trimList(a.Verification),
+		References:   trimList(a.References),
+		Scope: Scope{
+			AllowedPaths:   trimList(a.Scope.AllowedPaths),
+			ForbiddenPaths: trimList(a.Scope.ForbiddenPaths),
+		},
+	}
+	for i, s := range a.Plan {
+		b.Steps = append(b.Steps, Step{
+			ID:                 strconv.Itoa(i + 1),
+			Text:               strings.TrimSpace(s.Step),
+			Status:             StepPending,
+			AcceptanceCriteria: trimList(s.AcceptanceCriteria),
+		})
+	}
+	for _, r := range a.Risks {
+		r.Risk, r.Mitigation = strings.TrimSpace(r.Risk), strings.TrimSpace(r.Mitigation)
+		if r.Risk != "" || r.Mitigation != "" {
+			b.Risks = append(b.Risks, r)
+		}
+	}
+	return b, nil
+}
+
+// StepUpdate is one entry of update_plan's plan list.
+type StepUpdate struct {
+	Step               string     `json:"step"`
+	Status             StepStatus `json:"status"`
+	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
+	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
+}
+
+// UpdatePlanArgs are the update_plan arguments. Merge matches steps by their text and
+// leaves the others alone; without it the list replaces the plan's steps.
+type UpdatePlanArgs struct {
+	Plan        []StepUpdate `json:"plan"`
+	Merge       bool         `json:"merge,omitempty"`
+	Explanation string       `json:"explanation,omitempty"`
+}
+
+// ParseUpdatePlan decodes update_plan arguments: the shape, a non-empty list and valid
+// statuses. The plan rules (closure, one step in progress) are ApplyUpdate's.
+func ParseUpdatePlan(args json.RawMessage) (UpdatePlanArgs, error) {
+	const tool = "update_plan"
+	top, err := argObject(tool, args)
+	if err != nil {
+		return UpdatePlanArgs{}, err
+	}
+	problems := unknownFields(tool, "", top, updateFields)
+	for i, item := range argArray(top["plan"]) {
+		problems = append(problems, unknownFields(tool, fmt.Sprintf("plan[%d]", i), item, updateStepFields)...)
+	}
+	if len(problems) > 0 {
+		return UpdatePlanArgs{}, problemList(problems)
+	}
+	var u UpdatePlanArgs
+	if err := decodeStrict(tool, args, &u); err != nil {
+		return UpdatePlanArgs{}, err
+	}
+	if len(u.Plan) == 0 {
+		return UpdatePlanArgs{}, errors.New(`update_plan: "plan" must list at least one step: [{"step": "<text as in the plan>", "status": "in_progress"}]`)
+	}
+	u.Explanation = strings.TrimSpace(u.Explanation)
+	for i := range u.Plan {
+		s := &u.Plan[i]
+		s.Step = strings.TrimSpace(s.Step)
+		s.Status = StepStatus(strings.TrimSpace(string(s.Status)))
+		s.AcceptanceCriteria = trimList(s.AcceptanceCriteria)
+		s.VerifiedCriteria = trimList(s.VerifiedCriteria)
+		switch {
+		case s.Status == "":
+			problems = append(problems, fmt.Sprintf("update_plan: plan[%d] has no status; use one of %s", i, validStepStatuses))
+		case !s.Status.Valid():
+			problems = append(problems, fmt.Sprintf("update_plan: plan[%d] has status %q; use one of %s", i, s.Status, validStepStatuses))
+		}
+	}
+	if len(problems) > 0 {
+		return UpdatePlanArgs{}, problemList(problems)
+	}
+	return u, nil
+}
+
+const validStepStatuses = `"pending", "in_progress", "completed", "cancelled"`
+
+// ApplyUpdate applies an update_plan call to steps and returns the new step list; steps is
+// not modified. Steps are matched by text (exactly after trimming, else ignoring case).
+// Acceptance and verified criteria only accumulate, so an update can never drop the
+// criteria a plan was accepted with to get a step closed. On any rule violation it returns
+// an error listing every problem and no steps.
+func ApplyUpdate(steps []Step, u UpdatePlanArgs) ([]Step, error) {
+	if len(u.Plan) == 0 {
+		return nil, errors.New(`"plan" must list at least one step`)
+	}
+	var problems []string
+	seen := map[string]int{}
+	for i, su := range u.Plan {
+		text := strings.TrimSpace(su.Step)
+		if text == "" {
+			problems = append(problems, fmt.Sprintf("plan[%d] has empty step text; give each step's text as it appears in the plan", i))
+			continue
+		}
+		if !su.Status.Valid() {
+			problems = append(problems, fmt.Sprintf("step %q has status %q; use one of %s", text, su.Status, validStepStatuses))
+		}
+		key := strings.ToLower(text)
+		if j, dup := seen[key]; dup {
+			problems = append(problems, fmt.Sprintf("plan[%d] and plan[%d] both name step %q; list each step once", j, i, text))
+		}
+		seen[key] = i
+	}
+	if len(problems) > 0 {
+		return nil, problemList(problems)
+	}
+
+	claimed := make([]bool, len(steps))
+	next := nextStepID(steps)
+	var out []Step
+	if u.Merge {
+		out = cloneSteps(steps)
+	}
+	for _, su := range u.Plan {
+		text := strings.TrimSpace(su.Step)
+		idx := matchStepText(steps, claimed, text)
+		var s *Step
+		switch {
+		case idx < 0:
+			out = append(out, Step{ID: strconv.Itoa(next), Text: text})
+			next++
+			s = &out[len(out)-1]
+		case u.Merge:
+			claimed[idx] = true
+			s = &out[idx]
+		default:
+			claimed[idx] = true
+			out = append(out, cloneSteps(steps[idx:idx+1])...)
+			s = &out[len(out)-1]
+			s.Text = text
+		}
+		problems = append(problems, applyStepUpdate(s, su)...)
+	}
+
+	var inProgress []string
+	for _, s := range out {
+		if s.Status == StepInProgress {
+			inProgress = append(inProgress, strconv.Quote(s.Text))
+		}
+		if s.Status != StepCompleted {
+			continue
+		}
+		if missing := unverified(s); len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf(
+				"step %q cannot be completed yet: acceptance criteria not verified: %s. Check them, then list them in verified_criteria",
+				s.Text, quoteList(missing)))
+		}
+	}
+	if len(inProgress) > 1 {
+		problems = append(problems, fmt.Sprintf(
+			"at most one step may be in_progress, but this update leaves %d: %s; set the others to pending or completed",
+			len(inProgress), strings.Join(inProgress, ", ")))
+	}
+	if len(out) > MaxSteps {
+		problems = append(problems, fmt.Sprintf("the plan would have %d steps; at most %d are allowed", len(out), MaxSteps))
+	}
+	if len(problems) > 0 {
+		return nil, problemList(problems)
+	}
+	return out, nil
+}
+
+// applyStepUpdate sets the status and adds criteria; it reports verified criteria that name
+// no acceptance criterion of the step.
+func applyStepUpdate(s *Step, su StepUpdate) []string {
+	s.Status = su.Status
+	for _, c := range trimList(su.AcceptanceCriteria) {
+		if findCriterion(s.AcceptanceCriteria, c) < 0 {
+			s.AcceptanceCriteria = append(s.AcceptanceCriteria, c)
+		}
+	}
+	var problems []string
+	verified := make([]bool, len(s.AcceptanceCriteria))
+	for _, v := range s.VerifiedCriteria {
+		if i := findCriterion(s.AcceptanceCriteria, v); i >= 0 {
+			verified[i] = true
+		}
+	}
+	for _, v := range trimList(su.VerifiedCriteria) {
+		i := findCriterion(s.AcceptanceCriteria, v)
+		switch {
+		case i >= 0:
+			verified[i] = true
+		case len(s.AcceptanceCriteria) == 0:
+			problems = append(problems, fmt.Sprintf("step %q has no acceptance criteria, so %q cannot be verified; leave verified_criteria out", s.Text, v))
+		default:
+			problems = append(problems, fmt.Sprintf("step %q: verified criterion %q is not one of its acceptance criteria (%s); use their exact text",
+				s.Text, v, quoteList(s.AcceptanceCriteria)))
+		}
+	}
+	// Stored in acceptance order with the acceptance wording, so the file and the
+	// closure check never depend on how the model spelled a criterion.
+	s.VerifiedCriteria = nil
+	for i, ok := range verified {
+		if ok {
+			s.VerifiedCriteria = append(s.VerifiedCriteria, s.AcceptanceCriteria[i])
+		}
+	}
+	return problems
+}
+
+func unverified(s Step) []string {
+	var missing []string
+	for _, c := range s.AcceptanceCriteria {
+		if findCriterion(s.VerifiedCriteria, c) < 0 {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// findCriterion matches criteria ignoring case and runs of white space.
+func findCriterion(list []string, c string) int {
+	key := strings.Join(strings.Fields(c), " ")
+	return slices.IndexFunc(list, func(x string) bool {
+		return strings.EqualFold(strings.Join(strings.Fields(x), " "), key)
+	})
+}
+
+// matchStepText finds an unclaimed step with this text: an exact match first, so two steps
+// that differ only in case still map to themselves.
+func matchStepText(steps []Step, claimed []bool, text string) int {
+	for i, s := range steps {
+		if !claimed[i] && strings.TrimSpace(s.Text) == text {
+			return i
+		}
+	}
+	for i, s := range steps {
+		if !claimed[i] && strings.EqualFold(strings.TrimSpace(s.Text), text) {
+			return i
+		}
+	}
+	return -1
+}
+
+// nextStepID is one more than the largest numeric id, so an id that was dropped by a
+// replacing update is never given to a different step.
+func nextStepID(steps []Step) int {
+	n := len(steps)
+	for _, s := range steps {
+		if v, err := strconv.Atoi(s.ID); err == nil && v > n {
+			n = v
+		}
+	}
+	return n + 1
+}
+
+func cloneSteps(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		s.AcceptanceCriteria = slices.Clone(s.AcceptanceCriteria)
+		s.VerifiedCriteria = slices.Clone(s.VerifiedCriteria)
+		out[i] = s
+	}
+	return out
+}
+
+// AllDone reports whether the plan has steps and every one is completed or cancelled.
+func AllDone(steps []Step) bool {
+	if len(steps) == 0 {
+		return false
+	}
+	for _, s := range steps {
+		if s.Status != StepCompleted && s.Status != StepCancelled {
+			return false
+		}
+	}
+	return true
+}
+
+// hashedStep and hashedBody are the canonical form HashPlan hashes: the content the model
+// proposed, without step ids, statuses or verified criteria, and with nil and empty lists
+// alike, so the same proposal always hashes the same.
+type hashedStep struct {
+	Text     string   `json:"text"`
+	Criteria []string `json:"acceptance_criteria,omitempty"`
+}
+
+type hashedBody struct {
+	Title        string       `json:"title"`
+	Summary      string       `json:"summary,omitempty"`
+	Steps        []hashedStep `json:"steps,omitempty"`
+	Assumptions  []string     `json:"assumptions,omitempty"`
+	Risks        []Risk       `json:"risks,omitempty"`
+	Verification []string     `json:"verification,omitempty"`
+	Allowed      []string     `json:"allowed_paths,omitempty"`
+	Forbidden    []string     `json:"forbidden_paths,omitempty"`
+	References   []string     `json:"references,omitempty"`
+}
+
+// HashPlan is the content hash of a plan body (sha256, hex), used to recognise an identical
+// re-proposal.
+func HashPlan(b PlanBody) string {
+	h := hashedBody{
+		Title: b.Title, Summary: b.Summary, Assumptions: b.Assumptions, Risks: b.Risks,
+		Verification: b.Verification, Allowed: b.Scope.AllowedPaths,
+		Forbidden: b.Scope.ForbiddenPaths, References: b.References,
+	}
+	for _, s := range b.Steps {
+		h.Steps = append(h.Steps, hashedStep{Text: s.Text, Criteria: s.AcceptanceCriteria})
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		// Only strings and slices of strings: marshalling cannot fail.
+		panic(fmt.Sprintf("hashing plan: %v", err))
+	}
+	sum := sha256.Sum256(append([]byte("plangate plan v1\n"), data...))
+	return hex.EncodeToString(sum[:])
+}
+
+// argObject checks that args is one JSON object and returns its members.
+func argObject(tool string, args json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return nil, fmt.Errorf("%s: the arguments are empty; send a JSON object", tool)
+	}
+	m, ok := argMap(args)
+	if !ok {
+		if !json.Valid(args) {
+			return nil, fmt.Errorf("%s: the arguments are not valid JSON; send one JSON object", tool)
+		}
+		return nil, fmt.Errorf("%s: the arguments must be a JSON object, not %s", tool, jsonKind(args))
+	}
+	return m, nil
+}
+
+func argMap(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// argArray returns the object elements of a JSON array; anything else is left for the typed
+// decode to report.
+func argArray(raw json.RawMessage) map[int]map[string]json.RawMessage {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	out := map[int]map[string]json.RawMessage{}
+	for i, it := range items {
+		if m, ok := argMap(it); ok {
+			out[i] = m
+		}
+	}
+	return out
+}
+
+// unknownFields names every member of obj that is not in known, with a hint when the name
+// is a common confusion.
+func unknownFields(tool, where string, obj map[string]json.RawMessage, known []string) []string {
+	var names []string
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	place := "the arguments"
+	if where != "" {
+		place = where
+	}
+	var problems []string
+	for _, k := range names {
+		p := fmt.Sprintf("%s: unknown field %q in %s", tool, k, place)
+		if h := fieldHint(k); h != "" && slices.Contains(known, h) {
+			p += fmt.Sprintf(" (did you mean %q?)", h)
+		}
+		problems = append(problems, p+"; allowed: "+strings.Join(known, ", "))
+	}
+	return problems
+}
+
+// decodeStrict decodes one JSON value into v and turns decoding errors into advice.
+func decodeStrict(tool string, args json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("%s: field %q must be %s, not %s", tool, te.Field, describeType(te.Type), jsonArticle(te.Value))
+		}
+		return fmt.Errorf("%s: reading the arguments: %w", tool, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%s: the arguments must be a single JSON object with nothing after it", tool)
+	}
+	return nil
+}
+
+// describeType names the JSON form of a Go type, as the model sees it in the schema.
+func describeType(t reflect.Type) string {
+	switch {
+	case t == nil:
+		return "a different type"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Slice:
+		return jsonArticle("array")
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return jsonArticle("object")
+	}
+	return jsonArticle(t.Kind().String())
+}
+
+// jsonArticle turns a JSON kind ("array") or Go kind ("bool") into words ("an array").
+func jsonArticle(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	case "null":
+		return v
+	}
+	return "a " + v
+}
+
+func jsonKind(raw json.RawMessage) string {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	switch v.(type) {
+	case []any:
+		return jsonArticle("array")
+	case string:
+		return jsonArticle("string")
+	case bool:
+		return jsonArticle("bool")
+	case nil:
+		return "null"
+	}
+	return jsonArticle("number")
+}
+
+// trimList trims every entry and drops the empty ones.
+func trimList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func quoteList(in []string) string {
+	q := make([]string, len(in))
+	for i, s := range in {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// problemList is an error made of one problem per line.
+type problemList []string
+
+func (p problemList) Error() string { return strings.Join(p, "\n") }

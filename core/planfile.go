@@ -1,0 +1,427 @@
+package core
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxSlugLen bounds the title part of a plan file name.
+const maxSlugLen = 50
+
+// Slug turns a plan title into a file-name part: lower-case ASCII letters and digits
+// separated by single "-", at most 50 bytes, "untitled" when nothing is left. Letters
+// outside ASCII are dropped (the standard library has no transliteration); other
+// characters, emoji included, separate words.
+func Slug(title string) string {
+	var b strings.Builder
+	for _, r := range title {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(unicode.ToLower(r))
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)):
+		default:
+			if s := b.String(); s != "" && !strings.HasSuffix(s, "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	s := strings.TrimRight(b.String(), "-")
+	if len(s) > maxSlugLen {
+		// Cut at the last word boundary that fits (a "-" right after the limit counts).
+		if i := strings.LastIndexByte(s[:maxSlugLen+1], '-'); i > 0 {
+			s = s[:i]
+		} else {
+			s = s[:maxSlugLen]
+		}
+		s = strings.TrimRight(s, "-")
+	}
+	if s == "" {
+		return "untitled"
+	}
+	return s
+}
+
+// PlanFileName is the markdown file name of a plan version, e.g.
+// "plan-2026-11-30-docs-cleanup-v1.md". The date is day's calendar date in its own location.
+func PlanFileName(day time.Time, title string, version int) string {
+	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), Slug(title), version)
+}
+
+// stepMarker is the checklist box of a step, in the file and in chat progress messages.
+func stepMarker(s StepStatus) string {
+	switch s {
+	case StepCompleted:
+		return "[x]"
+	case StepInProgress:
+		return "[>]"
+	case StepCancelled:
+		return "[~]"
+	}
+	return "[ ]"
+}
+
+// Checklist is the step list for chat progress messages: one "[x] text" line per step.
+func Checklist(steps []Step) string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = stepMarker(s.Status) + " " + EscapeMarkdown(s.Text)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RenderPlanMarkdown renders one plan version as the markdown file posted to the chat.
+// Every string that came from the model (or from a person, for the decision) is escaped.
+func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
+	var b bytes.Buffer
+	title := EscapeMarkdown(p.Body.Title)
+	if title == "" {
+		title = "Untitled plan"
+	}
+	fmt.Fprintf(&b, "# %s\n\nVersion %d · status: %s · phase: %s · session: %s\n",
+		title, p.Version, EscapeMarkdown(string(p.Status)), EscapeMarkdown(string(phase)), EscapeMarkdown(session))
+
+	if summary := escapeMarkdownBlock(p.Body.Summary); summary != "" {
+		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", summary)
+	}
+	if len(p.Body.Steps) > 0 {
+		b.WriteString("\n## Steps\n\n")
+		for _, s := range p.Body.Steps {
+			fmt.Fprintf(&b, "- %s %s\n", stepMarker(s.Status), EscapeMarkdown(s.Text))
+			for _, c := range s.AcceptanceCriteria {
+				box := "[ ]"
+				if findCriterion(s.VerifiedCriteria, c) >= 0 {
+					box = "[x]"
+				}
+				fmt.Fprintf(&b, "  - %s %s\n", box, EscapeMarkdown(c))
+			}
+		}
+	}
+	writeBullets(&b, "Assumptions", p.Body.Assumptions)
+	var risks []string
+	for _, r := range p.Body.Risks {
+		line, m := EscapeMarkdown(r.Risk), EscapeMarkdown(r.Mitigation)
+		switch {
+		case line == "":
+			line = m
+		case m != "":
+			line += " — " + m
+		}
+		if line != "" {
+			risks = append(risks, line)
+		}
+	}
+	writeSection(&b, "Risks", risks)
+	writeBullets(&b, "Verification", p.Body.Verification)
+	writeScope(&b, p.Body.Scope)
+	writeBullets(&b, "References", p.Body.References)
+	if d := p.Decision; d != nil {
+		writeSection(&b, "Decision", decisionLines(*d))
+	}
+
+	b.WriteString("\n---\n\n")
+	switch p.Status {
+	case PlanPending:
+		b.WriteString("Decide in the chat: `/plan accept` · `/plan revise <feedback>` · `/plan auto`\n")
+	case PlanAccepted:
+		b.WriteString("This plan is being carried out. `/plan revise <feedback>` sends it back for a new version · `/plan status` shows progress\n")
+	default:
+		fmt.Fprintf(&b, "This version is %s. `/plan status` shows where things stand · `/plan help` lists the commands\n",
+			EscapeMarkdown(string(p.Status)))
+	}
+	return b.Bytes()
+}
+
+// writeBullets writes a section of escaped model text, one bullet per entry.
+func writeBullets(b *bytes.Buffer, heading string, items []string) {
+	var lines []string
+	for _, it := range items {
+		if e := EscapeMarkdown(it); e != "" {
+			lines = append(lines, e)
+		}
+	}
+	writeSection(b, heading, lines)
+}
+
+// writeSection writes already escaped lines as a bulleted section, or nothing when empty.
+func writeSection(b *bytes.Buffer, heading string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
+}
+
+func writeScope(b *bytes.Buffer, sc Scope) {
+	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 {
+		return
+	}
+	b.WriteString("\n## Scope\n")
+	for _, part := range []struct {
+		label string
+		paths []string
+	}{{"Allowed", sc.AllowedPaths}, {"Forbidden", sc.ForbiddenPaths}} {
+		if len(part.paths) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s:\n\n", part.label)
+		for _, p := range part.paths {
+			fmt.Fprintf(b, "- %s\n", codeSpan(p))
+		}
+	}
+}
+
+func decisionLines(d Decision) []string {
+	lines := []string{"Outcome: " + EscapeMarkdown(d.Outcome)}
+	who := EscapeMarkdown(d.By)
+	if name := EscapeMarkdown(d.ByName); name != "" && name != who {
+		who = name + " (" + who + ")"
+	}
+	if who != "" {
+		lines = append(lines, "By: "+who)
+	}
+	if !d.At.IsZero() {
+		lines = append(lines, "At: "+d.At.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if ch := EscapeMarkdown(d.Channel); ch != "" {
+		lines = append(lines, "Channel: "+ch)
+	}
+	if fb := EscapeMarkdown(d.Feedback); fb != "" {
+		lines = append(lines, "Feedback: "+fb)
+	}
+	return lines
+}
+
+// codeSpan shows a scope glob verbatim in a code span, where * and _ need no escaping;
+// text that could break out of the span is escaped as ordinary text instead.
+func codeSpan(s string) string {
+	if s == "" || strings.ContainsAny(s, "`\t\n\r") || strings.IndexFunc(s, isUnsafeRune) >= 0 || s != strings.TrimSpace(s) {
+		return EscapeMarkdown(s)
+	}
+	var b strings.Builder
+	b.WriteByte('`')
+	rs := []rune(s)
+	for i, r := range rs {
+		b.WriteRune(r)
+		if r == '@' && mentionAt(rs, i) {
+			b.WriteRune(zeroWidthSpace)
+		}
+	}
+	b.WriteByte('`')
+	return b.String()
+}
+
+const zeroWidthSpace = '\u200b'
+
+// EscapeMarkdown makes one line of untrusted text safe to place in markdown: white space
+// (newlines included) collapses to single spaces, control and bidi-override characters are
+// dropped, markdown punctuation is backslash-escaped so the text cannot open headings,
+// lists, quotes, code, links, tables, HTML, entities or emphasis, and mentions (@everyone, @here,
+// @name, <@id>, <!channel>) get a zero-width space after the @ or ! so they never ping.
+func EscapeMarkdown(s string) string {
+	return escapeMarkdownLine(strings.Join(strings.Fields(stripUnsafe(s)), " "))
+}
+
+// escapeMarkdownBlock escapes multi-line text (the summary): each line is escaped like
+// EscapeMarkdown, and paragraph breaks survive as single blank lines.
+func escapeMarkdownBlock(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	var out []string
+	blank := false
+	for line := range strings.SplitSeq(s, "\n") {
+		e := EscapeMarkdown(line)
+		if e == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+			blank = false
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, "\n")
+}
+
+// isUnsafeRune reports characters that are dropped from untrusted text: controls other than
+// white space, and the bidi controls that can make text read differently than it is stored.
+func isUnsafeRune(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069', r == '\u200e', r == '\u200f', r == '\u061c':
+		return true
+	}
+	return false
+}
+
+func stripUnsafe(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if strings.IndexFunc(s, isUnsafeRune) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isUnsafeRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// escapeMarkdownLine escapes one line that has no line breaks and no surrounding spaces.
+func escapeMarkdownLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	rs := []rune(s)
+	var b strings.Builder
+	// Block markers only count at the start of a line.
+	switch rs[0] {
+	case '#', '-', '+', '=':
+		b.WriteByte('\\')
+	}
+	digits := 0
+	for digits < len(rs) && rs[digits] >= '0' && rs[digits] <= '9' {
+		digits++
+	}
+	for i, r := range rs {
+		switch r {
+		case '\\', '`', '*', '[', ']', '<', '>', '|', '~':
+			b.WriteByte('\\')
+		case '&':
+			// "&#64;everyone" would render as a mention after conversion.
+			if entityAt(rs, i) {
+				b.WriteByte('\\')
+			}
+		case '_':
+			// An underscore inside a word never makes emphasis; leaving it keeps
+			// identifiers and file names readable in the raw file.
+			if !(i > 0 && isWordRune(rs[i-1]) && i+1 < len(rs) && isWordRune(rs[i+1])) {
+				b.WriteByte('\\')
+			}
+		case '.', ')':
+			if digits > 0 && i == digits { // "1." or "1)" would start an ordered list
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+		if (r == '@' && mentionAt(rs, i)) || (r == '!' && i > 0 && rs[i-1] == '<') {
+			b.WriteRune(zeroWidthSpace)
+		}
+	}
+	return b.String()
+}
+
+// mentionAt reports whether the @ at rs[i] would start a mention: not inside a word (so
+// e-mail addresses stay intact) and followed by a name, an id or a Discord <@&id> / <@!id>.
+func mentionAt(rs []rune, i int) bool {
+	if i > 0 && isWordRune(rs[i-1]) {
+		return false
+	}
+	if i+1 >= len(rs) {
+		return false
+	}
+	next := rs[i+1]
+	return isWordRune(next) || next == '_' || next == '&' || next == '!'
+}
+
+// entityAt reports whether rs[i] ('&') starts an HTML entity or character reference.
+func entityAt(rs []rune, i int) bool {
+	for j := i + 1; j < len(rs) && j <= i+33; j++ {
+		switch r := rs[j]; {
+		case r == ';':
+			return j > i+1
+		case r == '#' && j == i+1:
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// WritePlanFile writes data to plansDir/sessionDir/name through an os.Root opened on
+// plansDir, so neither name nor a symbolic link can place the file outside plansDir. The
+// file is written to a temporary name and renamed, so readers never see half a plan; it
+// is not synced, since the store holds the plan durably.
+// sessionDir and name must each be one path element. It returns
+// filepath.Join(plansDir, sessionDir, name).
+func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {
+	if err := checkPathElement("session directory", sessionDir); err != nil {
+		return "", err
+	}
+	if err := checkPathElement("file name", name); err != nil {
+		return "", err
+	}
+	// Directories are created only when missing: the common case (a refresh) costs no
+	// mkdir calls.
+	root, err := os.OpenRoot(plansDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(plansDir, 0o755); err != nil {
+			return "", fmt.Errorf("creating plans directory: %w", err)
+		}
+		root, err = os.OpenRoot(plansDir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("opening plans directory: %w", err)
+	}
+	defer root.Close()
+	target := filepath.Join(sessionDir, name)
+	tmp := filepath.Join(sessionDir, "."+name+".tmp-"+rand.Text())
+	err = writeTemp(root, tmp, data)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := root.Mkdir(sessionDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("creating session plans directory: %w", err)
+		}
+		err = writeTemp(root, tmp, data)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return "", fmt.Errorf("writing plan file: %w", err)
+	}
+	if err := root.Rename(tmp, target); err != nil {
+		_ = root.Remove(tmp)
+		return "", fmt.Errorf("writing plan file: %w", err)
+	}
+	// No fsync: the plan is durable in the store, and the file is a rendering of it that
+	// /plan show writes again. Syncing here would double the disk flushes per decision.
+	return filepath.Join(plansDir, sessionDir, name), nil
+}
+
+func writeTemp(root *os.Root, name string, data []byte) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(0o644) // the umask may have narrowed the mode
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+func checkPathElement(what, s string) error {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\:\x00") {
+		return fmt.Errorf("plan %s %q is not a single path element", what, s)
+	}
+	return nil
+}

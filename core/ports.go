@@ -1,0 +1,191 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors the store reports and the engine branches on.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrConflict  = errors.New("session changed concurrently") // optimistic lock lost
+	ErrDuplicate = errors.New("inbound event already handled")
+)
+
+// EventKind names an audit row in plan_events.
+type EventKind string
+
+// Audit event kinds.
+const (
+	EventEntered      EventKind = "entered"
+	EventExited       EventKind = "exited" // plan mode turned off with no plan involved
+	EventProposed     EventKind = "proposed"
+	EventSuperseded   EventKind = "superseded"
+	EventAccepted     EventKind = "accepted"
+	EventAutoAccepted EventKind = "auto_accepted"
+	EventAutoChanged  EventKind = "auto_changed"
+	EventRevised      EventKind = "revised"
+	EventAsked        EventKind = "asked"
+	EventAnswered     EventKind = "answered"
+	EventExpired      EventKind = "expired"
+	EventAbandoned    EventKind = "abandoned"
+	EventAborted      EventKind = "aborted"
+	EventStepUpdated  EventKind = "step_updated"
+	EventCompleted    EventKind = "completed"
+	EventNudged       EventKind = "nudged"
+	EventRefused      EventKind = "refused" // an unauthorized or stale decision
+)
+
+// Event is one audit row.
+type Event struct {
+	ID          int64
+	SessionID   string
+	PlanID      string // "" when no plan is involved
+	PlanVersion int
+	Kind        EventKind
+	Actor       string // sender id, "agent" or "system"
+	Channel     string
+	Detail      string
+	At          time.Time
+}
+
+// Role is the author of a transcript entry, as the model API names it.
+type Role string
+
+// Transcript roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one tool invocation requested by the model.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// ChatMessage is one entry of a session's transcript and of a model request.
+type ChatMessage struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"` // tool name for RoleTool, sender name for RoleUser
+	At         time.Time  `json:"at,omitzero"`
+}
+
+// InboundKey identifies a platform event for de-duplication.
+type InboundKey struct {
+	Channel string
+	Account string
+	EventID string
+}
+
+// Change is everything one state transition writes; the store commits it in a single
+// transaction or not at all.
+type Change struct {
+	// Session is the new session state. Version is the version it was read at: 0 inserts a
+	// new session, otherwise the update succeeds only if the stored version still matches
+	// (ErrConflict if not). nil leaves the session row alone.
+	Session  *Session
+	Plans    []Plan // inserted or updated by ID
+	Events   []Event
+	Messages []ChatMessage // appended to the session's transcript
+	// Inbound, when set, is recorded in the same transaction; if it was already recorded
+	// the whole change is rolled back with ErrDuplicate.
+	Inbound *InboundKey
+	// SessionID names the session for Events and Messages when Session is nil.
+	SessionID string
+	// CancelNudges cancels every active nudge schedule of the session.
+	CancelNudges bool
+	// Lazy marks a change that records no decision and no inbound event (the agent's own
+	// transcript entries): the store may commit it without waiting for the disk. It is
+	// still atomic and survives a killed process; the next durable commit or checkpoint
+	// makes it durable. A change with Inbound set is always durable.
+	Lazy bool
+}
+
+// Store is the persistence port.
+type Store interface {
+	Session(ctx context.Context, id string) (Session, error)
+	Sessions(ctx context.Context) ([]Session, error)
+	Plan(ctx context.Context, id string) (Plan, error)
+	PlanByApproval(ctx context.Context, approvalID string) (Plan, error)
+	// Plans lists the plans of a session (all sessions for ""), oldest first.
+	Plans(ctx context.Context, sessionID string) ([]Plan, error)
+	// Transcript returns the newest limit entries of a session, oldest first.
+	Transcript(ctx context.Context, sessionID string, limit int) ([]ChatMessage, error)
+	Events(ctx context.Context, sessionID string) ([]Event, error)
+	SeenInbound(ctx context.Context, key InboundKey) (bool, error)
+	// Commit applies ch atomically and returns the session as stored (new Version).
+	Commit(ctx context.Context, ch Change) (Session, error)
+}
+
+// ToolKind is how the gate treats a tool. The zero value is not a kind.
+type ToolKind string
+
+// Tool kinds.
+const (
+	ToolPlan     ToolKind = "plan"     // plan-mode tools, handled by the core
+	ToolReadOnly ToolKind = "readonly" // may run in any phase
+	ToolMutating ToolKind = "mutating" // only while executing an accepted plan, within scope
+)
+
+// ToolSpec describes one tool to the model and to the gate.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON schema of the arguments
+	Kind        ToolKind
+}
+
+// ModelRequest is one call to the model.
+type ModelRequest struct {
+	SessionID string
+	Planning  bool // the session is planning: providers may use a dedicated plan model
+	System    string
+	Messages  []ChatMessage
+	Tools     []ToolSpec
+}
+
+// ModelResponse is the model's answer: final text, tool calls, or both.
+type ModelResponse struct {
+	Text      string
+	ToolCalls []ToolCall
+}
+
+// Model is the port to a language model provider.
+type Model interface {
+	Complete(ctx context.Context, req ModelRequest) (ModelResponse, error)
+}
+
+// Workspace is where a session's workspace tools operate.
+type Workspace struct {
+	SessionID string
+	Dir       string // workspace directory of this session
+}
+
+// Toolbox is the port to the workspace tools (read, list, search, write, edit, run).
+type Toolbox interface {
+	Tools() []ToolSpec
+	// Call runs a tool. A returned error is shown to the model as a tool error.
+	Call(ctx context.Context, ws Workspace, name string, args json.RawMessage) (string, error)
+	// WritePaths names the workspace paths a mutating call would change, for the scope check.
+	WritePaths(name string, args json.RawMessage) ([]string, error)
+}
+
+// Sender delivers replies to the channel named in Reply.To and returns the platform's
+// message id (used for edits in place).
+type Sender interface {
+	Send(ctx context.Context, r Reply) (string, error)
+}
+
+// Nudger is the port to the nudge scheduler: the engine tells it when a session's
+// schedules may have changed in the store.
+type Nudger interface {
+	SessionChanged(ctx context.Context, sessionID string)
+}

@@ -1,0 +1,66 @@
+package core
+
+import "time"
+
+// Phase is a session's place in the plan cycle. The zero value is not a phase.
+type Phase string
+
+// The phases, named exactly as /plan status shows them.
+const (
+	PhaseOff              Phase = "off"
+	PhasePlanning         Phase = "planning"
+	PhaseAwaitingApproval Phase = "awaiting_approval"
+	PhaseExecuting        Phase = "executing"
+)
+
+// Valid reports whether p is one of the four phases.
+func (p Phase) Valid() bool {
+	switch p {
+	case PhaseOff, PhasePlanning, PhaseAwaitingApproval, PhaseExecuting:
+		return true
+	}
+	return false
+}
+
+// Question is a pending ask_user_question.
+type Question struct {
+	Text          string    `json:"text"`
+	Options       []string  `json:"options"`
+	AllowFreeText bool      `json:"allow_freetext,omitempty"`
+	AskedAt       time.Time `json:"asked_at"`
+}
+
+// InjectionKind tags a system-generated message queued for the agent's next turn.
+type InjectionKind string
+
+// Injection kinds, with the markers the model sees.
+const (
+	InjectDecision InjectionKind = "PLAN_DECISION"
+	InjectAnswer   InjectionKind = "QUESTION_ANSWER"
+	InjectComplete InjectionKind = "PLAN_COMPLETE"
+)
+
+// Injection is a message for the agent that no person typed: a decision, an answer, a
+// completion notice. It is queued on the session and drained into the next turn.
+type Injection struct {
+	Kind InjectionKind `json:"kind"`
+	Text string        `json:"text"`
+}
+
+// Session is the persisted state of one conversation.
+type Session struct {
+	ID             string
+	Address        Address
+	Phase          Phase
+	AutoApprove    bool
+	Owner          string // sender id of the user who started the session
+	PlanID         string // current plan ("" if none yet)
+	ApprovalID     string // approval id of the pending version ("" unless awaiting_approval)
+	RejectionCount int
+	LastFeedback   string
+	Question       *Question
+	Injections     []Injection
+	Version        int64 // row version for optimistic locking; 0 = not stored yet
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
