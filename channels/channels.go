@@ -1,0 +1,51 @@
+// Package channels connects plangate to chat platforms. A Channel turns platform events into
+// core.Message values for a Handler (the engine) and delivers core.Reply values back. The
+// interface is deliberately small; what only some platforms can do (editing a sent message,
+// a typing indicator) is an optional interface that callers test for at run time, the way
+// net/http treats Flusher. The Hub runs every configured channel and routes replies to the
+// one named in the reply's address, so the engine sees a single core.Sender.
+//
+// Each platform lives in its own sub-package (terminal, telegram, slack, discord); none
+// imports another. channeltest holds a fake channel and the conformance suite adapters pass.
+package channels
+
+import (
+	"context"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Handler receives normalized inbound messages. The engine implements it.
+type Handler interface {
+	Handle(ctx context.Context, m core.Message) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, m core.Message) error
+
+// Handle calls f(ctx, m).
+func (f HandlerFunc) Handle(ctx context.Context, m core.Message) error { return f(ctx, m) }
+
+// Channel is one chat platform connection.
+type Channel interface {
+	// Name is the platform name used in core.Address.Channel: "terminal", "telegram", ...
+	Name() string
+	// Run receives events and hands them to h until ctx ends or the input ends. It returns
+	// nil in both cases and an error only when receiving fails. A Handler error concerns
+	// one message; Run reports it and goes on.
+	Run(ctx context.Context, h Handler) error
+	// Send delivers a new message and returns its platform message id.
+	Send(ctx context.Context, r core.Reply) (string, error)
+}
+
+// Editor is implemented by channels that can change a message they sent earlier, so a
+// progress checklist is one message that is updated rather than a message per step.
+// An edit that changes nothing must return nil: an error makes the Hub send the reply anew.
+type Editor interface {
+	Edit(ctx context.Context, id string, r core.Reply) error
+}
+
+// Typer is implemented by channels that can show a "typing" indicator while the agent works.
+type Typer interface {
+	Typing(ctx context.Context, a core.Address) error
+}

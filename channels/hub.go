@@ -1,0 +1,134 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Hub runs a set of channels and routes replies to them by name.
+type Hub struct {
+	log      *slog.Logger
+	channels []Channel
+	byName   map[string]Channel
+}
+
+var (
+	_ core.Sender = (*Hub)(nil)
+	_ Typer       = (*Hub)(nil)
+)
+
+// NewHub returns a hub over chs. Two channels with the same name are a wiring mistake, not a
+// run-time condition, so NewHub panics on them (as http.ServeMux does on a duplicate pattern).
+// A nil log discards.
+func NewHub(log *slog.Logger, chs ...Channel) *Hub {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{log: log, byName: make(map[string]Channel, len(chs))}
+	for _, ch := range chs {
+		name := ch.Name()
+		if _, dup := h.byName[name]; dup {
+			panic(fmt.Sprintf("channels: two channels named %q", name))
+		}
+		h.byName[name] = ch
+		h.channels = append(h.channels, ch)
+	}
+	return h
+}
+
+// Run runs every channel concurrently with handler and returns when all have returned.
+// A channel that returns nil (its input ended) does not stop the others, so `serve` keeps
+// its remaining platforms. The first channel that fails cancels the others, and its error,
+// wrapped with the channel name, is what Run returns. Errors that are only the echo of a
+// cancelled context count as a clean stop.
+//
+// A caller that wants "stop everything when one channel ends" (the interactive `chat`
+// command, whose end of input ends the program) runs that channel by itself instead.
+func (h *Hub) Run(ctx context.Context, handler Handler) error {
+	if len(h.channels) == 0 {
+		return errors.New("running channels: none configured")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for _, ch := range h.channels {
+		wg.Go(func() {
+			name := ch.Name()
+			h.log.Info("channel started", "channel", name)
+			err := ch.Run(ctx, handler)
+			if err != nil && ctx.Err() != nil &&
+				(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				err = nil
+			}
+			if err == nil {
+				h.log.Info("channel stopped", "channel", name)
+				return
+			}
+			h.log.Error("channel failed", "channel", name, "err", err)
+			mu.Lock()
+			if first == nil {
+				first = fmt.Errorf("running channel %s: %w", name, err)
+				cancel()
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// Send delivers r on the channel named by r.To.Channel. With r.ReplaceID set it edits that
+// message in place when the channel is an Editor and returns the same id; a channel that
+// cannot edit, or an edit that fails, gets the reply as a new message, because a progress
+// update that arrives twice is better than one that is lost.
+func (h *Hub) Send(ctx context.Context, r core.Reply) (string, error) {
+	ch, ok := h.byName[r.To.Channel]
+	if !ok {
+		return "", fmt.Errorf("sending reply: unknown channel %q", r.To.Channel)
+	}
+	if r.ReplaceID != "" {
+		if ed, ok := ch.(Editor); ok {
+			err := ed.Edit(ctx, r.ReplaceID, r)
+			if err == nil {
+				return r.ReplaceID, nil
+			}
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("editing message on %s: %w", ch.Name(), err)
+			}
+			h.log.Warn("edit failed, sending a new message", "channel", ch.Name(), "id", r.ReplaceID, "err", err)
+		}
+		r.ReplaceID = "" // Send always posts a new message
+	}
+	id, err := ch.Send(ctx, r)
+	if err != nil {
+		return id, fmt.Errorf("sending reply on %s: %w", ch.Name(), err)
+	}
+	return id, nil
+}
+
+// Typing shows a typing indicator in a's conversation when its channel can; otherwise it
+// does nothing.
+func (h *Hub) Typing(ctx context.Context, a core.Address) error {
+	ch, ok := h.byName[a.Channel]
+	if !ok {
+		return fmt.Errorf("typing: unknown channel %q", a.Channel)
+	}
+	t, ok := ch.(Typer)
+	if !ok {
+		return nil
+	}
+	if err := t.Typing(ctx, a); err != nil {
+		return fmt.Errorf("typing on %s: %w", ch.Name(), err)
+	}
+	return nil
+}
