@@ -1,0 +1,365 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
+// defaults, then the file, then ${VAR} references; paths in it are absolute. Fields marked
+// "secret" are credentials: never log or print them.
+type Config struct {
+	Store     StoreConfig     `yaml:"store"`
+	Plans     PlansConfig     `yaml:"plans"`
+	Workspace WorkspaceConfig `yaml:"workspace"`
+	LLM       LLMConfig       `yaml:"llm"`
+	Agent     AgentConfig     `yaml:"agent"`
+	PlanMode  PlanModeConfig  `yaml:"plan_mode"`
+	Tools     ToolsConfig     `yaml:"tools"`
+	Access    AccessConfig    `yaml:"access"`
+	Channels  ChannelsConfig  `yaml:"channels"`
+	Log       LogConfig       `yaml:"log"`
+
+	file    string              // the config file as given, for messages
+	origins map[string][]string // key path -> the environment variables its value came from
+}
+
+// StoreConfig locates the SQLite database.
+type StoreConfig struct {
+	Path string `yaml:"path"`
+}
+
+// PlansConfig locates the plan markdown files.
+type PlansConfig struct {
+	Dir string `yaml:"dir"`
+}
+
+// WorkspaceConfig confines the workspace tools.
+type WorkspaceConfig struct {
+	Root       string `yaml:"root"`
+	PerSession bool   `yaml:"per_session"` // one sub-directory of Root per session
+}
+
+// Provider selects the model implementation.
+type Provider string
+
+// Model providers. ProviderAuto is resolved by Config.ResolvedProvider.
+const (
+	ProviderAuto   Provider = "auto"
+	ProviderOpenAI Provider = "openai"
+	ProviderScript Provider = "script"
+)
+
+// LLMConfig configures the model provider.
+type LLMConfig struct {
+	Provider    Provider      `yaml:"provider"`
+	BaseURL     string        `yaml:"base_url"`
+	APIKey      string        `yaml:"api_key"` // secret
+	Model       string        `yaml:"model"`
+	PlanModel   string        `yaml:"plan_model"` // "" = Model
+	Script      string        `yaml:"script"`     // replayed by provider script
+	Timeout     time.Duration `yaml:"timeout"`    // 0 = no timeout
+	MaxRetries  int           `yaml:"max_retries"`
+	Temperature *float64      `yaml:"temperature"` // nil = the endpoint's default
+}
+
+// AgentConfig bounds one agent turn.
+type AgentConfig struct {
+	SystemPrompt    string `yaml:"system_prompt"` // "" = the built-in prompt
+	MaxIterations   int    `yaml:"max_iterations"`
+	HistoryMessages int    `yaml:"history_messages"`
+}
+
+// PlanModeConfig configures the approval cycle and its nudges.
+type PlanModeConfig struct {
+	Enabled         bool            `yaml:"enabled"`
+	StartInPlan     bool            `yaml:"start_in_plan"`
+	AutoApprove     bool            `yaml:"auto_approve"`     // default for new sessions
+	ApprovalTimeout time.Duration   `yaml:"approval_timeout"` // 0 = never expires
+	Nudges          []time.Duration `yaml:"nudges"`           // one-shot, after the plan is posted
+	NudgeGrace      time.Duration   `yaml:"nudge_grace"`
+}
+
+// ToolsConfig switches optional tools on.
+type ToolsConfig struct {
+	RunCommand RunCommandConfig `yaml:"run_command"`
+}
+
+// RunCommandConfig gates run_command: argv only, programs from Allow.
+type RunCommandConfig struct {
+	Enabled bool     `yaml:"enabled"`
+	Allow   []string `yaml:"allow"`
+}
+
+// AccessConfig lists who may decide on plans.
+type AccessConfig struct {
+	// Approvers are "channel:user id" (or "discord-role:role id"); empty means the session
+	// owner and anyone in a direct message may decide.
+	Approvers []string `yaml:"approvers"`
+}
+
+// ChannelsConfig holds one section per chat platform.
+type ChannelsConfig struct {
+	Terminal TerminalConfig `yaml:"terminal"`
+	Telegram TelegramConfig `yaml:"telegram"`
+	Slack    SlackConfig    `yaml:"slack"`
+	Discord  DiscordConfig  `yaml:"discord"`
+}
+
+// TerminalConfig configures the stdin/stdout channel.
+type TerminalConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// AttachmentsDir is where attachments are saved; LoadConfig sets it to Plans.Dir when
+	// the file leaves it empty.
+	AttachmentsDir string `yaml:"attachments_dir"`
+}
+
+// TelegramConfig configures the Telegram bot.
+type TelegramConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Token   string `yaml:"token"`   // secret
+	APIURL  string `yaml:"api_url"` // "" = the public Bot API
+}
+
+// SlackConfig configures the Slack app (Socket Mode needs both tokens).
+type SlackConfig struct {
+	Enabled  bool   `yaml:"enabled"`
+	BotToken string `yaml:"bot_token"` // secret
+	AppToken string `yaml:"app_token"` // secret
+	APIURL   string `yaml:"api_url"`
+}
+
+// DiscordConfig configures the Discord bot.
+type DiscordConfig struct {
+	Enabled       bool   `yaml:"enabled"`
+	Token         string `yaml:"token"` // secret
+	ApplicationID string `yaml:"application_id"`
+	APIURL        string `yaml:"api_url"`
+}
+
+// LogLevel is the minimum level logged.
+type LogLevel string
+
+// Log levels.
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogWarn  LogLevel = "warn"
+	LogError LogLevel = "error"
+)
+
+// Slog maps the level to log/slog's.
+func (l LogLevel) Slog() slog.Level {
+	switch l {
+	case LogDebug:
+		return slog.LevelDebug
+	case LogWarn:
+		return slog.LevelWarn
+	case LogError:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// LogFormat selects the slog handler.
+type LogFormat string
+
+// Log formats.
+const (
+	LogText LogFormat = "text"
+	LogJSON LogFormat = "json"
+)
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Level  LogLevel  `yaml:"level"`
+	Format LogFormat `yaml:"format"`
+}
+
+// defaultConfig returns the defaults of DESIGN.md section 9, before ${VAR} expansion and
+// path resolution. The file overrides any part of it.
+func defaultConfig() *Config {
+	return &Config{
+		Store:     StoreConfig{Path: "plangate.db"},
+		Plans:     PlansConfig{Dir: "plans"},
+		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
+		LLM: LLMConfig{
+			Provider:   ProviderAuto,
+			APIKey:     "${OPENAI_API_KEY}",
+			Model:      "gpt-4.1-mini",
+			Script:     "demo/script.yaml",
+			Timeout:    60 * time.Second,
+			MaxRetries: 2,
+		},
+		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40},
+		PlanMode: PlanModeConfig{
+			Enabled:    true,
+			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
+			NudgeGrace: 15 * time.Minute,
+		},
+		Channels: ChannelsConfig{
+			Terminal: TerminalConfig{Enabled: true},
+			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}"},
+			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}"},
+			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}"},
+		},
+		Log: LogConfig{Level: LogInfo, Format: LogText},
+	}
+}
+
+// ConfigPath picks the config file: the --config flag, else $PLANGATE_CONFIG, else
+// config.yaml in the current directory.
+func ConfigPath(flagValue string, getenv func(string) string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if getenv != nil {
+		if p := getenv("PLANGATE_CONFIG"); p != "" {
+			return p
+		}
+	}
+	return "config.yaml"
+}
+
+// ConfigError lists every problem found in a config file, one per line, each starting
+// with "file:line:" (or "file:" when the key is not in the file).
+type ConfigError struct {
+	File     string
+	Problems []string
+}
+
+func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// LoadConfig reads the config file at path. getenv resolves ${VAR} references (nil means
+// an empty environment). The file is strict: unknown keys, wrong types and invalid values
+// are reported together as a *ConfigError. Secret values never appear in the error.
+func LoadConfig(path string, getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading config: %s does not exist (pass --config or set PLANGATE_CONFIG)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+
+	cfg := defaultConfig()
+	cfg.file = path
+	lines, err := decodeConfig(path, data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	probs := cfg.expandEnv(getenv)
+	cfg.resolvePaths(dir)
+	probs = append(probs, cfg.validate()...)
+	if len(probs) > 0 {
+		return nil, cfg.errorFor(probs, lines)
+	}
+	return cfg, nil
+}
+
+// problem is one invalid value, named by its key path so the error can give its line.
+type problem struct {
+	key string
+	msg string
+}
+
+// errorFor orders the problems as the file does. A key the file leaves out is located at
+// its nearest section in the file (for a channel without its token: the channel), or not
+// at all, and then comes last.
+func (c *Config) errorFor(probs []problem, lines map[string]int) *ConfigError {
+	type located struct {
+		line int // 0: not in the file
+		msg  string
+	}
+	var ls []located
+	for _, p := range probs {
+		key := p.key
+		for key != "" && lines[key] == 0 {
+			key = key[:max(strings.LastIndexAny(key, ".["), 0)]
+		}
+		ls = append(ls, located{lines[key], p.msg})
+	}
+	slices.SortStableFunc(ls, func(a, b located) int {
+		if a.line == 0 || b.line == 0 {
+			return cmp.Compare(b.line, a.line) // unlocated last
+		}
+		return cmp.Compare(a.line, b.line)
+	})
+	e := &ConfigError{File: c.file}
+	for _, l := range ls {
+		e.Problems = append(e.Problems, locate(c.file, l.line, l.msg))
+	}
+	return e
+}
+
+// locate prefixes msg with "file:line:", or "file:" when line is 0 (unknown).
+func locate(file string, line int, msg string) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d: %s", file, line, msg)
+	}
+	return fmt.Sprintf("%s: %s", file, msg)
+}
+
+// decodeConfig parses data into cfg, leaving defaults where the file is silent. It returns
+// the line of every key path present in the file.
+func decodeConfig(file string, data []byte, cfg *Config) (map[string]int, error) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, &ConfigError{File: file, Problems: []string{yamlProblem(file, err)}}
+	}
+	if len(f.Docs) > 1 {
+		return nil, &ConfigError{File: file, Problems: []string{
+			locate(file, 0, fmt.Sprintf("holds %d YAML documents; a config is one document", len(f.Docs)))}}
+	}
+	var body ast.Node
+	if len(f.Docs) == 1 {
+		body = f.Docs[0].Body
+	}
+	if _, null := body.(*ast.NullNode); body == nil || null {
+		// An empty file is valid; goccy would zero the defaults if asked to decode it.
+		return map[string]int{}, nil
+	}
+
+	// goccy stops at the first error, and its errors name Go types (or, for durations,
+	// carry no line at all). The inspector finds every problem, in the file's terms.
+	in := &inspector{file: file, lines: map[string]int{}}
+	in.walk(body, reflect.TypeFor[Config](), "")
+	if len(in.problems) > 0 {
+		return nil, &ConfigError{File: file, Problems: in.problems}
+	}
+	if err := yaml.NodeToValue(body, cfg, yaml.Strict()); err != nil {
+		return nil, &ConfigError{File: file, Problems: []string{yamlProblem(file, err)}}
+	}
+	return in.lines, nil
+}
+
+// yamlProblem turns a goccy error into one "file:line: message" line, without the source
+// excerpt goccy would add (the excerpt could show a secret written into the file).
+func yamlProblem(file string, err error) string {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		return locate(file, ye.GetToken().Position.Line, ye.GetMessage())
+	}
+	return locate(file, 0, err.Error())
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
+)
+
+// sessionJSON is the documented `sessions show --json` shape (DESIGN.md section 9).
+type sessionJSON struct {
+	ID              string         `json:"id"`
+	Address         addressJSON    `json:"address"`
+	Phase           core.Phase     `json:"phase"`
+	AutoApprove     bool           `json:"auto_approve"`
+	RejectionCount  int            `json:"rejection_count"`
+	Owner           string         `json:"owner"`
+	PendingQuestion *core.Question `json:"pending_question"`
+	Plan            *planJSON      `json:"plan"`
+	Version         int64          `json:"version"`
+	CreatedAt       string         `json:"created_at"`
+	UpdatedAt       string         `json:"updated_at"`
+}
+
+type addressJSON struct {
+	Channel string `json:"channel"`
+	Account string `json:"account"`
+	Chat    string `json:"chat"`
+	Thread  string `json:"thread"`
+}
+
+// planJSON is one plan in `plans list --json` and inside `sessions show --json`.
+type planJSON struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Version   int             `json:"version"`
+	Status    core.PlanStatus `json:"status"`
+	Title     string          `json:"title"`
+	File      string          `json:"file"`
+	Steps     []core.Step     `json:"steps,omitempty"`
+}
+
+func toPlanJSON(p core.Plan, withSteps bool) planJSON {
+	j := planJSON{ID: p.ID, SessionID: p.SessionID, Version: p.Version, Status: p.Status, Title: p.Body.Title, File: p.File}
+	if withSteps {
+		j.Steps = p.Body.Steps
+		if j.Steps == nil {
+			j.Steps = []core.Step{}
+		}
+	}
+	return j
+}
+
+// openForReading loads the config and opens the store for a read-only command.
+func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, error) {
+	fs := newFlags(name)
+	configPath := fs.String("config", "", "configuration file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	markdown := fs.Bool("markdown", false, "print the plan's markdown")
+	if err := parseFlags(fs, fsArgs); err != nil {
+		return nil, nil, false, false, err
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return nil, nil, false, false, err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, false, false, err
+	}
+	return st, fs.Args(), *asJSON, *markdown, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func cmdSessions(ctx context.Context, args []string, e procEnv) error {
+	const use = "plangate sessions list|show ID [--json] [--config F]"
+	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	st, rest, asJSON, _, err := openForReading(ctx, args[1:], "sessions "+args[0], e)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if args[0] == "list" {
+		if len(rest) > 0 {
+			return fmt.Errorf("%w: %s", errUsage, use)
+		}
+		return listSessions(ctx, st, asJSON, e.stdout)
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	return showSession(ctx, st, rest[0], asJSON, e.stdout)
+}
+
+func sessionView(ctx context.Context, st *store.Store, s core.Session) (sessionJSON, error) {
+	j := sessionJSON{
+		ID: s.ID, Address: addressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
+		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, Version: s.Version,
+		CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00"), UpdatedAt: s.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z07:00"),
+	}
+	if s.PlanID != "" {
+		p, err := st.Plan(ctx, s.PlanID)
+		if err != nil {
+			return j, fmt.Errorf("loading plan %s: %w", s.PlanID, err)
+		}
+		pj := toPlanJSON(p, true)
+		j.Plan = &pj
+	}
+	return j, nil
+}
+
+func listSessions(ctx context.Context, st *store.Store, asJSON bool, w io.Writer) error {
+	ss, err := st.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	views := make([]sessionJSON, 0, len(ss))
+	for _, s := range ss {
+		v, err := sessionView(ctx, st, s)
+		if err != nil {
+			return err
+		}
+		views = append(views, v)
+	}
+	if asJSON {
+		return writeJSON(w, views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(w, "No sessions yet. Start one with: plangate chat")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tPHASE\tPLAN\tUPDATED")
+	for _, v := range views {
+		plan := "-"
+		if v.Plan != nil {
+			plan = fmt.Sprintf("v%d %s (%s)", v.Plan.Version, v.Plan.Title, v.Plan.Status)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, v.Phase, plan, v.UpdatedAt)
+	}
+	return tw.Flush()
+}
+
+func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w io.Writer) error {
+	s, err := st.Session(ctx, id)
+	if errors.Is(err, core.ErrNotFound) {
+		return fmt.Errorf("no session %q; plangate sessions list shows them", id)
+	}
+	if err != nil {
+		return err
+	}
+	v, err := sessionView(ctx, st, s)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	fmt.Fprintf(w, "session:        %s\nphase:          %s\nowner:          %s\nauto-approve:   %v\nrevisions:      %d\n", v.ID, v.Phase, v.Owner, v.AutoApprove, v.RejectionCount)
+	if q := v.PendingQuestion; q != nil {
+		fmt.Fprintf(w, "question:       %s (%s)\n", q.Text, strings.Join(q.Options, " | "))
+	}
+	if p := v.Plan; p != nil {
+		fmt.Fprintf(w, "plan:           v%d %q (%s) %s\n%s\n", p.Version, p.Title, p.Status, p.File, core.Checklist(p.Steps))
+	} else {
+		fmt.Fprintln(w, "plan:           none")
+	}
+	return nil
+}
+
+func cmdPlans(ctx context.Context, args []string, e procEnv) error {
+	const use = "plangate plans list [SESSION] [--json] | plangate plans show ID [--json] [--markdown] [--config F]"
+	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	st, rest, asJSON, markdown, err := openForReading(ctx, args[1:], "plans "+args[0], e)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if args[0] == "list" {
+		if len(rest) > 1 {
+			return fmt.Errorf("%w: %s", errUsage, use)
+		}
+		session := ""
+		if len(rest) == 1 {
+			session = rest[0]
+		}
+		return listPlans(ctx, st, session, asJSON, e.stdout)
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	p, err := st.Plan(ctx, rest[0])
+	if errors.Is(err, core.ErrNotFound) {
+		return fmt.Errorf("no plan %q; plangate plans list shows them", rest[0])
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case markdown:
+		s, err := st.Session(ctx, p.SessionID)
+		if err != nil {
+			return fmt.Errorf("loading session %s: %w", p.SessionID, err)
+		}
+		_, err = e.stdout.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+		return err
+	case asJSON:
+		return writeJSON(e.stdout, struct {
+			planJSON
+			Body     core.PlanBody  `json:"body"`
+			Decision *core.Decision `json:"decision"`
+			Created  string         `json:"created_at"`
+		}{toPlanJSON(p, true), p.Body, p.Decision, p.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00")})
+	}
+	fmt.Fprintf(e.stdout, "plan %s · session %s · v%d · %s\n%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Body.Title)
+	if p.Body.Summary != "" {
+		fmt.Fprintln(e.stdout, p.Body.Summary)
+	}
+	fmt.Fprintln(e.stdout, core.Checklist(p.Body.Steps))
+	if d := p.Decision; d != nil {
+		fmt.Fprintf(e.stdout, "decision: %s by %s on %s at %s\n", d.Outcome, d.By, d.Channel, d.At.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	fmt.Fprintf(e.stdout, "file: %s\n", p.File)
+	return nil
+}
+
+func listPlans(ctx context.Context, st *store.Store, session string, asJSON bool, w io.Writer) error {
+	ps, err := st.Plans(ctx, session)
+	if err != nil {
+		return err
+	}
+	views := make([]planJSON, 0, len(ps))
+	for _, p := range ps {
+		views = append(views, toPlanJSON(p, false))
+	}
+	if asJSON {
+		return writeJSON(w, views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(w, "No plans yet.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSESSION\tVERSION\tSTATUS\tTITLE")
+	for _, p := range views {
+		fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Title)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,248 @@
+// Command plangate runs the plangate gateway: a terminal chat, every enabled chat channel,
+// and read-only views of sessions and plans. This package only wires the parts together:
+// config -> store -> model -> core -> channels.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/llm"
+	"github.com/plangate/plangate/store"
+)
+
+// version is plangate's release; "dev" builds come from a checkout.
+const version = "0.1.0-dev"
+
+const usage = `plangate — a chat gateway where an AI agent plans before it acts.
+
+Usage:
+  plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
+  plangate serve [--config F]                   run every enabled channel until SIGINT/SIGTERM
+  plangate sessions list|show ID [--json]       inspect sessions
+  plangate plans list|show ID [--json] [--markdown]
+  plangate config check [--config F]            validate the configuration and summarise it
+  plangate version
+
+Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
+
+// procEnv is what a command may use from its process; tests substitute every part.
+type procEnv struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+}
+
+// errUsage marks errors that are the caller's wording, answered with exit status 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	e := procEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	code := run(ctx, os.Args[1:], e)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, e procEnv) int {
+	err := dispatch(ctx, args, e)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(e.stderr, err.Error())
+		return 2
+	default:
+		fmt.Fprintln(e.stderr, "plangate:", err)
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, e procEnv) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: a command is required\n\n%s", errUsage, usage)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "chat":
+		return cmdChat(ctx, rest, e)
+	case "serve":
+		return cmdServe(ctx, rest, e)
+	case "sessions":
+		return cmdSessions(ctx, rest, e)
+	case "plans":
+		return cmdPlans(ctx, rest, e)
+	case "config":
+		return cmdConfig(rest, e)
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, "plangate", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(e.stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("%w: unknown command %q\n\n%s", errUsage, cmd, usage)
+}
+
+// newFlags returns a flag set whose errors are returned, not printed and exited on.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: plangate %s: %v", errUsage, fs.Name(), err)
+	}
+	return nil
+}
+
+func loadConfig(flagValue string, e procEnv) (*Config, error) {
+	path := ConfigPath(flagValue, e.getenv)
+	cfg, err := LoadConfig(path, e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.Log.Level.Slog()}
+	if cfg.Log.Format == LogJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func openStore(ctx context.Context, cfg *Config) (*store.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the store directory: %w", err)
+	}
+	return store.Open(ctx, cfg.Store.Path)
+}
+
+// newModel starts the configured model provider and says which one in a phrase.
+func newModel(cfg *Config, e procEnv) (core.Model, string, error) {
+	provider, why := cfg.ResolvedProvider(e.getenv)
+	switch provider {
+	case ProviderScript:
+		s, err := llm.LoadScript(cfg.LLM.Script)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, why, nil
+	case ProviderOpenAI:
+		return nil, "", fmt.Errorf("model provider openai is not available in this build yet (%s); set llm.provider: script to use the offline demo", why)
+	}
+	return nil, "", fmt.Errorf("unknown model provider %q", provider)
+}
+
+func engineConfig(cfg *Config) core.Config {
+	return core.Config{
+		PlansDir:        cfg.Plans.Dir,
+		WorkspaceRoot:   cfg.Workspace.Root,
+		PerSession:      cfg.Workspace.PerSession,
+		SystemPrompt:    cfg.Agent.SystemPrompt,
+		MaxIterations:   cfg.Agent.MaxIterations,
+		HistoryMessages: cfg.Agent.HistoryMessages,
+		PlanMode:        cfg.PlanMode.Enabled,
+		StartInPlan:     cfg.PlanMode.StartInPlan,
+		AutoApprove:     cfg.PlanMode.AutoApprove,
+		Approvers:       cfg.Access.Approvers,
+	}
+}
+
+func cmdChat(ctx context.Context, args []string, e procEnv) error {
+	fs := newFlags("chat")
+	configPath := fs.String("config", "", "configuration file")
+	session := fs.String("session", "main", "session name")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: plangate chat takes no arguments (got %q)", errUsage, fs.Arg(0))
+	}
+	if *session == "" {
+		return fmt.Errorf("%w: --session must not be empty", errUsage)
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return err
+	}
+	// The chat shares the terminal with the log: only warnings and errors, unless the
+	// config asks for debug output.
+	if cfg.Log.Level != LogDebug {
+		cfg.Log.Level = LogWarn
+	}
+	log := newLogger(cfg, e.stderr)
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	model, why, err := newModel(cfg, e)
+	if err != nil {
+		return err
+	}
+	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
+	hub := channels.NewHub(log, term)
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Out: hub, Log: log, Now: e.now})
+	fmt.Fprintf(e.stderr, "plangate chat · session %s · %s · /plan help lists the commands\n", *session, why)
+	return hub.Run(ctx, eng)
+}
+
+func cmdServe(ctx context.Context, args []string, e procEnv) error {
+	fs := newFlags("serve")
+	configPath := fs.String("config", "", "configuration file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return err
+	}
+	var enabled []string
+	for name, on := range map[string]bool{"telegram": cfg.Channels.Telegram.Enabled, "slack": cfg.Channels.Slack.Enabled, "discord": cfg.Channels.Discord.Enabled} {
+		if on {
+			enabled = append(enabled, name)
+		}
+	}
+	if len(enabled) == 0 {
+		return errors.New("no chat channel is enabled: set channels.telegram/slack/discord.enabled in the config, or use plangate chat for the terminal")
+	}
+	return fmt.Errorf("the %v channel is not available in this build yet; use plangate chat for the terminal", enabled)
+}
+
+func cmdConfig(args []string, e procEnv) error {
+	if len(args) == 0 || args[0] != "check" {
+		return fmt.Errorf("%w: plangate config check [--config F]", errUsage)
+	}
+	fs := newFlags("config check")
+	configPath := fs.String("config", "", "configuration file")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, cfg.Describe())
+	fmt.Fprintln(e.stdout, "config ok")
+	return nil
+}
