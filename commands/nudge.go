@@ -207,3 +207,18 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// NextFire returns the first time after `after` at which a schedule stored by /plan nudge
+// fires: a cron spec or descriptor as Parse normalized it ("@every 2h",
+// "CRON_TZ=Europe/Berlin 0 9 * * 1-5").
+func NextFire(spec string, after time.Time) (time.Time, error) {
+	sched, err := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(spec)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing nudge schedule %q: %w", spec, err)
+	}
+	next := sched.Next(after)
+	if next.IsZero() {
+		return time.Time{}, fmt.Errorf("nudge schedule %q never fires", spec)
+	}
+	return next, nil
+}

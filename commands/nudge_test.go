@@ -158,3 +158,27 @@ func TestUnquote(t *testing.T) {
 		})
 	}
 }
+
+func TestNextFire(t *testing.T) {
+	base := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		spec string
+		want time.Time
+		bad  bool
+	}{
+		{spec: "@every 2h", want: base.Add(2 * time.Hour)},
+		{spec: "0 9 * * *", want: base.Add(time.Hour)},
+		{spec: "CRON_TZ=Europe/Berlin 0 9 * * *", want: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)},
+		{spec: "nonsense", bad: true},
+		{spec: "0 0 30 2 *", bad: true},
+	} {
+		got, err := NextFire(tc.spec, base)
+		if (err != nil) != tc.bad {
+			t.Errorf("NextFire(%q) error = %v, want error %v", tc.spec, err, tc.bad)
+			continue
+		}
+		if !tc.bad && !got.Equal(tc.want) {
+			t.Errorf("NextFire(%q) = %v, want %v", tc.spec, got, tc.want)
+		}
+	}
+}

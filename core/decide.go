@@ -17,6 +17,8 @@ type turnState struct {
 	j       *job
 	sess    Session
 	pending []ChatMessage
+	// gateNoticed: the chat was already told about a blocked mutation in this job.
+	gateNoticed bool
 }
 
 // commit stores next as the session's new state together with ch, the transcript
@@ -127,8 +129,7 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 	case commands.Auto:
 		return t.auto(ctx, c.Auto == commands.AutoOn, "")
 	case commands.Nudge:
-		t.notice(ctx, "Nudge schedules are not available yet in this version of plangate; nothing was saved. Pending plans wait until someone decides.")
-		return nil
+		return t.setNudge(ctx, c.Nudge)
 	}
 	return fmt.Errorf("unhandled command %q", c.Name)
 }

@@ -33,7 +33,7 @@ func (t *turnState) statusText(ctx context.Context) string {
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
 	}
-	lines = append(lines, "next nudge: none")
+	lines = append(lines, t.nextNudgeLine(ctx))
 	return strings.Join(lines, "\n")
 }
 
@@ -357,10 +357,11 @@ func (t *turnState) answer(ctx context.Context, text string) error {
 	next.Question = nil
 	next.Injections = append(next.Injections, Injection{Kind: InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, t.personName())})
-	ch := Change{Events: []Event{t.event(EventAnswered, t.person(), nil, answer)}}
+	ch := Change{Events: []Event{t.event(EventAnswered, t.person(), nil, answer)}, CancelReminders: true}
 	if err := t.commit(ctx, next, ch); err != nil {
 		return err
 	}
+	t.e.nudgesChanged(ctx, t.sess.ID)
 	t.e.reply(ctx, t.to(), fmt.Sprintf("Answer recorded: %s", answer))
 	return t.runTurns(ctx)
 }

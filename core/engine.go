@@ -27,6 +27,10 @@ type Config struct {
 	StartInPlan     bool
 	AutoApprove     bool     // default for new sessions
 	Approvers       []string // "channel:user id"
+	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
+	Nudges []time.Duration
+	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
+	ApprovalTimeout time.Duration
 }
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
@@ -60,6 +64,10 @@ type job struct {
 	msg     Message
 	done    chan error
 	inbound *InboundKey // recorded with the job's first commit
+	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
+	// session's queue like a message, but no person sent it.
+	sys       func(ctx context.Context, t *turnState) error
+	sessionID string
 }
 
 type queue struct {
@@ -109,9 +117,24 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 		j.inbound = &InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
 	}
 	id := m.Address.SessionID()
+	return e.enqueue(id, j, isReadOnly(m))
+}
+
+// system queues fn for a session as a system job and waits for it.
+func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx context.Context, t *turnState) error) error {
+	j := &job{ctx: ctx, done: make(chan error, 1), sys: fn, sessionID: sessionID}
+	select {
+	case err := <-e.enqueue(sessionID, j, false):
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 	e.mu.Lock()
 	q := e.queues[id]
-	if (q == nil || len(q.jobs) == 0) && isReadOnly(m) {
+	if (q == nil || len(q.jobs) == 0) && readOnly {
 		e.mu.Unlock()
 		go func() { j.done <- e.run(j) }()
 		return j.done
@@ -156,6 +179,9 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		return "", false
 	}
 	for _, j := range q.jobs {
+		if j.sys != nil {
+			continue
+		}
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" && e.mayDecide(commands.Approver, sess, m) {
 			return "a revision", true
@@ -194,6 +220,17 @@ func isReadOnly(m Message) bool {
 // run handles one job. Failures are reported to the chat and returned.
 func (e *Engine) run(j *job) error {
 	ctx := j.ctx
+	if j.sys != nil {
+		sess, err := e.d.Store.Session(ctx, j.sessionID)
+		if err != nil {
+			return fmt.Errorf("loading session %s: %w", j.sessionID, err)
+		}
+		err = j.sys(ctx, &turnState{e: e, j: j, sess: sess})
+		if err != nil && !errors.Is(err, ErrConflict) {
+			e.d.Log.Error("system job", "session", j.sessionID, "err", err)
+		}
+		return err
+	}
 	m := j.msg
 	if m.Sender.IsBot {
 		return nil // bots never drive a session, including this one

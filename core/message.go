@@ -113,7 +113,8 @@ const (
 	ReplyPlan     ReplyKind = "plan"     // a proposed plan with its file and decision buttons
 	ReplyQuestion ReplyKind = "question" // ask_user_question with option buttons
 	ReplyProgress ReplyKind = "progress" // the step checklist, edited in place where possible
-	ReplyNotice   ReplyKind = "notice"   // a system message (refusals, nudges, errors)
+	ReplyNotice   ReplyKind = "notice"   // a system message (refusals, errors)
+	ReplyNudge    ReplyKind = "nudge"    // a reminder that a decision or answer is pending
 )
 
 // Button is one choice offered with a reply; clicking it produces a Message with Action set.

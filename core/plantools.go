@@ -107,6 +107,11 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 		return toolResult{}, true
 	}
 	if t.sess.Phase != PhaseExecuting {
+		if !t.gateNoticed {
+			// Say it once per turn in the chat too: people should see the gate hold.
+			t.gateNoticed = true
+			t.notice(ctx, "Blocked %s: nothing may change before a plan is accepted (phase: %s).", describeCall(spec.Name, call.Args), t.sess.Phase)
+		}
 		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, t.sess.Phase), false
 	}
 	p, ok, err := t.currentPlan(ctx)
@@ -127,9 +132,30 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 	return toolResult{}, true
 }
 
+// describeCall names a tool call for people: the tool and, when it has one, its path.
+func describeCall(name string, args json.RawMessage) string {
+	var a struct {
+		Path string   `json:"path"`
+		Argv []string `json:"argv"`
+	}
+	_ = json.Unmarshal(args, &a)
+	switch {
+	case a.Path != "":
+		return fmt.Sprintf("%s on %s", name, oneLine(a.Path))
+	case len(a.Argv) > 0:
+		return fmt.Sprintf("%s %s", name, oneLine(strings.Join(a.Argv, " ")))
+	}
+	return name
+}
+
 // inScope checks a workspace-relative path against a plan's scope.
 func inScope(s Scope, p string) (string, bool) {
 	p = path.Clean(strings.TrimPrefix(p, "./"))
+	if p == "." && len(s.ForbiddenPaths) > 0 {
+		// "." is a call that may change anything (run_command): it cannot honour a
+		// forbidden path, so a plan that forbids any path does not allow it.
+		return fmt.Sprintf("it may change any file, and the plan forbids %s", strings.Join(s.ForbiddenPaths, ", ")), false
+	}
 	for _, f := range s.ForbiddenPaths {
 		if globMatch(f, p) {
 			return fmt.Sprintf("the path is forbidden by the plan's scope (%s)", f), false
@@ -150,6 +176,9 @@ func inScope(s Scope, p string) (string, bool) {
 // plain directory name for everything below it.
 func globMatch(pattern, p string) bool {
 	pattern = path.Clean(strings.TrimPrefix(pattern, "./"))
+	if pattern == "**" || pattern == "." {
+		return true // the whole workspace
+	}
 	if rest, ok := strings.CutSuffix(pattern, "/**"); ok {
 		return p == rest || strings.HasPrefix(p, rest+"/")
 	}
@@ -241,8 +270,10 @@ func (t *turnState) askUserQuestion(args json.RawMessage) toolResult {
 	return toolResult{
 		content: "Question posted. Stop here; the answer arrives as [QUESTION_ANSWER].",
 		endTurn: true,
-		change: &stateChange{next: next, ch: Change{Events: []Event{t.event(EventAsked, "agent", nil, a.Question)}},
+		change: &stateChange{next: next, ch: Change{Events: []Event{t.event(EventAsked, "agent", nil, a.Question)},
+			CancelReminders: true, Nudges: t.e.reminders(next, "", t.e.d.Now())},
 			after: func(ctx context.Context) {
+				t.e.nudgesChanged(ctx, t.sess.ID)
 				if _, err := t.e.send(ctx, r); err != nil {
 					t.e.notice(ctx, t.to(), "A question could not be delivered here; /plan status shows it.")
 				}

@@ -100,8 +100,13 @@ type Change struct {
 	Inbound *InboundKey
 	// SessionID names the session for Events and Messages when Session is nil.
 	SessionID string
-	// CancelNudges cancels every active nudge schedule of the session.
-	CancelNudges bool
+	// CancelNudges cancels every active nudge schedule of the session; CancelReminders
+	// only its reminders (an approval timeout keeps running). Cancelling happens before
+	// Nudges are inserted, so a change can replace a session's schedules.
+	CancelNudges    bool
+	CancelReminders bool
+	// Nudges are new schedules for the session (ID 0; the store assigns ids).
+	Nudges []Nudge
 	// Lazy marks a change that records no decision and no inbound event (the agent's own
 	// transcript entries): the store may commit it without waiting for the disk. It is
 	// still atomic and survives a killed process; the next durable commit or checkpoint
@@ -121,6 +126,9 @@ type Store interface {
 	Transcript(ctx context.Context, sessionID string, limit int) ([]ChatMessage, error)
 	Events(ctx context.Context, sessionID string) ([]Event, error)
 	SeenInbound(ctx context.Context, key InboundKey) (bool, error)
+	// Nudges lists the schedules of a session (all sessions for ""), active ones first by
+	// next fire time.
+	Nudges(ctx context.Context, sessionID string) ([]Nudge, error)
 	// Commit applies ch atomically and returns the session as stored (new Version).
 	Commit(ctx context.Context, ch Change) (Session, error)
 }

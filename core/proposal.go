@@ -68,9 +68,13 @@ func (t *turnState) exitPlanMode(ctx context.Context, args json.RawMessage) tool
 		superseded = &prev
 		ch.Plans = append(ch.Plans, prev)
 		ch.Events = append(ch.Events, t.event(EventSuperseded, "agent", &prev, fmt.Sprintf("by v%d", plan.Version)))
-		ch.CancelNudges = true
 	}
 	ch.Events = append(ch.Events, t.event(EventProposed, "agent", &plan, body.Title))
+	// Whatever was scheduled before (an older version, a question) is replaced.
+	ch.CancelNudges = true
+	if trig == TrigPropose {
+		ch.Nudges = append(e.reminders(next, plan.ID, now), e.expiry(next, plan.ID, now)...)
+	}
 	if trig == TrigAutoPropose {
 		plan.Status = PlanAccepted
 		plan.Decision = &Decision{By: "auto", At: now, Channel: t.sess.Address.Channel, Outcome: "auto_accepted"}

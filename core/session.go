@@ -58,9 +58,12 @@ type Session struct {
 	ApprovalID     string // approval id of the pending version ("" unless awaiting_approval)
 	RejectionCount int
 	LastFeedback   string
-	Question       *Question
-	Injections     []Injection
-	Version        int64 // row version for optimistic locking; 0 = not stored yet
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// NudgeSpec is the session's own reminder schedule, set by /plan nudge: "" = the
+	// configured one-shot nudges, "off" = no reminders, else a cron spec ("@every 2h").
+	NudgeSpec  string
+	Question   *Question
+	Injections []Injection
+	Version    int64 // row version for optimistic locking; 0 = not stored yet
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }

@@ -40,7 +40,7 @@ func changeSession(ch core.Change) (string, error) {
 		}
 		sid = ch.Session.ID
 	}
-	if sid == "" && (len(ch.Messages) > 0 || ch.CancelNudges) {
+	if sid == "" && (len(ch.Messages) > 0 || ch.CancelNudges || ch.CancelReminders || len(ch.Nudges) > 0) {
 		return "", errors.New("messages or nudge cancellation without a session id")
 	}
 	return sid, nil
@@ -94,10 +94,18 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 			return core.Session{}, err
 		}
 	}
-	if ch.CancelNudges {
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE nudges SET status = 'cancelled' WHERE session_id = ? AND status = 'active'`, sid); err != nil {
+	if ch.CancelNudges || ch.CancelReminders {
+		q := `UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`
+		if !ch.CancelNudges {
+			q += ` AND action = 'remind'`
+		}
+		if _, err := tx.ExecContext(ctx, q, sid); err != nil {
 			return core.Session{}, fmt.Errorf("cancelling nudges: %w", err)
+		}
+	}
+	for _, n := range ch.Nudges {
+		if err := writeNudge(ctx, tx, n, sid, now); err != nil {
+			return core.Session{}, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -158,12 +166,12 @@ func writeSession(ctx context.Context, tx *sql.Tx, se core.Session, now time.Tim
 	if se.Version == 0 {
 		created := stamp(se.CreatedAt, now)
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, channel, account, chat, thread, phase,
-			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, question, injections,
+			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, nudge_spec, question, injections,
 			version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, 1, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
-			se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, q, inj,
+			se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
 			formatTime(created), formatTime(updated))
 		if err != nil {
 			return core.Session{}, fmt.Errorf("inserting session: %w", err)
@@ -186,11 +194,11 @@ func writeSession(ctx context.Context, tx *sql.Tx, se core.Session, now time.Tim
 	var created string
 	err = tx.QueryRowContext(ctx, `UPDATE sessions SET
 		phase = ?, auto_approve = ?, owner = ?, plan_id = NULLIF(?, ''), approval_id = NULLIF(?, ''),
-		rejection_count = ?, last_feedback = ?, question = ?, injections = ?, version = version + 1,
+		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, version = version + 1,
 		updated_at = ?
 		WHERE id = ? AND version = ?
 		RETURNING version, created_at`,
-		string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, q, inj,
+		string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
 		formatTime(updated), se.ID, se.Version).Scan(&version, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Session{}, fmt.Errorf("updating session from version %d: %w", se.Version, core.ErrConflict)

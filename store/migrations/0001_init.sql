@@ -20,6 +20,7 @@ CREATE TABLE sessions (
     approval_id     TEXT,
     rejection_count INTEGER NOT NULL DEFAULT 0 CHECK (rejection_count >= 0),
     last_feedback   TEXT    NOT NULL DEFAULT '',
+    nudge_spec      TEXT    NOT NULL DEFAULT '',  -- /plan nudge: '' = configured, 'off', or a cron spec
     question        TEXT    CHECK (question IS NULL OR json_valid(question)),
     injections      TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(injections)),
     version         INTEGER NOT NULL CHECK (version >= 1),
@@ -86,6 +87,7 @@ CREATE TABLE nudges (
     session_id   TEXT    NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     plan_id      TEXT    NOT NULL DEFAULT '',
     kind         TEXT    NOT NULL CHECK (kind IN ('once', 'recurring')),
+    action       TEXT    NOT NULL DEFAULT 'remind' CHECK (action IN ('remind', 'expire')),
     spec         TEXT    NOT NULL,
     next_fire_at TEXT,                      -- NULL once nothing is due any more
     fired        INTEGER NOT NULL DEFAULT 0 CHECK (fired >= 0),
@@ -98,13 +100,16 @@ CREATE TABLE nudges (
 CREATE INDEX nudges_due ON nudges (next_fire_at) WHERE status = 'active';
 CREATE INDEX nudges_session ON nudges (session_id, status);
 
--- The firing ledger: one row per (schedule, scheduled time), so a nudge fires at most once
--- even across restarts. fired_at is NULL for an occurrence recorded as missed.
+-- The firing ledger: one row per (schedule, scheduled time), written in the transaction that
+-- advances the schedule, so a nudge fires at most once even across restarts and when two
+-- processes share the file. fired_at is NULL for an occurrence recorded as missed;
+-- recorded_at is when the row was written either way.
 CREATE TABLE nudge_firings (
     nudge_id     INTEGER NOT NULL REFERENCES nudges (id) ON DELETE CASCADE,
     scheduled_at TEXT    NOT NULL,
     fired_at     TEXT,
-    outcome      TEXT    NOT NULL CHECK (outcome <> ''),
+    outcome      TEXT    NOT NULL CHECK (outcome IN ('fired', 'missed')),
+    recorded_at  TEXT    NOT NULL,
     PRIMARY KEY (nudge_id, scheduled_at)
 ) WITHOUT ROWID;
 

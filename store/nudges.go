@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+const nudgeCols = `id, session_id, plan_id, kind, action, spec, next_fire_at, fired, missed, status, created_at`
+
+// writeNudge adds a schedule to the session of the change.
+func writeNudge(ctx context.Context, tx *sql.Tx, n core.Nudge, sid string, now time.Time) error {
+	if n.SessionID != "" && n.SessionID != sid {
+		return fmt.Errorf("saving nudge: it names session %q inside a change for %q", n.SessionID, sid)
+	}
+	switch {
+	case n.Kind != core.NudgeOnce && n.Kind != core.NudgeRecurring:
+		return fmt.Errorf("saving nudge: invalid kind %q", n.Kind)
+	case n.Action != core.NudgeRemind && n.Action != core.NudgeExpire:
+		return fmt.Errorf("saving nudge: invalid action %q", n.Action)
+	case n.Spec == "":
+		return fmt.Errorf("saving nudge: empty spec")
+	}
+	status := n.Status
+	if status == "" {
+		status = core.NudgeActive
+	}
+	var next sql.NullString
+	if !n.NextFireAt.IsZero() {
+		next = sql.NullString{String: formatTime(n.NextFireAt), Valid: true}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO nudges (session_id, plan_id, kind, action, spec, next_fire_at,
+		fired, missed, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sid, n.PlanID, string(n.Kind), string(n.Action), n.Spec, next, n.Fired, n.Missed, string(status),
+		formatTime(stamp(n.CreatedAt, now))); err != nil {
+		return fmt.Errorf("saving nudge: %w", err)
+	}
+	return nil
+}
+
+// Nudges lists the schedules of a session ("" = every session): active ones first, by
+// next fire time, then the rest newest first.
+func (s *Store) Nudges(ctx context.Context, sessionID string) ([]core.Nudge, error) {
+	q := `SELECT ` + nudgeCols + ` FROM nudges`
+	var args []any
+	if sessionID != "" {
+		q += ` WHERE session_id = ?`
+		args = append(args, sessionID)
+	}
+	q += ` ORDER BY status <> 'active', next_fire_at IS NULL, next_fire_at, id DESC`
+	return s.queryNudges(ctx, q, args...)
+}
+
+func (s *Store) queryNudges(ctx context.Context, q string, args ...any) ([]core.Nudge, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing nudges: %w", err)
+	}
+	defer rows.Close()
+	out := []core.Nudge{}
+	for rows.Next() {
+		n, err := scanNudge(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing nudges: %w", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing nudges: %w", err)
+	}
+	return out, nil
+}
+
+func scanNudge(sc scanner) (core.Nudge, error) {
+	var (
+		n                        core.Nudge
+		kind, action, status, cr string
+		next                     sql.NullString
+	)
+	if err := sc.Scan(&n.ID, &n.SessionID, &n.PlanID, &kind, &action, &n.Spec, &next, &n.Fired, &n.Missed, &status, &cr); err != nil {
+		return core.Nudge{}, err
+	}
+	n.Kind, n.Action, n.Status = core.NudgeKind(kind), core.NudgeAction(action), core.NudgeStatus(status)
+	var err error
+	if next.Valid {
+		if n.NextFireAt, err = parseTime(next.String, "next_fire_at"); err != nil {
+			return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
+		}
+	}
+	if n.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
+		return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
+	}
+	return n, nil
+}
