@@ -1,0 +1,452 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of the read-only tools, besides the configured MaxOutput.
+const (
+	defaultReadLines  = 2000 // lines per read_file page when no limit is given
+	maxLineBytes      = 2000 // longer lines are cut (minified files, data dumps)
+	searchLineBytes   = 300  // text shown per search match
+	sniffBytes        = 8000 // a NUL byte in the first sniffBytes marks a binary file (as git does)
+	defaultListDepth  = 2
+	maxListDepth      = 20
+	maxListEntries    = 500
+	maxSearchMatches  = 100
+	maxSearchFileSize = 8 << 20 // larger files are skipped by search_files
+)
+
+// readFile prints a page of a text file with line numbers, like cat -n.
+func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
+	rel, err := cleanPath(a.Path, false)
+	if err != nil {
+		return "", err
+	}
+	if a.Offset < 0 || a.Limit < 0 {
+		return "", fmt.Errorf("offset and limit must be positive line counts (got offset %d, limit %d)", a.Offset, a.Limit)
+	}
+	first := max(a.Offset, 1)
+	limit := a.Limit
+	if limit == 0 {
+		limit = defaultReadLines
+	}
+	f, err := w.root.Open(rel)
+	if err != nil {
+		return "", fsError(rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fsError(rel, err)
+	}
+	if fi.IsDir() {
+		return "", fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", rel)
+	}
+	r := bufio.NewReaderSize(f, 16<<10)
+	if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
+		return "", fmt.Errorf("%s is a binary file (%d bytes); read_file shows text files only", rel, fi.Size())
+	}
+	limit = min(limit, 1<<30) // first+limit must not overflow
+	var (
+		out        strings.Builder
+		n, last    int
+		crlf, full bool
+		buf        []byte
+	)
+	// Size the output once: the file plus line numbers, bounded by the cap and the page.
+	out.Grow(int(min(fi.Size()+fi.Size()/4, int64(w.maxOut), int64(limit)*128)) + 256)
+	cutNote := fmt.Sprintf(" … (line cut at %d bytes)", maxLineBytes)
+	for {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", fmt.Errorf("reading %s: %w", rel, err)
+			}
+		}
+		if full || n >= first+limit-1 {
+			// The page is done; the rest is only counted, for the note.
+			rest, err := countRest(r)
+			if err != nil {
+				return "", fsError(rel, err)
+			}
+			n += rest
+			break
+		}
+		line, cut, used, err := readLine(r, maxLineBytes, buf)
+		buf = line[:0]
+		if used == 0 && err == io.EOF {
+			break
+		}
+		n++
+		if n >= first {
+			if !cut && len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+				crlf = true
+			}
+			size := numberedLen(n, line) + 1
+			if cut {
+				size += len(cutNote)
+			}
+			if out.Len()+size > w.maxOut && last >= first {
+				full = true
+			} else {
+				writeNumbered(&out, n, line)
+				if cut {
+					out.WriteString(cutNote)
+				}
+				out.WriteByte('\n')
+				last = n
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fsError(rel, err)
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Sprintf("(%s is empty)", rel), nil
+	case first > n:
+		return "", fmt.Errorf("offset %d is past the end of %s, which has %d lines", first, rel, n)
+	}
+	if crlf {
+		out.WriteString("(this file uses CRLF line endings; the \\r is not shown)\n")
+	}
+	if first > 1 || last < n {
+		fmt.Fprintf(&out, "(showing lines %d-%d of %d", first, last, n)
+		if last < n {
+			fmt.Fprintf(&out, "; read_file with offset %d reads on", last+1)
+		}
+		out.WriteString(")\n")
+	}
+	return out.String(), nil
+}
+
+// countRest counts the lines left in r; a last line without a newline counts too. It
+// reads through r's own buffer, so counting allocates nothing.
+func countRest(r *bufio.Reader) (int, error) {
+	lines, partial := 0, false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			lines++
+			partial = false
+		case errors.Is(err, bufio.ErrBufferFull):
+			partial = true
+		case err == io.EOF:
+			if partial || len(chunk) > 0 {
+				lines++
+			}
+			return lines, nil
+		default:
+			return 0, err
+		}
+	}
+}
+
+// numberedLen is the length writeNumbered produces for a valid UTF-8 line.
+func numberedLen(n int, line []byte) int {
+	digits := 1
+	for v := n; v >= 10; v /= 10 {
+		digits++
+	}
+	return max(6, digits) + 1 + len(line)
+}
+
+// writeNumbered writes "%6d\t%s" as cat -n does, without fmt (this is the hot loop of
+// read_file) and with invalid UTF-8 replaced, so the model gets valid text.
+func writeNumbered(b *strings.Builder, n int, line []byte) {
+	var num [20]byte
+	digits := strconv.AppendInt(num[:0], int64(n), 10)
+	for range 6 - len(digits) {
+		b.WriteByte(' ')
+	}
+	b.Write(digits)
+	b.WriteByte('\t')
+	if utf8.Valid(line) {
+		b.Write(line)
+	} else {
+		b.WriteString(strings.ToValidUTF8(string(line), "\uFFFD"))
+	}
+}
+
+// readLine reads one line without its newline, keeping at most limit bytes of it (cut
+// reports that more were dropped). used is the number of bytes consumed; used == 0 with
+// io.EOF means the input is exhausted. buf is reused for the result.
+func readLine(r *bufio.Reader, limit int, buf []byte) (line []byte, cut bool, used int, err error) {
+	line = buf[:0]
+	for {
+		chunk, err := r.ReadSlice('\n')
+		used += len(chunk)
+		data := chunk
+		if err == nil {
+			data = chunk[:len(chunk)-1]
+		}
+		if room := limit - len(line); room > 0 {
+			take := min(room, len(data))
+			line = append(line, data[:take]...)
+			if take < len(data) {
+				cut = true
+			}
+		} else if len(data) > 0 {
+			cut = true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if cut {
+			line = trimPartialRune(line)
+		}
+		return line, cut, used, err
+	}
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence left at the end of b by a cut.
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// listFiles prints the entries under a directory, one workspace-relative path per line.
+func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
+	start, err := cleanPath(a.Path, true)
+	if err != nil {
+		return "", err
+	}
+	if a.Depth < 0 {
+		return "", fmt.Errorf("depth must be 1 or more (got %d)", a.Depth)
+	}
+	depth := a.Depth
+	if depth == 0 {
+		depth = defaultListDepth
+	}
+	depth = min(depth, maxListDepth)
+	if err := checkGlob("pattern", a.Pattern); err != nil {
+		return "", err
+	}
+	fi, err := w.root.Stat(start)
+	if err != nil {
+		return "", fsError(start, err)
+	}
+	if !fi.IsDir() {
+		return start + "\n", nil
+	}
+	var (
+		out     strings.Builder
+		entries int
+		note    string
+	)
+	walkErr := fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start {
+				return fsError(start, err)
+			}
+			fmt.Fprintf(&out, "%s (unreadable: %v)\n", p, fsError(p, err))
+			return nil
+		}
+		if p == start {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if entries >= maxListEntries || out.Len() >= w.maxOut {
+			note = fmt.Sprintf("(listing stopped after %d entries; narrow it with path, pattern or depth)\n", entries)
+			return fs.SkipAll
+		}
+		if a.Pattern == "" || globName(a.Pattern, d.Name()) {
+			entries++
+			switch {
+			case d.IsDir():
+				out.WriteString(p + "/\n")
+			case d.Type()&fs.ModeSymlink != 0:
+				target, _ := w.root.Readlink(p)
+				fmt.Fprintf(&out, "%s -> %s\n", p, target)
+			default:
+				out.WriteString(p + "\n")
+			}
+		}
+		if d.IsDir() && strings.Count(strings.TrimPrefix(p, start+"/"), "/")+1 >= depth {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if walkErr != nil {
+		return "", fmt.Errorf("listing %s: %w", start, walkErr)
+	}
+	if entries == 0 {
+		if a.Pattern != "" {
+			return fmt.Sprintf("no names match %q under %s (depth %d)", a.Pattern, start, depth), nil
+		}
+		return fmt.Sprintf("%s is empty", start), nil
+	}
+	out.WriteString(note)
+	return out.String(), nil
+}
+
+// checkGlob refuses a malformed glob up front, instead of matching nothing silently.
+func checkGlob(field, pattern string) error {
+	if pattern == "" {
+		return nil
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("%s %q is not a valid glob: use *, ? and [abc], e.g. *.md", field, pattern)
+	}
+	return nil
+}
+
+func globName(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// searchFiles prints file:line: text for each line matching a regular expression.
+func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, error) {
+	if a.Pattern == "" {
+		return "", errors.New("pattern is required: a regular expression (Go RE2 syntax), e.g. (?i)todo")
+	}
+	re, err := regexp.Compile(a.Pattern)
+	if err != nil {
+		return "", fmt.Errorf("pattern %q is not a valid regular expression (Go RE2 syntax; escape special characters such as ( [ . with \\): %v",
+			a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	start, err := cleanPath(a.Path, true)
+	if err != nil {
+		return "", err
+	}
+	if err := checkGlob("glob", a.Glob); err != nil {
+		return "", err
+	}
+	if _, err := w.root.Stat(start); err != nil {
+		return "", fsError(start, err)
+	}
+	var (
+		out             strings.Builder
+		matches, files  int
+		binary, tooLong int
+		capped          bool
+		buf             []byte
+	)
+	walkErr := fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start {
+				return fsError(start, err)
+			}
+			return nil // an unreadable directory is not worth failing the search
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" && p != start {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || d.Name() == ".git" {
+			return nil // symlinks and special files: not followed
+		}
+		if p != start && a.Glob != "" {
+			target := d.Name()
+			if strings.Contains(a.Glob, "/") {
+				target = p
+			}
+			if !globName(a.Glob, target) {
+				return nil
+			}
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFileSize {
+			tooLong++
+			return nil
+		}
+		f, err := w.root.Open(p)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		r := bufio.NewReaderSize(f, 32<<10)
+		if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
+			binary++
+			return nil
+		}
+		files++
+		for n := 1; ; n++ {
+			line, _, used, err := readLine(r, maxSearchFileSize, buf)
+			buf = line[:0]
+			if used == 0 && err == io.EOF {
+				return nil
+			}
+			if re.Match(line) {
+				line = bytes.TrimRight(line, "\r")
+				text := line
+				if len(text) > searchLineBytes {
+					text = append(trimPartialRune(text[:searchLineBytes:searchLineBytes]), " …"...)
+				}
+				entry := fmt.Sprintf("%s:%d: %s\n", p, n, strings.ToValidUTF8(string(text), "\uFFFD"))
+				if matches >= maxSearchMatches || out.Len()+len(entry) > w.maxOut {
+					capped = true
+					return fs.SkipAll
+				}
+				out.WriteString(entry)
+				matches++
+			}
+			if err != nil {
+				return nil
+			}
+		}
+	})
+	if walkErr != nil {
+		return "", fmt.Errorf("searching %s: %w", start, walkErr)
+	}
+	var notes []string
+	if capped {
+		notes = append(notes, fmt.Sprintf("stopped after %d matches; narrow the search with path or glob", matches))
+	}
+	if binary > 0 {
+		notes = append(notes, fmt.Sprintf("%d binary files skipped", binary))
+	}
+	if tooLong > 0 {
+		notes = append(notes, fmt.Sprintf("%d files over %d MiB skipped", tooLong, maxSearchFileSize>>20))
+	}
+	if matches == 0 {
+		msg := fmt.Sprintf("no matches for %q in %s (%d files searched)", a.Pattern, start, files)
+		if len(notes) > 0 {
+			msg += "; " + strings.Join(notes, "; ")
+		}
+		return msg, nil
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&out, "(%s)\n", strings.Join(notes, "; "))
+	}
+	return out.String(), nil
+}

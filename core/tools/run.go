@@ -1,0 +1,222 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errRunDisabled is the answer to run_command when tools.run_command.enabled is false.
+var errRunDisabled = errors.New("run_command is disabled in this gateway (tools.run_command.enabled is false); use the file tools, or ask the user to run the command")
+
+// killGrace is how long a killed command's children may keep its output open before the
+// pipes are closed on them.
+const killGrace = 2 * time.Second
+
+// runCommand runs argv without a shell in dir. A non-zero exit is a result, not an error:
+// failing tests are information for the model. Timeouts and refusals are errors.
+func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string, error) {
+	if len(a.Argv) == 0 || a.Argv[0] == "" {
+		return "", errors.New(`argv is required: the program and its arguments as separate strings, e.g. ["ls", "-l", "docs"]`)
+	}
+	for _, arg := range a.Argv {
+		if strings.ContainsRune(arg, 0) {
+			return "", errors.New("argv must not contain NUL bytes")
+		}
+	}
+	prog := a.Argv[0]
+	if len(t.allow) == 0 {
+		return "", errors.New("run_command may not start any program: none are listed in tools.run_command.allow; ask the gateway's operator to list the programs the agent may run, or use the file tools")
+	}
+	if !t.allow[prog] {
+		return "", t.notAllowed(prog)
+	}
+	exe, err := resolveProgram(prog)
+	if err != nil {
+		return "", err
+	}
+	if a.TimeoutSeconds < 0 {
+		return "", fmt.Errorf("timeout_seconds must be positive (got %d)", a.TimeoutSeconds)
+	}
+	timeout := t.cfg.CommandTimeout
+	if s := a.TimeoutSeconds; s > 0 && int64(s) < int64(timeout/time.Second) {
+		timeout = time.Duration(s) * time.Second
+	}
+	home, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving the workspace directory: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, exe, a.Argv[1:]...)
+	cmd.Args[0] = prog
+	cmd.Dir = home
+	cmd.Env = commandEnv(home)
+	out := newCappedBuffer(t.cfg.MaxOutput)
+	cmd.Stdout = out
+	cmd.Stderr = out // the same writer: exec copies both through one pipe, in order
+	cmd.WaitDelay = killGrace
+	killProcessGroup(cmd)
+
+	runErr := cmd.Run()
+	shown := displayArgv(a.Argv)
+	switch {
+	case cmd.Process == nil:
+		return "", fmt.Errorf("starting %s failed: %v", prog, unwrapExec(runErr))
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s",
+			shown, timeout, out.String())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ %s\n", shown)
+	var exitErr *exec.ExitError
+	switch {
+	case runErr == nil || errors.Is(runErr, exec.ErrWaitDelay):
+		b.WriteString("exit code: 0\n")
+	case errors.As(runErr, &exitErr) && exitErr.ExitCode() >= 0:
+		fmt.Fprintf(&b, "exit code: %d\n", exitErr.ExitCode())
+	case errors.As(runErr, &exitErr):
+		fmt.Fprintf(&b, "terminated: %v\n", exitErr.ProcessState)
+	default:
+		return "", fmt.Errorf("running %s: %v", shown, runErr)
+	}
+	if errors.Is(runErr, exec.ErrWaitDelay) {
+		b.WriteString("(the program exited but a child process kept its output open; the rest was cut off)\n")
+	}
+	if out.Total() == 0 {
+		b.WriteString("(no output)\n")
+	} else {
+		b.WriteString(out.String())
+	}
+	return b.String(), nil
+}
+
+// notAllowed explains a refused program; the exact-name rule is why env, sh, xargs and
+// /usr/bin/<listed> are refused unless listed as written.
+func (t *Toolbox) notAllowed(prog string) error {
+	hint := "programs are matched by their exact name, and wrappers such as env, sh or xargs run only if listed themselves"
+	switch {
+	case strings.ContainsAny(prog, " \t"):
+		hint = "argv[0] contains spaces: pass the program and each argument as separate array elements, without a shell"
+	case strings.ContainsAny(prog, `/\`):
+		hint = "a program given with a path runs only when that exact path is listed; use the bare name"
+	}
+	return fmt.Errorf("%q is not an allowed program (allowed: %s); %s", prog, strings.Join(t.cfg.Allow, ", "), hint)
+}
+
+// resolveProgram finds a bare program name in the command PATH (absolute entries only, so
+// a "." in PATH cannot pick up a file from the workspace). A name with a path separator is
+// used as written; a relative one starts in the workspace directory.
+func resolveProgram(prog string) (string, error) {
+	if strings.ContainsAny(prog, `/\`) {
+		return prog, nil
+	}
+	for _, d := range filepath.SplitList(commandPath()) {
+		if exe, err := exec.LookPath(filepath.Join(d, prog)); err == nil {
+			return exe, nil
+		}
+	}
+	return "", fmt.Errorf("%s is allowed but not installed on the gateway's machine (not found in PATH)", prog)
+}
+
+// commandPath is the gateway's PATH without relative entries.
+func commandPath() string {
+	var keep []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) == 0 {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// commandEnv is the whole environment a command sees: nothing of the gateway's own
+// environment (API keys, bot tokens) leaks into it.
+func commandEnv(home string) []string {
+	lang := os.Getenv("LANG")
+	if lang == "" {
+		lang = "C.UTF-8"
+	}
+	return []string{"PATH=" + commandPath(), "HOME=" + home, "LANG=" + lang}
+}
+
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// displayArgv shows argv as one line, quoting arguments that need it.
+func displayArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`*?[]{}()<>|&;#~") {
+			a = strconv.Quote(a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+// cappedBuffer keeps the first and the last part of a command's output: the start says
+// what ran, the end usually holds the error or the summary.
+type cappedBuffer struct {
+	headMax, tailMax int
+	head, tail       []byte
+	total            int
+}
+
+func newCappedBuffer(limit int) *cappedBuffer {
+	h := limit / 2
+	return &cappedBuffer{headMax: h, tailMax: limit - h}
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.total += len(p)
+	rest := p
+	if room := c.headMax - len(c.head); room > 0 {
+		n := min(room, len(rest))
+		c.head = append(c.head, rest[:n]...)
+		rest = rest[n:]
+	}
+	if len(rest) > 0 {
+		c.tail = append(c.tail, rest...)
+		if len(c.tail) > 2*c.tailMax {
+			c.tail = append([]byte(nil), c.tail[len(c.tail)-c.tailMax:]...)
+		}
+	}
+	return len(p), nil
+}
+
+// Total is the number of bytes written, kept or not.
+func (c *cappedBuffer) Total() int { return c.total }
+
+func (c *cappedBuffer) String() string {
+	tail := c.tail
+	if len(tail) > c.tailMax {
+		tail = tail[len(tail)-c.tailMax:]
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToValidUTF8(string(c.head), "\uFFFD"))
+	if omitted := c.total - len(c.head) - len(tail); omitted > 0 {
+		fmt.Fprintf(&b, "\n… (%d bytes of output omitted; %d in total) …\n", omitted, c.total)
+	}
+	b.WriteString(strings.ToValidUTF8(string(tail), "\uFFFD"))
+	if c.total > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

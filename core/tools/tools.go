@@ -1,0 +1,361 @@
+// Package tools is plangate's workspace toolbox: the read_file, list_files, search_files,
+// write_file, edit_file and run_command tools of DESIGN.md section 6, confined to one
+// workspace directory per call with os.Root.
+//
+// The toolbox does not decide when a tool may run; the engine's gate does (read-only tools
+// in any phase, mutating tools only while an accepted plan executes, within its scope).
+// The toolbox enforces what must hold in every phase:
+//
+//   - Paths are relative to the workspace, slash-separated; absolute paths, .. escapes and
+//     symlinks that lead out of the workspace are refused (os.Root enforces it).
+//   - write_file and edit_file refuse to write through symlinks (the scope check sees the
+//     link's path, not its target) and into .git (hooks and config run commands later).
+//   - run_command runs argv without a shell, only when enabled, only programs listed by
+//     exact name, with a minimal environment (PATH, HOME = the workspace, LANG), a timeout
+//     that kills the process group, and capped output. It is always a mutating tool and
+//     its WritePaths is WholeWorkspace.
+//   - A configured seed directory is copied into a workspace once, when it is created.
+//
+// A Toolbox is safe for concurrent use by many sessions.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Tool names, as the model calls them.
+const (
+	ToolReadFile    = "read_file"
+	ToolListFiles   = "list_files"
+	ToolSearchFiles = "search_files"
+	ToolWriteFile   = "write_file"
+	ToolEditFile    = "edit_file"
+	ToolRunCommand  = "run_command"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultCommandTimeout = 60 * time.Second
+	DefaultMaxOutput      = 32 << 10 // bytes
+)
+
+// WholeWorkspace is what WritePaths reports for run_command: a command may change any
+// file, so the engine's scope check sees the workspace root itself. An accepted plan lets
+// commands run only when its allowed_paths are empty or include "." or "**".
+const WholeWorkspace = "."
+
+// Config configures a Toolbox.
+type Config struct {
+	// RunCommand offers run_command (tools.run_command.enabled). Off by default.
+	RunCommand bool
+	// Allow lists the programs run_command may start (tools.run_command.allow), compared
+	// with argv[0] exactly. A bare name is looked up in PATH; a name with a path separator
+	// runs only when listed exactly as written (relative names start in the workspace).
+	// An empty list refuses every command, even when RunCommand is on: enabling the tool
+	// without naming programs should not mean "anything goes". Allowing a program allows
+	// all of its arguments (git -c, find -exec, env ...): list only programs you would let
+	// an accepted plan run freely.
+	Allow []string
+	// CommandTimeout is run_command's time limit; the model may ask for less with
+	// timeout_seconds, never more. 0 means DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// MaxOutput caps the bytes of command output and file content one call returns.
+	// 0 means DefaultMaxOutput.
+	MaxOutput int
+	// Seed, when set, is a directory copied into a workspace the first time the workspace
+	// is used (the bundled demo workspace). Symlinks and special files are skipped.
+	Seed string
+}
+
+// Toolbox implements core.Toolbox.
+type Toolbox struct {
+	cfg   Config
+	allow map[string]bool
+	specs []core.ToolSpec
+	// seedMu serialises creating workspaces, so two calls racing on a new workspace
+	// do not both seed it.
+	seedMu sync.Mutex
+}
+
+var _ core.Toolbox = (*Toolbox)(nil)
+
+// New returns a toolbox with cfg, filling in defaults.
+func New(cfg Config) *Toolbox {
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
+	for _, a := range cfg.Allow {
+		t.allow[a] = true
+	}
+	t.specs = toolSpecs(cfg)
+	return t
+}
+
+// Tools lists the tools offered to the model; run_command only when enabled.
+func (t *Toolbox) Tools() []core.ToolSpec {
+	out := make([]core.ToolSpec, len(t.specs))
+	copy(out, t.specs)
+	return out
+}
+
+// Call runs one tool in the workspace ws. Errors are written for the model: they say
+// what went wrong and what to try instead.
+func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args json.RawMessage) (string, error) {
+	if name == ToolRunCommand && !t.cfg.RunCommand {
+		return "", errRunDisabled
+	}
+	switch name {
+	case ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand:
+	default:
+		return "", fmt.Errorf("unknown workspace tool %q", name)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("%s not run: %w", name, err)
+	}
+	root, err := t.openWorkspace(ws)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput}
+	switch name {
+	case ToolReadFile:
+		var a readArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return w.readFile(ctx, a)
+	case ToolListFiles:
+		var a listArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return w.listFiles(ctx, a)
+	case ToolSearchFiles:
+		var a searchArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return w.searchFiles(ctx, a)
+	case ToolWriteFile:
+		var a writeArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return w.writeFile(a)
+	case ToolEditFile:
+		var a editArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return w.editFile(a)
+	default: // ToolRunCommand
+		var a runArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return "", err
+		}
+		return t.runCommand(ctx, ws.Dir, a)
+	}
+}
+
+// WritePaths names what a mutating call would change, as workspace-relative,
+// slash-separated, cleaned paths (the form the engine's scope check matches). Read-only
+// tools change nothing; run_command reports WholeWorkspace.
+func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error) {
+	switch name {
+	case ToolReadFile, ToolListFiles, ToolSearchFiles:
+		return nil, nil
+	case ToolWriteFile:
+		var a writeArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return nil, err
+		}
+		p, err := writeTarget(name, a.Path)
+		if err != nil {
+			return nil, err
+		}
+		return []string{p}, nil
+	case ToolEditFile:
+		var a editArgs
+		if err := decodeArgs(name, args, &a); err != nil {
+			return nil, err
+		}
+		p, err := writeTarget(name, a.Path)
+		if err != nil {
+			return nil, err
+		}
+		return []string{p}, nil
+	case ToolRunCommand:
+		if !t.cfg.RunCommand {
+			return nil, errRunDisabled
+		}
+		return []string{WholeWorkspace}, nil
+	}
+	return nil, fmt.Errorf("unknown workspace tool %q", name)
+}
+
+// decodeArgs decodes tool arguments strictly: unknown fields, wrong types and trailing
+// data are refused with the expected shape, so the model can correct its call.
+func decodeArgs(tool string, data json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(data))) == 0 || strings.TrimSpace(string(data)) == "null" {
+		data = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("extra data after the JSON object")
+	}
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("extra data after the JSON object")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s arguments are invalid (%s); expected %s", tool, argError(err), argShape(tool))
+	}
+	return nil
+}
+
+// argError turns a JSON decoding error into words without Go type names.
+func argError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := te.Type.String()
+		switch {
+		case strings.HasPrefix(want, "[]"):
+			want = "an array of " + strings.TrimPrefix(want, "[]") + "s"
+		case want == "int":
+			want = "an integer"
+		case want == "string":
+			want = "a string"
+		case strings.Contains(want, "Args"):
+			want = "an object"
+		}
+		if te.Field == "" {
+			return fmt.Sprintf("got a JSON %s, want %s", te.Value, want)
+		}
+		return fmt.Sprintf("field %q: got a JSON %s, want %s", te.Field, te.Value, want)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "not valid JSON: " + se.Error()
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// argShape is the argument shape of DESIGN.md section 6, quoted in argument errors.
+func argShape(tool string) string {
+	switch tool {
+	case ToolReadFile:
+		return "{path: string, offset?: int, limit?: int}"
+	case ToolListFiles:
+		return "{path?: string, pattern?: string, depth?: int}"
+	case ToolSearchFiles:
+		return "{pattern: string, path?: string, glob?: string}"
+	case ToolWriteFile:
+		return "{path: string, content: string}"
+	case ToolEditFile:
+		return "{path: string, old: string, new: string}"
+	case ToolRunCommand:
+		return "{argv: [string], timeout_seconds?: int}"
+	}
+	return "a JSON object"
+}
+
+type readArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+type listArgs struct {
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"`
+	Depth   int    `json:"depth"`
+}
+
+type searchArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+	Glob    string `json:"glob"`
+}
+
+type writeArgs struct {
+	Path    string  `json:"path"`
+	Content *string `json:"content"` // a pointer, so a missing content is not an empty file
+}
+
+type editArgs struct {
+	Path string  `json:"path"`
+	Old  *string `json:"old"`
+	New  *string `json:"new"`
+}
+
+type runArgs struct {
+	Argv           []string `json:"argv"`
+	TimeoutSeconds int      `json:"timeout_seconds"`
+}
+
+// toolSpecs describes the tools to the model and the gate.
+func toolSpecs(cfg Config) []core.ToolSpec {
+	obj := func(required, props string) json.RawMessage {
+		return json.RawMessage(`{"type":"object","required":[` + required + `],"additionalProperties":false,"properties":{` + props + `}}`)
+	}
+	specs := []core.ToolSpec{
+		{Name: ToolReadFile, Kind: core.ToolReadOnly,
+			Description: "Read a text file of the workspace with line numbers. Long files come in pages: pass offset (first line, 1-based) and limit (number of lines) to read further.",
+			Parameters: obj(`"path"`,
+				`"path":{"type":"string","description":"file path relative to the workspace root, e.g. docs/guide.md"},`+
+					`"offset":{"type":"integer","minimum":1,"description":"first line to show, 1-based (default 1)"},`+
+					`"limit":{"type":"integer","minimum":1,"description":"maximum number of lines to show"}`)},
+		{Name: ToolListFiles, Kind: core.ToolReadOnly,
+			Description: "List files and directories of the workspace (directories end with /; .git is hidden). Paths are relative to the workspace root.",
+			Parameters: obj(``,
+				`"path":{"type":"string","description":"directory to list, relative to the workspace root (default .)"},`+
+					`"pattern":{"type":"string","description":"glob on file names, e.g. *.md"},`+
+					`"depth":{"type":"integer","minimum":1,"description":"how many directory levels to descend (default 2)"}`)},
+		{Name: ToolSearchFiles, Kind: core.ToolReadOnly,
+			Description: "Search text files of the workspace with a regular expression (Go RE2 syntax). Prints file:line: text for each matching line; binary files and .git are skipped.",
+			Parameters: obj(`"pattern"`,
+				`"pattern":{"type":"string","description":"regular expression, e.g. (?i)todo"},`+
+					`"path":{"type":"string","description":"directory or file to search, relative to the workspace root (default .)"},`+
+					`"glob":{"type":"string","description":"only files whose name matches this glob, e.g. *.go; with a / it matches the path from the workspace root"}`)},
+		{Name: ToolWriteFile, Kind: core.ToolMutating,
+			Description: "Create or overwrite a file of the workspace with the given content; parent directories are created. Only allowed while an accepted plan is executing, within its scope.",
+			Parameters: obj(`"path","content"`,
+				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
+					`"content":{"type":"string","description":"the complete new content of the file"}`)},
+		{Name: ToolEditFile, Kind: core.ToolMutating,
+			Description: "Replace one exact occurrence of old with new in a workspace file. old must match exactly once (including whitespace); include surrounding lines to make it unique. Only allowed while an accepted plan is executing, within its scope.",
+			Parameters: obj(`"path","old","new"`,
+				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
+					`"old":{"type":"string","description":"the exact text to replace, as read_file shows it without the line numbers"},`+
+					`"new":{"type":"string","description":"the replacement text"}`)},
+	}
+	if cfg.RunCommand {
+		allowed := "none are configured, so every command is refused"
+		if len(cfg.Allow) > 0 {
+			allowed = strings.Join(cfg.Allow, ", ")
+		}
+		specs = append(specs, core.ToolSpec{Name: ToolRunCommand, Kind: core.ToolMutating,
+			Description: "Run a program in the workspace directory, without a shell (no pipes, globs or redirection). argv[0] must be one of the allowed programs (" + allowed + "). Returns the exit code and the combined output. Only allowed while an accepted plan is executing, and its scope must cover the whole workspace.",
+			Parameters: obj(`"argv"`,
+				`"argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"program and arguments, e.g. [\"go\", \"test\", \"./...\"]"},`+
+					`"timeout_seconds":{"type":"integer","minimum":1,"description":"stop the command after this many seconds (capped by the gateway)"}`)})
+	}
+	return specs
+}

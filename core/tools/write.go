@@ -1,0 +1,176 @@
+package tools
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// writeTarget cleans the path of a write_file or edit_file call and refuses what no plan
+// scope should allow: the workspace root itself, and .git, whose hooks and config would
+// run commands on the user's next git call. WritePaths uses it too, so such a call is a
+// plain tool error rather than a scope violation that stops the turn.
+func writeTarget(tool, p string) (string, error) {
+	rel, err := cleanPath(p, false)
+	if err != nil {
+		return "", err
+	}
+	if rel == "." {
+		return "", fmt.Errorf("%s needs a file path, not the workspace root", tool)
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if part == ".git" {
+			return "", fmt.Errorf("%s refuses paths inside .git (%s): git's hooks and config could run commands", tool, rel)
+		}
+	}
+	return rel, nil
+}
+
+// writeFile creates or replaces a file, creating its parent directories.
+func (w *workspace) writeFile(a writeArgs) (string, error) {
+	rel, err := writeTarget(ToolWriteFile, a.Path)
+	if err != nil {
+		return "", err
+	}
+	if a.Content == nil {
+		return "", errors.New(`content is required: the complete new file content ("" for an empty file)`)
+	}
+	if err := w.refuseSymlinks(ToolWriteFile, rel); err != nil {
+		return "", err
+	}
+	verb := "created"
+	if fi, err := w.root.Lstat(rel); err == nil {
+		if fi.IsDir() {
+			return "", fmt.Errorf("%s is a directory; write_file writes files", rel)
+		}
+		verb = "overwrote"
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return "", fsError(dir, err)
+		}
+	}
+	data := []byte(*a.Content)
+	if err := w.root.WriteFile(rel, data, 0o644); err != nil {
+		return "", fsError(rel, err)
+	}
+	lines := countLines(data)
+	unit := "lines"
+	if lines == 1 {
+		unit = "line"
+	}
+	return fmt.Sprintf("%s %s (%d bytes, %d %s)", verb, rel, len(data), lines, unit), nil
+}
+
+// editFile replaces the single occurrence of old with new.
+func (w *workspace) editFile(a editArgs) (string, error) {
+	rel, err := writeTarget(ToolEditFile, a.Path)
+	if err != nil {
+		return "", err
+	}
+	if a.Old == nil || a.New == nil {
+		return "", errors.New(`old and new are both required: the exact text to replace and its replacement ("" deletes it)`)
+	}
+	old, repl := *a.Old, *a.New
+	if old == "" {
+		return "", errors.New("old must not be empty: give the exact text to replace (use write_file to create or replace a whole file)")
+	}
+	if old == repl {
+		return "", errors.New("old and new are the same: nothing would change")
+	}
+	if err := w.refuseSymlinks(ToolEditFile, rel); err != nil {
+		return "", err
+	}
+	data, err := w.root.ReadFile(rel)
+	if err != nil {
+		return "", fsError(rel, err)
+	}
+	if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
+		return "", fmt.Errorf("%s is a binary file; edit_file edits text files only", rel)
+	}
+	content := string(data)
+	switch n := strings.Count(content, old); n {
+	case 0:
+		return "", fmt.Errorf("old text not found in %s; %s", rel, notFoundHint(content, old))
+	case 1:
+	default:
+		return "", fmt.Errorf("old text found %d times in %s (lines %s); include more surrounding lines so it matches exactly once",
+			n, rel, occurrenceLines(content, old, 5))
+	}
+	i := strings.Index(content, old)
+	updated := content[:i] + repl + content[i+len(old):]
+	if err := w.root.WriteFile(rel, []byte(updated), 0o644); err != nil {
+		return "", fsError(rel, err)
+	}
+	line := strings.Count(content[:i], "\n") + 1
+	if repl == "" {
+		return fmt.Sprintf("edited %s: removed %s", rel, lineSpan(line, old)), nil
+	}
+	return fmt.Sprintf("edited %s: replaced %s with %s", rel, lineSpan(line, old), lineSpan(line, repl)), nil
+}
+
+// notFoundHint guesses why an edit did not match, from the mistakes models usually make.
+func notFoundHint(content, old string) string {
+	switch {
+	case strings.Contains(content, "\r\n") && strings.Contains(content, strings.ReplaceAll(old, "\n", "\r\n")):
+		return `the file uses CRLF line endings: write each line break in old as \r\n`
+	case looksNumbered(old):
+		return "old seems to include read_file's line numbers; leave them out and copy only the text"
+	case strings.TrimSpace(old) != "" && strings.Contains(content, strings.TrimSpace(old)):
+		return "it matches when leading and trailing whitespace is ignored: copy the exact indentation and line breaks"
+	}
+	return "read_file it again and copy the text exactly, including whitespace"
+}
+
+// looksNumbered reports whether text starts like read_file output ("     3\t...").
+func looksNumbered(text string) bool {
+	first, _, _ := strings.Cut(text, "\n")
+	num, _, ok := strings.Cut(strings.TrimLeft(first, " "), "\t")
+	if !ok || num == "" {
+		return false
+	}
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// occurrenceLines lists the line numbers where old starts, at most limit of them.
+func occurrenceLines(content, old string, limit int) string {
+	var lines []string
+	off := 0
+	for len(lines) < limit {
+		i := strings.Index(content[off:], old)
+		if i < 0 {
+			break
+		}
+		lines = append(lines, fmt.Sprint(strings.Count(content[:off+i], "\n")+1))
+		off += i + len(old)
+	}
+	if strings.Count(content, old) > limit {
+		lines = append(lines, "…")
+	}
+	return strings.Join(lines, ", ")
+}
+
+// lineSpan names the lines text covers when it starts on line start; a final newline
+// ends the last line rather than starting another.
+func lineSpan(start int, text string) string {
+	breaks := strings.Count(strings.TrimSuffix(text, "\n"), "\n")
+	if breaks == 0 {
+		return fmt.Sprintf("line %d", start)
+	}
+	return fmt.Sprintf("lines %d-%d", start, start+breaks)
+}
+
+func countLines(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
