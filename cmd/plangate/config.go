@@ -51,6 +51,9 @@ type PlansConfig struct {
 type WorkspaceConfig struct {
 	Root       string `yaml:"root"`
 	PerSession bool   `yaml:"per_session"` // one sub-directory of Root per session
+	// Seed is a directory copied into a workspace the first time it is used ("" = none);
+	// the shipped config seeds the offline demo's sample files.
+	Seed string `yaml:"seed"`
 }
 
 // Provider selects the model implementation.

@@ -202,6 +202,9 @@ func (c *Config) Describe() string {
 	line("config", "%s", c.file)
 	line("store", "%s", c.Store.Path)
 	line("plans", "%s", c.Plans.Dir)
+	if c.Workspace.Seed != "" {
+		line("seed", "%s (copied into a new workspace)", c.Workspace.Seed)
+	}
 	if c.Workspace.PerSession {
 		line("workspace", "%s (a directory per session)", c.Workspace.Root)
 	} else {

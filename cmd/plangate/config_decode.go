@@ -334,7 +334,7 @@ func isEnvName(s string) bool {
 // resolvePaths makes relative paths relative to the config file's directory, so plangate
 // behaves the same whatever directory it is started from.
 func (c *Config) resolvePaths(dir string) {
-	for _, p := range []*string{&c.Store.Path, &c.Plans.Dir, &c.Workspace.Root, &c.LLM.Script, &c.Channels.Terminal.AttachmentsDir} {
+	for _, p := range []*string{&c.Store.Path, &c.Plans.Dir, &c.Workspace.Root, &c.Workspace.Seed, &c.LLM.Script, &c.Channels.Terminal.AttachmentsDir} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}

@@ -106,7 +106,11 @@ func TestLoadConfigShippedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := exported(cfg), wantDefaults(dir); !reflect.DeepEqual(got, want) {
+	// The one deliberate difference: the shipped file seeds new workspaces with the demo's
+	// sample files.
+	want := wantDefaults(dir)
+	want.Workspace.Seed = filepath.Join(dir, "demo", "workspace")
+	if got := exported(cfg); !reflect.DeepEqual(got, want) {
 		t.Errorf("shipped config differs from the defaults\n got %+v\nwant %+v", got, want)
 	}
 	if p, why := cfg.ResolvedProvider(env(nil)); p != ProviderScript || why != "no OPENAI_API_KEY or llm.base_url: using the bundled demo script" {

@@ -63,7 +63,8 @@ func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv
 	configPath := fs.String("config", "", "configuration file")
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print the plan's markdown")
-	if err := parseFlags(fs, fsArgs); err != nil {
+	rest, err := parseFlags(fs, fsArgs)
+	if err != nil {
 		return nil, nil, false, false, err
 	}
 	cfg, err := loadConfig(*configPath, e)
@@ -74,7 +75,7 @@ func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv
 	if err != nil {
 		return nil, nil, false, false, err
 	}
-	return st, fs.Args(), *asJSON, *markdown, nil
+	return st, rest, *asJSON, *markdown, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/llm"
+	"github.com/plangate/plangate/core/tools"
 	"github.com/plangate/plangate/store"
 )
 
@@ -106,11 +107,20 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: plangate %s: %v", errUsage, fs.Name(), err)
+// parseFlags parses flags that may stand before, between or after the positional
+// arguments (`plangate sessions show ID --json`), and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: plangate %s: %v", errUsage, fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	return nil
 }
 
 func loadConfig(flagValue string, e procEnv) (*Config, error) {
@@ -153,6 +163,21 @@ func newModel(cfg *Config, e procEnv) (core.Model, string, error) {
 	return nil, "", fmt.Errorf("unknown model provider %q", provider)
 }
 
+// newToolbox builds the workspace tools. A configured seed directory must exist now, not
+// at the first tool call.
+func newToolbox(cfg *Config) (*tools.Toolbox, error) {
+	if seed := cfg.Workspace.Seed; seed != "" {
+		if st, err := os.Stat(seed); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("workspace.seed: %s is not a directory (set workspace.seed: \"\" to start with empty workspaces)", seed)
+		}
+	}
+	return tools.New(tools.Config{
+		RunCommand: cfg.Tools.RunCommand.Enabled,
+		Allow:      cfg.Tools.RunCommand.Allow,
+		Seed:       cfg.Workspace.Seed,
+	}), nil
+}
+
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
 		PlansDir:        cfg.Plans.Dir,
@@ -165,6 +190,8 @@ func engineConfig(cfg *Config) core.Config {
 		StartInPlan:     cfg.PlanMode.StartInPlan,
 		AutoApprove:     cfg.PlanMode.AutoApprove,
 		Approvers:       cfg.Access.Approvers,
+		Nudges:          cfg.PlanMode.Nudges,
+		ApprovalTimeout: cfg.PlanMode.ApprovalTimeout,
 	}
 }
 
@@ -172,11 +199,12 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	fs := newFlags("chat")
 	configPath := fs.String("config", "", "configuration file")
 	session := fs.String("session", "main", "session name")
-	if err := parseFlags(fs, args); err != nil {
+	rest, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: plangate chat takes no arguments (got %q)", errUsage, fs.Arg(0))
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: plangate chat takes no arguments (got %q)", errUsage, rest[0])
 	}
 	if *session == "" {
 		return fmt.Errorf("%w: --session must not be empty", errUsage)
@@ -200,9 +228,13 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
+	toolbox, err := newToolbox(cfg)
+	if err != nil {
+		return err
+	}
 	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Out: hub, Log: log, Now: e.now})
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: hub, Log: log, Now: e.now})
 	fmt.Fprintf(e.stderr, "plangate chat · session %s · %s · /plan help lists the commands\n", *session, why)
 	return hub.Run(ctx, eng)
 }
@@ -210,8 +242,10 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	fs := newFlags("serve")
 	configPath := fs.String("config", "", "configuration file")
-	if err := parseFlags(fs, args); err != nil {
+	if rest, err := parseFlags(fs, args); err != nil {
 		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: plangate serve takes no arguments (got %q)", errUsage, rest[0])
 	}
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
@@ -235,8 +269,10 @@ func cmdConfig(args []string, e procEnv) error {
 	}
 	fs := newFlags("config check")
 	configPath := fs.String("config", "", "configuration file")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if rest, err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: plangate config check takes no arguments (got %q)", errUsage, rest[0])
 	}
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
