@@ -1,0 +1,262 @@
+package llm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/plangate/plangate/core"
+)
+
+// OpenAIConfig configures the openai provider. It reads nothing from the environment:
+// cmd/plangate expands ${OPENAI_API_KEY} in the config file, and what it passes here is
+// all the provider uses.
+type OpenAIConfig struct {
+	BaseURL     string        // "" = the library default (the OpenAI API)
+	APIKey      string        // may be "" for local servers (Ollama); never logged or echoed
+	Model       string        // required
+	PlanModel   string        // used when the request is made while planning; "" = Model
+	Temperature *float64      // nil = the endpoint's default; sent only when set
+	Timeout     time.Duration // per request; 0 = none
+	MaxRetries  int           // retries on 429, 5xx and connection errors
+	TurnBudget  time.Duration // total time one Complete may take including retries; 0 = none
+	HTTPClient  *http.Client  // optional, for tests
+}
+
+// OpenAI is the openai model provider: any OpenAI-compatible Chat Completions endpoint
+// (OpenAI, Ollama, vLLM, llama.cpp server, OpenRouter). It is safe for concurrent use.
+type OpenAI struct {
+	svc      openai.ChatCompletionService
+	cfg      OpenAIConfig
+	endpoint string // scheme://host of the base URL, the only part of it errors show
+	log      *slog.Logger
+	// baseDelay is the first backoff step; later steps double it up to maxBackoff. Tests
+	// shorten it.
+	baseDelay time.Duration
+}
+
+var _ core.Model = (*OpenAI)(nil)
+
+const (
+	defaultBaseDelay = 500 * time.Millisecond
+	maxBackoff       = 8 * time.Second
+	// maxRetryAfter is the longest wait a server may ask for; asking for more ends the
+	// call, because a person is waiting in the chat and would rather retry later.
+	maxRetryAfter = 60 * time.Second
+)
+
+// NewOpenAI builds the provider. The client is built only from cfg — never from OPENAI_*
+// environment variables — and with the library's own retries off: Complete retries
+// itself, so it controls the backoff, Retry-After, the turn budget and the error message.
+func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai provider: llm.model is empty")
+	}
+	if cfg.MaxRetries < 0 {
+		return nil, fmt.Errorf("openai provider: llm.max_retries must not be negative, got %d", cfg.MaxRetries)
+	}
+	if cfg.Timeout < 0 || cfg.TurnBudget < 0 {
+		return nil, errors.New("openai provider: timeouts must not be negative")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		// A client of our own rather than http.DefaultClient, so nothing else in the process
+		// can change how model calls are made; timeouts come from the request context.
+		var rt http.RoundTripper = http.DefaultTransport
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			rt = t.Clone()
+		}
+		hc = &http.Client{Transport: rt}
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+		option.WithEnvironmentProduction(), // the default base URL when none is set
+	}
+	endpoint := "the OpenAI API"
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The URL itself is not repeated: it may carry credentials.
+			return nil, errors.New("openai provider: llm.base_url must be an http:// or https:// URL such as http://localhost:11434/v1")
+		}
+		endpoint = u.Scheme + "://" + u.Host
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	// NewChatCompletionService, unlike openai.NewClient, applies only the options given
+	// here: NewClient would add OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ADMIN_KEY,
+	// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the environment, and
+	// with an empty APIKey an admin key found there would be sent to a local server.
+	return &OpenAI{
+		svc:       openai.NewChatCompletionService(opts...),
+		cfg:       cfg,
+		endpoint:  endpoint,
+		log:       log,
+		baseDelay: defaultBaseDelay,
+	}, nil
+}
+
+// Complete sends one Chat Completions request, retrying on 429, 5xx and connection errors.
+// Its errors are one readable line without secrets, meant for the chat.
+func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
+	body, model, err := o.body(req)
+	if err != nil {
+		return core.ModelResponse{}, err
+	}
+	start := time.Now()
+
+	callCtx := ctx
+	var deadline time.Time
+	if o.cfg.TurnBudget > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, o.cfg.TurnBudget, errTurnBudget)
+		defer cancel()
+		deadline, _ = callCtx.Deadline()
+	}
+
+	for try := 1; ; try++ {
+		comp, f := o.attempt(ctx, callCtx, body, model)
+		if f == nil {
+			resp, err := o.response(comp, model)
+			o.logCall(req, model, start, try, comp, err)
+			return resp, err
+		}
+		if f.cancelled {
+			return core.ModelResponse{}, f.err
+		}
+		if !f.retry || try > o.cfg.MaxRetries {
+			return core.ModelResponse{}, o.fail(req, model, start, try, f, "")
+		}
+		delay := f.wait
+		if delay < 0 {
+			delay = o.backoff(try)
+		}
+		if delay > maxRetryAfter {
+			return core.ModelResponse{}, o.fail(req, model, start, try, f,
+				fmt.Sprintf("; it asked to wait %s, try again later", delay.Round(time.Second)))
+		}
+		if !deadline.IsZero() && time.Now().Add(delay).After(deadline) {
+			return core.ModelResponse{}, o.fail(req, model, start, try, f,
+				fmt.Sprintf("; gave up within the turn budget of %s", o.cfg.TurnBudget))
+		}
+		o.log.Debug("model call failed, retrying", "model", model, "try", try, "status", f.status, "delay", delay)
+		if err := sleepCtx(callCtx, delay); err != nil {
+			if ctx.Err() != nil {
+				return core.ModelResponse{}, fmt.Errorf("calling the model: %w", ctx.Err())
+			}
+			return core.ModelResponse{}, o.fail(req, model, start, try, f,
+				fmt.Sprintf("; gave up within the turn budget of %s", o.cfg.TurnBudget))
+		}
+	}
+}
+
+// attempt makes one request. ctx is the caller's context and callCtx the same bounded by
+// the turn budget; both are needed to tell who ended a request.
+func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string) (*openai.ChatCompletion, *failure) {
+	actx := callCtx
+	if o.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(callCtx, o.cfg.Timeout, errAttemptTimeout)
+		defer cancel()
+	}
+	var res *http.Response
+	// The body replaces the empty params; see chatRequest for why it is encoded here.
+	comp, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithResponseInto(&res))
+	if err == nil {
+		return comp, nil
+	}
+	return nil, o.classify(ctx, actx, res, err, model)
+}
+
+// response maps the first choice of a completion to a core response.
+func (o *OpenAI) response(comp *openai.ChatCompletion, model string) (core.ModelResponse, error) {
+	if comp == nil || len(comp.Choices) == 0 {
+		// Some proxies (OpenRouter among them) report an upstream failure in a 200 answer.
+		if comp != nil {
+			if _, msg := errorText([]byte(comp.RawJSON())); msg != "" {
+				return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered with an error instead of a completion: %s", o.endpoint, o.clean(msg))
+			}
+		}
+		return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered without any choices (model %q)", o.endpoint, model)
+	}
+	ch := comp.Choices[0]
+	msg := ch.Message
+	resp := core.ModelResponse{Text: msg.Content}
+	if resp.Text == "" && msg.Refusal != "" {
+		resp.Text = msg.Refusal
+	}
+	for _, tc := range msg.ToolCalls {
+		// The union's fields are read directly: they are filled whether or not the server
+		// sent "type", while AsAny() needs it.
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type == "custom" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		id := tc.ID
+		if id == "" {
+			// Some local servers leave ids out; the result must still name its call, and
+			// stay unambiguous among the calls of earlier turns in the history.
+			id = "call_" + rand.Text()
+		}
+		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: name, Args: toolArgs(args)})
+	}
+	if resp.Text == "" && len(resp.ToolCalls) == 0 {
+		return core.ModelResponse{}, fmt.Errorf("the model returned an empty answer (finish_reason %q)", ch.FinishReason)
+	}
+	return resp, nil
+}
+
+// logCall logs a finished call at debug level: never the key, the URL or the content.
+func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, tries int, comp *openai.ChatCompletion, err error) {
+	if !o.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"session", req.SessionID, "model", model, "duration", time.Since(start), "tries", tries}
+	if comp != nil {
+		if u := comp.Usage; u.JSON.TotalTokens.Valid() {
+			attrs = append(attrs, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "total_tokens", u.TotalTokens)
+		}
+		if len(comp.Choices) > 0 {
+			attrs = append(attrs, "finish_reason", comp.Choices[0].FinishReason, "tool_calls", len(comp.Choices[0].Message.ToolCalls))
+		}
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	o.log.Debug("model call", attrs...)
+}
+
+// fail turns the last failure into the error Complete returns, and logs it.
+func (o *OpenAI) fail(req core.ModelRequest, model string, start time.Time, tries int, f *failure, note string) error {
+	err := &modelError{msg: f.message(tries) + note, err: f.err}
+	o.logCall(req, model, start, tries, nil, err)
+	return err
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
