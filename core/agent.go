@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxChainedTurns bounds how many agent turns one message can start back to back (an
@@ -64,6 +65,9 @@ func (t *turnState) onText(ctx context.Context) error {
 		ch.Events = []Event{t.event(EventEntered, t.person(), nil, "plan_mode.start_in_plan")}
 		entered = true
 	}
+	// A message for the agent is no decision: unless it changes the phase (or carries a
+	// platform event id, which the store always syncs) it need not wait for the disk.
+	ch.Lazy = !entered
 	if err := t.commit(ctx, next, ch); err != nil {
 		return err
 	}
@@ -93,7 +97,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("loading transcript: %w", err)
 	}
-	history = sanitizeHistory(history)
+	history = sanitizeHistory(trimHistory(history, e.cfg.HistoryChars))
 	var turn []ChatMessage // this turn's entries, in the order the model sees them
 	drained := 0           // injections of t.sess moved into the turn so far
 	drain := func() {
@@ -168,6 +172,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 					break
 				}
 				res = t.callTool(ctx, call)
+				res.content = truncateResult(res.content, e.cfg.ToolResultChars)
 			}
 			m := ChatMessage{Role: RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.content, At: e.d.Now()}
 			t.pending = append(t.pending, m)
@@ -222,6 +227,40 @@ func (t *turnState) undrained(queue []Injection, drained *int) []Injection {
 	n := min(*drained, len(queue))
 	*drained = 0
 	return append([]Injection(nil), queue[n:]...)
+}
+
+// trimHistory drops the oldest entries until the transcript fits the character budget;
+// the newest entry always stays.
+func trimHistory(h []ChatMessage, budget int) []ChatMessage {
+	total := 0
+	for i := len(h) - 1; i >= 0; i-- {
+		total += messageSize(h[i])
+		if total > budget && i < len(h)-1 {
+			return h[i+1:]
+		}
+	}
+	return h
+}
+
+func messageSize(m ChatMessage) int {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Name) + len(c.Args)
+	}
+	return n
+}
+
+// truncateResult cuts a tool result that is over the limit and says so, so the model
+// knows it saw only part and can ask for less (read_file offset/limit).
+func truncateResult(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[truncated: showing %d of %d characters; ask for a smaller part]", cut, len(s))
 }
 
 // sanitizeHistory makes a transcript window acceptable to chat APIs: it drops tool results

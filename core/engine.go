@@ -23,6 +23,8 @@ type Config struct {
 	SystemPrompt    string
 	MaxIterations   int
 	HistoryMessages int
+	HistoryChars    int // character budget of the transcript sent to the model
+	ToolResultChars int // a longer tool result is cut, with a note saying so
 	PlanMode        bool // plan_mode.enabled
 	StartInPlan     bool
 	AutoApprove     bool     // default for new sessions
@@ -91,6 +93,12 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	if cfg.HistoryMessages <= 0 {
 		cfg.HistoryMessages = 40
+	}
+	if cfg.HistoryChars <= 0 {
+		cfg.HistoryChars = 120_000
+	}
+	if cfg.ToolResultChars <= 0 {
+		cfg.ToolResultChars = 16_000
 	}
 	return &Engine{cfg: cfg, d: d, machine: NewMachine(), queues: map[string]*queue{}, progress: map[string]string{}}
 }

@@ -61,6 +61,12 @@ func (e *Engine) toolSpecs() []ToolSpec {
 
 // callTool runs one tool call through the gate.
 func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
+	if a := strings.TrimSpace(string(call.Args)); strings.HasPrefix(a, `"`) {
+		// A provider passes arguments that are not valid JSON through as a JSON string.
+		var raw string
+		_ = json.Unmarshal(call.Args, &raw)
+		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, oneLine(raw))
+	}
 	switch call.Name {
 	case ToolEnterPlanMode:
 		return t.enterPlanMode()

@@ -76,6 +76,7 @@ type LLMConfig struct {
 	Script      string        `yaml:"script"`     // replayed by provider script
 	Timeout     time.Duration `yaml:"timeout"`    // 0 = no timeout
 	MaxRetries  int           `yaml:"max_retries"`
+	TurnBudget  time.Duration `yaml:"turn_budget"` // one model call including retries; 0 = no limit
 	Temperature *float64      `yaml:"temperature"` // nil = the endpoint's default
 }
 
@@ -84,6 +85,8 @@ type AgentConfig struct {
 	SystemPrompt    string `yaml:"system_prompt"` // "" = the built-in prompt
 	MaxIterations   int    `yaml:"max_iterations"`
 	HistoryMessages int    `yaml:"history_messages"`
+	HistoryChars    int    `yaml:"history_chars"`     // character budget of the transcript sent
+	ToolResultChars int    `yaml:"tool_result_chars"` // longer tool results are cut, with a note
 }
 
 // PlanModeConfig configures the approval cycle and its nudges.
@@ -207,8 +210,9 @@ func defaultConfig() *Config {
 			Script:     "demo/script.yaml",
 			Timeout:    60 * time.Second,
 			MaxRetries: 2,
+			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40},
+		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
 		PlanMode: PlanModeConfig{
 			Enabled:    true,
 			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},

@@ -39,6 +39,12 @@ func (c *Config) validate() []problem {
 	if c.Agent.HistoryMessages < 1 {
 		bad("agent.history_messages", "agent.history_messages is %d: it must be at least 1", c.Agent.HistoryMessages)
 	}
+	if c.Agent.HistoryChars < 1000 {
+		bad("agent.history_chars", "agent.history_chars is %d: it must be at least 1000", c.Agent.HistoryChars)
+	}
+	if c.Agent.ToolResultChars < 200 {
+		bad("agent.tool_result_chars", "agent.tool_result_chars is %d: it must be at least 200", c.Agent.ToolResultChars)
+	}
 	if c.LLM.MaxRetries < 0 {
 		bad("llm.max_retries", "llm.max_retries is %d: it must be 0 or more", c.LLM.MaxRetries)
 	}
@@ -50,6 +56,7 @@ func (c *Config) validate() []problem {
 		d   time.Duration
 	}{
 		{"llm.timeout", c.LLM.Timeout},
+		{"llm.turn_budget", c.LLM.TurnBudget},
 		{"plan_mode.approval_timeout", c.PlanMode.ApprovalTimeout},
 		{"plan_mode.nudge_grace", c.PlanMode.NudgeGrace},
 	} {

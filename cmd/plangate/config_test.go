@@ -51,8 +51,9 @@ func wantDefaults(dir string) Config {
 			Script:     filepath.Join(dir, "demo", "script.yaml"),
 			Timeout:    60 * time.Second,
 			MaxRetries: 2,
+			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40},
+		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
 			Enabled:    true,
 			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},

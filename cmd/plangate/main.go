@@ -148,7 +148,7 @@ func openStore(ctx context.Context, cfg *Config) (*store.Store, error) {
 }
 
 // newModel starts the configured model provider and says which one in a phrase.
-func newModel(cfg *Config, e procEnv) (core.Model, string, error) {
+func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, error) {
 	provider, why := cfg.ResolvedProvider(e.getenv)
 	switch provider {
 	case ProviderScript:
@@ -158,7 +158,15 @@ func newModel(cfg *Config, e procEnv) (core.Model, string, error) {
 		}
 		return s, why, nil
 	case ProviderOpenAI:
-		return nil, "", fmt.Errorf("model provider openai is not available in this build yet (%s); set llm.provider: script to use the offline demo", why)
+		m, err := llm.NewOpenAI(llm.OpenAIConfig{
+			BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model, PlanModel: cfg.LLM.PlanModel,
+			Temperature: cfg.LLM.Temperature, Timeout: cfg.LLM.Timeout, MaxRetries: cfg.LLM.MaxRetries,
+			TurnBudget: cfg.LLM.TurnBudget,
+		}, log)
+		if err != nil {
+			return nil, "", fmt.Errorf("llm: %w", err)
+		}
+		return m, why, nil
 	}
 	return nil, "", fmt.Errorf("unknown model provider %q", provider)
 }
@@ -186,6 +194,8 @@ func engineConfig(cfg *Config) core.Config {
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		MaxIterations:   cfg.Agent.MaxIterations,
 		HistoryMessages: cfg.Agent.HistoryMessages,
+		HistoryChars:    cfg.Agent.HistoryChars,
+		ToolResultChars: cfg.Agent.ToolResultChars,
 		PlanMode:        cfg.PlanMode.Enabled,
 		StartInPlan:     cfg.PlanMode.StartInPlan,
 		AutoApprove:     cfg.PlanMode.AutoApprove,
@@ -224,7 +234,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer st.Close()
-	model, why, err := newModel(cfg, e)
+	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return err
 	}
