@@ -85,6 +85,17 @@ func (t *turnState) show(ctx context.Context) error {
 	return err
 }
 
+// announceDecision tells the channel that the buttons of plan p are spent, and why.
+func (e *Engine) announceDecision(ctx context.Context, s Session, p Plan, outcome string) {
+	if p.ApprovalID == "" {
+		return
+	}
+	_, _ = e.send(ctx, Reply{To: s.Address, Kind: ReplyDecided, Ref: p.ApprovalID,
+		Text: fmt.Sprintf("Plan v%d %q — %s", p.Version, p.Body.Title, outcome)})
+}
+
+func (t *turnState) by() string { return "by " + t.personName() }
+
 // planReply is the reply that carries a plan file, with decision buttons while pending.
 func (e *Engine) planReply(s Session, p Plan) Reply {
 	r := Reply{To: s.Address, Kind: ReplyPlan}
@@ -173,6 +184,7 @@ func (t *turnState) planOff(ctx context.Context) error {
 	}
 	if len(ch.Plans) > 0 {
 		t.e.refreshFile(ctx, t.sess, ch.Plans[0])
+		t.e.announceDecision(ctx, t.sess, ch.Plans[0], string(ch.Plans[0].Status)+" (/plan off "+t.by()+")")
 	}
 	t.e.nudgesChanged(ctx, t.sess.ID)
 	t.e.reply(ctx, t.to(), text)
@@ -278,6 +290,7 @@ func (t *turnState) accept(ctx context.Context, approvalID string, version int) 
 	}
 	t.e.refreshFile(ctx, t.sess, p)
 	t.e.nudgesChanged(ctx, t.sess.ID)
+	t.e.announceDecision(ctx, t.sess, p, "accepted "+t.by())
 	t.e.reply(ctx, t.to(), fmt.Sprintf("Accepted plan v%d %q. Working on it.", p.Version, p.Body.Title))
 	return t.runTurns(ctx)
 }
@@ -333,6 +346,7 @@ func (t *turnState) revise(ctx context.Context, approvalID, feedback string) err
 	}
 	t.e.refreshFile(ctx, t.sess, p)
 	t.e.nudgesChanged(ctx, t.sess.ID)
+	t.e.announceDecision(ctx, t.sess, p, "sent back for revision "+t.by())
 	t.e.reply(ctx, t.to(), fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.", p.Version, ordinal(next.RejectionCount)))
 	return t.runTurns(ctx)
 }
@@ -427,6 +441,7 @@ func (t *turnState) auto(ctx context.Context, on bool, approvalID string) error 
 	t.e.reply(ctx, t.to(), text)
 	if accepted != nil {
 		t.e.refreshFile(ctx, t.sess, *accepted)
+		t.e.announceDecision(ctx, t.sess, *accepted, "accepted by auto-approve, turned on "+t.by())
 		t.e.nudgesChanged(ctx, t.sess.ID)
 		return t.runTurns(ctx)
 	}

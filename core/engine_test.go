@@ -517,3 +517,31 @@ func TestReviseInterruptsExecutionAtToolBoundary(t *testing.T) {
 		t.Fatalf("the interrupted tool call ran: %+v", p.Body.Steps[0])
 	}
 }
+
+// TestDecisionsRetireButtons: every way a pending version stops being pending tells the
+// channel, by approval id, so adapters can take the buttons off that message.
+func TestDecisionsRetireButtons(t *testing.T) {
+	decided := func(h *harness) map[string]string {
+		out := map[string]string{}
+		for _, r := range h.out.all() {
+			if r.Kind == core.ReplyDecided {
+				out[r.Ref] = r.Text
+			}
+		}
+		return out
+	}
+	h := newHarness(t)
+	v1 := h.toPending("main", "One")
+	h.model.push(sessionID("main"), calls(propose("Two", "x")))
+	h.say("main", "local", "change it")
+	v2 := h.plan(h.session("main").PlanID)
+	h.say("main", "local", "/plan accept")
+	got := decided(h)
+	mustContain(t, got[v1.ApprovalID], `Plan v1 "One" — superseded by v2`)
+	mustContain(t, got[v2.ApprovalID], `Plan v2 "Two" — accepted by local`)
+
+	h2 := newHarness(t)
+	p := h2.toPending("main", "Dropped")
+	h2.say("main", "local", "/plan off")
+	mustContain(t, decided(h2)[p.ApprovalID], "abandoned (/plan off by local)")
+}

@@ -115,6 +115,10 @@ const (
 	ReplyProgress ReplyKind = "progress" // the step checklist, edited in place where possible
 	ReplyNotice   ReplyKind = "notice"   // a system message (refusals, errors)
 	ReplyNudge    ReplyKind = "nudge"    // a reminder that a decision or answer is pending
+	// ReplyDecided says a plan version was decided (Ref is its approval id): adapters update
+	// the message that carried its buttons, show who decided and remove the buttons. A
+	// channel without such messages ignores it.
+	ReplyDecided ReplyKind = "decided"
 )
 
 // Button is one choice offered with a reply; clicking it produces a Message with Action set.
@@ -131,4 +135,5 @@ type Reply struct {
 	Attachments []File
 	Buttons     []Button
 	ReplaceID   string // edit this earlier message in place where the platform supports it
+	Ref         string // ReplyDecided: the approval id of the decided plan version
 }

@@ -231,6 +231,7 @@ func (t *turnState) expire(ctx context.Context, n Nudge) error {
 	}
 	t.e.refreshFile(ctx, t.sess, p)
 	t.e.nudgesChanged(ctx, t.sess.ID)
+	t.e.announceDecision(ctx, t.sess, p, "expired without a decision")
 	t.e.notice(ctx, t.to(), fmt.Sprintf("Plan v%d %q expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
 		p.Version, p.Body.Title, humanDuration(t.e.cfg.ApprovalTimeout)))
 	return nil

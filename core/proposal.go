@@ -94,6 +94,7 @@ func (t *turnState) exitPlanMode(ctx context.Context, args json.RawMessage) tool
 	res.change = &stateChange{next: next, ch: ch, after: func(ctx context.Context) {
 		if superseded != nil {
 			e.refreshFile(ctx, t.sess, *superseded)
+			e.announceDecision(ctx, t.sess, *superseded, fmt.Sprintf("superseded by v%d", plan.Version))
 		}
 		e.nudgesChanged(ctx, t.sess.ID)
 		r := e.planReply(t.sess, plan)

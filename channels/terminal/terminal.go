@@ -208,6 +208,11 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	if r.Kind == core.ReplyDecided {
+		// The terminal printed no buttons, so there is nothing to take back; the decision
+		// itself is answered in its own reply.
+		return "", nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ids++
