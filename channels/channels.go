@@ -20,6 +20,14 @@ type Handler interface {
 	Handle(ctx context.Context, m core.Message) error
 }
 
+// AsyncHandler is implemented by handlers (the engine) that can queue a message and report
+// its outcome later. Messages queued for one conversation are handled in the order Enqueue
+// was called, while the caller goes on receiving; an adapter that must acknowledge an event
+// only once it is handled (a Telegram update offset) waits on the returned channel.
+type AsyncHandler interface {
+	Enqueue(ctx context.Context, m core.Message) <-chan error
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, m core.Message) error
 

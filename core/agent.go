@@ -126,6 +126,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			return false, flush()
 		}
 		drain()
+		e.typing(ctx, t.sess.Address)
 		req := ModelRequest{
 			SessionID: t.sess.ID,
 			Planning:  t.sess.Phase == PhasePlanning || t.sess.Phase == PhaseAwaitingApproval,

@@ -23,8 +23,8 @@ type Config struct {
 	SystemPrompt    string
 	MaxIterations   int
 	HistoryMessages int
-	HistoryChars    int // character budget of the transcript sent to the model
-	ToolResultChars int // a longer tool result is cut, with a note saying so
+	HistoryChars    int  // character budget of the transcript sent to the model
+	ToolResultChars int  // a longer tool result is cut, with a note saying so
 	PlanMode        bool // plan_mode.enabled
 	StartInPlan     bool
 	AutoApprove     bool     // default for new sessions
@@ -54,8 +54,9 @@ type Engine struct {
 	d       Deps
 	machine Machine
 
-	mu     sync.Mutex
-	queues map[string]*queue
+	mu       sync.Mutex
+	queues   map[string]*queue
+	inflight int // read-only jobs running outside a queue
 	// progress remembers the platform message id of each plan's checklist, so progress is
 	// one message edited in place.
 	progress map[string]string
@@ -143,8 +144,15 @@ func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 	e.mu.Lock()
 	q := e.queues[id]
 	if (q == nil || len(q.jobs) == 0) && readOnly {
+		e.inflight++
 		e.mu.Unlock()
-		go func() { j.done <- e.run(j) }()
+		go func() {
+			err := e.run(j)
+			e.mu.Lock()
+			e.inflight--
+			e.mu.Unlock()
+			j.done <- err
+		}()
 		return j.done
 	}
 	if q == nil {
@@ -319,6 +327,37 @@ func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
 		return "", fmt.Errorf("delivering reply: %w", err)
 	}
 	return id, nil
+}
+
+// typing shows a typing indicator while the agent works, where the channel has one.
+func (e *Engine) typing(ctx context.Context, a Address) {
+	if ty, ok := e.d.Out.(interface {
+		Typing(ctx context.Context, a Address) error
+	}); ok {
+		if err := ty.Typing(ctx, a); err != nil {
+			e.d.Log.Debug("typing indicator", "channel", a.Channel, "err", err)
+		}
+	}
+}
+
+// Wait blocks until no job is queued or running in any session, or ctx ends: a clean
+// shutdown stops receiving first, then waits here for in-flight turns to finish.
+func (e *Engine) Wait(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		e.mu.Lock()
+		idle := len(e.queues) == 0 && e.inflight == 0
+		e.mu.Unlock()
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 func (e *Engine) notice(ctx context.Context, to Address, text string) {
