@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/core"
 )
@@ -544,4 +545,23 @@ func TestDecisionsRetireButtons(t *testing.T) {
 	p := h2.toPending("main", "Dropped")
 	h2.say("main", "local", "/plan off")
 	mustContain(t, decided(h2)[p.ApprovalID], "abandoned (/plan off by local)")
+}
+
+func TestWaitReturnsWhenIdle(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	h.model.hook = func(core.ModelRequest) { <-release }
+	done := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "work slowly"})
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.eng.Wait(short); err == nil {
+		t.Fatal("Wait returned while a turn was running")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.eng.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
