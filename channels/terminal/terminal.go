@@ -52,6 +52,9 @@ type Channel struct {
 	mu  sync.Mutex // serializes writes to out and the id counter
 	out io.Writer
 	ids int
+	// prompting: a "> " prompt is showing and the user may be typing; a reply that arrives
+	// now (a nudge) clears the prompt line, prints, and shows the prompt again.
+	prompting bool
 }
 
 var (
@@ -141,6 +144,9 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 				}
 				return nil
 			}
+			c.mu.Lock()
+			c.prompting = false
+			c.mu.Unlock()
 			c.handleLine(ctx, h, line)
 			c.prompt()
 		}
@@ -190,6 +196,7 @@ func (c *Channel) prompt() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.prompting = true
 	_, _ = io.WriteString(c.out, "> ") // a prompt that fails to print is harmless
 }
 
@@ -217,6 +224,13 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	defer c.mu.Unlock()
 	c.ids++
 	id := "t" + strconv.Itoa(c.ids)
+	if c.prompting {
+		// Clear the prompt line (carriage return, erase line), print, prompt again.
+		_, _ = io.WriteString(c.out, "\r\x1b[2K")
+		err := c.printReply(r)
+		_, _ = io.WriteString(c.out, "> ")
+		return id, err
+	}
 	return id, c.printReply(r)
 }
 

@@ -34,6 +34,7 @@ Usage:
   plangate serve [--config F]                   run every enabled channel until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
+  plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
   plangate version
 
@@ -88,6 +89,8 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return cmdSessions(ctx, rest, e)
 	case "plans":
 		return cmdPlans(ctx, rest, e)
+	case "nudges":
+		return cmdNudges(ctx, rest, e)
 	case "config":
 		return cmdConfig(rest, e)
 	case "version", "--version":
@@ -234,19 +237,17 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer st.Close()
-	model, why, err := newModel(cfg, e, log)
-	if err != nil {
-		return err
-	}
-	toolbox, err := newToolbox(cfg)
-	if err != nil {
-		return err
-	}
 	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: hub, Log: log, Now: e.now})
-	fmt.Fprintf(e.stderr, "plangate chat · session %s · %s · /plan help lists the commands\n", *session, why)
-	return hub.Run(ctx, eng)
+	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "plangate chat · session %s · %s · /plan help lists the commands\n", *session, g.why)
+	// Each line is handled to the end before the next is read; nudges for this terminal
+	// arrive in between while the chat is open.
+	runErr := hub.Run(ctx, g.eng)
+	return errors.Join(runErr, g.shutdown(5*time.Second, nil))
 }
 
 func cmdServe(ctx context.Context, args []string, e procEnv) error {

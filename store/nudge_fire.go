@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Outcomes of one occurrence in the firing ledger (nudge_firings.outcome).
+const (
+	NudgeFired  = "fired"  // the nudge was handed to the engine for delivery
+	NudgeMissed = "missed" // it was due while plangate was down and too late to deliver
+)
+
+// ActiveNudges lists every active schedule that still has a next fire time, soonest first:
+// what the nudge scheduler loads at start-up.
+func (s *Store) ActiveNudges(ctx context.Context) ([]core.Nudge, error) {
+	const where = ` FROM nudges WHERE status = 'active' AND next_fire_at IS NOT NULL`
+	// Sizing the result first halves the load time of 100,000 schedules, which would
+	// otherwise mostly be spent copying a growing slice. The count is only a hint.
+	var count int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*)`+where).Scan(&count); err != nil {
+		return nil, fmt.Errorf("counting active nudges: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+nudgeCols+where+` ORDER BY next_fire_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing active nudges: %w", err)
+	}
+	defer rows.Close()
+	out := make([]core.Nudge, 0, count)
+	for rows.Next() {
+		n, err := scanNudge(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing active nudges: %w", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing active nudges: %w", err)
+	}
+	return out, nil
+}
+
+// FireNudge claims one occurrence of schedule id in a single writer transaction: it records
+// (id, scheduledAt) in the firing ledger with the outcome, counts it as fired or missed, and
+// advances the schedule to next (the zero time marks it done). It returns false, changing
+// nothing, when the occurrence is no longer this caller's to fire: the schedule was
+// cancelled, finished or deleted, another scheduler already advanced it past scheduledAt,
+// or the ledger already has this occurrence.
+//
+// The schedule must still be active with next_fire_at at or before scheduledAt. "At or
+// before" rather than "equal" lets a recurring schedule that was down for several
+// occurrences claim only the latest one.
+func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
+	if err := checkFiring(scheduledAt, outcome, next); err != nil {
+		return false, fmt.Errorf("firing nudge %d: %w", id, err)
+	}
+	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next)
+	if err != nil {
+		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
+	}
+	return ok, nil
+}
+
+func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
+	switch {
+	case outcome != NudgeFired && outcome != NudgeMissed:
+		return fmt.Errorf("invalid outcome %q", outcome)
+	case scheduledAt.IsZero():
+		return errors.New("no scheduled time")
+	case !next.IsZero() && !next.After(scheduledAt):
+		// The same occurrence could then be claimed again.
+		return fmt.Errorf("next fire time %s is not after the occurrence", formatTime(next))
+	}
+	return nil
+}
+
+func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer tx.Rollback() // a no-op after Commit; undoes the update when the ledger refuses
+
+	fired, missed, status := 1, 0, string(core.NudgeActive)
+	if outcome == NudgeMissed {
+		fired, missed = 0, 1
+	}
+	var nextCol sql.NullString
+	if next.IsZero() {
+		status = string(core.NudgeDone)
+	} else {
+		nextCol = sql.NullString{String: formatTime(next), Valid: true}
+	}
+	// Fixed-width UTC text compares like the times it holds.
+	res, err := tx.ExecContext(ctx, `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
+		WHERE id = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?`,
+		nextCol, status, fired, missed, id, formatTime(scheduledAt))
+	if err != nil {
+		return false, fmt.Errorf("advancing schedule: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, fmt.Errorf("advancing schedule: %w", err)
+	} else if n == 0 {
+		return false, nil
+	}
+
+	recorded := s.now().UTC()
+	var firedCol sql.NullString
+	if outcome == NudgeFired {
+		firedCol = sql.NullString{String: formatTime(stamp(firedAt, recorded)), Valid: true}
+	}
+	res, err = tx.ExecContext(ctx, `INSERT INTO nudge_firings (nudge_id, scheduled_at, fired_at, outcome, recorded_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded))
+	if err != nil {
+		return false, fmt.Errorf("recording the occurrence: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, fmt.Errorf("recording the occurrence: %w", err)
+	} else if n == 0 {
+		return false, nil // already in the ledger: the rollback undoes the update
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("committing transaction: %w", err)
+	}
+	return true, nil
+}
+
+// NudgeFiring is one row of the firing ledger.
+type NudgeFiring struct {
+	NudgeID     int64
+	ScheduledAt time.Time
+	FiredAt     time.Time // zero for a missed occurrence
+	Outcome     string    // NudgeFired or NudgeMissed
+	RecordedAt  time.Time
+}
+
+// NudgeFirings lists the ledger of schedule id (every schedule for 0), in scheduled order.
+func (s *Store) NudgeFirings(ctx context.Context, id int64) ([]NudgeFiring, error) {
+	q := `SELECT nudge_id, scheduled_at, fired_at, outcome, recorded_at FROM nudge_firings`
+	var args []any
+	if id != 0 {
+		q += ` WHERE nudge_id = ?`
+		args = append(args, id)
+	}
+	q += ` ORDER BY nudge_id, scheduled_at`
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing nudge firings: %w", err)
+	}
+	defer rows.Close()
+	out := []NudgeFiring{}
+	for rows.Next() {
+		var (
+			f               NudgeFiring
+			sched, recorded string
+			firedAt         sql.NullString
+		)
+		if err := rows.Scan(&f.NudgeID, &sched, &firedAt, &f.Outcome, &recorded); err != nil {
+			return nil, fmt.Errorf("listing nudge firings: %w", err)
+		}
+		if f.ScheduledAt, err = parseTime(sched, "scheduled_at"); err != nil {
+			return nil, fmt.Errorf("listing nudge firings: %w", err)
+		}
+		if firedAt.Valid {
+			if f.FiredAt, err = parseTime(firedAt.String, "fired_at"); err != nil {
+				return nil, fmt.Errorf("listing nudge firings: %w", err)
+			}
+		}
+		if f.RecordedAt, err = parseTime(recorded, "recorded_at"); err != nil {
+			return nil, fmt.Errorf("listing nudge firings: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing nudge firings: %w", err)
+	}
+	return out, nil
+}
