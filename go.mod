@@ -3,6 +3,7 @@ module github.com/plangate/plangate
 go 1.26.0
 
 require (
+	github.com/go-telegram/bot v1.19.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/openai/openai-go/v3 v3.98.0

@@ -138,6 +138,14 @@ type TelegramConfig struct {
 	Enabled bool   `yaml:"enabled"`
 	Token   string `yaml:"token"`   // secret
 	APIURL  string `yaml:"api_url"` // "" = the public Bot API
+	// AllowedChats limits the bot to these chat ids; empty = every chat.
+	AllowedChats []int64 `yaml:"allowed_chats"`
+	// RequireMentionInGroups: in groups, only commands, mentions and replies to the bot.
+	RequireMentionInGroups bool `yaml:"require_mention_in_groups"`
+	// LongReplyAsFile sends replies longer than this many characters as a .md document.
+	LongReplyAsFile int `yaml:"long_reply_as_file"`
+	// PollTimeout is the long-poll wait of getUpdates.
+	PollTimeout time.Duration `yaml:"poll_timeout"`
 }
 
 // SlackConfig configures the Slack app (Socket Mode needs both tokens).
@@ -220,7 +228,7 @@ func defaultConfig() *Config {
 		},
 		Channels: ChannelsConfig{
 			Terminal: TerminalConfig{Enabled: true},
-			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}"},
+			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}", RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
 			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}"},
 			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}"},
 		},

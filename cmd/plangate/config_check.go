@@ -39,6 +39,12 @@ func (c *Config) validate() []problem {
 	if c.Agent.HistoryMessages < 1 {
 		bad("agent.history_messages", "agent.history_messages is %d: it must be at least 1", c.Agent.HistoryMessages)
 	}
+	if tg := c.Channels.Telegram; tg.PollTimeout < time.Second || tg.PollTimeout > 5*time.Minute {
+		bad("channels.telegram.poll_timeout", "channels.telegram.poll_timeout is %s: it must be between 1s and 5m", tg.PollTimeout)
+	}
+	if c.Channels.Telegram.LongReplyAsFile < 0 {
+		bad("channels.telegram.long_reply_as_file", "channels.telegram.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Telegram.LongReplyAsFile)
+	}
 	if c.Agent.HistoryChars < 1000 {
 		bad("agent.history_chars", "agent.history_chars is %d: it must be at least 1000", c.Agent.HistoryChars)
 	}

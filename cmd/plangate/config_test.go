@@ -36,6 +36,9 @@ func exported(c *Config) Config {
 	if len(out.Tools.RunCommand.Allow) == 0 {
 		out.Tools.RunCommand.Allow = nil
 	}
+	if len(out.Channels.Telegram.AllowedChats) == 0 {
+		out.Channels.Telegram.AllowedChats = nil
+	}
 	return out
 }
 
@@ -59,8 +62,11 @@ func wantDefaults(dir string) Config {
 			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},
 			NudgeGrace: 15 * time.Minute,
 		},
-		Channels: ChannelsConfig{Terminal: TerminalConfig{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")}},
-		Log:      LogConfig{Level: "info", Format: "text"},
+		Channels: ChannelsConfig{
+			Terminal: TerminalConfig{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
+			Telegram: TelegramConfig{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
+		},
+		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
 

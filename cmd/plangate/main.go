@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/llm"
@@ -31,7 +32,7 @@ const usage = `plangate — a chat gateway where an AI agent plans before it act
 
 Usage:
   plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
-  plangate serve [--config F]                   run every enabled channel until SIGINT/SIGTERM
+  plangate serve [--config F]                   run the enabled chat channels (Telegram) until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
@@ -262,16 +263,48 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
-	var enabled []string
-	for name, on := range map[string]bool{"telegram": cfg.Channels.Telegram.Enabled, "slack": cfg.Channels.Slack.Enabled, "discord": cfg.Channels.Discord.Enabled} {
+	ch := cfg.Channels
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled {
+		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
+	}
+	for name, on := range map[string]bool{"slack": ch.Slack.Enabled, "discord": ch.Discord.Enabled} {
 		if on {
-			enabled = append(enabled, name)
+			return fmt.Errorf("the %s channel is not available in this build yet: set channels.%s.enabled: false", name, name)
 		}
 	}
-	if len(enabled) == 0 {
-		return errors.New("no chat channel is enabled: set channels.telegram/slack/discord.enabled in the config, or use plangate chat for the terminal")
+	log := newLogger(cfg, e.stderr)
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("the %v channel is not available in this build yet; use plangate chat for the terminal", enabled)
+	defer st.Close()
+
+	tg, err := telegram.New(ctx, telegram.Config{
+		Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
+		RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
+		PollTimeout: ch.Telegram.PollTimeout,
+	}, st, log)
+	if err != nil {
+		return err
+	}
+	hub := channels.NewHub(log, tg)
+	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	if err != nil {
+		return err
+	}
+	log.Info("plangate serving", "channels", "telegram", "bot", tg.Username(), "model", g.why)
+
+	// Receiving stops at SIGINT/SIGTERM (ctx); work already accepted runs on under workCtx
+	// and gets a grace period to finish before it is interrupted.
+	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
+	defer interrupt()
+	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
+	log.Info("stopping: waiting for agent turns in progress")
+	stopErr := g.shutdown(30*time.Second, interrupt)
+	if runErr == nil && stopErr == nil {
+		log.Info("stopped cleanly")
+	}
+	return errors.Join(runErr, stopErr)
 }
 
 func cmdConfig(args []string, e procEnv) error {

@@ -1,0 +1,358 @@
+package channels
+
+// Outbound replies are markdown (core.Reply.Text). Every platform wants something else, so
+// the text is parsed once with goldmark (CommonMark plus the GFM extensions) and the AST is
+// rendered for the target: Telegram HTML, Slack mrkdwn, Discord markdown or plain text. Going
+// through a parser rather than rewriting the markdown with patterns is what keeps hostile or
+// merely unusual input (raw HTML, unbalanced emphasis, link syntax inside code) from turning
+// into markup the platform rejects or, worse, executes.
+//
+// The renderer is shared: block structure (paragraphs, lists, quotes, code, tables) is the
+// same everywhere, and the per-platform files decide how text is escaped and how an inline
+// style, a code block, a link or a quote is written.
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+)
+
+// markdownParser is built once because assembling goldmark's parser tables costs far more
+// than parsing a chat reply. It is never changed after construction, and goldmark's parser
+// keeps per-call state in its parse context, so sharing it between goroutines is safe.
+var markdownParser = sync.OnceValue(func() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
+})
+
+// flavor is the output format of a render.
+type flavor string
+
+const (
+	flavorTelegram flavor = "telegram"
+	flavorSlack    flavor = "slack"
+	flavorDiscord  flavor = "discord"
+	flavorPlain    flavor = "plain"
+)
+
+// style is an inline style that maps onto a pair of markers.
+type style string
+
+const (
+	styleBold   style = "bold"
+	styleItalic style = "italic"
+	styleStrike style = "strike"
+)
+
+// thematicBreak stands in for "---": no platform here renders a horizontal rule.
+const thematicBreak = "──────────"
+
+// renderer walks one parsed document. It is used by one goroutine for one render.
+type renderer struct {
+	f   flavor
+	src []byte
+	// inLink is set while a link label is written: Telegram refuses code and links inside
+	// links, and Slack's <url|label> cannot nest.
+	inLink bool
+	// inBold suppresses nested bold markers where the platform cannot nest them (Slack
+	// headings are already *bold*).
+	inBold bool
+	// quoteDepth counts enclosing block quotes: Telegram refuses nested <blockquote>.
+	quoteDepth int
+	// listDepth picks the bullet for nested lists.
+	listDepth int
+}
+
+func render(md string, f flavor) string {
+	// Platforms reject invalid UTF-8 (or mangle it in JSON); replace it once, up front.
+	src := []byte(strings.ToValidUTF8(md, "\uFFFD"))
+	doc := markdownParser().Parse(text.NewReader(src))
+	r := &renderer{f: f, src: src}
+	var b bytes.Buffer
+	b.Grow(len(src) + len(src)/4)
+	r.blocks(&b, doc)
+	return strings.TrimRight(b.String(), " \t\n")
+}
+
+// blocks writes the block children of parent separated by blank lines, or by single line
+// breaks inside the items of a tight list.
+func (r *renderer) blocks(b *bytes.Buffer, parent ast.Node) {
+	sep := "\n\n"
+	if item, ok := parent.(*ast.ListItem); ok {
+		if l, ok := item.Parent().(*ast.List); ok && l.IsTight {
+			sep = "\n"
+		}
+	}
+	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
+		mark := b.Len()
+		if n != parent.FirstChild() && b.Len() > 0 {
+			b.WriteString(sep)
+		}
+		start := b.Len()
+		r.block(b, n)
+		if b.Len() == start {
+			b.Truncate(mark) // an empty block leaves no separator behind
+		}
+	}
+}
+
+func (r *renderer) block(b *bytes.Buffer, n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock:
+		r.inlines(b, n)
+	case *ast.Heading:
+		r.heading(b, n)
+	case *ast.ThematicBreak:
+		r.text(b, thematicBreak)
+	case *ast.FencedCodeBlock:
+		var lang string
+		if n.Info != nil {
+			lang = string(n.Language(r.src))
+		}
+		r.codeBlock(b, lang, linesText(r.src, n.Lines()))
+	case *ast.CodeBlock:
+		r.codeBlock(b, "", linesText(r.src, n.Lines()))
+	case *ast.Blockquote:
+		r.quote(b, n)
+	case *ast.List:
+		r.list(b, n)
+	case *ast.HTMLBlock:
+		// Raw HTML is shown as the text it is, never passed to a platform as markup.
+		raw := linesText(r.src, n.Lines())
+		if n.HasClosure() {
+			raw += string(n.ClosureLine.Value(r.src))
+		}
+		r.text(b, strings.TrimRight(raw, "\n"))
+	case *extast.Table:
+		r.table(b, n)
+	default:
+		if n.Type() == ast.TypeBlock && n.FirstChild() != nil && n.FirstChild().Type() == ast.TypeBlock {
+			r.blocks(b, n)
+		} else {
+			r.inlines(b, n)
+		}
+	}
+}
+
+// inlines writes the inline children of parent.
+func (r *renderer) inlines(b *bytes.Buffer, parent ast.Node) {
+	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
+		r.inline(b, n)
+	}
+}
+
+func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
+	switch n := n.(type) {
+	case *ast.Text:
+		if n.IsRaw() {
+			r.text(b, string(n.Segment.Value(r.src)))
+		} else {
+			r.text(b, unescapeMarkdown(n.Segment.Value(r.src)))
+		}
+		if n.SoftLineBreak() || n.HardLineBreak() {
+			b.WriteByte('\n')
+		}
+	case *ast.String:
+		if n.IsCode() || n.IsRaw() {
+			r.text(b, string(n.Value))
+		} else {
+			r.text(b, unescapeMarkdown(n.Value))
+		}
+	case *ast.CodeSpan:
+		r.codeSpan(b, codeSpanText(r.src, n))
+	case *ast.Emphasis:
+		st := styleItalic
+		if n.Level >= 2 {
+			st = styleBold
+		}
+		r.styled(b, st, n)
+	case *extast.Strikethrough:
+		r.styled(b, styleStrike, n)
+	case *ast.Link:
+		dest := unescapeMarkdown(n.Destination)
+		r.link(b, dest, isBareLink(r.src, n, dest), func() { r.inlines(b, n) })
+	case *ast.Image:
+		alt := altText(r.src, n)
+		if alt == "" {
+			alt = "image"
+		}
+		r.link(b, unescapeMarkdown(n.Destination), false, func() { r.text(b, alt) })
+	case *ast.AutoLink:
+		url := string(n.URL(r.src))
+		if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(url), "mailto:") {
+			url = "mailto:" + url
+		}
+		label := string(n.Label(r.src))
+		r.link(b, url, n.AutoLinkType == ast.AutoLinkURL, func() { r.text(b, label) })
+	case *ast.RawHTML:
+		var raw strings.Builder
+		for i := range n.Segments.Len() {
+			seg := n.Segments.At(i)
+			raw.Write(seg.Value(r.src))
+		}
+		r.text(b, raw.String())
+	case *extast.TaskCheckBox:
+		// A checkbox stays readable text; no platform here has a checkbox.
+		if n.IsChecked {
+			b.WriteString("[x] ")
+		} else {
+			b.WriteString("[ ] ")
+		}
+	default:
+		r.inlines(b, n)
+	}
+}
+
+// styled writes the children of n wrapped in the markers of st, leaving out the markers
+// when the content is empty (an empty entity is an error on Telegram).
+func (r *renderer) styled(b *bytes.Buffer, st style, n ast.Node) {
+	open, closing := r.markers(st)
+	if st == styleBold && r.inBold {
+		open, closing = "", ""
+	}
+	mark := b.Len()
+	b.WriteString(open)
+	start := b.Len()
+	prevBold := r.inBold
+	if st == styleBold && r.f == flavorSlack {
+		r.inBold = true
+	}
+	r.inlines(b, n)
+	r.inBold = prevBold
+	if b.Len() == start {
+		b.Truncate(mark)
+		return
+	}
+	b.WriteString(closing)
+}
+
+// heading writes a heading as a bold line (Discord has real headings for levels 1 to 3),
+// or nothing when it has no text.
+func (r *renderer) heading(b *bytes.Buffer, n *ast.Heading) {
+	var open, closing string
+	switch r.f {
+	case flavorTelegram:
+		open, closing = "<b>", "</b>"
+	case flavorSlack:
+		open, closing = "*", "*"
+	case flavorDiscord:
+		// Discord renders #, ## and ###; deeper levels would show their hashes.
+		open, closing = "**", "**"
+		if n.Level <= 3 {
+			open, closing = strings.Repeat("#", n.Level)+" ", ""
+		}
+	}
+	mark := b.Len()
+	b.WriteString(open)
+	start := b.Len()
+	prev := r.inBold
+	r.inBold = r.f == flavorSlack
+	r.inlines(b, n)
+	r.inBold = prev
+	if b.Len() == start {
+		b.Truncate(mark)
+		return
+	}
+	b.WriteString(closing)
+}
+
+func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
+	r.quoteDepth++
+	var inner bytes.Buffer
+	r.blocks(&inner, n)
+	r.quoteDepth--
+	content := strings.TrimRight(inner.String(), "\n")
+	if content == "" {
+		return
+	}
+	switch r.f {
+	case flavorTelegram:
+		if r.quoteDepth > 0 {
+			b.WriteString(content)
+			return
+		}
+		b.WriteString("<blockquote>")
+		b.WriteString(content)
+		b.WriteString("</blockquote>")
+	case flavorSlack, flavorDiscord:
+		prefixLines(b, content, "> ", ">")
+	default:
+		prefixLines(b, content, "│ ", "│")
+	}
+}
+
+// bullets are the list markers by nesting depth.
+var bullets = [...]string{"• ", "◦ ", "▪ "}
+
+func (r *renderer) list(b *bytes.Buffer, l *ast.List) {
+	sep := "\n\n"
+	if l.IsTight {
+		sep = "\n"
+	}
+	num := l.Start
+	depth := r.listDepth
+	r.listDepth++
+	defer func() { r.listDepth-- }()
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		if item != l.FirstChild() {
+			b.WriteString(sep)
+		}
+		var marker string
+		switch {
+		case l.IsOrdered():
+			marker = strconv.Itoa(num) + ". "
+			num++
+		case r.f == flavorDiscord:
+			marker = "- "
+		default:
+			marker = bullets[depth%len(bullets)]
+		}
+		var inner bytes.Buffer
+		r.blocks(&inner, item)
+		content := strings.TrimRight(inner.String(), "\n")
+		if content == "" {
+			b.WriteString(strings.TrimRight(marker, " "))
+			continue
+		}
+		indent := strings.Repeat(" ", utf8.RuneCountInString(marker))
+		first := true
+		for line := range strings.SplitSeq(content, "\n") {
+			switch {
+			case first:
+				b.WriteString(marker)
+				first = false
+			case line != "":
+				b.WriteByte('\n')
+				b.WriteString(indent)
+			default:
+				b.WriteByte('\n')
+			}
+			b.WriteString(line)
+		}
+	}
+}
+
+// prefixLines writes content with prefix before every line (bare for an empty line).
+func prefixLines(b *bytes.Buffer, content, prefix, bare string) {
+	first := true
+	for line := range strings.SplitSeq(content, "\n") {
+		if !first {
+			b.WriteByte('\n')
+		}
+		first = false
+		if line == "" {
+			b.WriteString(bare)
+			continue
+		}
+		b.WriteString(prefix)
+		b.WriteString(line)
+	}
+}

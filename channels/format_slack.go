@@ -1,0 +1,73 @@
+package channels
+
+import (
+	"bytes"
+	"strings"
+)
+
+// SlackMrkdwn converts markdown to Slack mrkdwn: *bold*, _italic_, ~strike~, `code`,
+// ```pre```, <url|text> links and "• " lists; headings become bold lines and tables aligned
+// columns in a ``` block. &, < and > are escaped everywhere as Slack requires, which also
+// neutralises <!channel>, <!here>, <!everyone>, <@U…> and <#C…> written in the text, and a
+// zero-width space after the @ of @channel, @here and @everyone keeps them inert even for
+// a client that posts with link_names. Model output must never ping anyone.
+func SlackMrkdwn(md string) string {
+	return render(md, flavorSlack)
+}
+
+// slackBroadcasts are the words that, after an @, notify a whole channel.
+var slackBroadcasts = [...]string{"channel", "here", "everyone"}
+
+// writeSlackEscaped writes s with &, < and > escaped and broadcast mentions broken up.
+func writeSlackEscaped(b *bytes.Buffer, s string) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var rep string
+		switch s[i] {
+		case '&':
+			rep = "&amp;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		case '@':
+			if !startsWithAnyFold(s[i+1:], slackBroadcasts[:]) {
+				continue
+			}
+			rep = "@\u200b"
+		default:
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(rep)
+		last = i + 1
+	}
+	b.WriteString(s[last:])
+}
+
+// slackLink writes <url|label>, or <url> when the label is the URL itself. The URL has been
+// through util.URLEscape, so it holds no space, <, >, " or |; & still needs escaping.
+func slackLink(b *bytes.Buffer, href string, bare bool, label func()) {
+	b.WriteByte('<')
+	b.WriteString(strings.ReplaceAll(href, "&", "&amp;"))
+	if !bare {
+		mark := b.Len()
+		b.WriteByte('|')
+		start := b.Len()
+		label()
+		if b.Len() == start {
+			b.Truncate(mark)
+		}
+	}
+	b.WriteByte('>')
+}
+
+// startsWithAnyFold reports whether s starts with one of words, ignoring ASCII case.
+func startsWithAnyFold(s string, words []string) bool {
+	for _, w := range words {
+		if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,204 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/plangate/plangate/core"
+)
+
+// maxCallbackData is Telegram's limit on callback_data, in bytes.
+const maxCallbackData = 64
+
+// Toasts the adapter decides itself.
+const (
+	toastInvalid     = "This button is not valid."
+	toastRevise      = "Revise: reply with your feedback."
+	toastQuestionOld = "This question is no longer open; nothing changed."
+)
+
+// callbackData encodes a button: "a:<approval>", "r:<approval>", "u:<approval>" (auto)
+// or "q:<n>" (answer option n, 1-based). ok is false when it would not fit Telegram's 64
+// bytes or the button is not one plangate makes.
+func callbackData(a core.Action, option int) (string, bool) {
+	var s string
+	switch a.Kind {
+	case core.ActionAccept:
+		s = "a:" + a.ApprovalID
+	case core.ActionRevise:
+		s = "r:" + a.ApprovalID
+	case core.ActionAuto:
+		s = "u:" + a.ApprovalID
+	case core.ActionAnswer:
+		s = "q:" + strconv.Itoa(option)
+	default:
+		return "", false
+	}
+	if a.Kind != core.ActionAnswer && !validApproval(a.ApprovalID) {
+		return "", false
+	}
+	return s, len(s) <= maxCallbackData
+}
+
+// button is a decoded callback_data.
+type button struct {
+	kind     core.ActionKind
+	approval string
+	option   int
+}
+
+// parseCallback decodes callback_data; anything plangate did not make is refused.
+func parseCallback(data string) (button, bool) {
+	if len(data) > maxCallbackData {
+		return button{}, false
+	}
+	tag, arg, ok := strings.Cut(data, ":")
+	if !ok {
+		return button{}, false
+	}
+	var kind core.ActionKind
+	switch tag {
+	case "a":
+		kind = core.ActionAccept
+	case "r":
+		kind = core.ActionRevise
+	case "u":
+		kind = core.ActionAuto
+	case "q":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 || n > 99 || strconv.Itoa(n) != arg {
+			return button{}, false
+		}
+		return button{kind: core.ActionAnswer, option: n}, true
+	default:
+		return button{}, false
+	}
+	if !validApproval(arg) {
+		return button{}, false
+	}
+	return button{kind: kind, approval: arg}, true
+}
+
+// validApproval accepts what the engine makes (lower-case base32) and a little more, but
+// nothing that could smuggle separators into a state key.
+func validApproval(s string) bool {
+	if s == "" || len(s) > maxCallbackData-2 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// fromCallback turns a button click into work. Every click is answered exactly once:
+// here for clicks the adapter settles itself, after the engine's outcome otherwise.
+func (c *Channel) fromCallback(ctx context.Context, updateID int64, q *models.CallbackQuery) (job, bool) {
+	m := q.Message.Message
+	if m == nil || !c.allowedChat(m.Chat.ID) {
+		// A message too old to be accessible, an inline message, or a chat we do not serve.
+		c.log.Debug("a button on a message plangate does not serve", "accessible", m != nil)
+		return job{local: func(ctx context.Context) { c.answer(ctx, q.ID, toastInvalid) }}, true
+	}
+	b, ok := parseCallback(q.Data)
+	if !ok {
+		c.log.Debug("a button plangate did not make", "chat", m.Chat.ID)
+		return job{local: func(ctx context.Context) { c.answer(ctx, q.ID, toastInvalid) }}, true
+	}
+	addr := c.address(m)
+	switch b.kind {
+	case core.ActionRevise:
+		return job{local: func(ctx context.Context) { c.revisePrompt(ctx, q, m, addr, b.approval) }}, true
+	case core.ActionAnswer:
+		if !c.questionOpen(ctx, addr.SessionID(), m.ID) {
+			return job{local: func(ctx context.Context) { c.answer(ctx, q.ID, toastQuestionOld) }}, true
+		}
+	}
+	msg := core.Message{
+		ID:        strconv.FormatInt(updateID, 10),
+		Address:   addr,
+		Sender:    person(&q.From),
+		Direct:    m.Chat.Type == models.ChatTypePrivate,
+		Mentioned: true,
+		Action:    &core.Action{Kind: b.kind, ApprovalID: b.approval},
+		Time:      time.Now(), // a callback query carries no date of its own
+	}
+	fallback := "Received."
+	switch b.kind {
+	case core.ActionAccept:
+		fallback = "Accept received."
+	case core.ActionAuto:
+		fallback = "Auto-approve received."
+	case core.ActionAnswer:
+		msg.Action.Value = strconv.Itoa(b.option)
+		fallback = fmt.Sprintf("Answer %d received.", b.option)
+	}
+	t := c.toasts.expect(addr, b.approval)
+	go c.answerWhenSettled(context.WithoutCancel(ctx), q.ID, t, fallback)
+	return job{msg: msg, toast: t}, true
+}
+
+// planLabel reads `plan v2 "Docs cleanup"` from the first line of a plan message
+// ("Plan v2 — Docs cleanup (3 steps)"), as the clicked message shows it.
+var planLabel = regexp.MustCompile(`^Plan (v\d+) — (.+?)(?: \(\d+ steps?\)| \([a-z_]+\))?$`)
+
+func labelOf(text string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if m := planLabel.FindStringSubmatch(strings.TrimSpace(first)); m != nil {
+		return fmt.Sprintf("plan %s %q", m[1], m[2])
+	}
+	return ""
+}
+
+// revisePrompt answers a Revise click: the feedback is the reply to a ForceReply prompt,
+// which then becomes a revise action (fromMessage). A decided plan says so instead.
+func (c *Channel) revisePrompt(ctx context.Context, q *models.CallbackQuery, m *models.Message, addr core.Address, approval string) {
+	rec, ok, err := c.loadApproval(ctx, approval)
+	if err != nil {
+		c.log.Error("loading approval record", "chat", m.Chat.ID, "err", err)
+	}
+	if ok && rec.Decided != "" {
+		c.answer(ctx, q.ID, toastText(rec.Decided)+"; nothing changed.")
+		return
+	}
+	c.answer(ctx, q.ID, toastRevise)
+	label := labelOf(m.Caption)
+	if label == "" {
+		label = labelOf(m.Text)
+	}
+	if label == "" {
+		label = "this plan"
+	}
+	text := fmt.Sprintf("What should change in %s? Reply to this message.", label)
+	force := models.ForceReply{ForceReply: true, InputFieldPlaceholder: "What should change?"}
+	if m.Chat.Type != models.ChatTypePrivate && q.From.Username != "" {
+		// In a group the prompt is for the person who clicked.
+		text = "@" + q.From.Username + " " + text
+		force.Selective = true
+	}
+	_, thread, _ := target(addr)
+	var sent *models.Message
+	err = c.do(ctx, m.Chat.ID, true, "sendMessage", func(ctx context.Context) error {
+		var err error
+		sent, err = c.b.SendMessage(ctx, &bot.SendMessageParams{
+			ChatID: m.Chat.ID, MessageThreadID: thread, Text: text, ReplyMarkup: force,
+			ReplyParameters: &models.ReplyParameters{MessageID: m.ID, AllowSendingWithoutReply: true},
+		})
+		return err
+	})
+	if err != nil {
+		return // logged by do; the text commands still work
+	}
+	if err := c.st.SetChannelState(ctx, Name, c.account, promptKey(m.Chat.ID, sent.ID), approval); err != nil {
+		c.log.Error("saving revise prompt", "chat", m.Chat.ID, "err", err)
+	}
+}

@@ -1,0 +1,183 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// inboxKey is the State key of the update inbox.
+const inboxKey = "updates"
+
+// inbox is the durable record of updates between Telegram and the engine. Telegram forgets
+// an update once getUpdates is called with a higher offset, so every update is saved here
+// before the next poll, and leaves only when it is handled. After a restart the saved ones
+// are replayed first (the engine de-duplicates those it had already committed) and polling
+// resumes at Next.
+type inbox struct {
+	c *Channel
+
+	mu      sync.Mutex
+	next    int64 // the offset of the next getUpdates: one past the newest update received
+	pending map[int64]json.RawMessage
+	version int64 // bumped on every change
+	written int64 // the version last saved
+
+	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
+	soon    bool       // a delayed save is scheduled (guarded by mu)
+}
+
+// savedInbox is the stored form.
+type savedInbox struct {
+	// Handled is the update offset proper: every update up to it is handled.
+	Handled int64             `json:"handled"`
+	Next    int64             `json:"next"`
+	Pending []json.RawMessage `json:"pending,omitempty"` // oldest first
+}
+
+func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
+	in := &inbox{c: c, pending: map[int64]json.RawMessage{}}
+	v, ok, err := c.st.ChannelState(ctx, Name, c.account, inboxKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the update inbox: %w", err)
+	}
+	if !ok {
+		return in, nil
+	}
+	var s savedInbox
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		// A damaged record must not stop the bot; what it held is replayed by Telegram
+		// if it had not been confirmed, and de-duplicated by the engine if it had.
+		c.log.Error("the saved update inbox is unreadable; starting from Telegram's offset", "err", err)
+		return in, nil
+	}
+	in.next = max(s.Next, s.Handled+1)
+	for _, raw := range s.Pending {
+		var head struct {
+			ID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.ID == 0 {
+			c.log.Error("dropping an unreadable saved update", "err", err)
+			continue
+		}
+		in.pending[head.ID] = raw
+	}
+	in.written = in.version
+	return in, nil
+}
+
+// replay returns the saved updates, oldest first.
+func (in *inbox) replay() []json.RawMessage {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ids := in.pendingIDs()
+	out := make([]json.RawMessage, len(ids))
+	for i, id := range ids {
+		out[i] = in.pending[id]
+	}
+	return out
+}
+
+// pendingIDs lists pending update ids in order; in.mu must be held.
+func (in *inbox) pendingIDs() []int64 {
+	ids := make([]int64, 0, len(in.pending))
+	for id := range in.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// offset is where the next getUpdates starts.
+func (in *inbox) offset() int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.next
+}
+
+// idResetGap tells a restarted update id sequence from a duplicate: Telegram picks a new
+// random first id after a week without updates, while a repeated delivery is recent.
+const idResetGap = 100_000
+
+// receive notes a polled update. It reports false for one received before (delivered
+// twice), which must not be handled again.
+func (in *inbox) receive(id int64, raw json.RawMessage) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if id < in.next {
+		if _, pending := in.pending[id]; pending || in.next-id < idResetGap {
+			return false
+		}
+		in.c.log.Warn("telegram update ids started over; following them", "update", id, "expected_from", in.next)
+	}
+	in.next = id + 1
+	in.pending[id] = raw
+	in.version++
+	return true
+}
+
+// done notes that an update is handled.
+func (in *inbox) done(id int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, ok := in.pending[id]; ok {
+		delete(in.pending, id)
+		in.version++
+	}
+}
+
+// flushSoon saves the inbox after delay, coalescing the updates finished meanwhile. It is
+// for updates the engine finished: until the save they would only be replayed, and the
+// engine de-duplicates them, so under load they need not each cost a disk write.
+func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
+	in.mu.Lock()
+	if in.soon {
+		in.mu.Unlock()
+		return
+	}
+	in.soon = true
+	in.mu.Unlock()
+	time.AfterFunc(delay, func() {
+		in.mu.Lock()
+		in.soon = false
+		in.mu.Unlock()
+		if err := in.flush(ctx); err != nil {
+			in.c.log.Error("saving the update inbox", "err", err)
+		}
+	})
+}
+
+// flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
+// whoever saves writes the newest state, and the others find nothing left to do.
+func (in *inbox) flush(ctx context.Context) error {
+	in.writeMu.Lock()
+	defer in.writeMu.Unlock()
+	in.mu.Lock()
+	if in.written == in.version {
+		in.mu.Unlock()
+		return nil
+	}
+	v := in.version
+	s := savedInbox{Next: in.next, Handled: in.next - 1}
+	for i, id := range in.pendingIDs() {
+		if i == 0 {
+			s.Handled = id - 1
+		}
+		s.Pending = append(s.Pending, in.pending[id])
+	}
+	in.mu.Unlock()
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encoding the update inbox: %w", err)
+	}
+	if err := in.c.st.SetChannelState(ctx, Name, in.c.account, inboxKey, string(data)); err != nil {
+		return fmt.Errorf("saving the update inbox: %w", err)
+	}
+	in.mu.Lock()
+	in.written = v
+	in.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,294 @@
+// Package telegram is the Telegram channel, built on github.com/go-telegram/bot. It receives
+// updates by long polling, turns messages and button clicks into core.Message values and
+// delivers replies as Telegram HTML: split at 4096 UTF-16 units, re-sent as plain text when
+// Telegram rejects the formatting, plans as documents with inline Accept / Revise / Auto
+// buttons, progress as one message edited in place.
+//
+// Delivery is at least once and, with the engine's de-duplication on the update id, exactly
+// once: an update is written to the store before Telegram is told it was received, and it
+// stays there until the engine reports it handled, so a killed process replays it on start.
+// Outgoing messages are paced per chat; 429 answers wait retry_after and 5xx or network
+// failures retry with bounded backoff. The bot token is part of every request URL, so every
+// error that leaves this package has it scrubbed.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
+)
+
+// Name is the channel name in core.Address.Channel.
+const Name = "telegram"
+
+// defaultPollTimeout is how long one getUpdates call waits for news at Telegram.
+const defaultPollTimeout = 50 * time.Second
+
+// Config configures the Telegram channel.
+type Config struct {
+	Token string // the bot token; never logged, never part of an error
+	// APIURL is the Bot API server: "" = the public one, else a self-hosted server or a
+	// local fake.
+	APIURL       string
+	AllowedChats []int64 // chat ids the bot answers in; empty = all
+	// RequireMentionInGroups: in groups only /plan commands, mentions of the bot and
+	// replies to its messages are handled. The config layer defaults it to true.
+	RequireMentionInGroups bool
+	// LongReplyAsFile sends a reply longer than this many characters as a reply.md
+	// document with a short caption; 0 = never.
+	LongReplyAsFile int
+	PollTimeout     time.Duration // long-poll wait; 0 = 50s
+	// HTTPClient is optional. Its Timeout, if set, must exceed PollTimeout.
+	HTTPClient *http.Client
+}
+
+// State is where the adapter keeps what must survive a restart: the update inbox and
+// offset, which messages carry which approval's buttons, open ForceReply prompts.
+// *store.Store satisfies it.
+type State interface {
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+}
+
+// tuning holds the limits that are Telegram's, not the operator's; tests shrink them.
+type tuning struct {
+	privateEvery time.Duration // pacing of a private chat: one message per this
+	groupEvery   time.Duration // pacing of a group: 20 a minute
+	globalEvery  time.Duration // pacing across all chats: 30 a second
+	burst        int           // messages a chat may send at once before pacing applies
+	retryUnit    time.Duration // what one unit of retry_after is (a second at Telegram)
+	maxAttempts  int           // per request, 429s and 5xx included
+	backoff      time.Duration // first wait after a 5xx or network error; doubles
+	maxBackoff   time.Duration
+	attemptTime  time.Duration // bound on one request other than getUpdates
+	toastWait    time.Duration // how long a button's answer waits for the engine's outcome
+	holdAfterErr time.Duration // first pause after getUpdates fails; doubles up to maxBackoff
+	flushDelay   time.Duration // how long finished updates wait to be saved together
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		privateEvery: time.Second,
+		groupEvery:   3 * time.Second,
+		globalEvery:  time.Second / 30,
+		burst:        3,
+		retryUnit:    time.Second,
+		maxAttempts:  5,
+		backoff:      500 * time.Millisecond,
+		maxBackoff:   10 * time.Second,
+		attemptTime:  30 * time.Second,
+		toastWait:    3 * time.Second,
+		holdAfterErr: 500 * time.Millisecond,
+		flushDelay:   100 * time.Millisecond,
+	}
+}
+
+// Channel is the Telegram adapter. Send, Edit and Typing may be called from any goroutine.
+type Channel struct {
+	cfg   Config
+	tune  tuning
+	st    State
+	log   *slog.Logger
+	b     *bot.Bot
+	http  doer
+	api   string // base URL of the Bot API
+	token string
+
+	botID    int64
+	account  string // botID as a string: Address.Account and the State account
+	username string
+
+	allowed map[int64]bool
+	pace    *pacer
+	toasts  *toastBoard
+
+	stateMu sync.Mutex // serializes read-modify-write of approval and question records
+}
+
+var (
+	_ channels.Channel = (*Channel)(nil)
+	_ channels.Editor  = (*Channel)(nil)
+	_ channels.Typer   = (*Channel)(nil)
+)
+
+// New connects to the Bot API and asks who the bot is (getMe): its id keys every session
+// and every piece of saved state, so a new bot token starts fresh. A nil log discards.
+func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
+	return newChannel(ctx, cfg, st, log, defaultTuning())
+}
+
+func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tune tuning) (*Channel, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("starting telegram: no bot token configured")
+	}
+	if st == nil {
+		return nil, errors.New("starting telegram: no state store")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = defaultPollTimeout
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	c := &Channel{
+		cfg:     cfg,
+		tune:    tune,
+		st:      st,
+		log:     log.With("channel", Name),
+		http:    doer{c: hc},
+		api:     cfg.APIURL,
+		token:   cfg.Token,
+		allowed: make(map[int64]bool, len(cfg.AllowedChats)),
+		pace:    newPacer(tune),
+		toasts:  newToastBoard(),
+	}
+	if c.api == "" {
+		c.api = "https://api.telegram.org"
+	}
+	for _, id := range cfg.AllowedChats {
+		c.allowed[id] = true
+	}
+	opts := []bot.Option{
+		bot.WithSkipGetMe(), // called below with the caller's context
+		bot.WithServerURL(c.api),
+		bot.WithHTTPClient(cfg.PollTimeout, c.http),
+		bot.WithErrorsHandler(func(err error) { c.log.Warn("telegram client", "err", c.scrub(err)) }),
+		bot.WithDebugHandler(func(string, ...any) {}),
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+	}
+	b, err := bot.New(cfg.Token, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("starting telegram: %w", c.scrub(err))
+	}
+	c.b = b
+
+	var me *models.User
+	err = c.do(ctx, 0, false, "getMe", func(ctx context.Context) error {
+		var err error
+		me, err = c.b.GetMe(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting telegram: asking who the bot is: %w", explainAuth(err))
+	}
+	c.botID = me.ID
+	c.account = strconv.FormatInt(me.ID, 10)
+	c.username = me.Username
+	c.log = c.log.With("bot", c.account)
+	return c, nil
+}
+
+// explainAuth turns the answer to a bad token into one line an operator can act on.
+func explainAuth(err error) error {
+	if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+		return fmt.Errorf("telegram rejected the bot token; check channels.telegram.token: %w", err)
+	}
+	return err
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// BotID is the bot's Telegram user id, the Account of every address this channel makes.
+func (c *Channel) BotID() int64 { return c.botID }
+
+// Username is the bot's user name, without the @.
+func (c *Channel) Username() string { return c.username }
+
+// Run sets the command menu, replays updates that were received but not handled before a
+// restart, then long-polls until ctx ends (returning nil). It returns an error only when
+// Telegram refuses the bot for good (a revoked token).
+//
+// With an AsyncHandler (the engine) messages are queued in order and Run goes on polling;
+// each update leaves the saved inbox when the engine reports it handled. The messages are
+// queued with a context that outlives Run, so a shutdown lets in-flight turns finish (the
+// caller bounds that with Engine.Wait). A plain Handler is called synchronously.
+func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	c.setCommands(ctx)
+	in, err := c.loadInbox(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("running telegram: %w", err)
+	}
+	d := &dispatcher{c: c, h: h, in: in}
+	if ah, ok := h.(channels.AsyncHandler); ok {
+		d.async = ah
+	}
+	for _, u := range in.replay() {
+		d.dispatch(ctx, u)
+	}
+	if err := in.flush(context.WithoutCancel(ctx)); err != nil {
+		c.log.Error("saving the update inbox", "err", err)
+	}
+	err = c.poll(ctx, d)
+	// Updates finished since the last save are saved now, not replayed after a restart.
+	if ferr := in.flush(context.WithoutCancel(ctx)); ferr != nil {
+		c.log.Error("saving the update inbox", "err", ferr)
+	}
+	return err
+}
+
+// setCommands publishes the /plan menu. A failure only costs the menu, so it is logged.
+func (c *Channel) setCommands(ctx context.Context) {
+	var cmds []models.BotCommand
+	for _, e := range commands.MenuEntries() {
+		cmds = append(cmds, models.BotCommand{Command: e.Command, Description: e.Description})
+	}
+	err := c.do(ctx, 0, false, "setMyCommands", func(ctx context.Context) error {
+		_, err := c.b.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("setting the command menu", "err", err)
+	}
+}
+
+// allowedChat applies AllowedChats.
+func (c *Channel) allowedChat(id int64) bool {
+	return len(c.allowed) == 0 || c.allowed[id]
+}
+
+// address is the conversation of a message: forum topics are separate sessions; the
+// message_thread_id of an ordinary group (a reply thread) is not.
+func (c *Channel) address(m *models.Message) core.Address {
+	a := core.Address{Channel: Name, Account: c.account, Chat: strconv.FormatInt(m.Chat.ID, 10)}
+	if m.Chat.IsForum && m.IsTopicMessage && m.MessageThreadID != 0 {
+		a.Thread = strconv.Itoa(m.MessageThreadID)
+	}
+	return a
+}
+
+// target reads the chat and topic of an address this channel made.
+func target(a core.Address) (chat int64, thread int, err error) {
+	if a.Channel != Name {
+		return 0, 0, fmt.Errorf("address of channel %q is not telegram's", a.Channel)
+	}
+	chat, err = strconv.ParseInt(a.Chat, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("chat %q is not a telegram chat id", a.Chat)
+	}
+	if a.Thread != "" {
+		if thread, err = strconv.Atoi(a.Thread); err != nil {
+			return 0, 0, fmt.Errorf("thread %q is not a telegram topic id", a.Thread)
+		}
+	}
+	return chat, thread, nil
+}
