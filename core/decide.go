@@ -154,6 +154,10 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 	case ActionAuto:
 		return t.auto(ctx, true, a.ApprovalID)
 	case ActionAnswer:
+		if q := t.sess.Question; a.ApprovalID != "" && (q == nil || q.ID != a.ApprovalID) {
+			t.notice(ctx, "That question was already answered or replaced; nothing changed. /plan status shows what is waiting.")
+			return nil
+		}
 		return t.answer(ctx, a.Value)
 	}
 	t.notice(ctx, "That button is not one plangate knows; nothing changed.")

@@ -248,6 +248,9 @@ func (e *Engine) run(j *job) error {
 		return err
 	}
 	m := j.msg
+	if m.ID != "" {
+		ctx = context.WithValue(ctx, inReplyToKey{}, m.ID)
+	}
 	if m.Sender.IsBot {
 		return nil // bots never drive a session, including this one
 	}
@@ -321,6 +324,9 @@ func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
 // decision.
 func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
+	if r.InReplyTo == "" {
+		r.InReplyTo, _ = ctx.Value(inReplyToKey{}).(string)
+	}
 	id, err := e.d.Out.Send(ctx, r)
 	if err != nil {
 		e.d.Log.Error("delivering reply", "channel", r.To.Channel, "chat", r.To.Chat, "err", err)
@@ -328,6 +334,9 @@ func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
 	}
 	return id, nil
 }
+
+// inReplyToKey carries the id of the inbound event being handled, for Reply.InReplyTo.
+type inReplyToKey struct{}
 
 // typing shows a typing indicator while the agent works, where the channel has one.
 func (e *Engine) typing(ctx context.Context, a Address) {

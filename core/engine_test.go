@@ -565,3 +565,39 @@ func TestWaitReturnsWhenIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAnswerButtonsAreBoundToTheirQuestion(t *testing.T) {
+	h := newHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	ask := func(q string) core.Reply {
+		h.model.push(sid, calls(call("ask_user_question", map[string]any{"question": q, "options": []string{"A", "B"}})))
+		rs := h.say("main", "local", "ask "+q)
+		return rs[len(rs)-1]
+	}
+	first := ask("First?")
+	h.model.push(sid, text("thanks"))
+	h.click("main", "local", first.Buttons[0].Action)
+	second := ask("Second?")
+	if first.Buttons[0].Action.ApprovalID == "" || first.Buttons[0].Action.ApprovalID == second.Buttons[0].Action.ApprovalID {
+		t.Fatalf("question ids: %q %q", first.Buttons[0].Action.ApprovalID, second.Buttons[0].Action.ApprovalID)
+	}
+	mustContain(t, lastText(h.click("main", "local", first.Buttons[1].Action)), "already answered")
+	if q := h.session("main").Question; q == nil || q.Text != "Second?" {
+		t.Fatalf("an old button answered the new question: %+v", q)
+	}
+	mustContain(t, joinTexts(h.click("main", "local", second.Buttons[1].Action)), "Answer recorded: B")
+}
+
+func TestRepliesCarryTheInboundID(t *testing.T) {
+	h := newHarness(t)
+	m := core.Message{ID: "evt-9", Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan status"}
+	n := h.out.count()
+	if err := h.eng.Handle(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	rs := h.out.since(n)
+	if len(rs) != 1 || rs[0].InReplyTo != "evt-9" {
+		t.Fatalf("replies %+v", rs)
+	}
+}

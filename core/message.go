@@ -136,4 +136,8 @@ type Reply struct {
 	Buttons     []Button
 	ReplaceID   string // edit this earlier message in place where the platform supports it
 	Ref         string // ReplyDecided: the approval id of the decided plan version
+	// InReplyTo is the Message.ID of the inbound event (a message, a button click, a slash
+	// command) whose handling produced this reply; "" for nudges and other system messages.
+	// Adapters use it to answer an interaction with its own outcome.
+	InReplyTo string
 }

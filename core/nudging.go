@@ -197,7 +197,7 @@ func (t *turnState) remind(ctx context.Context, n Nudge, scheduledAt time.Time) 
 		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s",
 			humanDuration(now.Sub(q.AskedAt)), q.Text, optionList(q.Options), snooze)}
 	for _, o := range q.Options {
-		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, Value: o}})
+		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: q.ID, Value: o}})
 	}
 	if _, err := e.send(ctx, r); err != nil {
 		return err

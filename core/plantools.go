@@ -260,13 +260,17 @@ func (t *turnState) askUserQuestion(args json.RawMessage) toolResult {
 	}
 	next := t.sess
 	next.Phase = to
-	next.Question = &Question{Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: t.e.d.Now()}
+	qid, err := t.e.newID(8)
+	if err != nil {
+		return toolError("%v", err)
+	}
+	next.Question = &Question{ID: qid, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: t.e.d.Now()}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Question: %s\n", a.Question)
 	r := Reply{To: t.to(), Kind: ReplyQuestion}
 	for i, o := range opts {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, o)
-		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, Value: o}})
+		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: qid, Value: o}})
 	}
 	b.WriteString("Answer: /plan answer <number>")
 	if a.AllowFreeText {

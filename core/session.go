@@ -24,6 +24,9 @@ func (p Phase) Valid() bool {
 
 // Question is a pending ask_user_question.
 type Question struct {
+	// ID is random: answer buttons carry it (Action.ApprovalID), so a button of an older
+	// question cannot answer a newer one.
+	ID            string    `json:"id,omitempty"`
 	Text          string    `json:"text"`
 	Options       []string  `json:"options"`
 	AllowFreeText bool      `json:"allow_freetext,omitempty"`
