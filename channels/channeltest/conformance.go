@@ -31,6 +31,16 @@ type Harness struct {
 	// Shown returns what the platform has received for Address, oldest first, edits
 	// included; the suite looks for its texts in it.
 	Shown func() []string
+	// Sender is a valid platform user id for Inject (Telegram's are numbers); "" = "u100".
+	// Inbound messages must carry it as Sender.ID.
+	Sender string
+}
+
+func (h Harness) sender() string {
+	if h.Sender == "" {
+		return "u100"
+	}
+	return h.Sender
 }
 
 // RunConformance checks the behaviour every channel adapter must show: inbound messages
@@ -45,7 +55,7 @@ func RunConformance(t *testing.T, newHarness func(t *testing.T) Harness) {
 		rec, _ := start(t, h, nil)
 		texts := []string{"first message", "second message", "/plan status"}
 		for _, text := range texts {
-			inject(t, h, "u100", text)
+			inject(t, h, h.sender(), text)
 		}
 		got := rec.waitFor(t, len(texts))
 		for i, m := range got {
@@ -58,8 +68,8 @@ func RunConformance(t *testing.T, newHarness func(t *testing.T) Harness) {
 			if m.Address.Channel != h.Channel.Name() {
 				t.Errorf("message %d: address channel %q, want the channel name %q", i+1, m.Address.Channel, h.Channel.Name())
 			}
-			if m.Sender.ID != "u100" {
-				t.Errorf("message %d: sender id %q, want u100", i+1, m.Sender.ID)
+			if m.Sender.ID != h.sender() {
+				t.Errorf("message %d: sender id %q, want %s", i+1, m.Sender.ID, h.sender())
 			}
 			if m.Time.IsZero() {
 				t.Errorf("message %d: no time", i+1)
@@ -70,8 +80,8 @@ func RunConformance(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("handler error does not stop the channel", func(t *testing.T) {
 		h := newHarness(t)
 		rec, _ := start(t, h, errors.New("engine failed"))
-		inject(t, h, "u100", "fails")
-		inject(t, h, "u100", "still heard")
+		inject(t, h, h.sender(), "fails")
+		inject(t, h, h.sender(), "still heard")
 		got := rec.waitFor(t, 2)
 		if got[1].Text != "still heard" {
 			t.Fatalf("second message %q, want %q", got[1].Text, "still heard")
