@@ -601,3 +601,41 @@ func TestRepliesCarryTheInboundID(t *testing.T) {
 		t.Fatalf("replies %+v", rs)
 	}
 }
+
+// TestResumeAfterCrash: a decision committed just before the process died (its injection
+// still queued) and a message that was never answered are both picked up by Resume.
+func TestResumeAfterCrash(t *testing.T) {
+	h := newHarness(t)
+	p := h.toPending("a", "Crashed")
+	// Simulate "accept committed, then killed before the turn": commit the decision by hand.
+	s := h.session("a")
+	s.Phase = core.PhaseExecuting
+	s.ApprovalID = ""
+	s.Injections = []core.Injection{{Kind: core.InjectDecision, Text: "[PLAN_DECISION]: approved"}}
+	p.Status = core.PlanAccepted
+	if _, err := h.st.Commit(context.Background(), core.Change{Session: &s, Plans: []core.Plan{p}}); err != nil {
+		t.Fatal(err)
+	}
+	// And a message whose turn never ran.
+	s2 := core.Session{ID: sessionID("b"), Address: addr("b"), Phase: core.PhaseOff, Owner: "local"}
+	if _, err := h.st.Commit(context.Background(), core.Change{Session: &s2,
+		Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "are you there?", At: h.clock}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
+	h.model.push(sessionID("a"), text("Continuing the plan."))
+	h.model.push(sessionID("b"), text("Yes, here."))
+	n, err := h.eng.Resume(context.Background(), nil)
+	if err != nil || n != 2 {
+		t.Fatalf("Resume = %d, %v", n, err)
+	}
+	all := joinTexts(h.out.all())
+	mustContain(t, all, "picking up where it stopped", "Continuing the plan.", "Yes, here.")
+	if got := h.session("a").Injections; len(got) != 0 {
+		t.Fatalf("injections still queued: %+v", got)
+	}
+	// Nothing left: a second Resume does nothing.
+	if n, err := h.eng.Resume(context.Background(), nil); err != nil || n != 0 {
+		t.Fatalf("second Resume = %d, %v", n, err)
+	}
+}

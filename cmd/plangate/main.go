@@ -247,6 +247,10 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	fmt.Fprintf(e.stderr, "plangate chat · session %s · %s · /plan help lists the commands\n", *session, g.why)
 	// Each line is handled to the end before the next is read; nudges for this terminal
 	// arrive in between while the chat is open.
+	here := term.Address().SessionID()
+	if _, err := g.eng.Resume(ctx, func(s core.Session) bool { return s.ID == here }); err != nil {
+		log.Error("resuming unfinished work", "err", err)
+	}
 	runErr := hub.Run(ctx, g.eng)
 	return errors.Join(runErr, g.shutdown(5*time.Second, nil))
 }
@@ -298,6 +302,14 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	// and gets a grace period to finish before it is interrupted.
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	go func() {
+		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return s.Address.Channel == telegram.Name })
+		if err != nil {
+			log.Error("resuming unfinished work", "err", err)
+		} else if n > 0 {
+			log.Info("resumed unfinished work", "sessions", n)
+		}
+	}()
 	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := g.shutdown(30*time.Second, interrupt)
