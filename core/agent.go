@@ -137,7 +137,12 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 		resp, err := e.d.Model.Complete(ctx, req)
 		if err != nil {
 			e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
-			t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", oneLine(err.Error()))
+			if len(t.sess.Injections) > 0 || answered > 0 {
+				// A decision or earlier work stands; the agent just could not go on.
+				t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", oneLine(err.Error()))
+			} else {
+				t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", oneLine(err.Error()))
+			}
 			if answered > 0 {
 				return false, flush() // keep what this turn already did
 			}
@@ -210,10 +215,13 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			t.notice(ctx, "%s", stop)
 			return false, flush()
 		}
+		// Record this round before the next model call (lazily: no disk wait): a tool may
+		// have changed the workspace, and a process killed now must not forget that, nor
+		// hand the agent the same decision again.
+		if err := flush(); err != nil {
+			return false, err
+		}
 		if ended != "" {
-			if err := flush(); err != nil {
-				return false, err
-			}
 			return len(t.sess.Injections) > 0, nil
 		}
 	}

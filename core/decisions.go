@@ -2,7 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -73,9 +76,11 @@ func (t *turnState) show(ctx context.Context) error {
 		t.e.reply(ctx, t.to(), "There is no plan in this conversation yet. Start one with /plan on <goal>.")
 		return nil
 	}
-	// The file is a rendering of the stored plan: write it again, so a file lost or edited
-	// since is back as the store has it.
-	t.e.refreshFile(ctx, t.sess, p)
+	// The file is a rendering of the stored plan: write it again if it was lost. (Only
+	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
+	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
+		t.e.refreshFile(ctx, t.sess, p)
+	}
 	r := t.e.planReply(t.sess, p)
 	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, Checklist(p.Body.Steps))
 	if p.Status == PlanPending {
@@ -185,6 +190,7 @@ func (t *turnState) planOff(ctx context.Context) error {
 	if len(ch.Plans) > 0 {
 		t.e.refreshFile(ctx, t.sess, ch.Plans[0])
 		t.e.announceDecision(ctx, t.sess, ch.Plans[0], string(ch.Plans[0].Status)+" (/plan off "+t.by()+")")
+		t.e.forgetProgress(ch.Plans[0].ID)
 	}
 	t.e.nudgesChanged(ctx, t.sess.ID)
 	t.e.reply(ctx, t.to(), text)
@@ -224,6 +230,11 @@ func (t *turnState) pendingFor(ctx context.Context, verb, approvalID string, ver
 			err = fmt.Errorf("session %s awaits approval without a plan", t.sess.ID)
 		}
 		return Plan{}, false, err
+	}
+	if version == 0 && approvalID == "" && t.e.proposedAfter(t.sess.ID, p.ID, t.j) {
+		// The person could not have seen this version when they sent a bare accept.
+		t.notice(ctx, "Plan v%d %q was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", p.Version, p.Body.Title, p.Version)
+		return Plan{}, false, nil
 	}
 	if version != 0 && version != p.Version {
 		if version > p.Version {
@@ -335,6 +346,8 @@ func (t *turnState) revise(ctx context.Context, approvalID, feedback string) err
 	next.RejectionCount++
 	next.LastFeedback = feedback
 	next.Question = nil
+	// An approval that never reached the agent (its turn was interrupted) is void now.
+	next.Injections = withoutKind(next.Injections, InjectDecision)
 	text := fmt.Sprintf("[PLAN_DECISION]: rejected\nPlan v%d %q was sent back by %s with this feedback:\n%s\nRevise the plan and propose it again with exit_plan_mode.", p.Version, p.Body.Title, t.personName(), feedback)
 	if next.RejectionCount >= 3 {
 		text += fmt.Sprintf("\nThis is rejection number %d. Before proposing again, ask the user a clarifying question with ask_user_question.", next.RejectionCount)
@@ -347,6 +360,7 @@ func (t *turnState) revise(ctx context.Context, approvalID, feedback string) err
 	t.e.refreshFile(ctx, t.sess, p)
 	t.e.nudgesChanged(ctx, t.sess.ID)
 	t.e.announceDecision(ctx, t.sess, p, "sent back for revision "+t.by())
+	t.e.forgetProgress(p.ID)
 	t.e.reply(ctx, t.to(), fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.", p.Version, ordinal(next.RejectionCount)))
 	return t.runTurns(ctx)
 }
@@ -378,6 +392,16 @@ func (t *turnState) answer(ctx context.Context, text string) error {
 	t.e.nudgesChanged(ctx, t.sess.ID)
 	t.e.reply(ctx, t.to(), fmt.Sprintf("Answer recorded: %s", answer))
 	return t.runTurns(ctx)
+}
+
+func withoutKind(in []Injection, k InjectionKind) []Injection {
+	var out []Injection
+	for _, i := range in {
+		if i.Kind != k {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // matchOption resolves an answer: an option number, an option's text (case-insensitive),
@@ -423,8 +447,11 @@ func (t *turnState) auto(ctx context.Context, on bool, approvalID string) error 
 	var accepted *Plan
 	if to == PhaseExecuting && t.sess.Phase == PhaseAwaitingApproval {
 		p, ok, err := t.currentPlan(ctx)
-		if err != nil || !ok {
+		if err != nil {
 			return fmt.Errorf("loading pending plan: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("session %s awaits approval without a plan", t.sess.ID)
 		}
 		p = t.decided(p, PlanAccepted, "auto_accepted", "")
 		accepted = &p

@@ -57,6 +57,10 @@ type Engine struct {
 	mu       sync.Mutex
 	queues   map[string]*queue
 	inflight int // read-only jobs running outside a queue
+	seq      uint64
+	// proposed remembers, per session, which plan was proposed at which seq, so a bare
+	// accept cannot take a version proposed after it was sent.
+	proposed map[string]proposal
 	// progress remembers the platform message id of each plan's checklist, so progress is
 	// one message edited in place.
 	progress map[string]string
@@ -67,6 +71,9 @@ type job struct {
 	msg     Message
 	done    chan error
 	inbound *InboundKey // recorded with the job's first commit
+	// seq orders the job among everything this engine received: a bare "/plan accept" may
+	// only accept a version that was already proposed when it arrived.
+	seq uint64
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
@@ -101,7 +108,8 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.ToolResultChars <= 0 {
 		cfg.ToolResultChars = 16_000
 	}
-	return &Engine{cfg: cfg, d: d, machine: NewMachine(), queues: map[string]*queue{}, progress: map[string]string{}}
+	return &Engine{cfg: cfg, d: d, machine: NewMachine(), queues: map[string]*queue{}, progress: map[string]string{},
+		proposed: map[string]proposal{}}
 }
 
 // Handle applies one inbound message and waits until it (and the agent turn it starts)
@@ -142,6 +150,8 @@ func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx conte
 
 func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 	e.mu.Lock()
+	e.seq++
+	j.seq = e.seq
 	q := e.queues[id]
 	if (q == nil || len(q.jobs) == 0) && readOnly {
 		e.inflight++
@@ -186,7 +196,8 @@ func (e *Engine) drain(id string, q *queue) {
 }
 
 // interrupted reports whether a job waiting for session id would stop the running turn:
-// a /plan revise, /plan off or Revise click from someone allowed to make it.
+// a /plan revise, /plan off or Revise click from someone allowed to make it, that will
+// apply in the current phase (a command that is going to be refused must not stop work).
 func (e *Engine) interrupted(sess Session) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -199,7 +210,9 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 			continue
 		}
 		m := j.msg
-		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" && e.mayDecide(commands.Approver, sess, m) {
+		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" &&
+			sess.Phase == PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID &&
+			e.mayDecide(commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
@@ -209,10 +222,10 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		if r.Kind != commands.IsCommand || !e.mayDecide(r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
-		switch r.Cmd.Name {
-		case commands.Revise:
+		switch {
+		case r.Cmd.Name == commands.Revise && (sess.Phase == PhaseExecuting || sess.Phase == PhaseAwaitingApproval):
 			return "/plan revise", true
-		case commands.Off:
+		case r.Cmd.Name == commands.Off && sess.Phase != PhaseOff:
 			return "/plan off", true
 		}
 	}
@@ -333,6 +346,26 @@ func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
 		return "", fmt.Errorf("delivering reply: %w", err)
 	}
 	return id, nil
+}
+
+type proposal struct {
+	planID string
+	seq    uint64
+}
+
+// noteProposal records that planID was just proposed in sessionID.
+func (e *Engine) noteProposal(sessionID, planID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.proposed[sessionID] = proposal{planID: planID, seq: e.seq}
+}
+
+// proposedAfter reports whether planID was proposed after job j was received.
+func (e *Engine) proposedAfter(sessionID, planID string, j *job) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.proposed[sessionID]
+	return ok && p.planID == planID && p.seq >= j.seq
 }
 
 // inReplyToKey carries the id of the inbound event being handled, for Reply.InReplyTo.

@@ -55,3 +55,31 @@ func TestTrimHistoryAndTruncate(t *testing.T) {
 		t.Error("short result changed")
 	}
 }
+
+func TestAddressDirIsDistinctAndSafe(t *testing.T) {
+	addrs := []Address{
+		{Channel: "terminal", Account: "local", Chat: "main"},
+		{Channel: "terminal", Account: "local", Chat: "a b"},
+		{Channel: "terminal", Account: "local", Chat: "a_b"},
+		{Channel: "terminal", Account: "local", Chat: "../etc"},
+		{Channel: "terminal", Account: "local", Chat: ".."},
+		{Channel: "telegram", Account: "111", Chat: "-1001"},
+		{Channel: "telegram", Account: "222", Chat: "-1001"},
+		{Channel: "slack", Account: "T1", Chat: "C1", Thread: "1700000000.0001"},
+		{Channel: "slack", Account: "T1", Chat: "C1", Thread: "1700000000_0001"},
+	}
+	seen := map[string]Address{}
+	for _, a := range addrs {
+		d := a.Dir()
+		if d == "" || d == "." || d == ".." || strings.ContainsAny(d, `/\:`) {
+			t.Errorf("%+v: unsafe dir %q", a, d)
+		}
+		if prev, dup := seen[d]; dup {
+			t.Errorf("%+v and %+v share dir %q", prev, a, d)
+		}
+		seen[d] = a
+	}
+	if got := (Address{Channel: "terminal", Account: "local", Chat: "main"}).Dir(); got != "main" {
+		t.Errorf("the terminal's main session dir is %q, want main", got)
+	}
+}

@@ -5,6 +5,8 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"time"
 )
@@ -27,15 +29,16 @@ func (a Address) SessionID() string {
 	return strings.Join(parts, ":")
 }
 
-// Dir is the directory name used for this session's plan files: the session name for the
-// terminal, otherwise the channel, chat and thread. Characters that are unsafe in file names
-// are replaced, so the result is always a single path element.
+// Dir is the directory name of this session's plan files and workspace: the session name
+// for the terminal, otherwise channel, account, chat and thread. It is always one path
+// element, and distinct sessions get distinct names: when characters unsafe in file names
+// had to be replaced, a short hash of the session id is appended.
 func (a Address) Dir() string {
 	var raw string
 	if a.Channel == "terminal" {
 		raw = a.Chat
 	} else {
-		raw = a.Channel + "-" + a.Chat
+		raw = a.Channel + "-" + a.Account + "-" + a.Chat
 		if a.Thread != "" {
 			raw += "-" + a.Thread
 		}
@@ -50,8 +53,12 @@ func (a Address) Dir() string {
 		}
 	}
 	s := strings.Trim(b.String(), ".")
-	if s == "" {
-		return "session"
+	if s != raw || s == "" {
+		sum := sha256.Sum256([]byte(a.SessionID()))
+		if s == "" {
+			s = "session"
+		}
+		s += "-" + hex.EncodeToString(sum[:4])
 	}
 	return s
 }

@@ -92,6 +92,7 @@ func (t *turnState) exitPlanMode(ctx context.Context, args json.RawMessage) tool
 		res.content = fmt.Sprintf("Plan v%d was auto-approved (auto-approve is on). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version)
 	}
 	res.change = &stateChange{next: next, ch: ch, after: func(ctx context.Context) {
+		e.noteProposal(t.sess.ID, plan.ID)
 		if superseded != nil {
 			e.refreshFile(ctx, t.sess, *superseded)
 			e.announceDecision(ctx, t.sess, *superseded, fmt.Sprintf("superseded by v%d", plan.Version))

@@ -38,6 +38,18 @@ func (s *Scheduler) dispatchDue() {
 		s.mu.Unlock()
 	}()
 
+	// Several reminders of one decision due in the same round (after downtime with a long
+	// grace) would arrive as a burst: only the latest is delivered, the others count as
+	// missed.
+	latest := map[string]time.Time{}
+	for _, it := range due {
+		if it.n.Action == core.NudgeRemind {
+			k := it.n.SessionID + "\x00" + it.n.PlanID
+			if it.n.NextFireAt.After(latest[k]) {
+				latest[k] = it.n.NextFireAt
+			}
+		}
+	}
 	batches := map[string]*sessionBatch{}
 	var order []string // sessions in the order their first occurrence fell due
 	resync := map[string]bool{}
@@ -46,7 +58,8 @@ func (s *Scheduler) dispatchDue() {
 			s.requeue(due[i:]) // shutting down: leave the rest for the next start
 			break
 		}
-		f, outcome, res := s.claim(ctx, it, now)
+		superseded := it.n.Action == core.NudgeRemind && it.n.NextFireAt.Before(latest[it.n.SessionID+"\x00"+it.n.PlanID])
+		f, outcome, res := s.claim(ctx, it, now, superseded)
 		switch res {
 		case refused:
 			resync[f.n.SessionID] = true
@@ -87,13 +100,13 @@ const (
 
 // claim records the occurrence of a due item in the store with its outcome and moves the
 // item on: to its next time, out of the queue, or (after a store error) to a retry.
-func (s *Scheduler) claim(ctx context.Context, it *item, now time.Time) (firing, string, claimResult) {
+func (s *Scheduler) claim(ctx context.Context, it *item, now time.Time, superseded bool) (firing, string, claimResult) {
 	s.mu.Lock()
 	n, sched := it.n, it.sched
 	s.mu.Unlock()
 	occ, next := catchUp(sched, n.NextFireAt, now)
 	outcome := OutcomeFired
-	if now.Sub(occ) >= s.grace && n.Action != core.NudgeExpire {
+	if superseded || (now.Sub(occ) >= s.grace && n.Action != core.NudgeExpire) {
 		outcome = OutcomeMissed
 	}
 	ok, err := s.st.FireNudge(ctx, n.ID, occ, outcome, now, next)
