@@ -52,7 +52,32 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
+	go pruneInbound(schedCtx, st, log)
 	return g, nil
+}
+
+// inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md
+// section 8: 48h); platforms redeliver within minutes.
+const inboundKept = 48 * time.Hour
+
+// pruneInbound drops old de-duplication rows at start-up and then hourly.
+func pruneInbound(ctx context.Context, st *store.Store, log *slog.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := st.PruneInbound(ctx, time.Now().Add(-inboundKept)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning handled event ids", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned handled event ids", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // shutdown waits up to grace for queued and running turns, then stops the scheduler. It
