@@ -65,8 +65,8 @@ func (t *turnState) onText(ctx context.Context) error {
 		ch.Events = []Event{t.event(EventEntered, t.person(), nil, "plan_mode.start_in_plan")}
 		entered = true
 	}
-	// A message for the agent is no decision: unless it changes the phase (or carries a
-	// platform event id, which the store always syncs) it need not wait for the disk.
+	// A message for the agent is no decision: unless it changes the phase it need not wait
+	// for the disk (see Change.Lazy).
 	ch.Lazy = !entered
 	if err := t.commit(ctx, next, ch); err != nil {
 		return err

@@ -107,10 +107,11 @@ type Change struct {
 	CancelReminders bool
 	// Nudges are new schedules for the session (ID 0; the store assigns ids).
 	Nudges []Nudge
-	// Lazy marks a change that records no decision and no inbound event (the agent's own
-	// transcript entries): the store may commit it without waiting for the disk. It is
-	// still atomic and survives a killed process; the next durable commit or checkpoint
-	// makes it durable. A change with Inbound set is always durable.
+	// Lazy marks a change that records no decision (a person's plain message, the agent's
+	// own transcript entries): the store may commit it without waiting for the disk. It is
+	// still atomic and survives a killed process; the next durable commit — a decision, or
+	// an adapter saving its platform offset — makes it durable, in order. Only an OS crash
+	// can lose it, and then the platform redelivers the event.
 	Lazy bool
 }
 

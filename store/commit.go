@@ -53,7 +53,7 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 		return core.Session{}, fmt.Errorf("getting the writer connection: %w", err)
 	}
 	defer conn.Close()
-	if ch.Lazy && ch.Inbound == nil {
+	if ch.Lazy {
 		restore, err := relaxSync(ctx, conn)
 		if err != nil {
 			return core.Session{}, err
