@@ -154,6 +154,10 @@ type SlackConfig struct {
 	BotToken string `yaml:"bot_token"` // secret
 	AppToken string `yaml:"app_token"` // secret
 	APIURL   string `yaml:"api_url"`
+	// AllowedChannels limits the app to these conversation ids; empty = everywhere.
+	AllowedChannels []string `yaml:"allowed_channels"`
+	// LongReplyAsFile sends replies longer than this many characters as reply.md.
+	LongReplyAsFile int `yaml:"long_reply_as_file"`
 }
 
 // DiscordConfig configures the Discord bot.
@@ -229,7 +233,7 @@ func defaultConfig() *Config {
 		Channels: ChannelsConfig{
 			Terminal: TerminalConfig{Enabled: true},
 			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}", RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
-			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}"},
+			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}", LongReplyAsFile: 20000},
 			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}"},
 		},
 		Log: LogConfig{Level: LogInfo, Format: LogText},

@@ -39,6 +39,9 @@ func exported(c *Config) Config {
 	if len(out.Channels.Telegram.AllowedChats) == 0 {
 		out.Channels.Telegram.AllowedChats = nil
 	}
+	if len(out.Channels.Slack.AllowedChannels) == 0 {
+		out.Channels.Slack.AllowedChannels = nil
+	}
 	return out
 }
 
@@ -65,6 +68,7 @@ func wantDefaults(dir string) Config {
 		Channels: ChannelsConfig{
 			Terminal: TerminalConfig{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
 			Telegram: TelegramConfig{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
+			Slack:    SlackConfig{LongReplyAsFile: 20000},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

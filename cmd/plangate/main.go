@@ -13,10 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
@@ -32,7 +34,7 @@ const usage = `plangate — a chat gateway where an AI agent plans before it act
 
 Usage:
   plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
-  plangate serve [--config F]                   run the enabled chat channels (Telegram) until SIGINT/SIGTERM
+  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack) until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
@@ -271,10 +273,8 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
-	for name, on := range map[string]bool{"slack": ch.Slack.Enabled, "discord": ch.Discord.Enabled} {
-		if on {
-			return fmt.Errorf("the %s channel is not available in this build yet: set channels.%s.enabled: false", name, name)
-		}
+	if ch.Discord.Enabled {
+		return errors.New("the discord channel is not available in this build yet: set channels.discord.enabled: false")
 	}
 	log := newLogger(cfg, e.stderr)
 	st, err := openStore(ctx, cfg)
@@ -283,27 +283,49 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer st.Close()
 
-	tg, err := telegram.New(ctx, telegram.Config{
-		Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
-		RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
-		PollTimeout: ch.Telegram.PollTimeout,
-	}, st, log)
-	if err != nil {
-		return err
+	var chans []channels.Channel
+	serving := map[string]bool{}
+	if ch.Telegram.Enabled {
+		tg, err := telegram.New(ctx, telegram.Config{
+			Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
+			RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
+			PollTimeout: ch.Telegram.PollTimeout,
+		}, st, log)
+		if err != nil {
+			return err
+		}
+		log.Info("telegram connected", "bot", tg.Username())
+		chans = append(chans, tg)
 	}
-	hub := channels.NewHub(log, tg)
+	if ch.Slack.Enabled {
+		sl, err := slack.New(ctx, slack.Config{
+			BotToken: ch.Slack.BotToken, AppToken: ch.Slack.AppToken, APIURL: ch.Slack.APIURL,
+			AllowedChannels: ch.Slack.AllowedChannels, LongReplyAsFile: ch.Slack.LongReplyAsFile,
+		}, st, log)
+		if err != nil {
+			return err
+		}
+		log.Info("slack connected", "team", sl.TeamID())
+		chans = append(chans, sl)
+	}
+	var names []string
+	for _, c := range chans {
+		serving[c.Name()] = true
+		names = append(names, c.Name())
+	}
+	hub := channels.NewHub(log, chans...)
 	g, err := startGateway(ctx, cfg, e, log, st, hub)
 	if err != nil {
 		return err
 	}
-	log.Info("plangate serving", "channels", "telegram", "bot", tg.Username(), "model", g.why)
+	log.Info("plangate serving", "channels", strings.Join(names, ","), "model", g.why)
 
 	// Receiving stops at SIGINT/SIGTERM (ctx); work already accepted runs on under workCtx
 	// and gets a grace period to finish before it is interrupted.
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
 	go func() {
-		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return s.Address.Channel == telegram.Name })
+		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 		if err != nil {
 			log.Error("resuming unfinished work", "err", err)
 		} else if n > 0 {

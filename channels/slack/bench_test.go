@@ -1,0 +1,264 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
+)
+
+// echoModel answers at once with the last user message, so a reply names its envelope.
+// A call for the session busy waits until the benchmark ends: an agent that is working.
+type echoModel struct {
+	busy    string
+	release chan struct{}
+}
+
+func (m echoModel) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
+	if req.SessionID == m.busy {
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+		}
+		return core.ModelResponse{Text: "finally"}, nil
+	}
+	last := ""
+	for _, msg := range req.Messages {
+		if msg.Role == core.RoleUser {
+			last = msg.Content
+		}
+	}
+	return core.ModelResponse{Text: "re: " + last}, nil
+}
+
+// echoHandler answers every message at once through the channel, without an engine.
+type echoHandler struct{ ch *Channel }
+
+func (h echoHandler) Handle(ctx context.Context, m core.Message) error {
+	_, err := h.ch.Send(ctx, core.Reply{To: m.Address, Text: "re: " + m.Text, InReplyTo: m.ID})
+	return err
+}
+
+func (h echoHandler) Enqueue(ctx context.Context, m core.Message) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- h.Handle(ctx, m) }()
+	return done
+}
+
+// BenchmarkSlackRoundTrip measures the gateway between Slack and the agent: the fake
+// Socket Mode websocket writes a mention envelope, the adapter acknowledges it, the engine
+// (on SQLite, with an instant model) handles it, and the reply's chat.postMessage reaches
+// the fake Web API. Each chat sends its next message when the last was answered.
+// Reported: msgs/s; ack p50/p99 in ms, from the envelope written to its ack read; reply
+// p50/p99 in ms, from the envelope written to the reply arriving.
+//
+//   - chats=1, chats=16: the whole path; sixteen chats show queueing for the store's
+//     single writer.
+//   - busy: as chats=16, while another session's agent is stuck in a model call and
+//     envelopes for it keep arriving: acks must not wait for it.
+//   - no-engine: a handler that answers at once replaces the engine, leaving the adapter's
+//     own share (receiving, acking, formatting, posting): the gateway time per message.
+//
+// Posting is not paced here (Slack's one message a second per channel would measure the
+// pacer).
+func BenchmarkSlackRoundTrip(b *testing.B) {
+	b.Run("chats=1", func(b *testing.B) { benchRoundTrip(b, 1, true, false) })
+	b.Run("chats=16", func(b *testing.B) { benchRoundTrip(b, 16, true, false) })
+	b.Run("busy", func(b *testing.B) { benchRoundTrip(b, 16, true, true) })
+	b.Run("no-engine", func(b *testing.B) { benchRoundTrip(b, 1, false, false) })
+}
+
+func benchRoundTrip(b *testing.B, chats int, withEngine, busy bool) {
+	api := newFakeSlack(b)
+	dir := b.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	log := slog.New(slog.DiscardHandler)
+	tune := testTuning()
+	tune.postEvery = 0
+	cfg := Config{BotToken: api.botToken, AppToken: api.appToken, APIURL: api.URL()}
+	ch, err := newChannel(context.Background(), cfg, st, log, tune)
+	if err != nil {
+		b.Fatal(err)
+	}
+	busyThread := "1600000000.000001"
+	release := make(chan struct{})
+	mdl := echoModel{busy: core.Address{Channel: Name, Account: api.team, Chat: "C0BUSY", Thread: busyThread}.SessionID(), release: release}
+	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PlanMode: true},
+		core.Deps{Store: st, Model: mdl, Out: channels.NewHub(log, ch), Log: log})
+	var h channels.Handler = echoHandler{ch}
+	if withEngine {
+		h = eng
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- ch.Run(ctx, h) }()
+	defer func() {
+		close(release)
+		cancel()
+		<-runDone
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer wcancel()
+		_ = eng.Wait(wctx)
+	}()
+
+	var mu sync.Mutex
+	replies := map[string]chan time.Time{} // by message text
+	api.mu.Lock()
+	api.onPost = func(_ string, text string, at time.Time) {
+		key, ok := strings.CutPrefix(text, "re: ")
+		if !ok {
+			return
+		}
+		mu.Lock()
+		r := replies[key]
+		mu.Unlock()
+		if r != nil {
+			select {
+			case r <- at:
+			default:
+			}
+		}
+	}
+	api.mu.Unlock()
+
+	var envMu sync.Mutex
+	var envelopes []string
+	roundTrip := func(c, n int) (time.Duration, error) {
+		text := fmt.Sprintf("message %d in chat %d", n, c)
+		got := make(chan time.Time, 1)
+		mu.Lock()
+		replies[text] = got
+		mu.Unlock()
+		s := api.mention(fmt.Sprintf("C%04d", c), fmt.Sprintf("U%04d", c), text, "1700000000.000001")
+		envMu.Lock()
+		envelopes = append(envelopes, s.Envelope)
+		envMu.Unlock()
+		select {
+		case at := <-got:
+			api.mu.Lock()
+			sent := api.sentAt[s.Envelope]
+			api.mu.Unlock()
+			return at.Sub(sent), nil
+		case <-time.After(10 * time.Second):
+			return 0, fmt.Errorf("no reply to %q", text)
+		}
+	}
+	// Warm up every session (first messages create them) before timing.
+	for c := range chats {
+		if _, err := roundTrip(c, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stopBusy := make(chan struct{})
+	var busyWG sync.WaitGroup
+	if busy {
+		api.mention("C0BUSY", "U0BUSY", "think forever", busyThread)
+		busyWG.Go(func() {
+			for {
+				select {
+				case <-stopBusy:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				s := api.mention("C0BUSY", "U0BUSY", "and more", busyThread)
+				envMu.Lock()
+				envelopes = append(envelopes, s.Envelope)
+				envMu.Unlock()
+			}
+		})
+	}
+	envMu.Lock()
+	envelopes = envelopes[:0]
+	envMu.Unlock()
+
+	var (
+		lmu       sync.Mutex
+		latencies []time.Duration
+		failed    error
+		next      int
+	)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range chats {
+		wg.Go(func() {
+			for {
+				lmu.Lock()
+				if next >= b.N || failed != nil {
+					lmu.Unlock()
+					return
+				}
+				n := next
+				next++
+				lmu.Unlock()
+				d, err := roundTrip(c, n)
+				lmu.Lock()
+				if err != nil && failed == nil {
+					failed = err
+				}
+				latencies = append(latencies, d)
+				lmu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(stopBusy)
+	busyWG.Wait()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	envMu.Lock()
+	var acks []time.Duration
+	for _, id := range envelopes {
+		if d, ok := waitAckLatency(api, id); ok {
+			acks = append(acks, d)
+		} else {
+			b.Fatalf("envelope %s was never acknowledged", id)
+		}
+	}
+	envMu.Unlock()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(percentile(acks, 0.50), "ack_p50_ms")
+	b.ReportMetric(percentile(acks, 0.99), "ack_p99_ms")
+	b.ReportMetric(percentile(latencies, 0.50), "reply_p50_ms")
+	b.ReportMetric(percentile(latencies, 0.99), "reply_p99_ms")
+}
+
+// waitAckLatency waits briefly for an envelope's ack (the last ones may still be on the
+// wire) and returns its latency.
+func waitAckLatency(api *fakeSlack, id string) (time.Duration, bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if d, ok := api.ackLatency(id); ok {
+			return d, true
+		}
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return float64(ds[int(p*float64(len(ds)-1))]) / float64(time.Millisecond)
+}

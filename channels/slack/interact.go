@@ -1,0 +1,285 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/plangate/plangate/core"
+)
+
+// The ids plangate gives its buttons and its modal. A decision button's value is the
+// approval id; an answer button's value is "<question id>:<option number>:<option text>".
+const (
+	actionAccept   = "plangate_accept"
+	actionRevise   = "plangate_revise"
+	actionAuto     = "plangate_auto"
+	actionAnswer   = "plangate_answer_" // + option number: action ids are unique per message
+	decideBlock    = "plangate_decide"
+	answersBlock   = "plangate_answers"
+	reviseCallback = "plangate_revise"
+	feedbackBlock  = "feedback"
+	feedbackAction = "text"
+)
+
+// Answers the adapter gives itself.
+const (
+	noteInvalid  = "This button is not valid; nothing changed."
+	noteNotHere  = "plangate does not answer in this conversation."
+	noteNoModal  = "The feedback form could not be opened. Use /plan revise <feedback> in the plan's thread instead."
+	noteNoThread = "A thread for this plan could not be started here; nothing changed. Mention the bot with your goal instead."
+)
+
+// fromInteraction handles a click on a button or the submission of the Revise modal.
+func (c *Channel) fromInteraction(ctx context.Context, cb slackgo.InteractionCallback, req *socketmode.Request) (job, bool) {
+	switch cb.Type {
+	case slackgo.InteractionTypeBlockActions:
+		return c.fromClick(ctx, cb, req)
+	case slackgo.InteractionTypeViewSubmission:
+		return c.fromModal(ctx, cb, req)
+	}
+	return job{}, false
+}
+
+func (c *Channel) fromClick(ctx context.Context, cb slackgo.InteractionCallback, req *socketmode.Request) (job, bool) {
+	if len(cb.ActionCallback.BlockActions) == 0 || cb.User.ID == "" {
+		return job{}, false
+	}
+	act := cb.ActionCallback.BlockActions[0]
+	ch := cb.Container.ChannelID
+	if ch == "" {
+		ch = cb.Channel.ID
+	}
+	thread := cb.Container.ThreadTs
+	if thread == "" {
+		thread = cb.Message.ThreadTimestamp
+	}
+	msgTS := cb.Container.MessageTs
+	if ch == "" {
+		return job{}, false // a button in a modal or on the home tab: plangate puts none there
+	}
+	if thread == "" {
+		thread = msgTS // plangate's buttons are in threads; a top-level one starts its own
+	}
+	user := cb.User.ID
+	id := cb.TriggerID
+	if id == "" {
+		id = act.ActionTs + ":" + user
+	}
+	if !c.seen.first("act:" + id) {
+		return job{}, false
+	}
+	say := func(text string) job {
+		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, thread, user, text) }}
+	}
+	if !c.allowedChannel(ch) {
+		return say(noteNotHere), true
+	}
+	b, ok := parseButton(act.ActionID, act.Value)
+	if !ok {
+		c.log.Debug("a button plangate did not make", "slack_channel", ch, "action", act.ActionID)
+		return say(noteInvalid), true
+	}
+	if b.kind == core.ActionRevise {
+		return c.reviseClick(ctx, cb, ch, thread, b.approval), true
+	}
+	at := tsTime(act.ActionTs)
+	if at.IsZero() {
+		at = time.Now()
+	}
+	m := core.Message{
+		ID:        id,
+		Address:   c.address(ch, thread),
+		Sender:    core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)},
+		Direct:    strings.HasPrefix(ch, "D"),
+		Mentioned: true,
+		ReplyTo:   msgTS,
+		Action:    &core.Action{Kind: b.kind, ApprovalID: b.approval, Value: b.value},
+		Time:      at,
+	}
+	c.waiting.expect(id, ch, thread, user)
+	return job{msg: &m}, true
+}
+
+// reviseClick opens the feedback modal; its submission becomes the revise action. A plan
+// that was decided meanwhile says so instead.
+func (c *Channel) reviseClick(ctx context.Context, cb slackgo.InteractionCallback, ch, thread, approval string) job {
+	user := cb.User.ID
+	if rec, ok := c.loadApproval(ctx, approval); ok && rec.Decided != "" {
+		text := firstLine(rec.Decided) + "; nothing changed."
+		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, thread, user, text) }}
+	}
+	label := firstLine(cb.Message.Text)
+	meta, _ := json.Marshal(modalMeta{Approval: approval, Chat: ch, Thread: thread})
+	trigger := cb.TriggerID
+	return job{local: func(ctx context.Context) {
+		if err := c.openRevise(ctx, trigger, string(meta), label); err != nil {
+			c.ephemeral(ctx, ch, thread, user, noteNoModal)
+		}
+	}}
+}
+
+// modalMeta is the Revise modal's private_metadata: where its feedback belongs.
+type modalMeta struct {
+	Approval string `json:"a"`
+	Chat     string `json:"c"`
+	Thread   string `json:"t"`
+}
+
+// openRevise opens the feedback modal. Slack's trigger id is valid for three seconds, so
+// this runs as soon as the click is read, never behind the engine.
+func (c *Channel) openRevise(ctx context.Context, trigger, meta, label string) error {
+	if trigger == "" {
+		return fmt.Errorf("opening the revise form: the click carried no trigger id")
+	}
+	intro := "What should change in this plan?"
+	if label != "" {
+		intro = "What should change in *" + escapeMrkdwn(clip(label, 200)) + "*?"
+	}
+	input := slackgo.NewPlainTextInputBlockElement(plain("Add tests first; keep the API as it is."), feedbackAction)
+	input.Multiline = true
+	view := slackgo.ModalViewRequest{
+		Type:            slackgo.VTModal,
+		CallbackID:      reviseCallback,
+		Title:           plain("Revise plan"),
+		Submit:          plain("Send back"),
+		Close:           plain("Cancel"),
+		PrivateMetadata: meta,
+		Blocks: slackgo.Blocks{BlockSet: []slackgo.Block{
+			slackgo.NewSectionBlock(mrkdwn(intro), nil, nil),
+			slackgo.NewInputBlock(feedbackBlock, plain("Feedback"), nil, input),
+		}},
+	}
+	return c.do(ctx, "", false, "views.open", func(ctx context.Context) error {
+		_, err := c.api.OpenViewContext(ctx, trigger, view)
+		return err
+	})
+}
+
+// fromModal turns a submitted Revise modal into a revise action with its feedback.
+func (c *Channel) fromModal(ctx context.Context, cb slackgo.InteractionCallback, req *socketmode.Request) (job, bool) {
+	if cb.View.CallbackID != reviseCallback || cb.User.ID == "" {
+		return job{}, false
+	}
+	feedback := feedbackOf(cb)
+	if feedback == "" {
+		return job{}, false // the acknowledgement kept the modal open with a hint
+	}
+	var meta modalMeta
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil || !validApproval(meta.Approval) || meta.Chat == "" {
+		c.log.Debug("a revise form plangate did not make", "err", err)
+		return job{}, false
+	}
+	id := cb.TriggerID
+	if id == "" {
+		id = "view:" + cb.View.ID + ":" + cb.View.Hash
+	}
+	if !c.seen.first("act:" + id) {
+		return job{}, false
+	}
+	user := cb.User.ID
+	if !c.allowedChannel(meta.Chat) {
+		return job{local: func(ctx context.Context) { c.ephemeral(ctx, meta.Chat, meta.Thread, user, noteNotHere) }}, true
+	}
+	m := core.Message{
+		ID:        id,
+		Address:   c.address(meta.Chat, meta.Thread),
+		Sender:    core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)},
+		Direct:    strings.HasPrefix(meta.Chat, "D"),
+		Mentioned: true,
+		Action:    &core.Action{Kind: core.ActionRevise, ApprovalID: meta.Approval, Value: feedback},
+		Time:      time.Now(),
+	}
+	c.waiting.expect(id, meta.Chat, meta.Thread, user)
+	return job{msg: &m}, true
+}
+
+// feedbackOf is the text typed into the Revise modal.
+func feedbackOf(cb slackgo.InteractionCallback) string {
+	if cb.View.State == nil {
+		return ""
+	}
+	return strings.TrimSpace(cb.View.State.Values[feedbackBlock][feedbackAction].Value)
+}
+
+// button is a decoded plangate button.
+type button struct {
+	kind     core.ActionKind
+	approval string // the approval id, or the question id of an answer
+	value    string // an answer: the option's text, or its number if the text did not fit
+}
+
+// parseButton decodes a click; anything plangate did not make is refused.
+func parseButton(actionID, value string) (button, bool) {
+	switch actionID {
+	case actionAccept:
+		return button{kind: core.ActionAccept, approval: value}, validApproval(value)
+	case actionRevise:
+		return button{kind: core.ActionRevise, approval: value}, validApproval(value)
+	case actionAuto:
+		return button{kind: core.ActionAuto, approval: value}, validApproval(value)
+	}
+	if !strings.HasPrefix(actionID, actionAnswer) {
+		return button{}, false
+	}
+	qid, rest, ok := strings.Cut(value, ":")
+	if !ok || !validApproval(qid) {
+		return button{}, false
+	}
+	num, text, _ := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > 99 || strconv.Itoa(n) != num || actionID != actionAnswer+num {
+		return button{}, false
+	}
+	if text == "" {
+		text = num
+	}
+	return button{kind: core.ActionAnswer, approval: qid, value: text}, true
+}
+
+// maxButtonValue is Slack's limit on a button's value.
+const maxButtonValue = 2000
+
+// buttonValue encodes what a button does into its action id and value; ok is false for a
+// button plangate cannot make.
+func buttonValue(a core.Action, option int) (actionID, value string, ok bool) {
+	if !validApproval(a.ApprovalID) {
+		return "", "", false
+	}
+	switch a.Kind {
+	case core.ActionAccept:
+		return actionAccept, a.ApprovalID, true
+	case core.ActionRevise:
+		return actionRevise, a.ApprovalID, true
+	case core.ActionAuto:
+		return actionAuto, a.ApprovalID, true
+	case core.ActionAnswer:
+		num := strconv.Itoa(option)
+		value = a.ApprovalID + ":" + num
+		if v := value + ":" + a.Value; a.Value != "" && len(v) <= maxButtonValue {
+			value = v
+		}
+		return actionAnswer + num, value, option >= 1 && option <= 99
+	}
+	return "", "", false
+}
+
+// validApproval accepts what the engine makes (lower-case base32) and a little more, but
+// nothing that could smuggle separators into a value or a state key.
+func validApproval(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,253 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Run connects over Socket Mode and hands events to h until ctx ends (returning nil). It
+// returns an error only when Slack refuses the app for good (a bad or revoked app token).
+//
+// Receiving and handling are split: the loop that reads the library's events acknowledges
+// each envelope at once and queues it, and a second goroutine turns the queue, in order,
+// into messages. So an ack never waits for the store, the engine or another envelope's
+// work, and Slack never retries an event because the agent was busy. With an AsyncHandler
+// (the engine) messages are queued with a context that outlives Run, so a shutdown lets
+// turns in flight finish; a plain Handler is called synchronously by the second goroutine.
+func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	smc := socketmode.New(c.api,
+		socketmode.OptionLog(libLog{c}),
+		socketmode.OptionPingInterval(c.tune.pingInterval),
+	)
+	d := &dispatcher{c: c, h: h, q: newQueue()}
+	if ah, ok := h.(channels.AsyncHandler); ok {
+		d.async = ah
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { d.work(ctx) })
+
+	runDone := make(chan error, 1)
+	go func() { runDone <- smc.RunContext(ctx) }()
+	var runErr error
+loop:
+	for {
+		select {
+		case evt := <-smc.Events:
+			c.receive(ctx, smc, d.q, evt)
+		case runErr = <-runDone:
+			break loop
+		}
+	}
+	// What was acknowledged is handled, even on the way out.
+	d.q.close()
+	wg.Wait()
+	if runErr == nil || ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
+		return nil
+	}
+	return fmt.Errorf("receiving slack events: %w", explainAuth(c.scrub(runErr), "channels.slack.app_token (an xapp- token with connections:write)"))
+}
+
+// receive takes one event from the library: an envelope is acknowledged and queued; the
+// library's own news (connecting, errors) is logged.
+func (c *Channel) receive(ctx context.Context, smc *socketmode.Client, q *queue, evt socketmode.Event) {
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		if evt.Request == nil {
+			return
+		}
+		var payload any
+		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
+			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
+		}
+		if err := smc.AckCtx(ctx, evt.Request.EnvelopeID, payload); err != nil && ctx.Err() == nil {
+			c.log.Error("acknowledging a slack envelope", "envelope", evt.Request.EnvelopeID, "err", c.scrub(err))
+		}
+		q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request})
+	case socketmode.EventTypeErrorBadMessage:
+		// The library could not read the envelope, so it will not ack it; an unacknowledged
+		// envelope comes back, unreadable again, so it is acknowledged here and dropped.
+		bad, _ := evt.Data.(*socketmode.ErrorBadMessage)
+		if bad == nil {
+			return
+		}
+		var head struct {
+			EnvelopeID string `json:"envelope_id"`
+			Type       string `json:"type"`
+		}
+		_ = json.Unmarshal(bad.Message, &head)
+		c.log.Warn("skipping a slack envelope that could not be read", "type", head.Type, "envelope", head.EnvelopeID, "err", c.scrub(bad.Cause))
+		if head.EnvelopeID != "" {
+			if err := smc.AckCtx(ctx, head.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+				c.log.Error("acknowledging a slack envelope", "envelope", head.EnvelopeID, "err", c.scrub(err))
+			}
+		}
+	case socketmode.EventTypeConnecting:
+		c.log.Debug("connecting to slack")
+	case socketmode.EventTypeConnected:
+		c.log.Info("connected to slack")
+	case socketmode.EventTypeHello:
+		c.log.Debug("slack said hello")
+	case socketmode.EventTypeConnectionError:
+		if e, ok := evt.Data.(*slackgo.ConnectionErrorEvent); ok && ctx.Err() == nil {
+			c.log.Warn("connecting to slack failed; retrying", "attempt", e.Attempt, "retry_in", e.Backoff, "err", c.scrub(e.ErrorObj))
+		}
+	case socketmode.EventTypeInvalidAuth:
+		c.log.Error("slack refused the app token; check channels.slack.app_token")
+	case socketmode.EventTypeIncomingError:
+		if e, ok := evt.Data.(*slackgo.IncomingEventError); ok && ctx.Err() == nil {
+			c.log.Warn("reading from slack", "err", c.scrub(e.ErrorObj))
+		}
+	case socketmode.EventTypeErrorWriteFailed:
+		if e, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok && ctx.Err() == nil {
+			env := ""
+			if e.Response != nil {
+				env = e.Response.EnvelopeID
+			}
+			c.log.Error("an acknowledgement to slack was not sent; slack will deliver the event again", "envelope", env, "err", c.scrub(e.Cause))
+		}
+	}
+}
+
+// viewAnswer is the acknowledgement of a modal submission: empty (the modal closes) unless
+// the feedback is blank, when the modal stays open and says what is missing.
+func viewAnswer(cb slackgo.InteractionCallback) any {
+	if cb.View.CallbackID != reviseCallback {
+		return nil
+	}
+	if feedbackOf(cb) != "" {
+		return nil
+	}
+	return slackgo.NewErrorsViewSubmissionResponse(map[string]string{feedbackBlock: "Say what should change."})
+}
+
+// item is one acknowledged envelope waiting to be handled.
+type item struct {
+	kind socketmode.EventType
+	data any
+	req  *socketmode.Request
+}
+
+// queue is the unbounded, ordered hand-over between receiving and handling: receiving
+// must never wait, whatever handling is doing.
+type queue struct {
+	mu     sync.Mutex
+	items  []item
+	closed bool
+	signal chan struct{}
+}
+
+func newQueue() *queue { return &queue{signal: make(chan struct{}, 1)} }
+
+func (q *queue) push(it item) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *queue) wake() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the next item, waiting for one; ok is false once the queue is closed and
+// empty.
+func (q *queue) pop() (item, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			it := q.items[0]
+			q.items[0] = item{}
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return it, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return item{}, false
+		}
+		<-q.signal
+	}
+}
+
+// dispatcher turns queued envelopes into work, in the order they arrived.
+type dispatcher struct {
+	c     *Channel
+	h     channels.Handler
+	async channels.AsyncHandler // h, when it can queue
+	q     *queue
+}
+
+func (d *dispatcher) work(ctx context.Context) {
+	for {
+		it, ok := d.q.pop()
+		if !ok {
+			return
+		}
+		// The envelope was acknowledged: its work outlives Run.
+		wctx := context.WithoutCancel(ctx)
+		j, ok := d.c.inbound(wctx, it)
+		if !ok {
+			continue
+		}
+		if j.local != nil {
+			go j.local(wctx)
+		}
+		if j.msg != nil {
+			d.deliver(ctx, *j.msg, j.after)
+		}
+	}
+}
+
+// deliver hands a message to the handler; after, if set, runs once it is queued.
+func (d *dispatcher) deliver(ctx context.Context, m core.Message, after func(ctx context.Context)) {
+	c := d.c
+	if d.async == nil {
+		err := d.h.Handle(ctx, m)
+		c.handled(m, err)
+		if after != nil {
+			after(context.WithoutCancel(ctx))
+		}
+		return
+	}
+	done := d.async.Enqueue(context.WithoutCancel(ctx), m)
+	if after != nil {
+		go after(context.WithoutCancel(ctx))
+	}
+	go func() { c.handled(m, <-done) }()
+}
+
+// handled logs a handler failure and stops matching replies to the message.
+func (c *Channel) handled(m core.Message, err error) {
+	if err != nil {
+		c.log.Error("handling slack event", "event", m.ID, "slack_channel", m.Address.Chat, "err", err)
+	}
+	c.waiting.forget(m.ID)
+}
+
+// job is what an envelope asks for: a message for the handler, and work the adapter does
+// itself (local, concurrently; after, once the message is queued).
+type job struct {
+	msg   *core.Message
+	local func(ctx context.Context)
+	after func(ctx context.Context)
+}

@@ -1,0 +1,262 @@
+// Package slack is the Slack channel, built on github.com/slack-go/slack. It receives events
+// over Socket Mode (a websocket the app opens with its app-level token, so no public URL is
+// needed) and talks to the Web API with the bot token.
+//
+// Every session lives in a thread: a mention or a direct message at top level starts one
+// (its own ts becomes the thread), and the bot always answers in that thread. The /plan slash
+// command applies to the thread it was typed in when Slack says which, and otherwise to the
+// channel's most recent session, which an ephemeral note names. Plans are uploaded into the
+// thread as files (the v2 upload flow) next to a message with Accept / Revise / Auto buttons;
+// Revise opens a modal for the feedback. After a decision that message is updated to say who
+// decided, and its buttons are gone. A refusal that answers a click or a slash command is
+// shown only to the person who made it (an ephemeral message).
+//
+// Every Socket Mode envelope is acknowledged as soon as it is read, before any work is done,
+// and handed to the engine in order; Slack's retries are recognised by their event id and
+// handled once. Posts are paced per channel, 429 answers wait Retry-After, and neither token
+// ever appears in a log line or an error.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Name is the channel name in core.Address.Channel.
+const Name = "slack"
+
+// defaultAPIURL is the public Web API.
+const defaultAPIURL = "https://slack.com/api/"
+
+// Config configures the Slack channel.
+type Config struct {
+	BotToken string // xoxb-…: the Web API; never logged, never part of an error
+	AppToken string // xapp-…: Socket Mode (connections:write); never logged either
+	// APIURL is the Web API base: "" = Slack's, else a local fake. A missing trailing "/"
+	// is added (the library needs it).
+	APIURL string
+	// AllowedChannels are the conversation ids (C…, G…, D…) the bot answers in; empty = all.
+	AllowedChannels []string
+	// LongReplyAsFile sends a reply longer than this many characters as reply.md with its
+	// first line as the comment; 0 = never (long replies are split into messages).
+	LongReplyAsFile int
+	// HTTPClient is optional; its Timeout bounds every Web API request.
+	HTTPClient *http.Client
+}
+
+// State is where the adapter keeps what must survive a restart: which message carries
+// which approval's buttons, and each channel's most recent session. *store.Store satisfies it.
+type State interface {
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+}
+
+// tuning holds the limits that are Slack's, not the operator's; tests shrink them.
+type tuning struct {
+	postEvery    time.Duration // pacing per channel: about one post a second
+	burst        int           // posts a channel may make at once before pacing applies
+	retryUnit    time.Duration // what one second of Retry-After is (a second at Slack)
+	maxAttempts  int           // per request, 429s and 5xx included
+	backoff      time.Duration // first wait after a 5xx or network error; doubles
+	maxBackoff   time.Duration
+	attemptTime  time.Duration // bound on one Web API request
+	pingInterval time.Duration // Socket Mode: reconnect when Slack sends no ping this long
+	seenFor      time.Duration // how long an event id is remembered against retries
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		postEvery:    time.Second,
+		burst:        3,
+		retryUnit:    time.Second,
+		maxAttempts:  5,
+		backoff:      500 * time.Millisecond,
+		maxBackoff:   10 * time.Second,
+		attemptTime:  30 * time.Second,
+		pingInterval: 30 * time.Second,
+		seenFor:      time.Hour, // Slack retries for about five minutes
+	}
+}
+
+// Channel is the Slack adapter. Send and Edit may be called from any goroutine.
+type Channel struct {
+	cfg  Config
+	tune tuning
+	st   State
+	log  *slog.Logger
+	api  *slackgo.Client
+
+	team      string // team id: Address.Account and the State account
+	botUser   string // the bot's user id, to ignore its own messages and strip its mention
+	workspace string // https://team.slack.com/, for links to threads
+
+	allowed map[string]bool
+	pace    *pacer
+	seen    *seenSet
+	waiting *interactions
+
+	stateMu  sync.Mutex // serializes read-modify-write of approval records
+	recentMu sync.Mutex
+	recent   map[string]string // channel -> thread last saved as its most recent session
+	namesMu  sync.Mutex
+	names    map[string]cachedName // user id -> display name
+}
+
+var (
+	_ channels.Channel = (*Channel)(nil)
+	_ channels.Editor  = (*Channel)(nil)
+)
+
+// New checks the bot token with auth.test, which also says which workspace and bot user
+// this is: the team id keys every session and every piece of saved state. The app token is
+// first used by Run. A nil log discards.
+func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
+	return newChannel(ctx, cfg, st, log, defaultTuning())
+}
+
+func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tune tuning) (*Channel, error) {
+	switch {
+	case cfg.BotToken == "":
+		return nil, errors.New("starting slack: no bot token configured (channels.slack.bot_token)")
+	case cfg.AppToken == "":
+		return nil, errors.New("starting slack: no app-level token configured (channels.slack.app_token)")
+	case st == nil:
+		return nil, errors.New("starting slack: no state store")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = defaultAPIURL
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		cfg.APIURL += "/"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: tune.attemptTime}
+	}
+	c := &Channel{
+		cfg:     cfg,
+		tune:    tune,
+		st:      st,
+		log:     log.With("channel", Name),
+		allowed: make(map[string]bool, len(cfg.AllowedChannels)),
+		pace:    newPacer(tune),
+		seen:    newSeenSet(tune.seenFor),
+		waiting: newInteractions(),
+		recent:  map[string]string{},
+		names:   map[string]cachedName{},
+	}
+	for _, id := range cfg.AllowedChannels {
+		c.allowed[id] = true
+	}
+	c.api = slackgo.New(cfg.BotToken,
+		slackgo.OptionAPIURL(cfg.APIURL),
+		slackgo.OptionAppLevelToken(cfg.AppToken),
+		slackgo.OptionHTTPClient(hc),
+		slackgo.OptionLog(libLog{c}),
+	)
+	var who *slackgo.AuthTestResponse
+	err := c.do(ctx, "", false, "auth.test", func(ctx context.Context) error {
+		var err error
+		who, err = c.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting slack: checking the bot token: %w", explainAuth(err, "channels.slack.bot_token"))
+	}
+	if who.TeamID == "" || who.UserID == "" {
+		return nil, errors.New("starting slack: auth.test named no team or bot user")
+	}
+	c.team, c.botUser, c.workspace = who.TeamID, who.UserID, who.URL
+	c.log = c.log.With("team", c.team)
+	return c, nil
+}
+
+// explainAuth turns Slack's answer to a bad token into one line an operator can act on,
+// naming the setting that holds the token.
+func explainAuth(err error, setting string) error {
+	var se slackgo.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "invalid_auth", "not_authed", "token_revoked", "account_inactive", "token_expired", "not_allowed_token_type":
+			return fmt.Errorf("slack refused the token (%s); check %s", se.Err, setting)
+		}
+	}
+	return err
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// TeamID is the workspace id, the Account of every address this channel makes.
+func (c *Channel) TeamID() string { return c.team }
+
+// BotUserID is the bot's Slack user id (U…).
+func (c *Channel) BotUserID() string { return c.botUser }
+
+// allowedChannel applies AllowedChannels.
+func (c *Channel) allowedChannel(id string) bool {
+	return id != "" && (len(c.allowed) == 0 || c.allowed[id])
+}
+
+// address is the conversation of a message in channel ch, in thread thread (the ts of the
+// message that started it).
+func (c *Channel) address(ch, thread string) core.Address {
+	return core.Address{Channel: Name, Account: c.team, Chat: ch, Thread: thread}
+}
+
+// target reads the channel and thread of an address this channel made.
+func target(a core.Address) (ch, thread string, err error) {
+	if a.Channel != Name {
+		return "", "", fmt.Errorf("address of channel %q is not slack's", a.Channel)
+	}
+	if a.Chat == "" {
+		return "", "", errors.New("address has no slack channel id")
+	}
+	return a.Chat, a.Thread, nil
+}
+
+// threadLink is a link to a thread, for notes that point at one; "" without a workspace URL.
+func (c *Channel) threadLink(ch, ts string) string {
+	if c.workspace == "" || ts == "" {
+		return ""
+	}
+	return strings.TrimSuffix(c.workspace, "/") + "/archives/" + ch + "/p" + strings.Replace(ts, ".", "", 1)
+}
+
+// tsTime reads a Slack timestamp ("1700000000.000100") as a time; zero if it is not one.
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || s <= 0 {
+		return time.Time{}
+	}
+	us, err := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	if err != nil {
+		us = 0
+	}
+	return time.Unix(s, us*1000)
+}
+
+// libLog routes the library's own log lines (debug output only, as debug is off) to slog,
+// with the tokens scrubbed.
+type libLog struct{ c *Channel }
+
+func (l libLog) Output(_ int, s string) error {
+	l.c.log.Debug("slack client", "msg", l.c.scrubText(strings.TrimSpace(s)))
+	return nil
+}

@@ -1,0 +1,206 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
+)
+
+// fromSlash handles the /plan slash command. In a thread (where Slack says which) it
+// applies to that thread's session. At a channel's top level it applies to the channel's
+// most recent session and an ephemeral note says which, except that /plan on <goal>
+// starts a new thread: a new goal is a new session. With no session yet, the note says how
+// to start one.
+func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, req *socketmode.Request) (job, bool) {
+	ch, user := cmd.ChannelID, cmd.UserID
+	if ch == "" || user == "" {
+		return job{}, false
+	}
+	id := cmd.TriggerID
+	if id == "" {
+		id = "slash:" + req.EnvelopeID
+	}
+	if !c.seen.first("slash:" + id) {
+		return job{}, false
+	}
+	thread := slashThread(req.Payload)
+	typedIn := thread // where the person is looking: a refusal is shown there
+	say := func(text string) job {
+		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, typedIn, user, text) }}
+	}
+	if !c.allowedChannel(ch) {
+		return say(noteNotHere), true
+	}
+	text := "/plan"
+	if args := strings.TrimSpace(unescape(cmd.Text)); args != "" {
+		text += " " + args
+	}
+	sender := core.Person{ID: user, Name: c.nameOf(ctx, user, cmd.UserName)}
+	parsed := commands.Parse(text, "")
+	var after func(ctx context.Context)
+	switch {
+	case thread != "":
+		c.rememberRecent(ctx, ch, thread)
+	case parsed.Kind == commands.IsCommand && parsed.Cmd.Name == commands.On:
+		root, err := c.startThread(ctx, ch, sender, parsed.Cmd.Args)
+		if err != nil {
+			return say(noteNoThread), true
+		}
+		thread = root
+		c.rememberRecent(ctx, ch, thread)
+	default:
+		thread = c.recentSession(ctx, ch)
+		if thread == "" {
+			note := "There is no plangate session in this conversation yet. Mention the bot with a task, or start one with `/plan on <goal>`."
+			if parsed.Kind == commands.IsCommand && parsed.Cmd.Name == commands.Help {
+				note = commands.HelpText() + "\n\n" + note
+			}
+			return say(note), true
+		}
+		note := fmt.Sprintf("`%s` went to the most recent plangate session here: %s. The answer is in that thread.", clip(text, 100), c.threadRef(ch, thread))
+		after = func(ctx context.Context) { c.ephemeral(ctx, ch, "", user, note) }
+	}
+	m := core.Message{
+		ID:        id,
+		Address:   c.address(ch, thread),
+		Sender:    sender,
+		Text:      text,
+		Direct:    strings.HasPrefix(ch, "D"),
+		Mentioned: true,
+		Time:      time.Now(), // a slash command carries no time of its own
+	}
+	c.waiting.expect(id, ch, typedIn, user)
+	return job{msg: &m, after: after}, true
+}
+
+// slashThread reads the thread_ts of a slash command payload, which Slack includes only
+// where it lets commands run inside threads (the library's type has no field for it).
+func slashThread(payload json.RawMessage) string {
+	var p struct {
+		ThreadTS string `json:"thread_ts"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	return p.ThreadTS
+}
+
+// startThread posts the top-level message whose thread holds a session started with
+// /plan on at a channel's top level, and returns its ts.
+func (c *Channel) startThread(ctx context.Context, ch string, who core.Person, goal string) (string, error) {
+	text := "*Plan mode* — started by " + escapeMrkdwn(who.Name) + " with `/plan on`"
+	if goal = strings.TrimSpace(goal); goal != "" {
+		text += ":\n" + quoteMrkdwn(clip(goal, 2000))
+	}
+	ts, err := c.post(ctx, ch, "", firstLine(text), []slackgo.Block{slackgo.NewSectionBlock(mrkdwn(text), nil, nil)})
+	if err != nil {
+		return "", fmt.Errorf("starting a thread in %s: %w", ch, err)
+	}
+	return ts, nil
+}
+
+// threadRef names a thread for a note: a link where the workspace URL is known.
+func (c *Channel) threadRef(ch, ts string) string {
+	label := "the thread"
+	if t := tsTime(ts); !t.IsZero() {
+		label = "the thread started " + t.UTC().Format("2006-01-02 15:04 MST")
+	}
+	if link := c.threadLink(ch, ts); link != "" {
+		return "<" + link + "|" + label + ">"
+	}
+	return label
+}
+
+// nameOf is a person's display name for replies ("accepted by alice"). Events carry only
+// the user id, so the name is asked of users.info once and remembered; hint (the user
+// name some payloads carry) or the id stands in when that fails. It is never used to
+// decide anything: approvers are matched on the id.
+func (c *Channel) nameOf(ctx context.Context, id, hint string) string {
+	c.namesMu.Lock()
+	n, ok := c.names[id]
+	c.namesMu.Unlock()
+	if ok && time.Now().Before(n.until) {
+		return n.name
+	}
+	name, keep := hint, time.Hour
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	u, err := c.api.GetUserInfoContext(actx, id)
+	cancel()
+	switch {
+	case err == nil && u.Profile.DisplayName != "":
+		name, keep = u.Profile.DisplayName, 24*time.Hour
+	case err == nil && u.RealName != "":
+		name, keep = u.RealName, 24*time.Hour
+	case err == nil && u.Name != "":
+		name, keep = u.Name, 24*time.Hour
+	case err != nil:
+		c.log.Debug("looking up a user's name", "user", id, "err", c.scrub(err))
+		keep = 10 * time.Minute
+	}
+	if name == "" {
+		name = id
+	}
+	c.namesMu.Lock()
+	if len(c.names) > 4096 {
+		clear(c.names)
+	}
+	c.names[id] = cachedName{name: name, until: time.Now().Add(keep)}
+	c.namesMu.Unlock()
+	return name
+}
+
+type cachedName struct {
+	name  string
+	until time.Time
+}
+
+// interactions remembers the clicks, modal submissions and slash commands whose outcome
+// is not known yet, so the engine's first reply to one can be matched to it (by
+// Reply.InReplyTo): a refusal is then shown only to the person who clicked.
+type interactions struct {
+	mu sync.Mutex
+	m  map[string]asker
+}
+
+// asker is where and to whom the answer to an interaction goes.
+type asker struct {
+	ch, thread, user string
+}
+
+func newInteractions() *interactions { return &interactions{m: map[string]asker{}} }
+
+// expect registers an interaction; call it before the message is queued.
+func (w *interactions) expect(id, ch, thread, user string) {
+	w.mu.Lock()
+	w.m[id] = asker{ch: ch, thread: thread, user: user}
+	w.mu.Unlock()
+}
+
+// take returns the interaction a reply answers, once: only the first reply to an
+// interaction is its outcome.
+func (w *interactions) take(id string) (asker, bool) {
+	if id == "" {
+		return asker{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.m[id]
+	delete(w.m, id)
+	return a, ok
+}
+
+// forget drops an interaction that is handled.
+func (w *interactions) forget(id string) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
