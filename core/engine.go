@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -323,7 +324,7 @@ func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
 		if len(e.cfg.Approvers) > 0 {
 			key := m.Address.Channel + ":" + m.Sender.ID
 			for _, a := range e.cfg.Approvers {
-				if a == key {
+				if a == key || slices.Contains(m.Sender.Roles, a) {
 					return true
 				}
 			}

@@ -639,3 +639,17 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatalf("second Resume = %d, %v", n, err)
 	}
 }
+
+func TestRoleApprovers(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) { c.Approvers = []string{"discord-role:42"} })
+	a := core.Address{Channel: "discord", Account: "g1", Chat: "c1"}
+	say := func(p core.Person, text string) string {
+		n := h.out.count()
+		if err := h.eng.Handle(context.Background(), core.Message{Address: a, Sender: p, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		return joinTexts(h.out.since(n))
+	}
+	mustContain(t, say(core.Person{ID: "u1", Name: "ann", Roles: []string{"discord-role:7"}}, "/plan on"), "Only approvers")
+	mustContain(t, say(core.Person{ID: "u2", Name: "bob", Roles: []string{"discord-role:42"}}, "/plan on"), "Plan mode is on")
+}

@@ -68,6 +68,9 @@ type Person struct {
 	ID    string // platform user id; approvers are matched on this, never on Name
 	Name  string // display name, for replies only
 	IsBot bool
+	// Roles are the sender's platform roles as access entries (e.g. "discord-role:123"),
+	// from the verified payload; an access.approvers entry may name one.
+	Roles []string
 }
 
 // ActionKind is what a button click asks for.

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestFromMessageAddressesAndGating(t *testing.T) {
 			if got.Address != tc.want || got.Direct != tc.direct || got.ID != "77" {
 				t.Errorf("message %+v, want address %+v direct %v id 77", got, tc.want, tc.direct)
 			}
-			if got.Sender != (core.Person{ID: "11", Name: "Alice A"}) || !got.Time.Equal(time.Unix(1700000000, 0)) || !got.Mentioned {
+			if !reflect.DeepEqual(got.Sender, core.Person{ID: "11", Name: "Alice A"}) || !got.Time.Equal(time.Unix(1700000000, 0)) || !got.Mentioned {
 				t.Errorf("sender %+v time %v mentioned %v", got.Sender, got.Time, got.Mentioned)
 			}
 		})

@@ -163,9 +163,15 @@ type SlackConfig struct {
 // DiscordConfig configures the Discord bot.
 type DiscordConfig struct {
 	Enabled       bool   `yaml:"enabled"`
-	Token         string `yaml:"token"` // secret
-	ApplicationID string `yaml:"application_id"`
+	Token         string `yaml:"token"`          // secret
+	ApplicationID string `yaml:"application_id"` // "" = the bot's own, from the gateway
 	APIURL        string `yaml:"api_url"`
+	// GuildIDs registers /plan in these servers (at once); empty = globally.
+	GuildIDs []string `yaml:"guild_ids"`
+	// AllowedChannels limits the bot to these channel ids; empty = all.
+	AllowedChannels []string `yaml:"allowed_channels"`
+	// LongReplyAsFile sends replies longer than this many characters as reply.md.
+	LongReplyAsFile int `yaml:"long_reply_as_file"`
 }
 
 // LogLevel is the minimum level logged.
@@ -234,7 +240,7 @@ func defaultConfig() *Config {
 			Terminal: TerminalConfig{Enabled: true},
 			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}", RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
 			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}", LongReplyAsFile: 20000},
-			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}"},
+			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000},
 		},
 		Log: LogConfig{Level: LogInfo, Format: LogText},
 	}

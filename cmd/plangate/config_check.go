@@ -42,6 +42,9 @@ func (c *Config) validate() []problem {
 	if tg := c.Channels.Telegram; tg.PollTimeout < time.Second || tg.PollTimeout > 5*time.Minute {
 		bad("channels.telegram.poll_timeout", "channels.telegram.poll_timeout is %s: it must be between 1s and 5m", tg.PollTimeout)
 	}
+	if c.Channels.Discord.LongReplyAsFile < 0 {
+		bad("channels.discord.long_reply_as_file", "channels.discord.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Discord.LongReplyAsFile)
+	}
 	if c.Channels.Slack.LongReplyAsFile < 0 {
 		bad("channels.slack.long_reply_as_file", "channels.slack.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Slack.LongReplyAsFile)
 	}

@@ -42,6 +42,12 @@ func exported(c *Config) Config {
 	if len(out.Channels.Slack.AllowedChannels) == 0 {
 		out.Channels.Slack.AllowedChannels = nil
 	}
+	if len(out.Channels.Discord.AllowedChannels) == 0 {
+		out.Channels.Discord.AllowedChannels = nil
+	}
+	if len(out.Channels.Discord.GuildIDs) == 0 {
+		out.Channels.Discord.GuildIDs = nil
+	}
 	return out
 }
 
@@ -69,6 +75,7 @@ func wantDefaults(dir string) Config {
 			Terminal: TerminalConfig{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
 			Telegram: TelegramConfig{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
 			Slack:    SlackConfig{LongReplyAsFile: 20000},
+			Discord:  DiscordConfig{LongReplyAsFile: 6000},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

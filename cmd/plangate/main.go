@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/discord"
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
@@ -34,7 +35,7 @@ const usage = `plangate — a chat gateway where an AI agent plans before it act
 
 Usage:
   plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
-  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack) until SIGINT/SIGTERM
+  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack, Discord) until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
@@ -273,9 +274,6 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
-	if ch.Discord.Enabled {
-		return errors.New("the discord channel is not available in this build yet: set channels.discord.enabled: false")
-	}
 	log := newLogger(cfg, e.stderr)
 	st, err := openStore(ctx, cfg)
 	if err != nil {
@@ -307,6 +305,17 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		}
 		log.Info("slack connected", "team", sl.TeamID())
 		chans = append(chans, sl)
+	}
+	if ch.Discord.Enabled {
+		dc, err := discord.New(ctx, discord.Config{
+			Token: ch.Discord.Token, ApplicationID: ch.Discord.ApplicationID, GuildIDs: ch.Discord.GuildIDs,
+			APIURL: ch.Discord.APIURL, AllowedChannels: ch.Discord.AllowedChannels, LongReplyAsFile: ch.Discord.LongReplyAsFile,
+		}, st, log)
+		if err != nil {
+			return err
+		}
+		log.Info("discord connected", "bot", dc.BotID())
+		chans = append(chans, dc)
 	}
 	var names []string
 	for _, c := range chans {

@@ -1,0 +1,243 @@
+// Package discord is the Discord channel, built on github.com/bwmarrin/discordgo. It listens
+// on the gateway websocket (guild messages, direct messages, message content), turns
+// mentions, direct messages, typed /plan commands, the native /plan application command,
+// button clicks and the Revise modal into core.Message values, and delivers replies as
+// Discord markdown: split at 2000 characters without breaking code blocks (or sent as a
+// file above a configurable size), plans with their markdown file attached and Accept /
+// Revise / Auto buttons, progress as one message edited in place. Every message the bot
+// sends carries an empty allowed_mentions, so model output can never ping anyone.
+//
+// Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
+// seconds are never at risk however busy the agent is; the engine's first reply to it
+// (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
+//
+// discordgo reads the API base from package variables; changing them would change every
+// session in the process, so api_url is applied by a transport that rewrites the scheme
+// and host of each request instead. The bot token travels only in the Authorization header
+// and is scrubbed from every error that leaves this package.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Name is the channel name in core.Address.Channel.
+const Name = "discord"
+
+// Config configures the Discord channel.
+type Config struct {
+	Token string // the bot token, with or without "Bot "; never logged, never part of an error
+	// ApplicationID is the application whose /plan command is registered; "" = the one the
+	// gateway names at start-up.
+	ApplicationID string
+	// GuildIDs: register /plan in these guilds, where it appears at once; empty = globally.
+	GuildIDs []string
+	// APIURL replaces the scheme and host of every REST call (a proxy or a local fake);
+	// "" = Discord itself. The gateway URL is then whatever GET /gateway there answers.
+	APIURL string
+	// AllowedChannels are the channel ids the bot answers in (a thread counts as its
+	// parent channel; a DM channel is one too); empty = all.
+	AllowedChannels []string
+	// LongReplyAsFile sends a reply longer than this many characters as reply.md with a
+	// short message; 0 = never (long replies are split).
+	LongReplyAsFile int
+	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
+	HTTPClient *http.Client
+}
+
+// State is where the adapter keeps what must survive a restart: which messages carry which
+// approval's buttons. *store.Store satisfies it.
+type State interface {
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+}
+
+// tuning holds the limits that are Discord's, not the operator's; tests shrink them.
+type tuning struct {
+	maxAttempts  int           // per REST call, for network errors and 5xx (discordgo waits out 429s itself)
+	backoff      time.Duration // first wait after a failed attempt; doubles
+	maxBackoff   time.Duration
+	attemptTime  time.Duration // bound on one REST call
+	ackTime      time.Duration // bound on an interaction callback (Discord allows 3s)
+	ackWait      time.Duration // how long a reply waits for its interaction's callback to finish
+	reconnectMin time.Duration // first wait before reopening the gateway; doubles
+	reconnectMax time.Duration
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		maxAttempts:  4,
+		backoff:      500 * time.Millisecond,
+		maxBackoff:   10 * time.Second,
+		attemptTime:  30 * time.Second,
+		ackTime:      2500 * time.Millisecond,
+		ackWait:      5 * time.Second,
+		reconnectMin: time.Second,
+		reconnectMax: 2 * time.Minute,
+	}
+}
+
+// Channel is the Discord adapter. Send, Edit and Typing may be called from any goroutine.
+type Channel struct {
+	cfg     Config
+	tune    tuning
+	st      State
+	log     *slog.Logger
+	s       *discordgo.Session
+	token   string // without "Bot "
+	allowed map[string]bool
+
+	botID   string // the bot's user id: mention detection and the State account
+	botName string
+
+	mu      sync.Mutex
+	appID   string                // cfg.ApplicationID, else READY's
+	pending map[string]*pendingIx // interactions whose outcome is still to be shown, by id
+
+	seen     *recent
+	chans    *channelCache
+	stateMu  sync.Mutex                // serializes read-modify-write of approval records
+	gateHook func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
+}
+
+var (
+	_ channels.Channel = (*Channel)(nil)
+	_ channels.Editor  = (*Channel)(nil)
+	_ channels.Typer   = (*Channel)(nil)
+)
+
+// New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
+// mentions are recognised and keys the saved state, so a new bot starts fresh. The gateway
+// is opened by Run. A nil log discards.
+func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
+	return newChannel(ctx, cfg, st, log, defaultTuning())
+}
+
+func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tune tuning) (*Channel, error) {
+	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(cfg.Token), "Bot "))
+	if token == "" {
+		return nil, errors.New("starting discord: no bot token configured")
+	}
+	if st == nil {
+		return nil, errors.New("starting discord: no state store")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc, err := rewritingClient(cfg.HTTPClient, cfg.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("starting discord: %w", err)
+	}
+	s, err := discordgo.New("Bot " + token)
+	if err != nil {
+		return nil, errors.New("starting discord: creating the session failed")
+	}
+	s.Client = hc
+	s.Identify.Intents = intents
+	// Run reopens the gateway itself, with a backoff that ends with its context; the
+	// library's own loop cannot be stopped.
+	s.ShouldReconnectOnError = false
+	// Handlers run on the gateway goroutine, in the order Discord sent the events; they
+	// only queue work, so they return quickly.
+	s.SyncEvents = true
+	// The library logs through the process-wide standard logger; everything worth knowing
+	// reaches this package as an error or an event and is logged here, through slog.
+	s.LogLevel = -1
+	s.StateEnabled = true
+
+	c := &Channel{
+		cfg:     cfg,
+		tune:    tune,
+		st:      st,
+		log:     log.With("channel", Name),
+		s:       s,
+		token:   token,
+		allowed: make(map[string]bool, len(cfg.AllowedChannels)),
+		appID:   strings.TrimSpace(cfg.ApplicationID),
+		pending: map[string]*pendingIx{},
+		seen:    newRecent(8192),
+		chans:   newChannelCache(),
+	}
+	for _, id := range cfg.AllowedChannels {
+		c.allowed[strings.TrimSpace(id)] = true
+	}
+	var me *discordgo.User
+	err = c.do(ctx, "asking who the bot is", func(opts ...discordgo.RequestOption) error {
+		var err error
+		me, err = s.User("@me", opts...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting discord: %w", explainAuth(err))
+	}
+	c.botID, c.botName = me.ID, me.Username
+	c.log = c.log.With("bot", c.botID)
+	return c, nil
+}
+
+// intents are what the bot listens to. Message content is privileged: without it enabled
+// in the Developer Portal, guild messages arrive with empty text (mentions still work, as
+// Discord delivers the content of messages that mention the bot). Guilds brings the
+// channel and thread lists that tell a thread from a channel without a REST call.
+const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsDirectMessages | discordgo.IntentMessageContent
+
+// explainAuth turns the answer to a bad token into one line an operator can act on.
+func explainAuth(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		return fmt.Errorf("discord rejected the bot token; check channels.discord.token: %w", err)
+	}
+	return err
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// BotID is the bot's Discord user id.
+func (c *Channel) BotID() string { return c.botID }
+
+// applicationID is the application the /plan command belongs to.
+func (c *Channel) applicationID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.appID != "" {
+		return c.appID
+	}
+	return c.botID // the application of a bot has the bot's id
+}
+
+// allowedChannel applies AllowedChannels to a conversation.
+func (c *Channel) allowedChannel(a core.Address) bool {
+	if len(c.allowed) == 0 {
+		return true
+	}
+	return c.allowed[a.Chat] || (a.Thread != "" && c.allowed[a.Thread])
+}
+
+// target is the Discord channel a reply to a goes to: the thread when there is one (a
+// thread is a channel of its own), else the channel.
+func target(a core.Address) (string, error) {
+	if a.Channel != Name {
+		return "", fmt.Errorf("address of channel %q is not discord's", a.Channel)
+	}
+	if a.Thread != "" {
+		return a.Thread, nil
+	}
+	if a.Chat == "" {
+		return "", errors.New("address has no discord channel id")
+	}
+	return a.Chat, nil
+}

@@ -1,0 +1,355 @@
+package discord
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Answers the adapter gives itself, always ephemeral.
+const (
+	replyInvalid    = "This button is not one plangate can use; nothing changed."
+	replyNotAllowed = "plangate does not answer in this channel."
+	replyUnknownCmd = "plangate only knows /plan; nothing changed."
+)
+
+// ixKind is how an interaction was acknowledged, which decides how its outcome is shown.
+type ixKind string
+
+const (
+	// ixCommand: /plan, acknowledged with a deferred message; the outcome edits it.
+	ixCommand ixKind = "command"
+	// ixComponent: a button or the Revise modal, acknowledged without a message; the
+	// outcome is a follow-up (ephemeral for a refusal).
+	ixComponent ixKind = "component"
+)
+
+// pendingIx is an interaction the engine is handling.
+type pendingIx struct {
+	ix    *discordgo.Interaction
+	kind  ixKind
+	acked chan struct{} // closed once the callback was answered (or failed: ackErr)
+
+	ackErr error
+	mu     sync.Mutex
+	used   bool // a reply went to it
+}
+
+// ixJob is what an interaction asks for: a message for the engine, acknowledged with ack,
+// or an answer the adapter gives itself (local), with no message.
+type ixJob struct {
+	msg   core.Message
+	ack   *discordgo.InteractionResponse
+	kind  ixKind
+	local *discordgo.InteractionResponse
+}
+
+// fromInteraction classifies an INTERACTION_CREATE. ok is false for interactions the
+// adapter does not answer at all (pings, autocomplete).
+func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction) (ixJob, bool) {
+	addr := c.address(ctx, i.GuildID, i.ChannelID)
+	who := person(i.User, i.Member)
+	base := core.Message{
+		ID: i.ID, Address: addr, Sender: who, Direct: i.GuildID == "", Mentioned: true,
+		Time: snowflakeTime(i.ID),
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand, discordgo.InteractionMessageComponent, discordgo.InteractionModalSubmit:
+	default:
+		return ixJob{}, false
+	}
+	if !c.allowedChannel(addr) {
+		return ixJob{local: ephemeral(replyNotAllowed)}, true
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+		data := i.ApplicationCommandData()
+		if data.Name != commandName {
+			return ixJob{local: ephemeral(replyUnknownCmd)}, true
+		}
+		base.Text = commandText(data)
+		return ixJob{msg: base, kind: ixCommand,
+			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}}, true
+
+	case discordgo.InteractionMessageComponent:
+		b, ok := parseCustomID(i.MessageComponentData().CustomID)
+		if !ok || b.modal {
+			c.log.Debug("a button plangate did not make", "chat", i.ChannelID)
+			return ixJob{local: ephemeral(replyInvalid)}, true
+		}
+		if b.kind == core.ActionRevise {
+			return ixJob{local: c.reviseModal(ctx, i, b.approval)}, true
+		}
+		base.Action = &core.Action{Kind: b.kind, ApprovalID: b.approval}
+		if b.kind == core.ActionAnswer {
+			base.Action.Value = strconv.Itoa(b.option)
+		}
+		c.logRoles(i, b.kind)
+		return ixJob{msg: base, kind: ixComponent,
+			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
+
+	default: // modal submit
+		data := i.ModalSubmitData()
+		b, ok := parseCustomID(data.CustomID)
+		if !ok || !b.modal {
+			return ixJob{local: ephemeral(replyInvalid)}, true
+		}
+		base.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: b.approval, Value: strings.TrimSpace(fieldValue(data.Components, feedbackField))}
+		c.logRoles(i, core.ActionRevise)
+		return ixJob{msg: base, kind: ixComponent,
+			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
+	}
+}
+
+// logRoles records the roles a decision came with, for the log.
+func (c *Channel) logRoles(i *discordgo.Interaction, k core.ActionKind) {
+	if roles := roleKeys(i.Member); len(roles) > 0 {
+		c.log.Debug("decision from a guild member", "action", k, "roles", roles)
+	}
+}
+
+// fieldValue finds the value of the text input id in a modal's rows.
+func fieldValue(rows []discordgo.MessageComponent, id string) string {
+	for _, row := range rows {
+		ar, ok := row.(*discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for _, comp := range ar.Components {
+			if ti, ok := comp.(*discordgo.TextInput); ok && ti.CustomID == id {
+				return ti.Value
+			}
+		}
+	}
+	return ""
+}
+
+func ephemeral(text string) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: clip(text, maxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
+	}
+}
+
+// reviseModal answers a Revise click: a modal asking for the feedback, whose submit
+// becomes the revise action. A plan already decided says so instead.
+func (c *Channel) reviseModal(ctx context.Context, i *discordgo.Interaction, approval string) *discordgo.InteractionResponse {
+	rec, ok, err := c.loadApproval(ctx, approval)
+	if err != nil {
+		c.log.Error("loading approval record", "chat", i.ChannelID, "err", err)
+	}
+	if ok && rec.Decided != "" {
+		return ephemeral(firstLine(rec.Decided) + "; nothing changed.")
+	}
+	title := "Revise the plan"
+	if i.Message != nil {
+		if l := labelOf(i.Message.Content); l != "" {
+			title = "Revise " + l
+		}
+	}
+	return &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseModal,
+		Data: &discordgo.InteractionResponseData{
+			CustomID: modalID(approval),
+			Title:    clip(title, 45),
+			Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.TextInput{CustomID: feedbackField, Label: "What should change?", Style: discordgo.TextInputParagraph,
+					Placeholder: "Your feedback for the next version", Required: true, MinLength: 1, MaxLength: 4000},
+			}}},
+		},
+	}
+}
+
+// planLabel reads "plan v2" from the first line of a plan message ("Plan v2 — Docs cleanup
+// (3 steps)", as rendered).
+var planLabel = regexp.MustCompile(`^Plan (v\d+)\b`)
+
+func labelOf(content string) string {
+	if m := planLabel.FindStringSubmatch(strings.TrimSpace(content)); m != nil {
+		return "plan " + m[1]
+	}
+	return ""
+}
+
+// firstLine is the first line of a reply, as plain text.
+func firstLine(md string) string {
+	s := strings.TrimSpace(channels.PlainText(md))
+	head, _, _ := strings.Cut(s, "\n")
+	return head
+}
+
+// register notes an interaction the engine is about to handle, so its replies can be
+// routed to it; acknowledge then answers its callback.
+func (c *Channel) register(i *discordgo.Interaction, kind ixKind) *pendingIx {
+	p := &pendingIx{ix: i, kind: kind, acked: make(chan struct{})}
+	c.mu.Lock()
+	c.pending[i.ID] = p
+	c.mu.Unlock()
+	return p
+}
+
+// acknowledge answers the callback of p; it runs off the gateway goroutine, as the
+// callback may take a moment and the gateway must not wait. Replies to p wait for it.
+func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse) {
+	p.ackErr = c.respond(ctx, p.ix, resp)
+	close(p.acked)
+}
+
+// respond answers an interaction's callback within Discord's three seconds, trying again
+// once within them after a network failure.
+func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) error {
+	start := time.Now()
+	err := c.doWithin(ctx, c.tune.ackTime, 2, "answering an interaction", func(opts ...discordgo.RequestOption) error {
+		if time.Since(start) > c.tune.ackTime {
+			return context.DeadlineExceeded // too late to matter; do not answer twice
+		}
+		return c.s.InteractionRespond(i, resp, opts...)
+	})
+	if err != nil {
+		c.log.Error("an interaction could not be answered", "chat", i.ChannelID, "interaction", i.ID, "err", err)
+	}
+	return err
+}
+
+// claim returns the interaction r is the first reply to, if any. ReplyDecided is not an
+// answer (it edits the plan message), and neither is a reply to an interaction the
+// engine already answered.
+func (c *Channel) claim(r core.Reply) *pendingIx {
+	if r.InReplyTo == "" || r.Kind == core.ReplyDecided {
+		return nil
+	}
+	c.mu.Lock()
+	p := c.pending[r.InReplyTo]
+	c.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used {
+		return nil
+	}
+	p.used = true
+	return p
+}
+
+// answerInteraction shows r as the outcome of interaction p: the edit of a /plan command's
+// deferred response, or a follow-up to a click (ephemeral for a notice such as a refusal
+// or a stale button). Replies that must stay editable after the interaction's token
+// expires (plans, questions, progress, files, long text) go to the channel; a /plan
+// command then shows the first line. ok is false when r still has to be posted.
+func (c *Channel) answerInteraction(ctx context.Context, p *pendingIx, r core.Reply) (string, bool) {
+	select {
+	case <-p.acked:
+	case <-ctx.Done():
+		return "", false
+	case <-time.After(c.tune.ackWait):
+		return "", false
+	}
+	if p.ackErr != nil {
+		return "", false // an unanswered interaction cannot be followed up
+	}
+	content, simple := c.single(r)
+	switch {
+	case p.kind == ixCommand && simple:
+		id, err := c.editOriginal(ctx, p.ix, content)
+		if err == nil {
+			return id, true
+		}
+		c.log.Warn("could not edit the deferred answer; posting instead", "chat", p.ix.ChannelID, "err", err)
+	case p.kind == ixCommand:
+		if head := firstLine(r.Text); head != "" {
+			if _, err := c.editOriginal(ctx, p.ix, channels.DiscordMarkdown(clip(head, 200))); err != nil {
+				c.log.Warn("could not edit the deferred answer", "chat", p.ix.ChannelID, "err", err)
+			}
+		}
+	case simple:
+		var flags discordgo.MessageFlags
+		if r.Kind == core.ReplyNotice {
+			flags = discordgo.MessageFlagsEphemeral
+		}
+		var m *discordgo.Message
+		err := c.do(ctx, "sending a follow-up", func(opts ...discordgo.RequestOption) error {
+			var err error
+			m, err = c.s.FollowupMessageCreate(p.ix, true, &discordgo.WebhookParams{
+				Content: content, AllowedMentions: noMentions(), Flags: flags, Components: []discordgo.MessageComponent{},
+			}, opts...)
+			return err
+		})
+		if err == nil && m != nil {
+			return m.ID, true
+		}
+		c.log.Warn("could not send a follow-up; posting instead", "chat", p.ix.ChannelID, "err", err)
+	}
+	return "", false
+}
+
+// single renders r as one message's content when it is plain text that fits one message.
+func (c *Channel) single(r core.Reply) (string, bool) {
+	if (r.Kind != core.ReplyText && r.Kind != core.ReplyNotice) || len(r.Buttons) > 0 || len(r.Attachments) > 0 {
+		return "", false
+	}
+	if c.cfg.LongReplyAsFile > 0 && len([]rune(r.Text)) > c.cfg.LongReplyAsFile {
+		return "", false
+	}
+	chunks := textChunks(r.Text)
+	if len(chunks) != 1 {
+		return "", false
+	}
+	return chunks[0], true
+}
+
+func (c *Channel) editOriginal(ctx context.Context, i *discordgo.Interaction, content string) (string, error) {
+	var m *discordgo.Message
+	err := c.do(ctx, "editing an interaction's answer", func(opts ...discordgo.RequestOption) error {
+		rows := []discordgo.MessageComponent{}
+		var err error
+		m, err = c.s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &content, Components: &rows, AllowedMentions: noMentions()}, opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if m == nil {
+		return "", nil
+	}
+	return m.ID, nil
+}
+
+// finish forgets a handled interaction. A /plan command the engine said nothing about (a
+// duplicate delivery) loses its "thinking…" placeholder.
+func (c *Channel) finish(ctx context.Context, p *pendingIx) {
+	c.mu.Lock()
+	delete(c.pending, p.ix.ID)
+	c.mu.Unlock()
+	p.mu.Lock()
+	used := p.used
+	p.used = true
+	p.mu.Unlock()
+	if used || p.kind != ixCommand {
+		return
+	}
+	<-p.acked
+	if p.ackErr != nil {
+		return
+	}
+	err := c.do(ctx, "removing an unanswered placeholder", func(opts ...discordgo.RequestOption) error {
+		return c.s.InteractionResponseDelete(p.ix, opts...)
+	})
+	if err != nil {
+		c.log.Warn("could not remove the placeholder of a command", "chat", p.ix.ChannelID, "err", err)
+	}
+}
+
+// answerLocally answers an interaction the adapter settles itself.
+func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) {
+	_ = c.respond(ctx, i, resp) // logged by respond
+}

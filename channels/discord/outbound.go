@@ -1,0 +1,312 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// maxContent is Discord's limit on a message's content. Its unit is not documented
+// precisely, so chunks are measured in UTF-16 units, never fewer than characters.
+const maxContent = 2000
+
+// noMentions is the allowed_mentions of every message the bot sends: "parse": [] lets
+// nothing in the text notify anyone, whatever the model wrote. A fresh value each time, as
+// the library's structs are not ours to share.
+func noMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
+
+// Send implements channels.Channel. The first reply to an interaction answers it (see
+// interactions.go); everything else is posted to the conversation's channel or thread:
+// text as Discord markdown in messages of at most 2000 characters (buttons on the last),
+// a plan with its file attached and its buttons, a reply over LongReplyAsFile characters as
+// reply.md. A ReplyDecided retires the buttons of the decided version. It returns the id
+// of the first message sent. (The Hub edits replies with ReplaceID; used directly as a
+// core.Sender, Send edits them itself and posts anew only if the edit fails.)
+func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
+	if r.Kind == core.ReplyDecided {
+		return c.retire(ctx, r)
+	}
+	if r.ReplaceID != "" {
+		err := c.Edit(ctx, r.ReplaceID, r)
+		if err == nil {
+			return r.ReplaceID, nil
+		}
+		if ctx.Err() != nil {
+			return "", err
+		}
+		r.ReplaceID = ""
+	}
+	ch, err := target(r.To)
+	if err != nil {
+		return "", fmt.Errorf("sending to discord: %w", err)
+	}
+	if p := c.claim(r); p != nil {
+		if id, ok := c.answerInteraction(ctx, p, r); ok {
+			return id, nil
+		}
+	}
+	id, err := c.post(ctx, ch, r)
+	if err != nil {
+		c.log.Error("a reply could not be delivered", "chat", ch, "kind", r.Kind, "chars", utf8.RuneCountInString(r.Text), "delivered_from", id, "err", err)
+		return id, fmt.Errorf("sending to discord channel %s: %w", ch, err)
+	}
+	return id, nil
+}
+
+// post sends r to channel ch as new messages and returns the id of the first.
+func (c *Channel) post(ctx context.Context, ch string, r core.Reply) (string, error) {
+	rows, dropped := components(r.Buttons)
+	if dropped > 0 {
+		c.log.Error("left out buttons that discord cannot carry", "chat", ch, "count", dropped)
+	}
+	files, err := readFiles(r.Attachments)
+	if err != nil {
+		c.log.Error("an attachment could not be read; sending the text", "chat", ch, "err", err)
+	}
+	text := r.Text
+	if c.cfg.LongReplyAsFile > 0 && r.Kind != core.ReplyProgress && utf8.RuneCountInString(text) > c.cfg.LongReplyAsFile {
+		files = append(files, &discordgo.File{Name: "reply.md", ContentType: "text/markdown", Reader: strings.NewReader(text)})
+		text = longReplyHead(text)
+	}
+	return c.postChunks(ctx, ch, textChunks(text), rows, files, approvals(r))
+}
+
+// postChunks sends rendered chunks in order, rows and files on the last, and records the
+// message with the buttons under the approvals it carries.
+func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, rows []discordgo.MessageComponent, files []*discordgo.File, approvalIDs []string) (string, error) {
+	if len(chunks) == 0 && len(files) == 0 {
+		if len(rows) == 0 {
+			return "", nil // nothing to show
+		}
+		chunks = []string{"…"}
+	}
+	if len(chunks) == 0 {
+		chunks = []string{""}
+	}
+	var first string
+	for i, chunk := range chunks {
+		m := &discordgo.MessageSend{Content: chunk, AllowedMentions: noMentions(), Components: []discordgo.MessageComponent{}}
+		last := i == len(chunks)-1
+		if last {
+			if rows != nil {
+				m.Components = rows
+			}
+			m.Files = files
+		}
+		sent, err := c.sendMessage(ctx, ch, m)
+		if err != nil && last && len(files) > 0 && ctx.Err() == nil {
+			// Without its file the text still reaches the chat, buttons and all.
+			c.log.Error("sending with the file failed; sending the text alone", "chat", ch, "err", err)
+			m.Files = nil
+			if m.Content == "" {
+				m.Content = "(The attachment could not be sent.)"
+			}
+			sent, err = c.sendMessage(ctx, ch, m)
+		}
+		if err != nil {
+			if len(chunks) > 1 {
+				err = fmt.Errorf("part %d of %d: %w", i+1, len(chunks), err)
+			}
+			return first, err
+		}
+		if first == "" {
+			first = sent.ID
+		}
+		if last && len(rows) > 0 && len(approvalIDs) > 0 {
+			c.rememberButtons(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content})
+		}
+	}
+	return first, nil
+}
+
+func (c *Channel) sendMessage(ctx context.Context, ch string, m *discordgo.MessageSend) (*discordgo.Message, error) {
+	// A file reader is consumed by an attempt; keep the bytes to rebuild it for the next.
+	var datas [][]byte
+	for _, f := range m.Files {
+		b, err := readAll(f)
+		if err != nil {
+			return nil, err
+		}
+		datas = append(datas, b)
+	}
+	var sent *discordgo.Message
+	err := c.do(ctx, "sending a message", func(opts ...discordgo.RequestOption) error {
+		for i, f := range m.Files {
+			f.Reader = bytes.NewReader(datas[i])
+		}
+		var err error
+		sent, err = c.s.ChannelMessageSendComplex(ch, m, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sent == nil {
+		return nil, errors.New("sending a message: discord answered without the message")
+	}
+	return sent, nil
+}
+
+func readAll(f *discordgo.File) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(f.Reader); err != nil {
+		return nil, fmt.Errorf("reading attachment %s: %w", f.Name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// readFiles turns attachments into uploads; a plan file is read from its path.
+func readFiles(fs []core.File) ([]*discordgo.File, error) {
+	var out []*discordgo.File
+	var errs []error
+	for _, f := range fs {
+		data := f.Data
+		if data == nil && f.Path != "" {
+			var err error
+			if data, err = os.ReadFile(f.Path); err != nil {
+				errs = append(errs, fmt.Errorf("reading attachment %s: %w", f.Name, err))
+				continue
+			}
+		}
+		name := f.Name
+		if name == "" {
+			name = "attachment"
+		}
+		mime := f.MIME
+		if mime == "" {
+			mime = "application/octet-stream"
+		}
+		out = append(out, &discordgo.File{Name: name, ContentType: mime, Reader: bytes.NewReader(data)})
+	}
+	return out, errors.Join(errs...)
+}
+
+// textChunks renders markdown for Discord and splits it at the content limit; a split
+// code block is closed and reopened, so no chunk breaks one.
+func textChunks(md string) []string {
+	if strings.TrimSpace(md) == "" {
+		return nil
+	}
+	out := channels.DiscordMarkdown(md)
+	if strings.TrimSpace(out) == "" {
+		// Markup that renders to nothing (LESSONS: tables once made empty messages) is
+		// shown as the plain text it is.
+		out = channels.PlainText(md)
+	}
+	return channels.SplitText(out, maxContent, channels.UTF16Len)
+}
+
+// longReplyHead is the message that carries a reply sent as reply.md.
+func longReplyHead(md string) string {
+	plain := strings.TrimSpace(channels.PlainText(md))
+	head, _, _ := strings.Cut(plain, "\n")
+	return clip(head, 200) + "\n\nThe full reply is attached (reply.md)."
+}
+
+// Edit implements channels.Editor: the message's content becomes r's, with r's buttons.
+// Should the new text need more than one message, the rest follows as new messages.
+func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
+	ch, err := target(r.To)
+	if err != nil {
+		return fmt.Errorf("editing discord message: %w", err)
+	}
+	if id == "" {
+		return errors.New("editing discord message: no message id")
+	}
+	chunks := textChunks(r.Text)
+	if len(chunks) == 0 {
+		return fmt.Errorf("editing discord message %s: the new text is empty", id)
+	}
+	rows, _ := components(r.Buttons)
+	if rows == nil || len(chunks) > 1 {
+		rows = []discordgo.MessageComponent{}
+	}
+	if err := c.editMessage(ctx, ch, id, chunks[0], rows); err != nil {
+		return fmt.Errorf("editing discord message %s in %s: %w", id, ch, err)
+	}
+	if len(chunks) > 1 {
+		rest, _ := components(r.Buttons)
+		if _, err := c.postChunks(ctx, ch, chunks[1:], rest, nil, approvals(r)); err != nil {
+			return fmt.Errorf("sending the rest of edited message %s in %s: %w", id, ch, err)
+		}
+	}
+	return nil
+}
+
+func (c *Channel) editMessage(ctx context.Context, ch, id, content string, rows []discordgo.MessageComponent) error {
+	return c.do(ctx, "editing a message", func(opts ...discordgo.RequestOption) error {
+		e := discordgo.NewMessageEdit(ch, id)
+		e.Content = &content
+		e.Components = &rows
+		e.AllowedMentions = noMentions()
+		_, err := c.s.ChannelMessageEditComplex(e, opts...)
+		return err
+	})
+}
+
+// Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
+// retry would show it after the reply.
+func (c *Channel) Typing(ctx context.Context, a core.Address) error {
+	ch, err := target(a)
+	if err != nil {
+		return fmt.Errorf("typing on discord: %w", err)
+	}
+	err = c.doWithin(ctx, c.tune.attemptTime, 1, "typing", func(opts ...discordgo.RequestOption) error {
+		return c.s.ChannelTyping(ch, opts...)
+	})
+	if err != nil {
+		return fmt.Errorf("typing in discord channel %s: %w", ch, err)
+	}
+	return nil
+}
+
+// retire answers ReplyDecided: every message that carried the decided version's buttons
+// loses them and shows the decision. The record keeps the decision, so a late Revise click
+// can say what happened.
+func (c *Channel) retire(ctx context.Context, r core.Reply) (string, error) {
+	if r.Ref == "" {
+		return "", nil
+	}
+	rec, ok := c.markDecided(ctx, r.Ref, r.Text)
+	if !ok {
+		return "", nil // no buttons of ours to retire
+	}
+	line := channels.DiscordMarkdown(r.Text)
+	var errs []error
+	for _, m := range rec.Msgs {
+		content := withDecision(m.Content, line)
+		if err := c.editMessage(ctx, m.Channel, m.ID, content, []discordgo.MessageComponent{}); err != nil {
+			errs = append(errs, fmt.Errorf("retiring the buttons of message %s in %s: %w", m.ID, m.Channel, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.log.Error("buttons of a decided plan could not be removed", "err", err)
+		return "", err
+	}
+	if len(rec.Msgs) == 0 {
+		return "", nil
+	}
+	return rec.Msgs[0].ID, nil
+}
+
+// withDecision appends the decision line to a message's content, shortening the content
+// if both would not fit.
+func withDecision(content, line string) string {
+	line = "\n\n" + clip(line, 400)
+	room := maxContent - channels.UTF16Len(line)
+	if channels.UTF16Len(content) > room {
+		content = channels.SplitText(content, room-1, channels.UTF16Len)[0] + "…"
+	}
+	return content + line
+}

@@ -1,0 +1,288 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Run opens the gateway, registers /plan, and hands events to h until ctx ends (returning
+// nil). A lost connection is reopened with a growing pause, resuming the gateway session so
+// Discord replays what was missed; Run returns an error only when Discord refuses the bot
+// for good (a bad token, intents that are not enabled).
+//
+// With an AsyncHandler (the engine) messages are queued in gateway order and the gateway
+// goroutine goes on at once; the queued work outlives Run, so a shutdown lets in-flight
+// turns finish (the caller bounds that with Engine.Wait). A plain Handler is called from one
+// worker goroutine, in order.
+func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	d := newDispatcher(c, h, context.WithoutCancel(ctx))
+	defer d.stop()
+	lost := make(chan struct{}, 1)
+	removers := []func(){
+		c.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { c.onMessage(ctx, d, m.Message) }),
+		c.s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { c.onInteraction(ctx, d, i.Interaction) }),
+		c.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { c.onReady(r) }),
+		c.s.AddHandler(func(*discordgo.Session, *discordgo.Resumed) { c.log.Info("gateway session resumed") }),
+		c.s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
+			select {
+			case lost <- struct{}{}:
+			default:
+			}
+		}),
+		c.s.AddHandler(func(_ *discordgo.Session, rl *discordgo.RateLimit) {
+			// The URL is left out: a webhook URL holds an interaction token.
+			c.log.Info("rate limited by discord; the request waits", "retry_after", rl.RetryAfter)
+		}),
+	}
+	defer func() {
+		for _, remove := range removers {
+			remove()
+		}
+	}()
+
+	if err := c.open(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("running discord: %w", err)
+	}
+	c.registerCommands(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			c.close()
+			return nil
+		case <-lost:
+			if ctx.Err() != nil {
+				continue
+			}
+			c.log.Warn("gateway connection lost; reconnecting")
+			if err := c.open(ctx); err != nil {
+				c.close()
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("running discord: %w", err)
+			}
+		}
+	}
+}
+
+// open connects to the gateway (resuming the session after the first time), waiting
+// longer after each failure, until it succeeds, ctx ends, or Discord refuses the bot.
+func (c *Channel) open(ctx context.Context) error {
+	pause := c.tune.reconnectMin
+	for {
+		err := c.s.Open()
+		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			return nil
+		}
+		if fatal := refusal(err); fatal != nil {
+			c.log.Error("discord refused the gateway connection", "err", fatal)
+			return fatal
+		}
+		c.log.Warn("connecting to the discord gateway failed", "err", c.scrub(err), "retry_in", pause)
+		if sleep(ctx, pause) != nil {
+			return ctx.Err()
+		}
+		pause = min(pause*2, c.tune.reconnectMax)
+	}
+}
+
+// refusal explains the gateway close codes that no reconnect can fix; nil for the rest.
+func refusal(err error) error {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	switch ce.Code {
+	case 4004:
+		return errors.New("discord rejected the bot token (4004); check channels.discord.token")
+	case 4013, 4014:
+		return fmt.Errorf("discord refused the gateway intents (%d): enable the Message Content intent under Bot → Privileged Gateway Intents in the Developer Portal", ce.Code)
+	case 4010, 4011, 4012:
+		return fmt.Errorf("discord refused the gateway connection (%d)", ce.Code)
+	}
+	return nil
+}
+
+// close ends the gateway connection. (The library waits a second for Discord to confirm.)
+func (c *Channel) close() {
+	if err := c.s.Close(); err != nil {
+		c.log.Debug("closing the gateway", "err", c.scrub(err))
+	}
+}
+
+func (c *Channel) onReady(r *discordgo.Ready) {
+	if r.User != nil && r.User.ID != c.botID {
+		c.log.Warn("the gateway names another bot than the token did", "gateway_bot", r.User.ID)
+	}
+	c.mu.Lock()
+	if c.appID == "" && r.Application != nil && r.Application.ID != "" {
+		c.appID = r.Application.ID
+	}
+	c.mu.Unlock()
+	c.log.Info("connected to the discord gateway", "guilds", len(r.Guilds))
+}
+
+// onMessage runs on the gateway goroutine: it decides and queues, nothing slow.
+func (c *Channel) onMessage(ctx context.Context, d *dispatcher, m *discordgo.Message) {
+	start := time.Now()
+	handled := false
+	if m != nil && c.seen.add(m.ID) {
+		var msg core.Message
+		if msg, handled = c.fromMessage(ctx, m); handled {
+			d.deliver(work{msg: msg})
+		}
+	} else if m != nil {
+		c.log.Debug("message delivered twice; handled once", "message", m.ID)
+	}
+	if c.gateHook != nil {
+		c.gateHook(time.Since(start), handled)
+	}
+}
+
+// onInteraction runs on the gateway goroutine: the callback is answered from another one.
+func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo.Interaction) {
+	start := time.Now()
+	defer func() {
+		if c.gateHook != nil {
+			c.gateHook(time.Since(start), true)
+		}
+	}()
+	if i == nil {
+		return
+	}
+	if !c.seen.add(i.ID) {
+		c.log.Debug("interaction delivered twice; answered once", "interaction", i.ID)
+		return
+	}
+	j, ok := c.fromInteraction(ctx, i)
+	if !ok {
+		return
+	}
+	if j.local != nil {
+		go c.answerLocally(d.ctx, i, j.local)
+		return
+	}
+	// Queued first, so the engine has the message by the time Discord sees the answer.
+	p := c.register(i, j.kind)
+	d.deliver(work{msg: j.msg, ix: p})
+	go c.acknowledge(d.ctx, p, j.ack)
+}
+
+// work is one message for the handler, with the interaction it came from, if any.
+type work struct {
+	msg core.Message
+	ix  *pendingIx
+}
+
+// dispatcher hands messages to the handler in gateway order.
+type dispatcher struct {
+	c     *Channel
+	h     channels.Handler
+	async channels.AsyncHandler
+	ctx   context.Context // outlives Run: queued work is finished, not abandoned
+
+	mu      sync.Mutex
+	queue   []work
+	wake    chan struct{}
+	quit    chan struct{}
+	stopped bool
+}
+
+func newDispatcher(c *Channel, h channels.Handler, ctx context.Context) *dispatcher {
+	d := &dispatcher{c: c, h: h, ctx: ctx}
+	if ah, ok := h.(channels.AsyncHandler); ok {
+		d.async = ah
+		return d
+	}
+	d.wake, d.quit = make(chan struct{}, 1), make(chan struct{})
+	go d.work()
+	return d
+}
+
+func (d *dispatcher) deliver(w work) {
+	if d.async != nil {
+		done := d.async.Enqueue(d.ctx, w.msg)
+		go func() { d.c.handled(d.ctx, w, <-done) }()
+		return
+	}
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		d.c.log.Warn("a message arrived while stopping; not handled", "message", w.msg.ID)
+		return
+	}
+	d.queue = append(d.queue, w)
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work calls a plain Handler, one message at a time.
+func (d *dispatcher) work() {
+	for {
+		select {
+		case <-d.quit:
+			return
+		default:
+		}
+		d.mu.Lock()
+		var w work
+		ok := len(d.queue) > 0
+		if ok {
+			w, d.queue = d.queue[0], d.queue[1:]
+		}
+		d.mu.Unlock()
+		if !ok {
+			select {
+			case <-d.wake:
+				continue
+			case <-d.quit:
+				return
+			}
+		}
+		d.c.handled(d.ctx, w, d.h.Handle(d.ctx, w.msg))
+	}
+}
+
+// stop ends the worker of a plain Handler after the message it is handling.
+func (d *dispatcher) stop() {
+	if d.async != nil {
+		return
+	}
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return
+	}
+	d.stopped = true
+	left := len(d.queue)
+	d.mu.Unlock()
+	close(d.quit)
+	if left > 0 {
+		d.c.log.Warn("stopping with messages not handled", "count", left)
+	}
+}
+
+// handled logs a handler failure and settles the interaction the message came from.
+func (c *Channel) handled(ctx context.Context, w work, err error) {
+	if err != nil {
+		c.log.Error("handling discord event", "event", w.msg.ID, "chat", w.msg.Address.Chat, "err", err)
+	}
+	if w.ix != nil {
+		c.finish(ctx, w.ix)
+	}
+}

@@ -1,0 +1,83 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// approvalRecord remembers the messages that carry one plan version's buttons (the plan
+// and any nudges), so the engine's ReplyDecided, which names only the approval id, can
+// show the decision on them and remove the buttons; and so a late Revise click can say
+// what was decided instead of opening a modal for nothing.
+type approvalRecord struct {
+	Msgs    []sentMsg `json:"msgs"`
+	Decided string    `json:"decided,omitempty"` // the engine's decision text, once decided
+}
+
+// sentMsg is one message with decision buttons, and its content as sent, to which the
+// decision line is added.
+type sentMsg struct {
+	Channel string `json:"channel"`
+	ID      string `json:"id"`
+	Content string `json:"content"`
+}
+
+func approvalKey(id string) string { return "approval:" + id }
+
+func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
+	v, ok, err := c.st.ChannelState(ctx, Name, c.botID, approvalKey(id))
+	if err != nil || !ok {
+		return approvalRecord{}, false, err
+	}
+	var r approvalRecord
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return approvalRecord{}, false, fmt.Errorf("reading the record of approval %s: %w", id, err)
+	}
+	return r, true, nil
+}
+
+func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding the record of approval %s: %w", id, err)
+	}
+	return c.st.SetChannelState(ctx, Name, c.botID, approvalKey(id), string(data))
+}
+
+// rememberButtons adds a sent message to the record of each approval it carries buttons of.
+func (c *Channel) rememberButtons(ctx context.Context, ids []string, m sentMsg) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	for _, id := range ids {
+		r, _, err := c.loadApproval(ctx, id)
+		if err != nil {
+			c.log.Error("loading approval record", "chat", m.Channel, "err", err)
+		}
+		r.Msgs = append(r.Msgs, m)
+		if err := c.saveApproval(ctx, id, r); err != nil {
+			// The message went out; only retiring its buttons later is at risk.
+			c.log.Error("saving approval record", "chat", m.Channel, "err", err)
+		}
+	}
+}
+
+// markDecided stores the decision of an approval and returns its record; ok is false when
+// no message of this bot carries its buttons.
+func (c *Channel) markDecided(ctx context.Context, id, decision string) (approvalRecord, bool) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	r, ok, err := c.loadApproval(ctx, id)
+	if err != nil {
+		c.log.Error("loading approval record", "err", err)
+		return approvalRecord{}, false
+	}
+	if !ok {
+		return approvalRecord{}, false
+	}
+	r.Decided = decision
+	if err := c.saveApproval(ctx, id, r); err != nil {
+		c.log.Error("saving approval record", "err", err)
+	}
+	return r, true
+}
