@@ -79,7 +79,9 @@ func (t *turnState) show(ctx context.Context) error {
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
 	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
 	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
-		t.e.refreshFile(ctx, t.sess, p)
+		if _, err := t.e.writePlanFile(t.sess, p); err != nil {
+			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
+		}
 	}
 	r := t.e.planReply(t.sess, p)
 	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, Checklist(p.Body.Steps))

@@ -58,6 +58,9 @@ type Engine struct {
 	mu       sync.Mutex
 	queues   map[string]*queue
 	inflight int // read-only jobs running outside a queue
+	// refresh holds the latest pending rewrite of each plan file (see refreshFile).
+	refresh    map[string]func()
+	refreshing bool
 	seq      uint64
 	// proposed remembers, per session, which plan was proposed at which seq, so a bare
 	// accept cannot take a version proposed after it was sent.
@@ -390,7 +393,7 @@ func (e *Engine) Wait(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		e.mu.Lock()
-		idle := len(e.queues) == 0 && e.inflight == 0
+		idle := len(e.queues) == 0 && e.inflight == 0 && !e.refreshing
 		e.mu.Unlock()
 		if idle {
 			return nil

@@ -270,12 +270,46 @@ func (e *Engine) writePlanFile(s Session, p Plan) (string, error) {
 
 // refreshFile rewrites a plan's file after its status or steps changed. The database is
 // the record; a failure here is logged, not fatal.
-func (e *Engine) refreshFile(ctx context.Context, s Session, p Plan) {
+//
+// The write happens in the background, off the decision's path: writes of one file are
+// coalesced and applied in order by a single writer, and Engine.Wait waits for them.
+func (e *Engine) refreshFile(_ context.Context, s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
-	if _, err := e.writePlanFile(s, p); err != nil {
-		e.d.Log.Error("refreshing plan file", "plan", p.ID, "err", err)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refresh == nil {
+		e.refresh = map[string]func(){}
+	}
+	e.refresh[p.File] = func() {
+		if _, err := e.writePlanFile(s, p); err != nil {
+			e.d.Log.Error("refreshing plan file", "plan", p.ID, "err", err)
+		}
+	}
+	if !e.refreshing {
+		e.refreshing = true
+		go e.writeFiles()
+	}
+}
+
+// writeFiles applies pending plan file refreshes until none are left.
+func (e *Engine) writeFiles() {
+	for {
+		e.mu.Lock()
+		var write func()
+		for path, w := range e.refresh {
+			write = w
+			delete(e.refresh, path)
+			break
+		}
+		if write == nil {
+			e.refreshing = false
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+		write()
 	}
 }
 
