@@ -61,7 +61,7 @@ type Engine struct {
 	// refresh holds the latest pending rewrite of each plan file (see refreshFile).
 	refresh    map[string]func()
 	refreshing bool
-	seq      uint64
+	seq        uint64
 	// proposed remembers, per session, which plan was proposed at which seq, so a bare
 	// accept cannot take a version proposed after it was sent.
 	proposed map[string]proposal
