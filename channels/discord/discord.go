@@ -59,10 +59,7 @@ type Config struct {
 
 // State is where the adapter keeps what must survive a restart: which messages carry which
 // approval's buttons. *store.Store satisfies it.
-type State interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
+type State = channels.State
 
 // tuning holds the limits that are Discord's, not the operator's; tests shrink them.
 type tuning struct {

@@ -2,8 +2,8 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // approvalRecord remembers the messages that carry one plan version's buttons (the plan
@@ -26,23 +26,11 @@ type sentMsg struct {
 func approvalKey(id string) string { return "approval:" + id }
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
-	v, ok, err := c.st.ChannelState(ctx, Name, c.botID, approvalKey(id))
-	if err != nil || !ok {
-		return approvalRecord{}, false, err
-	}
-	var r approvalRecord
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return approvalRecord{}, false, fmt.Errorf("reading the record of approval %s: %w", id, err)
-	}
-	return r, true, nil
+	return channels.LoadJSON[approvalRecord](ctx, c.st, Name, c.botID, approvalKey(id))
 }
 
 func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the record of approval %s: %w", id, err)
-	}
-	return c.st.SetChannelState(ctx, Name, c.botID, approvalKey(id), string(data))
+	return channels.SaveJSON(ctx, c.st, Name, c.botID, approvalKey(id), r)
 }
 
 // rememberButtons adds a sent message to the record of each approval it carries buttons of.

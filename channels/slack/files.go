@@ -3,7 +3,6 @@ package slack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -117,28 +116,16 @@ type sentMsg struct {
 func approvalKey(id string) string { return "approval:" + id }
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool) {
-	v, ok, err := c.st.ChannelState(ctx, Name, c.team, approvalKey(id))
+	r, ok, err := channels.LoadJSON[approvalRecord](ctx, c.st, Name, c.team, approvalKey(id))
 	if err != nil {
 		c.log.Error("loading approval record", "err", err)
 		return approvalRecord{}, false
 	}
-	if !ok {
-		return approvalRecord{}, false
-	}
-	var r approvalRecord
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		c.log.Error("reading approval record", "err", err)
-		return approvalRecord{}, false
-	}
-	return r, true
+	return r, ok
 }
 
 func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) {
-	data, err := json.Marshal(r)
-	if err == nil {
-		err = c.st.SetChannelState(ctx, Name, c.team, approvalKey(id), string(data))
-	}
-	if err != nil {
+	if err := channels.SaveJSON(ctx, c.st, Name, c.team, approvalKey(id), r); err != nil {
 		// The message went out; only retiring its buttons later is at risk.
 		c.log.Error("saving approval record", "slack_channel", r.Chat, "err", err)
 	}

@@ -58,10 +58,7 @@ type Config struct {
 
 // State is where the adapter keeps what must survive a restart: which message carries
 // which approval's buttons, and each channel's most recent session. *store.Store satisfies it.
-type State interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
+type State = channels.State
 
 // tuning holds the limits that are Slack's, not the operator's; tests shrink them.
 type tuning struct {

@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // scrubbed is an error whose text had the tokens removed. It keeps errors.Is and errors.As
@@ -50,16 +51,8 @@ func (c *Channel) scrub(err error) error {
 }
 
 func (c *Channel) scrubText(s string) string {
-	for _, tok := range []string{c.cfg.BotToken, c.cfg.AppToken} {
-		if tok == "" {
-			continue
-		}
-		s = strings.ReplaceAll(s, tok, "<token>")
-		if esc := url.QueryEscape(tok); esc != tok {
-			s = strings.ReplaceAll(s, esc, "<token>")
-		}
-	}
-	return s
+	bot, app := c.cfg.BotToken, c.cfg.AppToken
+	return channels.ScrubSecrets(s, bot, url.QueryEscape(bot), app, url.QueryEscape(app))
 }
 
 // do runs one Web API request with Slack's rules: paced per channel when paced is set

@@ -2,10 +2,10 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // approvalRecord remembers the messages that carry one plan version's buttons, so that
@@ -29,23 +29,11 @@ type sentMsg struct {
 func approvalKey(id string) string { return "approval:" + id }
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
-	v, ok, err := c.st.ChannelState(ctx, Name, c.account, approvalKey(id))
-	if err != nil || !ok {
-		return approvalRecord{}, false, err
-	}
-	var r approvalRecord
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return approvalRecord{}, false, fmt.Errorf("reading the record of approval %s: %w", id, err)
-	}
-	return r, true, nil
+	return channels.LoadJSON[approvalRecord](ctx, c.st, Name, c.account, approvalKey(id))
 }
 
 func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return c.st.SetChannelState(ctx, Name, c.account, approvalKey(id), string(data))
+	return channels.SaveJSON(ctx, c.st, Name, c.account, approvalKey(id), r)
 }
 
 // rememberButtons adds a sent message to the record of an approval.
@@ -92,22 +80,14 @@ func (c *Channel) setQuestionMsgs(ctx context.Context, session string, msgID int
 		ids, _ = c.questionMsgs(ctx, session)
 	}
 	ids = append(ids, msgID)
-	data, err := json.Marshal(ids)
-	if err == nil {
-		err = c.st.SetChannelState(ctx, Name, c.account, questionKey(session), string(data))
-	}
-	if err != nil {
+	if err := channels.SaveJSON(ctx, c.st, Name, c.account, questionKey(session), ids); err != nil {
 		c.log.Error("saving question buttons", "session", session, "err", err)
 	}
 }
 
 func (c *Channel) questionMsgs(ctx context.Context, session string) ([]int, bool) {
-	v, ok, err := c.st.ChannelState(ctx, Name, c.account, questionKey(session))
+	ids, ok, err := channels.LoadJSON[[]int](ctx, c.st, Name, c.account, questionKey(session))
 	if err != nil || !ok {
-		return nil, false
-	}
-	var ids []int
-	if json.Unmarshal([]byte(v), &ids) != nil {
 		return nil, false
 	}
 	return ids, true

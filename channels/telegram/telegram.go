@@ -57,10 +57,7 @@ type Config struct {
 // State is where the adapter keeps what must survive a restart: the update inbox and
 // offset, which messages carry which approval's buttons, open ForceReply prompts.
 // *store.Store satisfies it.
-type State interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
+type State = channels.State
 
 // tuning holds the limits that are Telegram's, not the operator's; tests shrink them.
 type tuning struct {

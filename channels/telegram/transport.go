@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // doer is the HTTP client the library and the poller use. A 5xx answer becomes a
@@ -75,14 +77,7 @@ func (c *Channel) scrubText(s string) string {
 	if c.token == "" {
 		return s
 	}
-	s = strings.ReplaceAll(s, c.token, "<token>")
-	if esc := url.PathEscape(c.token); esc != c.token {
-		s = strings.ReplaceAll(s, esc, "<token>")
-	}
-	if esc := url.QueryEscape(c.token); esc != c.token {
-		s = strings.ReplaceAll(s, esc, "<token>")
-	}
-	return s
+	return channels.ScrubSecrets(s, c.token, url.PathEscape(c.token), url.QueryEscape(c.token))
 }
 
 // do runs one Bot API request with Telegram's rules: paced per chat when paced is set

@@ -1,0 +1,46 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// State is where an adapter keeps what must survive a restart (which messages carry which
+// approval's buttons, an update offset), as string values under (channel, account, key).
+// *store.Store satisfies it.
+type State interface {
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+}
+
+// LoadJSON reads the JSON record stored under key and decodes it into a T. ok is false,
+// with a nil error, when nothing is stored there; a record that does not decode is an
+// error, so a caller can tell a damaged record from a missing one.
+func LoadJSON[T any](ctx context.Context, st State, channel, account, key string) (T, bool, error) {
+	var zero T
+	v, ok, err := st.ChannelState(ctx, channel, account, key)
+	if err != nil {
+		return zero, false, fmt.Errorf("loading channel state %q: %w", key, err)
+	}
+	if !ok {
+		return zero, false, nil
+	}
+	var out T
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return zero, false, fmt.Errorf("decoding channel state %q: %w", key, err)
+	}
+	return out, true, nil
+}
+
+// SaveJSON stores v, encoded as JSON, under key.
+func SaveJSON(ctx context.Context, st State, channel, account, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding channel state %q: %w", key, err)
+	}
+	if err := st.SetChannelState(ctx, channel, account, key, string(data)); err != nil {
+		return fmt.Errorf("saving channel state %q: %w", key, err)
+	}
+	return nil
+}
