@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -114,15 +115,6 @@ func (be *benchEnv) resetGate() {
 	be.gmu.Unlock()
 }
 
-func percentile(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
-}
-
 func benchMessages(b *testing.B, chats int) {
 	be := newBenchEnv(b, benchModel{})
 	fd := be.fd
@@ -164,49 +156,16 @@ func benchMessages(b *testing.B, chats int) {
 	}
 	be.resetGate()
 
-	var (
-		lmu       sync.Mutex
-		latencies []time.Duration
-		failed    error
-		next      int
-	)
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range chats {
-		wg.Go(func() {
-			for {
-				lmu.Lock()
-				if next >= b.N || failed != nil {
-					lmu.Unlock()
-					return
-				}
-				n := next
-				next++
-				lmu.Unlock()
-				d, err := roundTrip(c, n)
-				lmu.Lock()
-				if err != nil && failed == nil {
-					failed = err
-				}
-				latencies = append(latencies, d)
-				lmu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if failed != nil {
-		b.Fatal(failed)
-	}
+	latencies, elapsed := channeltest.RoundTrips(b, chats, func(w, n int) (time.Duration, error) {
+		return roundTrip(w, n)
+	})
 	be.gmu.Lock()
 	gate := slices.Clone(be.gate)
 	be.gmu.Unlock()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(percentile(latencies, 0.50), "p50_ms")
-	b.ReportMetric(percentile(latencies, 0.99), "p99_ms")
-	b.ReportMetric(percentile(gate, 0.99), "gateway_p99_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.50), "p50_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.99), "p99_ms")
+	b.ReportMetric(channeltest.Percentile(gate, 0.99), "gateway_p99_ms")
 }
 
 func benchInteractions(b *testing.B) {
@@ -266,9 +225,9 @@ func benchInteractions(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(percentile(ackLat, 0.99), "ack_p99_ms")
-	b.ReportMetric(percentile(answerLat, 0.50), "answer_p50_ms")
-	b.ReportMetric(percentile(answerLat, 0.99), "answer_p99_ms")
+	b.ReportMetric(channeltest.Percentile(ackLat, 0.99), "ack_p99_ms")
+	b.ReportMetric(channeltest.Percentile(answerLat, 0.50), "answer_p50_ms")
+	b.ReportMetric(channeltest.Percentile(answerLat, 0.99), "answer_p99_ms")
 }
 
 // benchCommand dispatches /plan sub with a chosen interaction id.

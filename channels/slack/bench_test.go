@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -184,44 +184,11 @@ func benchRoundTrip(b *testing.B, chats int, withEngine, busy bool) {
 	envelopes = envelopes[:0]
 	envMu.Unlock()
 
-	var (
-		lmu       sync.Mutex
-		latencies []time.Duration
-		failed    error
-		next      int
-	)
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range chats {
-		wg.Go(func() {
-			for {
-				lmu.Lock()
-				if next >= b.N || failed != nil {
-					lmu.Unlock()
-					return
-				}
-				n := next
-				next++
-				lmu.Unlock()
-				d, err := roundTrip(c, n)
-				lmu.Lock()
-				if err != nil && failed == nil {
-					failed = err
-				}
-				latencies = append(latencies, d)
-				lmu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
+	latencies, elapsed := channeltest.RoundTrips(b, chats, func(w, n int) (time.Duration, error) {
+		return roundTrip(w, n)
+	})
 	close(stopBusy)
 	busyWG.Wait()
-	if failed != nil {
-		b.Fatal(failed)
-	}
 	envMu.Lock()
 	var acks []time.Duration
 	for _, id := range envelopes {
@@ -233,10 +200,10 @@ func benchRoundTrip(b *testing.B, chats int, withEngine, busy bool) {
 	}
 	envMu.Unlock()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(percentile(acks, 0.50), "ack_p50_ms")
-	b.ReportMetric(percentile(acks, 0.99), "ack_p99_ms")
-	b.ReportMetric(percentile(latencies, 0.50), "reply_p50_ms")
-	b.ReportMetric(percentile(latencies, 0.99), "reply_p99_ms")
+	b.ReportMetric(channeltest.Percentile(acks, 0.50), "ack_p50_ms")
+	b.ReportMetric(channeltest.Percentile(acks, 0.99), "ack_p99_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.50), "reply_p50_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.99), "reply_p99_ms")
 }
 
 // waitAckLatency waits briefly for an envelope's ack (the last ones may still be on the
@@ -252,13 +219,4 @@ func waitAckLatency(api *fakeSlack, id string) (time.Duration, bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-func percentile(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return float64(ds[int(p*float64(len(ds)-1))]) / float64(time.Millisecond)
 }

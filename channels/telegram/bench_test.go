@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -129,47 +129,10 @@ func benchRoundTrip(b *testing.B, chats int, withEngine bool) {
 		}
 	}
 
-	var (
-		lmu       sync.Mutex
-		latencies []time.Duration
-		failed    error
-		next      int
-	)
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := range chats {
-		wg.Go(func() {
-			for {
-				lmu.Lock()
-				if next >= b.N || failed != nil {
-					lmu.Unlock()
-					return
-				}
-				n := next
-				next++
-				lmu.Unlock()
-				d, err := roundTrip(int64(1000+c), n)
-				lmu.Lock()
-				if err != nil && failed == nil {
-					failed = err
-				}
-				latencies = append(latencies, d)
-				lmu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if failed != nil {
-		b.Fatal(failed)
-	}
-	slices.Sort(latencies)
-	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))]) / float64(time.Millisecond)
-	}
+	latencies, elapsed := channeltest.RoundTrips(b, chats, func(w, n int) (time.Duration, error) {
+		return roundTrip(int64(1000+w), n)
+	})
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(pct(0.50), "p50_ms")
-	b.ReportMetric(pct(0.99), "p99_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.50), "p50_ms")
+	b.ReportMetric(channeltest.Percentile(latencies, 0.99), "p99_ms")
 }
