@@ -191,6 +191,10 @@ func TestRegressionShowRewritesStalePlanFile(t *testing.T) {
 	if err := <-show; err != nil {
 		t.Fatal(err)
 	}
+	// Plan file refreshes are written in the background; Wait covers them.
+	if err := eng.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	stored := h.plan(p.ID)
 	data, err := os.ReadFile(stored.File)
 	if err != nil {
