@@ -36,7 +36,7 @@ func longReply() string {
 func TestLongReplySplitWithoutBreakingCode(t *testing.T) {
 	e := newEnv(t)
 	text := longReply()
-	e.model.push(sid("C1"), core.ModelResponse{Text: text})
+	e.model.Push(sid("C1"), core.ModelResponse{Text: text})
 	e.fd.say("C1", alice, "write the report", true)
 	e.fd.waitText("C1", "THE END")
 	e.idle()
@@ -70,7 +70,7 @@ func TestLongReplySplitWithoutBreakingCode(t *testing.T) {
 func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 3000 })
 	text := longReply()
-	e.model.push(sid("C1"), core.ModelResponse{Text: text})
+	e.model.Push(sid("C1"), core.ModelResponse{Text: text})
 	e.fd.say("C1", alice, "write the report", true)
 	m := e.fd.waitText("C1", "The full reply is attached (reply.md).")
 	e.idle()
@@ -89,7 +89,7 @@ func TestLongReplyAsFile(t *testing.T) {
 
 func TestMentionsInRepliesAreInert(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(sid("C1"), core.ModelResponse{Text: "Hey @everyone and @here, ask <@&555> or <@222>."})
+	e.model.Push(sid("C1"), core.ModelResponse{Text: "Hey @everyone and @here, ask <@&555> or <@222>."})
 	e.fd.say("C1", alice, "say hi", true)
 	m := e.fd.waitText("C1", "Hey @")
 	e.idle()
@@ -106,7 +106,7 @@ func TestMentionsInRepliesAreInert(t *testing.T) {
 
 func TestGatewayReconnectResumes(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(sid("C1"), core.ModelResponse{Text: "answer one"}, core.ModelResponse{Text: "answer two"}, core.ModelResponse{Text: "answer three"})
+	e.model.Push(sid("C1"), core.ModelResponse{Text: "answer one"}, core.ModelResponse{Text: "answer two"}, core.ModelResponse{Text: "answer three"})
 	e.fd.say("C1", alice, "one", true)
 	e.fd.waitText("C1", "answer one")
 	e.idle()
@@ -133,7 +133,7 @@ func TestGatewayReconnectResumes(t *testing.T) {
 	if want := []string{"answer one", "answer two", "answer three"}; !slices.Equal(answers, want) {
 		t.Errorf("answers %q, want %q: nothing lost or doubled", answers, want)
 	}
-	if n := e.model.calls.Load(); n != 3 {
+	if n := e.model.CallCount(); n != 3 {
 		t.Errorf("model called %d times, want 3", n)
 	}
 }
@@ -153,7 +153,7 @@ func TestThreadsDMsAndChatter(t *testing.T) {
 	e.fd.waitText("D1", "ok")
 	e.fd.waitText("C1", "phase: off")
 	e.idle()
-	if n := e.model.calls.Load(); n != 2 {
+	if n := e.model.CallCount(); n != 2 {
 		t.Errorf("model called %d times, want 2 (the thread and the DM)", n)
 	}
 	for _, a := range []core.Address{addr("C1", "T1"), addr("D1", "")} {

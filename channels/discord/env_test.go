@@ -1,22 +1,33 @@
 package discord
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
+
+// The scripted model, log buffer and model answers are shared by every adapter's tests.
+type (
+	model     = channeltest.Model
+	logBuffer = channeltest.LogBuffer
+)
+
+func newModel() *model                                  { return channeltest.NewModel() }
+func newTestLogger(w *logBuffer) *slog.Logger           { return channeltest.NewLogger(w) }
+func toolCall(name string, args any) core.ModelResponse { return channeltest.ToolCall(name, args) }
+func proposal(title string, steps ...string) core.ModelResponse {
+	return channeltest.Proposal(title, steps...)
+}
 
 // testTuning keeps Discord's rules but not its patience.
 func testTuning() tuning {
@@ -25,81 +36,6 @@ func testTuning() tuning {
 		attemptTime: 5 * time.Second, ackTime: 2500 * time.Millisecond, ackWait: 5 * time.Second,
 		reconnectMin: 10 * time.Millisecond, reconnectMax: 50 * time.Millisecond,
 	}
-}
-
-// logBuffer is a slog destination tests can search.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// model is a fake core.Model answering from a queue per session; with nothing queued it
-// answers "ok". While block is set, calls wait for it.
-type model struct {
-	mu    sync.Mutex
-	queue map[string][]core.ModelResponse
-	block chan struct{}
-	calls atomic.Int64
-}
-
-func newModel() *model { return &model{queue: map[string][]core.ModelResponse{}} }
-
-func (m *model) push(session string, rs ...core.ModelResponse) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queue[session] = append(m.queue[session], rs...)
-}
-
-func (m *model) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	m.mu.Lock()
-	block := m.block
-	m.mu.Unlock()
-	if block != nil {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return core.ModelResponse{}, ctx.Err()
-		}
-	}
-	m.calls.Add(1)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queue[req.SessionID]
-	if len(q) == 0 {
-		return core.ModelResponse{Text: "ok"}, nil
-	}
-	m.queue[req.SessionID] = q[1:]
-	return q[0], nil
-}
-
-var callSeq atomic.Int64
-
-func toolCall(name string, args any) core.ModelResponse {
-	b, err := json.Marshal(args)
-	if err != nil {
-		panic(err)
-	}
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: fmt.Sprintf("call_%s_%d", name, callSeq.Add(1)), Name: name, Args: b}}}
-}
-
-func proposal(title string, steps ...string) core.ModelResponse {
-	var ss []map[string]any
-	for _, s := range steps {
-		ss = append(ss, map[string]any{"step": s})
-	}
-	return toolCall("exit_plan_mode", map[string]any{"title": title, "summary": "Summary of " + title, "plan": ss})
 }
 
 func progress(step, status string) core.ModelResponse {

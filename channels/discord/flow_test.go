@@ -17,7 +17,7 @@ func buttonsOf(m shownMsg) []string { return customIDs(m.Components) }
 // proposePlan drives a mention to a posted plan v1 and returns its message and session.
 func (e *env) proposePlan(title string, steps ...string) (shownMsg, core.Session) {
 	e.t.Helper()
-	e.model.push(sid("C1"), proposal(title, steps...))
+	e.model.Push(sid("C1"), proposal(title, steps...))
 	e.fd.say("C1", alice, "/plan on tidy the docs", true)
 	plan := e.waitPlan("C1", "-v1.md")
 	s := e.waitPhase("C1", core.PhaseAwaitingApproval)
@@ -27,7 +27,7 @@ func (e *env) proposePlan(title string, steps ...string) (shownMsg, core.Session
 
 func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(sid("C1"),
+	e.model.Push(sid("C1"),
 		proposal("Docs cleanup", "Reword intro", "Fix links"),
 		progress("Reword intro", "completed"),
 		progress("Fix links", "completed"),
@@ -117,7 +117,7 @@ func (e *env) msgByID(id string) shownMsg {
 func TestReviseAsApplicationCommand(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.push(sid("C1"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
+	e.model.Push(sid("C1"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
 
 	id := e.fd.command("C1", alice, "revise", "feedback", "also fix typos")
 	if cb := e.waitCallback(id); cb.Type != 5 {
@@ -146,7 +146,7 @@ func TestReviseAsApplicationCommand(t *testing.T) {
 func TestReviseButtonOpensModal(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
+	e.model.Push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
 
 	click := e.fd.click(alice, plan, "plan:r:"+s.ApprovalID)
 	cb := e.waitCallback(click)
@@ -168,8 +168,8 @@ func TestReviseButtonOpensModal(t *testing.T) {
 		len(modal.Components) != 1 || modal.Components[0].Components[0].CustomID != "feedback" || !modal.Components[0].Components[0].Required {
 		t.Fatalf("the Revise click got type %d with %s, want a modal asking for feedback", cb.Type, cb.Data)
 	}
-	if e.model.calls.Load() != 1 {
-		t.Errorf("the model was called %d times, want only for v1: opening a modal changes nothing", e.model.calls.Load())
+	if e.model.CallCount() != 1 {
+		t.Errorf("the model was called %d times, want only for v1: opening a modal changes nothing", e.model.CallCount())
 	}
 
 	submit := e.fd.submit("C1", alice, modal.CustomID, "  also fix typos  ")
@@ -199,7 +199,7 @@ func TestReviseButtonOpensModal(t *testing.T) {
 func TestStaleAndForeignButtons(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
+	e.model.Push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
 	e.fd.say("C1", alice, "/plan revise add typo fixes", true)
 	e.waitPlan("C1", "-v2.md")
 	s2 := e.waitPhase("C1", core.PhaseAwaitingApproval)
@@ -262,7 +262,7 @@ func TestNonApprover(t *testing.T) {
 func TestDuplicateInteractionHandledOnce(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.push(sid("C1"), progress("Reword intro", "completed"), core.ModelResponse{Text: "Finished."})
+	e.model.Push(sid("C1"), progress("Reword intro", "completed"), core.ModelResponse{Text: "Finished."})
 
 	// The same INTERACTION_CREATE twice, as a replaying gateway would send it.
 	click := e.fd.click(alice, plan, "plan:a:"+s.ApprovalID)
@@ -290,7 +290,7 @@ func TestDuplicateInteractionHandledOnce(t *testing.T) {
 
 func TestQuestionOptionButtons(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(sid("C1"),
+	e.model.Push(sid("C1"),
 		toolCall("ask_user_question", map[string]any{"question": "Which colour?", "options": []string{"Red", "Blue"}}),
 		core.ModelResponse{Text: "Blue it is."})
 	e.fd.say("C1", alice, "/plan on paint the shed", true)
@@ -342,7 +342,7 @@ func TestShowCommandResendsPlanAndDecisionRetiresBoth(t *testing.T) {
 		t.Fatalf("the plan was not sent again with its file and buttons: %q", contents(e.fd.shown("C1")))
 	}
 
-	e.model.push(sid("C1"), core.ModelResponse{Text: "Starting."})
+	e.model.Push(sid("C1"), core.ModelResponse{Text: "Starting."})
 	e.fd.say("C1", alice, "/plan accept", true)
 	e.waitPhase("C1", core.PhaseExecuting)
 	e.fd.waitText("C1", "Starting.")

@@ -16,7 +16,7 @@ import (
 func (e *env) proposeIn(ch, user string, responses ...core.ModelResponse) (thread string, s core.Session) {
 	e.t.Helper()
 	thread = e.api.userTS()
-	e.model.push(e.sid(ch, thread), responses...)
+	e.model.Push(e.sid(ch, thread), responses...)
 	e.api.mentionTS(thread, ch, user, "/plan on do the thing", "")
 	return thread, e.waitPhase(ch, thread, core.PhaseAwaitingApproval)
 }
@@ -112,11 +112,11 @@ func TestRetriedEventHandledOnce(t *testing.T) {
 	// "ok" was posted already for the first message, so wait for the second model call
 	// itself: an ack comes before the message reaches the engine.
 	deadline := time.Now().Add(5 * time.Second)
-	for e.model.callCount() < 2 && time.Now().Before(deadline) {
+	for e.model.CallCount() < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	e.idle()
-	if n := e.model.callCount(); n != 2 {
+	if n := e.model.CallCount(); n != 2 {
 		t.Errorf("model called %d times, want 2 (the retries of the first message handled once)", n)
 	}
 }
@@ -131,7 +131,7 @@ func TestLongReplySplit(t *testing.T) {
 	}
 	long := b.String()[:40_000]
 	thread := e.api.userTS()
-	e.model.push(e.sid(general, thread), core.ModelResponse{Text: long})
+	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
 	e.api.mentionTS(thread, general, alice, "write a lot", "")
 	e.api.waitText(general, "Paragraph")
 	e.idle()
@@ -177,7 +177,7 @@ func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 500 })
 	thread := e.api.userTS()
 	long := "Summary line of a long answer.\n\n" + strings.Repeat("detail ", 200)
-	e.model.push(e.sid(general, thread), core.ModelResponse{Text: long})
+	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
 	e.api.mentionTS(thread, general, alice, "write a lot", "")
 	f := e.api.waitFile(general, "reply.md")
 	if f.Thread != thread || !strings.Contains(f.Comment, "Summary line of a long answer.") {
@@ -229,7 +229,7 @@ func TestFormattingFallback(t *testing.T) {
 	e := newEnv(t)
 	e.api.failNext("chat.postMessage", "invalid_blocks")
 	thread := e.api.userTS()
-	e.model.push(e.sid(general, thread), core.ModelResponse{Text: "Here is **bold** and `code`."})
+	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: "Here is **bold** and `code`."})
 	e.api.mentionTS(thread, general, alice, "hi", "")
 	m := e.api.waitText(general, "Here is")
 	if m.Blocks[0].Text.Type != "plain_text" {
@@ -253,8 +253,8 @@ func TestAllowedChannels(t *testing.T) {
 	e.api.mention(general, alice, "hello", "")
 	e.api.waitText(general, "ok")
 	e.idle()
-	if len(e.api.messages("C0ELSEWHERE")) != 0 || e.model.callCount() != 1 {
-		t.Errorf("the bot answered in a channel that is not allowed (model calls %d)", e.model.callCount())
+	if len(e.api.messages("C0ELSEWHERE")) != 0 || e.model.CallCount() != 1 {
+		t.Errorf("the bot answered in a channel that is not allowed (model calls %d)", e.model.CallCount())
 	}
 	e.api.waitAck(e.api.slash("C0ELSEWHERE", alice, "status", ""))
 	e.api.waitEphemeral(alice, noteNotHere)
@@ -271,9 +271,7 @@ func TestUnreadableEnvelopeIsAcked(t *testing.T) {
 func TestAcksBeforeTheEngine(t *testing.T) {
 	e := newEnv(t)
 	block := make(chan struct{})
-	e.model.mu.Lock()
-	e.model.block = block
-	e.model.mu.Unlock()
+	e.model.Block(block)
 
 	thread := e.api.userTS()
 	busy := e.api.mentionTS(thread, general, alice, "think hard", "")
@@ -288,7 +286,7 @@ func TestAcksBeforeTheEngine(t *testing.T) {
 	for _, id := range envs {
 		e.api.waitAck(id)
 	}
-	if n := e.model.finished.Load(); n != 0 {
+	if n := e.model.Finished(); n != 0 {
 		t.Fatalf("%d model calls finished before the acks; the acks must not wait for the engine", n)
 	}
 	close(block)
@@ -343,7 +341,7 @@ func TestQuestionButtons(t *testing.T) {
 	e := newEnv(t)
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.push(sid, toolCall("ask_user_question", map[string]any{"question": "Which color?", "options": []string{"Red", "Blue"}}),
+	e.model.Push(sid, toolCall("ask_user_question", map[string]any{"question": "Which color?", "options": []string{"Red", "Blue"}}),
 		core.ModelResponse{Text: "Blue it is."})
 	e.api.mentionTS(thread, general, alice, "/plan on paint it", "")
 	q := e.api.waitText(general, "Which color?")
@@ -355,7 +353,7 @@ func TestQuestionButtons(t *testing.T) {
 	e.api.click(q, alice, action, value)
 	e.api.waitText(general, "Answer recorded: Blue")
 	e.api.waitText(general, "Blue it is.")
-	if got := e.model.lastUser(sid); !strings.Contains(got, "[QUESTION_ANSWER]: Blue") {
+	if got := e.model.LastUser(sid); !strings.Contains(got, "[QUESTION_ANSWER]: Blue") {
 		t.Errorf("the model saw %q, want the answer", got)
 	}
 	// The same question's buttons again: the engine says it is answered, to the clicker.

@@ -1,22 +1,34 @@
 package slack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
+
+// The scripted model, log buffer and model answers are shared by every adapter's tests.
+type (
+	model     = channeltest.Model
+	logBuffer = channeltest.LogBuffer
+)
+
+func newModel() *model                                  { return channeltest.NewModel() }
+func newTestLogger(w *logBuffer) *slog.Logger           { return channeltest.NewLogger(w) }
+func toolCall(name string, args any) core.ModelResponse { return channeltest.ToolCall(name, args) }
+func proposal(title string, steps ...string) core.ModelResponse {
+	return channeltest.Proposal(title, steps...)
+}
+
+func progress(steps map[string]string) core.ModelResponse { return channeltest.Progress(steps) }
 
 // testTuning keeps Slack's rules but not its patience: no pacing, Retry-After counted in
 // tens of milliseconds, short backoff, a fast ping check.
@@ -26,117 +38,6 @@ func testTuning() tuning {
 		backoff: 5 * time.Millisecond, maxBackoff: 20 * time.Millisecond, attemptTime: 5 * time.Second,
 		pingInterval: 2 * time.Second, seenFor: time.Hour,
 	}
-}
-
-// logBuffer is a slog destination tests can search.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newTestLogger(w *logBuffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// model is a fake core.Model answering from a queue per session; with nothing queued it
-// answers "ok". While block is set, calls wait for it to be closed.
-type model struct {
-	mu       sync.Mutex
-	queue    map[string][]core.ModelResponse
-	calls    []core.ModelRequest
-	block    chan struct{}
-	finished atomic.Int64 // calls that returned
-}
-
-func newModel() *model { return &model{queue: map[string][]core.ModelResponse{}} }
-
-func (m *model) push(session string, rs ...core.ModelResponse) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queue[session] = append(m.queue[session], rs...)
-}
-
-func (m *model) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	defer m.finished.Add(1)
-	m.mu.Lock()
-	block := m.block
-	m.mu.Unlock()
-	if block != nil {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return core.ModelResponse{}, ctx.Err()
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, req)
-	q := m.queue[req.SessionID]
-	if len(q) == 0 {
-		return core.ModelResponse{Text: "ok"}, nil
-	}
-	m.queue[req.SessionID] = q[1:]
-	return q[0], nil
-}
-
-func (m *model) callCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.calls)
-}
-
-// lastUser is the newest user-role text of the session's latest call.
-func (m *model) lastUser(session string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := len(m.calls) - 1; i >= 0; i-- {
-		if m.calls[i].SessionID != session {
-			continue
-		}
-		msgs := m.calls[i].Messages
-		for j := len(msgs) - 1; j >= 0; j-- {
-			if msgs[j].Role == core.RoleUser {
-				return msgs[j].Content
-			}
-		}
-	}
-	return ""
-}
-
-func toolCall(name string, args any) core.ModelResponse {
-	b, err := json.Marshal(args)
-	if err != nil {
-		panic(err)
-	}
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: fmt.Sprintf("call_%s_%d", name, time.Now().UnixNano()), Name: name, Args: b}}}
-}
-
-func proposal(title string, steps ...string) core.ModelResponse {
-	var ss []map[string]any
-	for _, s := range steps {
-		ss = append(ss, map[string]any{"step": s})
-	}
-	return toolCall("exit_plan_mode", map[string]any{"title": title, "summary": "Summary of " + title, "plan": ss})
-}
-
-func progress(steps map[string]string) core.ModelResponse {
-	var ss []map[string]any
-	for s, st := range steps {
-		ss = append(ss, map[string]any{"step": s, "status": st})
-	}
-	return toolCall("update_plan", map[string]any{"plan": ss, "merge": true})
 }
 
 // env is the adapter against the fake Slack, feeding a real engine on a real store.
@@ -210,15 +111,7 @@ func (e *env) stop() {
 	if e.cancel == nil {
 		return
 	}
-	e.model.mu.Lock()
-	if e.model.block != nil {
-		select {
-		case <-e.model.block:
-		default:
-			close(e.model.block)
-		}
-	}
-	e.model.mu.Unlock()
+	e.model.Unblock()
 	e.cancel()
 	e.cancel = nil
 	select {

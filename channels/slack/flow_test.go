@@ -49,7 +49,7 @@ func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS() // a top-level mention starts its own thread
 	sid := e.sid(general, thread)
-	e.model.push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
+	e.model.Push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
 		progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
 		progress(map[string]string{"Fix links": "completed"}),
 		core.ModelResponse{Text: "All done: the intro is reworded and the links work."})
@@ -134,7 +134,7 @@ func TestDirectMessageThreads(t *testing.T) {
 	if s.Address.Thread != first.TS {
 		t.Errorf("session thread %q, want %q", s.Address.Thread, first.TS)
 	}
-	if got := e.model.lastUser(s.ID); got != "hello there" {
+	if got := e.model.LastUser(s.ID); got != "hello there" {
 		t.Errorf("the model saw %q, want the DM text", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestSlashRevise(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.push(sid, proposal("Changelog", "Create CHANGELOG.md"), proposal("Changelog with tests", "Create CHANGELOG.md", "Add a test"))
+	e.model.Push(sid, proposal("Changelog", "Create CHANGELOG.md"), proposal("Changelog with tests", "Create CHANGELOG.md", "Add a test"))
 	e.api.mentionTS(thread, general, alice, "/plan on add a changelog", "")
 	s := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
 	v1 := e.planMsg(general, s.ApprovalID)
@@ -157,7 +157,7 @@ func TestSlashRevise(t *testing.T) {
 	if s2.ApprovalID == s.ApprovalID {
 		t.Fatal("no new plan version after the revision")
 	}
-	if got := e.model.lastUser(sid); !strings.Contains(got, "add a test & keep it short") {
+	if got := e.model.LastUser(sid); !strings.Contains(got, "add a test & keep it short") {
 		t.Errorf("the model saw %q, want the feedback, unescaped", got)
 	}
 	if !strings.Contains(e.current(general, v1.TS).shown(), "sent back for revision by alice") {
@@ -187,8 +187,8 @@ func TestSlashTopLevel(t *testing.T) {
 	if !strings.Contains(help.Text, "/plan accept") {
 		t.Errorf("help note %q, want the command list", help.Text)
 	}
-	if e.model.callCount() != 0 || len(e.api.messages(general)) != 0 {
-		t.Fatalf("nothing should have been posted; messages %d, model calls %d", len(e.api.messages(general)), e.model.callCount())
+	if e.model.CallCount() != 0 || len(e.api.messages(general)) != 0 {
+		t.Fatalf("nothing should have been posted; messages %d, model calls %d", len(e.api.messages(general)), e.model.CallCount())
 	}
 
 	// /plan on <goal> at top level starts a thread of its own.
@@ -222,7 +222,7 @@ func TestReviseModal(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.push(sid, proposal("Tidy", "Sort imports"), proposal("Tidy more", "Sort imports", "Remove dead code"))
+	e.model.Push(sid, proposal("Tidy", "Sort imports"), proposal("Tidy more", "Sort imports", "Remove dead code"))
 	e.api.mentionTS(thread, general, alice, "/plan on tidy", "")
 	s := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
 	plan := e.planMsg(general, s.ApprovalID)

@@ -41,7 +41,7 @@ func longText(n int) string {
 func TestLongReplySplitsAtTelegramLimit(t *testing.T) {
 	e := newEnv(t)
 	reply := longText(9000)
-	e.model.push(e.sessionID(private), core.ModelResponse{Text: reply})
+	e.model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
 	e.api.say(private, alice, "tell me everything")
 	e.api.waitFor("the whole reply", func() bool { return len(e.api.callsL("sendMessage")) >= 3 })
 	e.idle()
@@ -64,7 +64,7 @@ func TestLongReplySplitsAtTelegramLimit(t *testing.T) {
 func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 500 })
 	reply := "Summary first.\n\n" + longText(1000)
-	e.model.push(e.sessionID(private), core.ModelResponse{Text: reply})
+	e.model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
 	e.api.say(private, alice, "write a lot")
 	e.waitDoc(private, `^reply\.md$`)
 	e.idle()
@@ -84,7 +84,7 @@ func TestRejectedEntitiesAreResentAsPlainText(t *testing.T) {
 	e := newEnv(t)
 	e.api.fail("sendMessage", -1, 400, "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0", 0,
 		func(p map[string]string) bool { return p["parse_mode"] == "HTML" && strings.Contains(p["text"], "<b>") })
-	e.model.push(e.sessionID(private), core.ModelResponse{Text: "**Important**: read [the guide](https://example.org/guide) & *relax*"})
+	e.model.Push(e.sessionID(private), core.ModelResponse{Text: "**Important**: read [the guide](https://example.org/guide) & *relax*"})
 	e.api.say(private, alice, "anything important?")
 	got := e.api.waitText(private, "Important")
 	e.idle()
@@ -202,7 +202,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 
 func TestDuplicateUpdateHandledOnce(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(e.sessionID(private), proposal("Once", "Only"))
+	e.model.Push(e.sessionID(private), proposal("Once", "Only"))
 	id := e.api.say(private, alice, "/plan on do it once")
 	e.waitDoc(private, `-v1\.md$`)
 	e.idle()
@@ -211,7 +211,7 @@ func TestDuplicateUpdateHandledOnce(t *testing.T) {
 	e.api.say(private, alice, "/plan status")
 	e.api.waitText(private, "phase: awaiting_approval")
 	e.idle()
-	if n := e.model.callCount(); n != 1 {
+	if n := e.model.CallCount(); n != 1 {
 		t.Errorf("the model was called %d times, want once", n)
 	}
 	msgs := e.api.messages(private)
@@ -222,7 +222,7 @@ func TestDuplicateUpdateHandledOnce(t *testing.T) {
 
 func TestRestartContinuesFromSavedOffset(t *testing.T) {
 	e := newEnv(t)
-	e.model.push(e.sessionID(private), proposal("Survives", "Only"))
+	e.model.Push(e.sessionID(private), proposal("Survives", "Only"))
 	first := e.api.say(private, alice, "/plan on survive a restart")
 	e.waitDoc(private, `-v1\.md$`)
 	e.stop()
@@ -236,7 +236,7 @@ func TestRestartContinuesFromSavedOffset(t *testing.T) {
 	if len(polls) == 0 || polls[0].Params["offset"] != strconv.FormatInt(next, 10) {
 		t.Errorf("the restarted adapter first asked for updates from %v, want %d (one past the handled %d)", polls[0].Params["offset"], next, first)
 	}
-	if n := e.model.callCount(); n != 1 {
+	if n := e.model.CallCount(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the first update was handled again", n)
 	}
 	if n := countContaining(e.api.messages(private), "Plan mode is on"); n != 1 {
@@ -251,9 +251,7 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
 	block := make(chan struct{})
-	e.model.mu.Lock()
-	e.model.block = block
-	e.model.mu.Unlock()
+	e.model.Block(block)
 
 	first := e.api.say(private, alice, "first message")
 	second := e.api.say(private, alice, "second message")
@@ -274,15 +272,15 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	<-e.done
 	e.cancel = nil
 	e.model = newModel()
-	e.model.push(sid, core.ModelResponse{Text: "answer to the second"})
+	e.model.Push(sid, core.ModelResponse{Text: "answer to the second"})
 	e.start()
 	e.api.waitText(private, "answer to the second")
 	e.idle()
 
-	if n := e.model.callCount(); n != 1 {
+	if n := e.model.CallCount(); n != 1 {
 		t.Errorf("the restarted engine called the model %d times, want once (for the second message only)", n)
 	}
-	last := e.model.calls[0].Messages[len(e.model.calls[0].Messages)-1]
+	last := e.model.Calls()[0].Messages[len(e.model.Calls()[0].Messages)-1]
 	if !strings.Contains(last.Content, "second message") {
 		t.Errorf("the restarted turn was about %q, want the second message", last.Content)
 	}
@@ -313,17 +311,17 @@ func TestOtherBotsCommandsIgnored(t *testing.T) {
 func TestGroupMessagesNeedMention(t *testing.T) {
 	t.Run("required", func(t *testing.T) {
 		e := newEnv(t)
-		e.model.push(e.sessionID(group), core.ModelResponse{Text: "first answer"}, core.ModelResponse{Text: "second answer"})
+		e.model.Push(e.sessionID(group), core.ModelResponse{Text: "first answer"}, core.ModelResponse{Text: "second answer"})
 		e.api.say(group, alice, "just chatting among people")
 		e.api.say(group, alice, "@PlanGateBot what is the plan?")
 		reply := e.api.waitText(group, "first answer")
 		e.api.say(group, bob, "and the details?", replyTo(reply.ID))
 		e.api.waitText(group, "second answer")
 		e.idle()
-		if n := e.model.callCount(); n != 2 {
+		if n := e.model.CallCount(); n != 2 {
 			t.Fatalf("model called %d times, want 2 (mention and reply, not the chatter)", n)
 		}
-		msgs := e.model.calls[0].Messages
+		msgs := e.model.Calls()[0].Messages
 		if got := msgs[len(msgs)-1].Content; !strings.Contains(got, "what is the plan?") || strings.Contains(got, "@PlanGateBot") || strings.Contains(got, "chatting") {
 			t.Errorf("the model saw %q, want the question without the leading mention", got)
 		}
@@ -332,7 +330,7 @@ func TestGroupMessagesNeedMention(t *testing.T) {
 		e := newEnv(t, func(e *env) { e.cfg.RequireMentionInGroups = false })
 		e.api.say(group, alice, "just chatting among people")
 		e.api.waitText(group, "ok")
-		if n := e.model.callCount(); n != 1 {
+		if n := e.model.CallCount(); n != 1 {
 			t.Errorf("model called %d times, want 1", n)
 		}
 	})

@@ -82,7 +82,7 @@ func countContaining(ms []shownMsg, s string) int {
 func TestGroupPlanToCompletionWithButtons(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(group)
-	e.model.push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
+	e.model.Push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
 		progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
 		progress(map[string]string{"Fix links": "completed"}),
 		core.ModelResponse{Text: "All done: the intro is reworded and the links work."})
@@ -141,7 +141,7 @@ func TestReviseThroughForceReplyInForumTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = 7
 	sid := e.addr(forum, topic).SessionID()
-	e.model.push(sid, proposal("Docs cleanup", "Reword intro"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
+	e.model.Push(sid, proposal("Docs cleanup", "Reword intro"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
 
 	e.api.say(forum, alice, "/plan on tidy the docs", inThread(topic))
 	doc := e.waitDoc(forum, `-v1\.md$`)
@@ -193,7 +193,7 @@ func TestReviseThroughForceReplyInForumTopic(t *testing.T) {
 func TestStaleAcceptAfterNewVersion(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
-	e.model.push(sid, proposal("First try", "One"), proposal("Second try", "One", "Two"))
+	e.model.Push(sid, proposal("First try", "One"), proposal("Second try", "One", "Two"))
 	e.api.say(private, alice, "/plan on something")
 	v1 := e.waitDoc(private, `-v1\.md$`)
 	s1 := e.waitPhase(private, core.PhaseAwaitingApproval)
@@ -219,7 +219,7 @@ func TestStaleAcceptAfterNewVersion(t *testing.T) {
 
 func TestNonApproverClickChangesNothing(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.core.Approvers = []string{"telegram:11"} })
-	e.model.push(e.sessionID(group), proposal("Guarded", "Only step"))
+	e.model.Push(e.sessionID(group), proposal("Guarded", "Only step"))
 	e.api.say(group, alice, "/plan@PlanGateBot on guarded work")
 	doc := e.waitDoc(group, `-v1\.md$`)
 	s := e.waitPhase(group, core.PhaseAwaitingApproval)
@@ -254,7 +254,7 @@ func TestQuestionButtonsAnswerByNumber(t *testing.T) {
 	ask := func(q string, opts ...string) core.ModelResponse {
 		return toolCall("ask_user_question", map[string]any{"question": q, "options": opts})
 	}
-	e.model.push(sid, ask("Which docs?", "README only", "Everything"), core.ModelResponse{Text: "Fine."},
+	e.model.Push(sid, ask("Which docs?", "README only", "Everything"), core.ModelResponse{Text: "Fine."},
 		ask("Which tone?", "Formal", "Casual"))
 	e.api.say(private, alice, "/plan on tidy")
 	first := e.api.waitText(private, "Question: Which docs?")
