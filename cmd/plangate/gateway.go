@@ -46,13 +46,13 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	}
 	ref := &nudgerRef{}
 	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
-	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace}, log)
+	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
-	go pruneInbound(schedCtx, st, log)
+	go pruneInbound(schedCtx, st, e.now, log)
 	return g, nil
 }
 
@@ -61,11 +61,11 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 const inboundKept = 48 * time.Hour
 
 // pruneInbound drops old de-duplication rows at start-up and then hourly.
-func pruneInbound(ctx context.Context, st *store.Store, log *slog.Logger) {
+func pruneInbound(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
 	for {
-		if n, err := st.PruneInbound(ctx, time.Now().Add(-inboundKept)); err != nil {
+		if n, err := st.PruneInbound(ctx, now().Add(-inboundKept)); err != nil {
 			if ctx.Err() == nil {
 				log.Warn("pruning handled event ids", "err", err)
 			}
