@@ -248,7 +248,9 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 // printReply writes one reply followed by a blank line; c.mu must be held.
 func (c *Channel) printReply(r core.Reply) error {
 	var b strings.Builder
-	if text := plainText(r.Text); text != "" {
+	// Everything printed comes from the model, the workspace or other people: neutralize
+	// control and escape sequences so none is interpreted by the terminal.
+	if text := Neutralize(plainText(r.Text)); text != "" {
 		b.WriteString(text)
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteByte('\n')
@@ -261,10 +263,10 @@ func (c *Channel) printReply(r core.Reply) error {
 		path, err := c.attachmentPath(f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("saving attachment %q: %w", f.Name, err))
-			fmt.Fprintf(&b, "[attachment] %s (not saved: %s)\n", f.Name, oneLine(err.Error()))
+			fmt.Fprintf(&b, "[attachment] %s (not saved: %s)\n", NeutralizeField(f.Name), NeutralizeField(oneLine(err.Error())))
 			continue
 		}
-		fmt.Fprintf(&b, "[attachment] %s\n", path)
+		fmt.Fprintf(&b, "[attachment] %s\n", NeutralizeField(path))
 	}
 	b.WriteByte('\n')
 	if _, err := io.WriteString(c.out, b.String()); err != nil {

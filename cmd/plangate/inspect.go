@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -150,7 +151,7 @@ func listSessions(ctx context.Context, st *store.Store, asJSON bool, w io.Writer
 		if v.Plan != nil {
 			plan = fmt.Sprintf("v%d %s (%s)", v.Plan.Version, v.Plan.Title, v.Plan.Status)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, v.Phase, plan, v.UpdatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", field(v.ID), v.Phase, field(plan), v.UpdatedAt)
 	}
 	return tw.Flush()
 }
@@ -170,6 +171,7 @@ func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w
 	if asJSON {
 		return writeJSON(w, v)
 	}
+	w = terminal.NewSafeWriter(w)
 	fmt.Fprintf(w, "session:        %s\nphase:          %s\nowner:          %s\nauto-approve:   %v\nrevisions:      %d\n", v.ID, v.Phase, v.Owner, v.AutoApprove, v.RejectionCount)
 	if q := v.PendingQuestion; q != nil {
 		fmt.Fprintf(w, "question:       %s (%s)\n", q.Text, strings.Join(q.Options, " | "))
@@ -212,13 +214,14 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
+	out := terminal.NewSafeWriter(e.stdout) // what the model wrote must not drive the terminal
 	switch {
 	case markdown:
 		s, err := st.Session(ctx, p.SessionID)
 		if err != nil {
 			return fmt.Errorf("loading session %s: %w", p.SessionID, err)
 		}
-		_, err = e.stdout.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+		_, err = out.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
 		return err
 	case asJSON:
 		return writeJSON(e.stdout, struct {
@@ -228,15 +231,15 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 			Created  string         `json:"created_at"`
 		}{toPlanJSON(p, true), p.Body, p.Decision, p.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00")})
 	}
-	fmt.Fprintf(e.stdout, "plan %s · session %s · v%d · %s\n%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Body.Title)
+	fmt.Fprintf(out, "plan %s · session %s · v%d · %s\n%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Body.Title)
 	if p.Body.Summary != "" {
-		fmt.Fprintln(e.stdout, p.Body.Summary)
+		fmt.Fprintln(out, p.Body.Summary)
 	}
-	fmt.Fprintln(e.stdout, core.Checklist(p.Body.Steps))
+	fmt.Fprintln(out, core.Checklist(p.Body.Steps))
 	if d := p.Decision; d != nil {
-		fmt.Fprintf(e.stdout, "decision: %s by %s on %s at %s\n", d.Outcome, d.By, d.Channel, d.At.UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(out, "decision: %s by %s on %s at %s\n", d.Outcome, d.By, d.Channel, d.At.UTC().Format("2006-01-02 15:04 MST"))
 	}
-	fmt.Fprintf(e.stdout, "file: %s\n", p.File)
+	fmt.Fprintf(out, "file: %s\n", p.File)
 	return nil
 }
 
@@ -259,7 +262,11 @@ func listPlans(ctx context.Context, st *store.Store, session string, asJSON bool
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSESSION\tVERSION\tSTATUS\tTITLE")
 	for _, p := range views {
-		fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Title)
+		fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", p.ID, field(p.SessionID), p.Version, p.Status, field(p.Title))
 	}
 	return tw.Flush()
 }
+
+// field makes a value from a session or plan safe for one cell of a table printed to a
+// terminal.
+func field(s string) string { return terminal.NeutralizeField(s) }
