@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// AcquireLease takes or renews the lease called name for owner until now+ttl. It succeeds
+// when nobody holds the lease, when owner already holds it, or when the holder let it
+// expire. When it fails it returns the current holder and when its lease ends, so a
+// refusal can say who is working. The check and the write are one statement on the single
+// writer, so two processes can never both win.
+func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error) {
+	if name == "" || owner == "" {
+		return core.Lease{}, false, errors.New("acquiring lease: empty name or owner")
+	}
+	if ttl <= 0 {
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: ttl %v is not positive", name, ttl)
+	}
+	until := now.Add(ttl)
+	res, err := s.w.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
+		name, owner, formatTime(until), formatTime(now))
+	if err != nil {
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, err)
+	}
+	if n == 1 {
+		return core.Lease{Name: name, Owner: owner, ExpiresAt: until}, true, nil
+	}
+	held, err := s.lease(ctx, s.w, name)
+	if err != nil {
+		return core.Lease{}, false, err
+	}
+	return held, false, nil
+}
+
+// ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
+// none, changes nothing.
+func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner); err != nil {
+		return fmt.Errorf("releasing lease %s: %w", name, explain(err))
+	}
+	return nil
+}
+
+// Lease returns the lease called name as stored (expired or not), or core.ErrNotFound.
+func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
+	return s.lease(ctx, s.r, name)
+}
+
+func (s *Store) lease(ctx context.Context, db *sql.DB, name string) (core.Lease, error) {
+	var l core.Lease
+	var until string
+	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Lease{}, core.ErrNotFound
+	}
+	if err != nil {
+		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
+	}
+	if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
+		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
+	}
+	return l, nil
+}
+
+// ExpiredLeases lists the leases whose holder let them lapse before now, with the given
+// name prefix (e.g. "session:"), so a process can take over work a crashed one left.
+func (s *Store) ExpiredLeases(ctx context.Context, prefix string, now time.Time) ([]core.Lease, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, owner, expires_at FROM leases
+		WHERE name >= ? AND name < ? AND expires_at <= ? ORDER BY name`, prefix, prefix+"\U0010FFFF", formatTime(now))
+	if err != nil {
+		return nil, fmt.Errorf("listing expired leases: %w", err)
+	}
+	defer rows.Close()
+	var out []core.Lease
+	for rows.Next() {
+		var l core.Lease
+		var until string
+		if err := rows.Scan(&l.Name, &l.Owner, &until); err != nil {
+			return nil, fmt.Errorf("listing expired leases: %w", err)
+		}
+		if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
+			return nil, fmt.Errorf("listing expired leases: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

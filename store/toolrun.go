@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/plangate/plangate/core"
+)
+
+// StartToolRun records that a mutating tool call is about to run, durably (the writer
+// connection is synchronous=FULL): if the process dies while the call runs, the record
+// survives and the call is not run again. Recording the same call twice is
+// core.ErrDuplicate, so a call is started at most once.
+func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
+	if r.SessionID == "" || r.CallID == "" || r.Tool == "" {
+		return errors.New("recording tool run: session, call id and tool are required")
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO tool_runs (session_id, call_id, tool, detail, started_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`, r.SessionID, r.CallID, r.Tool, r.Detail, formatTime(stamp(r.StartedAt, s.now())))
+	if err != nil {
+		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, err)
+	} else if n == 0 {
+		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrDuplicate)
+	}
+	return nil
+}
+
+// FinishToolRun records how a started call ended. It is not fsynced on its own: a lost
+// finish record only makes a resumed turn report "effects unknown" for a call that did
+// finish, which is the safe side.
+func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
+	if r.Outcome == "" {
+		return fmt.Errorf("finishing tool run %s/%s: no outcome", r.SessionID, r.CallID)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE tool_runs SET finished_at = ?, outcome = ? WHERE session_id = ? AND call_id = ? AND finished_at IS NULL`,
+		formatTime(stamp(r.FinishedAt, s.now())), string(r.Outcome), r.SessionID, r.CallID)
+	if err != nil {
+		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, err)
+	} else if n == 0 {
+		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrNotFound)
+	}
+	return nil
+}
+
+// UnfinishedToolRuns lists the calls of a session that started and never finished (all
+// sessions for ""), oldest first.
+func (s *Store) UnfinishedToolRuns(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at FROM tool_runs
+		WHERE finished_at IS NULL AND (? = '' OR session_id = ?) ORDER BY started_at, call_id`, sessionID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
+	}
+	defer rows.Close()
+	var out []core.ToolRun
+	for rows.Next() {
+		var r core.ToolRun
+		var started string
+		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started); err != nil {
+			return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
+		}
+		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ToolRunsOf returns every recorded run of a session, oldest first.
+func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at, finished_at, outcome FROM tool_runs
+		WHERE session_id = ? ORDER BY started_at, call_id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing tool runs: %w", err)
+	}
+	defer rows.Close()
+	var out []core.ToolRun
+	for rows.Next() {
+		var r core.ToolRun
+		var started string
+		var finished sql.NullString
+		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started, &finished, &r.Outcome); err != nil {
+			return nil, fmt.Errorf("listing tool runs: %w", err)
+		}
+		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
+			return nil, err
+		}
+		if finished.Valid {
+			if r.FinishedAt, err = parseTime(finished.String, "tool run finish"); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
