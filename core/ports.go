@@ -113,6 +113,11 @@ type Change struct {
 	// an adapter saving its platform offset — makes it durable, in order. Only an OS crash
 	// can lose it, and then the platform redelivers the event.
 	Lazy bool
+	// Outbox holds replies committed with this change: a sender delivers them after the
+	// commit and marks them sent, and unsent ones are delivered after a restart, so nothing
+	// the change produced is lost between the commit and the platform. The store assigns
+	// each entry's ID in place (the slice's elements are shared with the caller).
+	Outbox []Outgoing
 }
 
 // Store is the persistence port.

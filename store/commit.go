@@ -108,6 +108,9 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 			return core.Session{}, err
 		}
 	}
+	if err := writeOutbox(ctx, tx, ch.Outbox, sid, now); err != nil {
+		return core.Session{}, err
+	}
 	if err := tx.Commit(); err != nil {
 		return core.Session{}, fmt.Errorf("committing transaction: %w", err)
 	}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// writeOutbox inserts the change's replies and writes their ids back into the caller's
+// slice.
+func writeOutbox(ctx context.Context, tx *sql.Tx, out []core.Outgoing, sid string, now time.Time) error {
+	for i := range out {
+		o := &out[i]
+		b, err := json.Marshal(o.Reply)
+		if err != nil {
+			return fmt.Errorf("saving reply to the outbox: encoding: %w", err)
+		}
+		session := o.SessionID
+		if session == "" {
+			session = sid
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)`,
+			session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now)))
+		if err != nil {
+			return fmt.Errorf("saving reply to the outbox: %w", err)
+		}
+		if o.ID, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("saving reply to the outbox: %w", err)
+		}
+		o.SessionID = session
+	}
+	return nil
+}
+
+// UnsentOutbox lists undelivered, not dropped replies for the given channels (all for
+// none), oldest first, at most limit (0 = no limit).
+func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
+	q := `SELECT id, session_id, reply, created_at, attempts FROM outbox WHERE sent_at IS NULL AND dropped = ''`
+	args := make([]any, 0, len(channels)+1)
+	if len(channels) > 0 {
+		q += ` AND channel IN (?` + strings.Repeat(`, ?`, len(channels)-1) + `)`
+		for _, c := range channels {
+			args = append(args, c)
+		}
+	}
+	q += ` ORDER BY id`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing unsent replies: %w", err)
+	}
+	defer rows.Close()
+	var out []core.Outgoing
+	for rows.Next() {
+		var o core.Outgoing
+		var body, created string
+		if err := rows.Scan(&o.ID, &o.SessionID, &body, &created, &o.Attempts); err != nil {
+			return nil, fmt.Errorf("listing unsent replies: %w", err)
+		}
+		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {
+			return nil, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
+		}
+		if o.CreatedAt, err = parseTime(created, "outbox time"); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// MarkSent records that reply id reached its platform as message platformID. It is a
+// lazy commit: after a killed process it is still there; only an OS crash can lose it,
+// and then the reply is sent again, never lost.
+func (s *Store) MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error {
+	return s.updateOutbox(ctx, id, `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
+		formatTime(at), platformID, id)
+}
+
+// DropOutbox gives up on reply id (too old, or refused by the platform for good) and
+// records why; it is never sent afterwards.
+func (s *Store) DropOutbox(ctx context.Context, id int64, why string) error {
+	if why == "" {
+		why = "dropped"
+	}
+	return s.updateOutbox(ctx, id, `UPDATE outbox SET dropped = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`, why, id)
+}
+
+// NoteOutboxAttempt counts a failed delivery attempt of reply id.
+func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
+	return s.updateOutbox(ctx, id, `UPDATE outbox SET attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL`, id)
+}
+
+func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...any) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("updating outbox reply %d: %w", id, err)
+	}
+	defer conn.Close()
+	restore, err := relaxSync(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
+	}
+	return nil
+}
+
+// PruneOutbox deletes sent or dropped replies created before olderThan and returns how
+// many it removed.
+func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
+	if err != nil {
+		return 0, fmt.Errorf("pruning the outbox: %w", err)
+	}
+	return res.RowsAffected()
+}
