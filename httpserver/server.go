@@ -1,0 +1,313 @@
+// Package httpserver is plangate's one net/http server (DESIGN.md section 10): webhooks
+// of the channels, /healthz, /readyz, /metrics and the admin API are routes on it. It
+// owns what every route shares — body limits, timeouts, per-route metrics, panic
+// recovery, constant-time bearer tokens, a clean stop — so a route handler only handles.
+package httpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultMaxBody is http.max_body's default.
+const DefaultMaxBody = 1 << 20
+
+// Config is the http section of the configuration.
+type Config struct {
+	Listen     string `yaml:"listen"`      // "" = no server
+	PublicURL  string `yaml:"public_url"`  // used to register webhooks
+	AdminToken string `yaml:"admin_token"` // "" = admin API off (404)
+	MaxBody    int64  `yaml:"max_body"`    // bytes; 0 = DefaultMaxBody
+}
+
+// Recorder is what the server counts; *metrics.Metrics satisfies it, nil records nothing.
+type Recorder interface {
+	HTTPRequest(route string, code int)
+}
+
+// Check is one readiness check: nil when ready, else an error saying what is wrong. Its
+// text is shown on /readyz, so it must not contain a secret.
+type Check func(ctx context.Context) error
+
+// Server is the HTTP server. Register routes before Run.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+	rec Recorder
+	log *slog.Logger
+
+	mu     sync.Mutex
+	checks map[string]Check
+}
+
+// New returns a server with /healthz and /readyz registered; it does no I/O. rec and log
+// may be nil.
+func New(cfg Config, rec Recorder, log *slog.Logger) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), rec: rec, log: log, checks: map[string]Check{}}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	return s
+}
+
+// Handle registers h for pattern (net/http's syntax, e.g. "POST /webhooks/telegram");
+// the request body is limited to http.max_body.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// HandleAdmin registers an admin API route: without http.admin_token the whole API is
+// 404; with it, a request without `Authorization: Bearer <token>` (compared in constant
+// time) is 401 and never reaches h.
+func (s *Server) HandleAdmin(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.AdminToken == "" {
+			http.NotFound(w, r)
+			return
+		}
+		if !BearerOK(r, s.cfg.AdminToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="plangate"`)
+			WriteError(w, http.StatusUnauthorized, "missing or wrong admin token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// AddCheck registers a readiness check under name (e.g. "store", "telegram").
+func (s *Server) AddCheck(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
+// Handler is the server's whole handler chain, for tests with httptest.
+func (s *Server) Handler() http.Handler { return s.wrap(s.mux) }
+
+// Run serves on ln until ctx ends, then stops taking connections and lets in-flight
+// requests finish for up to grace. It returns nil after a clean stop.
+func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serving http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stopping http server: %w", err)
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving http: %w", err)
+	}
+	return nil
+}
+
+// wrap adds what every route shares: the body limit, panic recovery and the request count
+// by matched route pattern ("unmatched" for 404s and 405s of unknown paths, so the
+// label's values stay bounded).
+func (s *Server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("http handler panicked", "route", r.Pattern, "panic", fmt.Sprint(p))
+				if !sw.wrote {
+					WriteError(sw, http.StatusInternalServerError, "internal error; details are in the gateway log")
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			if s.rec != nil {
+				s.rec.HTTPRequest(route, sw.code())
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.checks))
+	for n := range s.checks {
+		names = append(names, n)
+	}
+	checks := make(map[string]Check, len(s.checks))
+	for n, c := range s.checks {
+		checks[n] = c
+	}
+	s.mu.Unlock()
+	sort.Strings(names)
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	out := struct {
+		Ready  bool              `json:"ready"`
+		Checks map[string]string `json:"checks"`
+	}{Ready: true, Checks: map[string]string{}}
+	for _, n := range names {
+		if err := checks[n](ctx); err != nil {
+			out.Ready = false
+			out.Checks[n] = oneLine(err.Error())
+			continue
+		}
+		out.Checks[n] = "ok"
+	}
+	code := http.StatusOK
+	if !out.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	WriteJSON(w, code, out)
+}
+
+// ReadBody reads the whole (limited) request body. On failure it has already answered:
+// 413 when the body is over http.max_body, 400 otherwise.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	var b strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Body.Read(buf)
+		b.Write(buf[:n])
+		if errors.Is(err, io.EOF) {
+			return []byte(b.String()), true
+		}
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes (http.max_body)", tooBig.Limit))
+				return nil, false
+			}
+			WriteError(w, http.StatusBadRequest, "reading the request body failed")
+			return nil, false
+		}
+	}
+}
+
+// DecodeJSON reads the body as one JSON value into v, refusing unknown fields; on failure
+// it has answered 413 or 400 with a one-line reason.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := ReadBody(w, r)
+	if !ok {
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		WriteError(w, http.StatusBadRequest, "malformed JSON: "+oneLine(err.Error()))
+		return false
+	}
+	if dec.More() {
+		WriteError(w, http.StatusBadRequest, "malformed JSON: more than one value in the body")
+		return false
+	}
+	return true
+}
+
+// WriteJSON answers code with v as JSON.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// WriteError answers code with {"error": why}.
+func WriteError(w http.ResponseWriter, code int, why string) {
+	WriteJSON(w, code, struct {
+		Error string `json:"error"`
+	}{why})
+}
+
+// BearerOK reports whether r carries `Authorization: Bearer <token>`, compared in
+// constant time. An empty token never matches.
+func BearerOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && SecretEqual(got, token)
+}
+
+// SecretEqual compares two secrets in constant time (for equal lengths; the length of the
+// expected secret is not treated as secret).
+func SecretEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// statusWriter remembers the status code for the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush lets server-sent events through the wrapper.
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) code() int {
+	if !s.wrote {
+		return http.StatusOK
+	}
+	return s.status
+}

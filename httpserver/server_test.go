@@ -1,0 +1,201 @@
+package httpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/metrics"
+)
+
+func newServer(t *testing.T, cfg httpserver.Config) (*httpserver.Server, *metrics.Metrics, *httptest.Server) {
+	t.Helper()
+	m := metrics.New()
+	s := httpserver.New(cfg, m, nil)
+	type in struct {
+		Name string `json:"name"`
+	}
+	s.Handle("POST /echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var v in
+		if !httpserver.DecodeJSON(w, r, &v) {
+			return
+		}
+		httpserver.WriteJSON(w, http.StatusOK, v)
+	}))
+	s.Handle("GET /panic", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	s.HandleAdmin("GET /api/v1/ping", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpserver.WriteJSON(w, http.StatusOK, map[string]bool{"pong": true})
+	}))
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, m, ts
+}
+
+func do(t *testing.T, method, url, body string, hdr ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestRoutesAndBadInput(t *testing.T) {
+	_, m, ts := newServer(t, httpserver.Config{AdminToken: "s3cret-admin", MaxBody: 64})
+	tests := []struct {
+		name, method, path, body string
+		hdr                      []string
+		code                     int
+		want                     string
+	}{
+		{"health", "GET", "/healthz", "", nil, 200, "ok"},
+		{"echo", "POST", "/echo", `{"name":"alice"}`, nil, 200, `"name": "alice"`},
+		{"wrong method", "GET", "/echo", "", nil, 405, ""},
+		{"unknown route", "GET", "/nope", "", nil, 404, ""},
+		{"oversized body", "POST", "/echo", `{"name":"` + strings.Repeat("x", 100) + `"}`, nil, 413, "over the limit of 64 bytes"},
+		{"malformed json", "POST", "/echo", `{"name":`, nil, 400, "malformed JSON"},
+		{"unknown field", "POST", "/echo", `{"nom":"x"}`, nil, 400, "unknown field"},
+		{"two values", "POST", "/echo", `{} {}`, nil, 400, "more than one value"},
+		{"panic", "GET", "/panic", "", nil, 500, "internal error"},
+		{"admin without token", "GET", "/api/v1/ping", "", nil, 401, "admin token"},
+		{"admin wrong token", "GET", "/api/v1/ping", "", []string{"Authorization", "Bearer s3cret-admiN"}, 401, ""},
+		{"admin not bearer", "GET", "/api/v1/ping", "", []string{"Authorization", "s3cret-admin"}, 401, ""},
+		{"admin", "GET", "/api/v1/ping", "", []string{"Authorization", "Bearer s3cret-admin"}, 200, "pong"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(t, tc.method, ts.URL+tc.path, tc.body, tc.hdr...)
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				t.Fatalf("%s %s = %d %q, want %d with %q", tc.method, tc.path, code, body, tc.code, tc.want)
+			}
+			if strings.Contains(body, "s3cret") {
+				t.Errorf("response echoes the admin token: %q", body)
+			}
+		})
+	}
+	for _, c := range []struct {
+		route, code string
+		n           float64
+	}{
+		{"POST /echo", "200", 1}, {"POST /echo", "413", 1}, {"POST /echo", "400", 3},
+		{"GET /api/v1/ping", "401", 3}, {"GET /api/v1/ping", "200", 1}, {"GET /panic", "500", 1},
+		{"unmatched", "404", 1}, {"GET /healthz", "200", 1},
+	} {
+		if got := value(t, m, "plangate_http_requests_total", "route", c.route, "code", c.code); got != c.n {
+			t.Errorf("plangate_http_requests_total{route=%q,code=%q} = %v, want %v", c.route, c.code, got, c.n)
+		}
+	}
+}
+
+// value reads one sample of a counter or gauge from the registry; 0 when absent.
+func value(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, s := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range s.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			if c := s.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return s.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func TestAdminAPIIsNotFoundWithoutToken(t *testing.T) {
+	_, _, ts := newServer(t, httpserver.Config{})
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer "}, {"Authorization", "Bearer x"}} {
+		if code, _ := do(t, "GET", ts.URL+"/api/v1/ping", "", hdr...); code != 404 {
+			t.Errorf("admin API without a configured token, header %v: %d, want 404", hdr, code)
+		}
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	s, _, ts := newServer(t, httpserver.Config{})
+	s.AddCheck("store", func(context.Context) error { return nil })
+	code, body := do(t, "GET", ts.URL+"/readyz", "")
+	var got struct {
+		Ready  bool              `json:"ready"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 || !got.Ready || got.Checks["store"] != "ok" {
+		t.Fatalf("ready: %d %s %v", code, body, err)
+	}
+	s.AddCheck("telegram", func(context.Context) error { return errors.New("not connected:\n getUpdates failed") })
+	code, body = do(t, "GET", ts.URL+"/readyz", "")
+	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 503 || got.Ready || got.Checks["telegram"] != "not connected: getUpdates failed" || got.Checks["store"] != "ok" {
+		t.Fatalf("not ready: %d %s %v", code, body, err)
+	}
+}
+
+// A stop lets a request that is in flight finish, then Run returns nil.
+func TestRunStopsCleanly(t *testing.T) {
+	s := httpserver.New(httpserver.Config{}, nil, nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.Handle("GET /slow", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		_, _ = w.Write([]byte("finished"))
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ln, time.Minute) }()
+	got := make(chan string, 1)
+	go func() {
+		res, err := http.Get("http://" + ln.Addr().String() + "/slow")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		got <- string(b)
+	}()
+	<-entered
+	stop()
+	close(release)
+	if body := <-got; body != "finished" {
+		t.Fatalf("in-flight request: %q", body)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

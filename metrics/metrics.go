@@ -1,0 +1,142 @@
+// Package metrics counts what plangate really does, on a Prometheus registry of its own
+// (github.com/prometheus/client_golang), with the metric names of DESIGN.md section 10.
+// Parts of plangate record through small interfaces they define (core's Observer, the
+// HTTP server's); this package satisfies them, and cmd/plangate wires it. A nil *Metrics
+// records nothing, so tests and the terminal need no registry.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds plangate's collectors.
+type Metrics struct {
+	reg          *prometheus.Registry
+	inbound      *prometheus.CounterVec
+	replies      *prometheus.CounterVec
+	decisions    *prometheus.CounterVec
+	plansPending prometheus.Gauge
+	model        *prometheus.HistogramVec
+	tools        *prometheus.CounterVec
+	nudges       *prometheus.CounterVec
+	commit       *prometheus.HistogramVec
+	http         *prometheus.CounterVec
+}
+
+// New registers every collector, plus the Go runtime and process collectors, on a new
+// registry.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_inbound_total",
+			Help: "Inbound platform events by channel and outcome (handled, duplicate, refused, failed)."}, []string{"channel", "outcome"}),
+		replies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_replies_total",
+			Help: "Replies by channel and outcome (sent, failed, dropped)."}, []string{"channel", "outcome"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_decisions_total",
+			Help: "Plan decisions by kind (accepted, auto_accepted, revised, abandoned, aborted, expired, refused)."}, []string{"kind"}),
+		plansPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "plangate_plans_pending",
+			Help: "Plan versions waiting for a decision."}),
+		model: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plangate_model_request_seconds",
+			Help: "Model request latency by outcome (ok, error).", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10)}, []string{"outcome"}),
+		tools: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_tool_calls_total",
+			Help: "Tool calls by tool and outcome (ran, blocked, failed)."}, []string{"tool", "outcome"}),
+		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_nudges_total",
+			Help: "Nudge occurrences by outcome (fired, missed)."}, []string{"outcome"}),
+		commit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plangate_store_commit_seconds",
+			Help: "Store commit time; durable=true for fsynced commits.", Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)}, []string{"durable"}),
+		http: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_http_requests_total",
+			Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
+	}
+	reg.MustRegister(m.inbound, m.replies, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the registry itself, for tests that gather it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Inbound counts one inbound platform event.
+func (m *Metrics) Inbound(channel, outcome string) {
+	if m != nil {
+		m.inbound.WithLabelValues(channel, outcome).Inc()
+	}
+}
+
+// Reply counts one reply delivery outcome.
+func (m *Metrics) Reply(channel, outcome string) {
+	if m != nil {
+		m.replies.WithLabelValues(channel, outcome).Inc()
+	}
+}
+
+// Decision counts one decision.
+func (m *Metrics) Decision(kind string) {
+	if m != nil {
+		m.decisions.WithLabelValues(kind).Inc()
+	}
+}
+
+// PlansPending sets how many plan versions wait for a decision.
+func (m *Metrics) PlansPending(n int) {
+	if m != nil {
+		m.plansPending.Set(float64(n))
+	}
+}
+
+// ModelRequest observes one model call.
+func (m *Metrics) ModelRequest(outcome string, d time.Duration) {
+	if m != nil {
+		m.model.WithLabelValues(outcome).Observe(d.Seconds())
+	}
+}
+
+// ToolCall counts one tool call by outcome (ran, blocked, failed).
+func (m *Metrics) ToolCall(tool, outcome string) {
+	if m != nil {
+		m.tools.WithLabelValues(tool, outcome).Inc()
+	}
+}
+
+// Nudge counts one nudge occurrence (fired, missed).
+func (m *Metrics) Nudge(outcome string) {
+	if m != nil {
+		m.nudges.WithLabelValues(outcome).Inc()
+	}
+}
+
+// StoreCommit observes one store commit.
+func (m *Metrics) StoreCommit(durable bool, d time.Duration) {
+	if m != nil {
+		label := "false"
+		if durable {
+			label = "true"
+		}
+		m.commit.WithLabelValues(label).Observe(d.Seconds())
+	}
+}
+
+// HTTPRequest counts one HTTP request by route pattern and status code.
+func (m *Metrics) HTTPRequest(route string, code int) {
+	if m != nil {
+		m.http.WithLabelValues(route, statusText(code)).Inc()
+	}
+}
+
+func statusText(code int) string {
+	const digits = "0123456789"
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
+}
