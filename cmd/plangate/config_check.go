@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // validate checks values the YAML types cannot, and returns every problem at once.
@@ -38,18 +39,6 @@ func (c *Config) validate() []problem {
 	}
 	if c.Agent.HistoryMessages < 1 {
 		bad("agent.history_messages", "agent.history_messages is %d: it must be at least 1", c.Agent.HistoryMessages)
-	}
-	if tg := c.Channels.Telegram; tg.PollTimeout < time.Second || tg.PollTimeout > 5*time.Minute {
-		bad("channels.telegram.poll_timeout", "channels.telegram.poll_timeout is %s: it must be between 1s and 5m", tg.PollTimeout)
-	}
-	if c.Channels.Discord.LongReplyAsFile < 0 {
-		bad("channels.discord.long_reply_as_file", "channels.discord.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Discord.LongReplyAsFile)
-	}
-	if c.Channels.Slack.LongReplyAsFile < 0 {
-		bad("channels.slack.long_reply_as_file", "channels.slack.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Slack.LongReplyAsFile)
-	}
-	if c.Channels.Telegram.LongReplyAsFile < 0 {
-		bad("channels.telegram.long_reply_as_file", "channels.telegram.long_reply_as_file is %d: use 0 (never) or a character count", c.Channels.Telegram.LongReplyAsFile)
 	}
 	if c.Agent.HistoryChars < 1000 {
 		bad("agent.history_chars", "agent.history_chars is %d: it must be at least 1000", c.Agent.HistoryChars)
@@ -99,16 +88,9 @@ func (c *Config) validate() []problem {
 		}
 	}
 
-	for _, u := range []struct{ key, value string }{
-		{"llm.base_url", c.LLM.BaseURL},
-		{"channels.telegram.api_url", c.Channels.Telegram.APIURL},
-		{"channels.slack.api_url", c.Channels.Slack.APIURL},
-		{"channels.discord.api_url", c.Channels.Discord.APIURL},
-	} {
-		if u.value != "" && !isHTTPURL(u.value) {
-			// The value is not echoed: a URL may carry credentials.
-			bad(u.key, "%s is not an http:// or https:// URL", u.key)
-		}
+	if c.LLM.BaseURL != "" && !channels.IsHTTPURL(c.LLM.BaseURL) {
+		// The value is not echoed: a URL may carry credentials.
+		bad("llm.base_url", "llm.base_url is not an http:// or https:// URL")
 	}
 
 	switch p, _ := c.ResolvedProvider(nil); p {
@@ -125,19 +107,28 @@ func (c *Config) validate() []problem {
 		}
 	}
 
-	ch := c.Channels
-	for _, s := range []struct {
-		enabled    bool
-		key, value string
-	}{
-		{ch.Telegram.Enabled, "channels.telegram.token", ch.Telegram.Token},
-		{ch.Slack.Enabled, "channels.slack.bot_token", ch.Slack.BotToken},
-		{ch.Slack.Enabled, "channels.slack.app_token", ch.Slack.AppToken},
-		{ch.Discord.Enabled, "channels.discord.token", ch.Discord.Token},
-	} {
-		if s.enabled && s.value == "" {
-			bad(s.key, "%s is empty: set %s", s.key, c.source(s.key))
+	for _, s := range c.Channels.sections() {
+		ps = append(ps, c.sectionProblems(s)...)
+	}
+	return ps
+}
+
+// sectionProblems turns what a channel's Validate returns into problems under
+// channels.<name>, naming the variable to set for a missing secret.
+func (c *Config) sectionProblems(s section) []problem {
+	prefix := "channels." + s.name
+	keyErrs, rest := channels.KeyErrors(s.cfg.Validate())
+	var ps []problem
+	for _, e := range keyErrs {
+		key := prefix + "." + e.Key
+		msg := key + " " + e.Msg
+		if e.Unset {
+			msg += ": set " + c.source(key)
 		}
+		ps = append(ps, problem{key, msg})
+	}
+	for _, err := range rest {
+		ps = append(ps, problem{prefix, prefix + ": " + err.Error()})
 	}
 	return ps
 }
@@ -177,11 +168,6 @@ func validApprover(s string) bool {
 		return true
 	}
 	return false
-}
-
-func isHTTPURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // ResolvedProvider says which model provider to start and why, in a phrase for the
@@ -239,9 +225,9 @@ func (c *Config) Describe() string {
 		}
 		endpoint := "the OpenAI API"
 		if c.LLM.BaseURL != "" {
-			endpoint = safeURL(c.LLM.BaseURL)
+			endpoint = channels.SafeURL(c.LLM.BaseURL)
 		}
-		line("model", "openai %s at %s, api key %s", model, endpoint, setOrNot(c.LLM.APIKey))
+		line("model", "openai %s at %s, api key %s", model, endpoint, channels.SetOrNot(c.LLM.APIKey))
 	default:
 		line("model", "%s %s", provider, c.LLM.Script)
 	}
@@ -267,18 +253,10 @@ func (c *Config) Describe() string {
 	}
 
 	var chans []string
-	ch := c.Channels
-	if ch.Terminal.Enabled {
-		chans = append(chans, "terminal")
-	}
-	if ch.Telegram.Enabled {
-		chans = append(chans, "telegram (token "+setOrNot(ch.Telegram.Token)+apiNote(ch.Telegram.APIURL)+")")
-	}
-	if ch.Slack.Enabled {
-		chans = append(chans, "slack (bot token "+setOrNot(ch.Slack.BotToken)+", app token "+setOrNot(ch.Slack.AppToken)+apiNote(ch.Slack.APIURL)+")")
-	}
-	if ch.Discord.Enabled {
-		chans = append(chans, "discord (token "+setOrNot(ch.Discord.Token)+apiNote(ch.Discord.APIURL)+")")
+	for _, s := range c.Channels.sections() {
+		if s.enabled {
+			chans = append(chans, s.cfg.Describe())
+		}
 	}
 	if len(chans) == 0 {
 		chans = append(chans, "none enabled")
@@ -299,34 +277,11 @@ func (c *Config) Describe() string {
 	return b.String()
 }
 
-func setOrNot(secret string) string {
-	if secret == "" {
-		return "not set"
-	}
-	return "set"
-}
-
 func onOff(b bool) string {
 	if b {
 		return "on"
 	}
 	return "off"
-}
-
-func apiNote(apiURL string) string {
-	if apiURL == "" {
-		return ""
-	}
-	return ", api " + safeURL(apiURL)
-}
-
-// safeURL keeps scheme, host and path: user info and query strings may hold credentials.
-func safeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // shortDuration prints 1h instead of 1h0m0s.

@@ -241,7 +241,9 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer st.Close()
-	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
+	tc := cfg.Channels.Terminal
+	tc.Session = *session
+	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
 	g, err := startGateway(ctx, cfg, e, log, st, hub)
 	if err != nil {
@@ -284,11 +286,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	var chans []channels.Channel
 	serving := map[string]bool{}
 	if ch.Telegram.Enabled {
-		tg, err := telegram.New(ctx, telegram.Config{
-			Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
-			RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
-			PollTimeout: ch.Telegram.PollTimeout,
-		}, st, log)
+		tg, err := telegram.New(ctx, ch.Telegram, st, log)
 		if err != nil {
 			return err
 		}
@@ -296,10 +294,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		chans = append(chans, tg)
 	}
 	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, slack.Config{
-			BotToken: ch.Slack.BotToken, AppToken: ch.Slack.AppToken, APIURL: ch.Slack.APIURL,
-			AllowedChannels: ch.Slack.AllowedChannels, LongReplyAsFile: ch.Slack.LongReplyAsFile,
-		}, st, log)
+		sl, err := slack.New(ctx, ch.Slack, st, log)
 		if err != nil {
 			return err
 		}
@@ -307,10 +302,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		chans = append(chans, sl)
 	}
 	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, discord.Config{
-			Token: ch.Discord.Token, ApplicationID: ch.Discord.ApplicationID, GuildIDs: ch.Discord.GuildIDs,
-			APIURL: ch.Discord.APIURL, AllowedChannels: ch.Discord.AllowedChannels, LongReplyAsFile: ch.Discord.LongReplyAsFile,
-		}, st, log)
+		dc, err := discord.New(ctx, ch.Discord, st, log)
 		if err != nil {
 			return err
 		}
