@@ -1,0 +1,72 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/plangate/plangate/channels/channeltest"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"defaults", func(*Config) {}, nil},
+		{"enabled with a token", func(c *Config) { c.Enabled, c.Token = true, "123:SECRET" }, nil},
+		{"disabled without a token", func(c *Config) { c.Token = "" }, nil},
+		{"enabled without a token", func(c *Config) { c.Enabled, c.Token = true, "" },
+			[]string{"token is empty: set token"}},
+		{"poll timeout too short", func(c *Config) { c.PollTimeout = 500 * time.Millisecond },
+			[]string{"poll_timeout is 500ms: it must be between 1s and 5m"}},
+		{"poll timeout too long", func(c *Config) { c.PollTimeout = 10 * time.Minute },
+			[]string{"poll_timeout is 10m0s: it must be between 1s and 5m"}},
+		{"everything wrong", func(c *Config) {
+			c.Enabled, c.Token, c.PollTimeout, c.LongReplyAsFile, c.APIURL = true, "", 0, -1, "ftp://x"
+		}, []string{
+			"poll_timeout is 0s: it must be between 1s and 5m",
+			"long_reply_as_file is -1: use 0 (never) or a character count",
+			"api_url is not an http:// or https:// URL",
+			"token is empty: set token",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			tc.edit(&c)
+			if got := channeltest.Problems(t, c.Validate()); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Validate() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestConfigDecodesOverDefaults(t *testing.T) {
+	c := Defaults()
+	src := "enabled: true\nallowed_chats: [-100, 42]\nlong_reply_as_file: 0\npoll_timeout: 20s\n"
+	if err := yaml.UnmarshalWithOptions([]byte(src), &c, yaml.Strict()); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Enabled || c.LongReplyAsFile != 0 || c.PollTimeout != 20*time.Second || len(c.AllowedChats) != 2 || c.AllowedChats[0] != -100 {
+		t.Errorf("decoded %+v", c)
+	}
+	if !c.RequireMentionInGroups || c.Token != "${TELEGRAM_BOT_TOKEN}" {
+		t.Errorf("keys the file leaves out lost their defaults: %+v", c)
+	}
+	if err := yaml.UnmarshalWithOptions([]byte("httpclient: {}\n"), &c, yaml.Strict()); err == nil {
+		t.Error("the HTTP client was accepted from the file")
+	}
+}
+
+func TestConfigDescribe(t *testing.T) {
+	c := Config{Token: "123:SECRET", APIURL: "http://user:SECRET@127.0.0.1:8081/bot?k=SECRET"}
+	if got, want := c.Describe(), "telegram (token set, api http://127.0.0.1:8081/bot)"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	if got, want := (Config{}).Describe(), "telegram (token not set)"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+}
