@@ -131,10 +131,10 @@ type ChannelsConfig struct {
 	Discord  discord.Config  `yaml:"discord"`
 }
 
-// channelSection is what cmd/plangate needs from an adapter's config type.
+// channelSection is what `plangate config check` needs from an adapter's config type
+// besides its Validate, which every section has.
 type channelSection interface {
-	Validate() error  // problems as *channels.KeyError, keys relative to the section
-	Describe() string // the summary for `plangate config check`, without secrets
+	Describe() string // the summary, without secrets
 }
 
 // section is one channel's part of the file, under channels.<name>.

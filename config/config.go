@@ -1,14 +1,20 @@
-package channels
+// Package config is what the sections of plangate's config file share. Each part that has
+// options owns its section: a type with yaml tags that cmd/plangate decodes strictly, a
+// Defaults function, Validate and Describe (the channel adapters' Config types, for one).
+// Validate reports each problem as a *KeyError naming the key relative to the section, so
+// the loader can put the section's path and the file's line in front of it and name the
+// environment variable a missing secret comes from; the helpers here keep every section's
+// messages and summaries in one voice and free of secrets.
+package config
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 )
-
-// Each adapter package owns its section of the config file: a Config type with yaml tags,
-// a Defaults function, Validate and Describe. What they share to do that lives here, so the
-// adapters report problems and summaries in one voice and cmd/plangate can place them.
 
 // KeyError is one invalid value in an adapter's config section. Key is relative to the
 // section ("poll_timeout", "allowed_chats[2]"): the config loader prefixes the section's
@@ -22,11 +28,18 @@ type KeyError struct {
 	// set, which only it knows: the environment variable the value was read from, else the
 	// key itself.
 	Unset bool
+	// Value, when set, is the value found, quoted between the key and Msg: `key is "v": Msg`.
+	// The loader shows "the value of VAR" instead when it came from the environment, where
+	// a secret may have landed by mistake.
+	Value *string
 }
 
 func (e *KeyError) Error() string {
-	if e.Unset {
+	switch {
+	case e.Unset:
 		return e.Key + " " + e.Msg + ": set " + e.Key
+	case e.Value != nil:
+		return e.Key + " is " + strconv.Quote(*e.Value) + ": " + e.Msg
 	}
 	return e.Key + " " + e.Msg
 }
@@ -34,6 +47,26 @@ func (e *KeyError) Error() string {
 // Invalid returns a *KeyError for key with a message made from format and args.
 func Invalid(key, format string, args ...any) error {
 	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BadValue returns a *KeyError that shows the value found (see KeyError.Value).
+func BadValue(key, value, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...), Value: &value}
+}
+
+// OneOf reports a value outside an enumeration, showing the value and the allowed ones.
+func OneOf(key, got string, allowed ...string) error {
+	if slices.Contains(allowed, got) {
+		return nil
+	}
+	return BadValue(key, got, "expected %s", orList(allowed))
+}
+
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // Unset returns the *KeyError of a required value left empty.

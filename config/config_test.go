@@ -1,4 +1,4 @@
-package channels
+package config
 
 import (
 	"errors"
@@ -84,5 +84,22 @@ func TestSafeURLAndAPINote(t *testing.T) {
 	}
 	if SetOrNot("") != "not set" || SetOrNot("SECRET") != "set" {
 		t.Errorf("SetOrNot = %q, %q", SetOrNot(""), SetOrNot("SECRET"))
+	}
+}
+
+func TestBadValueAndOneOf(t *testing.T) {
+	if err := OneOf("level", "info", "debug", "info"); err != nil {
+		t.Errorf("OneOf(allowed value) = %v", err)
+	}
+	err := OneOf("level", "loud", "debug", "info", "warn")
+	if got, want := err.Error(), `level is "loud": expected debug, info or warn`; got != want {
+		t.Errorf("OneOf = %q, want %q", got, want)
+	}
+	keys, _ := KeyErrors(err)
+	if len(keys) != 1 || keys[0].Value == nil || *keys[0].Value != "loud" || keys[0].Msg != "expected debug, info or warn" {
+		t.Errorf("OneOf's KeyError = %+v: the loader needs the value apart from the message", keys)
+	}
+	if got, want := OneOf("format", "x", "text").Error(), `format is "x": expected text`; got != want {
+		t.Errorf("OneOf with one allowed value = %q, want %q", got, want)
 	}
 }
