@@ -16,6 +16,12 @@ import (
 	"strings"
 )
 
+// Validator is a section that checks its own values; every problem it returns (joined
+// with errors.Join) is a *KeyError.
+type Validator interface {
+	Validate() error
+}
+
 // KeyError is one invalid value in an adapter's config section. Key is relative to the
 // section ("poll_timeout", "allowed_chats[2]"): the config loader prefixes the section's
 // path and points at the key's line in the file.

@@ -1,6 +1,7 @@
 package channeltest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/plangate/plangate/config"
@@ -19,4 +20,27 @@ func Problems(t testing.TB, err error) []string {
 		out = append(out, k.Error())
 	}
 	return out
+}
+
+// ValidateCase is one row of an adapter's Config.Validate table: Edit changes the
+// defaults, Want lists the problems as Problems renders them (nil: valid).
+type ValidateCase[C any] struct {
+	Name string
+	Edit func(*C)
+	Want []string
+}
+
+// RunValidate runs each case against a fresh copy of defaults().
+func RunValidate[C config.Validator](t *testing.T, defaults func() C, cases []ValidateCase[C]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			c := defaults()
+			tc.Edit(&c)
+			got, want := strings.Join(Problems(t, c.Validate()), "\n"), strings.Join(tc.Want, "\n")
+			if got != want {
+				t.Errorf("Validate() =\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
 }

@@ -10,30 +10,18 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want []string
-	}{
-		{"defaults", func(*Config) {}, nil},
-		{"enabled with a token", func(c *Config) { c.Enabled, c.Token = true, "Bot SECRET" }, nil},
-		{"disabled without a token", func(c *Config) { c.Token = "" }, nil},
-		{"everything wrong", func(c *Config) {
+	channeltest.RunValidate(t, Defaults, []channeltest.ValidateCase[Config]{
+		{Name: "defaults", Edit: func(*Config) {}},
+		{Name: "enabled with a token", Edit: func(c *Config) { c.Enabled, c.Token = true, "Bot SECRET" }},
+		{Name: "disabled without a token", Edit: func(c *Config) { c.Token = "" }},
+		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.Token, c.LongReplyAsFile, c.APIURL = true, "", -1, "/relative"
-		}, []string{
+		}, Want: []string{
 			"long_reply_as_file is -1: use 0 (never) or a character count",
 			"api_url is not an http:// or https:// URL",
 			"token is empty: set token",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Defaults()
-			tc.edit(&c)
-			if got := channeltest.Problems(t, c.Validate()); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("Validate() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
-	}
+	})
 }
 
 func TestConfigDecodesOverDefaults(t *testing.T) {

@@ -10,33 +10,21 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want []string
-	}{
-		{"defaults", func(*Config) {}, nil},
-		{"enabled with both tokens", func(c *Config) { c.Enabled, c.BotToken, c.AppToken = true, "xoxb-SECRET", "xapp-SECRET" }, nil},
-		{"disabled without tokens", func(c *Config) { c.BotToken, c.AppToken = "", "" }, nil},
-		{"enabled without the app token", func(c *Config) { c.Enabled, c.BotToken, c.AppToken = true, "xoxb-SECRET", "" },
-			[]string{"app_token is empty: set app_token"}},
-		{"everything wrong", func(c *Config) {
+	channeltest.RunValidate(t, Defaults, []channeltest.ValidateCase[Config]{
+		{Name: "defaults", Edit: func(*Config) {}},
+		{Name: "enabled with both tokens", Edit: func(c *Config) { c.Enabled, c.BotToken, c.AppToken = true, "xoxb-SECRET", "xapp-SECRET" }},
+		{Name: "disabled without tokens", Edit: func(c *Config) { c.BotToken, c.AppToken = "", "" }},
+		{Name: "enabled without the app token", Edit: func(c *Config) { c.Enabled, c.BotToken, c.AppToken = true, "xoxb-SECRET", "" },
+			Want: []string{"app_token is empty: set app_token"}},
+		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.BotToken, c.AppToken, c.LongReplyAsFile, c.APIURL = true, "", "", -5, "slack.com/api"
-		}, []string{
+		}, Want: []string{
 			"long_reply_as_file is -5: use 0 (never) or a character count",
 			"api_url is not an http:// or https:// URL",
 			"bot_token is empty: set bot_token",
 			"app_token is empty: set app_token",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Defaults()
-			tc.edit(&c)
-			if got := channeltest.Problems(t, c.Validate()); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("Validate() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
-	}
+	})
 }
 
 func TestConfigDecodesOverDefaults(t *testing.T) {

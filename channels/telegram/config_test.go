@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -11,37 +10,25 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want []string
-	}{
-		{"defaults", func(*Config) {}, nil},
-		{"enabled with a token", func(c *Config) { c.Enabled, c.Token = true, "123:SECRET" }, nil},
-		{"disabled without a token", func(c *Config) { c.Token = "" }, nil},
-		{"enabled without a token", func(c *Config) { c.Enabled, c.Token = true, "" },
-			[]string{"token is empty: set token"}},
-		{"poll timeout too short", func(c *Config) { c.PollTimeout = 500 * time.Millisecond },
-			[]string{"poll_timeout is 500ms: it must be between 1s and 5m"}},
-		{"poll timeout too long", func(c *Config) { c.PollTimeout = 10 * time.Minute },
-			[]string{"poll_timeout is 10m0s: it must be between 1s and 5m"}},
-		{"everything wrong", func(c *Config) {
+	channeltest.RunValidate(t, Defaults, []channeltest.ValidateCase[Config]{
+		{Name: "defaults", Edit: func(*Config) {}},
+		{Name: "enabled with a token", Edit: func(c *Config) { c.Enabled, c.Token = true, "123:SECRET" }},
+		{Name: "disabled without a token", Edit: func(c *Config) { c.Token = "" }},
+		{Name: "enabled without a token", Edit: func(c *Config) { c.Enabled, c.Token = true, "" },
+			Want: []string{"token is empty: set token"}},
+		{Name: "poll timeout too short", Edit: func(c *Config) { c.PollTimeout = 500 * time.Millisecond },
+			Want: []string{"poll_timeout is 500ms: it must be between 1s and 5m"}},
+		{Name: "poll timeout too long", Edit: func(c *Config) { c.PollTimeout = 10 * time.Minute },
+			Want: []string{"poll_timeout is 10m0s: it must be between 1s and 5m"}},
+		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.Token, c.PollTimeout, c.LongReplyAsFile, c.APIURL = true, "", 0, -1, "ftp://x"
-		}, []string{
+		}, Want: []string{
 			"poll_timeout is 0s: it must be between 1s and 5m",
 			"long_reply_as_file is -1: use 0 (never) or a character count",
 			"api_url is not an http:// or https:// URL",
 			"token is empty: set token",
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Defaults()
-			tc.edit(&c)
-			if got := channeltest.Problems(t, c.Validate()); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("Validate() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
-	}
+	})
 }
 
 func TestConfigDecodesOverDefaults(t *testing.T) {

@@ -11,12 +11,6 @@ import (
 	"github.com/plangate/plangate/config"
 )
 
-// validator is a section of the file that checks its own values (each adapter's Config and
-// the sections below), reporting *config.KeyError values relative to the section.
-type validator interface {
-	Validate() error
-}
-
 // validate checks values the YAML types cannot, and returns every problem at once: each
 // section's own, then those that span sections.
 func (c *Config) validate() []problem {
@@ -49,7 +43,7 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		if s, ok := fv.Interface().(validator); ok {
+		if s, ok := fv.Interface().(config.Validator); ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
 		} else if fv.Kind() == reflect.Struct {
 			ps = append(ps, c.sectionProblems(fv, key)...)

@@ -50,7 +50,7 @@ func TestEverySectionValidates(t *testing.T) {
 		for f := range typ.Fields() {
 			name := yamlName(f)
 			switch {
-			case name == "" || f.Type.Implements(reflect.TypeFor[validator]()):
+			case name == "" || f.Type.Implements(reflect.TypeFor[config.Validator]()):
 			case f.Type.Kind() == reflect.Struct:
 				check(f.Type, joinKey(path, name))
 			default:
