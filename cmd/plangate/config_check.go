@@ -56,40 +56,9 @@ func (c *Config) Describe() string {
 	}
 
 	provider, why := c.ResolvedProvider(nil)
-	switch provider {
-	case ProviderOpenAI:
-		model := c.LLM.Model
-		if c.LLM.PlanModel != "" {
-			model += ", " + c.LLM.PlanModel + " while planning"
-		}
-		endpoint := "the OpenAI API"
-		if c.LLM.BaseURL != "" {
-			endpoint = config.SafeURL(c.LLM.BaseURL)
-		}
-		line("model", "openai %s at %s, api key %s", model, endpoint, config.SetOrNot(c.LLM.APIKey))
-	default:
-		line("model", "%s %s", provider, c.LLM.Script)
-	}
+	line("model", "%s", c.LLM.describe(provider))
 	line("", "(%s)", why)
-
-	if c.PlanMode.Enabled {
-		nudges := "none"
-		if len(c.PlanMode.Nudges) > 0 {
-			var ds []string
-			for _, d := range c.PlanMode.Nudges {
-				ds = append(ds, shortDuration(d))
-			}
-			nudges = strings.Join(ds, " ")
-		}
-		timeout := "never"
-		if c.PlanMode.ApprovalTimeout > 0 {
-			timeout = shortDuration(c.PlanMode.ApprovalTimeout)
-		}
-		line("plan mode", "on; start in plan %s; auto-approve %s; approval timeout %s; nudges %s",
-			onOff(c.PlanMode.StartInPlan), onOff(c.PlanMode.AutoApprove), timeout, nudges)
-	} else {
-		line("plan mode", "off")
-	}
+	line("plan mode", "%s", c.PlanMode.Describe())
 
 	var chans []string
 	for _, s := range c.Channels.sections() {
@@ -114,6 +83,43 @@ func (c *Config) Describe() string {
 	}
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
+}
+
+// describe names the model that runs and where; the API key only as set or not.
+func (l LLMConfig) describe(provider Provider) string {
+	if provider != ProviderOpenAI {
+		return fmt.Sprintf("%s %s", provider, l.Script)
+	}
+	model := l.Model
+	if l.PlanModel != "" {
+		model += ", " + l.PlanModel + " while planning"
+	}
+	endpoint := "the OpenAI API"
+	if l.BaseURL != "" {
+		endpoint = config.SafeURL(l.BaseURL)
+	}
+	return fmt.Sprintf("openai %s at %s, api key %s", model, endpoint, config.SetOrNot(l.APIKey))
+}
+
+// Describe summarises the approval cycle for `plangate config check`.
+func (p PlanModeConfig) Describe() string {
+	if !p.Enabled {
+		return "off"
+	}
+	nudges := "none"
+	if len(p.Nudges) > 0 {
+		var ds []string
+		for _, d := range p.Nudges {
+			ds = append(ds, shortDuration(d))
+		}
+		nudges = strings.Join(ds, " ")
+	}
+	timeout := "never"
+	if p.ApprovalTimeout > 0 {
+		timeout = shortDuration(p.ApprovalTimeout)
+	}
+	return fmt.Sprintf("on; start in plan %s; auto-approve %s; approval timeout %s; nudges %s",
+		onOff(p.StartInPlan), onOff(p.AutoApprove), timeout, nudges)
 }
 
 func onOff(b bool) string {

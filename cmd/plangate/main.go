@@ -283,32 +283,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer st.Close()
 
-	var chans []channels.Channel
+	chans, err := openChannels(ctx, ch, st, log)
+	if err != nil {
+		return err
+	}
 	serving := map[string]bool{}
-	if ch.Telegram.Enabled {
-		tg, err := telegram.New(ctx, ch.Telegram, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("telegram connected", "bot", tg.Username())
-		chans = append(chans, tg)
-	}
-	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, ch.Slack, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("slack connected", "team", sl.TeamID())
-		chans = append(chans, sl)
-	}
-	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, ch.Discord, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("discord connected", "bot", dc.BotID())
-		chans = append(chans, dc)
-	}
 	var names []string
 	for _, c := range chans {
 		serving[c.Name()] = true
@@ -340,6 +319,36 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		log.Info("stopped cleanly")
 	}
 	return errors.Join(runErr, stopErr)
+}
+
+// openChannels connects every enabled chat channel, each with its own config section.
+func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+	var chans []channels.Channel
+	if ch.Telegram.Enabled {
+		tg, err := telegram.New(ctx, ch.Telegram, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("telegram connected", "bot", tg.Username())
+		chans = append(chans, tg)
+	}
+	if ch.Slack.Enabled {
+		sl, err := slack.New(ctx, ch.Slack, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("slack connected", "team", sl.TeamID())
+		chans = append(chans, sl)
+	}
+	if ch.Discord.Enabled {
+		dc, err := discord.New(ctx, ch.Discord, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("discord connected", "bot", dc.BotID())
+		chans = append(chans, dc)
+	}
+	return chans, nil
 }
 
 func cmdConfig(args []string, e procEnv) error {
