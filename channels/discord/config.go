@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // Config configures the Discord channel. It is also the channels.discord section of the
@@ -40,15 +40,15 @@ func Defaults() Config {
 	return Config{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *config.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
 // naming its key. The token is required only when the channel is enabled.
 func (c Config) Validate() error {
 	errs := []error{
-		config.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
-		config.CheckURL("api_url", c.APIURL),
+		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
+		channels.CheckURL("api_url", c.APIURL),
 	}
 	if c.Enabled && c.Token == "" {
-		errs = append(errs, config.Unset("token"))
+		errs = append(errs, channels.Unset("token"))
 	}
 	return errors.Join(errs...)
 }
@@ -56,5 +56,5 @@ func (c Config) Validate() error {
 // Describe summarises the channel for `plangate config check`: whether the token is set,
 // never the token.
 func (c Config) Describe() string {
-	return Name + " (token " + config.SetOrNot(c.Token) + config.APINote(c.APIURL) + ")"
+	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
 }

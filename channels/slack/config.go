@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // Config configures the Slack channel (Socket Mode needs both tokens). It is also the
@@ -37,18 +37,18 @@ func Defaults() Config {
 	}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *config.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
 // naming its key. Both tokens are required only when the channel is enabled.
 func (c Config) Validate() error {
 	errs := []error{
-		config.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
-		config.CheckURL("api_url", c.APIURL),
+		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
+		channels.CheckURL("api_url", c.APIURL),
 	}
 	if c.Enabled && c.BotToken == "" {
-		errs = append(errs, config.Unset("bot_token"))
+		errs = append(errs, channels.Unset("bot_token"))
 	}
 	if c.Enabled && c.AppToken == "" {
-		errs = append(errs, config.Unset("app_token"))
+		errs = append(errs, channels.Unset("app_token"))
 	}
 	return errors.Join(errs...)
 }
@@ -56,6 +56,6 @@ func (c Config) Validate() error {
 // Describe summarises the channel for `plangate config check`: whether each token is set,
 // never a token.
 func (c Config) Describe() string {
-	return Name + " (bot token " + config.SetOrNot(c.BotToken) + ", app token " + config.SetOrNot(c.AppToken) +
-		config.APINote(c.APIURL) + ")"
+	return Name + " (bot token " + channels.SetOrNot(c.BotToken) + ", app token " + channels.SetOrNot(c.AppToken) +
+		channels.APINote(c.APIURL) + ")"
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // Config configures the Telegram channel. It is also the channels.telegram section of the
@@ -41,17 +41,17 @@ func Defaults() Config {
 	}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *config.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
 // naming its key. The token is required only when the channel is enabled.
 func (c Config) Validate() error {
 	var errs []error
 	if c.PollTimeout < time.Second || c.PollTimeout > 5*time.Minute {
-		errs = append(errs, config.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
+		errs = append(errs, channels.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
 	}
-	errs = append(errs, config.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile))
-	errs = append(errs, config.CheckURL("api_url", c.APIURL))
+	errs = append(errs, channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile))
+	errs = append(errs, channels.CheckURL("api_url", c.APIURL))
 	if c.Enabled && c.Token == "" {
-		errs = append(errs, config.Unset("token"))
+		errs = append(errs, channels.Unset("token"))
 	}
 	return errors.Join(errs...)
 }
@@ -59,5 +59,5 @@ func (c Config) Validate() error {
 // Describe summarises the channel for `plangate config check`: whether the token is set,
 // never the token.
 func (c Config) Describe() string {
-	return Name + " (token " + config.SetOrNot(c.Token) + config.APINote(c.APIURL) + ")"
+	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // ResolvedProvider says which model provider to start and why, in a phrase for the
@@ -96,9 +96,9 @@ func (l LLMConfig) describe(provider Provider) string {
 	}
 	endpoint := "the OpenAI API"
 	if l.BaseURL != "" {
-		endpoint = config.SafeURL(l.BaseURL)
+		endpoint = channels.SafeURL(l.BaseURL)
 	}
-	return fmt.Sprintf("openai %s at %s, api key %s", model, endpoint, config.SetOrNot(l.APIKey))
+	return fmt.Sprintf("openai %s at %s, api key %s", model, endpoint, channels.SetOrNot(l.APIKey))
 }
 
 // Describe summarises the approval cycle for `plangate config check`.

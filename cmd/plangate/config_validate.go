@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // validate checks values the YAML types cannot, and returns every problem at once: each
@@ -43,7 +43,7 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		if s, ok := fv.Interface().(config.Validator); ok {
+		if s, ok := fv.Interface().(channels.Validator); ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
 		} else if fv.Kind() == reflect.Struct {
 			ps = append(ps, c.sectionProblems(fv, key)...)
@@ -55,7 +55,7 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 // keyProblems places what the section at prefix reported: keys get the section's path, a
 // missing value names the variable to set, and a value from the environment is not shown.
 func (c *Config) keyProblems(prefix string, err error) []problem {
-	keyErrs, rest := config.KeyErrors(err)
+	keyErrs, rest := channels.KeyErrors(err)
 	var ps []problem
 	for _, e := range keyErrs {
 		key := joinKey(prefix, e.Key)
@@ -95,7 +95,7 @@ func (c *Config) quoted(key, value string) string {
 // checkPath reports a path left empty.
 func checkPath(key, p string) error {
 	if p == "" {
-		return config.Invalid(key, "is empty: set it to a path (relative paths start at the config file's directory)")
+		return channels.Invalid(key, "is empty: set it to a path (relative paths start at the config file's directory)")
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func checkPath(key, p string) error {
 // checkNotNegative reports durations below zero, where zero means "none" or "no limit".
 func checkNotNegative(key string, d time.Duration) error {
 	if d < 0 {
-		return config.Invalid(key, "is %s: it must be 0s or more", d)
+		return channels.Invalid(key, "is %s: it must be 0s or more", d)
 	}
 	return nil
 }
@@ -120,15 +120,15 @@ func (w WorkspaceConfig) Validate() error { return checkPath("root", w.Root) }
 // Validate checks the llm section; which provider runs, and so what it needs, is decided
 // across the section by Config.validate.
 func (l LLMConfig) Validate() error {
-	errs := []error{config.OneOf("provider", string(l.Provider), string(ProviderAuto), string(ProviderOpenAI), string(ProviderScript))}
+	errs := []error{channels.OneOf("provider", string(l.Provider), string(ProviderAuto), string(ProviderOpenAI), string(ProviderScript))}
 	if l.MaxRetries < 0 {
-		errs = append(errs, config.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
+		errs = append(errs, channels.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
 	}
 	if t := l.Temperature; t != nil && (*t < 0 || *t > 2) {
-		errs = append(errs, config.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
+		errs = append(errs, channels.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
 	}
 	errs = append(errs, checkNotNegative("timeout", l.Timeout), checkNotNegative("turn_budget", l.TurnBudget))
-	return errors.Join(append(errs, config.CheckURL("base_url", l.BaseURL))...)
+	return errors.Join(append(errs, channels.CheckURL("base_url", l.BaseURL))...)
 }
 
 // Validate checks the agent section.
@@ -144,7 +144,7 @@ func (a AgentConfig) Validate() error {
 		{"tool_result_chars", a.ToolResultChars, 200},
 	} {
 		if n.got < n.min {
-			errs = append(errs, config.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
+			errs = append(errs, channels.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
 		}
 	}
 	return errors.Join(errs...)
@@ -155,11 +155,11 @@ func (p PlanModeConfig) Validate() error {
 	errs := []error{checkNotNegative("approval_timeout", p.ApprovalTimeout), checkNotNegative("nudge_grace", p.NudgeGrace)}
 	for i, d := range p.Nudges {
 		if d < time.Second {
-			errs = append(errs, config.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))
+			errs = append(errs, channels.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))
 		}
 	}
 	if p.StartInPlan && !p.Enabled {
-		errs = append(errs, config.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
+		errs = append(errs, channels.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
 	return errors.Join(errs...)
 }
@@ -169,7 +169,7 @@ func (t ToolsConfig) Validate() error {
 	var errs []error
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
-			errs = append(errs, config.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
+			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
 		}
 	}
 	return errors.Join(errs...)
@@ -180,7 +180,7 @@ func (a AccessConfig) Validate() error {
 	var errs []error
 	for i, s := range a.Approvers {
 		if !validApprover(s) {
-			errs = append(errs, config.BadValue(fmt.Sprintf("approvers[%d]", i), s,
+			errs = append(errs, channels.BadValue(fmt.Sprintf("approvers[%d]", i), s,
 				"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
 		}
 	}
@@ -190,8 +190,8 @@ func (a AccessConfig) Validate() error {
 // Validate checks the log section.
 func (l LogConfig) Validate() error {
 	return errors.Join(
-		config.OneOf("level", string(l.Level), string(LogDebug), string(LogInfo), string(LogWarn), string(LogError)),
-		config.OneOf("format", string(l.Format), string(LogText), string(LogJSON)),
+		channels.OneOf("level", string(l.Level), string(LogDebug), string(LogInfo), string(LogWarn), string(LogError)),
+		channels.OneOf("format", string(l.Format), string(LogText), string(LogJSON)),
 	)
 }
 

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/plangate/plangate/config"
+	"github.com/plangate/plangate/channels"
 )
 
 // TestKeyProblems covers how a section's Validate result is placed: under the section's
@@ -18,11 +18,11 @@ func TestKeyProblems(t *testing.T) {
 		"channels.x.mode":  {"X_MODE"},
 	}}
 	err := errors.Join(
-		config.Unset("token"),
-		config.Unset("other"),
-		config.OneOf("mode", "SECRET", "a", "b"),
-		config.OneOf("kind", "c", "a", "b"),
-		config.Invalid("limit", "is %d: it must be at least 1", 0),
+		channels.Unset("token"),
+		channels.Unset("other"),
+		channels.OneOf("mode", "SECRET", "a", "b"),
+		channels.OneOf("kind", "c", "a", "b"),
+		channels.Invalid("limit", "is %d: it must be at least 1", 0),
 		fmt.Errorf("reading the manifest: %w", errors.New("boom")),
 	)
 	got := c.keyProblems("channels.x", err)
@@ -50,7 +50,7 @@ func TestEverySectionValidates(t *testing.T) {
 		for f := range typ.Fields() {
 			name := yamlName(f)
 			switch {
-			case name == "" || f.Type.Implements(reflect.TypeFor[config.Validator]()):
+			case name == "" || f.Type.Implements(reflect.TypeFor[channels.Validator]()):
 			case f.Type.Kind() == reflect.Struct:
 				check(f.Type, joinKey(path, name))
 			default:

@@ -1,11 +1,4 @@
-// Package config is what the sections of plangate's config file share. Each part that has
-// options owns its section: a type with yaml tags that cmd/plangate decodes strictly, a
-// Defaults function, Validate and Describe (the channel adapters' Config types, for one).
-// Validate reports each problem as a *KeyError naming the key relative to the section, so
-// the loader can put the section's path and the file's line in front of it and name the
-// environment variable a missing secret comes from; the helpers here keep every section's
-// messages and summaries in one voice and free of secrets.
-package config
+package channels
 
 import (
 	"errors"
@@ -15,6 +8,14 @@ import (
 	"strconv"
 	"strings"
 )
+
+// Each adapter package owns its section of the config file: a Config type with yaml tags
+// that cmd/plangate decodes strictly, a Defaults function, Validate and Describe. Validate
+// reports each problem as a *KeyError naming the key relative to the section, so the
+// loader can put the section's path and the file's line in front of it and name the
+// environment variable a missing secret comes from. The helpers here keep every section's
+// messages and summaries in one voice and free of secrets; cmd/plangate's own sections
+// use them too.
 
 // Validator is a section that checks its own values; every problem it returns (joined
 // with errors.Join) is a *KeyError.
