@@ -131,27 +131,24 @@ type ChannelsConfig struct {
 	Discord  discord.Config  `yaml:"discord"`
 }
 
-// channelSection is what `plangate config check` needs from an adapter's config type
-// besides its Validate, which every section has.
-type channelSection interface {
-	Describe() string // the summary, without secrets
-}
-
-// section is one channel's part of the file, under channels.<name>.
-type section struct {
-	name    string
-	enabled bool
-	cfg     channelSection
-}
-
-// sections lists the channels in the order they are checked and described.
-func (ch *ChannelsConfig) sections() []section {
-	return []section{
-		{terminal.Name, ch.Terminal.Enabled, ch.Terminal},
-		{telegram.Name, ch.Telegram.Enabled, ch.Telegram},
-		{slack.Name, ch.Slack.Enabled, ch.Slack},
-		{discord.Name, ch.Discord.Enabled, ch.Discord},
+// describe lists the summaries of the enabled channels for `plangate config check`; each
+// adapter writes its own, without secrets.
+func (ch ChannelsConfig) describe() []string {
+	var out []string
+	for _, s := range []struct {
+		enabled bool
+		cfg     interface{ Describe() string }
+	}{
+		{ch.Terminal.Enabled, ch.Terminal},
+		{ch.Telegram.Enabled, ch.Telegram},
+		{ch.Slack.Enabled, ch.Slack},
+		{ch.Discord.Enabled, ch.Discord},
+	} {
+		if s.enabled {
+			out = append(out, s.cfg.Describe())
+		}
 	}
+	return out
 }
 
 // LogLevel is the minimum level logged.

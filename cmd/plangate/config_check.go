@@ -60,12 +60,7 @@ func (c *Config) Describe() string {
 	line("", "(%s)", why)
 	line("plan mode", "%s", c.PlanMode.Describe())
 
-	var chans []string
-	for _, s := range c.Channels.sections() {
-		if s.enabled {
-			chans = append(chans, s.cfg.Describe())
-		}
-	}
+	chans := c.Channels.describe()
 	if len(chans) == 0 {
 		chans = append(chans, "none enabled")
 	}
