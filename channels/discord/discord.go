@@ -36,27 +36,6 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "discord"
 
-// Config configures the Discord channel.
-type Config struct {
-	Token string // the bot token, with or without "Bot "; never logged, never part of an error
-	// ApplicationID is the application whose /plan command is registered; "" = the one the
-	// gateway names at start-up.
-	ApplicationID string
-	// GuildIDs: register /plan in these guilds, where it appears at once; empty = globally.
-	GuildIDs []string
-	// APIURL replaces the scheme and host of every REST call (a proxy or a local fake);
-	// "" = Discord itself. The gateway URL is then whatever GET /gateway there answers.
-	APIURL string
-	// AllowedChannels are the channel ids the bot answers in (a thread counts as its
-	// parent channel; a DM channel is one too); empty = all.
-	AllowedChannels []string
-	// LongReplyAsFile sends a reply longer than this many characters as reply.md with a
-	// short message; 0 = never (long replies are split).
-	LongReplyAsFile int
-	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
-	HTTPClient *http.Client
-}
-
 // State is where the adapter keeps what must survive a restart: which messages carry which
 // approval's buttons. *store.Store satisfies it.
 type State = channels.State

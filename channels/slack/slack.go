@@ -40,22 +40,6 @@ const Name = "slack"
 // defaultAPIURL is the public Web API.
 const defaultAPIURL = "https://slack.com/api/"
 
-// Config configures the Slack channel.
-type Config struct {
-	BotToken string // xoxb-…: the Web API; never logged, never part of an error
-	AppToken string // xapp-…: Socket Mode (connections:write); never logged either
-	// APIURL is the Web API base: "" = Slack's, else a local fake. A missing trailing "/"
-	// is added (the library needs it).
-	APIURL string
-	// AllowedChannels are the conversation ids (C…, G…, D…) the bot answers in; empty = all.
-	AllowedChannels []string
-	// LongReplyAsFile sends a reply longer than this many characters as reply.md with its
-	// first line as the comment; 0 = never (long replies are split into messages).
-	LongReplyAsFile int
-	// HTTPClient is optional; its Timeout bounds every Web API request.
-	HTTPClient *http.Client
-}
-
 // State is where the adapter keeps what must survive a restart: which message carries
 // which approval's buttons, and each channel's most recent session. *store.Store satisfies it.
 type State = channels.State

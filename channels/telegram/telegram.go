@@ -36,24 +36,6 @@ const Name = "telegram"
 // defaultPollTimeout is how long one getUpdates call waits for news at Telegram.
 const defaultPollTimeout = 50 * time.Second
 
-// Config configures the Telegram channel.
-type Config struct {
-	Token string // the bot token; never logged, never part of an error
-	// APIURL is the Bot API server: "" = the public one, else a self-hosted server or a
-	// local fake.
-	APIURL       string
-	AllowedChats []int64 // chat ids the bot answers in; empty = all
-	// RequireMentionInGroups: in groups only /plan commands, mentions of the bot and
-	// replies to its messages are handled. The config layer defaults it to true.
-	RequireMentionInGroups bool
-	// LongReplyAsFile sends a reply longer than this many characters as a reply.md
-	// document with a short caption; 0 = never.
-	LongReplyAsFile int
-	PollTimeout     time.Duration // long-poll wait; 0 = 50s
-	// HTTPClient is optional. Its Timeout, if set, must exceed PollTimeout.
-	HTTPClient *http.Client
-}
-
 // State is where the adapter keeps what must survive a restart: the update inbox and
 // offset, which messages carry which approval's buttons, open ForceReply prompts.
 // *store.Store satisfies it.

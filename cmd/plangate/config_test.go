@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/channels/discord"
+	"github.com/plangate/plangate/channels/slack"
+	"github.com/plangate/plangate/channels/telegram"
+	"github.com/plangate/plangate/channels/terminal"
 )
 
 // writeConfig writes body to config.yaml in a fresh directory and returns its path.
@@ -72,10 +77,10 @@ func wantDefaults(dir string) Config {
 			NudgeGrace: 15 * time.Minute,
 		},
 		Channels: ChannelsConfig{
-			Terminal: TerminalConfig{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
-			Telegram: TelegramConfig{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
-			Slack:    SlackConfig{LongReplyAsFile: 20000},
-			Discord:  DiscordConfig{LongReplyAsFile: 6000},
+			Terminal: terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
+			Telegram: telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
+			Slack:    slack.Config{LongReplyAsFile: 20000},
+			Discord:  discord.Config{LongReplyAsFile: 6000},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

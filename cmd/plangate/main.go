@@ -241,7 +241,9 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer st.Close()
-	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
+	tc := cfg.Channels.Terminal
+	tc.Session = *session
+	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
 	g, err := startGateway(ctx, cfg, e, log, st, hub)
 	if err != nil {
@@ -281,42 +283,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer st.Close()
 
-	var chans []channels.Channel
+	chans, err := openChannels(ctx, ch, st, log)
+	if err != nil {
+		return err
+	}
 	serving := map[string]bool{}
-	if ch.Telegram.Enabled {
-		tg, err := telegram.New(ctx, telegram.Config{
-			Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
-			RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
-			PollTimeout: ch.Telegram.PollTimeout,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("telegram connected", "bot", tg.Username())
-		chans = append(chans, tg)
-	}
-	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, slack.Config{
-			BotToken: ch.Slack.BotToken, AppToken: ch.Slack.AppToken, APIURL: ch.Slack.APIURL,
-			AllowedChannels: ch.Slack.AllowedChannels, LongReplyAsFile: ch.Slack.LongReplyAsFile,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("slack connected", "team", sl.TeamID())
-		chans = append(chans, sl)
-	}
-	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, discord.Config{
-			Token: ch.Discord.Token, ApplicationID: ch.Discord.ApplicationID, GuildIDs: ch.Discord.GuildIDs,
-			APIURL: ch.Discord.APIURL, AllowedChannels: ch.Discord.AllowedChannels, LongReplyAsFile: ch.Discord.LongReplyAsFile,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("discord connected", "bot", dc.BotID())
-		chans = append(chans, dc)
-	}
 	var names []string
 	for _, c := range chans {
 		serving[c.Name()] = true
@@ -348,6 +319,36 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		log.Info("stopped cleanly")
 	}
 	return errors.Join(runErr, stopErr)
+}
+
+// openChannels connects every enabled chat channel, each with its own config section.
+func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+	var chans []channels.Channel
+	if ch.Telegram.Enabled {
+		tg, err := telegram.New(ctx, ch.Telegram, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("telegram connected", "bot", tg.Username())
+		chans = append(chans, tg)
+	}
+	if ch.Slack.Enabled {
+		sl, err := slack.New(ctx, ch.Slack, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("slack connected", "team", sl.TeamID())
+		chans = append(chans, sl)
+	}
+	if ch.Discord.Enabled {
+		dc, err := discord.New(ctx, ch.Discord, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("discord connected", "bot", dc.BotID())
+		chans = append(chans, dc)
+	}
+	return chans, nil
 }
 
 func cmdConfig(args []string, e procEnv) error {
