@@ -15,6 +15,7 @@ import (
 // section's own, then those that span sections.
 func (c *Config) validate() []problem {
 	ps := c.sectionProblems(reflect.ValueOf(*c), "")
+	ps = append(ps, c.ownFilesOutsideWorkspace()...)
 
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
