@@ -21,6 +21,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
@@ -36,6 +37,7 @@ type Config struct {
 	Tools     ToolsConfig     `yaml:"tools"`
 	Access    AccessConfig    `yaml:"access"`
 	Channels  ChannelsConfig  `yaml:"channels"`
+	HTTP      HTTPConfig      `yaml:"http"`
 	Log       LogConfig       `yaml:"log"`
 
 	file    string              // the config file as given, for messages
@@ -219,7 +221,8 @@ func defaultConfig() *Config {
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
 		},
-		Log: LogConfig{Level: LogInfo, Format: LogText},
+		HTTP: HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
+		Log:  LogConfig{Level: LogInfo, Format: LogText},
 	}
 }
 

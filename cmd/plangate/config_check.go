@@ -76,6 +76,7 @@ func (c *Config) Describe() string {
 	} else {
 		line("tools", "run_command off")
 	}
+	line("http", "%s", c.HTTP.describe())
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
 }

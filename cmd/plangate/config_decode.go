@@ -143,8 +143,11 @@ func describeNode(n ast.Node) string {
 }
 
 func expectedValue(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
+	switch t {
+	case reflect.TypeFor[time.Duration]():
 		return "a duration such as 30s, 10m or 1h"
+	case reflect.TypeFor[ByteSize]():
+		return "a size such as 1MiB, 512KiB or 1048576 (bytes)"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -82,7 +82,8 @@ func wantDefaults(dir string) Config {
 			Slack:    slack.Config{LongReplyAsFile: 20000},
 			Discord:  discord.Config{LongReplyAsFile: 6000},
 		},
-		Log: LogConfig{Level: "info", Format: "text"},
+		HTTP: HTTPConfig{MaxBody: 1 << 20},
+		Log:  LogConfig{Level: "info", Format: "text"},
 	}
 }
 
