@@ -136,3 +136,28 @@ func shortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// openApprovalWarning is the start-up warning of `plangate serve` when a network channel
+// runs without access.approvers: then whoever writes first in a chat owns its session and
+// decides on its plans, which the operator should know (issue 11). "" when there is
+// nothing to warn about.
+func (c *Config) openApprovalWarning() string {
+	if len(c.Access.Approvers) > 0 {
+		return ""
+	}
+	var open []string
+	for _, ch := range []struct {
+		name    string
+		enabled bool
+	}{{"telegram", c.Channels.Telegram.Enabled}, {"slack", c.Channels.Slack.Enabled}, {"discord", c.Channels.Discord.Enabled}} {
+		if ch.enabled {
+			open = append(open, ch.name)
+		}
+	}
+	if len(open) == 0 {
+		return ""
+	}
+	return "access.approvers is empty: on " + strings.Join(open, ", ") +
+		" the first person who writes in each chat owns its session and decides on its plans;" +
+		" list who may decide in access.approvers (e.g. telegram:123456789)"
+}

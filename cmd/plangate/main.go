@@ -35,7 +35,8 @@ const usage = `plangate — a chat gateway where an AI agent plans before it act
 
 Usage:
   plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
-  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack, Discord) until SIGINT/SIGTERM
+  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack, Discord) and the
+                                                HTTP server (http.listen) until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
@@ -277,11 +278,19 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
+	if w := cfg.openApprovalWarning(); w != "" {
+		log.Warn(w)
+	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	web, err := listenHTTP(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer web.close()
 
 	chans, err := openChannels(ctx, ch, st, log)
 	if err != nil {
@@ -300,8 +309,13 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	log.Info("plangate serving", "channels", strings.Join(names, ","), "model", g.why)
 
-	// Receiving stops at SIGINT/SIGTERM (ctx); work already accepted runs on under workCtx
-	// and gets a grace period to finish before it is interrupted.
+	// Receiving (the channels and the HTTP server) stops at SIGINT/SIGTERM (ctx) or when one
+	// of them fails; work already accepted runs on under workCtx and gets a grace period to
+	// finish before it is interrupted.
+	recvCtx, stopReceiving := context.WithCancel(ctx)
+	defer stopReceiving()
+	running := web.track(chans)
+	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
 	go func() {
@@ -312,9 +326,10 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 			log.Info("resumed unfinished work", "sessions", n)
 		}
 	}()
-	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
+	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
+	stopReceiving()
 	log.Info("stopping: waiting for agent turns in progress")
-	stopErr := g.shutdown(30*time.Second, interrupt)
+	stopErr := errors.Join(g.shutdown(30*time.Second, interrupt), web.wait())
 	if runErr == nil && stopErr == nil {
 		log.Info("stopped cleanly")
 	}
