@@ -382,6 +382,9 @@ func cmdConfig(args []string, e procEnv) error {
 		return err
 	}
 	fmt.Fprint(e.stdout, cfg.Describe())
+	if w := cfg.openApprovalWarning(); w != "" {
+		fmt.Fprintln(e.stdout, "warning:", w)
+	}
 	fmt.Fprintln(e.stdout, "config ok")
 	return nil
 }

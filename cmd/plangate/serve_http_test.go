@@ -187,4 +187,10 @@ func TestOpenApprovalWarning(t *testing.T) {
 	if w := cfg.openApprovalWarning(); w != "" {
 		t.Errorf("with approvers: %q", w)
 	}
+
+	// config check shows the warning too.
+	code, out, _ := cli(t, "", "config", "check", "--config", writeConfig(t, "channels: {slack: {enabled: true, bot_token: b, app_token: a}}\n"))
+	if code != 0 || !strings.Contains(out, "\nwarning: access.approvers is empty: on slack the first person") || !strings.HasSuffix(out, "config ok\n") {
+		t.Errorf("config check: %d\n%s", code, out)
+	}
 }
