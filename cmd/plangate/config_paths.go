@@ -35,7 +35,7 @@ func (c *Config) ownFilesOutsideWorkspace() []problem {
 				own.key, own.path, root, real, realRoot)
 		}
 		ps = append(ps, problem{own.key, shown + ": the agent's file tools could read and change " + own.what +
-			"; move " + own.key + " or workspace.root so that neither contains the other"})
+			"; put " + own.key + " outside workspace.root"})
 	}
 	return ps
 }

@@ -41,6 +41,7 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate store migrate [--config F]           apply pending database migrations and exit
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -98,6 +99,8 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return cmdNudges(ctx, rest, e)
 	case "config":
 		return cmdConfig(rest, e)
+	case "store":
+		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
