@@ -44,6 +44,9 @@ func (h HTTPConfig) Validate() error {
 	}
 	if h.PublicURL != "" {
 		errs = append(errs, checkPublicURL(h.PublicURL))
+		if h.Listen == "" {
+			errs = append(errs, channels.Invalid("public_url", "is set but http.listen is empty: set http.listen to the address the proxy forwards to"))
+		}
 	}
 	if t := h.AdminToken; t != "" {
 		if len(t) < minAdminToken {

@@ -84,18 +84,21 @@ func TestHTTPConfigErrors(t *testing.T) {
 		},
 		{
 			name: "public url not https",
-			body: "http:\n  public_url: http://bot.example.com/x\n",
-			want: []string{"FILE:2: http.public_url (http://bot.example.com/x) is not https: platforms deliver webhooks only to HTTPS (http:// is accepted for a loopback host alone)"},
+			body: "http:\n  listen: :8080\n  public_url: http://bot.example.com/x\n",
+			want: []string{"FILE:3: http.public_url (http://bot.example.com/x) is not https: platforms deliver webhooks only to HTTPS (http:// is accepted for a loopback host alone)"},
 		},
 		{
 			name: "public url with a password",
-			body: "http:\n  public_url: https://me:hunter2@bot.example.com/?k=v\n",
+			body: "http:\n  public_url: https://me:hunter2@bot.example.com/?k=v\n  listen: :8080\n",
 			want: []string{"FILE:2: http.public_url (https://bot.example.com/) has a user, query or fragment: give only https://host[:port][/path]"},
 		},
 		{
 			name: "public url nonsense",
 			body: "http:\n  public_url: bot.example.com\n",
-			want: []string{"FILE:2: http.public_url is not an https:// URL such as https://bot.example.com"},
+			want: []string{
+				"FILE:2: http.public_url is not an https:// URL such as https://bot.example.com",
+				"FILE:2: http.public_url is set but http.listen is empty: set http.listen to the address the proxy forwards to",
+			},
 		},
 		{
 			name: "short admin token from the environment",
