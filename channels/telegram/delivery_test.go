@@ -392,7 +392,7 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 		if m.Doc != "" || !strings.Contains(m.Text, "Lost file") || len(keyboardData(t, m)) != 2 {
 			t.Fatalf("fallback message %+v, want the plan text with both buttons", m)
 		}
-		if _, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "lost1", Text: "Plan v1 \"Lost file\" — accepted by alice"}); err != nil {
+		if _, err := e.hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "lost1", Text: "Plan v1 \"Lost file\" — accepted by alice"}); err != nil {
 			t.Fatal(err)
 		}
 		if m := e.msg(group, m.ID); len(keyboardData(t, m)) != 0 {
@@ -420,7 +420,7 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "long2", Text: "Plan v2 \"Long\" — accepted by alice"}); err != nil {
+		if _, err := e.hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "long2", Text: "Plan v2 \"Long\" — accepted by alice"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []int{doc.ID, mustAtoi(t, nudge)} {

@@ -54,6 +54,7 @@ type env struct {
 	core  core.Config
 
 	ch     *Channel
+	hub    *channels.Hub
 	eng    *core.Engine
 	cancel context.CancelFunc
 	done   chan error
@@ -93,7 +94,8 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	e.ch = ch
-	e.eng = core.NewEngine(e.core, core.Deps{Store: e.st, Model: e.model, Out: channels.NewHub(e.log, ch), Log: e.log})
+	e.hub = channels.NewHub(e.log, ch)
+	e.eng = core.NewEngine(e.core, core.Deps{Store: e.st, Model: e.model, Out: e.hub, Log: e.log})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.done = make(chan error, 1)
