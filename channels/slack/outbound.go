@@ -25,30 +25,16 @@ const (
 // Send implements channels.Channel. Text goes as Slack mrkdwn in section blocks of at most
 // 3,000 characters, as many messages as 50 blocks and 40,000 characters a message need
 // (buttons on the last); a plan goes as a file in the thread and a message with its
-// buttons; a ReplyDecided retires the buttons of the decided version. A notice that is the
-// first answer to a click or a slash command is shown only to the person who made it. It
-// returns the ts of the first message posted.
+// buttons. A notice that is the first answer to a click or a slash command is shown only
+// to the person who made it. It returns the ts of the first message posted.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	who, answers := c.waiting.take(r.InReplyTo)
-	if r.Kind == core.ReplyDecided {
-		return c.retire(ctx, r)
-	}
 	if answers && r.Kind == core.ReplyNotice && len(r.Buttons) == 0 && len(r.Attachments) == 0 {
 		err := c.ephemeral(ctx, who.ch, who.thread, who.user, r.Text)
 		if err == nil || ctx.Err() != nil {
 			return "", err
 		}
 		c.log.Warn("an ephemeral answer failed; posting it in the thread", "slack_channel", who.ch, "err", err)
-	}
-	if r.ReplaceID != "" {
-		err := c.Edit(ctx, r.ReplaceID, r)
-		if err == nil {
-			return r.ReplaceID, nil
-		}
-		if ctx.Err() != nil {
-			return "", err
-		}
-		r.ReplaceID = ""
 	}
 	ch, thread, err := target(r.To)
 	if err != nil {
@@ -72,7 +58,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 		}
 	}
 	if withButtons != "" && len(buttons) > 0 {
-		c.rememberButtons(ctx, r, ch, thread, withButtons, shown)
+		c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: ch, TS: withButtons, Sections: shown})
 	}
 	if err != nil {
 		return first, fmt.Errorf("sending to slack channel %s: %w", ch, err)
@@ -178,7 +164,7 @@ func (c *Channel) sendText(ctx context.Context, ch, thread, md string, buttons [
 // text: a reply is never dropped for its formatting.
 func (c *Channel) postMessage(ctx context.Context, ch, thread string, m message) (string, error) {
 	ts, err := c.post(ctx, ch, thread, m.fallback, m.blocks())
-	if err == nil || m.plain || !isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long") {
+	if err == nil || m.plain || !isFormatRefusal(err) {
 		return ts, err
 	}
 	c.log.Warn("slack refused the formatting; sending plain text", "slack_channel", ch, "err", err)
@@ -241,7 +227,7 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	m := msgs[0]
 	err = c.update(ctx, ch, id, m.fallback, m.blocks())
-	if isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long") {
+	if isFormatRefusal(err) {
 		c.log.Warn("slack refused the formatting of an edit; using plain text", "slack_channel", ch, "err", err)
 		alt := message{fallback: m.fallback, sections: plainSections(m.sections), extra: m.extra, plain: true}
 		err = c.update(ctx, ch, id, alt.fallback, alt.blocks())

@@ -99,12 +99,12 @@ type Channel struct {
 	botUser   string // the bot's user id, to ignore its own messages and strip its mention
 	workspace string // https://team.slack.com/, for links to threads
 
-	allowed map[string]bool
-	pace    *pacer
-	seen    *seenSet
-	waiting *interactions
+	allowed   map[string]bool
+	pace      *channels.Pacer[string]
+	seen      *seenSet
+	waiting   *interactions
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
-	stateMu  sync.Mutex // serializes read-modify-write of approval records
 	recentMu sync.Mutex
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
@@ -114,6 +114,7 @@ type Channel struct {
 var (
 	_ channels.Channel = (*Channel)(nil)
 	_ channels.Editor  = (*Channel)(nil)
+	_ channels.Retirer = (*Channel)(nil)
 )
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
@@ -180,6 +181,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	c.team, c.botUser, c.workspace = who.TeamID, who.UserID, who.URL
 	c.log = c.log.With("team", c.team)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.team, c.log)
 	return c, nil
 }
 
