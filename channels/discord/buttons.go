@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -166,17 +167,7 @@ func style(k core.ActionKind) discordgo.ButtonStyle {
 
 // approvals lists the approval ids whose decision buttons r carries.
 func approvals(r core.Reply) []string {
-	var out []string
-	for _, b := range r.Buttons {
-		switch b.Action.Kind {
-		case core.ActionAccept, core.ActionRevise, core.ActionAuto:
-			id := b.Action.ApprovalID
-			if validID(id) && !slices.Contains(out, id) {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
+	return slices.DeleteFunc(channels.ApprovalIDs(r), func(id string) bool { return !validID(id) })
 }
 
 // clip shortens s to at most n characters, marking the cut.
