@@ -264,21 +264,13 @@ func (c *Channel) ephemeral(ctx context.Context, ch, thread, user, md string) er
 // names the /plan command that does the same.
 func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 	var decide, answers []slackgo.BlockElement
-	option := 0
-	for _, b := range bs {
-		if b.Action.Kind == core.ActionAnswer {
-			option++
-		}
+	for option, b := range channels.Numbered(bs) {
 		id, value, ok := buttonValue(b.Action, option)
 		if !ok {
 			c.log.Error("leaving out a button plangate cannot encode", "label", b.Label, "kind", b.Action.Kind)
 			continue
 		}
-		label := strings.TrimSpace(b.Label)
-		if label == "" {
-			label = string(b.Action.Kind)
-		}
-		btn := slackgo.NewButtonBlockElement(id, value, plain(clip(label, maxLabel)))
+		btn := slackgo.NewButtonBlockElement(id, value, plain(clip(channels.ButtonLabel(b), maxLabel)))
 		if b.Action.Kind == core.ActionAnswer {
 			answers = append(answers, btn)
 			continue
@@ -297,6 +289,10 @@ func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 	}
 	return out
 }
+
+// validApproval accepts what the engine makes and nothing that could smuggle separators
+// into a button's value or a state key.
+func validApproval(s string) bool { return channels.ValidID(s) }
 
 func mrkdwn(s string) *slackgo.TextBlockObject {
 	// verbatim: Slack must not turn words into links or mentions on its own.

@@ -101,21 +101,13 @@ func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, ms
 func (c *Channel) keyboard(bs []core.Button) models.ReplyMarkup {
 	var decisions []inlineButton
 	var rows [][]inlineButton
-	option := 0
-	for _, b := range bs {
-		if b.Action.Kind == core.ActionAnswer {
-			option++
-		}
+	for option, b := range channels.Numbered(bs) {
 		data, ok := callbackData(b.Action, option)
 		if !ok {
 			c.log.Error("leaving out a button that does not fit telegram's callback data", "label", b.Label, "kind", b.Action.Kind)
 			continue
 		}
-		label := strings.TrimSpace(b.Label)
-		if label == "" {
-			label = string(b.Action.Kind)
-		}
-		btn := inlineButton{Text: clip(label, maxLabel), CallbackData: data}
+		btn := inlineButton{Text: clip(channels.ButtonLabel(b), maxLabel), CallbackData: data}
 		if b.Action.Kind == core.ActionAnswer {
 			rows = append(rows, []inlineButton{btn})
 		} else {
