@@ -109,13 +109,6 @@ type Channel struct {
 	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
 }
 
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-	_ channels.Retirer = (*Channel)(nil)
-)
-
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
 // mentions are recognised and keys the saved state, so a new bot starts fresh. The gateway
 // is opened by Run. A nil log discards.

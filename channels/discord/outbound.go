@@ -26,6 +26,8 @@ func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. The first reply to an interaction answers it (see
 // interactions.go); everything else is posted to the conversation's channel or thread:
 // text as Discord markdown in messages of at most 2000 characters (buttons on the last),
@@ -199,6 +201,8 @@ func longReplyHead(md string) string {
 	return clip(head, 200) + "\n\nThe full reply is attached (reply.md)."
 }
 
+var _ channels.Editor = (*Channel)(nil)
+
 // Edit implements channels.Editor: the message's content becomes r's, with r's buttons.
 // Should the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
@@ -240,6 +244,8 @@ func (c *Channel) editMessage(ctx context.Context, ch, id, content string, rows 
 	})
 }
 
+var _ channels.Typer = (*Channel)(nil)
+
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -255,6 +261,8 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	}
 	return nil
 }
+
+var _ channels.Retirer = (*Channel)(nil)
 
 // Retire implements channels.Retirer: every message that carried the decided version's
 // buttons loses them and shows the decision. The record keeps the decision, so a late

@@ -119,6 +119,8 @@ func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, 
 	return r, ok
 }
 
+var _ channels.Retirer = (*Channel)(nil)
+
 // Retire implements channels.Retirer: every message that carried the decided version's
 // buttons is updated to show the decision, without the buttons. The record keeps the
 // decision, so a late Revise click can say what happened.

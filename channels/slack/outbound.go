@@ -22,6 +22,8 @@ const (
 	maxFallback = 300    // the notification text of a message with blocks (our choice)
 )
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. Text goes as Slack mrkdwn in section blocks of at most
 // 3,000 characters, as many messages as 50 blocks and 40,000 characters a message need
 // (buttons on the last); a plan goes as a file in the thread and a message with its
@@ -210,6 +212,8 @@ func (c *Channel) update(ctx context.Context, ch, ts, fallback string, blocks []
 		return err
 	})
 }
+
+var _ channels.Editor = (*Channel)(nil)
 
 // Edit implements channels.Editor: the message's text becomes r's (chat.update). Should
 // the new text need more than one message, the rest follows as new messages.

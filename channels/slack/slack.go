@@ -111,12 +111,6 @@ type Channel struct {
 	names    map[string]cachedName // user id -> display name
 }
 
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Retirer = (*Channel)(nil)
-)
-
 // New checks the bot token with auth.test, which also says which workspace and bot user
 // this is: the team id keys every session and every piece of saved state. The app token is
 // first used by Run. A nil log discards.

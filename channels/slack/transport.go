@@ -33,13 +33,7 @@ func (c *Channel) do(ctx context.Context, ch string, paced bool, method string, 
 	if paced {
 		call.Lane = c.pace.Lane(ch)
 	}
-	p := channels.Policy{
-		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
-		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log,
-		// The caller falls back to plain text and logs that.
-		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
-	}
-	return p.Do(ctx, call, fn)
+	return c.policy().Do(ctx, call, fn)
 }
 
 // classify is Slack's answer to channels.Policy: a 429 waits Retry-After (a second's worth
@@ -57,6 +51,16 @@ func (c *Channel) classify(err error) error {
 		return channels.ErrTemporary
 	}
 	return channels.ErrPermanent
+}
+
+// policy is how Slack's requests are tried.
+func (c *Channel) policy() channels.Policy {
+	return channels.Policy{
+		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
+		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log,
+		// The caller falls back to plain text and logs that.
+		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
+	}
 }
 
 // isFormatRefusal is Slack refusing the blocks of a message: sent again as plain text.

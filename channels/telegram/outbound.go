@@ -36,6 +36,8 @@ type inlineButton struct {
 // noKeyboard removes the buttons of a message.
 var noKeyboard = inlineKeyboard{InlineKeyboard: [][]inlineButton{}}
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. Text goes as Telegram HTML in as many messages as the
 // 4096 limit needs (buttons on the last); a plan goes as a document with its buttons. It
 // returns the id of the first message sent.
@@ -212,6 +214,8 @@ func (c *Channel) sendMessage(ctx context.Context, chat int64, thread int, text 
 	return sent.ID, nil
 }
 
+var _ channels.Editor = (*Channel)(nil)
+
 // Edit implements channels.Editor: the message's text becomes r's. An edit that changes
 // nothing succeeds. Should the new text need more than one message, the rest follows as
 // new messages.
@@ -265,6 +269,8 @@ func (c *Channel) editText(ctx context.Context, chat int64, msgID int, chunk str
 	return err
 }
 
+var _ channels.Typer = (*Channel)(nil)
+
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -280,6 +286,8 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	}
 	return nil
 }
+
+var _ channels.Retirer = (*Channel)(nil)
 
 // Retire implements channels.Retirer: every message that carried the decided version's
 // buttons loses them, and a plan document's caption gains the decision line. The record

@@ -115,13 +115,6 @@ type Channel struct {
 	stateMu sync.Mutex // serializes read-modify-write of question records
 }
 
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-	_ channels.Retirer = (*Channel)(nil)
-)
-
 // New connects to the Bot API and asks who the bot is (getMe): its id keys every session
 // and every piece of saved state, so a new bot token starts fresh. A nil log discards.
 func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {

@@ -56,11 +56,7 @@ func (c *Channel) do(ctx context.Context, chat int64, paced bool, method string,
 	if paced {
 		call.Lane = c.pace.Lane(chat)
 	}
-	p := channels.Policy{
-		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
-		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
-	}
-	return p.Do(ctx, call, fn)
+	return c.policy().Do(ctx, call, fn)
 }
 
 // quiet names the failures the caller turns into success or a plain-text resend and logs
@@ -81,6 +77,14 @@ func (c *Channel) classify(err error) error {
 		return channels.ErrTemporary
 	}
 	return channels.ErrPermanent
+}
+
+// policy is how Telegram's requests are tried.
+func (c *Channel) policy() channels.Policy {
+	return channels.Policy{
+		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
+		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
+	}
 }
 
 // retryable reports whether a failed request may succeed when simply sent again.
