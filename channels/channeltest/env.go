@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,48 +180,6 @@ func (e *Env[C]) WaitState(account, key string) string {
 		return ok
 	})
 	return v
-}
-
-// EchoHandler answers every message at once through Out with "re: " and its text, in
-// place of an engine.
-type EchoHandler struct{ Out core.Sender }
-
-// Handle sends the echo.
-func (h EchoHandler) Handle(ctx context.Context, m core.Message) error {
-	_, err := h.Out.Send(ctx, core.Reply{To: m.Address, Text: "re: " + m.Text, InReplyTo: m.ID})
-	return err
-}
-
-// Enqueue handles m on its own goroutine, as the engine's queue would.
-func (h EchoHandler) Enqueue(ctx context.Context, m core.Message) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- h.Handle(ctx, m) }()
-	return done
-}
-
-// MemState is an in-memory channels.State, for adapters tested without a store.
-type MemState struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// ChannelState implements channels.State.
-func (s *MemState) ChannelState(_ context.Context, ch, acc, key string) (string, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[ch+"/"+acc+"/"+key]
-	return v, ok, nil
-}
-
-// SetChannelState implements channels.State.
-func (s *MemState) SetChannelState(_ context.Context, ch, acc, key, value string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
-	}
-	s.m[ch+"/"+acc+"/"+key] = value
-	return nil
 }
 
 // Crash ends Run as a killed process does: the engine is left as it is, turns and all.
