@@ -16,29 +16,33 @@ func TestPacer(t *testing.T) {
 		return Rate{Every: time.Second, Burst: 2}
 	}, Rate{})
 	p.Now = func() time.Time { return now }
-	waits := func(chat, n int) []time.Duration {
-		var out []time.Duration
-		for range n {
-			out = append(out, p.Reserve(chat))
+	steps := []struct {
+		what  string
+		chat  int
+		pass  time.Duration // time passing before the step
+		block time.Duration // a rate limit answered before the step
+		want  time.Duration
+	}{
+		{what: "first of a burst", chat: 1},
+		{what: "second of a burst", chat: 1},
+		{what: "after the burst", chat: 1, want: time.Second},
+		{what: "and then one a second", chat: 1, want: 2 * time.Second},
+		{what: "another chat is not slowed down", chat: -1},
+		{what: "its own rate", chat: -1},
+		{what: "its own rate after the burst", chat: -1, want: 3 * time.Second},
+		{what: "no chat is not paced", chat: 0},
+		{what: "held back by a rate limit", chat: 2, block: 5 * time.Second, want: 5 * time.Second},
+		{what: "a quiet minute refills", chat: 1, pass: time.Minute},
+		{what: "the whole burst", chat: 1},
+	}
+	for _, st := range steps {
+		now = now.Add(st.pass)
+		if st.block > 0 {
+			p.Block(st.chat, st.block)
 		}
-		return out
-	}
-	if got := waits(1, 4); got[0] != 0 || got[1] != 0 || got[2] != time.Second || got[3] != 2*time.Second {
-		t.Errorf("chat 1 waits %v, want 0 0 1s 2s", got)
-	}
-	if got := waits(-1, 3); got[2] != 3*time.Second {
-		t.Errorf("a chat with its own rate waits %v, want the third after 3s", got)
-	}
-	if got := p.Reserve(0); got != 0 {
-		t.Errorf("no chat waits %v", got)
-	}
-	p.Block(2, 5*time.Second)
-	if got := p.Reserve(2); got != 5*time.Second {
-		t.Errorf("after a block of 5s the chat waits %v", got)
-	}
-	now = now.Add(time.Minute)
-	if got := waits(1, 2); got[0] != 0 || got[1] != 0 {
-		t.Errorf("after a quiet minute waits %v, want a fresh burst", got)
+		if got := p.Reserve(st.chat); got != st.want {
+			t.Errorf("%s: chat %d waits %v, want %v", st.what, st.chat, got, st.want)
+		}
 	}
 }
 
