@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -16,6 +17,15 @@ import (
 type Approval[M any] struct {
 	Msgs    []M    `json:"msgs"`
 	Decided string `json:"decided,omitempty"` // the engine's decision text, once decided
+	// Chat is the conversation of all the messages, as records written before each
+	// message named its own kept it; Load hands it to the messages (see ChatUpgrader).
+	Chat json.RawMessage `json:"chat,omitempty"`
+}
+
+// ChatUpgrader is implemented by a message record (as *M) that names its conversation:
+// Load calls it with the conversation an older record kept once for all its messages.
+type ChatUpgrader interface {
+	UpgradeChat(chat json.RawMessage)
 }
 
 // Ledger remembers which messages carry the decision buttons of each approval, in State
@@ -44,7 +54,13 @@ func approvalKey(id string) string { return "approval:" + id }
 // Load returns the record of approval id; ok is false when none of this account's
 // messages carries its buttons.
 func (l *Ledger[M]) Load(ctx context.Context, id string) (rec Approval[M], ok bool, err error) {
-	return LoadJSON[Approval[M]](ctx, l.st, l.channel, l.account, approvalKey(id))
+	rec, ok, err = LoadJSON[Approval[M]](ctx, l.st, l.channel, l.account, approvalKey(id))
+	for i := range rec.Msgs {
+		if u, can := any(&rec.Msgs[i]).(ChatUpgrader); can && len(rec.Chat) > 0 {
+			u.UpgradeChat(rec.Chat)
+		}
+	}
+	return rec, ok, err
 }
 
 // Add records m as carrying the buttons of each of approvals. The message went out

@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -53,5 +54,37 @@ func TestLedger(t *testing.T) {
 	}
 	if _, ok, _ := NewLedger[testMsg](st, "test", "bot2", nil).Load(ctx, "a1"); ok {
 		t.Error("another bot account sees this one's record")
+	}
+}
+
+// legacyMsg names its chat; records written before kept it once per approval.
+type legacyMsg struct {
+	Chat int64 `json:"chat"`
+	ID   int   `json:"id"`
+}
+
+func (m *legacyMsg) UpgradeChat(chat json.RawMessage) {
+	if m.Chat == 0 {
+		_ = json.Unmarshal(chat, &m.Chat)
+	}
+}
+
+func TestLedgerReadsRecordsThatKeptTheChatOnce(t *testing.T) {
+	ctx := context.Background()
+	st := &fakeState{}
+	if err := st.SetChannelState(ctx, "test", "bot1", "approval:old", `{"chat":-100,"thread":4,"msgs":[{"id":7}]}`); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLedger[legacyMsg](st, "test", "bot1", nil)
+	l.Add(ctx, []string{"old"}, legacyMsg{Chat: -100, ID: 8}) // a nudge after the upgrade
+	var retired []legacyMsg
+	if err := l.Retire(ctx, core.Reply{Ref: "old", Text: "accepted"}, func(_ context.Context, m legacyMsg) error {
+		retired = append(retired, m)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(retired) != 2 || retired[0] != (legacyMsg{Chat: -100, ID: 7}) || retired[1] != (legacyMsg{Chat: -100, ID: 8}) {
+		t.Errorf("retired %+v, want messages 7 and 8 in chat -100", retired)
 	}
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,6 +107,13 @@ type sentMsg struct {
 	TS       string   `json:"ts"`
 	Sections []string `json:"sections,omitempty"`
 	Plain    bool     `json:"plain,omitempty"`
+}
+
+// UpgradeChat implements channels.ChatUpgrader for records that kept the channel once.
+func (m *sentMsg) UpgradeChat(chat json.RawMessage) {
+	if m.Chat == "" {
+		_ = json.Unmarshal(chat, &m.Chat)
+	}
 }
 
 // loadApproval returns the record of an approval; a record that cannot be read is logged

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -20,6 +21,13 @@ type sentMsg struct {
 	// line is added. Messages without one (nudges) only lose their buttons.
 	Caption string `json:"caption,omitempty"`
 	Doc     bool   `json:"doc,omitempty"`
+}
+
+// UpgradeChat implements channels.ChatUpgrader for records that kept the chat once.
+func (m *sentMsg) UpgradeChat(chat json.RawMessage) {
+	if m.Chat == 0 {
+		_ = json.Unmarshal(chat, &m.Chat)
+	}
 }
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
