@@ -59,10 +59,15 @@ func newBucket(r Rate) *bucket {
 	return b
 }
 
-// take books one message at now and returns the wait before it may go.
-func (b *bucket) take(now int64) time.Duration {
+// take books one message at now and returns the wait before it may go. A bucket booked
+// beyond now makes it read the clock again: now may be older than that booking (its
+// goroutine paused in between), and counting from it would wait for nothing.
+func (b *bucket) take(now int64, clock func() int64) time.Duration {
 	for {
 		old := b.tat.Load()
+		if old > now {
+			now = clock()
+		}
 		tat := max(old, now)
 		if b.tat.CompareAndSwap(old, tat+b.every) {
 			allowAt := tat - (b.burst-1)*b.every
@@ -71,11 +76,11 @@ func (b *bucket) take(now int64) time.Duration {
 	}
 }
 
-// hold moves the bucket on so that its next message waits until now+d.
-func (b *bucket) hold(now int64, d time.Duration) {
-	until := now + int64(d) + (b.burst-1)*b.every
+// hold moves the bucket on so that its next message waits until d from now.
+func (b *bucket) hold(now func() int64, d time.Duration) {
 	for {
 		old := b.tat.Load()
+		until := now() + int64(d) + (b.burst-1)*b.every
 		if old >= until || b.tat.CompareAndSwap(old, until) {
 			return
 		}
@@ -85,7 +90,7 @@ func (b *bucket) hold(now int64, d time.Duration) {
 func (p *Pacer[K]) now() int64 { return int64(p.Now().Sub(p.epoch)) }
 
 // chat returns key's bucket, making it on first use; nil when key is not limited.
-func (p *Pacer[K]) chat(key K, now int64) *bucket {
+func (p *Pacer[K]) chat(key K) *bucket {
 	var zero K
 	if key == zero || p.rate == nil {
 		return nil
@@ -99,7 +104,7 @@ func (p *Pacer[K]) chat(key K, now int64) *bucket {
 	}
 	b, loaded := p.chats.LoadOrStore(key, newBucket(r))
 	if !loaded && p.count.Add(1) >= forgetAfter {
-		p.forgetIdle(now)
+		p.forgetIdle(p.now())
 	}
 	return b.(*bucket)
 }
@@ -121,20 +126,19 @@ func (p *Pacer[K]) forgetIdle(now int64) {
 func (p *Pacer[K]) Reserve(key K) time.Duration {
 	now := p.now()
 	var wait time.Duration
-	if b := p.chat(key, now); b != nil {
-		wait = b.take(now)
+	if b := p.chat(key); b != nil {
+		wait = b.take(now, p.now)
 	}
 	if p.global != nil {
-		wait = max(wait, p.global.take(now))
+		wait = max(wait, p.global.take(now, p.now))
 	}
 	return wait
 }
 
 // Block holds key back for d, after the platform answered with a rate limit.
 func (p *Pacer[K]) Block(key K, d time.Duration) {
-	now := p.now()
-	if b := p.chat(key, now); b != nil {
-		b.hold(now, d)
+	if b := p.chat(key); b != nil {
+		b.hold(p.now, d)
 	}
 }
 

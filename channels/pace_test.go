@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -97,4 +98,19 @@ func TestPacerForgetsIdleChats(t *testing.T) {
 	if err := p.Wait(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkPacerReserve books messages from parallel goroutines, each in its own chat and
+// under its limit: the path every paced message takes.
+func BenchmarkPacerReserve(b *testing.B) {
+	p := NewPacer(func(int64) Rate { return Rate{Every: time.Nanosecond, Burst: 3} }, Rate{Every: time.Nanosecond, Burst: 30})
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		chat := -1000000000000 - next.Add(1) // a supergroup id
+		for pb.Next() {
+			if p.Reserve(chat) > time.Millisecond {
+				b.Error("a chat under its limit had to wait")
+			}
+		}
+	})
 }
