@@ -6,7 +6,13 @@
 // one named in the reply's address, so the engine sees a single core.Sender.
 //
 // Each platform lives in its own sub-package (terminal, telegram, slack, discord); none
-// imports another. channeltest holds a fake channel and the conformance suite adapters pass.
+// imports another. What they share lives here, so an adapter keeps only what is its
+// platform's: the transport (Policy, one retry loop that asks the adapter's classifier
+// whether an error is a rate limit, temporary or permanent; Pacer, per-conversation and
+// overall rate limits; Scrubber, secrets out of errors and logs), the Ledger of which
+// messages carry which approval's buttons (behind Retirer), the markdown renderers and
+// the splitting at platform limits. channeltest holds a fake channel, the conformance
+// suite adapters pass, and the harness (Env) their tests run in.
 package channels
 
 import (

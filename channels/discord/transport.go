@@ -135,6 +135,3 @@ func (c *Channel) doWithin(ctx context.Context, per time.Duration, attempts int,
 		return call(discordgo.WithContext(ctx))
 	})
 }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error { return channels.Sleep(ctx, d) }
