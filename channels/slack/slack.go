@@ -83,22 +83,17 @@ type Channel struct {
 	botUser   string // the bot's user id, to ignore its own messages and strip its mention
 	workspace string // https://team.slack.com/, for links to threads
 
-	allowed map[string]bool
-	pace    *pacer
-	seen    *seenSet
-	waiting *interactions
+	allowed   map[string]bool
+	pace      *channels.Pacer[string]
+	seen      *seenSet
+	waiting   *interactions
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
-	stateMu  sync.Mutex // serializes read-modify-write of approval records
 	recentMu sync.Mutex
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
 	names    map[string]cachedName // user id -> display name
 }
-
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-)
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
 // this is: the team id keys every session and every piece of saved state. The app token is
@@ -164,6 +159,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	c.team, c.botUser, c.workspace = who.TeamID, who.UserID, who.URL
 	c.log = c.log.With("team", c.team)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.team, c.log)
 	return c, nil
 }
 

@@ -89,18 +89,13 @@ type Channel struct {
 	account  string // botID as a string: Address.Account and the State account
 	username string
 
-	allowed map[int64]bool
-	pace    *pacer
-	toasts  *toastBoard
+	allowed   map[int64]bool
+	pace      *channels.Pacer[int64]
+	toasts    *toastBoard
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
-	stateMu sync.Mutex // serializes read-modify-write of approval and question records
+	stateMu sync.Mutex // serializes read-modify-write of question records
 }
-
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-)
 
 // New connects to the Bot API and asks who the bot is (getMe): its id keys every session
 // and every piece of saved state, so a new bot token starts fresh. A nil log discards.
@@ -170,6 +165,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	c.account = strconv.FormatInt(me.ID, 10)
 	c.username = me.Username
 	c.log = c.log.With("bot", c.account)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.account, c.log)
 	return c, nil
 }
 
