@@ -348,8 +348,13 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := g.shutdown(30*time.Second, interrupt)
-	if runErr == nil && stopErr == nil {
+	left, drainErr := drainChannels(chans, log)
+	stopErr = errors.Join(stopErr, drainErr)
+	switch {
+	case runErr == nil && stopErr == nil && left == 0:
 		log.Info("stopped cleanly")
+	case runErr == nil && stopErr == nil:
+		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
 }
