@@ -11,9 +11,12 @@
 // decided, and its buttons are gone. A refusal that answers a click or a slash command is
 // shown only to the person who made it (an ephemeral message).
 //
-// Every Socket Mode envelope is acknowledged as soon as it is read, before any work is done,
-// and handed to the engine in order; Slack's retries are recognised by their event id and
-// handled once. Posts are paced per channel, 429 answers wait Retry-After, and neither token
+// Every Socket Mode envelope the bot handles is stored in a durable inbox before it is
+// acknowledged (still within Slack's 3 seconds: nothing slower, not even the sender's name,
+// comes first), handed to the engine in order and replayed after a restart until it is
+// handled. A message is answered once: it is identified by its channel and ts, so Slack's
+// retries and a DM delivered as both message.im and app_mention are recognised, and the
+// engine records that id durably. Posts are paced per channel, 429 answers wait Retry-After, and neither token
 // ever appears in a log line or an error.
 package slack
 
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -109,6 +113,8 @@ type Channel struct {
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
 	names    map[string]cachedName // user id -> display name
+
+	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
 
 var (
