@@ -112,7 +112,9 @@ type Channel struct {
 	recentMu sync.Mutex
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
-	names    map[string]cachedName // user id -> display name
+	names    map[string]cachedName    // user id -> display name
+	lookups  map[string]chan struct{} // user id -> closed when its users.info call ends
+	nameWait time.Duration            // how long a message waits for its sender's name
 
 	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
@@ -162,6 +164,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		waiting: newInteractions(),
 		recent:  map[string]string{},
 		names:   map[string]cachedName{},
+		lookups: map[string]chan struct{}{},
+		// A message waits this long for users.info, then goes on with the id: the
+		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
+		nameWait: 500 * time.Millisecond,
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[id] = true
