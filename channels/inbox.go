@@ -76,29 +76,53 @@ func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, 
 // pending already. On an error nothing is recorded, and the event must not be
 // acknowledged: the platform will deliver it again.
 func (in *Inbox) Add(ctx context.Context, e InboxEntry) (added bool, err error) {
-	if e.Key == "" {
-		return false, fmt.Errorf("adding to the %s inbox: empty key", in.channel)
-	}
-	in.mu.Lock()
-	if _, ok := in.pending[e.Key]; ok {
-		in.mu.Unlock()
-		return false, nil
-	}
-	in.seq++
-	e.Seq = in.seq
-	in.pending[e.Key] = e
-	in.version++
-	in.mu.Unlock()
-	if err := in.Flush(ctx); err != nil {
-		in.mu.Lock()
-		if cur, ok := in.pending[e.Key]; ok && cur.Seq == e.Seq {
-			delete(in.pending, e.Key)
-			in.version++
-		}
-		in.mu.Unlock()
+	got, err := in.AddAll(ctx, []InboxEntry{e})
+	if err != nil {
 		return false, err
 	}
-	return true, nil
+	return got[0], nil
+}
+
+// AddAll is Add for events that arrived together, saved with one write. added[i] says
+// whether es[i] was new (a key pending already, or repeated within es, is not).
+func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err error) {
+	for _, e := range es {
+		if e.Key == "" {
+			return nil, fmt.Errorf("adding to the %s inbox: empty key", in.channel)
+		}
+	}
+	added = make([]bool, len(es))
+	var fresh []InboxEntry
+	in.mu.Lock()
+	for i, e := range es {
+		if _, ok := in.pending[e.Key]; ok {
+			continue
+		}
+		in.seq++
+		e.Seq = in.seq
+		in.pending[e.Key] = e
+		fresh = append(fresh, e)
+		added[i] = true
+	}
+	if len(fresh) > 0 {
+		in.version++
+	}
+	in.mu.Unlock()
+	if len(fresh) == 0 {
+		return added, nil
+	}
+	if err := in.Flush(ctx); err != nil {
+		in.mu.Lock()
+		for _, e := range fresh {
+			if cur, ok := in.pending[e.Key]; ok && cur.Seq == e.Seq {
+				delete(in.pending, e.Key)
+			}
+		}
+		in.version++
+		in.mu.Unlock()
+		return nil, err
+	}
+	return added, nil
 }
 
 // Pending returns the waiting entries in arrival order.

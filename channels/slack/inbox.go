@@ -51,36 +51,51 @@ func (d *dispatcher) replay() {
 	}
 }
 
-// accept stores an envelope worth handling, then acknowledges and queues it. One that
-// cannot be stored is not acknowledged: Slack delivers it again. One already waiting in
-// the inbox (a redelivery, or a DM that came as both message.im and app_mention) is
-// acknowledged and not queued twice.
-func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
+// accept stores the envelopes worth handling (those that came together with one
+// commit), then acknowledges and queues them in order. If they cannot be stored none is
+// acknowledged: Slack delivers them again. One already waiting in the inbox (a
+// redelivery, or a DM that came as both message.im and app_mention) is acknowledged and
+// not queued twice.
+func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evts []socketmode.Event) {
 	c := d.c
-	var payload any
-	if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
-		payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
+	keys := make([]string, len(evts))
+	var entries []channels.InboxEntry
+	for i, evt := range evts {
+		key, keep := c.envelopeKey(evt)
+		if keep {
+			keys[i] = key
+			entries = append(entries, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: evt.Request.EnvelopeID, Data: evt.Request.Payload})
+		}
 	}
-	env := evt.Request.EnvelopeID
-	key, keep := c.envelopeKey(evt)
-	if keep {
+	fresh := map[int]bool{}
+	if len(entries) > 0 {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackStoreWait)
-		added, err := d.in.Add(sctx, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: env, Data: evt.Request.Payload})
+		added, err := d.in.AddAll(sctx, entries)
 		cancel()
 		if err != nil {
-			c.log.Error("storing a slack envelope failed; not acknowledging it, so slack delivers it again", "envelope", env, "err", err)
+			c.log.Error("storing slack envelopes failed; not acknowledging them, so slack delivers them again", "envelopes", len(entries), "err", err)
 			return
 		}
-		if !added {
-			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", env, "key", key)
-			d.ack(ctx, smc, env, payload)
-			return
+		for i, j := 0, 0; i < len(evts); i++ {
+			if keys[i] != "" {
+				fresh[i] = added[j]
+				j++
+			}
 		}
-	} else {
-		key = ""
 	}
-	d.ack(ctx, smc, env, payload)
-	d.q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request, key: key})
+	for i, evt := range evts {
+		var payload any
+		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
+			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
+		}
+		env := evt.Request.EnvelopeID
+		d.ack(ctx, smc, env, payload)
+		if keys[i] != "" && !fresh[i] {
+			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", env, "key", keys[i])
+			continue
+		}
+		d.q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request, key: keys[i]})
+	}
 }
 
 func (d *dispatcher) ack(ctx context.Context, smc *socketmode.Client, env string, payload any) {

@@ -133,7 +133,7 @@ func TestEnvelopeNotStoredIsNotAcknowledged(t *testing.T) {
 	runChannel(t, f, Config{BotToken: f.botToken, AppToken: f.appToken, APIURL: f.URL()}, st, logs, h)
 	lost := f.dm("D0ALICE", alice, "while the disk is full", "")
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "not acknowledging it") {
+	for !strings.Contains(logs.String(), "not acknowledging them") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no refusal logged:\n%s", logs.String())
 		}

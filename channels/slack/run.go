@@ -47,7 +47,7 @@ loop:
 	for {
 		select {
 		case evt := <-smc.Events:
-			d.receive(ctx, smc, evt)
+			d.receive(ctx, smc, gather(evt, smc.Events))
 		case runErr = <-runDone:
 			break loop
 		}
@@ -64,16 +64,47 @@ loop:
 	return fmt.Errorf("receiving slack events: %w", explainAuth(c.scrub(runErr), "channels.slack.app_token (an xapp- token with connections:write)"))
 }
 
-// receive takes one event from the library: an envelope is stored, acknowledged and
-// queued; the library's own news (connecting, errors) is logged.
-func (d *dispatcher) receive(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
+// maxBatch bounds how many envelopes one inbox save covers.
+const maxBatch = 64
+
+// gather returns evt and whatever else the library has ready, so that envelopes that
+// arrive together are stored with one commit.
+func gather(evt socketmode.Event, more <-chan socketmode.Event) []socketmode.Event {
+	batch := []socketmode.Event{evt}
+	for len(batch) < maxBatch {
+		select {
+		case e := <-more:
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// receive takes events from the library: envelopes are stored, acknowledged and queued;
+// the library's own news (connecting, errors) is logged.
+func (d *dispatcher) receive(ctx context.Context, smc *socketmode.Client, evts []socketmode.Event) {
+	var envelopes []socketmode.Event
+	for _, evt := range evts {
+		switch evt.Type {
+		case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+			if evt.Request != nil {
+				envelopes = append(envelopes, evt)
+			}
+		default:
+			d.news(ctx, smc, evt)
+		}
+	}
+	if len(envelopes) > 0 {
+		d.accept(ctx, smc, envelopes)
+	}
+}
+
+// news handles what the library reports besides envelopes.
+func (d *dispatcher) news(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
 	c := d.c
 	switch evt.Type {
-	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
-		if evt.Request == nil {
-			return
-		}
-		d.accept(ctx, smc, evt)
 	case socketmode.EventTypeErrorBadMessage:
 		// The library could not read the envelope, so it will not ack it; an unacknowledged
 		// envelope comes back, unreadable again, so it is acknowledged here and dropped.
