@@ -192,3 +192,36 @@ func clip(s string) string {
 	}
 	return s
 }
+
+func TestCheckNotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plangate.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("this is no database ", 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(context.Background(), path, false)
+	if !errors.Is(err, ErrDamaged) || len(res.Problems) == 0 {
+		t.Fatalf("Check of a text file = %+v, %v; want ErrDamaged with a problem", res, err)
+	}
+}
+
+// A check while the gateway runs sees its uncheckpointed writes and disturbs nothing.
+func TestCheckWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plangate.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 50 {
+		if err := s.SetChannelState(ctx, "telegram", "1", fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := Check(ctx, path, true); err != nil || len(res.Problems) != 0 {
+		t.Fatalf("Check of an open store = %+v, %v", res, err)
+	}
+	if err := s.SetChannelState(ctx, "telegram", "1", "after", "v"); err != nil {
+		t.Fatalf("writing after a check: %v", err)
+	}
+}
