@@ -154,7 +154,13 @@ func (f *killSlack) waitFor(t *testing.T, ctx context.Context, what string, cond
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
+			f.mu.Lock()
+			ok := cond()
+			f.mu.Unlock()
+			if !ok {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			return
 		}
 	}
 }
@@ -166,33 +172,10 @@ func TestSlackKillAfterAckLosesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f := newKillSlack(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "script.yaml")
-	if err := os.WriteFile(script, []byte("turns:\n  - match: 'remember'\n    text: \"Noted: the DM survived.\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`store: {path: plangate.db}
-plans: {dir: plans}
-llm: {provider: script, script: %q}
-channels:
-  terminal: {enabled: false}
-  slack: {enabled: true, bot_token: "${SLACK_BOT_TOKEN}", app_token: "${SLACK_APP_TOKEN}", api_url: %q}
-`, script, f.srv.URL+"/api/")
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	serve := func() (*commandRun, func() string) {
-		cmd := plangateCmd(t, ctx, dir, "serve")
-		cmd.Env = append(cmd.Env, "SLACK_BOT_TOKEN=xoxb-kill-test", "SLACK_APP_TOKEN=xapp-kill-test")
-		return startLogged(t, cmd)
-	}
+	serve := slackServe(t, ctx, f)
 
 	const env = "env-dm-1"
-	payload := `{"token":"v","team_id":"T0KILL","api_app_id":"A1","type":"event_callback","event_id":"EvKILL1","event_time":1800000000,` +
-		`"event":{"type":"message","channel_type":"im","user":"U0ANN","text":"please remember this","ts":"1800000000.000001","channel":"D0ANN","event_ts":"1800000000.000001"}}`
-	f.mu.Lock()
-	f.outbox = append(f.outbox, `{"type":"events_api","envelope_id":"`+env+`","accepts_response_payload":false,"payload":`+payload+`}`)
-	f.mu.Unlock()
+	f.queue(env, "EvKILL1", `{"type":"message","channel_type":"im","user":"U0ANN","text":"please remember this","ts":"1800000000.000001","channel":"D0ANN","event_ts":"1800000000.000001"}`)
 
 	first, logs := serve()
 	f.waitFor(t, ctx, "the ack of the DM", func() bool { return f.acks[env] })
@@ -209,27 +192,109 @@ channels:
 
 	f.release()
 	second, logs2 := serve()
-	f.waitFor(t, ctx, "the answer after the restart\n"+logs()+logs2(), func() bool {
-		for _, p := range f.posts {
-			if strings.Contains(p, "the DM survived") {
-				return true
-			}
-		}
-		return false
-	})
+	f.waitFor(t, ctx, "the answer after the restart", func() bool { return f.countLocked("the DM survived") > 0 || ctx.Err() != nil })
+	if ctx.Err() != nil {
+		t.Fatalf("the DM was never answered after the restart\n%s\n%s", logs(), logs2())
+	}
 	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	second.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.countLocked("the DM survived"); n != 1 {
+		t.Errorf("the DM was answered %d times: %q", n, f.posts)
+	}
+}
+
+// TestSlackDMAsMessageAndMentionAcrossRestart delivers a DM as message.im to one serve
+// process and the same message as app_mention (another event id) to the next: it is
+// answered once.
+func TestSlackDMAsMessageAndMentionAcrossRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newKillSlack(t)
+	f.release()
+	serve := slackServe(t, ctx, f)
+	inner := `"user":"U0ANN","text":"<@UBOT> please remember this","ts":"1800000000.000001","channel":"D0ANN","event_ts":"1800000000.000001"`
+	f.queue("env-im", "EvIM", `{"type":"message","channel_type":"im",`+inner+`}`)
+	first, logs := serve()
+	f.waitFor(t, ctx, "the answer", func() bool { return f.countLocked("the DM survived") > 0 || ctx.Err() != nil })
+	if ctx.Err() != nil {
+		t.Fatalf("the DM was never answered\n%s", logs())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	first.wait()
+
+	f.queue("env-mention", "EvMENTION", `{"type":"app_mention",`+inner+`}`)
+	f.queue("env-later", "EvLATER", `{"type":"message","channel_type":"im","user":"U0ANN","text":"one more thing","ts":"1800000000.000009","channel":"D0ANN","event_ts":"1800000000.000009"}`)
+	second, logs2 := serve()
+	f.waitFor(t, ctx, "the later answer", func() bool { return f.countLocked("Later one.") > 0 || ctx.Err() != nil })
+	if ctx.Err() != nil {
+		t.Fatalf("the later DM was never answered\n%s", logs2())
+	}
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	second.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.countLocked("the DM survived"); n != 1 {
+		t.Errorf("the DM was answered %d times: %q", n, f.posts)
+	}
+}
+
+// slackServe writes a config for serve against f and returns a function that starts one
+// serve process. Its script answers each message twice over, so that answering a message
+// again would show as a second identical post.
+func slackServe(t *testing.T, ctx context.Context, f *killSlack) func() (*commandRun, func() string) {
+	t.Helper()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.yaml")
+	turns := "turns:\n"
+	for range 3 {
+		turns += "  - match: 'remember'\n    text: \"Noted: the DM survived.\"\n  - match: 'more'\n    text: \"Later one.\"\n"
+	}
+	if err := os.WriteFile(script, []byte(turns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`store: {path: plangate.db}
+plans: {dir: plans}
+llm: {provider: script, script: %q}
+channels:
+  terminal: {enabled: false}
+  slack: {enabled: true, bot_token: "${SLACK_BOT_TOKEN}", app_token: "${SLACK_APP_TOKEN}", api_url: %q}
+`, script, f.srv.URL+"/api/")
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() (*commandRun, func() string) {
+		cmd := plangateCmd(t, ctx, dir, "serve")
+		cmd.Env = append(cmd.Env, "SLACK_BOT_TOKEN=xoxb-kill-test", "SLACK_APP_TOKEN=xapp-kill-test")
+		return startLogged(t, cmd)
+	}
+}
+
+// queue adds an events_api envelope with the inner event for the next connection.
+func (f *killSlack) queue(env, eventID, inner string) {
+	payload := `{"token":"v","team_id":"T0KILL","api_app_id":"A1","type":"event_callback","event_id":"` + eventID +
+		`","event_time":1800000000,"event":` + inner + `}`
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outbox = append(f.outbox, `{"type":"events_api","envelope_id":"`+env+`","accepts_response_payload":false,"payload":`+payload+`}`)
+}
+
+// countLocked counts the posts containing s; f.mu must be held.
+func (f *killSlack) countLocked(s string) int {
 	n := 0
 	for _, p := range f.posts {
-		if strings.Contains(p, "the DM survived") {
+		if strings.Contains(p, s) {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("the DM was answered %d times: %q", n, f.posts)
-	}
+	return n
 }
 
 // commandRun is a started process whose stderr is collected.
