@@ -167,7 +167,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		lookups: map[string]chan struct{}{},
 		// A message waits this long for users.info, then goes on with the id: the
 		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
-		nameWait: 500 * time.Millisecond,
+		nameWait: time.Second,
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[id] = true
