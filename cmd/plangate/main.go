@@ -40,6 +40,8 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate store check [--config F] [--full]    check the database file for damage
+  plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -97,6 +99,8 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return cmdNudges(ctx, rest, e)
 	case "config":
 		return cmdConfig(rest, e)
+	case "store":
+		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
@@ -236,7 +240,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		cfg.Log.Level = LogWarn
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -277,7 +281,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -315,8 +319,13 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := g.shutdown(30*time.Second, interrupt)
-	if runErr == nil && stopErr == nil {
+	left, drainErr := drainChannels(chans, log)
+	stopErr = errors.Join(stopErr, drainErr)
+	switch {
+	case runErr == nil && stopErr == nil && left == 0:
 		log.Info("stopped cleanly")
+	case runErr == nil && stopErr == nil:
+		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
 }
