@@ -78,18 +78,94 @@ func transitions() map[transitionKey]Phase {
 	}
 }
 
-// Machine answers which transitions are allowed. The zero value is not usable; use
+// Machine answers which transitions are allowed: the phase a trigger leads to, the
+// status it gives a plan version, and the guards it must pass. The zero value is not usable; use
 // NewMachine.
 type Machine struct {
-	table map[transitionKey]Phase
+	table  map[transitionKey]Phase
+	plans  map[planKey]PlanStatus
+	guards map[Trigger][]Guard
 }
 
 // NewMachine returns the approval state machine.
-func NewMachine() Machine { return Machine{table: transitions()} }
+func NewMachine() Machine {
+	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
+}
 
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
 func (m Machine) Next(p Phase, t Trigger) (Phase, bool) {
 	to, ok := m.table[transitionKey{p, t}]
+	return to, ok
+}
+
+// Guard names a condition a transition needs besides the phase. Apply checks them; the
+// table says which transition needs which, so a guard cannot be forgotten in one handler.
+type Guard string
+
+// Guards of the approval state machine.
+const (
+	GuardPlanMode    Guard = "plan_mode"      // plan_mode.enabled
+	GuardPending     Guard = "pending"        // the decision names the pending version
+	GuardQuestion    Guard = "question"       // a question is pending
+	GuardValidPlan   Guard = "valid_plan"     // the proposal parses and the judge accepts it
+	GuardValidUpdate Guard = "valid_update"   // the step update parses and keeps accepted steps
+	GuardFeedback    Guard = "feedback"       // revise feedback is not empty
+	GuardOption      Guard = "option"         // the answer matches an option or free text is allowed
+	GuardAllDone     Guard = "all_steps_done" // every step is completed or cancelled
+)
+
+// guards lists, per trigger, what Apply checks before the transition is taken. The
+// phase table above says whether the trigger is allowed at all.
+func guards() map[Trigger][]Guard {
+	return map[Trigger][]Guard{
+		TrigOn:          {GuardPlanMode},
+		TrigEnter:       {GuardPlanMode},
+		TrigPropose:     {GuardPlanMode, GuardValidPlan},
+		TrigAutoPropose: {GuardPlanMode, GuardValidPlan},
+		TrigAccept:      {GuardPending},
+		TrigRevise:      {GuardFeedback, GuardPending},
+		TrigAnswer:      {GuardQuestion, GuardOption},
+		TrigExpire:      {GuardPending},
+		TrigUpdate:      {GuardValidUpdate},
+		TrigComplete:    {GuardValidUpdate, GuardAllDone},
+	}
+}
+
+// Guards returns the guards trigger t must pass.
+func (m Machine) Guards(t Trigger) []Guard { return m.guards[t] }
+
+type planKey struct {
+	from PlanStatus
+	trig Trigger
+}
+
+// planTransitions is the life cycle of one plan version: which status a trigger moves
+// it to. "" as the source is a version that does not exist yet (a proposal creates it).
+// The previous pending version of a new proposal is the one that is superseded.
+func planTransitions() map[planKey]PlanStatus {
+	return map[planKey]PlanStatus{
+		{"", TrigPropose}:     PlanPending,
+		{"", TrigAutoPropose}: PlanAccepted,
+
+		{PlanPending, TrigPropose}:     PlanSuperseded,
+		{PlanPending, TrigAutoPropose}: PlanSuperseded,
+		{PlanPending, TrigAccept}:      PlanAccepted,
+		{PlanPending, TrigAutoOn}:      PlanAccepted,
+		{PlanPending, TrigRevise}:      PlanRevised,
+		{PlanPending, TrigOff}:         PlanAbandoned,
+		{PlanPending, TrigExpire}:      PlanExpired,
+
+		{PlanAccepted, TrigRevise}:   PlanRevised,
+		{PlanAccepted, TrigOff}:      PlanAborted,
+		{PlanAccepted, TrigUpdate}:   PlanAccepted,
+		{PlanAccepted, TrigComplete}: PlanCompleted,
+	}
+}
+
+// PlanNext returns the status trigger t moves a plan version in status s to, and false
+// if t does not change such a version.
+func (m Machine) PlanNext(s PlanStatus, t Trigger) (PlanStatus, bool) {
+	to, ok := m.plans[planKey{s, t}]
 	return to, ok
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -68,14 +69,8 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, oneLine(raw))
 	}
 	switch call.Name {
-	case ToolEnterPlanMode:
-		return t.enterPlanMode()
-	case ToolExitPlanMode:
-		return t.exitPlanMode(ctx, call.Args)
-	case ToolUpdatePlan:
-		return t.updatePlan(ctx, call.Args)
-	case ToolAskUserQuestion:
-		return t.askUserQuestion(call.Args)
+	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
+		return t.planTool(ctx, call)
 	case ToolPlanStatus:
 		return t.planStatus(ctx)
 	}
@@ -120,8 +115,8 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 		}
 		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, t.sess.Phase), false
 	}
-	p, ok, err := t.currentPlan(ctx)
-	if err != nil || !ok {
+	p, err := t.currentPlan(ctx)
+	if err != nil || p == nil {
 		return toolError("no accepted plan is loaded; %s refused", spec.Name), false
 	}
 	paths, err := t.e.d.Tools.WritePaths(call.Name, call.Args)
@@ -194,23 +189,50 @@ func globMatch(pattern, p string) bool {
 	return strings.HasPrefix(p, pattern+"/")
 }
 
-func (t *turnState) enterPlanMode() toolResult {
-	if !t.e.cfg.PlanMode {
-		return toolError("plan mode is disabled in this gateway")
+// toolResult is the outcome of one tool call.
+type toolResult struct {
+	content string
+	isError bool
+	endTurn bool   // the turn ends after this call (a plan or question was posted)
+	stop    string // a stop condition: report this to the chat and end the turn
+	// outcome is a plan tool's transition; the turn commits it with the call's transcript
+	// entries (see applyTool).
+	outcome *Outcome
+}
+
+func toolError(format string, args ...any) toolResult {
+	return toolResult{content: "error: " + fmt.Sprintf(format, args...), isError: true}
+}
+
+// planTool turns a plan tool call into a trigger, applies it and writes the files of a
+// new plan version, so the result the model gets says whether the plan was saved.
+func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
+	trig := map[string]Trigger{ToolEnterPlanMode: TrigEnter, ToolExitPlanMode: TrigPropose,
+		ToolUpdatePlan: TrigUpdate, ToolAskUserQuestion: TrigAsk}[call.Name]
+	if trig == TrigPropose && t.sess.AutoApprove {
+		trig = TrigAutoPropose
 	}
-	to, ok := t.e.machine.Next(t.sess.Phase, TrigEnter)
-	if !ok {
-		return toolResult{content: fmt.Sprintf("Already in plan mode (phase: %s).", t.sess.Phase)}
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return toolError("could not load the current plan: %v", err)
 	}
-	next := t.sess
-	next.Phase = to
-	return toolResult{
-		content: "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.",
-		change: &stateChange{next: next, ch: Change{Events: []Event{t.event(EventEntered, "agent", nil, "enter_plan_mode")}},
-			after: func(ctx context.Context) {
-				t.e.reply(ctx, t.to(), "Plan mode is on. I'll look around (read-only) and propose a plan.")
-			}},
+	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if in.IDs, err = t.e.newIDs(trig); err != nil {
+		return toolError("%v", err)
 	}
+	o, err := Apply(t.sess, cur, trig, in)
+	if err != nil {
+		return toolError("%v", err)
+	}
+	if err := t.prepare(o); err != nil {
+		return toolError("the plan could not be saved (%v); try again", errors.Unwrap(err))
+	}
+	res := toolResult{outcome: &o}
+	if o.Tool != nil {
+		res.content, res.endTurn = o.Tool.Content, o.Tool.EndTurn
+	}
+	res.isError = o.Refused() && !o.Refusal.Benign
+	return res
 }
 
 func (t *turnState) planStatus(ctx context.Context) toolResult {
@@ -224,7 +246,7 @@ func (t *turnState) planStatus(ctx context.Context) toolResult {
 		Plan        any       `json:"plan"`
 		Question    *Question `json:"pending_question"`
 	}{Phase: t.sess.Phase, AutoApprove: t.sess.AutoApprove, Question: t.sess.Question}
-	if p, ok, err := t.currentPlan(ctx); err == nil && ok {
+	if p, err := t.currentPlan(ctx); err == nil && p != nil {
 		steps := make([]stepOut, 0, len(p.Body.Steps))
 		for _, s := range p.Body.Steps {
 			steps = append(steps, stepOut{s.Text, s.Status})
@@ -235,68 +257,3 @@ func (t *turnState) planStatus(ctx context.Context) toolResult {
 	return toolResult{content: string(b)}
 }
 
-func (t *turnState) askUserQuestion(args json.RawMessage) toolResult {
-	var a struct {
-		Question      string   `json:"question"`
-		Options       []string `json:"options"`
-		AllowFreeText bool     `json:"allow_freetext"`
-	}
-	if err := strictJSON(args, &a); err != nil {
-		return toolError("ask_user_question arguments: %v", err)
-	}
-	a.Question = strings.TrimSpace(a.Question)
-	var opts []string
-	for _, o := range a.Options {
-		if o = strings.TrimSpace(o); o != "" {
-			opts = append(opts, o)
-		}
-	}
-	if a.Question == "" || len(opts) < 2 || len(opts) > 6 {
-		return toolError("ask_user_question needs a question and 2-6 non-empty options (got %d)", len(opts))
-	}
-	to, ok := t.e.machine.Next(t.sess.Phase, TrigAsk)
-	if !ok {
-		return toolError("ask_user_question is not available in phase %s; ask in your reply instead", t.sess.Phase)
-	}
-	next := t.sess
-	next.Phase = to
-	qid, err := t.e.newID(8)
-	if err != nil {
-		return toolError("%v", err)
-	}
-	next.Question = &Question{ID: qid, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: t.e.d.Now()}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Question: %s\n", a.Question)
-	r := Reply{To: t.to(), Kind: ReplyQuestion}
-	for i, o := range opts {
-		fmt.Fprintf(&b, "%d. %s\n", i+1, o)
-		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: qid, Value: o}})
-	}
-	b.WriteString("Answer: /plan answer <number>")
-	if a.AllowFreeText {
-		b.WriteString(" (or your own words)")
-	}
-	r.Text = b.String()
-	return toolResult{
-		content: "Question posted. Stop here; the answer arrives as [QUESTION_ANSWER].",
-		endTurn: true,
-		change: &stateChange{next: next, ch: Change{Events: []Event{t.event(EventAsked, "agent", nil, a.Question)},
-			CancelReminders: true, Nudges: t.e.reminders(next, "", t.e.d.Now())},
-			after: func(ctx context.Context) {
-				t.e.nudgesChanged(ctx, t.sess.ID)
-				if _, err := t.e.send(ctx, r); err != nil {
-					t.e.notice(ctx, t.to(), "A question could not be delivered here; /plan status shows it.")
-				}
-			}},
-	}
-}
-
-// strictJSON decodes tool arguments, refusing unknown fields.
-func strictJSON(data json.RawMessage, v any) error {
-	if len(data) == 0 {
-		data = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
