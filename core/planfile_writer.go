@@ -56,4 +56,3 @@ func (e *Engine) writeFiles() {
 		write()
 	}
 }
-

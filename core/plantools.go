@@ -256,4 +256,3 @@ func (t *turnState) planStatus(ctx context.Context) toolResult {
 	b, _ := json.Marshal(out)
 	return toolResult{content: string(b)}
 }
-
