@@ -13,37 +13,45 @@ import (
 func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
 	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s}}
-	var err error
-	switch t {
-	case TrigOn:
-		x.planOn()
-	case TrigOff:
-		err = x.planOff()
-	case TrigAccept:
-		err = x.accept()
-	case TrigRevise:
-		err = x.revise()
-	case TrigAnswer:
-		x.answer()
-	case TrigAutoOn, TrigAutoOff:
-		err = x.auto(t == TrigAutoOn)
-	case TrigExpire:
-		err = x.expire()
-	case TrigEnter:
-		x.enter()
-	case TrigPropose, TrigAutoPropose:
-		err = x.propose()
-	case TrigAsk:
-		x.ask()
-	case TrigUpdate, TrigComplete:
-		err = x.update()
-	default:
+	run, ok := x.handler(t)
+	if !ok {
 		return Outcome{}, fmt.Errorf("unknown trigger %q", t)
 	}
-	if err != nil {
+	for _, g := range x.m.Guards(t) {
+		pass, err := x.check(g)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if !pass {
+			return x.finish(), nil
+		}
+	}
+	if err := run(); err != nil {
 		return Outcome{}, err
 	}
 	return x.finish(), nil
+}
+
+// handler is the transition of trigger t, run once its guards passed.
+func (x *transition) handler(t Trigger) (func() error, bool) {
+	plain := func(f func()) func() error { return func() error { f(); return nil } }
+	h, ok := map[Trigger]func() error{
+		TrigOn:          plain(x.planOn),
+		TrigOff:         x.planOff,
+		TrigAccept:      x.accept,
+		TrigRevise:      x.revise,
+		TrigAnswer:      plain(x.answer),
+		TrigAutoOn:      func() error { return x.auto(true) },
+		TrigAutoOff:     func() error { return x.auto(false) },
+		TrigExpire:      x.expire,
+		TrigEnter:       plain(x.enter),
+		TrigPropose:     x.propose,
+		TrigAutoPropose: x.propose,
+		TrigAsk:         plain(x.ask),
+		TrigUpdate:      x.update,
+		TrigComplete:    x.update,
+	}[t]
+	return h, ok
 }
 
 // transition is one Apply call in progress.
@@ -54,6 +62,14 @@ type transition struct {
 	in   Input
 	next Session // the session being built
 	o    Outcome
+
+	// What the guards found out, for the transition.
+	phase      Phase          // GuardPhase: where the trigger leads
+	target     Plan           // GuardPending: the version decided on
+	body       PlanBody       // GuardValidPlan
+	question   *Question      // GuardValidQuestion
+	stepUpdate UpdatePlanArgs // GuardValidUpdate
+	answerText string         // GuardOption: the option the answer picked
 }
 
 // finish stores the next session in the outcome and derives the implied effects.
@@ -138,16 +154,7 @@ func decidedBy(a Actor) string {
 func (x *transition) by() string { return "by " + x.in.who() }
 
 func (x *transition) planOn() {
-	if !x.in.Rules.PlanMode {
-		x.refuse("Plan mode is disabled in this gateway's configuration (plan_mode.enabled: false).")
-		return
-	}
-	to, ok := x.to(TrigOn)
-	if !ok {
-		x.refusef("Plan mode is already on (phase: %s). /plan status shows where things stand; /plan off leaves plan mode.", x.s.Phase)
-		return
-	}
-	x.next.Phase = to
+	x.next.Phase = x.phase
 	x.next.Question = nil
 	x.record(x.event(EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
@@ -157,12 +164,7 @@ func (x *transition) planOn() {
 }
 
 func (x *transition) planOff() error {
-	to, ok := x.to(TrigOff)
-	if !ok {
-		x.refuse("Plan mode is already off. /plan on <goal> starts a plan.")
-		return nil
-	}
-	x.next.Phase = to
+	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
 	x.next.Question = nil
 	x.next.Injections = nil
@@ -193,26 +195,34 @@ func (x *transition) planOff() error {
 	return nil
 }
 
-// pending resolves which plan version a decision is about and refuses stale or foreign
-// ones; ok is false when it refused.
-func (x *transition) pending(verb string) (Plan, bool, error) {
+// pending resolves which version a decision is about (GuardPending) and refuses a typed
+// decision that names another one. Revise while executing is about the accepted plan.
+func (x *transition) pending() (bool, error) {
 	in := x.in
-	if in.ApprovalID != "" && in.ApprovalID != x.s.ApprovalID {
-		x.stale()
-		return Plan{}, false, nil
+	verb := "accept"
+	if x.o.Trigger == TrigRevise {
+		verb = "revise"
+		if x.s.Phase == PhaseExecuting && in.ApprovalID == "" {
+			if x.cur == nil {
+				x.refusePhase(verb)
+				return false, nil
+			}
+			x.target = *x.cur
+			return true, nil
+		}
 	}
 	if x.s.Phase != PhaseAwaitingApproval {
 		x.refusePhase(verb)
-		return Plan{}, false, nil
+		return false, nil
 	}
 	if x.cur == nil {
-		return Plan{}, false, fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
+		return false, fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
 	}
 	p := *x.cur
 	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
 		// The person could not have seen this version when they sent a bare decision.
 		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", planLabel(p), p.Version)
-		return Plan{}, false, nil
+		return false, nil
 	}
 	if in.Version != 0 && in.Version != p.Version {
 		if in.Version < p.Version && in.Ref != nil && in.Ref.Version == in.Version {
@@ -220,9 +230,10 @@ func (x *transition) pending(verb string) (Plan, bool, error) {
 		} else {
 			x.refusef("There is no plan v%d. %s is waiting: /plan accept", in.Version, planLabel(p))
 		}
-		return Plan{}, false, nil
+		return false, nil
 	}
-	return p, true, nil
+	x.target = p
+	return true, nil
 }
 
 // stale refuses a button whose approval id is not the pending one.

@@ -16,17 +16,7 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 }
 
 func (x *transition) enter() {
-	if !x.in.Rules.PlanMode {
-		x.refuse("plan mode is disabled in this gateway")
-		return
-	}
-	to, ok := x.to(TrigEnter)
-	if !ok {
-		x.refusef("Already in plan mode (phase: %s).", x.s.Phase)
-		x.o.Refusal.Benign = true
-		return
-	}
-	x.next.Phase = to
+	x.next.Phase = x.phase
 	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
 	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
@@ -35,29 +25,7 @@ func (x *transition) enter() {
 // propose stores a valid proposal as a new plan version and posts it for a decision, or
 // accepts it at once when the trigger is TrigAutoPropose (auto-approve is on).
 func (x *transition) propose() error {
-	trig, in := x.o.Trigger, x.in
-	if !in.Rules.PlanMode {
-		x.refuse("plan mode is disabled in this gateway")
-		return nil
-	}
-	to, ok := x.to(trig)
-	if !ok {
-		if x.s.Phase == PhaseExecuting {
-			x.refuse("a plan is already accepted and being carried out; report progress with update_plan. Only the user can send it back (/plan revise)")
-		} else {
-			x.refuse("plan mode is off; call enter_plan_mode first, investigate, then propose a plan")
-		}
-		return nil
-	}
-	body, err := ParseProposal(in.Args)
-	if err != nil {
-		x.refusef("%v", err)
-		return nil
-	}
-	if err := JudgePlan(body); err != nil {
-		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
-		return nil
-	}
+	trig, in, to, body := x.o.Trigger, x.in, x.phase, x.body
 	prev, hash := x.cur, HashPlan(body)
 	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
 		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", planLabel(*prev)))
@@ -114,7 +82,8 @@ func prevIfRevised(prev *Plan) *Plan {
 	return prev
 }
 
-func (x *transition) ask() {
+// validQuestion parses ask_user_question (GuardValidQuestion).
+func (x *transition) validQuestion() bool {
 	var a struct {
 		Question      string   `json:"question"`
 		Options       []string `json:"options"`
@@ -122,7 +91,7 @@ func (x *transition) ask() {
 	}
 	if err := strictJSON(x.in.Args, &a); err != nil {
 		x.refusef("ask_user_question arguments: %v", err)
-		return
+		return false
 	}
 	a.Question = strings.TrimSpace(a.Question)
 	var opts []string
@@ -133,17 +102,17 @@ func (x *transition) ask() {
 	}
 	if a.Question == "" || len(opts) < 2 || len(opts) > 6 {
 		x.refusef("ask_user_question needs a question and 2-6 non-empty options (got %d)", len(opts))
-		return
+		return false
 	}
-	to, ok := x.to(TrigAsk)
-	if !ok {
-		x.refusef("ask_user_question is not available in phase %s; ask in your reply instead", x.s.Phase)
-		return
-	}
-	q := &Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
-	x.next.Phase = to
+	x.question = &Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
+	return true
+}
+
+func (x *transition) ask() {
+	q := x.question
+	x.next.Phase = x.phase
 	x.next.Question = q
-	x.record(x.event(EventAsked, nil, a.Question))
+	x.record(x.event(EventAsked, nil, q.Text))
 	x.o.Change.CancelReminders = true
 	x.o.Change.Nudges = reminders(x.next, x.in.Rules, "", x.in.Now)
 	x.o.sayReply(questionReply(x.s.Address, q), "A question could not be delivered here; /plan status shows it.")
@@ -153,20 +122,8 @@ func (x *transition) ask() {
 // update applies step progress to the accepted plan and completes it when every step is
 // done (the trigger becomes TrigComplete).
 func (x *transition) update() error {
-	u, err := ParseUpdatePlan(x.in.Args)
-	if err != nil {
-		x.refusef("%v", err)
-		return nil
-	}
-	switch x.s.Phase {
-	case PhasePlanning:
-		x.tool(false, "Noted. While planning, steps are drafts: they become the plan when you call exit_plan_mode.")
-		return nil
-	case PhaseAwaitingApproval:
-		x.refuse("the plan is waiting for the user's decision; wait for [PLAN_DECISION] before reporting progress")
-		return nil
-	case PhaseOff:
-		x.refuse("there is no accepted plan to update (phase: off)")
+	if x.s.Phase == PhasePlanning {
+		x.tool(false, notedDrafts)
 		return nil
 	}
 	if x.cur == nil {
@@ -174,7 +131,7 @@ func (x *transition) update() error {
 		return nil
 	}
 	p := *x.cur
-	steps, err := ApplyUpdate(p.Body.Steps, u)
+	steps, err := ApplyUpdate(p.Body.Steps, x.stepUpdate)
 	if err != nil {
 		x.refusef("%v", err)
 		return nil
@@ -193,11 +150,10 @@ func (x *transition) update() error {
 // progress records the new steps of p, and completes the plan when they are all done.
 func (x *transition) progress(p Plan, steps []Step) error {
 	trig := x.o.Trigger
-	to, ok := x.to(trig)
-	if !ok {
-		x.refusef("update_plan is not available in phase %s", x.s.Phase)
-		return nil
+	if ok, err := x.check(GuardPhase); err != nil || !ok {
+		return err // the table decides again: update and complete lead to different phases
 	}
+	to := x.phase
 	p.Body.Steps = steps
 	p, err := x.settle(p, trig, "")
 	if err != nil {

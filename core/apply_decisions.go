@@ -10,19 +10,11 @@ import (
 // or answers a question.
 
 func (x *transition) accept() error {
-	p, ok, err := x.pending("accept")
-	if err != nil || !ok {
+	p, err := x.decide(x.target, TrigAccept, "accepted", "", "accepted "+x.by())
+	if err != nil {
 		return err
 	}
-	to, ok := x.to(TrigAccept)
-	if !ok {
-		x.refusePhase("accept")
-		return nil
-	}
-	if p, err = x.decide(p, TrigAccept, "accepted", "", "accepted "+x.by()); err != nil {
-		return err
-	}
-	x.next.Phase = to
+	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
 	x.next.Injections = append(x.next.Injections, approvedInjection(p, "approved by "+x.in.who()))
 	x.record(x.event(EventAccepted, &p, ""))
@@ -45,34 +37,12 @@ func approvedInjection(p Plan, how string) Injection {
 
 func (x *transition) revise() error {
 	feedback := x.in.Text
-	if strings.TrimSpace(feedback) == "" {
-		x.refuse("What should change? Reply with /plan revise <feedback>.")
-		return nil
-	}
-	var p Plan
-	if x.in.ApprovalID != "" || x.s.Phase != PhaseExecuting {
-		var ok bool
-		var err error
-		if p, ok, err = x.pending("revise"); err != nil || !ok {
-			return err
-		}
-	} else if x.cur == nil {
-		x.refusePhase("revise")
-		return nil
-	} else {
-		p = *x.cur
-	}
-	to, ok := x.to(TrigRevise)
-	if !ok {
-		x.refusePhase("revise")
-		return nil
-	}
-	p, err := x.decide(p, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
+	p, err := x.decide(x.target, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
 	if err != nil {
 		return err
 	}
 	n := &x.next
-	n.Phase = to
+	n.Phase = x.phase
 	n.ApprovalID = ""
 	n.RejectionCount++
 	n.LastFeedback = feedback
@@ -91,26 +61,8 @@ func (x *transition) revise() error {
 }
 
 func (x *transition) answer() {
-	q := x.s.Question
-	if x.in.ApprovalID != "" && (q == nil || q.ID != x.in.ApprovalID) {
-		x.refuse("That question was already answered or replaced; nothing changed. /plan status shows what is waiting.")
-		return
-	}
-	if q == nil {
-		x.refusef("There is no question waiting for an answer (phase: %s).", x.s.Phase)
-		return
-	}
-	to, ok := x.to(TrigAnswer)
-	if !ok {
-		x.refusePhase("answer")
-		return
-	}
-	answer, ok := matchOption(q, x.in.Text)
-	if !ok {
-		x.refusef("%q is not one of the options: %s. Answer with /plan answer <number or text>.", x.in.Text, optionList(q.Options))
-		return
-	}
-	x.next.Phase = to
+	q, answer := x.s.Question, x.answerText
+	x.next.Phase = x.phase
 	x.next.Question = nil
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
@@ -120,19 +72,7 @@ func (x *transition) answer() {
 }
 
 func (x *transition) auto(on bool) error {
-	if x.in.ApprovalID != "" && x.in.ApprovalID != x.s.ApprovalID {
-		x.stale()
-		return nil
-	}
-	trig := TrigAutoOff
-	if on {
-		trig = TrigAutoOn
-	}
-	to, ok := x.to(trig)
-	if !ok {
-		x.refusePhase("auto-approve")
-		return nil
-	}
+	to := x.phase
 	if x.s.AutoApprove == on && to == x.s.Phase {
 		x.refusef("Auto-approve is already %s for this conversation.", onOff(on))
 		return nil
@@ -162,21 +102,13 @@ func (x *transition) auto(on bool) error {
 	return nil
 }
 
-// expire applies plan_mode.approval_timeout to the plan the schedule was made for; a plan
-// decided meanwhile is left alone, and nothing is said.
+// expire applies plan_mode.approval_timeout to the plan the schedule was made for.
 func (x *transition) expire() error {
-	if x.s.Phase != PhaseAwaitingApproval || x.s.PlanID != x.in.PlanID || x.cur == nil {
-		return nil
-	}
-	to, ok := x.to(TrigExpire)
-	if !ok {
-		return nil
-	}
 	p, err := x.decide(*x.cur, TrigExpire, "expired", "", "expired without a decision")
 	if err != nil {
 		return err
 	}
-	x.next.Phase = to
+	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
 	x.record(x.event(EventExpired, &p, "approval timeout "+x.in.Spec))
 	x.o.Change.CancelNudges = true

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -109,6 +110,18 @@ func TestApplyGuards(t *testing.T) {
 		}
 		if !o.Refused() || o.Change.Session != nil {
 			t.Errorf("%s: not refused (phase %s)", c.name, o.Session.Phase)
+		}
+	}
+}
+
+// Every trigger is guarded by the phase table, and every guard the table names is known
+// to Apply (an unknown one is an error, which TestApplyTable would report).
+func TestGuardTableCoversEveryTrigger(t *testing.T) {
+	m := core.NewMachine()
+	for _, tr := range core.Triggers() {
+		gs := m.Guards(tr)
+		if !slices.Contains(gs, core.GuardPhase) {
+			t.Errorf("%s: guards %v do not consult the phase table", tr, gs)
 		}
 	}
 }

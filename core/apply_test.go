@@ -72,7 +72,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigOff:         {phase: core.PhaseOff, audit: ev(core.EventExited), effects: fx(nc, sy)},
 		core.TrigExpire:      {noop: true},
 		core.TrigUpdate:      {noop: true}, // draft steps: "Noted"
-		core.TrigComplete:    {noop: true},
+		core.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
 	},
 	core.PhaseAwaitingApproval: {
 		core.TrigOn:    refused,

@@ -99,40 +99,48 @@ func (m Machine) Next(p Phase, t Trigger) (Phase, bool) {
 	return to, ok
 }
 
-// Guard names a condition a transition needs besides the phase. Apply checks them; the
-// table says which transition needs which, so a guard cannot be forgotten in one handler.
+// Guard names a condition a transition must meet. Apply checks the guards of a trigger
+// in the order the table lists them, before the transition; the first that fails refuses
+// it (or, for a timer, drops it). GuardPhase is the phase table itself.
 type Guard string
 
 // Guards of the approval state machine.
 const (
-	GuardPlanMode    Guard = "plan_mode"      // plan_mode.enabled
-	GuardPending     Guard = "pending"        // the decision names the pending version
-	GuardQuestion    Guard = "question"       // a question is pending
-	GuardValidPlan   Guard = "valid_plan"     // the proposal parses and the judge accepts it
-	GuardValidUpdate Guard = "valid_update"   // the step update parses and keeps accepted steps
-	GuardFeedback    Guard = "feedback"       // revise feedback is not empty
-	GuardOption      Guard = "option"         // the answer matches an option or free text is allowed
-	GuardAllDone     Guard = "all_steps_done" // every step is completed or cancelled
+	GuardPlanMode      Guard = "plan_mode"      // plan_mode.enabled
+	GuardPhase         Guard = "phase"          // the phase table allows the trigger
+	GuardButton        Guard = "button"         // a button names the pending version
+	GuardPending       Guard = "pending"        // a version is pending and the decision names it
+	GuardFeedback      Guard = "feedback"       // revise feedback is not empty
+	GuardQuestion      Guard = "question"       // a question is pending (and the button is its)
+	GuardOption        Guard = "option"         // the answer is an option, or free text is allowed
+	GuardTimer         Guard = "timer"          // the schedule was made for the pending version
+	GuardValidPlan     Guard = "valid_plan"     // the proposal parses and the judge accepts it
+	GuardValidQuestion Guard = "valid_question" // a question with 2-6 options
+	GuardValidUpdate   Guard = "valid_update"   // the step update parses
 )
 
-// guards lists, per trigger, what Apply checks before the transition is taken. The
-// phase table above says whether the trigger is allowed at all.
+// guards lists, per trigger, what Apply checks, in order.
 func guards() map[Trigger][]Guard {
+	propose := []Guard{GuardPlanMode, GuardPhase, GuardValidPlan}
 	return map[Trigger][]Guard{
-		TrigOn:          {GuardPlanMode},
-		TrigEnter:       {GuardPlanMode},
-		TrigPropose:     {GuardPlanMode, GuardValidPlan},
-		TrigAutoPropose: {GuardPlanMode, GuardValidPlan},
-		TrigAccept:      {GuardPending},
-		TrigRevise:      {GuardFeedback, GuardPending},
-		TrigAnswer:      {GuardQuestion, GuardOption},
-		TrigExpire:      {GuardPending},
-		TrigUpdate:      {GuardValidUpdate},
-		TrigComplete:    {GuardValidUpdate, GuardAllDone},
+		TrigOn:          {GuardPlanMode, GuardPhase},
+		TrigEnter:       {GuardPlanMode, GuardPhase},
+		TrigPropose:     propose,
+		TrigAutoPropose: propose,
+		TrigAccept:      {GuardButton, GuardPending, GuardPhase},
+		TrigRevise:      {GuardFeedback, GuardButton, GuardPending, GuardPhase},
+		TrigAsk:         {GuardValidQuestion, GuardPhase},
+		TrigAnswer:      {GuardQuestion, GuardPhase, GuardOption},
+		TrigAutoOn:      {GuardButton, GuardPhase},
+		TrigAutoOff:     {GuardButton, GuardPhase},
+		TrigOff:         {GuardPhase},
+		TrigExpire:      {GuardTimer, GuardPhase},
+		TrigUpdate:      {GuardValidUpdate, GuardPhase},
+		TrigComplete:    {GuardValidUpdate, GuardPhase},
 	}
 }
 
-// Guards returns the guards trigger t must pass.
+// Guards returns the guards trigger t must pass, in the order Apply checks them.
 func (m Machine) Guards(t Trigger) []Guard { return m.guards[t] }
 
 type planKey struct {
