@@ -34,7 +34,7 @@ const (
 	tu = core.EffRunTurn
 )
 
-func ev(ks ...core.EventKind) []core.EventKind { return ks }
+func ev(ks ...core.EventKind) []core.EventKind   { return ks }
 func fx(ks ...core.EffectKind) []core.EffectKind { return ks }
 
 var refused = want{refused: true}
@@ -71,7 +71,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigAutoOff:     {phase: core.PhasePlanning, audit: ev(core.EventAutoChanged), effects: fx(sy)},
 		core.TrigOff:         {phase: core.PhaseOff, audit: ev(core.EventExited), effects: fx(nc, sy)},
 		core.TrigExpire:      {noop: true},
-		core.TrigUpdate:      {noop: true}, // draft steps: "Noted"
+		core.TrigUpdate:      {noop: true},                  // draft steps: "Noted"
 		core.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
 	},
 	core.PhaseAwaitingApproval: {
@@ -127,7 +127,7 @@ func fixture(p core.Phase, tr core.Trigger) (core.Session, *core.Plan) {
 	switch p {
 	case core.PhaseAwaitingApproval, core.PhaseExecuting:
 		plan = &core.Plan{ID: "p1", SessionID: s.ID, Version: 1, Status: core.PlanPending, ApprovalID: "a1", File: "plans/main/v1.md",
-			Body: core.PlanBody{Title: "Docs", Steps: []core.Step{{ID: "1", Text: "First step", Status: core.StepPending}, {ID: "2", Text: "Second step", Status: core.StepPending}}},
+			Body:      core.PlanBody{Title: "Docs", Steps: []core.Step{{ID: "1", Text: "First step", Status: core.StepPending}, {ID: "2", Text: "Second step", Status: core.StepPending}}},
 			CreatedAt: t0}
 		s.PlanID = plan.ID
 		if p == core.PhaseAwaitingApproval {
