@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -60,79 +59,6 @@ func (e *Engine) toolSpecs() []ToolSpec {
 	return specs
 }
 
-// callTool runs one tool call through the gate.
-func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
-	if a := strings.TrimSpace(string(call.Args)); strings.HasPrefix(a, `"`) {
-		// A provider passes arguments that are not valid JSON through as a JSON string.
-		var raw string
-		_ = json.Unmarshal(call.Args, &raw)
-		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, oneLine(raw))
-	}
-	switch call.Name {
-	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
-		return t.planTool(ctx, call)
-	case ToolPlanStatus:
-		return t.planStatus(ctx)
-	}
-	var spec *ToolSpec
-	if t.e.d.Tools != nil {
-		for _, s := range t.e.d.Tools.Tools() {
-			if s.Name == call.Name {
-				spec = &s
-				break
-			}
-		}
-	}
-	if spec == nil {
-		names := make([]string, 0)
-		for _, s := range t.e.toolSpecs() {
-			names = append(names, s.Name)
-		}
-		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
-	}
-	if spec.Kind != ToolReadOnly {
-		if res, ok := t.gateMutation(ctx, *spec, call); !ok {
-			return res
-		}
-	}
-	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
-	if err != nil {
-		return toolError("%s", err.Error())
-	}
-	return toolResult{content: out}
-}
-
-// gateMutation is the default-deny gate for every tool that is not read-only.
-func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (toolResult, bool) {
-	if !t.e.cfg.PlanMode {
-		return toolResult{}, true
-	}
-	if t.sess.Phase != PhaseExecuting {
-		if !t.gateNoticed {
-			// Say it once per turn in the chat too: people should see the gate hold.
-			t.gateNoticed = true
-			t.notice(ctx, "Blocked %s: nothing may change before a plan is accepted (phase: %s).", describeCall(spec.Name, call.Args), t.sess.Phase)
-		}
-		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, t.sess.Phase), false
-	}
-	p, err := t.currentPlan(ctx)
-	if err != nil || p == nil {
-		return toolError("no accepted plan is loaded; %s refused", spec.Name), false
-	}
-	paths, err := t.e.d.Tools.WritePaths(call.Name, call.Args)
-	if err != nil {
-		return toolError("%s", err.Error()), false
-	}
-	for _, p0 := range paths {
-		if why, ok := inScope(p.Body.Scope, p0); !ok {
-			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
-			return toolResult{content: "error: " + msg, isError: true,
-				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, false
-		}
-	}
-	return toolResult{}, true
-}
-
 // describeCall names a tool call for people: the tool and, when it has one, its path.
 func describeCall(name string, args json.RawMessage) string {
 	var a struct {
@@ -187,52 +113,6 @@ func globMatch(pattern, p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, pattern+"/")
-}
-
-// toolResult is the outcome of one tool call.
-type toolResult struct {
-	content string
-	isError bool
-	endTurn bool   // the turn ends after this call (a plan or question was posted)
-	stop    string // a stop condition: report this to the chat and end the turn
-	// outcome is a plan tool's transition; the turn commits it with the call's transcript
-	// entries (see applyTool).
-	outcome *Outcome
-}
-
-func toolError(format string, args ...any) toolResult {
-	return toolResult{content: "error: " + fmt.Sprintf(format, args...), isError: true}
-}
-
-// planTool turns a plan tool call into a trigger, applies it and writes the files of a
-// new plan version, so the result the model gets says whether the plan was saved.
-func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
-	trig := map[string]Trigger{ToolEnterPlanMode: TrigEnter, ToolExitPlanMode: TrigPropose,
-		ToolUpdatePlan: TrigUpdate, ToolAskUserQuestion: TrigAsk}[call.Name]
-	if trig == TrigPropose && t.sess.AutoApprove {
-		trig = TrigAutoPropose
-	}
-	cur, err := t.currentPlan(ctx)
-	if err != nil {
-		return toolError("could not load the current plan: %v", err)
-	}
-	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
-	if in.IDs, err = t.e.newIDs(trig); err != nil {
-		return toolError("%v", err)
-	}
-	o, err := Apply(t.sess, cur, trig, in)
-	if err != nil {
-		return toolError("%v", err)
-	}
-	if err := t.prepare(o); err != nil {
-		return toolError("the plan could not be saved (%v); try again", errors.Unwrap(err))
-	}
-	res := toolResult{outcome: &o}
-	if o.Tool != nil {
-		res.content, res.endTurn = o.Tool.Content, o.Tool.EndTurn
-	}
-	res.isError = o.Refused() && !o.Refusal.Benign
-	return res
 }
 
 func (t *turnState) planStatus(ctx context.Context) toolResult {
