@@ -41,7 +41,7 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		if _, err := t.e.writePlanFile(o.Session, eff.Plan); err != nil {
+		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}
@@ -89,7 +89,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 		case EffWriteFile:
 			// done by prepare
 		case EffRefreshFile:
-			e.refreshFile(t.sess, eff.Plan)
+			e.files.refresh(t.sess, eff.Plan)
 		case EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
@@ -99,7 +99,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 		case EffProgress:
 			t.postProgress(ctx, eff.Plan.ID, eff.Reply)
 		case EffForget:
-			e.forgetProgress(eff.Plan.ID)
+			e.progress.forget(eff.Plan.ID)
 		case EffSay:
 			if _, err := t.send(ctx, eff.Reply); err != nil && eff.OnFail != "" {
 				_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))})
@@ -139,25 +139,12 @@ func (t *turnState) notice(ctx context.Context, format string, args ...any) {
 // postProgress sends the checklist, editing the plan's earlier checklist message in place
 // where the channel can.
 func (t *turnState) postProgress(ctx context.Context, planID string, r Reply) {
-	e := t.e
-	e.mu.Lock()
-	prev := e.progress[planID]
-	e.mu.Unlock()
-	r.ReplaceID = prev
+	r.ReplaceID = t.e.progress.get(planID)
 	id, err := t.send(ctx, r)
 	if err != nil {
 		return
 	}
-	if id == "" {
-		id = prev
+	if id != "" {
+		t.e.progress.set(planID, id)
 	}
-	e.mu.Lock()
-	e.progress[planID] = id
-	e.mu.Unlock()
-}
-
-func (e *Engine) forgetProgress(planID string) {
-	e.mu.Lock()
-	delete(e.progress, planID)
-	e.mu.Unlock()
 }

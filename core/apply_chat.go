@@ -42,6 +42,22 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 	return x.finish(), nil
 }
 
+// Unauthorized is the refusal of a decision (what: the command or button) by someone who
+// may not make it, with its audit row. approvers tells whether access.approvers is set.
+func Unauthorized(s Session, in Input, what string, approvers bool) Outcome {
+	verb := "decide on plans"
+	if what == string(commands.Answer) {
+		verb = "answer questions"
+	}
+	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+	text := fmt.Sprintf("Only %s, who started this conversation, can %s here.", s.Owner, verb)
+	if approvers {
+		text = fmt.Sprintf("Only approvers can %s here (%s is not one).", verb, in.who())
+	}
+	x.refuse(text, x.event(EventRefused, nil, fmt.Sprintf("%s by %s: not authorized", what, in.who())))
+	return x.finish()
+}
+
 // ApplyNudge decides /plan nudge: the session's reminder schedule, and the schedules of
 // what is waiting now.
 func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) {

@@ -28,7 +28,7 @@ func (t *turnState) dispatch(ctx context.Context) error {
 }
 
 func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
-	if !t.e.mayDecide(c.Spec.Who, t.sess, t.msg()) {
+	if !mayDecide(t.e.cfg.Approvers, c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
 	in := t.personInput()
@@ -75,7 +75,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 	if a.Kind == ActionAnswer {
 		who = commands.ApproverOrOwner
 	}
-	if !t.e.mayDecide(who, t.sess, t.msg()) {
+	if !mayDecide(t.e.cfg.Approvers, who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(a.Kind))
 	}
 	in := t.personInput()
@@ -106,7 +106,7 @@ func (t *turnState) onText(ctx context.Context) error {
 		return err
 	}
 	in := t.personInput()
-	in.MayAnswer = t.e.mayDecide(commands.ApproverOrOwner, t.sess, t.msg())
+	in.MayAnswer = mayDecide(t.e.cfg.Approvers, commands.ApproverOrOwner, t.sess, t.msg())
 	o, err := ApplyMessage(t.sess, cur, text, in)
 	if err != nil {
 		return err
@@ -155,21 +155,9 @@ func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan,
 	return nil, nil
 }
 
-// refuseUnauthorized answers a decision by someone who may not make it, with an audit row.
+// refuseUnauthorized answers a decision by someone who may not make it.
 func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
-	in := t.personInput()
-	verb := "decide on plans"
-	if what == string(commands.Answer) {
-		verb = "answer questions"
-	}
-	text := fmt.Sprintf("Only %s, who started this conversation, can %s here.", t.sess.Owner, verb)
-	if len(t.e.cfg.Approvers) > 0 {
-		text = fmt.Sprintf("Only approvers can %s here (%s is not one).", verb, in.who())
-	}
-	o := Outcome{Session: t.sess, before: t.sess, Refusal: &Refusal{Text: text, Audit: []Event{{SessionID: t.sess.ID,
-		Kind: EventRefused, Actor: in.Actor, Channel: t.sess.Address.Channel,
-		Detail: fmt.Sprintf("%s by %s: not authorized", what, in.who()), At: in.Now}}}}
-	return t.applyInbound(ctx, o.seal())
+	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.cfg.Approvers) > 0))
 }
 
 // personInput is the Input of the job's sender.

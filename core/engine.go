@@ -57,12 +57,8 @@ type Engine struct {
 	mu       sync.Mutex
 	queues   map[string]*queue
 	inflight int // read-only jobs running outside a queue
-	// refresh holds the latest pending rewrite of each plan file (see refreshFile).
-	refresh    map[string]func()
-	refreshing bool
-	// progress remembers the platform message id of each plan's checklist, so progress is
-	// one message edited in place.
-	progress map[string]string
+	files    *fileWriter
+	progress progressIDs
 }
 
 type job struct {
@@ -113,7 +109,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.ToolResultChars <= 0 {
 		cfg.ToolResultChars = 16_000
 	}
-	return &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, progress: map[string]string{}}
+	return &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log}}
 }
 
 // Handle applies one inbound message and waits until it (and the agent turn it starts)
@@ -234,14 +230,14 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" &&
 			sess.Phase == PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID &&
-			e.mayDecide(commands.Approver, sess, m) {
+			mayDecide(e.cfg.Approvers, commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
 			continue
 		}
 		r := j.parsed
-		if r.Kind != commands.IsCommand || !e.mayDecide(r.Cmd.Spec.Who, sess, m) {
+		if r.Kind != commands.IsCommand || !mayDecide(e.cfg.Approvers, r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
 		switch {
@@ -335,14 +331,14 @@ func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
 }
 
 // mayDecide applies the access rules of DESIGN.md section 4.
-func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
+func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
 	switch who {
 	case commands.Anyone:
 		return true
 	case commands.Approver, commands.ApproverOrOwner:
-		if len(e.cfg.Approvers) > 0 {
+		if len(approvers) > 0 {
 			key := m.Address.Channel + ":" + m.Sender.ID
-			for _, a := range e.cfg.Approvers {
+			for _, a := range approvers {
 				if a == key || slices.Contains(m.Sender.Roles, a) {
 					return true
 				}
@@ -383,8 +379,9 @@ func (e *Engine) Wait(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		e.mu.Lock()
-		idle := len(e.queues) == 0 && e.inflight == 0 && !e.refreshing
+		idle := len(e.queues) == 0 && e.inflight == 0
 		e.mu.Unlock()
+		idle = idle && !e.files.busy()
 		if idle {
 			return nil
 		}
@@ -398,25 +395,25 @@ func (e *Engine) Wait(ctx context.Context) error {
 
 // newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
 // proposal, a question id for a question.
-func (e *Engine) newIDs(tr Trigger) (NewIDs, error) {
+func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
 	var ids NewIDs
 	var err error
 	switch tr {
 	case TrigPropose, TrigAutoPropose:
-		if ids.Plan, err = e.newID(6); err == nil {
+		if ids.Plan, err = newID(r, 6); err == nil {
 			ids.Plan = "p" + ids.Plan
-			ids.Approval, err = e.newID(10)
+			ids.Approval, err = newID(r, 10)
 		}
 	case TrigAsk:
-		ids.Question, err = e.newID(8)
+		ids.Question, err = newID(r, 8)
 	}
 	return ids, err
 }
 
 // newID returns n random bytes as lower-case base32 without padding.
-func (e *Engine) newID(n int) (string, error) {
+func newID(r io.Reader, n int) (string, error) {
 	b := make([]byte, n)
-	if _, err := io.ReadFull(e.d.Random, b); err != nil {
+	if _, err := io.ReadFull(r, b); err != nil {
 		return "", fmt.Errorf("reading random bytes: %w", err)
 	}
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil

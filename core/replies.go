@@ -86,7 +86,7 @@ func (t *turnState) show(ctx context.Context) error {
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
 	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
 	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
-		if _, err := t.e.writePlanFile(t.sess, p); err != nil {
+		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p); err != nil {
 			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
 		}
 	}

@@ -139,7 +139,7 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("could not load the current plan: %v", err)
 	}
 	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
-	if in.IDs, err = t.e.newIDs(trig); err != nil {
+	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
 	o, err := Apply(t.sess, cur, trig, in)

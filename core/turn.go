@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // maxChainedTurns bounds how many agent turns one message can start back to back (an
@@ -69,7 +70,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			t.notice(ctx, "Stopped: %s came in.", why)
 			return false, t.flush(ctx, tr)
 		}
-		t.drain(tr)
+		tr.drain(t.sess.Injections, t.e.d.Now())
 		resp, err := t.callModel(ctx, tr)
 		if err != nil {
 			return false, t.modelFailed(ctx, tr, err)
@@ -116,12 +117,12 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
 }
 
-// drain moves the session's queued injections into the turn.
-func (t *turnState) drain(tr *turn) {
-	for _, inj := range t.sess.Injections[tr.drained:] {
-		tr.add(ChatMessage{Role: RoleUser, Name: "plangate", Content: inj.Text, At: t.e.d.Now()})
+// drain moves the session's queued injections that are not in the turn yet into it.
+func (tr *turn) drain(queue []Injection, now time.Time) {
+	for _, inj := range queue[tr.drained:] {
+		tr.add(ChatMessage{Role: RoleUser, Name: "plangate", Content: inj.Text, At: now})
 	}
-	tr.drained = len(t.sess.Injections)
+	tr.drained = len(queue)
 }
 
 // callModel asks the model for the next step of the turn.
@@ -200,7 +201,7 @@ func (t *turnState) toolRound(ctx context.Context, tr *turn, calls []ToolCall) (
 				return r, err
 			}
 		}
-		t.noteResult(tr, &r, call.Name, res)
+		tr.note(&r, call.Name, res)
 	}
 	return r, nil
 }
@@ -222,9 +223,9 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	return t.carryOut(ctx, o)
 }
 
-// noteResult updates the round's stop conditions after one call: the same tool error three
+// note updates the round's stop conditions after one call: the same tool error three
 // times in a row stops the turn, a call may end it or stop it.
-func (t *turnState) noteResult(tr *turn, r *round, name string, res toolResult) {
+func (tr *turn) note(r *round, name string, res toolResult) {
 	if res.isError {
 		if res.content == tr.lastErr {
 			tr.sameErr++
