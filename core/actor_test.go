@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -68,4 +69,33 @@ func lastEvent(t *testing.T, h *harness, chat string, k core.EventKind) core.Eve
 	}
 	t.Fatalf("no %s event in %s", k, chat)
 	return core.Event{}
+}
+
+func TestActorStoredForms(t *testing.T) {
+	for _, c := range []struct {
+		a    core.Actor
+		want string
+	}{
+		{core.PersonActor("alice"), "person:alice"},
+		{core.PersonActor("system"), "person:system"},
+		{core.PersonActor("team:x"), "person:team:x"},
+		{core.AutoRule, "rule:auto"},
+		{core.AgentActor, "agent"},
+		{core.SystemActor, "system"},
+		{core.Actor{}, ""},
+	} {
+		if got := c.a.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.a, got, c.want)
+		}
+		if back := core.ParseActor(c.want); back != c.a {
+			t.Errorf("ParseActor(%q) = %+v, want %+v", c.want, back, c.a)
+		}
+		b, err := json.Marshal(struct{ Actor core.Actor }{c.a})
+		if err != nil || string(b) != `{"Actor":"`+c.want+`"}` {
+			t.Errorf("JSON of %+v: %s, %v", c.a, b, err)
+		}
+	}
+	if got := core.ParseActor("U123"); got != core.PersonActor("U123") {
+		t.Errorf("a bare id from before actor kinds reads as %+v, want a person", got)
+	}
 }
