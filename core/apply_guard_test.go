@@ -125,3 +125,20 @@ func TestGuardTableCoversEveryTrigger(t *testing.T) {
 		}
 	}
 }
+
+// The applier runs effects in one order for every transition: the buttons of the decided
+// version are retired before the decision is announced, and the agent's turn comes last.
+func TestApplierOrderOnAccept(t *testing.T) {
+	h := newHarness(t)
+	p := h.toPending("main", "Docs")
+	h.model.push(sessionID("main"), text("on it"))
+	rs := h.say("main", "local", "/plan accept")
+	got := replyKinds(rs)
+	want := []core.ReplyKind{core.ReplyDecided, core.ReplyText, core.ReplyText}
+	if !slices.Equal(got, want) || rs[0].Ref != p.ApprovalID || rs[2].Text != "on it" {
+		t.Fatalf("replies %v (%q), want %v: retire, announce, then the agent", got, joinTexts(rs), want)
+	}
+	if s := h.session("main"); s.Phase != core.PhaseExecuting || len(s.Injections) != 0 || h.plan(p.ID).Status != core.PlanAccepted {
+		t.Fatalf("after accept: phase %s, %d injections queued, plan %s", s.Phase, len(s.Injections), h.plan(p.ID).Status)
+	}
+}

@@ -41,25 +41,25 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 		return t.show(ctx)
 	case commands.On:
 		in.Text = c.Args
-		return t.decide(ctx, TrigOn, in)
+		return t.applyTrigger(ctx, TrigOn, in)
 	case commands.Off:
-		return t.decide(ctx, TrigOff, in)
+		return t.applyTrigger(ctx, TrigOff, in)
 	case commands.Accept:
 		in.Version = c.Version
 		in.SeenApproval = t.j.seenApproval
-		return t.decide(ctx, TrigAccept, in)
+		return t.applyTrigger(ctx, TrigAccept, in)
 	case commands.Revise:
 		in.Text = c.Args
 		in.SeenApproval = t.j.seenApproval
-		return t.decide(ctx, TrigRevise, in)
+		return t.applyTrigger(ctx, TrigRevise, in)
 	case commands.Answer:
 		in.Text = c.Args
-		return t.decide(ctx, TrigAnswer, in)
+		return t.applyTrigger(ctx, TrigAnswer, in)
 	case commands.Auto:
 		if c.Auto == commands.AutoOn {
-			return t.decide(ctx, TrigAutoOn, in)
+			return t.applyTrigger(ctx, TrigAutoOn, in)
 		}
-		return t.decide(ctx, TrigAutoOff, in)
+		return t.applyTrigger(ctx, TrigAutoOff, in)
 	case commands.Nudge:
 		o, err := ApplyNudge(t.sess, c.Nudge, in)
 		if err != nil {
@@ -82,15 +82,15 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 	in.ApprovalID = a.ApprovalID
 	switch a.Kind {
 	case ActionAccept:
-		return t.decide(ctx, TrigAccept, in)
+		return t.applyTrigger(ctx, TrigAccept, in)
 	case ActionRevise:
 		in.Text = a.Value
-		return t.decide(ctx, TrigRevise, in)
+		return t.applyTrigger(ctx, TrigRevise, in)
 	case ActionAuto:
-		return t.decide(ctx, TrigAutoOn, in)
+		return t.applyTrigger(ctx, TrigAutoOn, in)
 	case ActionAnswer:
 		in.Text = a.Value
-		return t.decide(ctx, TrigAnswer, in)
+		return t.applyTrigger(ctx, TrigAnswer, in)
 	}
 	return t.say(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }
@@ -114,8 +114,8 @@ func (t *turnState) onText(ctx context.Context) error {
 	return t.applyInbound(ctx, o)
 }
 
-// decide loads what trigger tr needs, applies it and hands the outcome to the applier.
-func (t *turnState) decide(ctx context.Context, tr Trigger, in Input) error {
+// applyTrigger loads what trigger tr needs, applies it and hands the outcome to the applier.
+func (t *turnState) applyTrigger(ctx context.Context, tr Trigger, in Input) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err

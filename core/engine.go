@@ -70,10 +70,13 @@ type job struct {
 	// read it.
 	parsed commands.Result
 	// seenApproval is the approval id that was pending when a typed /plan accept or
-	// revise arrived (read from the store at enqueue; nil if it could not be read): a bare
-	// decision may only take the version the person could have seen. It lives with the
-	// job, so nothing outlives the message; after a restart the platform redelivers the
-	// message and it is read again.
+	// revise arrived, read from the store at enqueue (nil if it could not be read): a bare
+	// decision may only take the version the person could have seen, not one the running
+	// turn proposed meanwhile. It replaces an engine-wide map of proposal sequence numbers
+	// that was never pruned and was lost on restart: this value lives exactly as long as
+	// the message. A message queued when the process died was never acknowledged, so the
+	// platform redelivers it and it is read again then (a version proposed just before the
+	// crash is then taken as seen: the one case this does not cover).
 	seenApproval *string
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
