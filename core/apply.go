@@ -122,7 +122,11 @@ func (x *transition) record(evs ...Event) { x.o.Change.Events = append(x.o.Chang
 func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
 	to, ok := x.m.PlanNext(p.Status, t)
 	if !ok {
-		return p, fmt.Errorf("plan %s: no %s transition from status %s", p.ID, t, p.Status)
+		// The session says the plan is pending (or accepted) and the plan row says
+		// otherwise: they were read at different moments, around another process's commit
+		// (a store read is not one snapshot). Committing would lose the compare-and-set on
+		// the session row anyway, so this is the same conflict.
+		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, ErrConflict)
 	}
 	p.Status = to
 	p.UpdatedAt = x.in.Now

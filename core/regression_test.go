@@ -184,7 +184,7 @@ func TestRegressionStaleApprovalInjectionAfterRevise(t *testing.T) {
 	h.toPending("main", "Docs")
 	gate := &gatedStore{Store: h.st, entered: make(chan struct{}), release: make(chan struct{})}
 	gate.armed.Store(true)
-	eng := core.NewEngine(h.cfg, core.Deps{Store: gate, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
+	eng := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: gate, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }}))
 	a := eng.Enqueue(context.Background(), msg("main", "local", "/plan accept"))
 	<-gate.entered // accept is inside its commit
 	r := eng.Enqueue(context.Background(), msg("main", "local", "/plan revise smaller please"))
@@ -226,7 +226,7 @@ func TestRegressionShowRewritesStalePlanFile(t *testing.T) {
 	p := h.toPending("main", "Docs")
 	ps := &pausingPlanStore{Store: h.st, loaded: make(chan struct{}), release: make(chan struct{})}
 	ps.armed.Store(true)
-	eng := core.NewEngine(h.cfg, core.Deps{Store: ps, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
+	eng := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: ps, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }}))
 	show := eng.Enqueue(context.Background(), msg("main", "bob", "/plan show"))
 	<-ps.loaded // show has read the plan (pending)
 	if err := eng.Handle(context.Background(), msg("main", "local", "/plan accept")); err != nil {
