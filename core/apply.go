@@ -9,7 +9,8 @@ import (
 // plan (nil if none), a trigger and the trigger's input, it returns what the transition
 // changes and what must happen afterwards, or a refusal. It reads no store, writes no
 // file and sends nothing: the engine's applier commits the Outcome and runs its effects.
-// An error means the session's state is inconsistent (awaiting approval without a plan).
+// An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
+// row read around another process's commit (wrapping ErrConflict).
 func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
 	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s}}
