@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 // MigrateResult is what Migrate found and did.
@@ -28,7 +27,7 @@ func Migrate(ctx context.Context, path string) (MigrateResult, error) {
 		return MigrateResult{}, fmt.Errorf("migrating store %s: %w", path, err)
 	}
 	res := MigrateResult{Path: abs}
-	if res.From, err = schemaVersion(ctx, abs); err != nil {
+	if res.From, err = fileSchemaVersion(ctx, abs); err != nil {
 		return res, fmt.Errorf("migrating store %s: %w", abs, err)
 	}
 	s, err := Open(ctx, abs)
@@ -57,9 +56,9 @@ func Migrate(ctx context.Context, path string) (MigrateResult, error) {
 	return res, nil
 }
 
-// schemaVersion reads the recorded schema version of an existing file without changing
-// it; 0 when the file or its schema_migrations table does not exist yet.
-func schemaVersion(ctx context.Context, abs string) (int, error) {
+// fileSchemaVersion reads the recorded schema version of an existing file without
+// changing it; 0 when the file or its schema_migrations table does not exist yet.
+func fileSchemaVersion(ctx context.Context, abs string) (int, error) {
 	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	} else if err != nil {
@@ -80,12 +79,5 @@ func schemaVersion(ctx context.Context, abs string) (int, error) {
 	if table == 0 {
 		return 0, nil
 	}
-	var v sql.NullString
-	if err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, explain(err)
-	}
-	if !v.Valid {
-		return 0, nil
-	}
-	return strconv.Atoi(v.String)
+	return schemaVersion(ctx, db)
 }

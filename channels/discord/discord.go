@@ -82,17 +82,11 @@ type Channel struct {
 	appID   string                // cfg.ApplicationID, else READY's
 	pending map[string]*pendingIx // interactions whose outcome is still to be shown, by id
 
-	seen     *recent
-	chans    *channelCache
-	stateMu  sync.Mutex                // serializes read-modify-write of approval records
-	gateHook func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
+	seen      *recent
+	chans     *channelCache
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
+	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
 }
-
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-)
 
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
 // mentions are recognised and keys the saved state, so a new bot starts fresh. The gateway
@@ -160,6 +154,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	c.botID, c.botName = me.ID, me.Username
 	c.log = c.log.With("bot", c.botID)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.botID, c.log)
 	return c, nil
 }
 

@@ -41,6 +41,8 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate store check [--config F] [--full]    check the database file for damage
+  plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate store migrate [--config F]           apply pending database migrations and exit
   plangate version
 
@@ -240,7 +242,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		cfg.Log.Level = LogWarn
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if w := cfg.openApprovalWarning(); w != "" {
 		log.Warn(w)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -333,8 +335,13 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	stopReceiving()
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := errors.Join(g.shutdown(30*time.Second, interrupt), web.wait())
-	if runErr == nil && stopErr == nil {
+	left, drainErr := drainChannels(chans, log)
+	stopErr = errors.Join(stopErr, drainErr)
+	switch {
+	case runErr == nil && stopErr == nil && left == 0:
 		log.Info("stopped cleanly")
+	case runErr == nil && stopErr == nil:
+		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
 }

@@ -16,15 +16,15 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// stubChannel runs until its context ends or fail is closed; ready is what Ready says.
-type stubChannel struct {
+// runStub runs until its context ends or fail is closed; ready is what Ready says.
+type runStub struct {
 	name    string
 	started chan struct{}
 	fail    chan struct{}
 }
 
-func (s *stubChannel) Name() string { return s.name }
-func (s *stubChannel) Run(ctx context.Context, _ channels.Handler) error {
+func (s *runStub) Name() string { return s.name }
+func (s *runStub) Run(ctx context.Context, _ channels.Handler) error {
 	close(s.started)
 	select {
 	case <-ctx.Done():
@@ -33,18 +33,18 @@ func (s *stubChannel) Run(ctx context.Context, _ channels.Handler) error {
 		return errors.New("connection lost")
 	}
 }
-func (s *stubChannel) Send(context.Context, core.Reply) (string, error) { return "", nil }
+func (s *runStub) Send(context.Context, core.Reply) (string, error) { return "", nil }
 
-// readyStub also says whether it is connected.
-type readyStub struct {
-	stubChannel
+// readyRunStub also says whether it is connected.
+type readyRunStub struct {
+	runStub
 	err error
 }
 
-func (r *readyStub) Ready() error { return r.err }
+func (r *readyRunStub) Ready() error { return r.err }
 
-func newStub(name string) *stubChannel {
-	return &stubChannel{name: name, started: make(chan struct{}), fail: make(chan struct{})}
+func newRunStub(name string) *runStub {
+	return &runStub{name: name, started: make(chan struct{}), fail: make(chan struct{})}
 }
 
 // testWeb builds the serve command's HTTP server on a fresh store, without listening.
@@ -107,7 +107,7 @@ func readyz(t *testing.T, base string) (int, readyJSON) {
 // after it fails and when the adapter says it is not connected.
 func TestReadyzFollowsTheChannels(t *testing.T) {
 	w, ts := testWeb(t, "")
-	tg, sl := newStub("telegram"), &readyStub{stubChannel: *newStub("slack"), err: errors.New("socket mode disconnected")}
+	tg, sl := newRunStub("telegram"), &readyRunStub{runStub: *newRunStub("slack"), err: errors.New("socket mode disconnected")}
 	running := w.track([]channels.Channel{tg, sl})
 
 	code, r := readyz(t, ts.URL)

@@ -10,15 +10,6 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// cmdStore dispatches `plangate store ...`. (Only migrate lives here; the check and backup
-// subcommands join this switch.)
-func cmdStore(ctx context.Context, args []string, e procEnv) error {
-	if len(args) > 0 && args[0] == "migrate" {
-		return cmdStoreMigrate(ctx, args[1:], e)
-	}
-	return fmt.Errorf("%w: plangate store migrate [--config F]", errUsage)
-}
-
 // cmdStoreMigrate is `plangate store migrate`: apply the pending schema migrations to
 // store.path and exit, so an upgrade runs (and can fail) before the service starts.
 func cmdStoreMigrate(ctx context.Context, args []string, e procEnv) error {
