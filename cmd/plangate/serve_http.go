@@ -61,16 +61,25 @@ func registerPprof(srv *httpserver.Server) {
 	srv.HandleAdmin("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 }
 
-// track returns the channels wrapped so that /readyz knows which of them are running, and
-// adds a readiness check per channel. The wrappers are for running only: replies go
-// through a Hub of the channels themselves, so no optional interface (Editor, Typer, ...)
-// is hidden by a wrapper.
+// httpRoutes is what an adapter implements to receive over HTTP (webhooks): it adds its
+// routes to the server before it runs.
+type httpRoutes interface {
+	RegisterHTTP(srv *httpserver.Server)
+}
+
+// track mounts the channels' own routes and returns the channels wrapped so that /readyz
+// knows which of them are running, with a readiness check per channel. The wrappers are
+// for running only: replies go through a Hub of the channels themselves, so no optional
+// interface (Editor, Typer, Retirer, ...) is hidden by a wrapper.
 func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 	if w == nil {
 		return chans
 	}
 	out := make([]channels.Channel, 0, len(chans))
 	for _, ch := range chans {
+		if r, ok := ch.(httpRoutes); ok {
+			r.RegisterHTTP(w.srv)
+		}
 		t := &trackedChannel{Channel: ch}
 		w.srv.AddCheck(ch.Name(), t.check)
 		out = append(out, t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 
@@ -138,6 +139,35 @@ func TestReadyzFollowsTheChannels(t *testing.T) {
 		t.Fatalf("after a failure: %d %+v", code, r)
 	}
 	cancel()
+}
+
+// routesStub receives over HTTP: its route is mounted by track.
+type routesStub struct{ runStub }
+
+func (r *routesStub) RegisterHTTP(srv *httpserver.Server) {
+	srv.Handle("POST /webhooks/stub", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"got": "it"})
+	}))
+}
+
+func TestTrackMountsChannelRoutes(t *testing.T) {
+	w, ts := testWeb(t, "")
+	w.track([]channels.Channel{&routesStub{*newRunStub("stub")}, newRunStub("plain")})
+	res, err := http.Post(ts.URL+"/webhooks/stub", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(b), `"got": "it"`) {
+		t.Errorf("the channel's route: %d %s", res.StatusCode, b)
+	}
+	if code, _ := get(t, ts.URL+"/webhooks/stub"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET on the channel's POST route: %d, want 405", code)
+	}
+	if code, r := readyz(t, ts.URL); code != 503 || r.Checks["stub"] != "not started yet" || r.Checks["plain"] != "not started yet" {
+		t.Errorf("readyz: %d %+v", code, r)
+	}
 }
 
 // TestPprofNeedsTheAdminToken: /debug/pprof/ is an admin route, 404 without a token
