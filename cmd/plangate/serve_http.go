@@ -37,6 +37,9 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 	if cfg.HTTP.Listen == "" {
 		return nil, nil
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on http.listen %s: %w", cfg.HTTP.Listen, err)
@@ -49,9 +52,9 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 	return &webServer{srv: srv, ln: ln, metrics: m, log: log}, nil
 }
 
-// registerPprof serves net/http/pprof on the server's own mux (never on
-// http.DefaultServeMux, which plangate does not serve), as admin routes: 404 without
-// http.admin_token, 401 without the bearer token.
+// registerPprof serves net/http/pprof on the server's own mux as admin routes: 404
+// without http.admin_token, 401 without the bearer token. (Importing the package also
+// registers it on http.DefaultServeMux, which plangate never serves.)
 func registerPprof(srv *httpserver.Server) {
 	srv.HandleAdmin("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
 	srv.HandleAdmin("GET /debug/pprof/cmdline", http.HandlerFunc(pprof.Cmdline))
