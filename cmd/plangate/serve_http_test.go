@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/plangate/plangate/channels"
@@ -222,5 +225,33 @@ func TestOpenApprovalWarning(t *testing.T) {
 	code, out, _ := cli(t, "", "config", "check", "--config", writeConfig(t, "channels: {slack: {enabled: true, bot_token: b, app_token: a}}\n"))
 	if code != 0 || !strings.Contains(out, "\nwarning: access.approvers is empty: on slack the first person") || !strings.HasSuffix(out, "config ok\n") {
 		t.Errorf("config check: %d\n%s", code, out)
+	}
+}
+
+// TestServePortInUse: the HTTP port is bound before any channel connects, so a port in use
+// stops serve at once with the key named, and the platform is never called.
+func TestServePortInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var calls atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		http.Error(w, "unexpected", http.StatusTeapot)
+	}))
+	defer api.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`llm: {provider: script, script: "${SCRIPT}"}
+channels:
+  telegram: {enabled: true, token: "1:x", api_url: %q}
+http: {listen: %q}
+`, api.URL, busy.Addr().String()))
+	code, _, errOut := cli(t, "", "serve", "--config", cfg)
+	if code != 1 || !strings.Contains(errOut, "listening on http.listen "+busy.Addr().String()) {
+		t.Errorf("serve on a busy port: exit %d\n%s", code, errOut)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the platform was called %d times before the port was found busy", n)
 	}
 }
