@@ -44,7 +44,7 @@ func TestGateWithRealTools(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "README.md")); err != nil || string(b) != "# Hello\n" {
 		t.Fatalf("README after accept: %q, %v", b, err)
 	}
-	mustContain(t, lastText(rs), "Stopped:", "run_command", "outside the plan's scope")
+	mustContain(t, lastText(rs), "Stopped:", "run_command", "does not cover the whole workspace")
 	if _, err := os.Stat(filepath.Join(ws, "made-by-command")); err == nil {
 		t.Fatal("run_command ran although the plan's scope does not cover it")
 	}
