@@ -42,22 +42,12 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 	if limit == 0 {
 		limit = defaultReadLines
 	}
-	f, err := w.root.Open(rel)
+	f, fi, err := w.openRegular(ToolReadFile, rel)
 	if err != nil {
-		return "", fsError(rel, err)
+		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fsError(rel, err)
-	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", rel)
-	}
-	r := bufio.NewReaderSize(f, 16<<10)
+	r := bufio.NewReaderSize(&budgetReader{ctx: ctx, r: f, left: maxReadBytes}, 16<<10)
 	if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read_file shows text files only", rel, fi.Size())
 	}
@@ -66,6 +56,7 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 		out        strings.Builder
 		n, last    int
 		crlf, full bool
+		unknownEnd bool // the read stopped at maxReadBytes
 		buf        []byte
 	)
 	// Size the output once: the file plus line numbers, bounded by the cap and the page.
@@ -80,15 +71,21 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 		if full || n >= first+limit-1 {
 			// The page is done; the rest is only counted, for the note.
 			rest, err := countRest(r)
-			if err != nil {
-				return "", fsError(rel, err)
-			}
 			n += rest
+			if errors.Is(err, errReadBudget) {
+				unknownEnd = true
+			} else if err != nil {
+				return "", readError(rel, err)
+			}
 			break
 		}
 		line, cut, used, err := readLine(r, maxLineBytes, buf)
 		buf = line[:0]
 		if used == 0 && err == io.EOF {
+			break
+		}
+		if used == 0 && errors.Is(err, errReadBudget) {
+			unknownEnd = true
 			break
 		}
 		n++
@@ -115,20 +112,32 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, errReadBudget) {
+			unknownEnd = true
+			break
+		}
 		if err != nil {
-			return "", fsError(rel, err)
+			return "", readError(rel, err)
 		}
 	}
 	switch {
-	case n == 0:
+	case n == 0 && !unknownEnd:
 		return fmt.Sprintf("(%s is empty)", rel), nil
+	case first > n && unknownEnd:
+		return "", fmt.Errorf("offset %d is beyond what read_file reads of %s: it stops after the first %d MiB (%d lines) of a file", first, rel, maxReadBytes>>20, n)
 	case first > n:
 		return "", fmt.Errorf("offset %d is past the end of %s, which has %d lines", first, rel, n)
 	}
 	if crlf {
 		out.WriteString("(this file uses CRLF line endings; the \\r is not shown)\n")
 	}
-	if first > 1 || last < n {
+	if unknownEnd {
+		fmt.Fprintf(&out, "(showing lines %d-%d of more than %d: %s is %d bytes and read_file reads only its first %d MiB", first, last, n, rel, fi.Size(), maxReadBytes>>20)
+		if last < n {
+			fmt.Fprintf(&out, "; read_file with offset %d reads on", last+1)
+		}
+		out.WriteString(")\n")
+	} else if first > 1 || last < n {
 		fmt.Fprintf(&out, "(showing lines %d-%d of %d", first, last, n)
 		if last < n {
 			fmt.Fprintf(&out, "; read_file with offset %d reads on", last+1)
@@ -136,6 +145,14 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 		out.WriteString(")\n")
 	}
 	return out.String(), nil
+}
+
+// readError words an error that ended a read: a cancelled turn, or a file system error.
+func readError(rel string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("reading %s stopped: %w", rel, err)
+	}
+	return fsError(rel, err)
 }
 
 // countRest counts the lines left in r; a last line without a newline counts too. It
@@ -156,7 +173,7 @@ func countRest(r *bufio.Reader) (int, error) {
 			}
 			return lines, nil
 		default:
-			return 0, err
+			return lines, err
 		}
 	}
 }
@@ -354,6 +371,7 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 		out             strings.Builder
 		matches, files  int
 		binary, tooLong int
+		linked          int
 		capped          bool
 		buf             []byte
 	)
@@ -385,16 +403,24 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 				return nil
 			}
 		}
-		if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFileSize {
-			tooLong++
-			return nil
-		}
-		f, err := w.root.Open(p)
+		// The checks use the opened file's fstat: the entry may have been swapped for
+		// a FIFO or a link since the directory was read.
+		f, fi, err := w.openNonBlocking(p)
 		if err != nil {
 			return nil
 		}
 		defer f.Close()
-		r := bufio.NewReaderSize(f, 32<<10)
+		switch {
+		case !fi.Mode().IsRegular():
+			return nil
+		case linkCount(fi) > 1:
+			linked++
+			return nil
+		case fi.Size() > maxSearchFileSize:
+			tooLong++
+			return nil
+		}
+		r := bufio.NewReaderSize(&budgetReader{ctx: ctx, r: f, left: maxSearchFileSize}, 32<<10)
 		if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
 			binary++
 			return nil
@@ -421,6 +447,9 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 				matches++
 			}
 			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return err
+				}
 				return nil
 			}
 		}
@@ -434,6 +463,9 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 	}
 	if binary > 0 {
 		notes = append(notes, fmt.Sprintf("%d binary files skipped", binary))
+	}
+	if linked > 0 {
+		notes = append(notes, fmt.Sprintf("%d files with more than one hard link skipped", linked))
 	}
 	if tooLong > 0 {
 		notes = append(notes, fmt.Sprintf("%d files over %d MiB skipped", tooLong, maxSearchFileSize>>20))

@@ -71,6 +71,9 @@ type Config struct {
 	// MaxOutput caps the bytes of command output and file content one call returns.
 	// 0 means DefaultMaxOutput.
 	MaxOutput int
+	// MaxWriteBytes caps the size of a file write_file or edit_file writes
+	// (tools.max_write_bytes). 0 means DefaultMaxWriteBytes.
+	MaxWriteBytes int
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -95,6 +98,9 @@ func New(cfg Config) *Toolbox {
 	}
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
+	}
+	if cfg.MaxWriteBytes <= 0 {
+		cfg.MaxWriteBytes = DefaultMaxWriteBytes
 	}
 	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
 	for _, a := range cfg.Allow {
@@ -122,6 +128,9 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 	default:
 		return "", fmt.Errorf("unknown workspace tool %q", name)
 	}
+	if err := t.checkArgSize(name, args); err != nil {
+		return "", err
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%s not run: %w", name, err)
 	}
@@ -130,7 +139,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		return "", err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput}
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes}
 	switch name {
 	case ToolReadFile:
 		var a readArgs
@@ -161,7 +170,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		if err := decodeArgs(name, args, &a); err != nil {
 			return "", err
 		}
-		return w.editFile(a)
+		return w.editFile(ctx, a)
 	default: // ToolRunCommand
 		var a runArgs
 		if err := decodeArgs(name, args, &a); err != nil {
@@ -175,6 +184,9 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 // slash-separated, cleaned paths (the form the engine's scope check matches). Read-only
 // tools change nothing; run_command reports WholeWorkspace.
 func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error) {
+	if err := t.checkArgSize(name, args); err != nil {
+		return nil, err
+	}
 	switch name {
 	case ToolReadFile, ToolListFiles, ToolSearchFiles:
 		return nil, nil
@@ -205,6 +217,22 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 		return []string{WholeWorkspace}, nil
 	}
 	return nil, fmt.Errorf("unknown workspace tool %q", name)
+}
+
+// maxArgBytes bounds the JSON arguments of the tools that take no file content.
+const maxArgBytes = 64 << 10
+
+// checkArgSize refuses oversized arguments before they are decoded. write_file and
+// edit_file may carry a whole file of MaxWriteBytes, however the JSON escapes it.
+func (t *Toolbox) checkArgSize(name string, args json.RawMessage) error {
+	limit := maxArgBytes
+	if name == ToolWriteFile || name == ToolEditFile {
+		limit = 6*t.cfg.MaxWriteBytes + maxArgBytes
+	}
+	if len(args) > limit {
+		return fmt.Errorf("the arguments of %s are %d bytes, more than the %d it accepts; send a smaller call", name, len(args), limit)
+	}
+	return nil
 }
 
 // decodeArgs decodes tool arguments strictly: unknown fields, wrong types and trailing
