@@ -17,7 +17,11 @@ func TestGateWithRealTools(t *testing.T) {
 		t.Skip("no touch program")
 	}
 	h := newHarness(t)
-	h.tools = tools.New(tools.Config{RunCommand: true, Allow: []string{"touch"}})
+	cfg := tools.Config{RunCommand: true, Allow: []string{"touch"}}
+	if tools.CheckSandbox("", false) != nil && os.Getenv("CI") != "true" {
+		cfg.Sandbox = tools.SandboxNone // a host without bwrap; CI has it
+	}
+	h.tools = tools.New(cfg)
 	h.open()
 	sid := sessionID("main")
 	ws := filepath.Join(h.cfg.WorkspaceRoot, "main")

@@ -10,9 +10,16 @@
 //     symlinks that lead out of the workspace are refused (os.Root enforces it).
 //   - write_file and edit_file refuse to write through symlinks (the scope check sees the
 //     link's path, not its target) and into .git (hooks and config run commands later).
+//     Writes replace the file atomically (a temporary file renamed over it), so a hard
+//     link is replaced, never written through, and are capped at MaxWriteBytes.
+//   - Files are opened non-blocking and checked after opening: FIFOs, devices and
+//     regular files with more than one hard link (the other link may lie outside the
+//     workspace, where os.Root cannot see) are refused. Reads stop at a byte budget and
+//     when the context ends.
 //   - run_command runs argv without a shell, only when enabled, only programs listed by
-//     exact name, with a minimal environment (PATH, HOME = the workspace, LANG), a timeout
-//     that kills the process group, and capped output. It is always a mutating tool and
+//     exact name, in a bubblewrap sandbox (see SandboxBwrap) with a minimal environment
+//     (PATH, HOME = an empty directory, LANG), a timeout, and capped output; when the
+//     sandbox cannot start, run_command is not offered. It is always a mutating tool and
 //     its WritePaths is WholeWorkspace.
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
@@ -50,7 +57,7 @@ const (
 
 // WholeWorkspace is what WritePaths reports for run_command: a command may change any
 // file, so the engine's scope check sees the workspace root itself. An accepted plan lets
-// commands run only when its allowed_paths are empty or include "." or "**".
+// commands run only when its allowed_paths include "**" and it forbids nothing.
 const WholeWorkspace = "."
 
 // Config configures a Toolbox.
@@ -74,6 +81,13 @@ type Config struct {
 	// MaxWriteBytes caps the size of a file write_file or edit_file writes
 	// (tools.max_write_bytes). 0 means DefaultMaxWriteBytes.
 	MaxWriteBytes int
+	// Sandbox is how commands are isolated: SandboxBwrap (also when empty) or
+	// SandboxNone (tools.run_command.sandbox).
+	Sandbox string
+	// Network lets sandboxed commands use the network (tools.run_command.network).
+	Network bool
+	// Bwrap is the bubblewrap program; empty means "bwrap" from PATH.
+	Bwrap string
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -84,6 +98,11 @@ type Toolbox struct {
 	cfg   Config
 	allow map[string]bool
 	specs []core.ToolSpec
+	// sandbox runs commands under bwrap; nil with SandboxNone or when unavailable.
+	sandbox *sandbox
+	// runUnavailable says why run_command is enabled but cannot be offered.
+	runUnavailable string
+	notices        []string
 	// seedMu serialises creating workspaces, so two calls racing on a new workspace
 	// do not both seed it.
 	seedMu sync.Mutex
@@ -106,8 +125,57 @@ func New(cfg Config) *Toolbox {
 	for _, a := range cfg.Allow {
 		t.allow[a] = true
 	}
-	t.specs = toolSpecs(cfg)
+	if cfg.RunCommand {
+		t.setUpSandbox()
+	}
+	specCfg := cfg
+	specCfg.RunCommand = cfg.RunCommand && t.runUnavailable == ""
+	t.specs = toolSpecs(specCfg)
 	return t
+}
+
+// setUpSandbox checks at start-up that commands can run as configured. A sandbox that
+// cannot start makes run_command unavailable rather than silently unsandboxed.
+func (t *Toolbox) setUpSandbox() {
+	switch t.cfg.Sandbox {
+	case "", SandboxBwrap:
+		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
+		if err != nil {
+			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap, or set tools.run_command.sandbox: none to run commands without a sandbox", err)
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		t.sandbox = sb
+	case SandboxNone:
+		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
+	default:
+		t.runUnavailable = "run_command is unavailable: " + errUnknownSandbox.Error()
+		t.notices = append(t.notices, t.runUnavailable)
+	}
+}
+
+// CheckSandbox reports why bwrap (empty: from PATH) cannot start a sandbox on this host,
+// or nil when it can.
+func CheckSandbox(bwrap string, network bool) error {
+	_, err := newSandbox(bwrap, network)
+	return err
+}
+
+// Notices are the lines the operator should see at start-up: why run_command is
+// unavailable, or that it runs without a sandbox.
+func (t *Toolbox) Notices() []string {
+	return append([]string(nil), t.notices...)
+}
+
+// runRefusal says why run_command cannot run at all, or returns nil.
+func (t *Toolbox) runRefusal() error {
+	switch {
+	case !t.cfg.RunCommand:
+		return errRunDisabled
+	case t.runUnavailable != "":
+		return errors.New(t.runUnavailable)
+	}
+	return nil
 }
 
 // Tools lists the tools offered to the model; run_command only when enabled.
@@ -120,8 +188,10 @@ func (t *Toolbox) Tools() []core.ToolSpec {
 // Call runs one tool in the workspace ws. Errors are written for the model: they say
 // what went wrong and what to try instead.
 func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args json.RawMessage) (string, error) {
-	if name == ToolRunCommand && !t.cfg.RunCommand {
-		return "", errRunDisabled
+	if name == ToolRunCommand {
+		if err := t.runRefusal(); err != nil {
+			return "", err
+		}
 	}
 	switch name {
 	case ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand:
@@ -211,8 +281,8 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 		}
 		return []string{p}, nil
 	case ToolRunCommand:
-		if !t.cfg.RunCommand {
-			return nil, errRunDisabled
+		if err := t.runRefusal(); err != nil {
+			return nil, err
 		}
 		return []string{WholeWorkspace}, nil
 	}
@@ -338,6 +408,18 @@ type runArgs struct {
 	TimeoutSeconds int      `json:"timeout_seconds"`
 }
 
+// sandboxNote tells the model what a command can do, so it does not try the impossible.
+func sandboxNote(cfg Config) string {
+	if cfg.Sandbox == SandboxNone {
+		return ""
+	}
+	note := " Commands run in a sandbox: only the workspace is writable, /tmp is private and empty, HOME is an empty directory, background processes end with the command"
+	if !cfg.Network {
+		note += ", and there is no network"
+	}
+	return note + "."
+}
+
 // toolSpecs describes the tools to the model and the gate.
 func toolSpecs(cfg Config) []core.ToolSpec {
 	obj := func(required, props string) json.RawMessage {
@@ -380,7 +462,7 @@ func toolSpecs(cfg Config) []core.ToolSpec {
 			allowed = strings.Join(cfg.Allow, ", ")
 		}
 		specs = append(specs, core.ToolSpec{Name: ToolRunCommand, Kind: core.ToolMutating,
-			Description: "Run a program in the workspace directory, without a shell (no pipes, globs or redirection). argv[0] must be one of the allowed programs (" + allowed + "). Returns the exit code and the combined output. Only allowed while an accepted plan is executing, and its scope must cover the whole workspace.",
+			Description: "Run a program in the workspace directory, without a shell (no pipes, globs or redirection). argv[0] must be one of the allowed programs (" + allowed + "). Returns the exit code and the combined output. Only allowed while an accepted plan is executing, and its scope must cover the whole workspace (\"**\")." + sandboxNote(cfg),
 			Parameters: obj(`"argv"`,
 				`"argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"program and arguments, e.g. [\"go\", \"test\", \"./...\"]"},`+
 					`"timeout_seconds":{"type":"integer","minimum":1,"description":"stop the command after this many seconds (capped by the gateway)"}`)})
