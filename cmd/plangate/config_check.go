@@ -8,7 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/tools"
 )
+
+// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
+const maxWriteBytesLimit = 64 << 20
 
 // validate checks values the YAML types cannot, and returns every problem at once.
 func (c *Config) validate() []problem {
@@ -91,6 +96,10 @@ func (c *Config) validate() []problem {
 			key := fmt.Sprintf("access.approvers[%d]", i)
 			bad(key, "%s is %s: expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)", key, c.quoted(key, a))
 		}
+	}
+	oneOf("tools.run_command.sandbox", c.Tools.RunCommand.Sandbox, "bwrap", "none")
+	if n := c.Tools.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
+		bad("tools.max_write_bytes", "tools.max_write_bytes is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit)
 	}
 	for i, a := range c.Tools.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
@@ -290,11 +299,7 @@ func (c *Config) Describe() string {
 	} else {
 		line("approvers", "none listed: the session owner and anyone in a direct message decide")
 	}
-	if c.Tools.RunCommand.Enabled {
-		line("tools", "run_command on for %d programs", len(c.Tools.RunCommand.Allow))
-	} else {
-		line("tools", "run_command off")
-	}
+	line("tools", "%s; writes up to %d bytes", runCommandSummary(c.Tools.RunCommand), c.Tools.MaxWriteBytes)
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
 }
@@ -339,4 +344,22 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// runCommandSummary says whether run_command runs, and how confined.
+func runCommandSummary(rc RunCommandConfig) string {
+	switch {
+	case !rc.Enabled:
+		return "run_command off"
+	case rc.Sandbox == "none":
+		return fmt.Sprintf("run_command on for %d programs WITHOUT a sandbox (tools.run_command.sandbox: none)", len(rc.Allow))
+	}
+	if err := tools.CheckSandbox("", rc.Network); err != nil {
+		return fmt.Sprintf("run_command unavailable: %v", err)
+	}
+	net := "no network"
+	if rc.Network {
+		net = "with network"
+	}
+	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
 }

@@ -187,9 +187,12 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		}
 	}
 	return tools.New(tools.Config{
-		RunCommand: cfg.Tools.RunCommand.Enabled,
-		Allow:      cfg.Tools.RunCommand.Allow,
-		Seed:       cfg.Workspace.Seed,
+		RunCommand:    cfg.Tools.RunCommand.Enabled,
+		Allow:         cfg.Tools.RunCommand.Allow,
+		Sandbox:       cfg.Tools.RunCommand.Sandbox,
+		Network:       cfg.Tools.RunCommand.Network,
+		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
+		Seed:          cfg.Workspace.Seed,
 	}), nil
 }
 
