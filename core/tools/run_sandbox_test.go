@@ -90,7 +90,15 @@ func TestSandboxConfinesWrites(t *testing.T) {
 	wantContains(t, "touch ../x", out, "exit code: 1", "Read-only file system")
 	mustNotExist(t, filepath.Join(base, "x"))
 
-	script := fmt.Sprintf("touch %s/a; touch %s/b; touch /c; echo x > $HOME/.profile; touch inside; echo done", outside, tmpOutside)
+	victim := filepath.Join(outside, "victim.txt")
+	if err := os.WriteFile(victim, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A hard link from the workspace to a file outside cannot be made (another mount),
+	// and a symlink leads to the read-only root.
+	script := fmt.Sprintf("touch %s/a; touch %s/b; touch /c; echo x > $HOME/.profile; "+
+		"ln %s hard; echo pwned >> hard; ln -s %s soft; echo pwned >> soft; touch inside; echo done",
+		outside, tmpOutside, victim, victim)
 	out, err = call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +107,8 @@ func TestSandboxConfinesWrites(t *testing.T) {
 	mustNotExist(t, filepath.Join(outside, "a"))
 	mustNotExist(t, filepath.Join(tmpOutside, "b")) // written to the private /tmp, gone
 	mustNotExist(t, "/c")
+	wantFile(t, victim, "original\n")
+	wantContains(t, "sh", out, "Invalid cross-device link", "Read-only file system")
 	if _, err := os.Stat(filepath.Join(ws.Dir, "inside")); err != nil {
 		t.Errorf("a write inside the workspace did not reach the disk: %v", err)
 	}
