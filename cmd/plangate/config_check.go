@@ -97,6 +97,11 @@ func (c *Config) validate() []problem {
 			bad(key, "%s is %s: expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)", key, c.quoted(key, a))
 		}
 	}
+	for _, p := range []struct{ key, value string }{{"store.path", c.Store.Path}, {"plans.dir", c.Plans.Dir}} {
+		if p.value != "" && c.Workspace.Root != "" && pathWithin(p.value, c.Workspace.Root) {
+			bad(p.key, "%s is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace", p.key)
+		}
+	}
 	oneOf("tools.run_command.sandbox", c.Tools.RunCommand.Sandbox, "bwrap", "none")
 	if n := c.Tools.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
 		bad("tools.max_write_bytes", "tools.max_write_bytes is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit)
@@ -362,4 +367,25 @@ func runCommandSummary(rc RunCommandConfig) string {
 		net = "with network"
 	}
 	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
+}
+
+// pathWithin reports whether p is root or lies under it, lexically and, where the paths
+// exist, after resolving symlinks.
+func pathWithin(p, root string) bool {
+	under := func(p, root string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && filepath.IsLocal(rel)
+	}
+	if under(p, root) {
+		return true
+	}
+	rp, err1 := filepath.EvalSymlinks(p)
+	rr, err2 := filepath.EvalSymlinks(root)
+	if err1 != nil {
+		// A file not created yet: resolve its directory.
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			rp, err1 = filepath.Join(d, filepath.Base(p)), nil
+		}
+	}
+	return err1 == nil && err2 == nil && under(rp, rr)
 }

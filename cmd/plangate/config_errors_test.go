@@ -178,6 +178,14 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "plangate's own files inside the workspace",
+			body: "store: {path: ws/plangate.db}\nplans: {dir: ws}\nworkspace: {root: ws}\n",
+			want: []string{
+				`FILE:1: store.path is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace`,
+				`FILE:2: plans.dir is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace`,
+			},
+		},
+		{
 			name: "tools values",
 			body: "tools:\n  max_write_bytes: 100000000\n  run_command: {enabled: true, sandbox: Bwrap}\n",
 			want: []string{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +46,34 @@ func TestRunCommandSummary(t *testing.T) {
 	}
 	if got != "run_command on for 2 programs in the bwrap sandbox, no network" {
 		t.Errorf("bwrap: %q", got)
+	}
+}
+
+func TestPathWithin(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		p, root string
+		want    bool
+	}{
+		{filepath.Join(real, "plangate.db"), real, true},
+		{real, real, true},
+		{filepath.Join(real, "sub", "plans"), real, true},
+		{filepath.Join(dir, "plangate.db"), real, false},
+		{filepath.Join(dir, "realx", "a.db"), real, false},
+		{filepath.Join(real, "plangate.db"), link, true}, // the workspace root is a symlink
+		{filepath.Join(link, "plans"), real, true},
+	}
+	for _, c := range cases {
+		if got := pathWithin(c.p, c.root); got != c.want {
+			t.Errorf("pathWithin(%s, %s) = %v, want %v", c.p, c.root, got, c.want)
+		}
 	}
 }

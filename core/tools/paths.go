@@ -21,6 +21,8 @@ type workspace struct {
 	dir      string
 	maxOut   int
 	maxWrite int
+	// hidden are plangate's own files (resolved), hiddenRel those inside the workspace.
+	hidden, hiddenRel []string
 }
 
 // maxPathBytes is PATH_MAX: no longer path can be opened anyway.

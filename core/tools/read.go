@@ -33,6 +33,9 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
 	if a.Offset < 0 || a.Limit < 0 {
 		return "", fmt.Errorf("offset and limit must be positive line counts (got offset %d, limit %d)", a.Offset, a.Limit)
 	}
@@ -272,6 +275,9 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := w.refuseHidden(start); err != nil {
+		return "", err
+	}
 	if a.Depth < 0 {
 		return "", fmt.Errorf("depth must be 1 or more (got %d)", a.Depth)
 	}
@@ -309,7 +315,7 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.Name() == ".git" {
+		if d.Name() == ".git" || w.isHidden(p) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

@@ -21,32 +21,6 @@ import (
 
 // The sandbox tests run real commands under bwrap and assert on the disk and on /proc.
 
-// needSandbox skips a test when bwrap cannot start a sandbox here, except in CI
-// (CI=true), where the sandbox is part of what is tested: there its absence fails.
-func needSandbox(t *testing.T) {
-	t.Helper()
-	if _, err := newSandbox("", false); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox cannot start and CI=true: %v", err)
-		}
-		t.Skipf("the sandbox cannot start here: %v", err)
-	}
-}
-
-// newRun builds a toolbox for the generic run_command tests: in the sandbox where it can
-// start (always in CI), else without one, so those tests still run on any developer
-// machine.
-func newRun(t *testing.T, cfg Config) *Toolbox {
-	t.Helper()
-	if _, err := newSandbox("", false); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox cannot start and CI=true: %v", err)
-		}
-		cfg.Sandbox = SandboxNone
-	}
-	return New(cfg)
-}
-
 // hostDir is a directory outside /tmp (the sandbox gives commands a private /tmp, which
 // would hide a write there without refusing it): a temporary directory next to the test.
 func hostDir(t *testing.T) string {
@@ -339,4 +313,26 @@ func TestSandboxArgs(t *testing.T) {
 	if got := strings.Join(s.args("/srv/ws", "/usr/bin/go", nil), " "); strings.Contains(got, "--unshare-net") {
 		t.Errorf("network: true still unshares the network: %q", got)
 	}
+}
+
+// TestSandboxHidesPlangateFiles: a command can read the host's files, but not plangate's
+// database, plans and configuration, even when the workspace lies under their directory.
+func TestSandboxHidesPlangateFiles(t *testing.T) {
+	needSandbox(t)
+	need(t, "sh", "cat", "ls")
+	base := hostDir(t)
+	writeTree(t, base, map[string]string{"plangate.db": "db secret\n", "plans/s1/plan.md": "plan secret\n", "config.yaml": "token: secret\n", "ws/README.md": "hello\n"})
+	ws := core.Workspace{SessionID: "s1", Dir: filepath.Join(base, "ws")}
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"},
+		Hidden: []string{filepath.Join(base, "plangate.db"), filepath.Join(base, "plans"), filepath.Join(base, "config.yaml"), filepath.Join(base, "plangate.db-wal")}})
+	script := fmt.Sprintf("cat README.md %[1]s/plangate.db %[1]s/config.yaml; ls %[1]s/plans; echo x > %[1]s/plangate.db; echo end", base)
+	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "output", out, "hello\n", "end\n")
+	if strings.Contains(out, "secret") || strings.Contains(out, "s1") {
+		t.Errorf("the command saw plangate's files:\n%s", out)
+	}
+	wantFile(t, filepath.Join(base, "plangate.db"), "db secret\n")
 }

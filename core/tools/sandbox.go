@@ -35,19 +35,25 @@ const probeTimeout = 10 * time.Second
 type sandbox struct {
 	bwrap   string // the bwrap executable
 	network bool
+	hidden  []string // plangate's own files, emptied for commands (Config.Hidden)
 }
 
 // args is bwrap's command line for running exe with args in the workspace ws (an
 // absolute path). The order matters: later mounts cover earlier ones, so the workspace is
 // bound last and stays visible even when it lies under /tmp.
 func (s *sandbox) args(ws, exe string, args []string) []string {
+	hideBefore, hideAfter := hideArgs(ws, s.hidden)
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
 		"--dir", sandboxHome,
-		"--bind", ws, ws,
+	}
+	a = append(a, hideBefore...)
+	a = append(a, "--bind", ws, ws)
+	a = append(a, hideAfter...)
+	a = append(a,
 		"--chdir", ws,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--die-with-parent",
@@ -56,7 +62,7 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 		// Even when the gateway runs as root, the command gets no capabilities, so it
 		// cannot remount the read-only root.
 		"--cap-drop", "ALL",
-	}
+	)
 	if !s.network {
 		a = append(a, "--unshare-net")
 	}

@@ -26,6 +26,9 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 	if err != nil {
 		return "", err
 	}
+	if err := w.refuseHidden(start); err != nil {
+		return "", err
+	}
 	if err := checkGlob("glob", a.Glob); err != nil {
 		return "", err
 	}
@@ -44,9 +47,12 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" && p != start {
+			if (d.Name() == ".git" || w.isHidden(p)) && p != start {
 				return fs.SkipDir
 			}
+			return nil
+		}
+		if w.isHidden(p) {
 			return nil
 		}
 		if !d.Type().IsRegular() || d.Name() == ".git" {

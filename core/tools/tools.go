@@ -88,6 +88,9 @@ type Config struct {
 	Network bool
 	// Bwrap is the bubblewrap program; empty means "bwrap" from PATH.
 	Bwrap string
+	// Hidden are absolute paths of plangate's own files (database, plans directory,
+	// config file): the file tools refuse them and sandboxed commands see them empty.
+	Hidden []string
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -145,7 +148,7 @@ func (t *Toolbox) setUpSandbox() {
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
-		t.sandbox = sb
+		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden}
 	case SandboxNone:
 		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
 	default:
@@ -210,6 +213,9 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 	}
 	defer root.Close()
 	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes}
+	if len(t.cfg.Hidden) > 0 {
+		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
+	}
 	switch name {
 	case ToolReadFile:
 		var a readArgs

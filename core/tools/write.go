@@ -43,6 +43,9 @@ func (w *workspace) writeFile(a writeArgs) (string, error) {
 	if len(data) > w.maxWrite {
 		return "", fmt.Errorf("content is %d bytes; write_file writes at most %d bytes (tools.max_write_bytes): split the content into smaller files", len(data), w.maxWrite)
 	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
 	if err := w.refuseSymlinks(ToolWriteFile, rel); err != nil {
 		return "", err
 	}
@@ -87,6 +90,9 @@ func (w *workspace) editFile(ctx context.Context, a editArgs) (string, error) {
 	}
 	if old == repl {
 		return "", errors.New("old and new are the same: nothing would change")
+	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
 	}
 	if err := w.refuseSymlinks(ToolEditFile, rel); err != nil {
 		return "", err
