@@ -70,5 +70,11 @@ func (s *sandboxInfo) waitGone(max time.Duration) {
 			wait(max)
 		}
 	case <-time.After(max):
+		// Release the process handle whenever it comes.
+		go func() {
+			if wait := <-s.gone; wait != nil {
+				wait(0)
+			}
+		}()
 	}
 }
