@@ -115,3 +115,62 @@ func normScopePattern(p string) string {
 func validScopePattern(p string) bool {
 	return doublestar.ValidatePattern(p)
 }
+
+// ScopeSummary says in words what a plan may change, for the plan file and the chat:
+// "the whole workspace", "no files", or the allowed paths, with what is forbidden.
+func ScopeSummary(s Scope) string {
+	var out string
+	switch {
+	case len(s.AllowedPaths) == 0:
+		return "no files"
+	case scopeCoversAll(s.AllowedPaths):
+		out = "the whole workspace"
+	default:
+		out = strings.Join(s.AllowedPaths, ", ")
+	}
+	if len(s.ForbiddenPaths) > 0 {
+		out += " except " + strings.Join(s.ForbiddenPaths, ", ")
+	}
+	return out
+}
+
+// ScopeChange says how a new version's scope differs from the old one, or returns "" when
+// it allows and forbids the same: "scope widened: README.md → the whole workspace". A
+// scope is wider when it keeps every allowed entry (or allows everything) and forbids no
+// more; narrower the other way round.
+func ScopeChange(prev, next Scope) string {
+	wider := allowsAtLeast(next, prev) && subset(next.ForbiddenPaths, prev.ForbiddenPaths)
+	narrower := allowsAtLeast(prev, next) && subset(prev.ForbiddenPaths, next.ForbiddenPaths)
+	verb := "changed"
+	switch {
+	case wider && narrower:
+		return ""
+	case wider:
+		verb = "widened"
+	case narrower:
+		verb = "narrowed"
+	}
+	return fmt.Sprintf("scope %s: %s → %s", verb, ScopeSummary(prev), ScopeSummary(next))
+}
+
+// allowsAtLeast reports whether a allows every entry b allows.
+func allowsAtLeast(a, b Scope) bool {
+	return scopeCoversAll(a.AllowedPaths) || (!scopeCoversAll(b.AllowedPaths) && subset(b.AllowedPaths, a.AllowedPaths))
+}
+
+// subset reports whether every entry of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if normScopePattern(x) == normScopePattern(y) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
