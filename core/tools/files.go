@@ -20,6 +20,8 @@ const (
 	// maxReadBytes is the most read_file reads of one file in one call, counting
 	// included: a huge or sparse file is not read to its end for a one-line page.
 	maxReadBytes = 32 << 20
+	// maxCountBytes is the most read_file reads past its page to count the lines left.
+	maxCountBytes = 4 << 20
 )
 
 // errReadBudget ends a read that reached maxReadBytes.

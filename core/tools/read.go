@@ -49,14 +49,15 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(&budgetReader{ctx: ctx, r: f, left: maxReadBytes}, 16<<10)
+	budget := &budgetReader{ctx: ctx, r: f, left: maxReadBytes}
+	r := bufio.NewReaderSize(budget, 16<<10)
 	if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read_file shows text files only", rel, fi.Size())
 	}
 	p := &page{first: first, limit: min(limit, 1<<30), maxOut: w.maxOut} // first+limit must not overflow
 	// Size the output once: the file plus line numbers, bounded by the cap and the page.
 	p.out.Grow(int(min(fi.Size()+fi.Size()/4, int64(w.maxOut), int64(p.limit)*128)) + 256)
-	if err := p.collect(ctx, r); err != nil {
+	if err := p.collect(ctx, r, budget); err != nil {
 		return "", readError(rel, err)
 	}
 	return p.result(rel, fi.Size())
@@ -74,7 +75,7 @@ type page struct {
 var cutNote = fmt.Sprintf(" … (line cut at %d bytes)", maxLineBytes)
 
 // collect reads the page's lines from r, then counts the rest for the note.
-func (p *page) collect(ctx context.Context, r *bufio.Reader) error {
+func (p *page) collect(ctx context.Context, r *bufio.Reader, budget *budgetReader) error {
 	var buf []byte
 	full := false
 	for {
@@ -84,6 +85,8 @@ func (p *page) collect(ctx context.Context, r *bufio.Reader) error {
 			}
 		}
 		if full || p.n >= p.first+p.limit-1 {
+			// Counting is only for the note: it reads at most maxCountBytes more.
+			budget.left = min(budget.left, maxCountBytes)
 			rest, err := countRest(r)
 			p.n += rest
 			return p.end(err)
@@ -155,7 +158,7 @@ func (p *page) result(rel string, size int64) (string, error) {
 	}
 	switch {
 	case p.unknownEnd:
-		fmt.Fprintf(out, "(showing lines %d-%d of more than %d: %s is %d bytes and read_file reads only its first %d MiB", first, last, n, rel, size, maxReadBytes>>20)
+		fmt.Fprintf(out, "(showing lines %d-%d of more than %d: %s is %d bytes, too large to count to its end", first, last, n, rel, size)
 	case first > 1 || last < n:
 		fmt.Fprintf(out, "(showing lines %d-%d of %d", first, last, n)
 	default:
