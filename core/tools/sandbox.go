@@ -87,7 +87,7 @@ func newSandbox(bwrap string, network bool) (*sandbox, error) {
 	}
 	path, err := exec.LookPath(bwrap)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not installed (Debian and Ubuntu: apt-get install bubblewrap)", bwrap)
+		return nil, fmt.Errorf("%s is not installed", bwrap)
 	}
 	s := &sandbox{bwrap: path, network: network}
 	key := probeKey{path, network}

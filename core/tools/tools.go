@@ -144,7 +144,7 @@ func (t *Toolbox) setUpSandbox() {
 	case "", SandboxBwrap:
 		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
 		if err != nil {
-			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap, or set tools.run_command.sandbox: none to run commands without a sandbox", err)
+			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set tools.run_command.sandbox: none to run commands without a sandbox", err)
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
