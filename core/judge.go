@@ -16,6 +16,9 @@ const (
 	MaxSteps     = 50   // steps per plan
 	MaxFieldLen  = 2000 // characters in any one text field
 	maxListItems = 50   // entries in any other list (assumptions, risks, criteria, paths, ...)
+
+	maxScopeGroups       = 3  // {a,b} groups in one scope entry
+	maxScopeAlternatives = 20 // commas in those groups
 )
 
 // JudgePlan validates a proposed plan before anyone sees it. It returns nil, or an error
@@ -181,6 +184,10 @@ func scopePathProblem(p string) string {
 	}
 	if !validScopePattern(t) {
 		return "is not a valid glob (check the [ ] brackets, { } braces and \\ escapes)"
+	}
+	// Matching {a,b} groups costs the product of their alternatives: keep them few.
+	if groups, alts := strings.Count(t, "{"), strings.Count(t, ","); groups > maxScopeGroups || alts > maxScopeAlternatives {
+		return fmt.Sprintf("has more than %d { } groups or %d alternatives; list the paths as separate entries", maxScopeGroups, maxScopeAlternatives)
 	}
 	return ""
 }
