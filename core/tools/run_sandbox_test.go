@@ -23,18 +23,35 @@ import (
 
 // hostDir is a directory outside /tmp (the sandbox gives commands a private /tmp, which
 // would hide a write there without refusing it): a temporary directory next to the test.
+// When the checkout itself lies under /tmp (CI may clone there), the user's cache
+// directory is used instead.
 func hostDir(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp(".", ".sandbox-test-")
+	parent, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	abs, err := filepath.Abs(d)
+	if underTmp(parent) {
+		cache, err := os.UserCacheDir()
+		if err != nil || underTmp(cache) {
+			t.Fatalf("no directory outside /tmp for the sandbox tests (cache dir %q: %v)", cache, err)
+		}
+		parent = cache
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.MkdirTemp(parent, ".sandbox-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(abs) })
-	return abs
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+func underTmp(p string) bool {
+	rel, err := filepath.Rel("/tmp", p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 func mustNotExist(t *testing.T, p string) {
