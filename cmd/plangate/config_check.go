@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/tools"
 )
 
 // ResolvedProvider says which model provider to start and why, in a phrase for the
@@ -71,11 +72,7 @@ func (c *Config) Describe() string {
 	} else {
 		line("approvers", "none listed: the session owner and anyone in a direct message decide")
 	}
-	if c.Tools.RunCommand.Enabled {
-		line("tools", "run_command on for %d programs", len(c.Tools.RunCommand.Allow))
-	} else {
-		line("tools", "run_command off")
-	}
+	line("tools", "%s; writes up to %d bytes", runCommandSummary(c.Tools.RunCommand), c.Tools.MaxWriteBytes)
 	line("http", "%s", c.HTTP.describe())
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
@@ -135,6 +132,24 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// runCommandSummary says whether run_command runs, and how confined.
+func runCommandSummary(rc RunCommandConfig) string {
+	switch {
+	case !rc.Enabled:
+		return "run_command off"
+	case rc.Sandbox == "none":
+		return fmt.Sprintf("run_command on for %d programs WITHOUT a sandbox (tools.run_command.sandbox: none)", len(rc.Allow))
+	}
+	if err := tools.CheckSandbox("", rc.Network); err != nil {
+		return fmt.Sprintf("run_command unavailable: %v", err)
+	}
+	net := "no network"
+	if rc.Network {
+		net = "with network"
+	}
+	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
 }
 
 // openApprovalWarning is the start-up warning of `plangate serve` when a network channel

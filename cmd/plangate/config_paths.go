@@ -26,7 +26,7 @@ func (c *Config) ownFilesOutsideWorkspace() []problem {
 			continue
 		}
 		real := resolveExisting(own.path)
-		if !within(real, realRoot) && !within(own.path, root) {
+		if !pathWithin(own.path, root) {
 			continue
 		}
 		shown := fmt.Sprintf("%s %s is inside workspace.root %s", own.key, own.path, root)
@@ -34,7 +34,7 @@ func (c *Config) ownFilesOutsideWorkspace() []problem {
 			shown = fmt.Sprintf("%s %s is inside workspace.root %s once symbolic links are resolved (%s in %s)",
 				own.key, own.path, root, real, realRoot)
 		}
-		ps = append(ps, problem{own.key, shown + ": the agent's file tools could read and change " + own.what +
+		ps = append(ps, problem{own.key, shown + ": the agent's tools and commands could read and change " + own.what +
 			"; put " + own.key + " outside workspace.root"})
 	}
 	return ps
@@ -57,6 +57,12 @@ func resolveExisting(p string) string {
 		rest = append([]string{filepath.Base(p)}, rest...)
 		p = parent
 	}
+}
+
+// pathWithin reports whether p is root or lies under it, as written or once the symbolic
+// links of both are resolved as far as they exist.
+func pathWithin(p, root string) bool {
+	return within(p, root) || within(resolveExisting(p), resolveExisting(root))
 }
 
 // within reports whether p is root or lies below it; both are absolute and clean.

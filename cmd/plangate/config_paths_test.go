@@ -22,13 +22,13 @@ func TestOwnFilesOutsideWorkspace(t *testing.T) {
 		{
 			name: "store file in the root",
 			body: "store: {path: workspace/plangate.db}\n",
-			want: []string{"FILE:1: store.path DIR/workspace/plangate.db is inside workspace.root DIR/workspace: the agent's file tools could read and change plangate's database; put store.path outside workspace.root"},
+			want: []string{"FILE:1: store.path DIR/workspace/plangate.db is inside workspace.root DIR/workspace: the agent's tools and commands could read and change plangate's database; put store.path outside workspace.root"},
 		},
 		{
 			name: "plans dir is the root, and the store in a per-session directory",
 			body: "workspace: {root: ws}\nplans: {dir: ./ws/}\nstore: {path: ws/terminal/local/x.db}\n",
 			want: []string{
-				"FILE:2: plans.dir DIR/ws is inside workspace.root DIR/ws: the agent's file tools could read and change the plan files; put plans.dir outside workspace.root",
+				"FILE:2: plans.dir DIR/ws is inside workspace.root DIR/ws: the agent's tools and commands could read and change the plan files; put plans.dir outside workspace.root",
 				"FILE:3: store.path DIR/ws/terminal/local/x.db is inside workspace.root DIR/ws: *",
 			},
 		},

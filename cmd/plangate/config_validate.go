@@ -167,7 +167,10 @@ func (p PlanModeConfig) Validate() error {
 
 // Validate checks the tools section.
 func (t ToolsConfig) Validate() error {
-	var errs []error
+	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none")}
+	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
+		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
+	}
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
 			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
@@ -207,3 +210,6 @@ func validApprover(s string) bool {
 	}
 	return false
 }
+
+// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
+const maxWriteBytesLimit = 64 << 20
