@@ -254,4 +254,3 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat)))
 }
-

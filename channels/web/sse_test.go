@@ -57,7 +57,9 @@ func TestSSEResumeAfterDisconnect(t *testing.T) {
 	e := bareEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil })) }()
+	go func() {
+		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
+	}()
 	alice := e.signIn("alice")
 	a := address("alice", "live")
 	send := func(text string) {
