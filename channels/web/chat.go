@@ -124,7 +124,6 @@ type chatView struct {
 	User, CSRF, ID, Stream string
 	Conversations          []convRef
 	Items                  []itemView
-	Phase                  string
 	Decider                bool
 }
 
@@ -138,11 +137,7 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 	cv := c.convo(r.Context(), a)
 	items, last := cv.snapshot()
 	view := chatView{User: v.Name, CSRF: v.CSRF, ID: id, Conversations: c.conversations(r, v, id),
-		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last)), Phase: string(core.PhaseOff),
-		Decider: c.decider(v.Name, true)}
-	if s, err := c.d.Store.Session(r.Context(), a.SessionID()); err == nil {
-		view.Phase = string(s.Phase)
-	}
+		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last)), Decider: c.decider(v.Name, true)}
 	for i := range items {
 		it := &items[i]
 		if it.kind == itemCard {
@@ -191,14 +186,24 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "That button is not one plangate knows.")
 		return
 	}
-	m := core.Message{ID: "web-" + randomID(8), Address: address(v.Name, id), Sender: person(v.Name, Name),
+	a := address(v.Name, id)
+	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name),
 		Direct: true, Action: &act, Time: c.d.Now()}
 	if err := c.deliver(r.Context(), m); err != nil {
 		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
 		return
 	}
+	// The click is shown as what the person said, so the transcript reads like a chat.
+	said := actionWords[act.Kind]
+	if act.Value != "" {
+		said += ": " + act.Value
+	}
+	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
+	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
 }
+
+var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
 
 func formAction(r *http.Request) (core.Action, bool) {
 	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),

@@ -37,7 +37,7 @@ const (
 	itemBot    itemKind = "bot"
 	itemNotice itemKind = "notice"
 	itemNudge  itemKind = "nudge"
-	itemCard   itemKind = "card"
+	itemCard   itemKind = "plan"
 )
 
 // item is one entry of a conversation's page.
