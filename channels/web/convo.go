@@ -53,24 +53,25 @@ type item struct {
 
 // event is one entry of the live stream.
 type event struct {
-	seq  uint64
-	name string // msg, edit, card
-	data []byte // one line of JSON
+	seq   uint64
+	name  string // msg, edit, card
+	frame []byte // the whole SSE frame (id, event, data), written as is to every stream
 }
 
 type convo struct {
-	addr core.Address
-	once sync.Once
+	addr  core.Address
+	epoch string // the channel's, for event ids
+	once  sync.Once
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	items   []*item
 	events  []*event
 	next    uint64 // seq of the next event; the first is 1
 	changed chan struct{}
 }
 
-func newConvo(a core.Address) *convo {
-	return &convo{addr: a, next: 1, changed: make(chan struct{})}
+func newConvo(a core.Address, epoch string) *convo {
+	return &convo{addr: a, epoch: epoch, next: 1, changed: make(chan struct{})}
 }
 
 // convo returns the conversation of a, rebuilding its items from the store the first time
@@ -80,7 +81,7 @@ func (c *Channel) convo(ctx context.Context, a core.Address) *convo {
 	c.mu.Lock()
 	cv := c.convos[id]
 	if cv == nil {
-		cv = newConvo(a)
+		cv = newConvo(a, c.epoch)
 		c.convos[id] = cv
 	}
 	c.mu.Unlock()
@@ -150,7 +151,9 @@ func (cv *convo) card(planID string, html template.HTML, payload []byte) {
 }
 
 func (cv *convo) emitLocked(name string, payload []byte) {
-	cv.events = append(cv.events, &event{seq: cv.next, name: name, data: payload})
+	frame := make([]byte, 0, len(payload)+64)
+	frame = fmt.Appendf(frame, "id: %s-%d\nevent: %s\ndata: %s\n\n", cv.epoch, cv.next, name, payload)
+	cv.events = append(cv.events, &event{seq: cv.next, name: name, frame: frame})
 	cv.next++
 	cv.trimLocked()
 	close(cv.changed)
@@ -161,8 +164,9 @@ func (cv *convo) trimLocked() {
 	if n := len(cv.items) - maxItems; n > 0 {
 		cv.items = slices.Delete(cv.items, 0, n)
 	}
+	// Reslicing, not shifting: streams hold sub-slices of events and read them unlocked.
 	if n := len(cv.events) - maxEvents; n > 0 {
-		cv.events = slices.Delete(cv.events, 0, n)
+		cv.events = cv.events[n:]
 	}
 }
 
@@ -170,8 +174,8 @@ func (cv *convo) trimLocked() {
 // when the stream cannot continue from seq: events it missed were dropped, or seq is
 // from the future (another process).
 func (cv *convo) since(seq uint64) (evs []*event, changed <-chan struct{}, ok bool) {
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
+	cv.mu.RLock()
+	defer cv.mu.RUnlock()
 	if seq >= cv.next {
 		return nil, cv.changed, seq == cv.next-1
 	}
@@ -179,7 +183,7 @@ func (cv *convo) since(seq uint64) (evs []*event, changed <-chan struct{}, ok bo
 	if seq+1 < first {
 		return nil, nil, false
 	}
-	return slices.Clone(cv.events[seq+1-first:]), cv.changed, true
+	return cv.events[seq+1-first:], cv.changed, true
 }
 
 // snapshot returns the page's items and the seq of the last event they include.

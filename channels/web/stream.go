@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,7 +49,6 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 2048)
 	seq, ok := c.parseEventID(from)
 	cv := c.convo(r.Context(), address(v.Name, id))
 	tick := time.NewTicker(keepAlive)
@@ -62,19 +60,15 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 			evs, changed, ok = cv.since(seq)
 		}
 		if !ok {
-			_, _ = bw.WriteString("event: reload\ndata: {}\n\n")
-			_ = bw.Flush()
+			_, _ = w.Write([]byte("event: reload\ndata: {}\n\n"))
 			_ = rc.Flush()
 			return
 		}
 		for _, ev := range evs {
-			bw.WriteString("id: " + c.eventID(ev.seq) + "\nevent: " + ev.name + "\ndata: ")
-			bw.Write(ev.data)
-			bw.WriteString("\n\n")
+			if _, err := w.Write(ev.frame); err != nil {
+				return
+			}
 			seq = ev.seq
-		}
-		if err := bw.Flush(); err != nil {
-			return
 		}
 		if err := rc.Flush(); err != nil {
 			return
@@ -82,7 +76,7 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 		select {
 		case <-changed:
 		case <-tick.C:
-			_, _ = bw.WriteString(": keep-alive\n\n")
+			_, _ = w.Write([]byte(": keep-alive\n\n"))
 		case <-r.Context().Done():
 			return
 		}
