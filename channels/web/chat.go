@@ -124,7 +124,6 @@ type chatView struct {
 	User, CSRF, ID, Stream string
 	Conversations          []convRef
 	Items                  []itemView
-	Decider                bool
 }
 
 func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -137,7 +136,7 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 	cv := c.convo(r.Context(), a)
 	items, last := cv.snapshot()
 	view := chatView{User: v.Name, CSRF: v.CSRF, ID: id, Conversations: c.conversations(r, v, id),
-		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last)), Decider: c.decider(v.Name, true)}
+		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last))}
 	for i := range items {
 		it := &items[i]
 		if it.kind == itemCard {

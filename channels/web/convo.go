@@ -28,6 +28,9 @@ const (
 	maxItems  = 500  // items a page shows
 	maxEvents = 2000 // events a reconnecting page can catch up on before it must reload
 	seedLimit = 200  // transcript entries read back from the store
+	// editable is how many of the newest sent messages Edit can still change; an older
+	// one is sent anew by the Hub, as on a platform that refuses the edit.
+	editable = 10000
 )
 
 type itemKind string
@@ -206,11 +209,15 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := c.checkAddress(r.To); err != nil {
 		return "", fmt.Errorf("sending on web: %w", err)
 	}
-	id := fmt.Sprintf("w%d", c.ids.Add(1))
+	n := c.ids.Add(1)
+	id := fmt.Sprintf("w%d", n)
 	cv := c.convo(ctx, r.To)
 	it := c.present(ctx, id, r)
 	c.mu.Lock()
 	c.byMsgID[id] = msgRef{session: r.To.SessionID(), item: it}
+	if n > editable {
+		delete(c.byMsgID, fmt.Sprintf("w%d", n-editable)) // ids only grow; forget the oldest
+	}
 	c.mu.Unlock()
 	switch {
 	case it.kind == itemCard && r.Kind == core.ReplyPlan:
