@@ -63,9 +63,10 @@ func newEnv(t *testing.T, approvers ...string) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Run(ctx, e.eng) }()
+	srv := e.srv
 	t.Cleanup(func() {
-		e.srv.CloseClientConnections()
-		e.srv.Close()
+		srv.CloseClientConnections()
+		srv.Close()
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer wcancel()
 		_ = e.eng.Wait(wctx)
@@ -91,14 +92,20 @@ func bareEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httpserver.New(httpserver.Config{}, nil, nil)
-	e.web.Register(hs)
-	e.srv = httptest.NewServer(hs.Handler())
-	t.Cleanup(func() {
-		e.srv.CloseClientConnections()
-		e.srv.Close()
-	})
+	e.srv = serve(t, e.web)
 	return e
+}
+
+// serve puts a channel's routes on a fresh HTTP server.
+func serve(t *testing.T, ch *Channel) *httptest.Server {
+	hs := httpserver.New(httpserver.Config{}, nil, nil)
+	ch.Register(hs)
+	srv := httptest.NewServer(hs.Handler())
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
 }
 
 // client is one browser: a cookie jar, signed in as a user or not.

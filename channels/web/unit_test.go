@@ -153,3 +153,32 @@ func TestDecisionElsewhereUpdatesTheCard(t *testing.T) {
 	}
 	t.Fatal("no card update with the decision")
 }
+
+// After a restart (a new channel over the same store) a sign-in still holds, the page is
+// rebuilt from the store with the plan card and its buttons, and a stream that resumes
+// with an id of the previous process is told to reload.
+func TestRestartRebuildsFromStore(t *testing.T) {
+	e := newEnv(t, "web:alice")
+	alice := e.signIn("alice")
+	e.pendingPlan(alice, "c4", "Archive old logs", "Move logs older than 30 days")
+	_, last := e.web.convo(context.Background(), address("alice", "c4")).snapshot()
+	oldID := e.web.eventID(last)
+
+	again, err := New(Config{Enabled: true, Users: testUsers}, Deps{Store: e.st, Approvers: []string{"web:alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = serve(t, again)
+	e.web = again
+	page := alice.get("/c/c4") // the same cookie jar: the sign-in survives
+	for _, want := range []string{"Archive old logs", "Status: waiting for a decision", `class="accept"`, "Move logs older than 30 days"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the rebuilt page lacks %q: %s", want, page)
+		}
+	}
+	res, r := alice.openStream(t, "c4", "", oldID)
+	defer res.Body.Close()
+	if ev := readEvent(t, r); ev.name != "reload" {
+		t.Fatalf("resuming from the previous process: %+v, want reload", ev)
+	}
+}
