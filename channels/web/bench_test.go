@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -76,7 +77,7 @@ func BenchmarkWebSSE(b *testing.B) {
 				if err != nil && err != bufio.ErrBufferFull {
 					return
 				}
-				if strings.HasPrefix(string(line), "event: msg") {
+				if bytes.HasPrefix(line, []byte("event: msg")) {
 					cur.Load().Done()
 				}
 			}
