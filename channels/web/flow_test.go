@@ -115,3 +115,37 @@ func TestDashboardDecidesTelegramSession(t *testing.T) {
 		t.Fatalf("a stale accept: %d %s", res.StatusCode, body(res))
 	}
 }
+
+func TestDashboardAnswersAQuestion(t *testing.T) {
+	e := newEnv(t, "web:alice", "telegram:42")
+	tgAddr := core.Address{Channel: "telegram", Account: "900", Chat: "777"}
+	args := []byte(`{"question":"Which changelog format?","options":["Keep a Changelog","Plain list"],"allow_freetext":true}`)
+	e.model.Push(tgAddr.SessionID(), core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "q", Name: "ask_user_question", Args: args}}})
+	ctx := context.Background()
+	go func() {
+		_ = e.tg.Deliver(ctx, core.Message{ID: "1", Address: tgAddr, Sender: core.Person{ID: "42"}, Text: "/plan on add a changelog", Direct: true})
+	}()
+	var s core.Session
+	waitFor(t, "the question", func() bool {
+		s, _ = e.st.Session(ctx, tgAddr.SessionID())
+		return s.Question != nil
+	})
+	alice := e.signIn("alice")
+	page := alice.get("/dashboard")
+	for _, want := range []string{"Question: Which changelog format?", `class="option">Keep a Changelog<`, `class="option">Plain list<`, "Your answer"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the dashboard lacks %q: %s", want, page)
+		}
+	}
+	res := alice.post("/dashboard/actions", url.Values{"session": {s.ID}, "kind": {"answer"}, "approval": {s.Question.ID}, "value": {"Plain list"}})
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("answering from the dashboard: %d %s", res.StatusCode, body(res))
+	}
+	waitFor(t, "the question to be answered", func() bool {
+		s, _ := e.st.Session(ctx, tgAddr.SessionID())
+		return s.Question == nil
+	})
+	if page := alice.get("/dashboard"); strings.Contains(page, "Which changelog format?") {
+		t.Fatal("the answered question is still listed")
+	}
+}
