@@ -165,11 +165,13 @@ func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
 	cv := c.convo(r.Context(), a)
 	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(text), text: text, by: v.Name, at: c.d.Now()}
 	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
+	// Shown before it is handed on, so the page never has an answer above its question.
+	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	if err := c.deliver(r.Context(), m); err != nil {
+		c.undelivered(r, a)
 		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking messages right now; try again in a moment.")
 		return
 	}
-	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
 }
 
@@ -188,10 +190,6 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	a := address(v.Name, id)
 	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name),
 		Direct: true, Action: &act, Time: c.d.Now()}
-	if err := c.deliver(r.Context(), m); err != nil {
-		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
-		return
-	}
 	// The click is shown as what the person said, so the transcript reads like a chat.
 	said := actionWords[act.Kind]
 	if act.Value != "" {
@@ -199,7 +197,19 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
 	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	if err := c.deliver(r.Context(), m); err != nil {
+		c.undelivered(r, a)
+		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
+		return
+	}
 	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
+}
+
+// undelivered tells the conversation that what was just shown did not reach the gateway.
+func (c *Channel) undelivered(r *http.Request, a core.Address) {
+	text := "That did not reach the gateway (it is not running); nothing changed. Try again in a moment."
+	it := &item{dom: "n" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemNotice, html: escapeText(text), text: text, at: c.d.Now()}
+	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 }
 
 var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}

@@ -182,3 +182,17 @@ func TestRestartRebuildsFromStore(t *testing.T) {
 		t.Fatalf("resuming from the previous process: %+v, want reload", ev)
 	}
 }
+
+func TestNotRunning(t *testing.T) {
+	e := bareEnv(t)
+	e.web.startWait = 0
+	alice := e.signIn("alice")
+	res := alice.post("/c/down/messages", url.Values{"text": {"hello?"}})
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("posting while the channel is not running: %d, want 503", res.StatusCode)
+	}
+	shown := e.web.shown(address("alice", "down"))
+	if len(shown) != 2 || !strings.Contains(shown[0], "hello?") || !strings.Contains(shown[1], "did not reach the gateway") {
+		t.Fatalf("the page shows %q", shown)
+	}
+}

@@ -149,6 +149,9 @@ type Channel struct {
 	keys  map[string][]byte // per-user key for cookies and CSRF tokens, from the token
 	epoch string            // distinguishes event ids of this process from a previous one
 	pages *pages
+	// startWait is how long a post waits for Run to start (at start-up, a page may post
+	// before the Hub has started the channel).
+	startWait time.Duration
 
 	mu      sync.Mutex
 	run     *running
@@ -209,7 +212,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
 		revoked: map[string]time.Time{}, queues: map[string]*serial{},
-		epoch: randomID(4),
+		epoch: randomID(4), startWait: 2 * time.Second,
 	}
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
@@ -259,7 +262,7 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 			continue
 		case <-ctx.Done():
 			return errNotRunning
-		case <-time.After(2 * time.Second):
+		case <-time.After(c.startWait):
 			return errNotRunning
 		}
 	}
