@@ -51,6 +51,23 @@
       .catch(function () { status("The gateway could not be reached; try again."); })
       .finally(function () { buttons.forEach(function (b) { b.disabled = false; }); });
   });
+  // The dashboard refreshes its list every few seconds, unless someone is typing in it or
+  // has a Revise form open.
+  var rows = document.querySelector("main.dashboard");
+  if (rows && window.fetch) {
+    window.setInterval(function () {
+      var busy = rows.querySelector("details[open]") || (document.activeElement && rows.contains(document.activeElement) && document.activeElement.matches("input, textarea, select"));
+      if (busy || document.hidden) { return; }
+      fetch(window.location.href, { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (!html) { return; }
+          var next = new DOMParser().parseFromString(html, "text/html").querySelector("main.dashboard");
+          if (next) { rows.innerHTML = next.innerHTML; }
+        })
+        .catch(function () {});
+    }, 10000);
+  }
   var text = document.getElementById("text");
   if (text) {
     text.addEventListener("keydown", function (e) {
