@@ -134,6 +134,7 @@ func signInBrowser(t *testing.T, ctx context.Context, e *env, user string) {
 func TestBrowser(t *testing.T) {
 	root := startBrowser(t)
 	e := newEnv(t, "web:alice", "telegram:42")
+	e.web.refresh = 200 * time.Millisecond
 
 	// A plan waits in a Telegram session, proposed through the engine.
 	tg := core.Address{Channel: "telegram", Account: "900", Chat: "555"}
@@ -221,6 +222,12 @@ func TestBrowser(t *testing.T) {
 		}
 		return false
 	})
+
+	// Bob's dashboard, open all along, drops the decided plan by itself.
+	do(t, bob, "bob's dashboard refreshing", chromedp.WaitNotPresent(chromedp.CSS(".row")))
+	if got := text(t, bob, "main.dashboard"); !strings.Contains(got, "Nothing is waiting.") {
+		t.Fatalf("bob's dashboard after the decision: %q", got)
+	}
 
 	// A phone's width: nothing is wider than the screen.
 	do(t, alice, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.srv.URL+"/c/"+conv), chromedp.WaitVisible(chromedp.CSS("#text")))

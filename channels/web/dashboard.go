@@ -24,6 +24,7 @@ type waitingRow struct {
 
 type dashboardView struct {
 	User, CSRF, Filter, Note string
+	Refresh                  int // milliseconds between refreshes of the list
 	Channels                 []string
 	Rows                     []waitingRow
 	Decider                  bool
@@ -31,7 +32,8 @@ type dashboardView struct {
 
 // dashboard lists every session on every channel that waits for a decision or an answer.
 func (c *Channel) dashboard(w http.ResponseWriter, r *http.Request, v viewer) {
-	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name, false)}
+	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name, false),
+		Refresh: int(c.refresh / time.Millisecond)}
 	if ck, err := r.Cookie("plangate_note"); err == nil {
 		view.Note, _ = url.QueryUnescape(ck.Value)
 		http.SetCookie(w, &http.Cookie{Name: "plangate_note", Path: "/dashboard", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})

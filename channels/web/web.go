@@ -152,6 +152,7 @@ type Channel struct {
 	// startWait is how long a post waits for Run to start (at start-up, a page may post
 	// before the Hub has started the channel).
 	startWait time.Duration
+	refresh   time.Duration // how often an open dashboard refreshes its list
 
 	mu      sync.Mutex
 	run     *running
@@ -212,7 +213,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
 		revoked: map[string]time.Time{}, queues: map[string]*serial{},
-		epoch: randomID(4), startWait: 2 * time.Second,
+		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
 	}
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)

@@ -66,7 +66,7 @@
           if (next) { rows.innerHTML = next.innerHTML; }
         })
         .catch(function () {});
-    }, 10000);
+    }, Number(rows.dataset.refresh) || 10000);
   }
   var text = document.getElementById("text");
   if (text) {
