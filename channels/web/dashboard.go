@@ -34,7 +34,8 @@ type dashboardView struct {
 func (c *Channel) dashboard(w http.ResponseWriter, r *http.Request, v viewer) {
 	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name, false),
 		Refresh: int(c.refresh / time.Millisecond)}
-	if ck, err := r.Cookie("plangate_note"); err == nil {
+	// A background refresh leaves the note of the last decision for the page it reloads.
+	if ck, err := r.Cookie("plangate_note"); err == nil && r.Header.Get("X-Plangate-Refresh") == "" {
 		view.Note, _ = url.QueryUnescape(ck.Value)
 		http.SetCookie(w, &http.Cookie{Name: "plangate_note", Path: "/dashboard", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}

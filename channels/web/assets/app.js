@@ -31,10 +31,12 @@
     es.onopen = function () { document.body.dataset.live = "on"; };
     es.onerror = function () { document.body.dataset.live = "reconnecting"; };
   }
+  var posting = 0;
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
     if (!form.hasAttribute("data-fetch")) { return; }
     ev.preventDefault();
+    posting++;
     var body = new URLSearchParams(new FormData(form));
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
@@ -49,7 +51,7 @@
         return r.text().then(function (t) { status(t.trim()); if (!transcript && r.status === 409) { window.location.reload(); } });
       })
       .catch(function () { status("The gateway could not be reached; try again."); })
-      .finally(function () { buttons.forEach(function (b) { b.disabled = false; }); });
+      .finally(function () { posting--; buttons.forEach(function (b) { b.disabled = false; }); });
   });
   // The dashboard refreshes its list every few seconds, unless someone is typing in it or
   // has a Revise form open.
@@ -57,8 +59,8 @@
   if (rows && window.fetch) {
     window.setInterval(function () {
       var busy = rows.querySelector("details[open]") || (document.activeElement && rows.contains(document.activeElement) && document.activeElement.matches("input, textarea, select"));
-      if (busy || document.hidden) { return; }
-      fetch(window.location.href, { credentials: "same-origin" })
+      if (busy || posting > 0 || document.hidden) { return; }
+      fetch(window.location.href, { credentials: "same-origin", headers: { "X-Plangate-Refresh": "1" } })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
           if (!html) { return; }
