@@ -65,7 +65,7 @@
         .then(function (html) {
           if (!html) { return; }
           var next = new DOMParser().parseFromString(html, "text/html").querySelector("main.dashboard");
-          if (next) { rows.innerHTML = next.innerHTML; }
+          if (next && next.innerHTML !== rows.innerHTML) { rows.innerHTML = next.innerHTML; }
         })
         .catch(function () {});
     }, Number(rows.dataset.refresh) || 10000);
