@@ -10,6 +10,21 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
+// waitCard waits until the conversation shows the card of plan id: the engine posts it
+// just after committing the plan.
+func (e *env) waitCard(user, conv, planID string) {
+	e.t.Helper()
+	waitFor(e.t, "the card of "+planID, func() bool {
+		items, _ := e.web.convo(context.Background(), address(user, conv)).snapshot()
+		for _, it := range items {
+			if it.kind == itemCard && it.planID == planID {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // shows reports whether the conversation shows a text containing want.
 func (e *env) shows(user, conv, want string) bool {
 	for _, s := range e.web.shown(address(user, conv)) {
@@ -46,6 +61,7 @@ func TestPlanCycleOverHTTP(t *testing.T) {
 		s2 = e.session("alice", "c1")
 		return s2.Phase == core.PhaseAwaitingApproval && s2.ApprovalID != s.ApprovalID
 	})
+	e.waitCard("alice", "c1", s2.PlanID)
 	page = alice.get("/c/c1")
 	if !strings.Contains(page, "Changes from v1: &#43; Mention it in CONTRIBUTING") || !strings.Contains(page, "Status: sent back for revision") {
 		t.Fatalf("v2's card with its changes and v1 superseded: %s", page)

@@ -133,6 +133,7 @@ func (e *env) pendingPlan(c *client, conv, title string, steps ...string) core.S
 		s = e.session("alice", conv)
 		return s.Phase == core.PhaseAwaitingApproval
 	})
+	e.waitCard("alice", conv, s.PlanID)
 	return s
 }
 
@@ -195,6 +196,7 @@ func TestPlanTitleAndReplyInert(t *testing.T) {
 	e.model.Push(sid, proposal(title, "[x](javascript:alert(3))"))
 	alice.say("c2", "/plan on hostile")
 	waitFor(t, "the plan", func() bool { return e.session("alice", "c2").Phase == core.PhaseAwaitingApproval })
+	e.waitCard("alice", "c2", e.session("alice", "c2").PlanID)
 	ctx := context.Background()
 	if _, err := e.web.Send(ctx, core.Reply{To: address("alice", "c2"), Text: `hi <script>alert(4)</script> [a](javascript:alert(5)) <b onmouseover=alert(6)>b</b>`}); err != nil {
 		t.Fatal(err)
