@@ -6,7 +6,13 @@
 // one named in the reply's address, so the engine sees a single core.Sender.
 //
 // Each platform lives in its own sub-package (terminal, telegram, slack, discord); none
-// imports another. channeltest holds a fake channel and the conformance suite adapters pass.
+// imports another. What they share lives here, so an adapter keeps only what is its
+// platform's: the transport (Policy, one retry loop that asks the adapter's classifier
+// whether an error is a rate limit, temporary or permanent; Pacer, per-conversation and
+// overall rate limits; Scrubber, secrets out of errors and logs), the Ledger of which
+// messages carry which approval's buttons (behind Retirer), the markdown renderers and
+// the splitting at platform limits. channeltest holds a fake channel, the conformance
+// suite adapters pass, and the harness (Env) their tests run in.
 package channels
 
 import (
@@ -42,8 +48,25 @@ type Channel interface {
 	// nil in both cases and an error only when receiving fails. A Handler error concerns
 	// one message; Run reports it and goes on.
 	Run(ctx context.Context, h Handler) error
-	// Send delivers a new message and returns its platform message id.
+	// Send delivers r as a new message (or as many as the platform's limits need) and
+	// returns the platform id of the first, or "" when there was nothing to show.
+	//
+	// What the Hub guarantees: r.To.Channel is this channel's Name; r.ReplaceID is empty
+	// (the Hub edits through Editor, and clears ReplaceID when it falls back to a new
+	// message); r.Kind is not ReplyDecided when the channel is a Retirer (the Hub calls
+	// Retire instead). Send may be called from several goroutines at once, and after Run
+	// has returned (a turn finishing during shutdown).
 	Send(ctx context.Context, r core.Reply) (string, error)
+}
+
+// Retirer is implemented by channels whose messages carry decision buttons (Accept,
+// Revise, Auto). After a decision the Hub hands it the ReplyDecided (r.Ref is the approval
+// id, r.Text the decision) instead of calling Send, and it takes the buttons of that plan
+// version off every message that carried them, usually showing the decision there; a
+// Ledger remembers which messages those are. Channels without buttons get the
+// ReplyDecided through Send.
+type Retirer interface {
+	Retire(ctx context.Context, r core.Reply) error
 }
 
 // Editor is implemented by channels that can change a message they sent earlier, so a

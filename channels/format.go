@@ -218,20 +218,33 @@ func (r *renderer) styled(b *bytes.Buffer, st style, n ast.Node) {
 	if st == styleBold && r.inBold {
 		open, closing = "", ""
 	}
-	mark := b.Len()
-	b.WriteString(open)
-	start := b.Len()
-	prevBold := r.inBold
-	if st == styleBold && r.f == flavorSlack {
-		r.inBold = true
+	r.wrapInlines(b, n, open, closing, r.inBold || st == styleBold && r.f == flavorSlack)
+}
+
+// wrapInlines writes the children of n between open and closing, with r.inBold set to
+// bold while they are written; content that is empty leaves out the markers too.
+func (r *renderer) wrapInlines(b *bytes.Buffer, n ast.Node, open, closing string, bold bool) {
+	prev := r.inBold
+	r.inBold = bold
+	wrote := writeNonEmpty(b, open, func() { r.inlines(b, n) })
+	r.inBold = prev
+	if wrote {
+		b.WriteString(closing)
 	}
-	r.inlines(b, n)
-	r.inBold = prevBold
+}
+
+// writeNonEmpty writes prefix and then what write writes; if write writes nothing, the
+// prefix is taken back too and it reports false.
+func writeNonEmpty(b *bytes.Buffer, prefix string, write func()) bool {
+	mark := b.Len()
+	b.WriteString(prefix)
+	start := b.Len()
+	write()
 	if b.Len() == start {
 		b.Truncate(mark)
-		return
+		return false
 	}
-	b.WriteString(closing)
+	return true
 }
 
 // heading writes a heading as a bold line (Discord has real headings for levels 1 to 3),
@@ -250,18 +263,7 @@ func (r *renderer) heading(b *bytes.Buffer, n *ast.Heading) {
 			open, closing = strings.Repeat("#", n.Level)+" ", ""
 		}
 	}
-	mark := b.Len()
-	b.WriteString(open)
-	start := b.Len()
-	prev := r.inBold
-	r.inBold = r.f == flavorSlack
-	r.inlines(b, n)
-	r.inBold = prev
-	if b.Len() == start {
-		b.Truncate(mark)
-		return
-	}
-	b.WriteString(closing)
+	r.wrapInlines(b, n, open, closing, r.f == flavorSlack)
 }
 
 func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {

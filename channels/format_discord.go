@@ -134,12 +134,7 @@ func discordLink(b *bytes.Buffer, href string, bare bool, label func()) {
 		b.WriteString("<" + href + ">")
 		return
 	}
-	mark := b.Len()
-	b.WriteByte('[')
-	start := b.Len()
-	label()
-	if b.Len() == start {
-		b.Truncate(mark)
+	if !writeNonEmpty(b, "[", label) {
 		b.WriteString("<" + href + ">")
 		return
 	}

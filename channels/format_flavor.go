@@ -68,19 +68,27 @@ func (r *renderer) codeSpan(b *bytes.Buffer, code string) {
 			writeHTMLEscaped(b, code, false)
 			return
 		}
-		b.WriteString("<code>")
-		writeHTMLEscaped(b, code, false)
-		b.WriteString("</code>")
+		r.enclose(b, "<code>", code, "</code>")
 	case flavorSlack:
 		// Slack has no escape for a backtick inside code; a look-alike keeps the span whole.
-		b.WriteByte('`')
-		writeSlackEscaped(b, strings.ReplaceAll(code, "`", "ˋ"))
-		b.WriteByte('`')
+		r.enclose(b, "`", strings.ReplaceAll(code, "`", "ˋ"), "`")
 	case flavorDiscord:
 		discordCodeSpan(b, code)
 	default:
 		b.WriteString(code)
 	}
+}
+
+// enclose writes s, escaped for Telegram's HTML or Slack's mrkdwn, between open and
+// closing.
+func (r *renderer) enclose(b *bytes.Buffer, open, s, closing string) {
+	b.WriteString(open)
+	if r.f == flavorSlack {
+		writeSlackEscaped(b, s)
+	} else {
+		writeHTMLEscaped(b, s, false)
+	}
+	b.WriteString(closing)
 }
 
 // codeBlock writes a block of code; an empty one is left out (an empty <pre> would be an
@@ -92,20 +100,13 @@ func (r *renderer) codeBlock(b *bytes.Buffer, lang, code string) {
 	}
 	switch r.f {
 	case flavorTelegram:
-		lang = sanitizeLanguage(lang)
-		if lang != "" {
-			b.WriteString(`<pre><code class="language-` + lang + `">`)
-			writeHTMLEscaped(b, code, false)
-			b.WriteString("</code></pre>")
-			return
+		open, closing := "<pre>", "</pre>"
+		if lang = sanitizeLanguage(lang); lang != "" {
+			open, closing = `<pre><code class="language-`+lang+`">`, "</code></pre>"
 		}
-		b.WriteString("<pre>")
-		writeHTMLEscaped(b, code, false)
-		b.WriteString("</pre>")
+		r.enclose(b, open, code, closing)
 	case flavorSlack:
-		b.WriteString("```\n")
-		writeSlackEscaped(b, strings.ReplaceAll(code, "```", "`\u200b``"))
-		b.WriteString("\n```")
+		r.enclose(b, "```\n", strings.ReplaceAll(code, "```", "`\u200b``"), "\n```")
 	case flavorDiscord:
 		b.WriteString("```" + sanitizeLanguage(lang) + "\n")
 		b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(code, "```", "`\u200b``")))

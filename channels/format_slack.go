@@ -20,29 +20,12 @@ var slackBroadcasts = [...]string{"channel", "here", "everyone"}
 
 // writeSlackEscaped writes s with &, < and > escaped and broadcast mentions broken up.
 func writeSlackEscaped(b *bytes.Buffer, s string) {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		var rep string
-		switch s[i] {
-		case '&':
-			rep = "&amp;"
-		case '<':
-			rep = "&lt;"
-		case '>':
-			rep = "&gt;"
-		case '@':
-			if !startsWithAnyFold(s[i+1:], slackBroadcasts[:]) {
-				continue
-			}
-			rep = "@\u200b"
-		default:
-			continue
+	writeEscaped(b, s, func(i int) string {
+		if s[i] == '@' && startsWithAnyFold(s[i+1:], slackBroadcasts[:]) {
+			return "@\u200b"
 		}
-		b.WriteString(s[last:i])
-		b.WriteString(rep)
-		last = i + 1
-	}
-	b.WriteString(s[last:])
+		return markupEntity(s[i])
+	})
 }
 
 // slackLink writes <url|label>, or <url> when the label is the URL itself. The URL has been
@@ -51,13 +34,7 @@ func slackLink(b *bytes.Buffer, href string, bare bool, label func()) {
 	b.WriteByte('<')
 	b.WriteString(strings.ReplaceAll(href, "&", "&amp;"))
 	if !bare {
-		mark := b.Len()
-		b.WriteByte('|')
-		start := b.Len()
-		label()
-		if b.Len() == start {
-			b.Truncate(mark)
-		}
+		writeNonEmpty(b, "|", label)
 	}
 	b.WriteByte('>')
 }

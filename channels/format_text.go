@@ -154,27 +154,37 @@ func characterReference(s []byte) (string, int) {
 // writeHTMLEscaped writes s with the characters Telegram's HTML parser treats specially
 // replaced by the entities it supports; attr also escapes the double quote.
 func writeHTMLEscaped(b *bytes.Buffer, s string, attr bool) {
+	writeEscaped(b, s, func(i int) string {
+		if s[i] == '"' && attr {
+			return "&quot;"
+		}
+		return markupEntity(s[i])
+	})
+}
+
+// markupEntity is the entity of &, < or >, the characters that are markup in both HTML and
+// Slack's mrkdwn; "" for any other byte.
+func markupEntity(c byte) string {
+	switch c {
+	case '&':
+		return "&amp;"
+	case '<':
+		return "&lt;"
+	case '>':
+		return "&gt;"
+	}
+	return ""
+}
+
+// writeEscaped writes s with each byte for which rep answers a replacement replaced by it.
+func writeEscaped(b *bytes.Buffer, s string, rep func(i int) string) {
 	last := 0
 	for i := 0; i < len(s); i++ {
-		var rep string
-		switch s[i] {
-		case '&':
-			rep = "&amp;"
-		case '<':
-			rep = "&lt;"
-		case '>':
-			rep = "&gt;"
-		case '"':
-			if !attr {
-				continue
-			}
-			rep = "&quot;"
-		default:
-			continue
+		if r := rep(i); r != "" {
+			b.WriteString(s[last:i])
+			b.WriteString(r)
+			last = i + 1
 		}
-		b.WriteString(s[last:i])
-		b.WriteString(rep)
-		last = i + 1
 	}
 	b.WriteString(s[last:])
 }

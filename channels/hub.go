@@ -90,11 +90,21 @@ func (h *Hub) Run(ctx context.Context, handler Handler) error {
 // Send delivers r on the channel named by r.To.Channel. With r.ReplaceID set it edits that
 // message in place when the channel is an Editor and returns the same id; a channel that
 // cannot edit, or an edit that fails, gets the reply as a new message, because a progress
-// update that arrives twice is better than one that is lost.
+// update that arrives twice is better than one that is lost. A ReplyDecided goes to
+// Retire when the channel is a Retirer.
 func (h *Hub) Send(ctx context.Context, r core.Reply) (string, error) {
 	ch, ok := h.byName[r.To.Channel]
 	if !ok {
 		return "", fmt.Errorf("sending reply: unknown channel %q", r.To.Channel)
+	}
+	if rt, ok := ch.(Retirer); ok && r.Kind == core.ReplyDecided {
+		if r.Ref == "" {
+			return "", nil // no approval, no buttons
+		}
+		if err := rt.Retire(ctx, r); err != nil {
+			return "", fmt.Errorf("retiring buttons on %s: %w", ch.Name(), err)
+		}
+		return "", nil
 	}
 	if r.ReplaceID != "" {
 		if ed, ok := ch.(Editor); ok {

@@ -288,3 +288,37 @@ func TestHubRun(t *testing.T) {
 		}
 	})
 }
+
+// retirer is a stub that retires buttons.
+type retirer struct {
+	stub
+	retired []core.Reply
+}
+
+func (r *retirer) Retire(_ context.Context, rep core.Reply) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retired = append(r.retired, rep)
+	return nil
+}
+
+func TestHubSendsDecisionsToRetirer(t *testing.T) {
+	ctx := context.Background()
+	rt := &retirer{stub: stub{name: "r"}}
+	plain := &stub{name: "p"}
+	hub := channels.NewHub(nil, rt, plain)
+	for _, ch := range []string{"r", "p"} {
+		if _, err := hub.Send(ctx, core.Reply{To: to(ch), Kind: core.ReplyDecided, Ref: "ap1", Text: "accepted"}); err != nil {
+			t.Fatalf("Send on %s: %v", ch, err)
+		}
+	}
+	if _, err := hub.Send(ctx, core.Reply{To: to("r"), Kind: core.ReplyDecided}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.retired) != 1 || rt.retired[0].Ref != "ap1" || len(rt.Sent()) != 0 {
+		t.Errorf("retirer got Retire %+v and Send %+v; want one Retire of ap1 and no Send", rt.retired, rt.Sent())
+	}
+	if sent := plain.Sent(); len(sent) != 1 || sent[0].Kind != core.ReplyDecided {
+		t.Errorf("a channel without buttons got %+v, want the ReplyDecided through Send", sent)
+	}
+}

@@ -336,7 +336,7 @@ func writeEvent(ctx context.Context, tx *sql.Tx, e core.Event, sid string, now t
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor,
 		channel, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor, e.Channel, e.Detail,
+		e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor.String(), e.Channel, e.Detail,
 		formatTime(stamp(e.At, now))); err != nil {
 		return fmt.Errorf("saving event %s: %w", e.Kind, err)
 	}

@@ -6,6 +6,10 @@
 // writers queue instead of failing with "database is locked"; reads use a separate
 // read-only pool and, thanks to WAL, never wait for a writer. Times are stored in UTC as
 // fixed-width text (see TimeLayout) and round-trip to the nanosecond.
+//
+// Check runs SQLite's integrity checks on a file without changing it (chat and serve refuse
+// to start on a damaged one), and Backup copies a database that is in use into a new file
+// with SQLite's online backup API.
 package store
 
 import (

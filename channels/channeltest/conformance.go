@@ -50,32 +50,7 @@ func (h Harness) sender() string {
 // sub-test, so each starts from a fresh platform.
 func RunConformance(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
-	t.Run("inbound messages in order", func(t *testing.T) {
-		h := newHarness(t)
-		rec, _ := start(t, h, nil)
-		texts := []string{"first message", "second message", "/plan status"}
-		for _, text := range texts {
-			inject(t, h, h.sender(), text)
-		}
-		got := rec.waitFor(t, len(texts))
-		for i, m := range got {
-			if m.Text != texts[i] {
-				t.Errorf("message %d: text %q, want %q", i+1, m.Text, texts[i])
-			}
-			if m.Address != h.Address {
-				t.Errorf("message %d: address %+v, want %+v", i+1, m.Address, h.Address)
-			}
-			if m.Address.Channel != h.Channel.Name() {
-				t.Errorf("message %d: address channel %q, want the channel name %q", i+1, m.Address.Channel, h.Channel.Name())
-			}
-			if m.Sender.ID != h.sender() {
-				t.Errorf("message %d: sender id %q, want %s", i+1, m.Sender.ID, h.sender())
-			}
-			if m.Time.IsZero() {
-				t.Errorf("message %d: no time", i+1)
-			}
-		}
-	})
+	t.Run("inbound messages in order", func(t *testing.T) { inboundInOrder(t, newHarness(t)) })
 
 	t.Run("handler error does not stop the channel", func(t *testing.T) {
 		h := newHarness(t)
@@ -131,6 +106,33 @@ func RunConformance(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Fatalf("Run returned %v after its context ended, want nil", err)
 		}
 	})
+}
+
+// inboundInOrder injects messages and checks they arrive normalized and in order.
+func inboundInOrder(t *testing.T, h Harness) {
+	rec, _ := start(t, h, nil)
+	texts := []string{"first message", "second message", "/plan status"}
+	for _, text := range texts {
+		inject(t, h, h.sender(), text)
+	}
+	got := rec.waitFor(t, len(texts))
+	for i, m := range got {
+		if m.Text != texts[i] {
+			t.Errorf("message %d: text %q, want %q", i+1, m.Text, texts[i])
+		}
+		if m.Address != h.Address {
+			t.Errorf("message %d: address %+v, want %+v", i+1, m.Address, h.Address)
+		}
+		if m.Address.Channel != h.Channel.Name() {
+			t.Errorf("message %d: address channel %q, want the channel name %q", i+1, m.Address.Channel, h.Channel.Name())
+		}
+		if m.Sender.ID != h.sender() {
+			t.Errorf("message %d: sender id %q, want %s", i+1, m.Sender.ID, h.sender())
+		}
+		if m.Time.IsZero() {
+			t.Errorf("message %d: no time", i+1)
+		}
+	}
 }
 
 // recorder is the suite's Handler.

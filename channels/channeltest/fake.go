@@ -190,3 +190,28 @@ func (f *Fake) notifyLocked() {
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
+
+// MemState is an in-memory channels.State, for adapters tested without a store.
+type MemState struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// ChannelState implements channels.State.
+func (s *MemState) ChannelState(_ context.Context, ch, acc, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[ch+"/"+acc+"/"+key]
+	return v, ok, nil
+}
+
+// SetChannelState implements channels.State.
+func (s *MemState) SetChannelState(_ context.Context, ch, acc, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]string{}
+	}
+	s.m[ch+"/"+acc+"/"+key] = value
+	return nil
+}

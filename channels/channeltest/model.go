@@ -15,11 +15,16 @@ import (
 // Model is a scripted core.Model for adapter tests that run a real engine: it answers from
 // a queue per session, and with nothing queued it answers "ok". While a block channel is
 // set (Block), calls wait for it to be closed.
+//
+// Benchmarks make it echo (Echo) and hold one session's agent busy (Hold).
 type Model struct {
 	mu       sync.Mutex
 	queue    map[string][]core.ModelResponse
 	calls    []core.ModelRequest
 	block    chan struct{}
+	echo     string // with nothing queued, answer this and the last user text
+	echoing  bool
+	held     map[string]<-chan struct{}
 	finished atomic.Int64
 }
 
@@ -37,24 +42,62 @@ func (m *Model) Push(session string, rs ...core.ModelResponse) {
 func (m *Model) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
 	defer m.finished.Add(1)
 	m.mu.Lock()
-	block := m.block
+	block, held := m.block, m.held[req.SessionID]
 	m.mu.Unlock()
-	if block != nil {
+	for _, wait := range []<-chan struct{}{block, held} {
+		if wait == nil {
+			continue
+		}
 		select {
-		case <-block:
+		case <-wait:
 		case <-ctx.Done():
 			return core.ModelResponse{}, ctx.Err()
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls = append(m.calls, req)
+	if !m.echoing {
+		m.calls = append(m.calls, req)
+	}
 	q := m.queue[req.SessionID]
+	if len(q) == 0 && m.echoing {
+		return core.ModelResponse{Text: m.echo + lastUser(req)}, nil
+	}
 	if len(q) == 0 {
 		return core.ModelResponse{Text: "ok"}, nil
 	}
 	m.queue[req.SessionID] = q[1:]
 	return q[0], nil
+}
+
+// Echo makes the model answer, when nothing is queued, with prefix and the last user text
+// of the request, so that a reply names the message it answers. An echoing model keeps
+// no calls: benchmarks make many.
+func (m *Model) Echo(prefix string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.echo, m.echoing = prefix, true
+}
+
+// Hold makes calls for session wait until release is closed (or their context ends): an
+// agent that is busy in the middle of a turn.
+func (m *Model) Hold(session string, release <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil {
+		m.held = map[string]<-chan struct{}{}
+	}
+	m.held[session] = release
+}
+
+// lastUser is the newest user-role text of req.
+func lastUser(req core.ModelRequest) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == core.RoleUser {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
 }
 
 // Block makes later calls wait until ch is closed.
@@ -103,11 +146,8 @@ func (m *Model) LastUser(session string) string {
 		if m.calls[i].SessionID != session {
 			continue
 		}
-		msgs := m.calls[i].Messages
-		for j := len(msgs) - 1; j >= 0; j-- {
-			if msgs[j].Role == core.RoleUser {
-				return msgs[j].Content
-			}
+		if text := lastUser(m.calls[i]); text != "" {
+			return text
 		}
 	}
 	return ""

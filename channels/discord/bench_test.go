@@ -4,42 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
-	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/store"
 )
-
-// benchModel answers at once with the last user message, so a reply names its message;
-// calls for the busy session wait until release is closed.
-type benchModel struct {
-	busy    string
-	release chan struct{}
-}
-
-func (m benchModel) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	if req.SessionID == m.busy {
-		select {
-		case <-m.release:
-		case <-ctx.Done():
-			return core.ModelResponse{}, ctx.Err()
-		}
-	}
-	last := ""
-	for _, msg := range req.Messages {
-		if msg.Role == core.RoleUser {
-			last = msg.Content
-		}
-	}
-	return core.ModelResponse{Text: "re: " + last}, nil
-}
 
 // BenchmarkDiscordRoundTrip measures the gateway between Discord and the engine, against
 // the fake: a dispatch written to the gateway websocket, received by discordgo, handled by
@@ -60,53 +32,51 @@ func BenchmarkDiscordRoundTrip(b *testing.B) {
 	b.Run("interactions/agent-busy", benchInteractions)
 }
 
-// benchEnv runs the adapter and an engine against a fake with channels B0..B15.
+// benchEnv runs the adapter and an engine (with an echoing model) against a fake with
+// channels B0..B15, and keeps the time each handled event held the gateway goroutine.
 type benchEnv struct {
+	*channeltest.Env[*Channel]
 	fd   *fakeDiscord
-	ch   *Channel
 	gmu  sync.Mutex
 	gate []time.Duration
 }
 
-func newBenchEnv(b *testing.B, m core.Model) *benchEnv {
+// newBenchEnv prepares the env; busy, if not "", is a session whose model calls wait until
+// release is closed. The caller starts it.
+func newBenchEnv(b *testing.B, busy string, release <-chan struct{}) *benchEnv {
 	fd := newFakeDiscord(b)
 	for i := range 16 {
 		id := fmt.Sprintf("B%d", i)
 		fd.channels[id] = fakeChan{ID: id, Guild: "G1"}
 	}
-	dir := b.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL(), GuildIDs: []string{"G1"}}, st, log, testTuning())
-	if err != nil {
-		b.Fatal(err)
-	}
-	be := &benchEnv{fd: fd, ch: ch}
-	ch.gateHook = func(d time.Duration, handled bool) {
-		if handled {
-			be.gmu.Lock()
-			be.gate = append(be.gate, d)
-			be.gmu.Unlock()
+	be := &benchEnv{fd: fd}
+	be.Env = channeltest.NewEnv(b, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
+		ch, err := newChannel(ctx, Config{Token: fd.token, APIURL: fd.URL(), GuildIDs: []string{"G1"}}, st, log, testTuning())
+		if err == nil {
+			ch.gateHook = be.noteGate
 		}
+		return ch, err
+	}, fd.token)
+	be.Log = slog.New(slog.DiscardHandler)
+	be.Core.PerSession, be.Core.MaxIterations = false, 0
+	be.Model.Echo("re: ")
+	if busy != "" {
+		be.Model.Hold(busy, release)
 	}
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PlanMode: true},
-		core.Deps{Store: st, Model: m, Out: channels.NewHub(log, ch), Log: log})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, eng) }()
-	b.Cleanup(func() {
-		cancel()
-		<-done
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		_ = eng.Wait(wctx)
-	})
-	fd.waitFor("the gateway", fd.connected)
 	return be
+}
+
+func (be *benchEnv) start() {
+	be.Start()
+	be.fd.waitFor("the gateway", be.fd.connected)
+}
+
+func (be *benchEnv) noteGate(d time.Duration, handled bool) {
+	if handled {
+		be.gmu.Lock()
+		be.gate = append(be.gate, d)
+		be.gmu.Unlock()
+	}
 }
 
 func (be *benchEnv) resetGate() {
@@ -116,38 +86,20 @@ func (be *benchEnv) resetGate() {
 }
 
 func benchMessages(b *testing.B, chats int) {
-	be := newBenchEnv(b, benchModel{})
+	be := newBenchEnv(b, "", nil)
 	fd := be.fd
-	var mu sync.Mutex
-	replies := map[string]chan time.Time{}
+	replies := channeltest.NewReplies()
 	fd.mu.Lock()
-	fd.onMessage = func(m shownMsg, at time.Time) {
-		key, ok := strings.CutPrefix(m.Content, "re: ")
-		if !ok {
-			return
-		}
-		mu.Lock()
-		r := replies[key]
-		mu.Unlock()
-		if r != nil {
-			r <- at
-		}
-	}
+	fd.onMessage = func(m shownMsg, at time.Time) { replies.Seen(m.Content, at) }
 	fd.mu.Unlock()
+	be.start()
 
 	roundTrip := func(c, n int) (time.Duration, error) {
 		text := fmt.Sprintf("message %d in chat %d", n, c)
-		got := make(chan time.Time, 1)
-		mu.Lock()
-		replies[text] = got
-		mu.Unlock()
+		reply := replies.Expect(text)
 		id := fd.say(fmt.Sprintf("B%d", c), user{id: fmt.Sprint(5000 + c), name: "bench"}, text, true)
-		select {
-		case at := <-got:
-			return at.Sub(fd.sentTime(id)), nil
-		case <-time.After(10 * time.Second):
-			return 0, fmt.Errorf("no reply to %q", text)
-		}
+		at, err := reply()
+		return at.Sub(fd.sentTime(id)), err
 	}
 	for c := range chats { // first messages create the sessions and teach the channels
 		if _, err := roundTrip(c, -1); err != nil {
@@ -170,7 +122,8 @@ func benchMessages(b *testing.B, chats int) {
 
 func benchInteractions(b *testing.B) {
 	release := make(chan struct{})
-	be := newBenchEnv(b, benchModel{busy: sid("C1"), release: release})
+	be := newBenchEnv(b, sid("C1"), release)
+	be.start()
 	defer close(release) // runs before the env's cleanup, so the turn can end
 	fd := be.fd
 	var mu sync.Mutex

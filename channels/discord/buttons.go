@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -100,40 +101,22 @@ func parseCustomID(s string) (button, bool) {
 	return b, true
 }
 
-// validID accepts what the engine makes (lower-case base32) and a little more, but nothing
-// that could smuggle a separator into a custom_id or a state key.
-func validID(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
+// validID accepts what the engine makes and nothing that could smuggle a separator into
+// a custom_id or a state key.
+func validID(s string) bool { return channels.ValidID(s) }
 
 // components lays out buttons: the decisions on one row (Accept green, Revise grey, Auto
 // blurple), answer options five to a row. A button that cannot be encoded is left out and
 // logged by the caller's count; the text always names the /plan command that does the same.
 func components(bs []core.Button) (rows []discordgo.MessageComponent, dropped int) {
 	var decisions, answers []discordgo.MessageComponent
-	option := 0
-	for _, b := range bs {
-		if b.Action.Kind == core.ActionAnswer {
-			option++
-		}
+	for option, b := range channels.Numbered(bs) {
 		id, ok := customID(b.Action, option)
 		if !ok {
 			dropped++
 			continue
 		}
-		label := strings.TrimSpace(b.Label)
-		if label == "" {
-			label = string(b.Action.Kind)
-		}
-		btn := discordgo.Button{Label: clip(label, maxLabel), CustomID: id, Style: style(b.Action.Kind)}
+		btn := discordgo.Button{Label: clip(channels.ButtonLabel(b), maxLabel), CustomID: id, Style: style(b.Action.Kind)}
 		if b.Action.Kind == core.ActionAnswer {
 			answers = append(answers, btn)
 		} else {
@@ -166,17 +149,7 @@ func style(k core.ActionKind) discordgo.ButtonStyle {
 
 // approvals lists the approval ids whose decision buttons r carries.
 func approvals(r core.Reply) []string {
-	var out []string
-	for _, b := range r.Buttons {
-		switch b.Action.Kind {
-		case core.ActionAccept, core.ActionRevise, core.ActionAuto:
-			id := b.Action.ApprovalID
-			if validID(id) && !slices.Contains(out, id) {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
+	return slices.DeleteFunc(channels.ApprovalIDs(r), func(id string) bool { return !validID(id) })
 }
 
 // clip shortens s to at most n characters, marking the cut.

@@ -11,7 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	channeltest.RunConformance(t, func(t *testing.T) channeltest.Harness {
 		fd := newFakeDiscord(t)
-		ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &memState{}, nil, testTuning())
+		ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &channeltest.MemState{}, nil, testTuning())
 		if err != nil {
 			t.Fatal(err)
 		}

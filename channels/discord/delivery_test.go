@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
@@ -36,10 +37,10 @@ func longReply() string {
 func TestLongReplySplitWithoutBreakingCode(t *testing.T) {
 	e := newEnv(t)
 	text := longReply()
-	e.model.Push(sid("C1"), core.ModelResponse{Text: text})
+	e.Model.Push(sid("C1"), core.ModelResponse{Text: text})
 	e.fd.say("C1", alice, "write the report", true)
 	e.fd.waitText("C1", "THE END")
-	e.idle()
+	e.Idle()
 	var parts []shownMsg
 	for _, m := range e.fd.shown("C1") {
 		if len(parts) > 0 || strings.HasPrefix(m.Content, "Here is the report") {
@@ -70,10 +71,10 @@ func TestLongReplySplitWithoutBreakingCode(t *testing.T) {
 func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 3000 })
 	text := longReply()
-	e.model.Push(sid("C1"), core.ModelResponse{Text: text})
+	e.Model.Push(sid("C1"), core.ModelResponse{Text: text})
 	e.fd.say("C1", alice, "write the report", true)
 	m := e.fd.waitText("C1", "The full reply is attached (reply.md).")
-	e.idle()
+	e.Idle()
 	if len(m.Files) != 1 || m.Files[0].Name != "reply.md" || m.Files[0].Data != text {
 		t.Fatalf("long reply message %q has files %v, want reply.md with the whole reply", m.Content, m.Files)
 	}
@@ -89,10 +90,10 @@ func TestLongReplyAsFile(t *testing.T) {
 
 func TestMentionsInRepliesAreInert(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(sid("C1"), core.ModelResponse{Text: "Hey @everyone and @here, ask <@&555> or <@222>."})
+	e.Model.Push(sid("C1"), core.ModelResponse{Text: "Hey @everyone and @here, ask <@&555> or <@222>."})
 	e.fd.say("C1", alice, "say hi", true)
 	m := e.fd.waitText("C1", "Hey @")
-	e.idle()
+	e.Idle()
 	for _, raw := range []string{"@everyone", "@here", "<@&555>", "<@222>"} {
 		if strings.Contains(m.Content, raw) {
 			t.Errorf("reply %q still holds the live mention %q", m.Content, raw)
@@ -106,10 +107,10 @@ func TestMentionsInRepliesAreInert(t *testing.T) {
 
 func TestGatewayReconnectResumes(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(sid("C1"), core.ModelResponse{Text: "answer one"}, core.ModelResponse{Text: "answer two"}, core.ModelResponse{Text: "answer three"})
+	e.Model.Push(sid("C1"), core.ModelResponse{Text: "answer one"}, core.ModelResponse{Text: "answer two"}, core.ModelResponse{Text: "answer three"})
 	e.fd.say("C1", alice, "one", true)
 	e.fd.waitText("C1", "answer one")
-	e.idle()
+	e.Idle()
 
 	e.fd.gw.mu.Lock()
 	e.fd.gw.replayDup = true // the resume also sends "one" again
@@ -118,7 +119,7 @@ func TestGatewayReconnectResumes(t *testing.T) {
 	e.fd.say("C1", alice, "two", true)
 	e.fd.say("C1", alice, "three", true)
 	e.fd.waitText("C1", "answer three")
-	e.idle()
+	e.Idle()
 
 	sessions, resumes, _, _ := e.fd.gwStats()
 	if sessions != 1 || len(resumes) != 1 {
@@ -133,7 +134,7 @@ func TestGatewayReconnectResumes(t *testing.T) {
 	if want := []string{"answer one", "answer two", "answer three"}; !slices.Equal(answers, want) {
 		t.Errorf("answers %q, want %q: nothing lost or doubled", answers, want)
 	}
-	if n := e.model.CallCount(); n != 3 {
+	if n := e.Model.CallCount(); n != 3 {
 		t.Errorf("model called %d times, want 3", n)
 	}
 }
@@ -152,24 +153,24 @@ func TestThreadsDMsAndChatter(t *testing.T) {
 	e.fd.waitText("T1", "ok")
 	e.fd.waitText("D1", "ok")
 	e.fd.waitText("C1", "phase: off")
-	e.idle()
-	if n := e.model.CallCount(); n != 2 {
+	e.Idle()
+	if n := e.Model.CallCount(); n != 2 {
 		t.Errorf("model called %d times, want 2 (the thread and the DM)", n)
 	}
 	for _, a := range []core.Address{addr("C1", "T1"), addr("D1", "")} {
-		if _, err := e.st.Session(context.Background(), a.SessionID()); err != nil {
+		if _, err := e.Store.Session(context.Background(), a.SessionID()); err != nil {
 			t.Errorf("no session for %s: %v", a.SessionID(), err)
 		}
 	}
 	for _, a := range []core.Address{addr("C2", ""), addr("T1", "")} {
-		if _, err := e.st.Session(context.Background(), a.SessionID()); err == nil {
+		if _, err := e.Store.Session(context.Background(), a.SessionID()); err == nil {
 			t.Errorf("a session %s exists, want none", a.SessionID())
 		}
 	}
 	if n := len(e.fd.shown("C2")); n != 0 {
 		t.Errorf("the bot answered %d times in a channel that is not allowed", n)
 	}
-	if s, _ := e.st.Session(context.Background(), addr("D1", "").SessionID()); s.Owner != bob.id {
+	if s, _ := e.Store.Session(context.Background(), addr("D1", "").SessionID()); s.Owner != bob.id {
 		t.Errorf("DM session owner %q, want bob", s.Owner)
 	}
 }
@@ -248,7 +249,7 @@ func TestBurstOfRepliesUnderRateLimits(t *testing.T) {
 	for i := range 12 {
 		text := fmt.Sprintf("burst reply %02d", i)
 		want = append(want, text)
-		if _, err := e.ch.Send(ctx, core.Reply{To: addr("C1", ""), Text: text}); err != nil {
+		if _, err := e.Channel.Send(ctx, core.Reply{To: addr("C1", ""), Text: text}); err != nil {
 			t.Fatalf("reply %d: %v", i, err)
 		}
 	}
@@ -264,11 +265,11 @@ func TestBurstOfRepliesUnderRateLimits(t *testing.T) {
 
 	// A reply Discord refuses for good is an error, logged without secrets.
 	e.fd.fail(`^POST /api/v9/channels/C1/messages$`, -1, 403)
-	_, err := e.ch.Send(ctx, core.Reply{To: addr("C1", ""), Text: "never shown"})
+	_, err := e.Channel.Send(ctx, core.Reply{To: addr("C1", ""), Text: "never shown"})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 403") {
 		t.Fatalf("sending into a refusing channel: %v, want the 403", err)
 	}
-	if !strings.Contains(e.logs.String(), "a reply could not be delivered") {
+	if !strings.Contains(e.Logs.String(), "a reply could not be delivered") {
 		t.Error("the undelivered reply was not logged")
 	}
 }
@@ -285,7 +286,7 @@ func TestGatewayRefusals(t *testing.T) {
 		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {
 			fd := newFakeDiscord(t)
 			fd.gw.refuse = tt.code
-			ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &memState{}, nil, testTuning())
+			ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &channeltest.MemState{}, nil, testTuning())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,8 +310,8 @@ func TestGatewayRefusals(t *testing.T) {
 func TestBadTokenNeverShown(t *testing.T) {
 	fd := newFakeDiscord(t)
 	const wrong = "wrong.token.VALUE"
-	logs := &logBuffer{}
-	_, err := newChannel(context.Background(), Config{Token: wrong, APIURL: fd.URL()}, &memState{}, nil, testTuning())
+	logs := &channeltest.LogBuffer{}
+	_, err := newChannel(context.Background(), Config{Token: wrong, APIURL: fd.URL()}, &channeltest.MemState{}, nil, testTuning())
 	if err == nil || !strings.Contains(err.Error(), "check channels.discord.token") {
 		t.Fatalf("New with a wrong token: %v, want a hint about the token", err)
 	}
@@ -321,10 +322,10 @@ func TestBadTokenNeverShown(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Status != 401 {
 		t.Errorf("error %v, want an apiError with status 401", err)
 	}
-	if _, err := newChannel(context.Background(), Config{Token: "  ", APIURL: fd.URL()}, &memState{}, nil, testTuning()); err == nil {
+	if _, err := newChannel(context.Background(), Config{Token: "  ", APIURL: fd.URL()}, &channeltest.MemState{}, nil, testTuning()); err == nil {
 		t.Error("New accepted an empty token")
 	}
-	if _, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: "ftp://x"}, &memState{}, nil, testTuning()); err == nil {
+	if _, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: "ftp://x"}, &channeltest.MemState{}, nil, testTuning()); err == nil {
 		t.Error("New accepted an api_url that is not http(s)")
 	}
 }

@@ -36,27 +36,6 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "discord"
 
-// Config configures the Discord channel.
-type Config struct {
-	Token string // the bot token, with or without "Bot "; never logged, never part of an error
-	// ApplicationID is the application whose /plan command is registered; "" = the one the
-	// gateway names at start-up.
-	ApplicationID string
-	// GuildIDs: register /plan in these guilds, where it appears at once; empty = globally.
-	GuildIDs []string
-	// APIURL replaces the scheme and host of every REST call (a proxy or a local fake);
-	// "" = Discord itself. The gateway URL is then whatever GET /gateway there answers.
-	APIURL string
-	// AllowedChannels are the channel ids the bot answers in (a thread counts as its
-	// parent channel; a DM channel is one too); empty = all.
-	AllowedChannels []string
-	// LongReplyAsFile sends a reply longer than this many characters as reply.md with a
-	// short message; 0 = never (long replies are split).
-	LongReplyAsFile int
-	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
-	HTTPClient *http.Client
-}
-
 // State is where the adapter keeps what must survive a restart: which messages carry which
 // approval's buttons. *store.Store satisfies it.
 type State = channels.State
@@ -103,17 +82,11 @@ type Channel struct {
 	appID   string                // cfg.ApplicationID, else READY's
 	pending map[string]*pendingIx // interactions whose outcome is still to be shown, by id
 
-	seen     *recent
-	chans    *channelCache
-	stateMu  sync.Mutex                // serializes read-modify-write of approval records
-	gateHook func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
+	seen      *recent
+	chans     *channelCache
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
+	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
 }
-
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-)
 
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
 // mentions are recognised and keys the saved state, so a new bot starts fresh. The gateway
@@ -181,6 +154,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	c.botID, c.botName = me.ID, me.Username
 	c.log = c.log.With("bot", c.botID)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.botID, c.log)
 	return c, nil
 }
 

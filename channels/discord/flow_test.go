@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
@@ -16,21 +17,21 @@ func buttonsOf(m shownMsg) []string { return customIDs(m.Components) }
 
 // proposePlan drives a mention to a posted plan v1 and returns its message and session.
 func (e *env) proposePlan(title string, steps ...string) (shownMsg, core.Session) {
-	e.t.Helper()
-	e.model.Push(sid("C1"), proposal(title, steps...))
+	e.TB.Helper()
+	e.Model.Push(sid("C1"), channeltest.Proposal(title, steps...))
 	e.fd.say("C1", alice, "/plan on tidy the docs", true)
 	plan := e.waitPlan("C1", "-v1.md")
 	s := e.waitPhase("C1", core.PhaseAwaitingApproval)
-	e.idle()
+	e.Idle()
 	return plan, s
 }
 
 func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(sid("C1"),
-		proposal("Docs cleanup", "Reword intro", "Fix links"),
-		progress("Reword intro", "completed"),
-		progress("Fix links", "completed"),
+	e.Model.Push(sid("C1"),
+		channeltest.Proposal("Docs cleanup", "Reword intro", "Fix links"),
+		channeltest.Progress(map[string]string{"Reword intro": "completed"}),
+		channeltest.Progress(map[string]string{"Fix links": "completed"}),
 		core.ModelResponse{Text: "All done: the intro is reworded and the links work."})
 
 	e.fd.say("C1", alice, "/plan on tidy the docs", true)
@@ -57,7 +58,7 @@ func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e.fd.waitText("C1", "Done: 2 of 2 steps")
 	e.fd.waitText("C1", "All done: the intro is reworded")
 	e.waitPhase("C1", core.PhaseOff)
-	e.idle()
+	e.Idle()
 
 	var decided shownMsg
 	for _, m := range e.fd.shown("C1") {
@@ -104,20 +105,20 @@ func checkAllowedMentions(t *testing.T, fd *fakeDiscord) {
 
 // msgByID returns message id as the fake shows it now.
 func (e *env) msgByID(id string) shownMsg {
-	e.t.Helper()
+	e.TB.Helper()
 	for _, m := range e.fd.all() {
 		if m.ID == id {
 			return m
 		}
 	}
-	e.t.Fatalf("no message %s", id)
+	e.TB.Fatalf("no message %s", id)
 	return shownMsg{}
 }
 
 func TestReviseAsApplicationCommand(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.Push(sid("C1"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
+	e.Model.Push(sid("C1"), channeltest.Proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
 
 	id := e.fd.command("C1", alice, "revise", "feedback", "also fix typos")
 	if cb := e.waitCallback(id); cb.Type != 5 {
@@ -125,7 +126,7 @@ func TestReviseAsApplicationCommand(t *testing.T) {
 	}
 	v2 := e.waitPlan("C1", "-v2.md")
 	e.waitPhase("C1", core.PhaseAwaitingApproval)
-	e.idle()
+	e.Idle()
 	answer := e.followups(id)
 	if len(answer) != 1 || !strings.Contains(answer[0].Content, "Sent plan v1 back for revision (1st time)") {
 		t.Errorf("the command's answer %q, want the deferred message edited to the outcome", contents(answer))
@@ -146,7 +147,7 @@ func TestReviseAsApplicationCommand(t *testing.T) {
 func TestReviseButtonOpensModal(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.Push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
+	e.Model.Push(sid("C1"), channeltest.Proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
 
 	click := e.fd.click(alice, plan, "plan:r:"+s.ApprovalID)
 	cb := e.waitCallback(click)
@@ -168,8 +169,8 @@ func TestReviseButtonOpensModal(t *testing.T) {
 		len(modal.Components) != 1 || modal.Components[0].Components[0].CustomID != "feedback" || !modal.Components[0].Components[0].Required {
 		t.Fatalf("the Revise click got type %d with %s, want a modal asking for feedback", cb.Type, cb.Data)
 	}
-	if e.model.CallCount() != 1 {
-		t.Errorf("the model was called %d times, want only for v1: opening a modal changes nothing", e.model.CallCount())
+	if e.Model.CallCount() != 1 {
+		t.Errorf("the model was called %d times, want only for v1: opening a modal changes nothing", e.Model.CallCount())
 	}
 
 	submit := e.fd.submit("C1", alice, modal.CustomID, "  also fix typos  ")
@@ -178,7 +179,7 @@ func TestReviseButtonOpensModal(t *testing.T) {
 	}
 	e.waitPlan("C1", "-v2.md")
 	s2 := e.waitPhase("C1", core.PhaseAwaitingApproval)
-	e.idle()
+	e.Idle()
 	if s2.LastFeedback != "also fix typos" || s2.RejectionCount != 1 {
 		t.Errorf("after the modal: feedback %q, rejections %d", s2.LastFeedback, s2.RejectionCount)
 	}
@@ -199,15 +200,15 @@ func TestReviseButtonOpensModal(t *testing.T) {
 func TestStaleAndForeignButtons(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.Push(sid("C1"), proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
+	e.Model.Push(sid("C1"), channeltest.Proposal("Docs cleanup v2", "Reword intro", "Fix typos"))
 	e.fd.say("C1", alice, "/plan revise add typo fixes", true)
 	e.waitPlan("C1", "-v2.md")
 	s2 := e.waitPhase("C1", core.PhaseAwaitingApproval)
-	e.idle()
+	e.Idle()
 
 	stale := e.fd.click(alice, plan, "plan:a:"+s.ApprovalID)
 	e.waitCallback(stale)
-	e.idle()
+	e.Idle()
 	f := e.followups(stale)
 	if len(f) != 1 || f[0].Flags&64 == 0 || !strings.Contains(f[0].Content, "v1") || !strings.Contains(f[0].Content, "nothing changed") {
 		t.Errorf("the stale Accept got %q, want one ephemeral follow-up saying nothing changed", contents(f))
@@ -228,7 +229,7 @@ func TestStaleAndForeignButtons(t *testing.T) {
 			t.Errorf("button %q got type %d %q flags %d, want the ephemeral %q", id, cb.Type, msg.Content, msg.Flags, replyInvalid)
 		}
 	}
-	e.idle()
+	e.Idle()
 	if now := e.waitPhase("C1", core.PhaseAwaitingApproval); now.ApprovalID != s2.ApprovalID {
 		t.Errorf("foreign buttons changed the session: approval %q", now.ApprovalID)
 	}
@@ -240,14 +241,14 @@ func TestNonApprover(t *testing.T) {
 
 	click := e.fd.click(bob, plan, "plan:a:"+s.ApprovalID)
 	e.waitCallback(click)
-	e.idle()
+	e.Idle()
 	f := e.followups(click)
 	if len(f) != 1 || f[0].Flags&64 == 0 || !strings.Contains(f[0].Content, "Only approvers can decide on plans here (Bob is not one)") {
 		t.Errorf("bob's Accept got %q, want one ephemeral refusal", contents(f))
 	}
 	cmd := e.fd.command("C1", bob, "accept", "", "")
 	e.waitCallback(cmd)
-	e.idle()
+	e.Idle()
 	if f := e.followups(cmd); len(f) != 1 || !strings.Contains(f[0].Content, "Only approvers") {
 		t.Errorf("bob's /plan accept got %q, want the refusal as the command's answer", contents(f))
 	}
@@ -262,7 +263,7 @@ func TestNonApprover(t *testing.T) {
 func TestDuplicateInteractionHandledOnce(t *testing.T) {
 	e := newEnv(t)
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
-	e.model.Push(sid("C1"), progress("Reword intro", "completed"), core.ModelResponse{Text: "Finished."})
+	e.Model.Push(sid("C1"), channeltest.Progress(map[string]string{"Reword intro": "completed"}), core.ModelResponse{Text: "Finished."})
 
 	// The same INTERACTION_CREATE twice, as a replaying gateway would send it.
 	click := e.fd.click(alice, plan, "plan:a:"+s.ApprovalID)
@@ -273,7 +274,7 @@ func TestDuplicateInteractionHandledOnce(t *testing.T) {
 
 	e.fd.waitText("C1", "Finished.")
 	e.waitPhase("C1", core.PhaseOff)
-	e.idle()
+	e.Idle()
 	if cbs := e.fd.callbacksOf(click); len(cbs) != 1 {
 		t.Errorf("the interaction got %d callbacks, want 1", len(cbs))
 	}
@@ -290,13 +291,13 @@ func TestDuplicateInteractionHandledOnce(t *testing.T) {
 
 func TestQuestionOptionButtons(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(sid("C1"),
-		toolCall("ask_user_question", map[string]any{"question": "Which colour?", "options": []string{"Red", "Blue"}}),
+	e.Model.Push(sid("C1"),
+		channeltest.ToolCall("ask_user_question", map[string]any{"question": "Which colour?", "options": []string{"Red", "Blue"}}),
 		core.ModelResponse{Text: "Blue it is."})
 	e.fd.say("C1", alice, "/plan on paint the shed", true)
 	q := e.fd.waitText("C1", "Which colour?")
 	s := e.waitPhase("C1", core.PhasePlanning)
-	e.idle()
+	e.Idle()
 	if s.Question == nil {
 		t.Fatal("no pending question")
 	}
@@ -306,7 +307,7 @@ func TestQuestionOptionButtons(t *testing.T) {
 	}
 	click := e.fd.click(alice, q, want[1])
 	e.fd.waitText("C1", "Blue it is.")
-	e.idle()
+	e.Idle()
 	if cb := e.fd.callbacksOf(click); len(cb) != 1 || cb[0].Type != 6 {
 		t.Errorf("the option click got callbacks %+v, want one deferred update", cb)
 	}
@@ -316,7 +317,7 @@ func TestQuestionOptionButtons(t *testing.T) {
 
 	again := e.fd.click(alice, q, want[0])
 	e.waitCallback(again)
-	e.idle()
+	e.Idle()
 	if f := e.followups(again); len(f) != 1 || f[0].Flags&64 == 0 || !strings.Contains(f[0].Content, "already answered") {
 		t.Errorf("a second answer got %q, want an ephemeral note that the question is closed", contents(f))
 	}
@@ -327,7 +328,7 @@ func TestShowCommandResendsPlanAndDecisionRetiresBoth(t *testing.T) {
 	plan, _ := e.proposePlan("Docs cleanup", "Reword intro")
 	id := e.fd.command("C1", bob, "show", "", "")
 	e.waitCallback(id)
-	e.idle()
+	e.Idle()
 	answer := e.followups(id)
 	if len(answer) != 1 || answer[0].Content != "Plan v1 — Docs cleanup (pending)" {
 		t.Errorf("the /plan show answer %q, want the plan's first line", contents(answer))
@@ -342,11 +343,11 @@ func TestShowCommandResendsPlanAndDecisionRetiresBoth(t *testing.T) {
 		t.Fatalf("the plan was not sent again with its file and buttons: %q", contents(e.fd.shown("C1")))
 	}
 
-	e.model.Push(sid("C1"), core.ModelResponse{Text: "Starting."})
+	e.Model.Push(sid("C1"), core.ModelResponse{Text: "Starting."})
 	e.fd.say("C1", alice, "/plan accept", true)
 	e.waitPhase("C1", core.PhaseExecuting)
 	e.fd.waitText("C1", "Starting.")
-	e.idle()
+	e.Idle()
 	for _, m := range []shownMsg{e.msgByID(plan.ID), e.msgByID(again.ID)} {
 		if len(buttonsOf(m)) != 0 || !strings.Contains(m.Content, "accepted by Alice") {
 			t.Errorf("message %s after the decision: %q with buttons %q", m.ID, m.Content, buttonsOf(m))
@@ -356,7 +357,7 @@ func TestShowCommandResendsPlanAndDecisionRetiresBoth(t *testing.T) {
 
 func TestUnansweredCommandLosesPlaceholder(t *testing.T) {
 	fd := newFakeDiscord(t)
-	ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &memState{}, nil, testTuning())
+	ch, err := newChannel(context.Background(), Config{Token: fd.token, APIURL: fd.URL()}, &channeltest.MemState{}, nil, testTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,22 +391,22 @@ func TestEditLongerThanOneMessage(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	to := addr("C1", "")
-	id, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "checklist start"})
+	id, err := e.Channel.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "checklist start"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("word ", 700) + "LAST"
-	if err := e.ch.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: long}); err != nil {
+	if err := e.Channel.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: long}); err != nil {
 		t.Fatal(err)
 	}
 	if m := e.msgByID(id); m.Edits != 1 || !strings.HasPrefix(m.Content, "word word") || channels.UTF16Len(m.Content) > 2000 {
 		t.Errorf("edited message %.40q (%d edits)", m.Content, m.Edits)
 	}
 	e.fd.waitText("C1", "LAST")
-	if err := e.ch.Edit(ctx, "424242", core.Reply{To: to, Text: "x"}); err == nil {
+	if err := e.Channel.Edit(ctx, "424242", core.Reply{To: to, Text: "x"}); err == nil {
 		t.Error("editing a message Discord does not know succeeded")
 	}
-	if err := e.ch.Edit(ctx, id, core.Reply{To: to, Text: "  "}); err == nil {
+	if err := e.Channel.Edit(ctx, id, core.Reply{To: to, Text: "  "}); err == nil {
 		t.Error("editing to an empty text succeeded")
 	}
 }

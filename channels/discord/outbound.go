@@ -26,27 +26,14 @@ func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. The first reply to an interaction answers it (see
 // interactions.go); everything else is posted to the conversation's channel or thread:
 // text as Discord markdown in messages of at most 2000 characters (buttons on the last),
 // a plan with its file attached and its buttons, a reply over LongReplyAsFile characters as
-// reply.md. A ReplyDecided retires the buttons of the decided version. It returns the id
-// of the first message sent. (The Hub edits replies with ReplaceID; used directly as a
-// core.Sender, Send edits them itself and posts anew only if the edit fails.)
+// reply.md. It returns the id of the first message sent.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
-	if r.Kind == core.ReplyDecided {
-		return c.retire(ctx, r)
-	}
-	if r.ReplaceID != "" {
-		err := c.Edit(ctx, r.ReplaceID, r)
-		if err == nil {
-			return r.ReplaceID, nil
-		}
-		if ctx.Err() != nil {
-			return "", err
-		}
-		r.ReplaceID = ""
-	}
 	ch, err := target(r.To)
 	if err != nil {
 		return "", fmt.Errorf("sending to discord: %w", err)
@@ -124,7 +111,7 @@ func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, ro
 			first = sent.ID
 		}
 		if last && len(rows) > 0 && len(approvalIDs) > 0 {
-			c.rememberButtons(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content})
+			c.approvals.Add(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content})
 		}
 	}
 	return first, nil
@@ -214,6 +201,8 @@ func longReplyHead(md string) string {
 	return clip(head, 200) + "\n\nThe full reply is attached (reply.md)."
 }
 
+var _ channels.Editor = (*Channel)(nil)
+
 // Edit implements channels.Editor: the message's content becomes r's, with r's buttons.
 // Should the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
@@ -255,6 +244,8 @@ func (c *Channel) editMessage(ctx context.Context, ch, id, content string, rows 
 	})
 }
 
+var _ channels.Typer = (*Channel)(nil)
+
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -271,33 +262,24 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	return nil
 }
 
-// retire answers ReplyDecided: every message that carried the decided version's buttons
-// loses them and shows the decision. The record keeps the decision, so a late Revise click
-// can say what happened.
-func (c *Channel) retire(ctx context.Context, r core.Reply) (string, error) {
-	if r.Ref == "" {
-		return "", nil
-	}
-	rec, ok := c.markDecided(ctx, r.Ref, r.Text)
-	if !ok {
-		return "", nil // no buttons of ours to retire
-	}
+var _ channels.Retirer = (*Channel)(nil)
+
+// Retire implements channels.Retirer: every message that carried the decided version's
+// buttons loses them and shows the decision. The record keeps the decision, so a late
+// Revise click can say what happened.
+func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 	line := channels.DiscordMarkdown(r.Text)
-	var errs []error
-	for _, m := range rec.Msgs {
+	err := c.approvals.Retire(ctx, r, func(ctx context.Context, m sentMsg) error {
 		content := withDecision(m.Content, line)
 		if err := c.editMessage(ctx, m.Channel, m.ID, content, []discordgo.MessageComponent{}); err != nil {
-			errs = append(errs, fmt.Errorf("retiring the buttons of message %s in %s: %w", m.ID, m.Channel, err))
+			return fmt.Errorf("retiring the buttons of message %s in %s: %w", m.ID, m.Channel, err)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return nil
+	})
+	if err != nil {
 		c.log.Error("buttons of a decided plan could not be removed", "err", err)
-		return "", err
 	}
-	if len(rec.Msgs) == 0 {
-		return "", nil
-	}
-	return rec.Msgs[0].ID, nil
+	return err
 }
 
 // withDecision appends the decision line to a message's content, shortening the content

@@ -91,7 +91,7 @@ func (c *Channel) open(ctx context.Context) error {
 			return fatal
 		}
 		c.log.Warn("connecting to the discord gateway failed", "err", c.scrub(err), "retry_in", pause)
-		if sleep(ctx, pause) != nil {
+		if channels.Sleep(ctx, pause) != nil {
 			return ctx.Err()
 		}
 		pause = min(pause*2, c.tune.reconnectMax)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // rewritingClient returns the HTTP client of the session: base's timeout (30s if none) and
@@ -59,74 +60,64 @@ func (r rewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.base.RoundTrip(out)
 }
 
-// apiError is a failed Discord call with every secret removed from its text: it replaces
-// the library's errors, whose text can hold request URLs with interaction tokens.
+// apiError is a failed REST call as Discord answered it: the HTTP status, Discord's JSON
+// error code and a short text in place of the library's, which holds the whole request
+// URL and body. scrub returns it inside a channels scrubbed error, so neither text
+// carries a token and errors.As still finds it (and the library's error below it).
 type apiError struct {
-	Status int    // HTTP status; 0 for a network failure
+	Status int    // HTTP status
 	Code   int    // Discord's JSON error code, when it sent one
 	msg    string // scrubbed
-	ctxErr error  // the context error, when the call ended with its context
+	err    error  // the library's error
 }
 
 func (e *apiError) Error() string { return e.msg }
-
-// Unwrap exposes only a context error, never the library's error.
-func (e *apiError) Unwrap() error { return e.ctxErr }
+func (e *apiError) Unwrap() error { return e.err }
 
 // interactionTokens matches the secret part of interaction and webhook URLs.
 var interactionTokens = regexp.MustCompile(`(/(?:interactions|webhooks)/[0-9]+/)[^/?"\s]+`)
 
-// scrub returns err as an *apiError whose text holds neither the bot token nor an
-// interaction token.
+// scrub returns err with neither the bot token nor an interaction token in its text; a
+// REST answer becomes an *apiError.
 func (c *Channel) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return err
-	}
-	out := &apiError{msg: c.scrubText(err.Error())}
 	var rest *discordgo.RESTError
-	if errors.As(err, &rest) && rest.Response != nil {
-		out.Status = rest.Response.StatusCode
+	var ae *apiError
+	if errors.As(err, &rest) && rest.Response != nil && !errors.As(err, &ae) {
+		ae = &apiError{Status: rest.Response.StatusCode, msg: fmt.Sprintf("HTTP %d", rest.Response.StatusCode), err: err}
 		if rest.Message != nil {
-			out.Code = rest.Message.Code
-			out.msg = c.scrubText(fmt.Sprintf("HTTP %d: %s (code %d)", out.Status, rest.Message.Message, rest.Message.Code))
-		} else {
-			out.msg = fmt.Sprintf("HTTP %d", out.Status)
+			ae.Code = rest.Message.Code
+			ae.msg = c.scrubText(fmt.Sprintf("HTTP %d: %s (code %d)", ae.Status, rest.Message.Message, rest.Message.Code))
 		}
+		err = ae
 	}
-	if errors.Is(err, context.Canceled) {
-		out.ctxErr = context.Canceled
-	} else if errors.Is(err, context.DeadlineExceeded) {
-		out.ctxErr = context.DeadlineExceeded
-	}
-	return out
+	return channels.Scrubber(c.scrubText).Error(err)
 }
 
 func (c *Channel) scrubText(s string) string {
-	if c.token != "" {
-		s = strings.ReplaceAll(s, c.token, "[token]")
-	}
-	return interactionTokens.ReplaceAllString(s, "${1}[token]")
+	return interactionTokens.ReplaceAllString(channels.Secrets(c.token)(s), "${1}[token]")
 }
 
-// transient reports whether a failed call may succeed when tried again: a network failure
-// or a server error. Discord's 4xx answers (a missing permission, an unknown message) do
-// not change by waiting, and 429s were already waited out by the library.
-func transient(err error) bool {
-	var ae *apiError
-	if errors.As(err, &ae) && ae.ctxErr != nil {
-		return false
+// classify is Discord's answer to channels.Policy: a network failure or a server error is
+// temporary. Its 4xx answers (a missing permission, an unknown message) do not change by
+// waiting, and 429s were already waited out by the library.
+func classify(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return channels.ErrPermanent
 	}
 	var rest *discordgo.RESTError
 	if errors.As(err, &rest) && rest.Response != nil {
-		return rest.Response.StatusCode >= 500
+		if rest.Response.StatusCode >= 500 {
+			return channels.ErrTemporary
+		}
+		return channels.ErrPermanent
 	}
-	var ne net.Error
-	var ue *url.Error
-	return errors.As(err, &ne) || errors.As(err, &ue)
+	if channels.Transient(err) {
+		return channels.ErrTemporary
+	}
+	return channels.ErrPermanent
 }
 
 // do runs one REST call with a bounded time per attempt, trying again after network
@@ -136,33 +127,11 @@ func (c *Channel) do(ctx context.Context, what string, call func(opts ...discord
 }
 
 func (c *Channel) doWithin(ctx context.Context, per time.Duration, attempts int, what string, call func(opts ...discordgo.RequestOption) error) error {
-	pause := c.tune.backoff
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, per)
-		err := call(discordgo.WithContext(actx))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || !transient(err) || attempt >= attempts {
-			return fmt.Errorf("%s: %w", what, c.scrub(err))
-		}
-		c.log.Warn("discord call failed; trying again", "call", what, "attempt", attempt, "err", c.scrub(err))
-		if sleep(ctx, pause) != nil {
-			return fmt.Errorf("%s: %w", what, c.scrub(err))
-		}
-		pause = min(pause*2, c.tune.maxBackoff)
+	p := channels.Policy{
+		Platform: Name, Attempts: attempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
+		AttemptTime: per, Classify: classify, Scrub: c.scrub, Log: c.log,
 	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.Do(ctx, channels.Call{Name: what}, func(ctx context.Context) error {
+		return call(discordgo.WithContext(ctx))
+	})
 }

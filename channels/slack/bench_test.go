@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,46 +11,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/store"
 )
-
-// echoModel answers at once with the last user message, so a reply names its envelope.
-// A call for the session busy waits until the benchmark ends: an agent that is working.
-type echoModel struct {
-	busy    string
-	release chan struct{}
-}
-
-func (m echoModel) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	if req.SessionID == m.busy {
-		select {
-		case <-m.release:
-		case <-ctx.Done():
-		}
-		return core.ModelResponse{Text: "finally"}, nil
-	}
-	last := ""
-	for _, msg := range req.Messages {
-		if msg.Role == core.RoleUser {
-			last = msg.Content
-		}
-	}
-	return core.ModelResponse{Text: "re: " + last}, nil
-}
-
-// echoHandler answers every message at once through the channel, without an engine.
-type echoHandler struct{ ch *Channel }
-
-func (h echoHandler) Handle(ctx context.Context, m core.Message) error {
-	_, err := h.ch.Send(ctx, core.Reply{To: m.Address, Text: "re: " + m.Text, InReplyTo: m.ID})
-	return err
-}
-
-func (h echoHandler) Enqueue(ctx context.Context, m core.Message) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- h.Handle(ctx, m) }()
-	return done
-}
 
 // BenchmarkSlackRoundTrip measures the gateway between Slack and the agent: the fake
 // Socket Mode websocket writes a mention envelope, the adapter acknowledges it, the engine
@@ -79,82 +38,40 @@ func BenchmarkSlackRoundTrip(b *testing.B) {
 
 func benchRoundTrip(b *testing.B, chats int, withEngine, busy bool) {
 	api := newFakeSlack(b)
-	dir := b.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	log := slog.New(slog.DiscardHandler)
 	tune := testTuning()
 	tune.postEvery = 0
 	cfg := Config{BotToken: api.botToken, AppToken: api.appToken, APIURL: api.URL()}
-	ch, err := newChannel(context.Background(), cfg, st, log, tune)
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := channeltest.NewEnv(b, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
+		return newChannel(ctx, cfg, st, log, tune)
+	}, api.botToken, api.appToken)
+	e.Log = slog.New(slog.DiscardHandler)
+	e.Core.PerSession, e.Core.MaxIterations = false, 0
+	e.Echo = !withEngine
 	busyThread := "1600000000.000001"
 	release := make(chan struct{})
-	mdl := echoModel{busy: core.Address{Channel: Name, Account: api.team, Chat: "C0BUSY", Thread: busyThread}.SessionID(), release: release}
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PlanMode: true},
-		core.Deps{Store: st, Model: mdl, Out: channels.NewHub(log, ch), Log: log})
-	var h channels.Handler = echoHandler{ch}
-	if withEngine {
-		h = eng
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- ch.Run(ctx, h) }()
-	defer func() {
-		close(release)
-		cancel()
-		<-runDone
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		_ = eng.Wait(wctx)
-	}()
-
-	var mu sync.Mutex
-	replies := map[string]chan time.Time{} // by message text
+	e.Model.Echo("re: ")
+	e.Model.Hold(core.Address{Channel: Name, Account: api.team, Chat: "C0BUSY", Thread: busyThread}.SessionID(), release)
+	replies := channeltest.NewReplies()
 	api.mu.Lock()
-	api.onPost = func(_ string, text string, at time.Time) {
-		key, ok := strings.CutPrefix(text, "re: ")
-		if !ok {
-			return
-		}
-		mu.Lock()
-		r := replies[key]
-		mu.Unlock()
-		if r != nil {
-			select {
-			case r <- at:
-			default:
-			}
-		}
-	}
+	api.onPost = func(_ string, text string, at time.Time) { replies.Seen(text, at) }
 	api.mu.Unlock()
+	e.Start()
+	b.Cleanup(func() { close(release) }) // runs before the env stops, so the busy turn can end
 
 	var envMu sync.Mutex
 	var envelopes []string
 	roundTrip := func(c, n int) (time.Duration, error) {
 		text := fmt.Sprintf("message %d in chat %d", n, c)
-		got := make(chan time.Time, 1)
-		mu.Lock()
-		replies[text] = got
-		mu.Unlock()
+		reply := replies.Expect(text)
 		s := api.mention(fmt.Sprintf("C%04d", c), fmt.Sprintf("U%04d", c), text, "1700000000.000001")
 		envMu.Lock()
 		envelopes = append(envelopes, s.Envelope)
 		envMu.Unlock()
-		select {
-		case at := <-got:
-			api.mu.Lock()
-			sent := api.sentAt[s.Envelope]
-			api.mu.Unlock()
-			return at.Sub(sent), nil
-		case <-time.After(10 * time.Second):
-			return 0, fmt.Errorf("no reply to %q", text)
-		}
+		at, err := reply()
+		api.mu.Lock()
+		sent := api.sentAt[s.Envelope]
+		api.mu.Unlock()
+		return at.Sub(sent), err
 	}
 	// Warm up every session (first messages create them) before timing.
 	for c := range chats {

@@ -12,7 +12,7 @@ func TestConformance(t *testing.T) {
 	const ch = "C0CONF"
 	channeltest.RunConformance(t, func(t *testing.T) channeltest.Harness {
 		api := newFakeSlack(t)
-		logs := &logBuffer{}
+		logs := &channeltest.LogBuffer{}
 		t.Cleanup(func() {
 			assertNoTokens(t, api, logs.String())
 			if t.Failed() {
@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			}
 		})
 		cfg := Config{BotToken: api.botToken, AppToken: api.appToken, APIURL: api.URL()}
-		c, err := newChannel(context.Background(), cfg, &memState{}, newTestLogger(logs), testTuning())
+		c, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, channeltest.NewLogger(logs), testTuning())
 		if err != nil {
 			t.Fatal(err)
 		}

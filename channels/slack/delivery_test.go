@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
 // proposeIn starts a session in ch with a mention and waits for its first plan.
 func (e *env) proposeIn(ch, user string, responses ...core.ModelResponse) (thread string, s core.Session) {
-	e.t.Helper()
+	e.TB.Helper()
 	thread = e.api.userTS()
-	e.model.Push(e.sid(ch, thread), responses...)
+	e.Model.Push(e.sid(ch, thread), responses...)
 	e.api.mentionTS(thread, ch, user, "/plan on do the thing", "")
 	return thread, e.waitPhase(ch, thread, core.PhaseAwaitingApproval)
 }
@@ -24,12 +25,12 @@ func (e *env) proposeIn(ch, user string, responses ...core.ModelResponse) (threa
 func TestStaleButton(t *testing.T) {
 	e := newEnv(t)
 	e.api.name(alice, "alice")
-	thread, s1 := e.proposeIn(general, alice, proposal("First", "One"), proposal("Second", "One", "Two"))
+	thread, s1 := e.proposeIn(general, alice, channeltest.Proposal("First", "One"), channeltest.Proposal("Second", "One", "Two"))
 	v1 := e.planMsg(general, s1.ApprovalID)
 	e.api.waitAck(e.api.slash(general, alice, "revise make it two steps", thread))
 	e.api.waitText(general, "Sent plan v1 back")
 	s2 := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
-	e.idle()
+	e.Idle()
 	before := len(e.api.messages(general))
 
 	// The v1 message lost its buttons, but an old client can still show them.
@@ -38,7 +39,7 @@ func TestStaleButton(t *testing.T) {
 	if note.Channel != general || note.Thread != thread {
 		t.Errorf("ephemeral in %s/%s, want the plan's thread %s/%s", note.Channel, note.Thread, general, thread)
 	}
-	e.idle()
+	e.Idle()
 	if got := e.waitPhase(general, thread, core.PhaseAwaitingApproval); got.ApprovalID != s2.ApprovalID {
 		t.Errorf("pending approval %s, want v2's %s untouched", got.ApprovalID, s2.ApprovalID)
 	}
@@ -61,15 +62,15 @@ func TestStaleButton(t *testing.T) {
 }
 
 func TestNonApproverClick(t *testing.T) {
-	e := newEnv(t, func(e *env) { e.core.Approvers = []string{"slack:" + alice} })
+	e := newEnv(t, func(e *env) { e.Core.Approvers = []string{"slack:" + alice} })
 	e.api.name(alice, "alice")
 	e.api.name(bob, "bob")
-	thread, s := e.proposeIn(general, alice, proposal("Guarded", "Step"))
+	thread, s := e.proposeIn(general, alice, channeltest.Proposal("Guarded", "Step"))
 	plan := e.planMsg(general, s.ApprovalID)
 
 	e.api.click(plan, bob, actionAccept, s.ApprovalID)
 	e.api.waitEphemeral(bob, "Only approvers can decide on plans here (bob is not one)")
-	e.idle()
+	e.Idle()
 	if got := e.waitPhase(general, thread, core.PhaseAwaitingApproval); got.ApprovalID != s.ApprovalID {
 		t.Fatalf("approval changed to %s after a non-approver's click", got.ApprovalID)
 	}
@@ -79,12 +80,12 @@ func TestNonApproverClick(t *testing.T) {
 
 	// The id in the payload decides, not the name: a bob called "alice" is still bob.
 	e.api.name(bob, "alice")
-	e.ch.namesMu.Lock()
-	clear(e.ch.names)
-	e.ch.namesMu.Unlock()
+	e.Channel.namesMu.Lock()
+	clear(e.Channel.names)
+	e.Channel.namesMu.Unlock()
 	e.api.click(plan, bob, actionAccept, s.ApprovalID)
 	e.api.waitEphemeral(bob, "Only approvers can decide on plans here (alice is not one)")
-	e.idle()
+	e.Idle()
 	e.waitPhase(general, thread, core.PhaseAwaitingApproval)
 
 	e.api.click(plan, alice, actionAccept, s.ApprovalID)
@@ -102,7 +103,7 @@ func TestRetriedEventHandledOnce(t *testing.T) {
 	first := e.api.resend("EvRETRY1", inner, 0)
 	e.api.waitAck(first)
 	e.api.waitText(general, "ok")
-	e.idle()
+	e.Idle()
 	for attempt := 1; attempt <= 2; attempt++ {
 		e.api.waitAck(e.api.resend("EvRETRY1", inner, attempt))
 	}
@@ -112,11 +113,11 @@ func TestRetriedEventHandledOnce(t *testing.T) {
 	// "ok" was posted already for the first message, so wait for the second model call
 	// itself: an ack comes before the message reaches the engine.
 	deadline := time.Now().Add(5 * time.Second)
-	for e.model.CallCount() < 2 && time.Now().Before(deadline) {
+	for e.Model.CallCount() < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.idle()
-	if n := e.model.CallCount(); n != 2 {
+	e.Idle()
+	if n := e.Model.CallCount(); n != 2 {
 		t.Errorf("model called %d times, want 2 (the retries of the first message handled once)", n)
 	}
 }
@@ -131,10 +132,10 @@ func TestLongReplySplit(t *testing.T) {
 	}
 	long := b.String()[:40_000]
 	thread := e.api.userTS()
-	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
+	e.Model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
 	e.api.mentionTS(thread, general, alice, "write a lot", "")
 	e.api.waitText(general, "Paragraph")
-	e.idle()
+	e.Idle()
 
 	var total int
 	msgs := e.api.messages(general)
@@ -177,7 +178,7 @@ func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 500 })
 	thread := e.api.userTS()
 	long := "Summary line of a long answer.\n\n" + strings.Repeat("detail ", 200)
-	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
+	e.Model.Push(e.sid(general, thread), core.ModelResponse{Text: long})
 	e.api.mentionTS(thread, general, alice, "write a lot", "")
 	f := e.api.waitFile(general, "reply.md")
 	if f.Thread != thread || !strings.Contains(f.Comment, "Summary line of a long answer.") {
@@ -208,18 +209,18 @@ func TestRateLimitRetryAfter(t *testing.T) {
 	if gap := calls[1].At.Sub(calls[0].At); gap < 20*time.Millisecond {
 		t.Errorf("retried after %v, want at least Retry-After (2 units = 20ms)", gap)
 	}
-	if !strings.Contains(e.logs.String(), "slack rate limit") {
+	if !strings.Contains(e.Logs.String(), "slack rate limit") {
 		t.Error("the rate limit was not logged")
 	}
 
 	// More 429s than attempts: the failure is logged with the channel and the reason.
 	e.api.limit("chat.postMessage", 1, 1, 1, 1, 1)
 	e.api.mention(general, alice, "again", thread)
-	e.idle()
+	e.Idle()
 	e.api.waitFor("the give-up log", func() bool {
-		return strings.Contains(e.logs.String(), "giving up") || strings.Contains(e.logs.String(), "slack request failed")
+		return strings.Contains(e.Logs.String(), "giving up") || strings.Contains(e.Logs.String(), "slack request failed")
 	})
-	logs := e.logs.String()
+	logs := e.Logs.String()
 	if !strings.Contains(logs, "slack_channel="+general) || !strings.Contains(logs, "rate limit exceeded") {
 		t.Errorf("the dropped reply's log does not name the channel and the reason:\n%s", logs)
 	}
@@ -229,7 +230,7 @@ func TestFormattingFallback(t *testing.T) {
 	e := newEnv(t)
 	e.api.failNext("chat.postMessage", "invalid_blocks")
 	thread := e.api.userTS()
-	e.model.Push(e.sid(general, thread), core.ModelResponse{Text: "Here is **bold** and `code`."})
+	e.Model.Push(e.sid(general, thread), core.ModelResponse{Text: "Here is **bold** and `code`."})
 	e.api.mentionTS(thread, general, alice, "hi", "")
 	m := e.api.waitText(general, "Here is")
 	if m.Blocks[0].Text.Type != "plain_text" {
@@ -240,7 +241,7 @@ func TestFormattingFallback(t *testing.T) {
 func TestPlanFileUploadFails(t *testing.T) {
 	e := newEnv(t)
 	e.api.failNext("files.completeUploadExternal", "not_in_channel")
-	_, s := e.proposeIn(general, alice, proposal("No file", "Step"))
+	_, s := e.proposeIn(general, alice, channeltest.Proposal("No file", "Step"))
 	plan := e.planMsg(general, s.ApprovalID)
 	if !strings.Contains(plan.shown(), "could not be uploaded") {
 		t.Errorf("plan message %q, want it to say the file is missing", plan.shown())
@@ -252,9 +253,9 @@ func TestAllowedChannels(t *testing.T) {
 	e.api.waitAck(e.api.mention("C0ELSEWHERE", alice, "hello", "").Envelope)
 	e.api.mention(general, alice, "hello", "")
 	e.api.waitText(general, "ok")
-	e.idle()
-	if len(e.api.messages("C0ELSEWHERE")) != 0 || e.model.CallCount() != 1 {
-		t.Errorf("the bot answered in a channel that is not allowed (model calls %d)", e.model.CallCount())
+	e.Idle()
+	if len(e.api.messages("C0ELSEWHERE")) != 0 || e.Model.CallCount() != 1 {
+		t.Errorf("the bot answered in a channel that is not allowed (model calls %d)", e.Model.CallCount())
 	}
 	e.api.waitAck(e.api.slash("C0ELSEWHERE", alice, "status", ""))
 	e.api.waitEphemeral(alice, noteNotHere)
@@ -271,7 +272,7 @@ func TestUnreadableEnvelopeIsAcked(t *testing.T) {
 func TestAcksBeforeTheEngine(t *testing.T) {
 	e := newEnv(t)
 	block := make(chan struct{})
-	e.model.Block(block)
+	e.Model.Block(block)
 
 	thread := e.api.userTS()
 	busy := e.api.mentionTS(thread, general, alice, "think hard", "")
@@ -286,20 +287,20 @@ func TestAcksBeforeTheEngine(t *testing.T) {
 	for _, id := range envs {
 		e.api.waitAck(id)
 	}
-	if n := e.model.Finished(); n != 0 {
+	if n := e.Model.Finished(); n != 0 {
 		t.Fatalf("%d model calls finished before the acks; the acks must not wait for the engine", n)
 	}
 	close(block)
 	e.api.waitText(general, "ok")
-	e.idle()
+	e.Idle()
 }
 
 func TestBadAppToken(t *testing.T) {
 	api := newFakeSlack(t)
 	api.rejectApp = true
-	logs := &logBuffer{}
+	logs := &channeltest.LogBuffer{}
 	cfg := Config{BotToken: api.botToken, AppToken: api.appToken, APIURL: api.URL()}
-	c, err := newChannel(context.Background(), cfg, &memState{}, newTestLogger(logs), testTuning())
+	c, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, channeltest.NewLogger(logs), testTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,9 +315,9 @@ func TestBadAppToken(t *testing.T) {
 
 func TestBadBotToken(t *testing.T) {
 	api := newFakeSlack(t)
-	logs := &logBuffer{}
+	logs := &channeltest.LogBuffer{}
 	cfg := Config{BotToken: "xoxb-wrong-SECRETbot", AppToken: api.appToken, APIURL: strings.TrimSuffix(api.URL(), "/")}
-	_, err := newChannel(context.Background(), cfg, &memState{}, newTestLogger(logs), testTuning())
+	_, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, channeltest.NewLogger(logs), testTuning())
 	if err == nil || !strings.Contains(err.Error(), "channels.slack.bot_token") {
 		t.Fatalf("New returned %v, want an error naming the bot token setting", err)
 	}
@@ -326,7 +327,7 @@ func TestBadBotToken(t *testing.T) {
 	}
 
 	for _, cfg := range []Config{{AppToken: "xapp-1"}, {BotToken: "xoxb-1"}} {
-		if _, err := newChannel(context.Background(), cfg, &memState{}, nil, testTuning()); err == nil {
+		if _, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning()); err == nil {
 			t.Errorf("New(%+v) succeeded without both tokens", cfg.APIURL)
 		}
 	}
@@ -341,7 +342,7 @@ func TestQuestionButtons(t *testing.T) {
 	e := newEnv(t)
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.Push(sid, toolCall("ask_user_question", map[string]any{"question": "Which color?", "options": []string{"Red", "Blue"}}),
+	e.Model.Push(sid, channeltest.ToolCall("ask_user_question", map[string]any{"question": "Which color?", "options": []string{"Red", "Blue"}}),
 		core.ModelResponse{Text: "Blue it is."})
 	e.api.mentionTS(thread, general, alice, "/plan on paint it", "")
 	q := e.api.waitText(general, "Which color?")
@@ -353,11 +354,11 @@ func TestQuestionButtons(t *testing.T) {
 	e.api.click(q, alice, action, value)
 	e.api.waitText(general, "Answer recorded: Blue")
 	e.api.waitText(general, "Blue it is.")
-	if got := e.model.LastUser(sid); !strings.Contains(got, "[QUESTION_ANSWER]: Blue") {
+	if got := e.Model.LastUser(sid); !strings.Contains(got, "[QUESTION_ANSWER]: Blue") {
 		t.Errorf("the model saw %q, want the answer", got)
 	}
 	// The same question's buttons again: the engine says it is answered, to the clicker.
-	e.idle()
+	e.Idle()
 	e.api.click(q, alice, action, value)
 	e.api.waitEphemeral(alice, "already answered")
 }
@@ -383,7 +384,7 @@ func (g *gate) Handle(_ context.Context, m core.Message) error {
 func TestShutdownHandlesWhatWasAcked(t *testing.T) {
 	api := newFakeSlack(t)
 	cfg := Config{BotToken: api.botToken, AppToken: api.appToken, APIURL: api.URL()}
-	c, err := newChannel(context.Background(), cfg, &memState{}, nil, testTuning())
+	c, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package slack
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,25 +98,28 @@ func (c *Channel) upload(ctx context.Context, ch, thread string, f core.File, co
 
 // approvalRecord remembers the messages that carry one plan version's buttons, so that
 // the engine's ReplyDecided (which names only the approval id) can retire them.
-type approvalRecord struct {
-	Chat    string    `json:"chat"`
-	Thread  string    `json:"thread,omitempty"`
-	Msgs    []sentMsg `json:"msgs"`
-	Decided string    `json:"decided,omitempty"` // the decision, once decided (markdown)
-}
+type approvalRecord = channels.Approval[sentMsg]
 
 // sentMsg is one message with decision buttons, as shown: its sections (mrkdwn) are shown
 // again, with the decision under them and the buttons gone.
 type sentMsg struct {
+	Chat     string   `json:"chat"`
 	TS       string   `json:"ts"`
 	Sections []string `json:"sections,omitempty"`
 	Plain    bool     `json:"plain,omitempty"`
 }
 
-func approvalKey(id string) string { return "approval:" + id }
+// UpgradeChat implements channels.ChatUpgrader for records that kept the channel once.
+func (m *sentMsg) UpgradeChat(chat json.RawMessage) {
+	if m.Chat == "" {
+		_ = json.Unmarshal(chat, &m.Chat)
+	}
+}
 
+// loadApproval returns the record of an approval; a record that cannot be read is logged
+// and counts as none.
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool) {
-	r, ok, err := channels.LoadJSON[approvalRecord](ctx, c.st, Name, c.team, approvalKey(id))
+	r, ok, err := c.approvals.Load(ctx, id)
 	if err != nil {
 		c.log.Error("loading approval record", "err", err)
 		return approvalRecord{}, false
@@ -124,68 +127,20 @@ func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, 
 	return r, ok
 }
 
-func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) {
-	if err := channels.SaveJSON(ctx, c.st, Name, c.team, approvalKey(id), r); err != nil {
-		// The message went out; only retiring its buttons later is at risk.
-		c.log.Error("saving approval record", "slack_channel", r.Chat, "err", err)
-	}
-}
+var _ channels.Retirer = (*Channel)(nil)
 
-// rememberButtons records message ts as carrying the decision buttons of every approval
-// r's buttons name.
-func (c *Channel) rememberButtons(ctx context.Context, r core.Reply, ch, thread, ts string, sections []string) {
-	seen := map[string]bool{}
-	for _, b := range r.Buttons {
-		switch b.Action.Kind {
-		case core.ActionAccept, core.ActionRevise, core.ActionAuto:
-		default:
-			continue
-		}
-		id := b.Action.ApprovalID
-		if id == "" || seen[id] {
-			continue
-		}
-		seen[id] = true
-		c.stateMu.Lock()
-		rec, ok := c.loadApproval(ctx, id)
-		if !ok {
-			rec = approvalRecord{Chat: ch, Thread: thread}
-		}
-		rec.Msgs = append(rec.Msgs, sentMsg{TS: ts, Sections: sections})
-		c.saveApproval(ctx, id, rec)
-		c.stateMu.Unlock()
-	}
-}
-
-// retire answers ReplyDecided: every message that carried the decided version's buttons
-// is updated to show the decision, without the buttons. The record keeps the decision, so
-// a late Revise click can say what happened.
-func (c *Channel) retire(ctx context.Context, r core.Reply) (string, error) {
-	if r.Ref == "" {
-		return "", nil
-	}
-	c.stateMu.Lock()
-	rec, ok := c.loadApproval(ctx, r.Ref)
-	if ok {
-		rec.Decided = r.Text
-		c.saveApproval(ctx, r.Ref, rec)
-	}
-	c.stateMu.Unlock()
-	if !ok {
-		return "", nil // no buttons of ours to retire
-	}
+// Retire implements channels.Retirer: every message that carried the decided version's
+// buttons is updated to show the decision, without the buttons. The record keeps the
+// decision, so a late Revise click can say what happened.
+func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
+	c.waiting.take(r.InReplyTo) // a decision is not the answer a click waits for
 	decision := channels.SlackMrkdwn(r.Text)
-	var errs []error
-	for _, m := range rec.Msgs {
+	return c.approvals.Retire(ctx, r, func(ctx context.Context, m sentMsg) error {
 		msg := message{sections: m.Sections, plain: m.Plain}
 		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_decided", mrkdwn(clip(decision, maxSection))))
-		if err := c.update(ctx, rec.Chat, m.TS, fallbackOf(r.Text), blocks); err != nil {
-			errs = append(errs, fmt.Errorf("retiring the buttons of message %s in %s: %w", m.TS, rec.Chat, err))
+		if err := c.update(ctx, m.Chat, m.TS, fallbackOf(r.Text), blocks); err != nil {
+			return fmt.Errorf("retiring the buttons of message %s in %s: %w", m.TS, m.Chat, err)
 		}
-	}
-	first := ""
-	if len(rec.Msgs) > 0 {
-		first = rec.Msgs[0].TS
-	}
-	return first, errors.Join(errs...)
+		return nil
+	})
 }

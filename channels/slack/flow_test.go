@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
@@ -18,7 +19,7 @@ const (
 
 // planMsg waits for the message carrying the buttons of approval in ch.
 func (e *env) planMsg(ch, approval string) shownMsg {
-	e.t.Helper()
+	e.TB.Helper()
 	var found shownMsg
 	e.api.waitFor("the buttons of "+approval, func() bool {
 		for _, m := range e.api.msgs {
@@ -34,13 +35,13 @@ func (e *env) planMsg(ch, approval string) shownMsg {
 
 // current returns message ts of ch as it is shown now.
 func (e *env) current(ch, ts string) shownMsg {
-	e.t.Helper()
+	e.TB.Helper()
 	for _, m := range e.api.messages(ch) {
 		if m.TS == ts {
 			return m
 		}
 	}
-	e.t.Fatalf("no message %s in %s", ts, ch)
+	e.TB.Fatalf("no message %s in %s", ts, ch)
 	return shownMsg{}
 }
 
@@ -49,9 +50,9 @@ func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS() // a top-level mention starts its own thread
 	sid := e.sid(general, thread)
-	e.model.Push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
-		progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
-		progress(map[string]string{"Fix links": "completed"}),
+	e.Model.Push(sid, channeltest.Proposal("Docs cleanup", "Reword intro", "Fix links"),
+		channeltest.Progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
+		channeltest.Progress(map[string]string{"Fix links": "completed"}),
 		core.ModelResponse{Text: "All done: the intro is reworded and the links work."})
 	e.api.mentionTS(thread, general, alice, "/plan on tidy the docs", "")
 
@@ -86,7 +87,7 @@ func TestMentionPlanAcceptToCompletion(t *testing.T) {
 	e.api.waitText(general, "Done: 2 of 2 steps")
 	e.api.waitText(general, "All done: the intro is reworded")
 	e.waitPhase(general, thread, core.PhaseOff)
-	e.idle()
+	e.Idle()
 
 	decided := e.current(general, plan.TS)
 	if len(decided.buttons()) != 0 {
@@ -127,14 +128,14 @@ func TestDirectMessageThreads(t *testing.T) {
 	if reply.Thread != first.TS {
 		t.Errorf("reply in thread %q, want the DM's own ts %q", reply.Thread, first.TS)
 	}
-	s, err := e.st.Session(t.Context(), e.sid(dmAlice, first.TS))
+	s, err := e.Store.Session(t.Context(), e.sid(dmAlice, first.TS))
 	if err != nil {
 		t.Fatalf("no session for the DM's thread: %v", err)
 	}
 	if s.Address.Thread != first.TS {
 		t.Errorf("session thread %q, want %q", s.Address.Thread, first.TS)
 	}
-	if got := e.model.LastUser(s.ID); got != "hello there" {
+	if got := e.Model.LastUser(s.ID); got != "hello there" {
 		t.Errorf("the model saw %q, want the DM text", got)
 	}
 }
@@ -144,7 +145,7 @@ func TestSlashRevise(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.Push(sid, proposal("Changelog", "Create CHANGELOG.md"), proposal("Changelog with tests", "Create CHANGELOG.md", "Add a test"))
+	e.Model.Push(sid, channeltest.Proposal("Changelog", "Create CHANGELOG.md"), channeltest.Proposal("Changelog with tests", "Create CHANGELOG.md", "Add a test"))
 	e.api.mentionTS(thread, general, alice, "/plan on add a changelog", "")
 	s := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
 	v1 := e.planMsg(general, s.ApprovalID)
@@ -157,7 +158,7 @@ func TestSlashRevise(t *testing.T) {
 	if s2.ApprovalID == s.ApprovalID {
 		t.Fatal("no new plan version after the revision")
 	}
-	if got := e.model.LastUser(sid); !strings.Contains(got, "add a test & keep it short") {
+	if got := e.Model.LastUser(sid); !strings.Contains(got, "add a test & keep it short") {
 		t.Errorf("the model saw %q, want the feedback, unescaped", got)
 	}
 	if !strings.Contains(e.current(general, v1.TS).shown(), "sent back for revision by alice") {
@@ -187,8 +188,8 @@ func TestSlashTopLevel(t *testing.T) {
 	if !strings.Contains(help.Text, "/plan accept") {
 		t.Errorf("help note %q, want the command list", help.Text)
 	}
-	if e.model.CallCount() != 0 || len(e.api.messages(general)) != 0 {
-		t.Fatalf("nothing should have been posted; messages %d, model calls %d", len(e.api.messages(general)), e.model.CallCount())
+	if e.Model.CallCount() != 0 || len(e.api.messages(general)) != 0 {
+		t.Fatalf("nothing should have been posted; messages %d, model calls %d", len(e.api.messages(general)), e.Model.CallCount())
 	}
 
 	// /plan on <goal> at top level starts a thread of its own.
@@ -202,7 +203,7 @@ func TestSlashTopLevel(t *testing.T) {
 	if on.Thread != root.TS {
 		t.Errorf("reply in thread %q, want the new root %q", on.Thread, root.TS)
 	}
-	e.idle()
+	e.Idle()
 
 	// A refusal of a top-level command is shown to its author, where they typed it.
 	e.api.waitAck(e.api.slash(general, alice, "accept", ""))
@@ -222,7 +223,7 @@ func TestReviseModal(t *testing.T) {
 	e.api.name(alice, "alice")
 	thread := e.api.userTS()
 	sid := e.sid(general, thread)
-	e.model.Push(sid, proposal("Tidy", "Sort imports"), proposal("Tidy more", "Sort imports", "Remove dead code"))
+	e.Model.Push(sid, channeltest.Proposal("Tidy", "Sort imports"), channeltest.Proposal("Tidy more", "Sort imports", "Remove dead code"))
 	e.api.mentionTS(thread, general, alice, "/plan on tidy", "")
 	s := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
 	plan := e.planMsg(general, s.ApprovalID)

@@ -269,17 +269,3 @@ func buttonValue(a core.Action, option int) (actionID, value string, ok bool) {
 	}
 	return "", "", false
 }
-
-// validApproval accepts what the engine makes (lower-case base32) and a little more, but
-// nothing that could smuggle separators into a value or a state key.
-func validApproval(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}

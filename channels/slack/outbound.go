@@ -22,33 +22,21 @@ const (
 	maxFallback = 300    // the notification text of a message with blocks (our choice)
 )
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. Text goes as Slack mrkdwn in section blocks of at most
 // 3,000 characters, as many messages as 50 blocks and 40,000 characters a message need
 // (buttons on the last); a plan goes as a file in the thread and a message with its
-// buttons; a ReplyDecided retires the buttons of the decided version. A notice that is the
-// first answer to a click or a slash command is shown only to the person who made it. It
-// returns the ts of the first message posted.
+// buttons. A notice that is the first answer to a click or a slash command is shown only
+// to the person who made it. It returns the ts of the first message posted.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	who, answers := c.waiting.take(r.InReplyTo)
-	if r.Kind == core.ReplyDecided {
-		return c.retire(ctx, r)
-	}
 	if answers && r.Kind == core.ReplyNotice && len(r.Buttons) == 0 && len(r.Attachments) == 0 {
 		err := c.ephemeral(ctx, who.ch, who.thread, who.user, r.Text)
 		if err == nil || ctx.Err() != nil {
 			return "", err
 		}
 		c.log.Warn("an ephemeral answer failed; posting it in the thread", "slack_channel", who.ch, "err", err)
-	}
-	if r.ReplaceID != "" {
-		err := c.Edit(ctx, r.ReplaceID, r)
-		if err == nil {
-			return r.ReplaceID, nil
-		}
-		if ctx.Err() != nil {
-			return "", err
-		}
-		r.ReplaceID = ""
 	}
 	ch, thread, err := target(r.To)
 	if err != nil {
@@ -72,7 +60,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 		}
 	}
 	if withButtons != "" && len(buttons) > 0 {
-		c.rememberButtons(ctx, r, ch, thread, withButtons, shown)
+		c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: ch, TS: withButtons, Sections: shown})
 	}
 	if err != nil {
 		return first, fmt.Errorf("sending to slack channel %s: %w", ch, err)
@@ -178,7 +166,7 @@ func (c *Channel) sendText(ctx context.Context, ch, thread, md string, buttons [
 // text: a reply is never dropped for its formatting.
 func (c *Channel) postMessage(ctx context.Context, ch, thread string, m message) (string, error) {
 	ts, err := c.post(ctx, ch, thread, m.fallback, m.blocks())
-	if err == nil || m.plain || !isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long") {
+	if err == nil || m.plain || !isFormatRefusal(err) {
 		return ts, err
 	}
 	c.log.Warn("slack refused the formatting; sending plain text", "slack_channel", ch, "err", err)
@@ -225,6 +213,8 @@ func (c *Channel) update(ctx context.Context, ch, ts, fallback string, blocks []
 	})
 }
 
+var _ channels.Editor = (*Channel)(nil)
+
 // Edit implements channels.Editor: the message's text becomes r's (chat.update). Should
 // the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
@@ -241,7 +231,7 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	m := msgs[0]
 	err = c.update(ctx, ch, id, m.fallback, m.blocks())
-	if isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long") {
+	if isFormatRefusal(err) {
 		c.log.Warn("slack refused the formatting of an edit; using plain text", "slack_channel", ch, "err", err)
 		alt := message{fallback: m.fallback, sections: plainSections(m.sections), extra: m.extra, plain: true}
 		err = c.update(ctx, ch, id, alt.fallback, alt.blocks())
@@ -278,21 +268,13 @@ func (c *Channel) ephemeral(ctx context.Context, ch, thread, user, md string) er
 // names the /plan command that does the same.
 func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 	var decide, answers []slackgo.BlockElement
-	option := 0
-	for _, b := range bs {
-		if b.Action.Kind == core.ActionAnswer {
-			option++
-		}
+	for option, b := range channels.Numbered(bs) {
 		id, value, ok := buttonValue(b.Action, option)
 		if !ok {
 			c.log.Error("leaving out a button plangate cannot encode", "label", b.Label, "kind", b.Action.Kind)
 			continue
 		}
-		label := strings.TrimSpace(b.Label)
-		if label == "" {
-			label = string(b.Action.Kind)
-		}
-		btn := slackgo.NewButtonBlockElement(id, value, plain(clip(label, maxLabel)))
+		btn := slackgo.NewButtonBlockElement(id, value, plain(clip(channels.ButtonLabel(b), maxLabel)))
 		if b.Action.Kind == core.ActionAnswer {
 			answers = append(answers, btn)
 			continue
@@ -311,6 +293,10 @@ func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 	}
 	return out
 }
+
+// validApproval accepts what the engine makes and nothing that could smuggle separators
+// into a button's value or a state key.
+func validApproval(s string) bool { return channels.ValidID(s) }
 
 func mrkdwn(s string) *slackgo.TextBlockObject {
 	// verbatim: Slack must not turn words into links or mentions on its own.

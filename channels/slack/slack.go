@@ -11,9 +11,12 @@
 // decided, and its buttons are gone. A refusal that answers a click or a slash command is
 // shown only to the person who made it (an ephemeral message).
 //
-// Every Socket Mode envelope is acknowledged as soon as it is read, before any work is done,
-// and handed to the engine in order; Slack's retries are recognised by their event id and
-// handled once. Posts are paced per channel, 429 answers wait Retry-After, and neither token
+// Every Socket Mode envelope the bot handles is stored in a durable inbox before it is
+// acknowledged (still within Slack's 3 seconds: nothing slower, not even the sender's name,
+// comes first), handed to the engine in order and replayed after a restart until it is
+// handled. A message is answered once: it is identified by its channel and ts, so Slack's
+// retries and a DM delivered as both message.im and app_mention are recognised, and the
+// engine records that id durably. Posts are paced per channel, 429 answers wait Retry-After, and neither token
 // ever appears in a log line or an error.
 package slack
 
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -39,22 +43,6 @@ const Name = "slack"
 
 // defaultAPIURL is the public Web API.
 const defaultAPIURL = "https://slack.com/api/"
-
-// Config configures the Slack channel.
-type Config struct {
-	BotToken string // xoxb-…: the Web API; never logged, never part of an error
-	AppToken string // xapp-…: Socket Mode (connections:write); never logged either
-	// APIURL is the Web API base: "" = Slack's, else a local fake. A missing trailing "/"
-	// is added (the library needs it).
-	APIURL string
-	// AllowedChannels are the conversation ids (C…, G…, D…) the bot answers in; empty = all.
-	AllowedChannels []string
-	// LongReplyAsFile sends a reply longer than this many characters as reply.md with its
-	// first line as the comment; 0 = never (long replies are split into messages).
-	LongReplyAsFile int
-	// HTTPClient is optional; its Timeout bounds every Web API request.
-	HTTPClient *http.Client
-}
 
 // State is where the adapter keeps what must survive a restart: which message carries
 // which approval's buttons, and each channel's most recent session. *store.Store satisfies it.
@@ -99,22 +87,21 @@ type Channel struct {
 	botUser   string // the bot's user id, to ignore its own messages and strip its mention
 	workspace string // https://team.slack.com/, for links to threads
 
-	allowed map[string]bool
-	pace    *pacer
-	seen    *seenSet
-	waiting *interactions
+	allowed   map[string]bool
+	pace      *channels.Pacer[string]
+	seen      *seenSet
+	waiting   *interactions
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
-	stateMu  sync.Mutex // serializes read-modify-write of approval records
 	recentMu sync.Mutex
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
-	names    map[string]cachedName // user id -> display name
-}
+	names    map[string]cachedName    // user id -> display name
+	lookups  map[string]chan struct{} // user id -> closed when its users.info call ends
+	nameWait time.Duration            // how long a message waits for its sender's name
 
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-)
+	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
+}
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
 // this is: the team id keys every session and every piece of saved state. The app token is
@@ -156,6 +143,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		waiting: newInteractions(),
 		recent:  map[string]string{},
 		names:   map[string]cachedName{},
+		lookups: map[string]chan struct{}{},
+		// A message waits this long for users.info, then goes on with the id: the
+		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
+		nameWait: time.Second,
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[id] = true
@@ -180,6 +171,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	c.team, c.botUser, c.workspace = who.TeamID, who.UserID, who.URL
 	c.log = c.log.With("team", c.team)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.team, c.log)
 	return c, nil
 }
 

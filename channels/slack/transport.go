@@ -3,11 +3,8 @@ package slack
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
+	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -16,104 +13,66 @@ import (
 	"github.com/plangate/plangate/channels"
 )
 
-// scrubbed is an error whose text had the tokens removed. It keeps errors.Is and errors.As
-// working for the typed Slack errors without offering the chain itself, where a token
-// could be read.
-type scrubbed struct {
-	msg  string
-	orig error
+// scrub returns err with both tokens removed; errors.Is and errors.As still reach the
+// library's typed errors (rate limits, status codes, Slack's error codes).
+func (c *Channel) scrub(err error) error { return c.scrubber().Error(err) }
+
+func (c *Channel) scrubText(s string) string { return c.scrubber()(s) }
+
+func (c *Channel) scrubber() channels.Scrubber {
+	return channels.Secrets(c.cfg.BotToken, c.cfg.AppToken)
 }
 
-func (e *scrubbed) Error() string        { return e.msg }
-func (e *scrubbed) Is(target error) bool { return errors.Is(e.orig, target) }
-
-func (e *scrubbed) As(target any) bool {
-	switch t := target.(type) {
-	case **slackgo.RateLimitedError:
-		return errors.As(e.orig, t)
-	case *slackgo.StatusCodeError:
-		return errors.As(e.orig, t)
-	case *slackgo.SlackErrorResponse:
-		return errors.As(e.orig, t)
-	}
-	return false
-}
-
-// scrub returns err with both tokens replaced.
-func (c *Channel) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	if s, ok := err.(*scrubbed); ok {
-		return s
-	}
-	return &scrubbed{msg: c.scrubText(err.Error()), orig: err}
-}
-
-func (c *Channel) scrubText(s string) string {
-	bot, app := c.cfg.BotToken, c.cfg.AppToken
-	return channels.ScrubSecrets(s, bot, url.QueryEscape(bot), app, url.QueryEscape(app))
-}
-
-// do runs one Web API request with Slack's rules: paced per channel when paced is set
-// (posts and updates), 429 waits Retry-After and tries again, 5xx and network failures back
-// off and try again, all bounded by maxAttempts. What finally fails is logged with the
-// channel, the method and the reason, and returned; the tokens are never part of either.
-// ch "" is a request that concerns no channel.
+// do runs one Web API request with Slack's rules (channels.Policy): paced per channel when
+// paced is set (posts and updates), 429 waits Retry-After and tries again, 5xx and network
+// failures back off and try again, all bounded by maxAttempts. What finally fails is
+// logged with the channel, the method and the reason, and returned; the tokens are never
+// part of either. ch "" is a request that concerns no channel.
 func (c *Channel) do(ctx context.Context, ch string, paced bool, method string, fn func(ctx context.Context) error) error {
-	wait := c.tune.backoff
-	for attempt := 1; ; attempt++ {
-		if paced {
-			if err := sleep(ctx, c.pace.reserve(ch)); err != nil {
-				return err
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, c.tune.attemptTime)
-		raw := fn(actx)
-		cancel()
-		if raw == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		err := c.scrub(raw)
-		var pause time.Duration
-		var limited *slackgo.RateLimitedError
-		switch {
-		case errors.As(raw, &limited):
-			secs := max(int64(limited.RetryAfter/time.Second), 1)
-			pause = time.Duration(secs) * c.tune.retryUnit
-			c.pace.block(ch, pause)
-			c.log.Warn("slack rate limit; waiting as asked", "method", method, "slack_channel", ch, "retry_after", pause, "attempt", attempt)
-		case isStatus(raw, http.StatusTooManyRequests):
-			// A 429 without Retry-After: wait a second's worth.
-			pause = c.tune.retryUnit
-			c.pace.block(ch, pause)
-		case retryable(raw):
-			pause = wait
-			wait = min(wait*2, c.tune.maxBackoff)
-		default:
-			c.failed(method, ch, attempt, err)
-			return fmt.Errorf("slack %s: %w", method, err)
-		}
-		if attempt >= c.tune.maxAttempts {
-			c.failed(method, ch, attempt, err)
-			return fmt.Errorf("slack %s: giving up after %d attempts: %w", method, attempt, err)
-		}
-		c.log.Debug("slack request will be retried", "method", method, "slack_channel", ch, "attempt", attempt, "pause", pause, "err", err)
-		if err := sleep(ctx, pause); err != nil {
-			return err
-		}
+	call := channels.Call{Name: method, Target: slog.String("slack_channel", ch)}
+	if paced {
+		call.Lane = c.pace.Lane(ch)
+	}
+	return c.policy().Do(ctx, call, fn)
+}
+
+// classify is Slack's answer to channels.Policy: a 429 waits Retry-After (a second's worth
+// without one), a 5xx, one of Slack's own temporary errors or a network failure is
+// temporary, every other answer is final.
+func (c *Channel) classify(err error) error {
+	var limited *slackgo.RateLimitedError
+	switch {
+	case errors.As(err, &limited):
+		secs := max(int64(limited.RetryAfter/time.Second), 1)
+		return channels.RateLimited(time.Duration(secs) * c.tune.retryUnit)
+	case isStatus(err, http.StatusTooManyRequests):
+		return channels.RateLimited(c.tune.retryUnit)
+	case retryable(err):
+		return channels.ErrTemporary
+	}
+	return channels.ErrPermanent
+}
+
+// policy is how Slack's requests are tried.
+func (c *Channel) policy() channels.Policy {
+	return channels.Policy{
+		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
+		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log,
+		// The caller falls back to plain text and logs that.
+		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
 	}
 }
 
-// failed logs a request that will not be tried again, so nothing is dropped silently.
-func (c *Channel) failed(method, ch string, attempts int, err error) {
-	if isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long") {
-		return // the caller falls back to plain text and logs that
-	}
-	c.log.Error("slack request failed", "method", method, "slack_channel", ch, "attempts", attempts, "err", err)
+// isFormatRefusal is Slack refusing the blocks of a message: sent again as plain text.
+func isFormatRefusal(err error) bool {
+	return isSlackError(err, "invalid_blocks", "invalid_blocks_format", "msg_too_long")
+}
+
+// newPacer keeps posts under Slack's limit of about one message a second per channel.
+func newPacer(t tuning) *channels.Pacer[string] {
+	return channels.NewPacer(func(string) channels.Rate {
+		return channels.Rate{Every: t.postEvery, Burst: t.burst}
+	}, channels.Rate{})
 }
 
 // isSlackError reports whether err is a Web API answer {"ok":false,"error":<one of codes>}.
@@ -144,95 +103,7 @@ func retryable(err error) bool {
 	if isSlackError(err, "internal_error", "fatal_error", "service_unavailable", "request_timeout") {
 		return true
 	}
-	if errors.Is(err, context.DeadlineExceeded) { // one attempt timed out, the caller's ctx did not
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return true
-	}
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// pacer keeps posts under Slack's limit of about one message a second per channel, so a
-// burst of replies is spread out instead of being answered with 429s. Each channel is a GCRA
-// bucket: burst posts at once, then one per postEvery.
-type pacer struct {
-	tune tuning
-	now  func() time.Time
-
-	mu    sync.Mutex
-	chans map[string]time.Time // theoretical arrival time of the channel's next post
-}
-
-func newPacer(t tuning) *pacer {
-	return &pacer{tune: t, now: time.Now, chans: map[string]time.Time{}}
-}
-
-// reserve books the next post in ch and says how long the caller must wait for it.
-func (p *pacer) reserve(ch string) time.Duration {
-	every := p.tune.postEvery
-	if every <= 0 || ch == "" {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	p.forgetIdle(now)
-	tat := p.chans[ch]
-	if tat.Before(now) {
-		tat = now
-	}
-	allowAt := tat.Add(-time.Duration(max(p.tune.burst, 1)-1) * every)
-	p.chans[ch] = tat.Add(every)
-	if allowAt.After(now) {
-		return allowAt.Sub(now)
-	}
-	return 0
-}
-
-// block holds back ch for d after Slack answered 429.
-func (p *pacer) block(ch string, d time.Duration) {
-	if ch == "" || p.tune.postEvery <= 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	until := p.now().Add(d).Add(time.Duration(max(p.tune.burst, 1)-1) * p.tune.postEvery)
-	if until.After(p.chans[ch]) {
-		p.chans[ch] = until
-	}
-}
-
-// forgetIdle drops channels quiet long enough to be full again, so the map does not grow
-// with every channel the bot ever spoke in. p.mu must be held.
-func (p *pacer) forgetIdle(now time.Time) {
-	if len(p.chans) < 1024 {
-		return
-	}
-	for ch, tat := range p.chans {
-		if tat.Before(now) {
-			delete(p.chans, ch)
-		}
-	}
+	return channels.Transient(err)
 }
 
 // seenSet remembers recently handled event keys, so an event Slack delivers again (a

@@ -211,19 +211,19 @@ func TestSlashThread(t *testing.T) {
 func TestPacer(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := newPacer(tuning{postEvery: time.Second, burst: 2})
-	p.now = func() time.Time { return now }
-	waits := []time.Duration{p.reserve("C1"), p.reserve("C1"), p.reserve("C1"), p.reserve("C2")}
+	p.Now = func() time.Time { return now }
+	waits := []time.Duration{p.Reserve("C1"), p.Reserve("C1"), p.Reserve("C1"), p.Reserve("C2")}
 	want := []time.Duration{0, 0, time.Second, 0}
 	for i := range want {
 		if waits[i] != want[i] {
 			t.Errorf("reserve %d waits %v, want %v", i, waits[i], want[i])
 		}
 	}
-	p.block("C2", 5*time.Second)
-	if w := p.reserve("C2"); w < 5*time.Second {
+	p.Block("C2", 5*time.Second)
+	if w := p.Reserve("C2"); w < 5*time.Second {
 		t.Errorf("after a 429 of 5s C2 waits %v", w)
 	}
-	if w := newPacer(tuning{}).reserve("C1"); w != 0 {
+	if w := newPacer(tuning{}).Reserve("C1"); w != 0 {
 		t.Errorf("unpaced reserve waits %v", w)
 	}
 }

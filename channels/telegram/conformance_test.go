@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 	channeltest.RunConformance(t, func(t *testing.T) channeltest.Harness {
 		api := newFakeAPI(t)
 		cfg := Config{Token: api.token, APIURL: api.URL(), RequireMentionInGroups: true, PollTimeout: time.Second}
-		ch, err := newChannel(context.Background(), cfg, &memState{}, nil, testTuning())
+		ch, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
 		if err != nil {
 			t.Fatal(err)
 		}

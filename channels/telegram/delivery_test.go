@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
@@ -41,10 +42,10 @@ func longText(n int) string {
 func TestLongReplySplitsAtTelegramLimit(t *testing.T) {
 	e := newEnv(t)
 	reply := longText(9000)
-	e.model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
+	e.Model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
 	e.api.say(private, alice, "tell me everything")
 	e.api.waitFor("the whole reply", func() bool { return len(e.api.callsL("sendMessage")) >= 3 })
-	e.idle()
+	e.Idle()
 	sends := e.api.callsOf("sendMessage")
 	if len(sends) != 3 {
 		t.Fatalf("%d sendMessage calls, want 3 for a 9,000-character reply", len(sends))
@@ -64,10 +65,10 @@ func TestLongReplySplitsAtTelegramLimit(t *testing.T) {
 func TestLongReplyAsFile(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.cfg.LongReplyAsFile = 500 })
 	reply := "Summary first.\n\n" + longText(1000)
-	e.model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
+	e.Model.Push(e.sessionID(private), core.ModelResponse{Text: reply})
 	e.api.say(private, alice, "write a lot")
 	e.waitDoc(private, `^reply\.md$`)
-	e.idle()
+	e.Idle()
 	docs := e.api.callsOf("sendDocument")
 	if len(docs) != 1 || docs[0].Data != reply {
 		t.Fatalf("documents %d, want one reply.md holding the whole reply", len(docs))
@@ -84,10 +85,10 @@ func TestRejectedEntitiesAreResentAsPlainText(t *testing.T) {
 	e := newEnv(t)
 	e.api.fail("sendMessage", -1, 400, "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0", 0,
 		func(p map[string]string) bool { return p["parse_mode"] == "HTML" && strings.Contains(p["text"], "<b>") })
-	e.model.Push(e.sessionID(private), core.ModelResponse{Text: "**Important**: read [the guide](https://example.org/guide) & *relax*"})
+	e.Model.Push(e.sessionID(private), core.ModelResponse{Text: "**Important**: read [the guide](https://example.org/guide) & *relax*"})
 	e.api.say(private, alice, "anything important?")
 	got := e.api.waitText(private, "Important")
-	e.idle()
+	e.Idle()
 	if got.Mode != "" || strings.Contains(got.Text, "<") {
 		t.Errorf("fallback message %q in mode %q, want plain text", got.Text, got.Mode)
 	}
@@ -96,7 +97,7 @@ func TestRejectedEntitiesAreResentAsPlainText(t *testing.T) {
 			t.Errorf("fallback text %q, want %q", got.Text, want)
 		}
 	}
-	if !strings.Contains(e.logs.String(), "sending plain text") {
+	if !strings.Contains(e.Logs.String(), "sending plain text") {
 		t.Error("the fallback was not logged")
 	}
 }
@@ -106,7 +107,7 @@ func TestTooManyRequestsWaitsAndRetries(t *testing.T) {
 	e.api.fail("sendMessage", 1, 429, "Too Many Requests: retry after 3", 3, nil)
 	e.api.say(private, alice, "hello")
 	e.api.waitText(private, "ok")
-	e.idle()
+	e.Idle()
 	if n := len(e.api.callsOf("sendMessage")); n != 2 {
 		t.Errorf("%d sendMessage calls, want the 429 and one retry", n)
 	}
@@ -121,7 +122,7 @@ func TestServerErrorsRetryWithBackoff(t *testing.T) {
 	e.api.fail("sendMessage", 2, 500, "Internal Server Error", 0, nil)
 	e.api.say(private, alice, "hello")
 	e.api.waitText(private, "ok")
-	e.idle()
+	e.Idle()
 	if n := len(e.api.callsOf("sendMessage")); n != 3 {
 		t.Errorf("%d sendMessage calls, want two failures and a success", n)
 	}
@@ -130,18 +131,18 @@ func TestServerErrorsRetryWithBackoff(t *testing.T) {
 func TestSendFailureIsReportedWithChatNotToken(t *testing.T) {
 	e := newEnv(t)
 	e.api.fail("sendMessage", -1, 400, "Bad Request: chat not found", 0, nil)
-	_, err := e.ch.Send(context.Background(), core.Reply{To: e.addr(999, 0), Text: "hi"})
+	_, err := e.Channel.Send(context.Background(), core.Reply{To: e.addr(999, 0), Text: "hi"})
 	if err == nil {
 		t.Fatal("Send succeeded although Telegram refused it")
 	}
 	if !strings.Contains(err.Error(), "999") || !strings.Contains(err.Error(), "chat not found") {
 		t.Errorf("error %q, want the chat and the reason", err)
 	}
-	if strings.Contains(err.Error(), e.api.token) || strings.Contains(e.logs.String(), e.api.token) {
+	if strings.Contains(err.Error(), e.api.token) || strings.Contains(e.Logs.String(), e.api.token) {
 		t.Error("the bot token leaked into an error or the log")
 	}
-	if !strings.Contains(e.logs.String(), "chat=999") {
-		t.Errorf("the failure was not logged with its chat: %s", e.logs.String())
+	if !strings.Contains(e.Logs.String(), "chat=999") {
+		t.Errorf("the failure was not logged with its chat: %s", e.Logs.String())
 	}
 }
 
@@ -166,13 +167,13 @@ func TestTokenNeverInErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &logBuffer{}
-			log := newTestLogger(logs)
+			logs := &channeltest.LogBuffer{}
+			log := channeltest.NewLogger(logs)
 			tune := testTuning()
 			tune.maxAttempts = 2
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, err := newChannel(ctx, Config{Token: token, APIURL: tc.url, PollTimeout: time.Second}, &memState{}, log, tune)
+			_, err := newChannel(ctx, Config{Token: token, APIURL: tc.url, PollTimeout: time.Second}, &channeltest.MemState{}, log, tune)
 			if err == nil {
 				t.Fatal("New succeeded")
 			}
@@ -202,16 +203,16 @@ func TestTokenNeverInErrors(t *testing.T) {
 
 func TestDuplicateUpdateHandledOnce(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(e.sessionID(private), proposal("Once", "Only"))
+	e.Model.Push(e.sessionID(private), channeltest.Proposal("Once", "Only"))
 	id := e.api.say(private, alice, "/plan on do it once")
 	e.waitDoc(private, `-v1\.md$`)
-	e.idle()
+	e.Idle()
 	raw := e.api.rawUpdate(id)
 	e.api.redeliver(id, raw)
 	e.api.say(private, alice, "/plan status")
 	e.api.waitText(private, "phase: awaiting_approval")
-	e.idle()
-	if n := e.model.CallCount(); n != 1 {
+	e.Idle()
+	if n := e.Model.CallCount(); n != 1 {
 		t.Errorf("the model was called %d times, want once", n)
 	}
 	msgs := e.api.messages(private)
@@ -222,21 +223,21 @@ func TestDuplicateUpdateHandledOnce(t *testing.T) {
 
 func TestRestartContinuesFromSavedOffset(t *testing.T) {
 	e := newEnv(t)
-	e.model.Push(e.sessionID(private), proposal("Survives", "Only"))
+	e.Model.Push(e.sessionID(private), channeltest.Proposal("Survives", "Only"))
 	first := e.api.say(private, alice, "/plan on survive a restart")
 	e.waitDoc(private, `-v1\.md$`)
-	e.stop()
+	e.Stop()
 
 	next := e.api.say(private, alice, "/plan status")
 	before := len(e.api.callsOf("getUpdates"))
-	e.start()
+	e.Start()
 	e.api.waitText(private, "phase: awaiting_approval")
-	e.idle()
+	e.Idle()
 	polls := e.api.callsOf("getUpdates")[before:]
 	if len(polls) == 0 || polls[0].Params["offset"] != strconv.FormatInt(next, 10) {
 		t.Errorf("the restarted adapter first asked for updates from %v, want %d (one past the handled %d)", polls[0].Params["offset"], next, first)
 	}
-	if n := e.model.CallCount(); n != 1 {
+	if n := e.Model.CallCount(); n != 1 {
 		t.Errorf("the model was called %d times, want once: the first update was handled again", n)
 	}
 	if n := countContaining(e.api.messages(private), "Plan mode is on"); n != 1 {
@@ -251,7 +252,7 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
 	block := make(chan struct{})
-	e.model.Block(block)
+	e.Model.Block(block)
 
 	first := e.api.say(private, alice, "first message")
 	second := e.api.say(private, alice, "second message")
@@ -267,20 +268,18 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	})
 
 	// The process dies: its adapter stops, its engine is left hanging in the model.
-	crashed := e.eng
-	e.cancel()
-	<-e.done
-	e.cancel = nil
-	e.model = newModel()
-	e.model.Push(sid, core.ModelResponse{Text: "answer to the second"})
-	e.start()
+	crashed := e.Engine
+	e.Crash()
+	e.Model = channeltest.NewModel()
+	e.Model.Push(sid, core.ModelResponse{Text: "answer to the second"})
+	e.Start()
 	e.api.waitText(private, "answer to the second")
-	e.idle()
+	e.Idle()
 
-	if n := e.model.CallCount(); n != 1 {
+	if n := e.Model.CallCount(); n != 1 {
 		t.Errorf("the restarted engine called the model %d times, want once (for the second message only)", n)
 	}
-	last := e.model.Calls()[0].Messages[len(e.model.Calls()[0].Messages)-1]
+	last := e.Model.Calls()[0].Messages[len(e.Model.Calls()[0].Messages)-1]
 	if !strings.Contains(last.Content, "second message") {
 		t.Errorf("the restarted turn was about %q, want the second message", last.Content)
 	}
@@ -300,7 +299,7 @@ func TestOtherBotsCommandsIgnored(t *testing.T) {
 		e.api.say(chat, alice, "/plan@planGATEbot status") // bot names are case-insensitive
 		e.api.waitText(chat, "phase: off")
 	}
-	e.idle()
+	e.Idle()
 	for _, chat := range []int64{group, private} {
 		if n := countContaining(e.api.messages(chat), "phase:"); n != 1 {
 			t.Errorf("chat %d: %d status replies, want 1 (the other bot's command is not ours)", chat, n)
@@ -311,17 +310,17 @@ func TestOtherBotsCommandsIgnored(t *testing.T) {
 func TestGroupMessagesNeedMention(t *testing.T) {
 	t.Run("required", func(t *testing.T) {
 		e := newEnv(t)
-		e.model.Push(e.sessionID(group), core.ModelResponse{Text: "first answer"}, core.ModelResponse{Text: "second answer"})
+		e.Model.Push(e.sessionID(group), core.ModelResponse{Text: "first answer"}, core.ModelResponse{Text: "second answer"})
 		e.api.say(group, alice, "just chatting among people")
 		e.api.say(group, alice, "@PlanGateBot what is the plan?")
 		reply := e.api.waitText(group, "first answer")
 		e.api.say(group, bob, "and the details?", replyTo(reply.ID))
 		e.api.waitText(group, "second answer")
-		e.idle()
-		if n := e.model.CallCount(); n != 2 {
+		e.Idle()
+		if n := e.Model.CallCount(); n != 2 {
 			t.Fatalf("model called %d times, want 2 (mention and reply, not the chatter)", n)
 		}
-		msgs := e.model.Calls()[0].Messages
+		msgs := e.Model.Calls()[0].Messages
 		if got := msgs[len(msgs)-1].Content; !strings.Contains(got, "what is the plan?") || strings.Contains(got, "@PlanGateBot") || strings.Contains(got, "chatting") {
 			t.Errorf("the model saw %q, want the question without the leading mention", got)
 		}
@@ -330,7 +329,7 @@ func TestGroupMessagesNeedMention(t *testing.T) {
 		e := newEnv(t, func(e *env) { e.cfg.RequireMentionInGroups = false })
 		e.api.say(group, alice, "just chatting among people")
 		e.api.waitText(group, "ok")
-		if n := e.model.CallCount(); n != 1 {
+		if n := e.Model.CallCount(); n != 1 {
 			t.Errorf("model called %d times, want 1", n)
 		}
 	})
@@ -339,7 +338,7 @@ func TestGroupMessagesNeedMention(t *testing.T) {
 		e.api.say(group, alice, "/plan@PlanGateBot status")
 		e.api.say(private, alice, "/plan status")
 		e.api.waitText(private, "phase: off")
-		e.idle()
+		e.Idle()
 		if n := len(e.api.messages(group)); n != 0 {
 			t.Errorf("%d messages in a chat that is not allowed", n)
 		}
@@ -348,24 +347,24 @@ func TestGroupMessagesNeedMention(t *testing.T) {
 
 // waitInbox waits until the saved inbox satisfies cond.
 func (e *env) waitInbox(cond func(savedInbox) bool) savedInbox {
-	e.t.Helper()
+	e.TB.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var s savedInbox
-		v, ok, err := e.st.ChannelState(context.Background(), Name, strconv.FormatInt(e.api.botID, 10), inboxKey)
+		v, ok, err := e.Store.ChannelState(context.Background(), Name, strconv.FormatInt(e.api.botID, 10), inboxKey)
 		if err != nil {
-			e.t.Fatal(err)
+			e.TB.Fatal(err)
 		}
 		if ok {
 			if err := json.Unmarshal([]byte(v), &s); err != nil {
-				e.t.Fatal(err)
+				e.TB.Fatal(err)
 			}
 			if cond(s) {
 				return s
 			}
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("the saved inbox never got there; it is %s", v)
+			e.TB.Fatalf("the saved inbox never got there; it is %s", v)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -384,7 +383,7 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 	t.Run("missing plan file goes as text with its buttons", func(t *testing.T) {
 		r := core.Reply{To: to, Kind: core.ReplyPlan, Text: "Plan v1 — Lost file (1 step)\nDecide: /plan accept",
 			Attachments: []core.File{{Name: "plan-v1.md", Path: t.TempDir() + "/gone.md"}}, Buttons: buttons("lost1")}
-		id, err := e.ch.Send(ctx, r)
+		id, err := e.Channel.Send(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +391,7 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 		if m.Doc != "" || !strings.Contains(m.Text, "Lost file") || len(keyboardData(t, m)) != 2 {
 			t.Fatalf("fallback message %+v, want the plan text with both buttons", m)
 		}
-		if _, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "lost1", Text: "Plan v1 \"Lost file\" — accepted by alice"}); err != nil {
+		if _, err := e.Hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "lost1", Text: "Plan v1 \"Lost file\" — accepted by alice"}); err != nil {
 			t.Fatal(err)
 		}
 		if m := e.msg(group, m.ID); len(keyboardData(t, m)) != 0 {
@@ -403,7 +402,7 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 		text := "Plan v2 — Long (60 steps) (pending)\n" + strings.Repeat("[ ] a step with a reasonably long description\n", 60)
 		r := core.Reply{To: to, Kind: core.ReplyPlan, Text: text,
 			Attachments: []core.File{{Name: "plan-v2.md", Data: []byte("# plan")}}, Buttons: buttons("long2")}
-		id, err := e.ch.Send(ctx, r)
+		id, err := e.Channel.Send(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,11 +415,11 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 			t.Errorf("the whole checklist did not follow the document")
 		}
 		// A nudge with the same buttons is retired along with the document.
-		nudge, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyNudge, Text: "Plan v2 has waited 30m.", Buttons: buttons("long2")})
+		nudge, err := e.Channel.Send(ctx, core.Reply{To: to, Kind: core.ReplyNudge, Text: "Plan v2 has waited 30m.", Buttons: buttons("long2")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "long2", Text: "Plan v2 \"Long\" — accepted by alice"}); err != nil {
+		if _, err := e.Hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "long2", Text: "Plan v2 \"Long\" — accepted by alice"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []int{doc.ID, mustAtoi(t, nudge)} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
@@ -42,7 +43,7 @@ func keyboardData(t *testing.T, m shownMsg) []string {
 
 // waitDoc waits for the document whose file name matches pattern in chat.
 func (e *env) waitDoc(chat int64, pattern string) shownMsg {
-	e.t.Helper()
+	e.TB.Helper()
 	re := regexp.MustCompile(pattern)
 	var found shownMsg
 	e.api.waitFor("a document matching "+pattern, func() bool {
@@ -59,13 +60,13 @@ func (e *env) waitDoc(chat int64, pattern string) shownMsg {
 
 // msg returns message id of chat as it is shown now.
 func (e *env) msg(chat int64, id int) shownMsg {
-	e.t.Helper()
+	e.TB.Helper()
 	for _, m := range e.api.messages(chat) {
 		if m.ID == id {
 			return m
 		}
 	}
-	e.t.Fatalf("no message %d in chat %d", id, chat)
+	e.TB.Fatalf("no message %d in chat %d", id, chat)
 	return shownMsg{}
 }
 
@@ -82,9 +83,9 @@ func countContaining(ms []shownMsg, s string) int {
 func TestGroupPlanToCompletionWithButtons(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(group)
-	e.model.Push(sid, proposal("Docs cleanup", "Reword intro", "Fix links"),
-		progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
-		progress(map[string]string{"Fix links": "completed"}),
+	e.Model.Push(sid, channeltest.Proposal("Docs cleanup", "Reword intro", "Fix links"),
+		channeltest.Progress(map[string]string{"Reword intro": "completed", "Fix links": "in_progress"}),
+		channeltest.Progress(map[string]string{"Fix links": "completed"}),
 		core.ModelResponse{Text: "All done: the intro is reworded and the links work."})
 
 	e.api.say(group, alice, "/plan@PlanGateBot on tidy the docs")
@@ -114,7 +115,7 @@ func TestGroupPlanToCompletionWithButtons(t *testing.T) {
 	e.api.waitText(group, "Done: 2 of 2 steps")
 	e.api.waitText(group, "All done: the intro is reworded")
 	e.waitPhase(group, core.PhaseOff)
-	e.idle()
+	e.Idle()
 
 	decided := e.msg(group, doc.ID)
 	if len(keyboardData(t, decided)) != 0 {
@@ -141,14 +142,14 @@ func TestReviseThroughForceReplyInForumTopic(t *testing.T) {
 	e := newEnv(t)
 	const topic = 7
 	sid := e.addr(forum, topic).SessionID()
-	e.model.Push(sid, proposal("Docs cleanup", "Reword intro"), proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
+	e.Model.Push(sid, channeltest.Proposal("Docs cleanup", "Reword intro"), channeltest.Proposal("Docs cleanup with typos", "Reword intro", "Fix typos"))
 
 	e.api.say(forum, alice, "/plan on tidy the docs", inThread(topic))
 	doc := e.waitDoc(forum, `-v1\.md$`)
 	if doc.Thread != topic {
 		t.Errorf("plan posted in thread %d, want topic %d", doc.Thread, topic)
 	}
-	s, err := e.st.Session(context.Background(), sid)
+	s, err := e.Store.Session(context.Background(), sid)
 	if err != nil {
 		t.Fatalf("the topic is not its own session %s: %v", sid, err)
 	}
@@ -166,12 +167,12 @@ func TestReviseThroughForceReplyInForumTopic(t *testing.T) {
 	}
 	v1Approval := s.ApprovalID
 	// A person reads the prompt before replying; the test waits for the adapter to note it.
-	e.waitState(promptKey(forum, prompt.ID))
+	e.WaitState(e.account(), promptKey(forum, prompt.ID))
 
 	e.api.say(forum, alice, "also fix typos", replyTo(prompt.ID), inThread(topic))
 	e.waitDoc(forum, `-v2\.md$`)
-	e.idle()
-	s, err = e.st.Session(context.Background(), sid)
+	e.Idle()
+	s, err = e.Store.Session(context.Background(), sid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +194,14 @@ func TestReviseThroughForceReplyInForumTopic(t *testing.T) {
 func TestStaleAcceptAfterNewVersion(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
-	e.model.Push(sid, proposal("First try", "One"), proposal("Second try", "One", "Two"))
+	e.Model.Push(sid, channeltest.Proposal("First try", "One"), channeltest.Proposal("Second try", "One", "Two"))
 	e.api.say(private, alice, "/plan on something")
 	v1 := e.waitDoc(private, `-v1\.md$`)
 	s1 := e.waitPhase(private, core.PhaseAwaitingApproval)
 	// A comment while v1 waits makes the agent propose again: v2 supersedes v1.
 	e.api.say(private, alice, "it needs a second step")
 	e.waitDoc(private, `-v2\.md$`)
-	e.idle()
+	e.Idle()
 	s2 := e.session(private)
 	if s2.ApprovalID == s1.ApprovalID || s2.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("setup: v2 not pending (phase %s)", s2.Phase)
@@ -210,7 +211,7 @@ func TestStaleAcceptAfterNewVersion(t *testing.T) {
 	if toast := e.api.waitAnswer(qid); !strings.Contains(toast, "Plan v1 was superseded by v2") {
 		t.Errorf("toast %q, want it to say v1 was superseded by v2", toast)
 	}
-	e.idle()
+	e.Idle()
 	s3 := e.session(private)
 	if s3.Phase != core.PhaseAwaitingApproval || s3.ApprovalID != s2.ApprovalID {
 		t.Errorf("after the stale click: phase %s approval %s, want v2 still pending (%s)", s3.Phase, s3.ApprovalID, s2.ApprovalID)
@@ -218,8 +219,8 @@ func TestStaleAcceptAfterNewVersion(t *testing.T) {
 }
 
 func TestNonApproverClickChangesNothing(t *testing.T) {
-	e := newEnv(t, func(e *env) { e.core.Approvers = []string{"telegram:11"} })
-	e.model.Push(e.sessionID(group), proposal("Guarded", "Only step"))
+	e := newEnv(t, func(e *env) { e.Core.Approvers = []string{"telegram:11"} })
+	e.Model.Push(e.sessionID(group), channeltest.Proposal("Guarded", "Only step"))
 	e.api.say(group, alice, "/plan@PlanGateBot on guarded work")
 	doc := e.waitDoc(group, `-v1\.md$`)
 	s := e.waitPhase(group, core.PhaseAwaitingApproval)
@@ -228,7 +229,7 @@ func TestNonApproverClickChangesNothing(t *testing.T) {
 	if toast := e.api.waitAnswer(qid); !strings.Contains(toast, "Only approvers") || !strings.Contains(toast, "bob") {
 		t.Errorf("toast %q, want a refusal naming bob", toast)
 	}
-	e.idle()
+	e.Idle()
 	if got := e.session(group); got.Phase != core.PhaseAwaitingApproval || got.ApprovalID != s.ApprovalID {
 		t.Errorf("after bob's click: phase %s, want the plan still pending", got.Phase)
 	}
@@ -252,9 +253,9 @@ func TestQuestionButtonsAnswerByNumber(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
 	ask := func(q string, opts ...string) core.ModelResponse {
-		return toolCall("ask_user_question", map[string]any{"question": q, "options": opts})
+		return channeltest.ToolCall("ask_user_question", map[string]any{"question": q, "options": opts})
 	}
-	e.model.Push(sid, ask("Which docs?", "README only", "Everything"), core.ModelResponse{Text: "Fine."},
+	e.Model.Push(sid, ask("Which docs?", "README only", "Everything"), core.ModelResponse{Text: "Fine."},
 		ask("Which tone?", "Formal", "Casual"))
 	e.api.say(private, alice, "/plan on tidy")
 	first := e.api.waitText(private, "Question: Which docs?")
@@ -267,14 +268,14 @@ func TestQuestionButtonsAnswerByNumber(t *testing.T) {
 	}
 	e.api.say(private, alice, "and now?")
 	e.api.waitText(private, "Question: Which tone?")
-	e.idle()
+	e.Idle()
 
 	// Option 2 of the first question must not answer the second one.
 	qid = e.api.click(private, alice, first.ID, "q:2")
 	if toast := e.api.waitAnswer(qid); toast != toastQuestionOld {
 		t.Errorf("stale question toast %q, want %q", toast, toastQuestionOld)
 	}
-	e.idle()
+	e.Idle()
 	if s := e.session(private); s.Question == nil || s.Question.Text != "Which tone?" {
 		t.Errorf("the open question changed after a stale click: %+v", s.Question)
 	}

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html"
 	"strconv"
@@ -37,26 +36,13 @@ type inlineButton struct {
 // noKeyboard removes the buttons of a message.
 var noKeyboard = inlineKeyboard{InlineKeyboard: [][]inlineButton{}}
 
+var _ channels.Channel = (*Channel)(nil)
+
 // Send implements channels.Channel. Text goes as Telegram HTML in as many messages as the
-// 4096 limit needs (buttons on the last); a plan goes as a document with its buttons; a
-// ReplyDecided retires the buttons of the decided version. It returns the id of the first
-// message sent. (The Hub edits for replies with ReplaceID; used directly as a core.Sender,
-// Send edits them itself and posts anew only if the edit fails.)
+// 4096 limit needs (buttons on the last); a plan goes as a document with its buttons. It
+// returns the id of the first message sent.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	c.toasts.observe(r)
-	if r.Kind == core.ReplyDecided {
-		return c.retire(ctx, r)
-	}
-	if r.ReplaceID != "" {
-		err := c.Edit(ctx, r.ReplaceID, r)
-		if err == nil {
-			return r.ReplaceID, nil
-		}
-		if ctx.Err() != nil {
-			return "", err
-		}
-		r.ReplaceID = ""
-	}
 	chat, thread, err := target(r.To)
 	if err != nil {
 		return "", fmt.Errorf("sending to telegram: %w", err)
@@ -84,7 +70,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 		}
 	}
 	if first != 0 && withButtons != 0 && kb != nil {
-		c.rememberSent(ctx, r, chat, thread, withButtons, caption)
+		c.rememberSent(ctx, r, chat, withButtons, caption)
 	}
 	if err != nil {
 		return idString(first), fmt.Errorf("sending to telegram chat %d: %w", chat, err)
@@ -101,22 +87,13 @@ func idString(id int) string {
 
 // rememberSent records which message carries the buttons of r, for ReplyDecided and for
 // telling a stale question's buttons from the open one's.
-func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, thread, msgID int, caption string) {
-	seen := map[string]bool{}
-	answers := false
+func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, msgID int, caption string) {
+	c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: chat, ID: msgID, Doc: caption != "", Caption: caption})
 	for _, b := range r.Buttons {
-		switch b.Action.Kind {
-		case core.ActionAnswer:
-			answers = true
-		case core.ActionAccept, core.ActionRevise, core.ActionAuto:
-			if id := b.Action.ApprovalID; id != "" && !seen[id] {
-				seen[id] = true
-				c.rememberButtons(ctx, id, chat, thread, sentMsg{ID: msgID, Doc: caption != "", Caption: caption})
-			}
+		if b.Action.Kind == core.ActionAnswer {
+			c.setQuestionMsgs(ctx, r.To.SessionID(), msgID, r.Kind == core.ReplyNudge)
+			return
 		}
-	}
-	if answers {
-		c.setQuestionMsgs(ctx, r.To.SessionID(), msgID, r.Kind == core.ReplyNudge)
 	}
 }
 
@@ -126,21 +103,13 @@ func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, th
 func (c *Channel) keyboard(bs []core.Button) models.ReplyMarkup {
 	var decisions []inlineButton
 	var rows [][]inlineButton
-	option := 0
-	for _, b := range bs {
-		if b.Action.Kind == core.ActionAnswer {
-			option++
-		}
+	for option, b := range channels.Numbered(bs) {
 		data, ok := callbackData(b.Action, option)
 		if !ok {
 			c.log.Error("leaving out a button that does not fit telegram's callback data", "label", b.Label, "kind", b.Action.Kind)
 			continue
 		}
-		label := strings.TrimSpace(b.Label)
-		if label == "" {
-			label = string(b.Action.Kind)
-		}
-		btn := inlineButton{Text: clip(label, maxLabel), CallbackData: data}
+		btn := inlineButton{Text: clip(channels.ButtonLabel(b), maxLabel), CallbackData: data}
 		if b.Action.Kind == core.ActionAnswer {
 			rows = append(rows, []inlineButton{btn})
 		} else {
@@ -245,6 +214,8 @@ func (c *Channel) sendMessage(ctx context.Context, chat int64, thread int, text 
 	return sent.ID, nil
 }
 
+var _ channels.Editor = (*Channel)(nil)
+
 // Edit implements channels.Editor: the message's text becomes r's. An edit that changes
 // nothing succeeds. Should the new text need more than one message, the rest follows as
 // new messages.
@@ -298,6 +269,8 @@ func (c *Channel) editText(ctx context.Context, chat int64, msgID int, chunk str
 	return err
 }
 
+var _ channels.Typer = (*Channel)(nil)
+
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -314,51 +287,33 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	return nil
 }
 
-// retire answers ReplyDecided: every message that carried the decided version's buttons
-// loses them, and a plan document's caption gains the decision line. The record keeps the
-// decision, so a late Revise click on an old client can say what happened.
-func (c *Channel) retire(ctx context.Context, r core.Reply) (string, error) {
-	if r.Ref == "" {
-		return "", nil
-	}
-	c.stateMu.Lock()
-	rec, ok, err := c.loadApproval(ctx, r.Ref)
-	if err == nil && ok {
-		rec.Decided = r.Text
-		err = c.saveApproval(ctx, r.Ref, rec)
-	}
-	c.stateMu.Unlock()
-	if err != nil {
-		c.log.Error("updating approval record", "err", err)
-	}
-	if !ok {
-		return "", nil // no buttons of ours to retire
-	}
+var _ channels.Retirer = (*Channel)(nil)
+
+// Retire implements channels.Retirer: every message that carried the decided version's
+// buttons loses them, and a plan document's caption gains the decision line. The record
+// keeps the decision, so a late Revise click on an old client can say what happened.
+func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
+	c.toasts.observe(r)
 	line := toastText(r.Text)
-	var errs []error
-	for _, m := range rec.Msgs {
+	return c.approvals.Retire(ctx, r, func(ctx context.Context, m sentMsg) error {
 		var err error
 		if m.Doc {
 			caption, _, _ := buildCaption(strings.Split(m.Caption, "\n"), line)
-			err = c.do(ctx, rec.Chat, true, "editMessageCaption", func(ctx context.Context) error {
+			err = c.do(ctx, m.Chat, true, "editMessageCaption", func(ctx context.Context) error {
 				_, err := c.b.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{
-					ChatID: rec.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: noKeyboard,
+					ChatID: m.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: noKeyboard,
 				})
 				return err
 			})
 		} else {
-			err = c.do(ctx, rec.Chat, true, "editMessageReplyMarkup", func(ctx context.Context) error {
-				_, err := c.b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: rec.Chat, MessageID: m.ID, ReplyMarkup: noKeyboard})
+			err = c.do(ctx, m.Chat, true, "editMessageReplyMarkup", func(ctx context.Context) error {
+				_, err := c.b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat, MessageID: m.ID, ReplyMarkup: noKeyboard})
 				return err
 			})
 		}
 		if err != nil && !isNotModified(err) {
-			errs = append(errs, fmt.Errorf("retiring the buttons of message %d in chat %d: %w", m.ID, rec.Chat, err))
+			return fmt.Errorf("retiring the buttons of message %d in chat %d: %w", m.ID, m.Chat, err)
 		}
-	}
-	var first int
-	if len(rec.Msgs) > 0 {
-		first = rec.Msgs[0].ID
-	}
-	return idString(first), errors.Join(errs...)
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -10,48 +11,27 @@ import (
 
 // approvalRecord remembers the messages that carry one plan version's buttons, so that
 // the engine's ReplyDecided (which names only the approval id) can retire them.
-type approvalRecord struct {
-	Chat    int64     `json:"chat"`
-	Thread  int       `json:"thread,omitempty"`
-	Msgs    []sentMsg `json:"msgs"`
-	Decided string    `json:"decided,omitempty"` // the decision line, once decided
-}
+type approvalRecord = channels.Approval[sentMsg]
 
 // sentMsg is one message with decision buttons.
 type sentMsg struct {
-	ID int `json:"id"`
+	Chat int64 `json:"chat"`
+	ID   int   `json:"id"`
 	// Caption is set for a plan document: its caption as plain text, to which the decision
 	// line is added. Messages without one (nudges) only lose their buttons.
 	Caption string `json:"caption,omitempty"`
 	Doc     bool   `json:"doc,omitempty"`
 }
 
-func approvalKey(id string) string { return "approval:" + id }
+// UpgradeChat implements channels.ChatUpgrader for records that kept the chat once.
+func (m *sentMsg) UpgradeChat(chat json.RawMessage) {
+	if m.Chat == 0 {
+		_ = json.Unmarshal(chat, &m.Chat)
+	}
+}
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
-	return channels.LoadJSON[approvalRecord](ctx, c.st, Name, c.account, approvalKey(id))
-}
-
-func (c *Channel) saveApproval(ctx context.Context, id string, r approvalRecord) error {
-	return channels.SaveJSON(ctx, c.st, Name, c.account, approvalKey(id), r)
-}
-
-// rememberButtons adds a sent message to the record of an approval.
-func (c *Channel) rememberButtons(ctx context.Context, approval string, chat int64, thread int, m sentMsg) {
-	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
-	r, ok, err := c.loadApproval(ctx, approval)
-	if err != nil {
-		c.log.Error("loading approval record", "chat", chat, "err", err)
-	}
-	if !ok {
-		r = approvalRecord{Chat: chat, Thread: thread}
-	}
-	r.Msgs = append(r.Msgs, m)
-	if err := c.saveApproval(ctx, approval, r); err != nil {
-		// The message went out; only retiring its buttons later is at risk.
-		c.log.Error("saving approval record", "chat", chat, "err", err)
-	}
+	return c.approvals.Load(ctx, id)
 }
 
 func promptKey(chat int64, msgID int) string {

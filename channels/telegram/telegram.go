@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -35,24 +36,6 @@ const Name = "telegram"
 
 // defaultPollTimeout is how long one getUpdates call waits for news at Telegram.
 const defaultPollTimeout = 50 * time.Second
-
-// Config configures the Telegram channel.
-type Config struct {
-	Token string // the bot token; never logged, never part of an error
-	// APIURL is the Bot API server: "" = the public one, else a self-hosted server or a
-	// local fake.
-	APIURL       string
-	AllowedChats []int64 // chat ids the bot answers in; empty = all
-	// RequireMentionInGroups: in groups only /plan commands, mentions of the bot and
-	// replies to its messages are handled. The config layer defaults it to true.
-	RequireMentionInGroups bool
-	// LongReplyAsFile sends a reply longer than this many characters as a reply.md
-	// document with a short caption; 0 = never.
-	LongReplyAsFile int
-	PollTimeout     time.Duration // long-poll wait; 0 = 50s
-	// HTTPClient is optional. Its Timeout, if set, must exceed PollTimeout.
-	HTTPClient *http.Client
-}
 
 // State is where the adapter keeps what must survive a restart: the update inbox and
 // offset, which messages carry which approval's buttons, open ForceReply prompts.
@@ -107,18 +90,20 @@ type Channel struct {
 	account  string // botID as a string: Address.Account and the State account
 	username string
 
-	allowed map[int64]bool
-	pace    *pacer
-	toasts  *toastBoard
+	allowed   map[int64]bool
+	pace      *channels.Pacer[int64]
+	toasts    *toastBoard
+	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
-	stateMu sync.Mutex // serializes read-modify-write of approval and question records
+	stateMu sync.Mutex // serializes read-modify-write of question records
+
+	// The poller's clock and pause, which tests replace to count calls without waiting.
+	now   func() time.Time
+	pause func(ctx context.Context, d time.Duration) error
+	limit *logLimiter
+
+	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
-
-var (
-	_ channels.Channel = (*Channel)(nil)
-	_ channels.Editor  = (*Channel)(nil)
-	_ channels.Typer   = (*Channel)(nil)
-)
 
 // New connects to the Bot API and asks who the bot is (getMe): its id keys every session
 // and every piece of saved state, so a new bot token starts fresh. A nil log discards.
@@ -154,7 +139,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		allowed: make(map[int64]bool, len(cfg.AllowedChats)),
 		pace:    newPacer(tune),
 		toasts:  newToastBoard(),
+		now:     time.Now,
+		pause:   sleep,
 	}
+	c.limit = newLogLimiter(func() time.Time { return c.now() })
 	if c.api == "" {
 		c.api = "https://api.telegram.org"
 	}
@@ -188,6 +176,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	c.account = strconv.FormatInt(me.ID, 10)
 	c.username = me.Username
 	c.log = c.log.With("bot", c.account)
+	c.approvals = channels.NewLedger[sentMsg](st, Name, c.account, c.log)
 	return c, nil
 }
 
@@ -226,6 +215,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 		return fmt.Errorf("running telegram: %w", err)
 	}
 	d := &dispatcher{c: c, h: h, in: in}
+	c.disp.Store(d)
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 	}

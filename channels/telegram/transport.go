@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -41,122 +40,73 @@ func (e *serverError) Error() string {
 	return fmt.Sprintf("telegram answered %d %s", e.status, http.StatusText(e.status))
 }
 
-// scrubbed is an error whose text had the bot token removed. It keeps errors.Is working
-// for the original chain without offering it through Unwrap, where the token could be read.
-type scrubbed struct {
-	msg  string
-	orig error
-}
+// scrub returns err with every form of the token removed; errors.Is and errors.As still
+// reach the library's typed errors (429, 5xx).
+func (c *Channel) scrub(err error) error { return channels.Secrets(c.token).Error(err) }
 
-func (e *scrubbed) Error() string        { return e.msg }
-func (e *scrubbed) Is(target error) bool { return errors.Is(e.orig, target) }
+func (c *Channel) scrubText(s string) string { return channels.Secrets(c.token)(s) }
 
-// As lets callers find the typed Telegram errors (429, 5xx) without exposing the chain.
-func (e *scrubbed) As(target any) bool {
-	switch t := target.(type) {
-	case **bot.TooManyRequestsError:
-		return errors.As(e.orig, t)
-	case **serverError:
-		return errors.As(e.orig, t)
-	}
-	return false
-}
-
-// scrub returns err with every occurrence of the token replaced.
-func (c *Channel) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	if s, ok := err.(*scrubbed); ok {
-		return s
-	}
-	return &scrubbed{msg: c.scrubText(err.Error()), orig: err}
-}
-
-func (c *Channel) scrubText(s string) string {
-	if c.token == "" {
-		return s
-	}
-	return channels.ScrubSecrets(s, c.token, url.PathEscape(c.token), url.QueryEscape(c.token))
-}
-
-// do runs one Bot API request with Telegram's rules: paced per chat when paced is set
-// (messages and edits), 429 waits retry_after and tries again, 5xx and network failures
-// back off and try again, all bounded by maxAttempts. What finally fails is logged with
-// the chat and the reason and returned; the token is never part of either. chat 0 is a
-// request that concerns no chat (getMe, setMyCommands).
+// do runs one Bot API request with Telegram's rules (channels.Policy): paced per chat when
+// paced is set (messages and edits), 429 waits retry_after and tries again, 5xx and
+// network failures back off and try again, all bounded by maxAttempts. What finally fails
+// is logged with the chat and the reason and returned; the token is never part of either.
+// chat 0 is a request that concerns no chat (getMe, setMyCommands).
 func (c *Channel) do(ctx context.Context, chat int64, paced bool, method string, fn func(ctx context.Context) error) error {
-	wait := c.tune.backoff
-	for attempt := 1; ; attempt++ {
-		if paced {
-			if err := c.pace.wait(ctx, chat); err != nil {
-				return err
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, c.tune.attemptTime)
-		raw := fn(actx)
-		cancel()
-		if raw == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		err := c.scrub(raw)
-		var pause time.Duration
-		var tooMany *bot.TooManyRequestsError
-		switch {
-		case errors.As(raw, &tooMany):
-			pause = time.Duration(max(tooMany.RetryAfter, 1)) * c.tune.retryUnit
-			c.pace.block(chat, pause)
-		case retryable(raw):
-			pause = wait
-			wait = min(wait*2, c.tune.maxBackoff)
-		default:
-			c.failed(method, chat, attempt, err)
-			return fmt.Errorf("telegram %s: %w", method, err)
-		}
-		if attempt >= c.tune.maxAttempts {
-			c.failed(method, chat, attempt, err)
-			return fmt.Errorf("telegram %s: giving up after %d attempts: %w", method, attempt, err)
-		}
-		c.log.Debug("telegram request will be retried", "method", method, "chat", chat, "attempt", attempt, "pause", pause, "err", err)
-		if err := sleep(ctx, pause); err != nil {
-			return err
-		}
+	call := channels.Call{Name: method, Target: slog.Int64("chat", chat)}
+	if paced {
+		call.Lane = c.pace.Lane(chat)
 	}
+	return c.policy().Do(ctx, call, fn)
 }
 
-func (c *Channel) failed(method string, chat int64, attempts int, err error) {
-	switch {
-	case isNotModified(err), isEntityError(err):
-		return // the caller turns these into success or a plain-text resend, and logs that
-	case method == "answerCallbackQuery" && errors.Is(err, bot.ErrorBadRequest):
-		return // a query too old to answer (after a restart): only the toast is lost
+// quiet names the failures the caller turns into success or a plain-text resend and logs
+// itself, and a callback query too old to answer (after a restart: only the toast is lost).
+func quiet(method string, err error) bool {
+	return isNotModified(err) || isEntityError(err) ||
+		method == "answerCallbackQuery" && errors.Is(err, bot.ErrorBadRequest)
+}
+
+// classify is Telegram's answer to channels.Policy: a 429 waits retry_after (in seconds),
+// a 5xx or a network failure is temporary, every other answer is final.
+func (c *Channel) classify(err error) error {
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		return channels.RateLimited(time.Duration(max(tooMany.RetryAfter, 1)) * c.tune.retryUnit)
 	}
-	c.log.Error("telegram request failed", "method", method, "chat", chat, "attempts", attempts, "err", err)
+	if retryable(err) {
+		return channels.ErrTemporary
+	}
+	return channels.ErrPermanent
+}
+
+// policy is how Telegram's requests are tried.
+func (c *Channel) policy() channels.Policy {
+	return channels.Policy{
+		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
+		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
+	}
 }
 
 // retryable reports whether a failed request may succeed when simply sent again.
 func retryable(err error) bool {
 	var se *serverError
-	if errors.As(err, &se) {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) { // one attempt timed out, the caller's ctx did not
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return true
-	}
-	// A connection cut while the answer was read.
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return errors.As(err, &se) || channels.Transient(err)
 }
+
+// newPacer keeps outgoing messages under Telegram's limits: about one a second per chat,
+// twenty a minute per group (group and supergroup ids are negative), thirty a second in
+// all, of which a second's worth may go at once.
+func newPacer(t tuning) *channels.Pacer[int64] {
+	return channels.NewPacer(func(chat int64) channels.Rate {
+		if chat < 0 {
+			return channels.Rate{Every: t.groupEvery, Burst: t.burst}
+		}
+		return channels.Rate{Every: t.privateEvery, Burst: t.burst}
+	}, channels.Rate{Every: t.globalEvery, Burst: globalBurst})
+}
+
+// globalBurst lets a second's worth of messages (across chats) go at once.
+const globalBurst = 30
 
 // isEntityError is Telegram refusing the formatting of a text.
 func isEntityError(err error) bool {
@@ -168,16 +118,5 @@ func isNotModified(err error) bool {
 	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error { return channels.Sleep(ctx, d) }

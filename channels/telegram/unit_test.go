@@ -12,15 +12,17 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 )
 
-func testChannel(t *testing.T) (*Channel, *logBuffer) {
+func testChannel(t *testing.T) (*Channel, *channeltest.LogBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &channeltest.LogBuffer{}
 	c := &Channel{botID: 424242, account: "424242", username: "PlanGateBot", tune: testTuning(),
-		log: newTestLogger(logs), st: &memState{}, toasts: newToastBoard(), allowed: map[int64]bool{}}
+		log: channeltest.NewLogger(logs), st: &channeltest.MemState{}, toasts: newToastBoard(), allowed: map[int64]bool{}}
 	c.pace = newPacer(c.tune)
+	c.approvals = channels.NewLedger[sentMsg](c.st, Name, c.account, c.log)
 	return c, logs
 }
 
@@ -238,11 +240,11 @@ func TestPacer(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tune := defaultTuning()
 	p := newPacer(tune)
-	p.now = func() time.Time { return now }
+	p.Now = func() time.Time { return now }
 	waits := func(chat int64, n int) []time.Duration {
 		var out []time.Duration
 		for range n {
-			out = append(out, p.reserve(chat))
+			out = append(out, p.Reserve(chat))
 		}
 		return out
 	}
@@ -255,12 +257,12 @@ func TestPacer(t *testing.T) {
 		t.Errorf("group waits %v, want the fourth after 3s", got)
 	}
 	// Chats do not slow each other down (within the global 30/s).
-	if got := p.reserve(6); got != 0 {
+	if got := p.Reserve(6); got != 0 {
 		t.Errorf("a fresh chat waits %v", got)
 	}
 	// A 429 holds the chat back for retry_after.
-	p.block(7, 5*time.Second)
-	if got := p.reserve(7); got != 5*time.Second {
+	p.Block(7, 5*time.Second)
+	if got := p.Reserve(7); got != 5*time.Second {
 		t.Errorf("after a 429 the chat waits %v, want 5s", got)
 	}
 	// Time passing refills the bucket.
@@ -388,36 +390,36 @@ func TestEditAndTyping(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	to := e.addr(forum, 4)
-	id, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[ ] step one"})
+	id, err := e.Channel.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[ ] step one"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ch.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[ ] step one"}); err != nil {
+	if err := e.Channel.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[ ] step one"}); err != nil {
 		t.Errorf("an edit that changes nothing failed: %v", err)
 	}
-	if err := e.ch.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[x] step one"}); err != nil {
+	if err := e.Channel.Edit(ctx, id, core.Reply{To: to, Kind: core.ReplyProgress, Text: "[x] step one"}); err != nil {
 		t.Fatal(err)
 	}
 	if m := e.msg(forum, mustAtoi(t, id)); m.Text != "[x] step one" || m.Edits != 1 {
 		t.Errorf("after the edit the message shows %q (%d edits)", m.Text, m.Edits)
 	}
-	if err := e.ch.Edit(ctx, "12345", core.Reply{To: to, Text: "x"}); err == nil {
+	if err := e.Channel.Edit(ctx, "12345", core.Reply{To: to, Text: "x"}); err == nil {
 		t.Error("editing a message that does not exist succeeded")
 	}
-	if err := e.ch.Edit(ctx, "not-an-id", core.Reply{To: to, Text: "x"}); err == nil {
+	if err := e.Channel.Edit(ctx, "not-an-id", core.Reply{To: to, Text: "x"}); err == nil {
 		t.Error("editing with a foreign id succeeded")
 	}
-	if err := e.ch.Typing(ctx, to); err != nil {
+	if err := e.Channel.Typing(ctx, to); err != nil {
 		t.Fatal(err)
 	}
 	acts := e.api.callsOf("sendChatAction")
 	if last := acts[len(acts)-1]; last.Params["action"] != "typing" || last.Params["message_thread_id"] != "4" {
 		t.Errorf("chat action %v, want typing in topic 4", last.Params)
 	}
-	if _, err := e.ch.Send(ctx, core.Reply{To: core.Address{Channel: "slack", Chat: "C1"}, Text: "x"}); err == nil {
+	if _, err := e.Channel.Send(ctx, core.Reply{To: core.Address{Channel: "slack", Chat: "C1"}, Text: "x"}); err == nil {
 		t.Error("sending to another channel's address succeeded")
 	}
-	if id, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "never-sent"}); err != nil || id != "" {
+	if id, err := e.Hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyDecided, Ref: "never-sent"}); err != nil || id != "" {
 		t.Errorf("deciding an unknown approval: %q, %v; want nothing to do", id, err)
 	}
 }
@@ -435,15 +437,15 @@ func TestSendWithReplaceIDEdits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	to := e.addr(private, 0)
-	id, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "1 of 2"})
+	id, err := e.Channel.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "1 of 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "2 of 2", ReplaceID: id})
+	again, err := e.Hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "2 of 2", ReplaceID: id})
 	if err != nil || again != id {
 		t.Fatalf("Send with ReplaceID = %q, %v; want the same message %q edited", again, err, id)
 	}
-	fresh, err := e.ch.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "after a lost message", ReplaceID: "9999"})
+	fresh, err := e.Hub.Send(ctx, core.Reply{To: to, Kind: core.ReplyProgress, Text: "after a lost message", ReplaceID: "9999"})
 	if err != nil || fresh == "9999" || fresh == "" {
 		t.Errorf("Send with an unknown ReplaceID = %q, %v; want a new message", fresh, err)
 	}

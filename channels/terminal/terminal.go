@@ -33,13 +33,6 @@ const account = "local"
 // maxLine bounds one input line; a pasted document longer than this is an input error.
 const maxLine = 1 << 20
 
-// Config configures the terminal channel.
-type Config struct {
-	Session        string // Address.Chat, the --session name; default "main"
-	AttachmentsDir string // where attachments that exist only in memory are saved
-	Sender         string // sender id and name of lines without a "!name" prefix; default "local"
-}
-
 // Channel is the terminal channel. Send and Edit may be called from any goroutine.
 type Channel struct {
 	cfg         Config

@@ -131,8 +131,8 @@ func (c *Channel) approvals(ctx context.Context, sessionID, planID string) strin
 	}
 	var who []string
 	for _, e := range evs {
-		if e.PlanID == planID && e.Kind == core.EventAccepted && !slices.Contains(who, e.Actor) {
-			who = append(who, e.Actor)
+		if e.PlanID == planID && e.Kind == core.EventAccepted && !slices.Contains(who, e.Actor.ID) {
+			who = append(who, e.Actor.ID)
 		}
 	}
 	if len(who) == 0 {

@@ -16,6 +16,11 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/plangate/plangate/channels/discord"
+	"github.com/plangate/plangate/channels/slack"
+	"github.com/plangate/plangate/channels/telegram"
+	"github.com/plangate/plangate/channels/terminal"
 )
 
 // Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
@@ -39,21 +44,21 @@ type Config struct {
 
 // StoreConfig locates the SQLite database.
 type StoreConfig struct {
-	Path string `yaml:"path"`
+	Path string `yaml:"path" config:"path"`
 }
 
 // PlansConfig locates the plan markdown files.
 type PlansConfig struct {
-	Dir string `yaml:"dir"`
+	Dir string `yaml:"dir" config:"path"`
 }
 
 // WorkspaceConfig confines the workspace tools.
 type WorkspaceConfig struct {
-	Root       string `yaml:"root"`
+	Root       string `yaml:"root" config:"path"`
 	PerSession bool   `yaml:"per_session"` // one sub-directory of Root per session
 	// Seed is a directory copied into a workspace the first time it is used ("" = none);
 	// the shipped config seeds the offline demo's sample files.
-	Seed string `yaml:"seed"`
+	Seed string `yaml:"seed" config:"path"`
 }
 
 // Provider selects the model implementation.
@@ -72,9 +77,9 @@ type LLMConfig struct {
 	BaseURL     string        `yaml:"base_url"`
 	APIKey      string        `yaml:"api_key"` // secret
 	Model       string        `yaml:"model"`
-	PlanModel   string        `yaml:"plan_model"` // "" = Model
-	Script      string        `yaml:"script"`     // replayed by provider script
-	Timeout     time.Duration `yaml:"timeout"`    // 0 = no timeout
+	PlanModel   string        `yaml:"plan_model"`           // "" = Model
+	Script      string        `yaml:"script" config:"path"` // replayed by provider script
+	Timeout     time.Duration `yaml:"timeout"`              // 0 = no timeout
 	MaxRetries  int           `yaml:"max_retries"`
 	TurnBudget  time.Duration `yaml:"turn_budget"` // one model call including retries; 0 = no limit
 	Temperature *float64      `yaml:"temperature"` // nil = the endpoint's default
@@ -99,15 +104,18 @@ type PlanModeConfig struct {
 	NudgeGrace      time.Duration   `yaml:"nudge_grace"`
 }
 
-// ToolsConfig switches optional tools on.
+// ToolsConfig switches optional tools on and bounds the file tools.
 type ToolsConfig struct {
-	RunCommand RunCommandConfig `yaml:"run_command"`
+	MaxWriteBytes int              `yaml:"max_write_bytes"` // largest file write_file/edit_file write
+	RunCommand    RunCommandConfig `yaml:"run_command"`
 }
 
-// RunCommandConfig gates run_command: argv only, programs from Allow.
+// RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.
 type RunCommandConfig struct {
 	Enabled bool     `yaml:"enabled"`
 	Allow   []string `yaml:"allow"`
+	Sandbox string   `yaml:"sandbox"` // bwrap (default) or none
+	Network bool     `yaml:"network"` // sandboxed commands may use the network
 }
 
 // AccessConfig lists who may decide on plans.
@@ -117,61 +125,33 @@ type AccessConfig struct {
 	Approvers []string `yaml:"approvers"`
 }
 
-// ChannelsConfig holds one section per chat platform.
+// ChannelsConfig holds one section per chat platform. Each adapter package owns its
+// section's type: its keys, defaults, checks and summary.
 type ChannelsConfig struct {
-	Terminal TerminalConfig `yaml:"terminal"`
-	Telegram TelegramConfig `yaml:"telegram"`
-	Slack    SlackConfig    `yaml:"slack"`
-	Discord  DiscordConfig  `yaml:"discord"`
+	Terminal terminal.Config `yaml:"terminal"`
+	Telegram telegram.Config `yaml:"telegram"`
+	Slack    slack.Config    `yaml:"slack"`
+	Discord  discord.Config  `yaml:"discord"`
 }
 
-// TerminalConfig configures the stdin/stdout channel.
-type TerminalConfig struct {
-	Enabled bool `yaml:"enabled"`
-	// AttachmentsDir is where attachments are saved; LoadConfig sets it to Plans.Dir when
-	// the file leaves it empty.
-	AttachmentsDir string `yaml:"attachments_dir"`
-}
-
-// TelegramConfig configures the Telegram bot.
-type TelegramConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	Token   string `yaml:"token"`   // secret
-	APIURL  string `yaml:"api_url"` // "" = the public Bot API
-	// AllowedChats limits the bot to these chat ids; empty = every chat.
-	AllowedChats []int64 `yaml:"allowed_chats"`
-	// RequireMentionInGroups: in groups, only commands, mentions and replies to the bot.
-	RequireMentionInGroups bool `yaml:"require_mention_in_groups"`
-	// LongReplyAsFile sends replies longer than this many characters as a .md document.
-	LongReplyAsFile int `yaml:"long_reply_as_file"`
-	// PollTimeout is the long-poll wait of getUpdates.
-	PollTimeout time.Duration `yaml:"poll_timeout"`
-}
-
-// SlackConfig configures the Slack app (Socket Mode needs both tokens).
-type SlackConfig struct {
-	Enabled  bool   `yaml:"enabled"`
-	BotToken string `yaml:"bot_token"` // secret
-	AppToken string `yaml:"app_token"` // secret
-	APIURL   string `yaml:"api_url"`
-	// AllowedChannels limits the app to these conversation ids; empty = everywhere.
-	AllowedChannels []string `yaml:"allowed_channels"`
-	// LongReplyAsFile sends replies longer than this many characters as reply.md.
-	LongReplyAsFile int `yaml:"long_reply_as_file"`
-}
-
-// DiscordConfig configures the Discord bot.
-type DiscordConfig struct {
-	Enabled       bool   `yaml:"enabled"`
-	Token         string `yaml:"token"`          // secret
-	ApplicationID string `yaml:"application_id"` // "" = the bot's own, from the gateway
-	APIURL        string `yaml:"api_url"`
-	// GuildIDs registers /plan in these servers (at once); empty = globally.
-	GuildIDs []string `yaml:"guild_ids"`
-	// AllowedChannels limits the bot to these channel ids; empty = all.
-	AllowedChannels []string `yaml:"allowed_channels"`
-	// LongReplyAsFile sends replies longer than this many characters as reply.md.
-	LongReplyAsFile int `yaml:"long_reply_as_file"`
+// describe lists the summaries of the enabled channels for `plangate config check`; each
+// adapter writes its own, without secrets.
+func (ch ChannelsConfig) describe() []string {
+	var out []string
+	for _, s := range []struct {
+		enabled bool
+		cfg     interface{ Describe() string }
+	}{
+		{ch.Terminal.Enabled, ch.Terminal},
+		{ch.Telegram.Enabled, ch.Telegram},
+		{ch.Slack.Enabled, ch.Slack},
+		{ch.Discord.Enabled, ch.Discord},
+	} {
+		if s.enabled {
+			out = append(out, s.cfg.Describe())
+		}
+	}
+	return out
 }
 
 // LogLevel is the minimum level logged.
@@ -237,12 +217,13 @@ func defaultConfig() *Config {
 			NudgeGrace: 15 * time.Minute,
 		},
 		Channels: ChannelsConfig{
-			Terminal: TerminalConfig{Enabled: true},
-			Telegram: TelegramConfig{Token: "${TELEGRAM_BOT_TOKEN}", RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
-			Slack:    SlackConfig{BotToken: "${SLACK_BOT_TOKEN}", AppToken: "${SLACK_APP_TOKEN}", LongReplyAsFile: 20000},
-			Discord:  DiscordConfig{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000},
+			Terminal: terminal.Defaults(),
+			Telegram: telegram.Defaults(),
+			Slack:    slack.Defaults(),
+			Discord:  discord.Defaults(),
 		},
-		Log: LogConfig{Level: LogInfo, Format: LogText},
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		Log:   LogConfig{Level: LogInfo, Format: LogText},
 	}
 }
 

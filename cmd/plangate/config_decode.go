@@ -331,14 +331,25 @@ func isEnvName(s string) bool {
 	return true
 }
 
-// resolvePaths makes relative paths relative to the config file's directory, so plangate
-// behaves the same whatever directory it is started from.
+// resolvePaths makes every path (a field tagged config:"path", in any section) relative to
+// the config file's directory, so plangate behaves the same whatever directory it is
+// started from.
 func (c *Config) resolvePaths(dir string) {
-	for _, p := range []*string{&c.Store.Path, &c.Plans.Dir, &c.Workspace.Root, &c.Workspace.Seed, &c.LLM.Script, &c.Channels.Terminal.AttachmentsDir} {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
+	var visit func(v reflect.Value)
+	visit = func(v reflect.Value) {
+		for f, fv := range v.Fields() {
+			switch {
+			case yamlName(f) == "":
+			case fv.Kind() == reflect.Struct:
+				visit(fv)
+			case fv.Kind() == reflect.String && f.Tag.Get("config") == "path":
+				if p := fv.String(); p != "" && !filepath.IsAbs(p) {
+					fv.SetString(filepath.Join(dir, p))
+				}
+			}
 		}
 	}
+	visit(reflect.ValueOf(c).Elem())
 	if c.Channels.Terminal.AttachmentsDir == "" {
 		c.Channels.Terminal.AttachmentsDir = c.Plans.Dir
 	}

@@ -40,6 +40,8 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate store check [--config F] [--full]    check the database file for damage
+  plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -97,6 +99,8 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return cmdNudges(ctx, rest, e)
 	case "config":
 		return cmdConfig(rest, e)
+	case "store":
+		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
@@ -187,10 +191,32 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		}
 	}
 	return tools.New(tools.Config{
-		RunCommand: cfg.Tools.RunCommand.Enabled,
-		Allow:      cfg.Tools.RunCommand.Allow,
-		Seed:       cfg.Workspace.Seed,
+		RunCommand:    cfg.Tools.RunCommand.Enabled,
+		Allow:         cfg.Tools.RunCommand.Allow,
+		Sandbox:       cfg.Tools.RunCommand.Sandbox,
+		Network:       cfg.Tools.RunCommand.Network,
+		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
+		Hidden:        ownFiles(cfg),
+		Seed:          cfg.Workspace.Seed,
 	}), nil
+}
+
+// ownFiles are plangate's own files, which the agent's tools and commands never see:
+// the database with its journal files, the plans directory and the config file.
+func ownFiles(cfg *Config) []string {
+	var out []string
+	if db := cfg.Store.Path; db != "" {
+		out = append(out, db, db+"-wal", db+"-shm", db+"-journal")
+	}
+	if cfg.Plans.Dir != "" {
+		out = append(out, cfg.Plans.Dir)
+	}
+	if cfg.file != "" {
+		if abs, err := filepath.Abs(cfg.file); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 func engineConfig(cfg *Config) core.Config {
@@ -236,12 +262,14 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		cfg.Log.Level = LogWarn
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	term := terminal.New(terminal.Config{Session: *session, AttachmentsDir: cfg.Channels.Terminal.AttachmentsDir}, e.stdin, e.stdout, log)
+	tc := cfg.Channels.Terminal
+	tc.Session = *session
+	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
 	g, err := startGateway(ctx, cfg, e, log, st, hub)
 	if err != nil {
@@ -275,48 +303,17 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	var chans []channels.Channel
+	chans, err := openChannels(ctx, ch, st, log)
+	if err != nil {
+		return err
+	}
 	serving := map[string]bool{}
-	if ch.Telegram.Enabled {
-		tg, err := telegram.New(ctx, telegram.Config{
-			Token: ch.Telegram.Token, APIURL: ch.Telegram.APIURL, AllowedChats: ch.Telegram.AllowedChats,
-			RequireMentionInGroups: ch.Telegram.RequireMentionInGroups, LongReplyAsFile: ch.Telegram.LongReplyAsFile,
-			PollTimeout: ch.Telegram.PollTimeout,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("telegram connected", "bot", tg.Username())
-		chans = append(chans, tg)
-	}
-	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, slack.Config{
-			BotToken: ch.Slack.BotToken, AppToken: ch.Slack.AppToken, APIURL: ch.Slack.APIURL,
-			AllowedChannels: ch.Slack.AllowedChannels, LongReplyAsFile: ch.Slack.LongReplyAsFile,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("slack connected", "team", sl.TeamID())
-		chans = append(chans, sl)
-	}
-	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, discord.Config{
-			Token: ch.Discord.Token, ApplicationID: ch.Discord.ApplicationID, GuildIDs: ch.Discord.GuildIDs,
-			APIURL: ch.Discord.APIURL, AllowedChannels: ch.Discord.AllowedChannels, LongReplyAsFile: ch.Discord.LongReplyAsFile,
-		}, st, log)
-		if err != nil {
-			return err
-		}
-		log.Info("discord connected", "bot", dc.BotID())
-		chans = append(chans, dc)
-	}
 	var names []string
 	for _, c := range chans {
 		serving[c.Name()] = true
@@ -344,10 +341,45 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := g.shutdown(30*time.Second, interrupt)
-	if runErr == nil && stopErr == nil {
+	left, drainErr := drainChannels(chans, log)
+	stopErr = errors.Join(stopErr, drainErr)
+	switch {
+	case runErr == nil && stopErr == nil && left == 0:
 		log.Info("stopped cleanly")
+	case runErr == nil && stopErr == nil:
+		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
+}
+
+// openChannels connects every enabled chat channel, each with its own config section.
+func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+	var chans []channels.Channel
+	if ch.Telegram.Enabled {
+		tg, err := telegram.New(ctx, ch.Telegram, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("telegram connected", "bot", tg.Username())
+		chans = append(chans, tg)
+	}
+	if ch.Slack.Enabled {
+		sl, err := slack.New(ctx, ch.Slack, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("slack connected", "team", sl.TeamID())
+		chans = append(chans, sl)
+	}
+	if ch.Discord.Enabled {
+		dc, err := discord.New(ctx, ch.Discord, st, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("discord connected", "bot", dc.BotID())
+		chans = append(chans, dc)
+	}
+	return chans, nil
 }
 
 func cmdConfig(args []string, e procEnv) error {

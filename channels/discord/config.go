@@ -1,0 +1,60 @@
+package discord
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/plangate/plangate/channels"
+)
+
+// Config configures the Discord channel. It is also the channels.discord section of the
+// config file, decoded strictly by its yaml tags; a new option is a field here, its default
+// in Defaults, its check in Validate and its line in the README.
+type Config struct {
+	// Enabled runs the bot in `plangate serve`; New does not look at it.
+	Enabled bool `yaml:"enabled"`
+	// Token is the bot token, with or without "Bot "; secret: never logged, never part of
+	// an error.
+	Token string `yaml:"token"`
+	// ApplicationID is the application whose /plan command is registered; "" = the one the
+	// gateway names at start-up.
+	ApplicationID string `yaml:"application_id"`
+	// APIURL replaces the scheme and host of every REST call (a proxy or a local fake);
+	// "" = Discord itself. The gateway URL is then whatever GET /gateway there answers.
+	APIURL string `yaml:"api_url"`
+	// GuildIDs: register /plan in these guilds, where it appears at once; empty = globally.
+	GuildIDs []string `yaml:"guild_ids"`
+	// AllowedChannels are the channel ids the bot answers in (a thread counts as its
+	// parent channel; a DM channel is one too); empty = all.
+	AllowedChannels []string `yaml:"allowed_channels"`
+	// LongReplyAsFile sends a reply longer than this many characters as reply.md with a
+	// short message; 0 = never (long replies are split).
+	LongReplyAsFile int `yaml:"long_reply_as_file"`
+	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
+	HTTPClient *http.Client `yaml:"-"`
+}
+
+// Defaults is the section a config file that leaves it out gets. The token is a ${VAR}
+// reference, which the config loader expands.
+func Defaults() Config {
+	return Config{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000}
+}
+
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// naming its key. The token is required only when the channel is enabled.
+func (c Config) Validate() error {
+	errs := []error{
+		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
+		channels.CheckURL("api_url", c.APIURL),
+	}
+	if c.Enabled && c.Token == "" {
+		errs = append(errs, channels.Unset("token"))
+	}
+	return errors.Join(errs...)
+}
+
+// Describe summarises the channel for `plangate config check`: whether the token is set,
+// never the token.
+func (c Config) Describe() string {
+	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
+}

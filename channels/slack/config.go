@@ -1,0 +1,61 @@
+package slack
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/plangate/plangate/channels"
+)
+
+// Config configures the Slack channel (Socket Mode needs both tokens). It is also the
+// channels.slack section of the config file, decoded strictly by its yaml tags; a new option
+// is a field here, its default in Defaults, its check in Validate and its line in the README.
+type Config struct {
+	// Enabled runs the app in `plangate serve`; New does not look at it.
+	Enabled  bool   `yaml:"enabled"`
+	BotToken string `yaml:"bot_token"` // xoxb-…: the Web API; secret: never logged, never part of an error
+	AppToken string `yaml:"app_token"` // xapp-…: Socket Mode (connections:write); secret too
+	// APIURL is the Web API base: "" = Slack's, else a local fake. A missing trailing "/"
+	// is added (the library needs it).
+	APIURL string `yaml:"api_url"`
+	// AllowedChannels are the conversation ids (C…, G…, D…) the bot answers in; empty = all.
+	AllowedChannels []string `yaml:"allowed_channels"`
+	// LongReplyAsFile sends a reply longer than this many characters as reply.md with its
+	// first line as the comment; 0 = never (long replies are split into messages).
+	LongReplyAsFile int `yaml:"long_reply_as_file"`
+	// HTTPClient is optional; its Timeout bounds every Web API request.
+	HTTPClient *http.Client `yaml:"-"`
+}
+
+// Defaults is the section a config file that leaves it out gets. The tokens are ${VAR}
+// references, which the config loader expands.
+func Defaults() Config {
+	return Config{
+		BotToken:        "${SLACK_BOT_TOKEN}",
+		AppToken:        "${SLACK_APP_TOKEN}",
+		LongReplyAsFile: 20000,
+	}
+}
+
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// naming its key. Both tokens are required only when the channel is enabled.
+func (c Config) Validate() error {
+	errs := []error{
+		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
+		channels.CheckURL("api_url", c.APIURL),
+	}
+	if c.Enabled && c.BotToken == "" {
+		errs = append(errs, channels.Unset("bot_token"))
+	}
+	if c.Enabled && c.AppToken == "" {
+		errs = append(errs, channels.Unset("app_token"))
+	}
+	return errors.Join(errs...)
+}
+
+// Describe summarises the channel for `plangate config check`: whether each token is set,
+// never a token.
+func (c Config) Describe() string {
+	return Name + " (bot token " + channels.SetOrNot(c.BotToken) + ", app token " + channels.SetOrNot(c.AppToken) +
+		channels.APINote(c.APIURL) + ")"
+}

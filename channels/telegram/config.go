@@ -1,0 +1,63 @@
+package telegram
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+)
+
+// Config configures the Telegram channel. It is also the channels.telegram section of the
+// config file, decoded strictly by its yaml tags; a new option is a field here, its default
+// in Defaults, its check in Validate and its line in the README.
+type Config struct {
+	// Enabled runs the bot in `plangate serve`; New does not look at it.
+	Enabled bool   `yaml:"enabled"`
+	Token   string `yaml:"token"` // the bot token; secret: never logged, never part of an error
+	// APIURL is the Bot API server: "" = the public one, else a self-hosted server or a
+	// local fake.
+	APIURL       string  `yaml:"api_url"`
+	AllowedChats []int64 `yaml:"allowed_chats"` // chat ids the bot answers in; empty = all
+	// RequireMentionInGroups: in groups only /plan commands, mentions of the bot and
+	// replies to its messages are handled. Defaults sets it to true.
+	RequireMentionInGroups bool `yaml:"require_mention_in_groups"`
+	// LongReplyAsFile sends a reply longer than this many characters as a reply.md
+	// document with a short caption; 0 = never.
+	LongReplyAsFile int           `yaml:"long_reply_as_file"`
+	PollTimeout     time.Duration `yaml:"poll_timeout"` // long-poll wait; 0 = 50s
+	// HTTPClient is optional. Its Timeout, if set, must exceed PollTimeout.
+	HTTPClient *http.Client `yaml:"-"`
+}
+
+// Defaults is the section a config file that leaves it out gets. The token is a ${VAR}
+// reference, which the config loader expands.
+func Defaults() Config {
+	return Config{
+		Token:                  "${TELEGRAM_BOT_TOKEN}",
+		RequireMentionInGroups: true,
+		LongReplyAsFile:        12000,
+		PollTimeout:            defaultPollTimeout,
+	}
+}
+
+// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// naming its key. The token is required only when the channel is enabled.
+func (c Config) Validate() error {
+	var errs []error
+	if c.PollTimeout < time.Second || c.PollTimeout > 5*time.Minute {
+		errs = append(errs, channels.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
+	}
+	errs = append(errs, channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile))
+	errs = append(errs, channels.CheckURL("api_url", c.APIURL))
+	if c.Enabled && c.Token == "" {
+		errs = append(errs, channels.Unset("token"))
+	}
+	return errors.Join(errs...)
+}
+
+// Describe summarises the channel for `plangate config check`: whether the token is set,
+// never the token.
+func (c Config) Describe() string {
+	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
+}

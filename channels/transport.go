@@ -1,0 +1,189 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"time"
+)
+
+// What a failed platform request says about sending it again. An adapter's classifier
+// (Policy.Classify) answers one of these, as picoclaw's ClassifySendError does, and the
+// retry loop decides with errors.Is.
+var (
+	// ErrRateLimited: the platform asked to wait; a *RateLimitError says how long.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrTemporary: the same request may succeed after a pause (5xx, a network failure).
+	ErrTemporary = errors.New("temporary failure")
+	// ErrPermanent: sending it again changes nothing (4xx, a refused message).
+	ErrPermanent = errors.New("permanent failure")
+)
+
+// RateLimitError is a rate limit with the wait the platform asked for. It matches
+// ErrRateLimited.
+type RateLimitError struct{ RetryAfter time.Duration }
+
+// RateLimited is the classifier's answer to a rate limit that asks for a wait of d.
+func RateLimited(d time.Duration) error { return &RateLimitError{RetryAfter: d} }
+
+func (e *RateLimitError) Error() string        { return fmt.Sprintf("rate limited for %v", e.RetryAfter) }
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Transient reports whether err is a failure of the network rather than an answer: one
+// attempt timed out (the caller's context did not), the connection failed, or it was cut
+// while the answer was read. Classifiers call it after their platform's own checks.
+func Transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	var ue *url.Error
+	if errors.As(err, &ne) || errors.As(err, &ue) {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// Lane is where one paced request queues: Wait before each attempt, Block after a rate
+// limit. Pacer.Lane makes them.
+type Lane interface {
+	Wait(ctx context.Context) error
+	Block(d time.Duration)
+}
+
+// Policy is how one platform's requests are tried: the classifier that reads its errors,
+// the scrubber that takes secrets out of them, and how often and how patiently to try.
+type Policy struct {
+	Platform    string        // "telegram": starts every error and log message
+	Attempts    int           // per request, rate limits included; below 1 means 1
+	Backoff     time.Duration // first pause after a temporary failure; doubles
+	MaxBackoff  time.Duration // bound on that pause
+	AttemptTime time.Duration // bound on one attempt; 0 = the caller's context only
+	// Classify answers ErrRateLimited (as a *RateLimitError), ErrTemporary or ErrPermanent
+	// for an error of the platform's library; nil means permanent.
+	Classify func(error) error
+	// Scrub returns the error as it may be logged and returned: without secrets. The
+	// classifier always sees the library's own error.
+	Scrub func(error) error
+	Log   *slog.Logger
+	// Quiet reports failures the caller handles and logs itself (a formatting refusal it
+	// answers with plain text), so they are not logged here as failed requests.
+	Quiet func(name string, err error) bool
+}
+
+// Call is one request: its name in errors and logs, the conversation it concerns (a
+// log attribute; the zero Attr for none) and, when it is paced, its lane.
+type Call struct {
+	Name   string
+	Target slog.Attr
+	Lane   Lane
+}
+
+// Do runs fn until it succeeds or the policy gives up: a rate limit waits what the
+// platform asked (and holds back the call's lane for as long), a temporary failure backs
+// off, a permanent one ends at once. What finally fails is logged with the call's target
+// and returned scrubbed; when ctx ends, Do returns ctx.Err().
+func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) error) error {
+	wait := p.Backoff
+	for attempt := 1; ; attempt++ {
+		if c.Lane != nil {
+			if err := c.Lane.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		raw := p.attempt(ctx, fn)
+		if raw == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err := p.scrub(raw)
+		verdict := p.classify(raw)
+		var pause time.Duration
+		var limited *RateLimitError
+		switch {
+		case errors.As(verdict, &limited):
+			pause = limited.RetryAfter
+			if c.Lane != nil {
+				c.Lane.Block(pause)
+			}
+			p.log().Warn(p.Platform+" rate limit; waiting as asked", "method", c.Name, c.Target, "retry_after", pause, "attempt", attempt)
+		case errors.Is(verdict, ErrTemporary):
+			pause = wait
+			wait = min(wait*2, max(p.MaxBackoff, p.Backoff))
+		default:
+			p.failed(c, attempt, err)
+			return fmt.Errorf("%s %s: %w", p.Platform, c.Name, err)
+		}
+		if attempt >= p.Attempts {
+			p.failed(c, attempt, err)
+			return fmt.Errorf("%s %s: giving up after %d attempts: %w", p.Platform, c.Name, attempt, err)
+		}
+		p.log().Debug(p.Platform+" request will be retried", "method", c.Name, c.Target, "attempt", attempt, "pause", pause, "err", err)
+		if err := Sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+func (p Policy) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+	if p.AttemptTime <= 0 {
+		return fn(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, p.AttemptTime)
+	defer cancel()
+	return fn(actx)
+}
+
+func (p Policy) classify(err error) error {
+	if p.Classify == nil {
+		return ErrPermanent
+	}
+	if v := p.Classify(err); v != nil {
+		return v
+	}
+	return ErrPermanent
+}
+
+func (p Policy) scrub(err error) error {
+	if p.Scrub == nil {
+		return err
+	}
+	return p.Scrub(err)
+}
+
+func (p Policy) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}
+
+// failed logs a request that will not be tried again, so nothing fails silently.
+func (p Policy) failed(c Call, attempts int, err error) {
+	if p.Quiet != nil && p.Quiet(c.Name, err) {
+		return
+	}
+	p.log().Error(p.Platform+" request failed", "method", c.Name, c.Target, "attempts", attempts, "err", err)
+}
+
+// Sleep waits d or until ctx ends, whichever is first; it returns ctx.Err() in the second
+// case. A d of zero or less returns at once, without a timer.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+)
+
+// validate checks values the YAML types cannot, and returns every problem at once: each
+// section's own, then those that span sections.
+func (c *Config) validate() []problem {
+	ps := c.sectionProblems(reflect.ValueOf(*c), "")
+
+	switch p, _ := c.ResolvedProvider(nil); p {
+	case ProviderOpenAI:
+		if c.LLM.APIKey == "" && c.LLM.BaseURL == "" {
+			ps = append(ps, problem{"llm.provider", "llm.provider is openai but llm.api_key and llm.base_url are empty: set " +
+				c.source("llm.api_key") + " or llm.base_url"})
+		}
+		if c.LLM.Model == "" {
+			ps = append(ps, problem{"llm.model", "llm.model is empty: name the model to use, such as gpt-4.1-mini"})
+		}
+	case ProviderScript:
+		if c.LLM.Script == "" {
+			ps = append(ps, problem{"llm.script", "llm.script is empty: set it to a script file such as demo/script.yaml"})
+		}
+	}
+	// plangate's own files are never workspace files (issue 11).
+	for _, p := range []struct{ key, value string }{{"store.path", c.Store.Path}, {"plans.dir", c.Plans.Dir}} {
+		if p.value != "" && c.Workspace.Root != "" && pathWithin(p.value, c.Workspace.Root) {
+			ps = append(ps, problem{p.key, p.key + " is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace"})
+		}
+	}
+	return ps
+}
+
+// sectionProblems runs Validate on every section in v (a struct read from the file at
+// path), looking into the sections that have none, such as channels.
+func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
+	var ps []problem
+	for f, fv := range v.Fields() {
+		name := yamlName(f)
+		if name == "" {
+			continue
+		}
+		key := joinKey(path, name)
+		if s, ok := fv.Interface().(channels.Validator); ok {
+			ps = append(ps, c.keyProblems(key, s.Validate())...)
+		} else if fv.Kind() == reflect.Struct {
+			ps = append(ps, c.sectionProblems(fv, key)...)
+		}
+	}
+	return ps
+}
+
+// keyProblems places what the section at prefix reported: keys get the section's path, a
+// missing value names the variable to set, and a value from the environment is not shown.
+func (c *Config) keyProblems(prefix string, err error) []problem {
+	keyErrs, rest := channels.KeyErrors(err)
+	var ps []problem
+	for _, e := range keyErrs {
+		key := joinKey(prefix, e.Key)
+		msg := key + " " + e.Msg
+		switch {
+		case e.Unset:
+			msg += ": set " + c.source(key)
+		case e.Value != nil:
+			msg = key + " is " + c.quoted(key, *e.Value) + ": " + e.Msg
+		}
+		ps = append(ps, problem{key, msg})
+	}
+	for _, err := range rest {
+		ps = append(ps, problem{prefix, prefix + ": " + err.Error()})
+	}
+	return ps
+}
+
+// source names what the user must set to give key a value: the environment variables its
+// ${VAR} references name, else the key itself.
+func (c *Config) source(key string) string {
+	if vars := c.origins[key]; len(vars) > 0 {
+		return strings.Join(vars, " and ")
+	}
+	return key
+}
+
+// quoted shows a value in an error, unless it came from the environment, where a secret
+// may have landed by mistake.
+func (c *Config) quoted(key, value string) string {
+	if vars := c.origins[key]; len(vars) > 0 {
+		return "the value of " + strings.Join(vars, " and ")
+	}
+	return strconv.Quote(value)
+}
+
+// checkPath reports a path left empty.
+func checkPath(key, p string) error {
+	if p == "" {
+		return channels.Invalid(key, "is empty: set it to a path (relative paths start at the config file's directory)")
+	}
+	return nil
+}
+
+// checkNotNegative reports durations below zero, where zero means "none" or "no limit".
+func checkNotNegative(key string, d time.Duration) error {
+	if d < 0 {
+		return channels.Invalid(key, "is %s: it must be 0s or more", d)
+	}
+	return nil
+}
+
+// Validate checks the store section.
+func (s StoreConfig) Validate() error { return checkPath("path", s.Path) }
+
+// Validate checks the plans section.
+func (p PlansConfig) Validate() error { return checkPath("dir", p.Dir) }
+
+// Validate checks the workspace section.
+func (w WorkspaceConfig) Validate() error { return checkPath("root", w.Root) }
+
+// Validate checks the llm section; which provider runs, and so what it needs, is decided
+// across the section by Config.validate.
+func (l LLMConfig) Validate() error {
+	errs := []error{channels.OneOf("provider", string(l.Provider), string(ProviderAuto), string(ProviderOpenAI), string(ProviderScript))}
+	if l.MaxRetries < 0 {
+		errs = append(errs, channels.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
+	}
+	if t := l.Temperature; t != nil && (*t < 0 || *t > 2) {
+		errs = append(errs, channels.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
+	}
+	errs = append(errs, checkNotNegative("timeout", l.Timeout), checkNotNegative("turn_budget", l.TurnBudget))
+	return errors.Join(append(errs, channels.CheckURL("base_url", l.BaseURL))...)
+}
+
+// Validate checks the agent section.
+func (a AgentConfig) Validate() error {
+	var errs []error
+	for _, n := range []struct {
+		key      string
+		got, min int
+	}{
+		{"max_iterations", a.MaxIterations, 1},
+		{"history_messages", a.HistoryMessages, 1},
+		{"history_chars", a.HistoryChars, 1000},
+		{"tool_result_chars", a.ToolResultChars, 200},
+	} {
+		if n.got < n.min {
+			errs = append(errs, channels.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the plan_mode section.
+func (p PlanModeConfig) Validate() error {
+	errs := []error{checkNotNegative("approval_timeout", p.ApprovalTimeout), checkNotNegative("nudge_grace", p.NudgeGrace)}
+	for i, d := range p.Nudges {
+		if d < time.Second {
+			errs = append(errs, channels.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))
+		}
+	}
+	if p.StartInPlan && !p.Enabled {
+		errs = append(errs, channels.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the tools section.
+func (t ToolsConfig) Validate() error {
+	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none")}
+	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
+		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
+	}
+	for i, a := range t.RunCommand.Allow {
+		if strings.TrimSpace(a) == "" {
+			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the access section.
+func (a AccessConfig) Validate() error {
+	var errs []error
+	for i, s := range a.Approvers {
+		if !validApprover(s) {
+			errs = append(errs, channels.BadValue(fmt.Sprintf("approvers[%d]", i), s,
+				"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the log section.
+func (l LogConfig) Validate() error {
+	return errors.Join(
+		channels.OneOf("level", string(l.Level), string(LogDebug), string(LogInfo), string(LogWarn), string(LogError)),
+		channels.OneOf("format", string(l.Format), string(LogText), string(LogJSON)),
+	)
+}
+
+func validApprover(s string) bool {
+	channel, id, ok := strings.Cut(s, ":")
+	if !ok || id == "" || strings.ContainsAny(id, " \t\r\n") {
+		return false
+	}
+	switch channel {
+	case "terminal", "telegram", "slack", "discord", "discord-role":
+		return true
+	}
+	return false
+}
+
+// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
+const maxWriteBytesLimit = 64 << 20
