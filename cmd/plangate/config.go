@@ -21,6 +21,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -134,6 +135,7 @@ type ChannelsConfig struct {
 	Telegram telegram.Config `yaml:"telegram"`
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
+	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
 }
 
 // describe lists the summaries of the enabled channels for `plangate config check`; each
@@ -148,6 +150,7 @@ func (ch ChannelsConfig) describe() []string {
 		{ch.Telegram.Enabled, ch.Telegram},
 		{ch.Slack.Enabled, ch.Slack},
 		{ch.Discord.Enabled, ch.Discord},
+		{ch.Web.Enabled, &ch.Web},
 	} {
 		if s.enabled {
 			out = append(out, s.cfg.Describe())
@@ -223,6 +226,7 @@ func defaultConfig() *Config {
 			Telegram: telegram.Defaults(),
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
+			Web:      web.Config{SessionTTL: web.DefaultSessionTTL},
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},

@@ -152,12 +152,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		},
 		{
 			name: "approvers",
-			body: "access:\n  approvers:\n    - telegram:1\n    - alice\n    - irc:bob\n    - 'slack:'\n    - discord-role:42\n    - 'terminal:a b'\n",
+			body: "access:\n  approvers:\n    - telegram:1\n    - alice\n    - irc:bob\n    - 'slack:'\n    - discord-role:42\n    - 'terminal:a b'\n    - web:alice\n",
 			want: []string{
-				`FILE:4: access.approvers[1] is "alice": expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)`,
-				`FILE:5: access.approvers[2] is "irc:bob": expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)`,
-				`FILE:6: access.approvers[3] is "slack:": expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)`,
-				`FILE:8: access.approvers[5] is "terminal:a b": expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)`,
+				`FILE:4: access.approvers[1] is "alice": expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)`,
+				`FILE:5: access.approvers[2] is "irc:bob": expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)`,
+				`FILE:6: access.approvers[3] is "slack:": expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)`,
+				`FILE:8: access.approvers[5] is "terminal:a b": expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)`,
 			},
 		},
 		{

@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/llm"
 	"github.com/plangate/plangate/core/tools"
@@ -301,8 +302,8 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	ch := cfg.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled {
-		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
+		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
 	if w := cfg.openApprovalWarning(); w != "" {
@@ -319,7 +320,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer web.close()
 
-	chans, err := openChannels(ctx, ch, st, log)
+	chans, err := openChannels(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
@@ -369,7 +370,8 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 }
 
 // openChannels connects every enabled chat channel, each with its own config section.
-func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+	ch := cfg.Channels
 	var chans []channels.Channel
 	if ch.Telegram.Enabled {
 		tg, err := telegram.New(ctx, ch.Telegram, st, log)
@@ -394,6 +396,13 @@ func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *
 		}
 		log.Info("discord connected", "bot", dc.BotID())
 		chans = append(chans, dc)
+	}
+	if ch.Web.Enabled {
+		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		chans = append(chans, wc) // its pages are mounted on the HTTP server (track)
 	}
 	return chans, nil
 }

@@ -64,10 +64,15 @@ func registerPprof(srv *httpserver.Server) {
 	srv.HandleAdmin("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 }
 
-// httpRoutes is what an adapter implements to receive over HTTP (webhooks): it adds its
-// routes to the server before it runs.
+// httpRoutes is what an adapter implements to receive over HTTP (webhooks, the web
+// channel's pages): it adds its routes to the server before it runs. Two spellings are in
+// use: telegram's RegisterHTTP and web's Register.
 type httpRoutes interface {
 	RegisterHTTP(srv *httpserver.Server)
+}
+
+type httpRegister interface {
+	Register(srv *httpserver.Server)
 }
 
 // track mounts the channels' own routes and returns the channels wrapped so that /readyz
@@ -80,8 +85,11 @@ func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 	}
 	out := make([]channels.Channel, 0, len(chans))
 	for _, ch := range chans {
-		if r, ok := ch.(httpRoutes); ok {
+		switch r := ch.(type) {
+		case httpRoutes:
 			r.RegisterHTTP(w.srv)
+		case httpRegister:
+			r.Register(w.srv)
 		}
 		t := &trackedChannel{Channel: ch}
 		w.srv.AddCheck(ch.Name(), t.check)

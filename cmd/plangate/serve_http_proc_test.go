@@ -52,6 +52,10 @@ access:
 channels:
   terminal: {enabled: false}
   telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
+  web:
+    enabled: true
+    users:
+      alice: ${PLANGATE_WEB_ALICE}
 http:
   listen: 127.0.0.1:0
   max_body: 64KiB
@@ -61,7 +65,7 @@ http:
 	}
 	const botToken, adminToken = "123456:TEST-token-never-printed", "admin-TEST-token-0123456789"
 	cmd := plangateCmd(t, ctx, dir, "serve")
-	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN="+botToken, "PLANGATE_ADMIN_TOKEN="+adminToken)
+	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN="+botToken, "PLANGATE_ADMIN_TOKEN="+adminToken, "PLANGATE_WEB_ALICE=alice-TEST-token-0123456789")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +104,12 @@ http:
 	for {
 		code, r := readyz(t, base)
 		if code == 200 {
-			if !r.Ready || r.Checks["store"] != "ok" || r.Checks["telegram"] != "ok" || len(r.Checks) != 2 {
+			if !r.Ready || r.Checks["store"] != "ok" || r.Checks["telegram"] != "ok" || r.Checks["web"] != "ok" || len(r.Checks) != 3 {
 				t.Errorf("readyz: %+v", r)
 			}
 			break
 		}
-		if code != 503 || r.Checks["telegram"] == "ok" && r.Checks["store"] == "ok" {
+		if code != 503 || r.Checks["telegram"] == "ok" && r.Checks["store"] == "ok" && r.Checks["web"] == "ok" {
 			t.Fatalf("readyz while starting: %d %+v", code, r)
 		}
 		if ctx.Err() != nil {
@@ -122,6 +126,7 @@ http:
 		{"/debug/pprof/", "Bearer " + adminToken + "x", 401, ""},
 		{"/debug/pprof/", "Bearer " + adminToken, 200, "goroutine"},
 		{"/nope", "", 404, ""},
+		{"/login", "", 200, "<form"}, // the web channel's pages, on the same server
 		{"/metrics", "", 200, `plangate_http_requests_total{code="200",route="GET /healthz"} 1`},
 	} {
 		code, body := get(t, base+tc.path, "Authorization", tc.auth)
