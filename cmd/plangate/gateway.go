@@ -59,6 +59,17 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	return g, nil
 }
 
+// resume picks up the work a previous process left unfinished in the sessions mine
+// selects, and logs what it did.
+func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) {
+	n, err := g.eng.Resume(ctx, mine)
+	if err != nil {
+		g.log.Error("resuming unfinished work", "err", err)
+	} else if n > 0 {
+		g.log.Info("resumed unfinished work", "sessions", n)
+	}
+}
+
 // inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md
 // section 8: 48h); platforms redeliver within minutes.
 const inboundKept = 48 * time.Hour

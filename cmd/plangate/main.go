@@ -346,14 +346,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
-	go func() {
-		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
-		if err != nil {
-			log.Error("resuming unfinished work", "err", err)
-		} else if n > 0 {
-			log.Info("resumed unfinished work", "sessions", n)
-		}
-	}()
+	go g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
 	stopReceiving()
 	log.Info("stopping: waiting for agent turns in progress")
