@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,6 +142,9 @@ http:
 		t.Errorf("metrics after the requests:\n%s", body)
 	}
 
+	// A signed-in browser holds the web channel's event stream open: the stop must end it.
+	streamEnded := openWebStream(t, base, "alice-TEST-token-0123456789")
+
 	// A CPU profile of one second is in flight when SIGTERM arrives: it must still get its
 	// whole answer. The goroutine dump shows when its handler is running.
 	type answer struct {
@@ -174,6 +180,9 @@ http:
 		t.Fatal(err)
 	}
 	got := <-inflight
+	if err := <-streamEnded; err != nil {
+		t.Errorf("the web event stream did not end cleanly at the stop: %v", err)
+	}
 	if got.err != nil || got.code != 200 || len(got.body) == 0 {
 		t.Errorf("the request in flight at SIGTERM: %d, %d bytes, %v", got.code, len(got.body), got.err)
 	}
@@ -194,4 +203,65 @@ http:
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Error("the server still answers after the stop")
 	}
+}
+
+// openWebStream signs in to the web channel as a browser does and opens a conversation's
+// event stream; the channel reports when the stream has ended (nil: ended cleanly).
+func openWebStream(t *testing.T, base, token string) <-chan error {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar}
+	res, err := client.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF field on the sign-in page:\n%s", page)
+	}
+	res, err = client.PostForm(base+"/login", url.Values{"csrf": {string(m[1])}, "token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Request.URL.Path != "/" {
+		t.Fatalf("signing in: %d at %s", res.StatusCode, res.Request.URL)
+	}
+	// The page names its stream, with the last event it shows (?after=), as the browser's
+	// script uses it; without that the stream would only tell the page to reload.
+	res, err = client.Get(base + "/c/abc123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	stream := regexp.MustCompile(`/c/abc123/events\?after=[A-Za-z0-9-]+`).Find(page)
+	if stream == nil {
+		t.Fatalf("the conversation page names no event stream:\n%s", page)
+	}
+	req, _ := http.NewRequest("GET", base+string(stream), nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		res.Body.Close()
+		t.Fatalf("event stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	ended := make(chan error, 1)
+	go func() {
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err == nil && strings.Contains(string(b), "event: reload") {
+			err = fmt.Errorf("the stream ended at once, asking for a reload: %q", b)
+		}
+		ended <- err
+	}()
+	return ended
 }
