@@ -12,7 +12,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Commit applies ch in one IMMEDIATE transaction on the writer connection: the inbound
+// Commit applies ch in one transaction (on SQLite an IMMEDIATE one on the writer
+// connection; on PostgreSQL see postgres.go for the locking): the inbound
 // key, the session (insert at version 0, otherwise compare-and-set on the version), the
 // plans, the audit events, the transcript messages and the nudge cancellation. Any
 // failure rolls back everything. Zero times are stamped with the commit time.
@@ -48,23 +49,11 @@ func changeSession(ch core.Change) (string, error) {
 
 func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Session, error) {
 	now := s.now().UTC()
-	conn, err := s.w.Conn(ctx)
+	tx, done, err := s.beginWrite(ctx, ch.Lazy)
 	if err != nil {
-		return core.Session{}, fmt.Errorf("getting the writer connection: %w", err)
+		return core.Session{}, err
 	}
-	defer conn.Close()
-	if ch.Lazy {
-		restore, err := relaxSync(ctx, conn)
-		if err != nil {
-			return core.Session{}, err
-		}
-		defer restore()
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return core.Session{}, fmt.Errorf("beginning transaction: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit
+	defer done()
 
 	// The inbound key goes first: a duplicate event is the most useful thing to report,
 	// whatever else in the change would have failed.
@@ -121,7 +110,7 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 // WAL mode the commit is then written but not fsynced, and the next FULL commit syncs it.
 // The returned func restores FULL; if that fails the connection is discarded, so no later
 // commit can run relaxed by accident.
-func relaxSync(ctx context.Context, conn *sql.Conn) (func(), error) {
+func relaxSync(ctx context.Context, conn *sqlConn) (func(), error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return nil, fmt.Errorf("relaxing synchronous for a lazy commit: %w", err)
 	}
@@ -132,7 +121,7 @@ func relaxSync(ctx context.Context, conn *sql.Conn) (func(), error) {
 	}, nil
 }
 
-func recordInbound(ctx context.Context, tx *sql.Tx, k core.InboundKey, now time.Time) error {
+func recordInbound(ctx context.Context, tx *sqlTx, k core.InboundKey, now time.Time) error {
 	if k.EventID == "" {
 		return errors.New("recording inbound event: empty event id")
 	}
@@ -151,7 +140,7 @@ func recordInbound(ctx context.Context, tx *sql.Tx, k core.InboundKey, now time.
 
 // writeSession inserts (Version 0) or updates (compare-and-set on Version) the session
 // row and returns the session as stored.
-func writeSession(ctx context.Context, tx *sql.Tx, se core.Session, now time.Time) (core.Session, error) {
+func writeSession(ctx context.Context, tx *sqlTx, se core.Session, now time.Time) (core.Session, error) {
 	if !se.Phase.Valid() {
 		return core.Session{}, fmt.Errorf("saving session: invalid phase %q", se.Phase)
 	}
@@ -270,7 +259,7 @@ func validPlanStatus(st core.PlanStatus) bool {
 
 // writePlan inserts or updates a plan by id. created_at is set once; a plan cannot move
 // to another session.
-func writePlan(ctx context.Context, tx *sql.Tx, p core.Plan, sid string, now time.Time) error {
+func writePlan(ctx context.Context, tx *sqlTx, p core.Plan, sid string, now time.Time) error {
 	if p.ID == "" {
 		return errors.New("saving plan: empty id")
 	}
@@ -321,7 +310,7 @@ func writePlan(ctx context.Context, tx *sql.Tx, p core.Plan, sid string, now tim
 }
 
 // writeEvent appends an audit row; the row id is assigned by the database.
-func writeEvent(ctx context.Context, tx *sql.Tx, e core.Event, sid string, now time.Time) error {
+func writeEvent(ctx context.Context, tx *sqlTx, e core.Event, sid string, now time.Time) error {
 	switch {
 	case e.SessionID == "":
 		e.SessionID = sid
@@ -344,7 +333,7 @@ func writeEvent(ctx context.Context, tx *sql.Tx, e core.Event, sid string, now t
 }
 
 // writeMessage appends a transcript entry.
-func writeMessage(ctx context.Context, tx *sql.Tx, m core.ChatMessage, sid string, now time.Time) error {
+func writeMessage(ctx context.Context, tx *sqlTx, m core.ChatMessage, sid string, now time.Time) error {
 	var calls sql.NullString
 	if len(m.ToolCalls) > 0 {
 		b, err := json.Marshal(m.ToolCalls)

@@ -12,7 +12,7 @@ import (
 const nudgeCols = `id, session_id, plan_id, kind, action, spec, next_fire_at, fired, missed, status, created_at`
 
 // writeNudge adds a schedule to the session of the change.
-func writeNudge(ctx context.Context, tx *sql.Tx, n core.Nudge, sid string, now time.Time) error {
+func writeNudge(ctx context.Context, tx *sqlTx, n core.Nudge, sid string, now time.Time) error {
 	if n.SessionID != "" && n.SessionID != sid {
 		return fmt.Errorf("saving nudge: it names session %q inside a change for %q", n.SessionID, sid)
 	}

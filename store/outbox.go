@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,7 +12,7 @@ import (
 
 // writeOutbox inserts the change's replies and writes their ids back into the caller's
 // slice.
-func writeOutbox(ctx context.Context, tx *sql.Tx, out []core.Outgoing, sid string, now time.Time) error {
+func writeOutbox(ctx context.Context, tx *sqlTx, out []core.Outgoing, sid string, now time.Time) error {
 	for i := range out {
 		o := &out[i]
 		b, err := json.Marshal(o.Reply)
@@ -24,12 +23,9 @@ func writeOutbox(ctx context.Context, tx *sql.Tx, out []core.Outgoing, sid strin
 		if session == "" {
 			session = sid
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)`,
-			session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now)))
-		if err != nil {
-			return fmt.Errorf("saving reply to the outbox: %w", err)
-		}
-		if o.ID, err = res.LastInsertId(); err != nil {
+		// RETURNING rather than LastInsertId, which PostgreSQL does not have.
+		if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)
+			RETURNING id`, session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now))).Scan(&o.ID); err != nil {
 			return fmt.Errorf("saving reply to the outbox: %w", err)
 		}
 		o.SessionID = session
@@ -99,17 +95,15 @@ func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
 }
 
 func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...any) error {
-	conn, err := s.w.Conn(ctx)
+	tx, done, err := s.beginWrite(ctx, true)
 	if err != nil {
 		return fmt.Errorf("updating outbox reply %d: %w", id, err)
 	}
-	defer conn.Close()
-	restore, err := relaxSync(ctx, conn)
-	if err != nil {
-		return err
+	defer done()
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
 	}
-	defer restore()
-	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
 	}
 	return nil

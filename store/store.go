@@ -1,11 +1,20 @@
 // Package store is plangate's persistence: sessions, plans, the audit log, transcripts,
-// nudge schedules, inbound de-duplication and channel state in one SQLite file
-// (github.com/mattn/go-sqlite3), with embedded, versioned migrations.
+// nudge schedules, inbound de-duplication and channel state, with embedded, versioned
+// migrations. It has two drivers behind the one *Store type (see OpenDriver):
 //
-// Every write goes through a single writer connection in an IMMEDIATE transaction, so
-// writers queue instead of failing with "database is locked"; reads use a separate
-// read-only pool and, thanks to WAL, never wait for a writer. Times are stored in UTC as
-// fixed-width text (see TimeLayout) and round-trip to the nanosecond.
+//   - sqlite (the default): one SQLite file (github.com/mattn/go-sqlite3). Every write
+//     goes through a single writer connection in an IMMEDIATE transaction, so writers
+//     queue instead of failing with "database is locked"; reads use a separate read-only
+//     pool and, thanks to WAL, never wait for a writer.
+//   - postgres: a PostgreSQL database (github.com/jackc/pgx/v5 through pgxpool) that
+//     several plangate processes may share; see postgres.go for its isolation and locking.
+//
+// The drivers are dialects of one implementation rather than two packages: every
+// statement is written once (dialect.go renumbers placeholders), so a transition is the
+// same transaction with the same compare-and-set, de-duplication key and firing ledger on
+// both, every caller keeps using *store.Store, and store/storetest holds both to one
+// contract. Times are stored in UTC as fixed-width text (see TimeLayout) on both engines
+// and round-trip to the nanosecond.
 package store
 
 import (
@@ -33,12 +42,13 @@ const readConns = 4
 
 var _ core.Store = (*Store)(nil)
 
-// Store is the SQLite implementation of core.Store. It is safe for concurrent use.
+// Store implements core.Store on SQLite or PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	path string
-	w    *sql.DB // the only connection that writes
-	r    *sql.DB // read-only pool
-	now  func() time.Time
+	path  string // the file (SQLite) or the DSN without its password (PostgreSQL)
+	w     sqlDB  // SQLite: the only connection that writes; PostgreSQL: the pool
+	r     sqlDB  // SQLite: the read-only pool; PostgreSQL: the same pool as w
+	now   func() time.Time
+	close func() // PostgreSQL: closes the pgx pool after w; nil for SQLite
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
@@ -63,10 +73,11 @@ func open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 
-	w, err := sql.Open("sqlite3", writerDSN(abs))
+	wdb, err := sql.Open("sqlite3", writerDSN(abs))
 	if err != nil {
 		return nil, err
 	}
+	w := sqlDB{DB: wdb, d: sqliteDialect}
 	// One writer connection, kept open: writes are serialized here rather than by
 	// SQLite's busy handler, and the connection never expires mid-run.
 	w.SetMaxOpenConns(1)
@@ -89,11 +100,12 @@ func open(ctx context.Context, path string) (*Store, error) {
 
 	// The read pool is opened after the writer has switched the file to WAL and created
 	// its -wal and -shm files, which a read-only connection cannot create itself.
-	r, err := sql.Open("sqlite3", readerDSN(abs))
+	rdb, err := sql.Open("sqlite3", readerDSN(abs))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
+	r := sqlDB{DB: rdb, d: sqliteDialect}
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 	if err := r.PingContext(ctx); err != nil {
@@ -107,6 +119,14 @@ func open(ctx context.Context, path string) (*Store, error) {
 // Close closes the read pool and then the writer, so the last connection to close is
 // the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
+	if s.w.d.pg {
+		err := s.w.Close()
+		s.close()
+		if err != nil {
+			return fmt.Errorf("closing store %s: %w", s.path, err)
+		}
+		return nil
+	}
 	errR := s.r.Close()
 	errW := s.w.Close()
 	if err := errors.Join(errR, errW); err != nil {
@@ -117,7 +137,7 @@ func (s *Store) Close() error {
 
 // probeWrite rewrites one row in place and rolls back: neither opening nor BEGIN
 // IMMEDIATE fails on a database that cannot be written, only a write does.
-func probeWrite(ctx context.Context, w *sql.DB) error {
+func probeWrite(ctx context.Context, w sqlDB) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
