@@ -1,7 +1,8 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests, from the installed
 // server binaries: initdb into a temporary directory, a server listening only on a unix
 // socket in that directory (no TCP port, so tests never collide with another server or
-// reach the network), stopped when the test binary ends.
+// reach the network; the port number only names the socket), stopped when the test
+// binary ends.
 //
 // One server serves a whole test binary (start it from TestMain with Main); every test
 // gets its own schema in it (Schema), which is much cheaper than a database per test.
@@ -26,6 +27,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -36,6 +38,9 @@ type Server struct {
 	bin  string
 	cred *syscall.Credential // nil when not running as root
 	port int
+
+	proc   *exec.Cmd
+	exited chan struct{} // closed when proc has exited
 }
 
 // Start initializes and starts a server in a new temporary directory.
@@ -70,33 +75,76 @@ func (s *Server) start(ctx context.Context) error {
 	data := filepath.Join(s.dir, "data")
 	// --no-sync: a throwaway cluster need not survive a power cut; the server itself
 	// keeps fsync on, so benchmarks measure real commits.
-	if out, err := s.run(ctx, "initdb", "-D", data, "-A", "trust", "-U", "pg", "-E", "UTF8",
-		"--no-sync", "--locale=C.UTF-8"); err != nil {
+	if out, err := s.command(ctx, "initdb", "-D", data, "-A", "trust", "-U", "pg", "-E", "UTF8",
+		"--no-sync", "--locale=C.UTF-8").CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -p %d -c max_connections=200", s.dir, s.port)
-	if out, err := s.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "30", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-		return fmt.Errorf("starting postgres: %w\n%s\n%s", err, out, log)
+	// The postmaster is our child (not pg_ctl's), and the kernel stops it when the test
+	// binary dies, so a killed or timed-out test run leaves no server behind.
+	cmd := s.command(context.Background(), "postgres", "-D", data, "-k", s.dir, "-c", "listen_addresses=",
+		"-p", strconv.Itoa(s.port), "-c", "max_connections=200")
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	log, err := os.Create(filepath.Join(s.dir, "log"))
+	if err != nil {
+		return fmt.Errorf("creating the server log: %w", err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting postgres: %w", err)
+	}
+	s.proc = cmd
+	s.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(s.exited) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.kill()
+		out, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("starting postgres: %w\n%s", err, out)
 	}
 	return nil
 }
 
-// run runs one server binary, as the postgres user when we are root.
-func (s *Server) run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
-	cmd.Dir = s.dir
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+// waitReady waits until the server accepts connections or exits, for at most 30 s.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		c, err := pgx.Connect(ctx, s.DSN())
+		if err == nil {
+			return c.Close(ctx)
+		}
+		select {
+		case <-s.exited:
+			return errors.New("the server exited")
+		case <-ctx.Done():
+			return fmt.Errorf("the server is not ready: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return cmd.CombinedOutput()
 }
 
-// Stop stops the server (fast shutdown) and removes its directory.
+func (s *Server) kill() {
+	s.proc.Process.Kill()
+	<-s.exited
+}
+
+// command prepares one server binary, as the postgres user when we are root.
+func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	return cmd
+}
+
+// Stop stops the server (fast shutdown: SIGINT) and removes its directory.
 func (s *Server) Stop() error {
-	out, err := s.run(context.Background(), "pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "stop")
-	if err != nil {
-		return fmt.Errorf("stopping postgres: %w\n%s", err, out)
+	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
+		return fmt.Errorf("stopping postgres: %w", err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.kill()
 	}
 	return os.RemoveAll(s.dir)
 }
