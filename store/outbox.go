@@ -10,27 +10,31 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// writeOutbox inserts the change's replies and writes their ids back into the caller's
+// outboxSteps insert the change's replies and write their ids back into the caller's
 // slice.
-func writeOutbox(ctx context.Context, tx *sqlTx, out []core.Outgoing, sid string, now time.Time) error {
+func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error) {
+	steps := make([]step, 0, len(out))
 	for i := range out {
 		o := &out[i]
 		b, err := json.Marshal(o.Reply)
 		if err != nil {
-			return fmt.Errorf("saving reply to the outbox: encoding: %w", err)
+			return nil, fmt.Errorf("saving reply to the outbox: encoding: %w", err)
 		}
 		session := o.SessionID
 		if session == "" {
 			session = sid
 		}
 		// RETURNING rather than LastInsertId, which PostgreSQL does not have.
-		if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)
-			RETURNING id`, session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now))).Scan(&o.ID); err != nil {
-			return fmt.Errorf("saving reply to the outbox: %w", err)
-		}
-		o.SessionID = session
+		steps = append(steps, step{
+			what: "saving reply to the outbox",
+			q: `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)
+			RETURNING id`,
+			args: []any{session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now))},
+			dest: []any{&o.ID},
+			then: func() error { o.SessionID = session; return nil },
+		})
 	}
-	return nil
+	return steps, nil
 }
 
 // UnsentOutbox lists undelivered, not dropped replies for the given channels (all for

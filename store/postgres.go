@@ -37,8 +37,14 @@ package store
 // once, and is flushed by the next durable commit or the WAL writer, which is what
 // SQLite's synchronous=NORMAL gives.
 //
-// Concurrent commits are grouped by PostgreSQL's WAL flush: commits waiting for the same
-// flush complete together, so the pool size bounds how many transitions share an fsync.
+// Round trips: a transition and a nudge claim are one pipelined batch (BEGIN and every
+// statement) and a COMMIT, two round trips whatever the change holds (steps.go); the
+// other writes are single statements. Concurrent commits are grouped by PostgreSQL's WAL
+// flush: commits waiting for the same flush complete together, so the pool size
+// (pool_max_conns in the DSN) bounds how many transitions share an fsync.
+//
+// Reads and the single-statement writes go through database/sql on the same pool
+// (pgx's stdlib adapter), so they share their code with the SQLite driver.
 
 import (
 	"context"
@@ -104,7 +110,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 		w.Close()
 		return nil, err
 	}
-	return &Store{path: where, w: w, r: w, now: time.Now, close: pool.Close}, nil
+	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool}, nil
 }
 
 // beginWrite starts a write transaction. A lazy one may commit without waiting for the

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/plangate/plangate/core"
@@ -44,11 +45,11 @@ var _ core.Store = (*Store)(nil)
 
 // Store implements core.Store on SQLite or PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	path  string // the file (SQLite) or the DSN without its password (PostgreSQL)
-	w     sqlDB  // SQLite: the only connection that writes; PostgreSQL: the pool
-	r     sqlDB  // SQLite: the read-only pool; PostgreSQL: the same pool as w
-	now   func() time.Time
-	close func() // PostgreSQL: closes the pgx pool after w; nil for SQLite
+	path string // the file (SQLite) or the DSN without its password (PostgreSQL)
+	w    sqlDB  // SQLite: the only connection that writes; PostgreSQL: the pool
+	r    sqlDB  // SQLite: the read-only pool; PostgreSQL: the same pool as w
+	now  func() time.Time
+	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
@@ -119,9 +120,9 @@ func open(ctx context.Context, path string) (*Store, error) {
 // Close closes the read pool and then the writer, so the last connection to close is
 // the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
-	if s.w.d.pg {
+	if s.pool != nil {
 		err := s.w.Close()
-		s.close()
+		s.pool.Close()
 		if err != nil {
 			return fmt.Errorf("closing store %s: %w", s.path, err)
 		}
