@@ -49,7 +49,7 @@ func TestOpenAIProviderThroughEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.eng = core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Now: func() time.Time { return h.clock }})
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Now: func() time.Time { return h.clock }}))
 	if got := lastText(h.say("main", "local", "how are things?")); got != "All quiet." {
 		t.Fatalf("reply %q", got)
 	}
@@ -77,7 +77,7 @@ func BenchmarkAgentTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.eng = core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Now: time.Now})
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Now: time.Now}))
 	ctx := context.Background()
 	turns := 0
 	for b.Loop() {

@@ -112,7 +112,7 @@ func TestRacingDecisionsTwoProcesses(t *testing.T) {
 	defer st2.Close()
 	out2 := &recorder{}
 	model2 := newFakeModel()
-	eng2 := core.NewEngine(h.cfg, core.Deps{Store: st2, Model: model2, Out: out2, Now: func() time.Time { return day }})
+	eng2 := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: st2, Model: model2, Out: out2, Now: func() time.Time { return day }}))
 	// Both engines must read the session before either writes: hold both model calls (made
 	// after the decision commit) is too late, so race the decisions themselves many times.
 	accept := core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Action: &core.Action{Kind: core.ActionAccept, ApprovalID: p.ApprovalID}}

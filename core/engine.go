@@ -51,33 +51,33 @@ type Deps struct {
 // Engine applies messages to sessions: one job at a time per session, sessions
 // concurrently. Every state change is one store transaction with its audit rows.
 type Engine struct {
-	cfg     Config
-	d       Deps
-	machine Machine
+	cfg Config
+	d   Deps
 
 	mu       sync.Mutex
 	queues   map[string]*queue
 	inflight int // read-only jobs running outside a queue
-	// refresh holds the latest pending rewrite of each plan file (see refreshFile).
-	refresh    map[string]func()
-	refreshing bool
-	seq        uint64
-	// proposed remembers, per session, which plan was proposed at which seq, so a bare
-	// accept cannot take a version proposed after it was sent.
-	proposed map[string]proposal
-	// progress remembers the platform message id of each plan's checklist, so progress is
-	// one message edited in place.
-	progress map[string]string
+	files    *fileWriter
+	progress progressIDs
 }
 
 type job struct {
 	ctx     context.Context
 	msg     Message
 	done    chan error
-	inbound *InboundKey // recorded with the job's first commit
-	// seq orders the job among everything this engine received: a bare "/plan accept" may
-	// only accept a version that was already proposed when it arrived.
-	seq uint64
+	inbound *InboundKey // recorded with the outcome of the message (see applyInbound)
+	// parsed is the message parsed once, at enqueue: dispatch and interrupt detection
+	// read it.
+	parsed commands.Result
+	// seenApproval is the approval id that was pending when a typed /plan accept or
+	// revise arrived, read from the store at enqueue (nil if it could not be read): a bare
+	// decision may only take the version the person could have seen, not one the running
+	// turn proposed meanwhile. It replaces an engine-wide map of proposal sequence numbers
+	// that was never pruned and was lost on restart: this value lives exactly as long as
+	// the message. A message queued when the process died was never acknowledged, so the
+	// platform redelivers it and it is read again then (a version proposed just before the
+	// crash is then taken as seen: the one case this does not cover).
+	seenApproval *string
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
@@ -112,8 +112,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.ToolResultChars <= 0 {
 		cfg.ToolResultChars = 16_000
 	}
-	return &Engine{cfg: cfg, d: d, machine: NewMachine(), queues: map[string]*queue{}, progress: map[string]string{},
-		proposed: map[string]proposal{}}
+	return &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log}}
 }
 
 // Handle applies one inbound message and waits until it (and the agent turn it starts)
@@ -137,8 +136,28 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	if m.ID != "" {
 		j.inbound = &InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
 	}
+	if m.Action == nil {
+		j.parsed = commands.Parse(m.Text, "")
+	}
 	id := m.Address.SessionID()
-	return e.enqueue(id, j, isReadOnly(m))
+	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
+		j.seenApproval = e.pendingApproval(ctx, id)
+	}
+	return e.enqueue(id, j, j.readOnly())
+}
+
+// pendingApproval reads the approval id pending in a session ("" if none); nil if the
+// store could not say.
+func (e *Engine) pendingApproval(ctx context.Context, sessionID string) *string {
+	s, err := e.d.Store.Session(ctx, sessionID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		s.ApprovalID = ""
+	case err != nil:
+		e.d.Log.Warn("reading the pending approval", "session", sessionID, "err", err)
+		return nil
+	}
+	return &s.ApprovalID
 }
 
 // system queues fn for a session as a system job and waits for it.
@@ -154,8 +173,6 @@ func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx conte
 
 func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 	e.mu.Lock()
-	e.seq++
-	j.seq = e.seq
 	q := e.queues[id]
 	if (q == nil || len(q.jobs) == 0) && readOnly {
 		e.inflight++
@@ -216,14 +233,14 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" &&
 			sess.Phase == PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID &&
-			e.mayDecide(commands.Approver, sess, m) {
+			mayDecide(e.cfg.Approvers, commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
 			continue
 		}
-		r := commands.Parse(m.Text, "")
-		if r.Kind != commands.IsCommand || !e.mayDecide(r.Cmd.Spec.Who, sess, m) {
+		r := j.parsed
+		if r.Kind != commands.IsCommand || !mayDecide(e.cfg.Approvers, r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
 		switch {
@@ -236,12 +253,12 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 	return "", false
 }
 
-func isReadOnly(m Message) bool {
-	if m.Action != nil {
+// readOnly reports whether the job is a command anyone may run that changes nothing.
+func (j *job) readOnly() bool {
+	if j.msg.Action != nil {
 		return false
 	}
-	r := commands.Parse(m.Text, "")
-	switch r.Kind {
+	switch r := j.parsed; r.Kind {
 	case commands.IsUsage:
 		return true
 	case commands.IsCommand:
@@ -265,9 +282,6 @@ func (e *Engine) run(j *job) error {
 		return err
 	}
 	m := j.msg
-	if m.ID != "" {
-		ctx = context.WithValue(ctx, inReplyToKey{}, m.ID)
-	}
 	if m.Sender.IsBot {
 		return nil // bots never drive a session, including this one
 	}
@@ -282,14 +296,15 @@ func (e *Engine) run(j *job) error {
 		}
 	}
 	sess, err := e.loadSession(ctx, m)
+	t := &turnState{e: e, j: j, sess: sess}
 	if err != nil {
-		e.notice(ctx, m.Address, "Something went wrong reading this conversation's state; nothing was changed.")
+		t.sess.Address = m.Address
+		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
 		return err
 	}
-	t := &turnState{e: e, j: j, sess: sess}
 	err = t.dispatch(ctx)
 	if errors.Is(err, ErrConflict) {
-		e.notice(ctx, m.Address, "This conversation changed at the same moment elsewhere; nothing was changed. Please try again.")
+		t.notice(ctx, "This conversation changed at the same moment elsewhere; nothing was changed. Please try again.")
 		return nil
 	}
 	if errors.Is(err, ErrDuplicate) {
@@ -297,7 +312,7 @@ func (e *Engine) run(j *job) error {
 	}
 	if err != nil {
 		e.d.Log.Error("handling message", "session", sess.ID, "err", err)
-		e.notice(ctx, m.Address, "Something went wrong handling that; nothing was changed. Details are in the gateway log.")
+		t.notice(ctx, "Something went wrong handling that; nothing was changed. Details are in the gateway log.")
 	}
 	return err
 }
@@ -319,14 +334,14 @@ func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
 }
 
 // mayDecide applies the access rules of DESIGN.md section 4.
-func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
+func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
 	switch who {
 	case commands.Anyone:
 		return true
 	case commands.Approver, commands.ApproverOrOwner:
-		if len(e.cfg.Approvers) > 0 {
+		if len(approvers) > 0 {
 			key := m.Address.Channel + ":" + m.Sender.ID
-			for _, a := range e.cfg.Approvers {
+			for _, a := range approvers {
 				if a == key || slices.Contains(m.Sender.Roles, a) {
 					return true
 				}
@@ -341,9 +356,6 @@ func (e *Engine) mayDecide(who commands.Who, s Session, m Message) bool {
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
 // decision.
 func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
-	if r.InReplyTo == "" {
-		r.InReplyTo, _ = ctx.Value(inReplyToKey{}).(string)
-	}
 	id, err := e.d.Out.Send(ctx, r)
 	if err != nil {
 		e.d.Log.Error("delivering reply", "channel", r.To.Channel, "chat", r.To.Chat, "err", err)
@@ -351,29 +363,6 @@ func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
 	}
 	return id, nil
 }
-
-type proposal struct {
-	planID string
-	seq    uint64
-}
-
-// noteProposal records that planID was just proposed in sessionID.
-func (e *Engine) noteProposal(sessionID, planID string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.proposed[sessionID] = proposal{planID: planID, seq: e.seq}
-}
-
-// proposedAfter reports whether planID was proposed after job j was received.
-func (e *Engine) proposedAfter(sessionID, planID string, j *job) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p, ok := e.proposed[sessionID]
-	return ok && p.planID == planID && p.seq >= j.seq
-}
-
-// inReplyToKey carries the id of the inbound event being handled, for Reply.InReplyTo.
-type inReplyToKey struct{}
 
 // typing shows a typing indicator while the agent works, where the channel has one.
 func (e *Engine) typing(ctx context.Context, a Address) {
@@ -393,8 +382,9 @@ func (e *Engine) Wait(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		e.mu.Lock()
-		idle := len(e.queues) == 0 && e.inflight == 0 && !e.refreshing
+		idle := len(e.queues) == 0 && e.inflight == 0
 		e.mu.Unlock()
+		idle = idle && !e.files.busy()
 		if idle {
 			return nil
 		}
@@ -406,25 +396,39 @@ func (e *Engine) Wait(ctx context.Context) error {
 	}
 }
 
-func (e *Engine) notice(ctx context.Context, to Address, text string) {
-	_, _ = e.send(ctx, Reply{To: to, Kind: ReplyNotice, Text: text})
-}
-
-func (e *Engine) reply(ctx context.Context, to Address, text string) {
-	_, _ = e.send(ctx, Reply{To: to, Text: text})
+// newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
+// proposal, a question id for a question.
+func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
+	var ids NewIDs
+	var err error
+	switch tr {
+	case TrigPropose, TrigAutoPropose:
+		if ids.Plan, err = newID(r, 6); err == nil {
+			ids.Plan = "p" + ids.Plan
+			ids.Approval, err = newID(r, 10)
+		}
+	case TrigAsk:
+		ids.Question, err = newID(r, 8)
+	}
+	return ids, err
 }
 
 // newID returns n random bytes as lower-case base32 without padding.
-func (e *Engine) newID(n int) (string, error) {
+func newID(r io.Reader, n int) (string, error) {
 	b := make([]byte, n)
-	if _, err := io.ReadFull(e.d.Random, b); err != nil {
+	if _, err := io.ReadFull(r, b); err != nil {
 		return "", fmt.Errorf("reading random bytes: %w", err)
 	}
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
 }
 
-func (e *Engine) nudgesChanged(ctx context.Context, sessionID string) {
-	if e.d.Nudger != nil {
-		e.d.Nudger.SessionChanged(ctx, sessionID)
-	}
+// turnState is the state of one job: the session as last committed.
+type turnState struct {
+	e    *Engine
+	j    *job
+	sess Session
+	// gateNoticed: the chat was already told about a blocked mutation in this job.
+	gateNoticed bool
 }
+
+func (t *turnState) msg() Message { return t.j.msg }

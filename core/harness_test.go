@@ -174,7 +174,15 @@ func (h *harness) open() {
 	}
 	h.t.Cleanup(func() { st.Close() })
 	h.st = st
-	h.eng = core.NewEngine(h.cfg, core.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }})
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }}))
+}
+
+// waitOnCleanup makes the test wait for eng's jobs and background plan file writes before
+// its temporary directory is removed (cleanups run last-registered first). Not for an
+// engine a test leaves blocked on purpose.
+func (h *harness) waitOnCleanup(eng *core.Engine) *core.Engine {
+	h.t.Cleanup(func() { _ = eng.Wait(context.Background()) })
+	return eng
 }
 
 func (h *harness) restart() {

@@ -78,18 +78,102 @@ func transitions() map[transitionKey]Phase {
 	}
 }
 
-// Machine answers which transitions are allowed. The zero value is not usable; use
+// Machine answers which transitions are allowed: the phase a trigger leads to, the
+// status it gives a plan version, and the guards it must pass. The zero value is not usable; use
 // NewMachine.
 type Machine struct {
-	table map[transitionKey]Phase
+	table  map[transitionKey]Phase
+	plans  map[planKey]PlanStatus
+	guards map[Trigger][]Guard
 }
 
 // NewMachine returns the approval state machine.
-func NewMachine() Machine { return Machine{table: transitions()} }
+func NewMachine() Machine {
+	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
+}
 
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
 func (m Machine) Next(p Phase, t Trigger) (Phase, bool) {
 	to, ok := m.table[transitionKey{p, t}]
+	return to, ok
+}
+
+// Guard names a condition a transition must meet. Apply checks the guards of a trigger
+// in the order the table lists them, before the transition; the first that fails refuses
+// it (or, for a timer, drops it). GuardPhase is the phase table itself.
+type Guard string
+
+// Guards of the approval state machine.
+const (
+	GuardPlanMode      Guard = "plan_mode"      // plan_mode.enabled
+	GuardPhase         Guard = "phase"          // the phase table allows the trigger
+	GuardButton        Guard = "button"         // a button names the pending version
+	GuardPending       Guard = "pending"        // a version is pending and the decision names it
+	GuardFeedback      Guard = "feedback"       // revise feedback is not empty
+	GuardQuestion      Guard = "question"       // a question is pending (and the button is its)
+	GuardOption        Guard = "option"         // the answer is an option, or free text is allowed
+	GuardTimer         Guard = "timer"          // the schedule was made for the pending version
+	GuardValidPlan     Guard = "valid_plan"     // the proposal parses and the judge accepts it
+	GuardValidQuestion Guard = "valid_question" // a question with 2-6 options
+	GuardValidUpdate   Guard = "valid_update"   // the step update parses
+)
+
+// guards lists, per trigger, what Apply checks, in order.
+func guards() map[Trigger][]Guard {
+	propose := []Guard{GuardPlanMode, GuardPhase, GuardValidPlan}
+	return map[Trigger][]Guard{
+		TrigOn:          {GuardPlanMode, GuardPhase},
+		TrigEnter:       {GuardPlanMode, GuardPhase},
+		TrigPropose:     propose,
+		TrigAutoPropose: propose,
+		TrigAccept:      {GuardButton, GuardPending, GuardPhase},
+		TrigRevise:      {GuardFeedback, GuardButton, GuardPending, GuardPhase},
+		TrigAsk:         {GuardValidQuestion, GuardPhase},
+		TrigAnswer:      {GuardQuestion, GuardPhase, GuardOption},
+		TrigAutoOn:      {GuardButton, GuardPhase},
+		TrigAutoOff:     {GuardButton, GuardPhase},
+		TrigOff:         {GuardPhase},
+		TrigExpire:      {GuardTimer, GuardPhase},
+		TrigUpdate:      {GuardValidUpdate, GuardPhase},
+		TrigComplete:    {GuardValidUpdate, GuardPhase},
+	}
+}
+
+// Guards returns the guards trigger t must pass, in the order Apply checks them.
+func (m Machine) Guards(t Trigger) []Guard { return m.guards[t] }
+
+type planKey struct {
+	from PlanStatus
+	trig Trigger
+}
+
+// planTransitions is the life cycle of one plan version: which status a trigger moves
+// it to. "" as the source is a version that does not exist yet (a proposal creates it).
+// The previous pending version of a new proposal is the one that is superseded.
+func planTransitions() map[planKey]PlanStatus {
+	return map[planKey]PlanStatus{
+		{"", TrigPropose}:     PlanPending,
+		{"", TrigAutoPropose}: PlanAccepted,
+
+		{PlanPending, TrigPropose}:     PlanSuperseded,
+		{PlanPending, TrigAutoPropose}: PlanSuperseded,
+		{PlanPending, TrigAccept}:      PlanAccepted,
+		{PlanPending, TrigAutoOn}:      PlanAccepted,
+		{PlanPending, TrigRevise}:      PlanRevised,
+		{PlanPending, TrigOff}:         PlanAbandoned,
+		{PlanPending, TrigExpire}:      PlanExpired,
+
+		{PlanAccepted, TrigRevise}:   PlanRevised,
+		{PlanAccepted, TrigOff}:      PlanAborted,
+		{PlanAccepted, TrigUpdate}:   PlanAccepted,
+		{PlanAccepted, TrigComplete}: PlanCompleted,
+	}
+}
+
+// PlanNext returns the status trigger t moves a plan version in status s to, and false
+// if t does not change such a version.
+func (m Machine) PlanNext(s PlanStatus, t Trigger) (PlanStatus, bool) {
+	to, ok := m.plans[planKey{s, t}]
 	return to, ok
 }

@@ -163,7 +163,7 @@ func TestQuestionGetsReminders(t *testing.T) {
 func TestPlanNudgeCommand(t *testing.T) {
 	h := newHarness(t, withNudges)
 	nudger := &fakeNudger{}
-	h.eng = core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Nudger: nudger, Now: func() time.Time { return h.clock }})
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Nudger: nudger, Now: func() time.Time { return h.clock }}))
 	mustContain(t, lastText(h.say("main", "local", "/plan nudge snooze 1h")), "nothing to snooze")
 	mustContain(t, lastText(h.say("main", "local", "/plan nudge every 2h")), "Reminders: every 2 h while a decision or answer is pending.")
 	h.toPending("main", "Custom cadence")

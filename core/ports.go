@@ -45,7 +45,7 @@ type Event struct {
 	PlanID      string // "" when no plan is involved
 	PlanVersion int
 	Kind        EventKind
-	Actor       string // sender id, "agent" or "system"
+	Actor       Actor
 	Channel     string
 	Detail      string
 	At          time.Time

@@ -6,6 +6,7 @@ package core_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,35 @@ func TestRegressionRefusedReviseInterruptsPlanningTurn(t *testing.T) {
 	if strings.Contains(all, "Stopped: /plan revise came in.") && strings.Contains(all, "no plan to revise") {
 		t.Fatalf("a refused /plan revise interrupted the agent's planning turn")
 	}
+	// State, not prose: the turn ran to its end, the revise changed nothing and was
+	// answered with a notice.
+	if last := lastEntry(t, h, "main"); last.Role != core.RoleAssistant || last.Content != "investigation finished" {
+		t.Fatalf("the turn did not finish: last transcript entry %s %q", last.Role, last.Content)
+	}
+	if s := h.session("main"); s.Phase != core.PhasePlanning || s.RejectionCount != 0 {
+		t.Fatalf("the refused revise changed the session: phase %s, rejections %d", s.Phase, s.RejectionCount)
+	}
+	if got := replyKinds(h.out.since(n)); !slices.Contains(got, core.ReplyNotice) || slices.Contains(got, core.ReplyDecided) {
+		t.Fatalf("reply kinds %v, want a notice and no decision", got)
+	}
+}
+
+// lastEntry is the newest stored transcript entry of chat.
+func lastEntry(t *testing.T, h *harness, chat string) core.ChatMessage {
+	t.Helper()
+	tr, err := h.st.Transcript(context.Background(), sessionID(chat), 1)
+	if err != nil || len(tr) != 1 {
+		t.Fatalf("reading the transcript: %v (%d entries)", err, len(tr))
+	}
+	return tr[0]
+}
+
+func replyKinds(rs []core.Reply) []core.ReplyKind {
+	out := make([]core.ReplyKind, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Kind)
+	}
+	return out
 }
 
 // R1b: /plan off in phase off (refused: "already off") interrupts an ordinary chat turn.
@@ -70,6 +100,12 @@ func TestRegressionRefusedOffInterruptsChatTurn(t *testing.T) {
 	t.Logf("replies:\n%s", all)
 	if strings.Contains(all, "Stopped: /plan off came in.") && strings.Contains(all, "already off") {
 		t.Fatalf("a refused /plan off interrupted the agent's turn")
+	}
+	if last := lastEntry(t, h, "main"); last.Role != core.RoleAssistant || last.Content != "here is your answer" {
+		t.Fatalf("the turn did not finish: last transcript entry %s %q", last.Role, last.Content)
+	}
+	if got := replyKinds(h.out.since(n)); !slices.Contains(got, core.ReplyNotice) {
+		t.Fatalf("the refused /plan off was not answered with a notice: %v", got)
 	}
 }
 
@@ -100,6 +136,15 @@ func TestRegressionStaleReviseButtonInterruptsExecution(t *testing.T) {
 	t.Logf("replies:\n%s", all)
 	if strings.Contains(all, "Stopped: a revision came in.") && strings.Contains(all, "already decided") {
 		t.Fatalf("a stale (refused) Revise click stopped the executing plan")
+	}
+	if last := lastEntry(t, h, "main"); last.Role != core.RoleAssistant || last.Content != "working" {
+		t.Fatalf("the executing turn did not finish: last transcript entry %s %q", last.Role, last.Content)
+	}
+	if s, st := h.session("main"), h.plan(p.ID).Status; s.Phase != core.PhaseExecuting || st != core.PlanAccepted {
+		t.Fatalf("the stale click changed state: phase %s, plan %s", s.Phase, st)
+	}
+	if evs := h.events("main"); evs[len(evs)-1] != core.EventRefused {
+		t.Fatalf("the stale click was not audited as refused: %v", evs)
 	}
 }
 
@@ -139,7 +184,7 @@ func TestRegressionStaleApprovalInjectionAfterRevise(t *testing.T) {
 	h.toPending("main", "Docs")
 	gate := &gatedStore{Store: h.st, entered: make(chan struct{}), release: make(chan struct{})}
 	gate.armed.Store(true)
-	eng := core.NewEngine(h.cfg, core.Deps{Store: gate, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
+	eng := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: gate, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }}))
 	a := eng.Enqueue(context.Background(), msg("main", "local", "/plan accept"))
 	<-gate.entered // accept is inside its commit
 	r := eng.Enqueue(context.Background(), msg("main", "local", "/plan revise smaller please"))
@@ -181,7 +226,7 @@ func TestRegressionShowRewritesStalePlanFile(t *testing.T) {
 	p := h.toPending("main", "Docs")
 	ps := &pausingPlanStore{Store: h.st, loaded: make(chan struct{}), release: make(chan struct{})}
 	ps.armed.Store(true)
-	eng := core.NewEngine(h.cfg, core.Deps{Store: ps, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
+	eng := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: ps, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }}))
 	show := eng.Enqueue(context.Background(), msg("main", "bob", "/plan show"))
 	<-ps.loaded // show has read the plan (pending)
 	if err := eng.Handle(context.Background(), msg("main", "local", "/plan accept")); err != nil {
@@ -383,5 +428,11 @@ func TestRegressionStaleQuestionButtonAnswersNewQuestion(t *testing.T) {
 	t.Logf("late click on Q1 -> %q", joinTexts(out))
 	if h.session("main").Question == nil && strings.Contains(joinTexts(out), "Answer recorded: Yes") {
 		t.Fatal("a click on a button of the earlier question answered the current one (\"Also wipe docs/archive?\" -> Yes)")
+	}
+	if q := h.session("main").Question; q == nil || q.Text != "Also wipe docs/archive?" {
+		t.Fatalf("the late click changed the pending question: %+v", q)
+	}
+	if got := replyKinds(out); len(got) != 1 || got[0] != core.ReplyNotice {
+		t.Fatalf("the late click was answered with %v, want one notice", got)
 	}
 }

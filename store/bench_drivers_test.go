@@ -56,7 +56,7 @@ func transitions(b *testing.B, s *store.Store, id string, more func() bool) {
 		cur.RejectionCount = i % 5
 		next, err := s.Commit(ctx, core.Change{
 			Session:  &cur,
-			Events:   []core.Event{{Kind: core.EventStepUpdated, Actor: "agent", Channel: "terminal", Detail: "step 1"}},
+			Events:   []core.Event{{Kind: core.EventStepUpdated, Actor: core.AgentActor, Channel: "terminal", Detail: "step 1"}},
 			Messages: []core.ChatMessage{{Role: core.RoleAssistant, Content: "working on step 1"}},
 		})
 		if err != nil {

@@ -338,7 +338,7 @@ func eventStep(e core.Event, sid string, now time.Time) (step, error) {
 		what: "saving event " + string(e.Kind),
 		q: `INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor,
 		channel, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		args: []any{e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor, e.Channel, e.Detail,
+		args: []any{e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor.String(), e.Channel, e.Detail,
 			formatTime(stamp(e.At, now))},
 	}, nil
 }

@@ -34,8 +34,8 @@ func TestCommitRoundTripsEveryField(t *testing.T) {
 	plan := fullPlan("s1-p1", "s1", 1)
 	plan.ApprovalID = "s1-a1"
 	events := []core.Event{
-		{PlanID: "s1-p1", PlanVersion: 1, Kind: core.EventProposed, Actor: "agent", Channel: "slack", Detail: "v1", At: at(4)},
-		{SessionID: "s1", Kind: core.EventAccepted, Actor: "U123", Channel: "slack", Detail: "by Alice", At: at(5)},
+		{PlanID: "s1-p1", PlanVersion: 1, Kind: core.EventProposed, Actor: core.AgentActor, Channel: "slack", Detail: "v1", At: at(4)},
+		{SessionID: "s1", Kind: core.EventAccepted, Actor: core.PersonActor("U123"), Channel: "slack", Detail: "by Alice", At: at(5)},
 	}
 	msgs := []core.ChatMessage{
 		{Role: core.RoleUser, Content: "add a changelog", Name: "alice", At: at(6)},
@@ -211,7 +211,7 @@ func TestCommitWithoutSession(t *testing.T) {
 	seed(t, s, "s1")
 	got, err := s.Commit(ctx, core.Change{
 		SessionID: "s1",
-		Events:    []core.Event{{Kind: core.EventRefused, Actor: "U9"}},
+		Events:    []core.Event{{Kind: core.EventRefused, Actor: core.PersonActor("U9")}},
 		Messages:  []core.ChatMessage{{Role: core.RoleUser, Content: "hello"}},
 	})
 	if err != nil {

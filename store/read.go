@@ -241,14 +241,15 @@ func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, err
 	out := []core.Event{} // never nil: callers encode lists as JSON arrays
 	for rows.Next() {
 		var (
-			e        core.Event
-			kind, at string
+			e               core.Event
+			kind, actor, at string
 		)
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.PlanID, &e.PlanVersion, &kind, &e.Actor, &e.Channel,
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.PlanID, &e.PlanVersion, &kind, &actor, &e.Channel,
 			&e.Detail, &at); err != nil {
 			return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
 		}
 		e.Kind = core.EventKind(kind)
+		e.Actor = core.ParseActor(actor)
 		if e.At, err = parseTime(at, "at"); err != nil {
 			return nil, fmt.Errorf("loading events of %q: event %d: %w", sessionID, e.ID, err)
 		}

@@ -15,6 +15,11 @@
 // both, every caller keeps using *store.Store, and store/storetest holds both to one
 // contract. Times are stored in UTC as fixed-width text (see TimeLayout) on both engines
 // and round-trip to the nanosecond.
+//
+// Check runs SQLite's integrity checks on a file without changing it (chat and serve refuse
+// to start on a damaged one), and Backup copies a database that is in use into a new file
+// with SQLite's online backup API; both are SQLite only (PostgreSQL has its own tools:
+// pg_amcheck, pg_dump).
 package store
 
 import (

@@ -44,42 +44,14 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 		c.log.Warn("slack stopped sending events for a while: the app exceeded its event rate limit")
 		return job{}, false
 	}
-	outer, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	p, eventID, ok := c.eventMessage(ev)
 	if !ok {
-		return job{}, false
-	}
-	var p posted
-	switch in := ev.InnerEvent.Data.(type) {
-	case *slackevents.AppMentionEvent:
-		if in.Edited != nil {
-			return job{}, false // an edited mention is not a new request
-		}
-		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel,
-			direct: strings.HasPrefix(in.Channel, "D")}
-	case *slackevents.MessageEvent:
-		if in.ChannelType != "im" {
-			return job{}, false // channel chatter arrives as app_mention when it is for the bot
-		}
-		switch in.SubType {
-		case "", "file_share", "thread_broadcast":
-		default:
-			return job{}, false // edits, deletions, joins, bot posts
-		}
-		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel, direct: true}
-	default:
-		return job{}, false
-	}
-	if p.user == "" || p.bot != "" || p.user == c.botUser {
-		return job{}, false // bots, including this one
-	}
-	if !c.allowedChannel(p.ch) {
-		c.log.Debug("ignoring a conversation that is not allowed", "slack_channel", p.ch)
 		return job{}, false
 	}
 	// A retry carries the same event id; a DM that mentions the bot may come as both
 	// message.im and app_mention, with different event ids but the same message ts.
-	if !c.seen.first("event:"+outer.EventID, "msg:"+p.ch+":"+p.ts) {
-		c.log.Debug("slack event received before; skipped", "event", outer.EventID, "retry", req.RetryAttempt)
+	if !c.seen.first("event:"+eventID, messageKey(p.ch, p.ts)) {
+		c.log.Debug("slack event received before; skipped", "event", eventID, "retry", req.RetryAttempt)
 		return job{}, false
 	}
 	thread := p.thread
@@ -90,12 +62,11 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 	if at.IsZero() {
 		at = time.Now()
 	}
-	id := outer.EventID
-	if id == "" {
-		id = "msg:" + p.ch + ":" + p.ts
-	}
 	m := core.Message{
-		ID:        id,
+		// The message, not the event, is what is answered once: the engine records this
+		// id, so a DM delivered as both message.im and app_mention (two event ids) is
+		// answered once even across a restart, and so is a retry.
+		ID:        messageKey(p.ch, p.ts),
 		Address:   c.address(p.ch, thread),
 		Sender:    core.Person{ID: p.user, Name: c.nameOf(ctx, p.user, "")},
 		Text:      c.cleanText(p.text),
@@ -109,6 +80,47 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 	c.rememberRecent(ctx, p.ch, thread)
 	return job{msg: &m}, true
 }
+
+// eventMessage is the message an Events API event brings the bot, if it brings one: a
+// mention by a person, or a person's direct message, in an allowed conversation. It does
+// no I/O, so it can decide before an event is stored whether it is worth storing.
+func (c *Channel) eventMessage(ev slackevents.EventsAPIEvent) (p posted, eventID string, ok bool) {
+	outer, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	if !ok {
+		return posted{}, "", false
+	}
+	switch in := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if in.Edited != nil {
+			return posted{}, "", false // an edited mention is not a new request
+		}
+		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel,
+			direct: strings.HasPrefix(in.Channel, "D")}
+	case *slackevents.MessageEvent:
+		if in.ChannelType != "im" {
+			return posted{}, "", false // channel chatter arrives as app_mention when it is for the bot
+		}
+		switch in.SubType {
+		case "", "file_share", "thread_broadcast":
+		default:
+			return posted{}, "", false // edits, deletions, joins, bot posts
+		}
+		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel, direct: true}
+	default:
+		return posted{}, "", false
+	}
+	if p.user == "" || p.bot != "" || p.user == c.botUser || p.ts == "" {
+		return posted{}, "", false // bots, including this one
+	}
+	if !c.allowedChannel(p.ch) {
+		c.log.Debug("ignoring a conversation that is not allowed", "slack_channel", p.ch)
+		return posted{}, "", false
+	}
+	return p, outer.EventID, true
+}
+
+// messageKey names a Slack message: a channel and a ts identify it.
+func messageKey(ch, ts string) string { return "msg:" + ch + ":" + ts }
 
 // posted is what the two event kinds have in common.
 type posted struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -17,21 +18,25 @@ import (
 // Run connects over Socket Mode and hands events to h until ctx ends (returning nil). It
 // returns an error only when Slack refuses the app for good (a bad or revoked app token).
 //
-// Receiving and handling are split: the loop that reads the library's events acknowledges
-// each envelope at once and queues it, and a second goroutine turns the queue, in order,
-// into messages. So an ack never waits for the store, the engine or another envelope's
-// work, and Slack never retries an event because the agent was busy. With an AsyncHandler
-// (the engine) messages are queued with a context that outlives Run, so a shutdown lets
-// turns in flight finish; a plain Handler is called synchronously by the second goroutine.
+// Receiving and handling are split: the loop that reads the library's events stores each
+// envelope worth handling in the durable inbox, then acknowledges it and queues it, and a
+// second goroutine turns the queue, in order, into messages. So an acknowledged envelope
+// survives a crash (the next Run replays the inbox first), while an ack never waits for
+// the engine, a users.info lookup or another envelope's work. With an AsyncHandler (the
+// engine) messages are queued with a context that outlives Run, so a shutdown lets turns
+// in flight finish (Drain waits for them); a plain Handler is called synchronously by the
+// second goroutine.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	smc := socketmode.New(c.api,
 		socketmode.OptionLog(libLog{c}),
 		socketmode.OptionPingInterval(c.tune.pingInterval),
 	)
-	d := &dispatcher{c: c, h: h, q: newQueue()}
+	d := &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx)}
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 	}
+	c.disp.Store(d)
+	d.replay()
 	var wg sync.WaitGroup
 	wg.Go(func() { d.work(ctx) })
 
@@ -42,7 +47,7 @@ loop:
 	for {
 		select {
 		case evt := <-smc.Events:
-			c.receive(ctx, smc, d.q, evt)
+			d.receive(ctx, smc, gather(evt, smc.Events))
 		case runErr = <-runDone:
 			break loop
 		}
@@ -50,28 +55,56 @@ loop:
 	// What was acknowledged is handled, even on the way out.
 	d.q.close()
 	wg.Wait()
+	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
+		c.log.Error("saving the slack inbox", "err", err)
+	}
 	if runErr == nil || ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		return nil
 	}
 	return fmt.Errorf("receiving slack events: %w", explainAuth(c.scrub(runErr), "channels.slack.app_token (an xapp- token with connections:write)"))
 }
 
-// receive takes one event from the library: an envelope is acknowledged and queued; the
-// library's own news (connecting, errors) is logged.
-func (c *Channel) receive(ctx context.Context, smc *socketmode.Client, q *queue, evt socketmode.Event) {
+// maxBatch bounds how many envelopes one inbox save covers.
+const maxBatch = 64
+
+// gather returns evt and whatever else the library has ready, so that envelopes that
+// arrive together are stored with one commit.
+func gather(evt socketmode.Event, more <-chan socketmode.Event) []socketmode.Event {
+	batch := []socketmode.Event{evt}
+	for len(batch) < maxBatch {
+		select {
+		case e := <-more:
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// receive takes events from the library: envelopes are stored, acknowledged and queued;
+// the library's own news (connecting, errors) is logged.
+func (d *dispatcher) receive(ctx context.Context, smc *socketmode.Client, evts []socketmode.Event) {
+	var envelopes []socketmode.Event
+	for _, evt := range evts {
+		switch evt.Type {
+		case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+			if evt.Request != nil {
+				envelopes = append(envelopes, evt)
+			}
+		default:
+			d.news(ctx, smc, evt)
+		}
+	}
+	if len(envelopes) > 0 {
+		d.accept(ctx, smc, envelopes)
+	}
+}
+
+// news handles what the library reports besides envelopes.
+func (d *dispatcher) news(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
+	c := d.c
 	switch evt.Type {
-	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
-		if evt.Request == nil {
-			return
-		}
-		var payload any
-		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
-			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
-		}
-		if err := smc.AckCtx(ctx, evt.Request.EnvelopeID, payload); err != nil && ctx.Err() == nil {
-			c.log.Error("acknowledging a slack envelope", "envelope", evt.Request.EnvelopeID, "err", c.scrub(err))
-		}
-		q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request})
 	case socketmode.EventTypeErrorBadMessage:
 		// The library could not read the envelope, so it will not ack it; an unacknowledged
 		// envelope comes back, unreadable again, so it is acknowledged here and dropped.
@@ -134,6 +167,7 @@ type item struct {
 	kind socketmode.EventType
 	data any
 	req  *socketmode.Request
+	key  string // its inbox entry; "" for one that was not stored
 }
 
 // queue is the unbounded, ordered hand-over between receiving and handling: receiving
@@ -195,6 +229,10 @@ type dispatcher struct {
 	h     channels.Handler
 	async channels.AsyncHandler // h, when it can queue
 	q     *queue
+	in    *channels.Inbox
+
+	inflight sync.WaitGroup // messages handed over and not yet settled
+	left     atomic.Int64   // messages the handler gave up on while stopping
 }
 
 func (d *dispatcher) work(ctx context.Context) {
@@ -206,24 +244,30 @@ func (d *dispatcher) work(ctx context.Context) {
 		// The envelope was acknowledged: its work outlives Run.
 		wctx := context.WithoutCancel(ctx)
 		j, ok := d.c.inbound(wctx, it)
-		if !ok {
-			continue
-		}
-		if j.local != nil {
-			go j.local(wctx)
-		}
-		if j.msg != nil {
-			d.deliver(ctx, *j.msg, j.after)
+		switch {
+		case !ok:
+			d.done(ctx, it.key)
+		case j.msg != nil:
+			if j.local != nil {
+				go j.local(wctx)
+			}
+			d.deliver(ctx, it.key, *j.msg, j.after)
+		case j.local != nil:
+			d.inflight.Go(func() {
+				j.local(wctx)
+				d.done(ctx, it.key)
+			})
+		default:
+			d.done(ctx, it.key)
 		}
 	}
 }
 
 // deliver hands a message to the handler; after, if set, runs once it is queued.
-func (d *dispatcher) deliver(ctx context.Context, m core.Message, after func(ctx context.Context)) {
-	c := d.c
+func (d *dispatcher) deliver(ctx context.Context, key string, m core.Message, after func(ctx context.Context)) {
 	if d.async == nil {
 		err := d.h.Handle(ctx, m)
-		c.handled(m, err)
+		d.settle(ctx, key, m, err)
 		if after != nil {
 			after(context.WithoutCancel(ctx))
 		}
@@ -233,7 +277,7 @@ func (d *dispatcher) deliver(ctx context.Context, m core.Message, after func(ctx
 	if after != nil {
 		go after(context.WithoutCancel(ctx))
 	}
-	go func() { c.handled(m, <-done) }()
+	d.inflight.Go(func() { d.settle(ctx, key, m, <-done) })
 }
 
 // handled logs a handler failure and stops matching replies to the message.

@@ -11,9 +11,12 @@
 // decided, and its buttons are gone. A refusal that answers a click or a slash command is
 // shown only to the person who made it (an ephemeral message).
 //
-// Every Socket Mode envelope is acknowledged as soon as it is read, before any work is done,
-// and handed to the engine in order; Slack's retries are recognised by their event id and
-// handled once. Posts are paced per channel, 429 answers wait Retry-After, and neither token
+// Every Socket Mode envelope the bot handles is stored in a durable inbox before it is
+// acknowledged (still within Slack's 3 seconds: nothing slower, not even the sender's name,
+// comes first), handed to the engine in order and replayed after a restart until it is
+// handled. A message is answered once: it is identified by its channel and ts, so Slack's
+// retries and a DM delivered as both message.im and app_mention are recognised, and the
+// engine records that id durably. Posts are paced per channel, 429 answers wait Retry-After, and neither token
 // ever appears in a log line or an error.
 package slack
 
@@ -26,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -92,7 +96,11 @@ type Channel struct {
 	recentMu sync.Mutex
 	recent   map[string]string // channel -> thread last saved as its most recent session
 	namesMu  sync.Mutex
-	names    map[string]cachedName // user id -> display name
+	names    map[string]cachedName    // user id -> display name
+	lookups  map[string]chan struct{} // user id -> closed when its users.info call ends
+	nameWait time.Duration            // how long a message waits for its sender's name
+
+	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
@@ -135,6 +143,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		waiting: newInteractions(),
 		recent:  map[string]string{},
 		names:   map[string]cachedName{},
+		lookups: map[string]chan struct{}{},
+		// A message waits this long for users.info, then goes on with the id: the
+		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
+		nameWait: time.Second,
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[id] = true

@@ -120,49 +120,6 @@ func (c *Channel) threadRef(ch, ts string) string {
 	return label
 }
 
-// nameOf is a person's display name for replies ("accepted by alice"). Events carry only
-// the user id, so the name is asked of users.info once and remembered; hint (the user
-// name some payloads carry) or the id stands in when that fails. It is never used to
-// decide anything: approvers are matched on the id.
-func (c *Channel) nameOf(ctx context.Context, id, hint string) string {
-	c.namesMu.Lock()
-	n, ok := c.names[id]
-	c.namesMu.Unlock()
-	if ok && time.Now().Before(n.until) {
-		return n.name
-	}
-	name, keep := hint, time.Hour
-	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	u, err := c.api.GetUserInfoContext(actx, id)
-	cancel()
-	switch {
-	case err == nil && u.Profile.DisplayName != "":
-		name, keep = u.Profile.DisplayName, 24*time.Hour
-	case err == nil && u.RealName != "":
-		name, keep = u.RealName, 24*time.Hour
-	case err == nil && u.Name != "":
-		name, keep = u.Name, 24*time.Hour
-	case err != nil:
-		c.log.Debug("looking up a user's name", "user", id, "err", c.scrub(err))
-		keep = 10 * time.Minute
-	}
-	if name == "" {
-		name = id
-	}
-	c.namesMu.Lock()
-	if len(c.names) > 4096 {
-		clear(c.names)
-	}
-	c.names[id] = cachedName{name: name, until: time.Now().Add(keep)}
-	c.namesMu.Unlock()
-	return name
-}
-
-type cachedName struct {
-	name  string
-	until time.Time
-}
-
 // interactions remembers the clicks, modal submissions and slash commands whose outcome
 // is not known yet, so the engine's first reply to one can be matched to it (by
 // Reply.InReplyTo): a refusal is then shown only to the person who clicked.

@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot/models"
@@ -21,11 +25,13 @@ import (
 // in the inbox before the next call confirms it.
 func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 	pause := c.tune.holdAfterErr
+	stuck := c.tune.holdAfterErr // the wait while an unreadable update holds the offset
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		raws, err := c.getUpdates(ctx, d.in.offset())
+		offset := d.in.offset()
+		raws, err := c.getUpdates(ctx, offset)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -42,23 +48,37 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			} else {
 				pause = min(pause*2, c.tune.maxBackoff)
 			}
-			c.log.Warn("receiving telegram updates", "err", err, "retry_in", wait)
-			if sleep(ctx, wait) != nil {
+			c.logLimited(slog.LevelWarn, "receiving telegram updates", err, "retry_in", wait)
+			if c.pause(ctx, wait) != nil {
 				return nil
 			}
 			continue
 		}
 		pause = c.tune.holdAfterErr
+		blocked := false
 		for _, raw := range raws {
-			d.receive(ctx, raw)
+			if !d.receive(ctx, raw) {
+				blocked = true
+			}
 		}
 		if len(raws) > 0 {
 			// Saved before the next getUpdates tells Telegram these were received. A
 			// failed save is logged and the bot goes on: stopping would lose more.
 			if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
-				c.log.Error("saving the update inbox", "err", err)
+				c.logLimited(slog.LevelError, "saving the update inbox", err)
 			}
 		}
+		// An update whose id cannot be read cannot be confirmed: Telegram serves it
+		// again on every call until a later update moves the offset past it. Wait, longer
+		// each time, instead of asking again at once.
+		if blocked && d.in.offset() == offset {
+			if c.pause(ctx, stuck) != nil {
+				return nil
+			}
+			stuck = min(stuck*2, c.tune.maxBackoff)
+			continue
+		}
+		stuck = c.tune.holdAfterErr
 	}
 }
 
@@ -137,29 +157,67 @@ type dispatcher struct {
 	h     channels.Handler
 	async channels.AsyncHandler // h, when it can queue
 	in    *inbox
+
+	inflight sync.WaitGroup // updates handed over and not yet settled
+	left     atomic.Int64   // updates the handler gave up on while stopping
 }
 
-// receive takes one polled update.
-func (d *dispatcher) receive(ctx context.Context, raw json.RawMessage) {
-	var head struct {
-		ID int64 `json:"update_id"`
+// receive takes one polled update. It reports false for an update whose id cannot be
+// read, which therefore cannot be skipped: only a later update moves the offset past it.
+func (d *dispatcher) receive(ctx context.Context, raw json.RawMessage) bool {
+	id, exact, err := updateID(raw)
+	if err != nil {
+		d.c.logLimited(slog.LevelError, "skipping a telegram update whose update_id cannot be read", err, "bytes", len(raw))
+		return false
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		d.c.log.Error("skipping an unreadable update", "err", err)
-		return
+	if !exact {
+		// The id is known but the update will not decode: confirm it and move on.
+		if d.in.receive(id, raw) {
+			d.in.done(id)
+		}
+		d.c.logLimited(slog.LevelError, "skipping a telegram update that cannot be read", errors.New("update_id is not an integer"), "update", id)
+		return true
 	}
-	if !d.in.receive(head.ID, raw) {
-		d.c.log.Debug("update received before; skipped", "update", head.ID)
-		return
+	if !d.in.receive(id, raw) {
+		d.c.log.Debug("update received before; skipped", "update", id)
+		return true
 	}
 	d.dispatch(ctx, raw)
+	return true
+}
+
+// updateID reads an update's id. exact is false for an id that is only readable leniently
+// (a number in a string, 1001.0), which the update's own decoding will reject.
+func updateID(raw json.RawMessage) (id int64, exact bool, err error) {
+	var strict struct {
+		ID int64 `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &strict) == nil && strict.ID > 0 {
+		return strict.ID, true, nil
+	}
+	var loose struct {
+		ID json.Number `json:"update_id"`
+	}
+	if err := json.Unmarshal(raw, &loose); err != nil {
+		return 0, false, fmt.Errorf("reading update_id: %w", err)
+	}
+	if loose.ID == "" {
+		return 0, false, errors.New("the update has no update_id")
+	}
+	if n, err := loose.ID.Int64(); err == nil && n > 0 {
+		return n, false, nil
+	}
+	if f, err := loose.ID.Float64(); err == nil && f > 0 && f < 1<<53 && f == math.Trunc(f) {
+		return int64(f), false, nil
+	}
+	return 0, false, fmt.Errorf("update_id %s is not a positive integer", loose.ID)
 }
 
 // dispatch handles one update that is in the inbox.
 func (d *dispatcher) dispatch(ctx context.Context, raw json.RawMessage) {
 	var u models.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		d.c.log.Error("skipping an undecodable update", "err", err)
+		d.c.logLimited(slog.LevelError, "skipping an undecodable update", err)
 		var head struct {
 			ID int64 `json:"update_id"`
 		}
@@ -175,25 +233,26 @@ func (d *dispatcher) dispatch(ctx context.Context, raw json.RawMessage) {
 		return
 	}
 	if job.local != nil {
-		go func() {
+		d.inflight.Go(func() {
 			job.local(context.WithoutCancel(ctx))
 			d.finish(ctx, u.ID)
-		}()
+		})
 		return
 	}
 	if d.async == nil {
 		err := d.h.Handle(ctx, job.msg)
-		d.c.handled(job, err)
-		d.in.done(u.ID)
+		if d.settle(ctx, job, u.ID, err) {
+			d.in.done(u.ID)
+		}
 		return
 	}
 	// The engine's work outlives Run: a shutdown stops receiving, not the turns in flight.
 	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
-	go func() {
-		err := <-done
-		d.c.handled(job, err)
-		d.finish(ctx, u.ID)
-	}()
+	d.inflight.Go(func() {
+		if d.settle(ctx, job, u.ID, <-done) {
+			d.finish(ctx, u.ID)
+		}
+	})
 }
 
 // finish retires an update handled off the polling loop and saves the inbox shortly.

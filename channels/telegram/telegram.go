@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -95,6 +96,13 @@ type Channel struct {
 	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 
 	stateMu sync.Mutex // serializes read-modify-write of question records
+
+	// The poller's clock and pause, which tests replace to count calls without waiting.
+	now   func() time.Time
+	pause func(ctx context.Context, d time.Duration) error
+	limit *logLimiter
+
+	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
 
 // New connects to the Bot API and asks who the bot is (getMe): its id keys every session
@@ -131,7 +139,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		allowed: make(map[int64]bool, len(cfg.AllowedChats)),
 		pace:    newPacer(tune),
 		toasts:  newToastBoard(),
+		now:     time.Now,
+		pause:   sleep,
 	}
+	c.limit = newLogLimiter(func() time.Time { return c.now() })
 	if c.api == "" {
 		c.api = "https://api.telegram.org"
 	}
@@ -204,6 +215,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 		return fmt.Errorf("running telegram: %w", err)
 	}
 	d := &dispatcher{c: c, h: h, in: in}
+	c.disp.Store(d)
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 	}

@@ -40,6 +40,8 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate store check [--config F] [--full]    check the database file for damage
+  plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -97,6 +99,8 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return cmdNudges(ctx, rest, e)
 	case "config":
 		return cmdConfig(rest, e)
+	case "store":
+		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
@@ -187,10 +191,32 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		}
 	}
 	return tools.New(tools.Config{
-		RunCommand: cfg.Tools.RunCommand.Enabled,
-		Allow:      cfg.Tools.RunCommand.Allow,
-		Seed:       cfg.Workspace.Seed,
+		RunCommand:    cfg.Tools.RunCommand.Enabled,
+		Allow:         cfg.Tools.RunCommand.Allow,
+		Sandbox:       cfg.Tools.RunCommand.Sandbox,
+		Network:       cfg.Tools.RunCommand.Network,
+		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
+		Hidden:        ownFiles(cfg),
+		Seed:          cfg.Workspace.Seed,
 	}), nil
+}
+
+// ownFiles are plangate's own files, which the agent's tools and commands never see:
+// the database with its journal files, the plans directory and the config file.
+func ownFiles(cfg *Config) []string {
+	var out []string
+	if db := cfg.Store.Path; db != "" {
+		out = append(out, db, db+"-wal", db+"-shm", db+"-journal")
+	}
+	if cfg.Plans.Dir != "" {
+		out = append(out, cfg.Plans.Dir)
+	}
+	if cfg.file != "" {
+		if abs, err := filepath.Abs(cfg.file); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 func engineConfig(cfg *Config) core.Config {
@@ -236,7 +262,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 		cfg.Log.Level = LogWarn
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -277,7 +303,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
-	st, err := openStore(ctx, cfg)
+	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -315,8 +341,13 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
 	log.Info("stopping: waiting for agent turns in progress")
 	stopErr := g.shutdown(30*time.Second, interrupt)
-	if runErr == nil && stopErr == nil {
+	left, drainErr := drainChannels(chans, log)
+	stopErr = errors.Join(stopErr, drainErr)
+	switch {
+	case runErr == nil && stopErr == nil && left == 0:
 		log.Info("stopped cleanly")
+	case runErr == nil && stopErr == nil:
+		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
 }

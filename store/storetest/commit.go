@@ -58,7 +58,7 @@ func testSessionCAS(t *testing.T, open func() Store) {
 	stale := v1
 	stale.Owner = "intruder"
 	_, err := s.Commit(ctx, core.Change{Session: &stale,
-		Events:   []core.Event{{Kind: core.EventAccepted, Actor: "x"}},
+		Events:   []core.Event{{Kind: core.EventAccepted, Actor: core.PersonActor("x")}},
 		Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "lost"}}})
 	if !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("stale update: err = %v, want ErrConflict", err)
@@ -164,8 +164,8 @@ func testEventsAndTranscript(t *testing.T, open func() Store) {
 	s := open()
 	seed(t, s, "s1")
 	evs := []core.Event{
-		{PlanID: "p1", PlanVersion: 1, Kind: core.EventProposed, Actor: "agent", Channel: "slack", Detail: "v1", At: at(4)},
-		{Kind: core.EventAccepted, Actor: "U123", Channel: "slack", Detail: "by Alice", At: at(5)},
+		{PlanID: "p1", PlanVersion: 1, Kind: core.EventProposed, Actor: core.AgentActor, Channel: "slack", Detail: "v1", At: at(4)},
+		{Kind: core.EventAccepted, Actor: core.PersonActor("U123"), Channel: "slack", Detail: "by Alice", At: at(5)},
 	}
 	msgs := []core.ChatMessage{
 		{Role: core.RoleUser, Content: "add a changelog", Name: "alice", At: at(6)},

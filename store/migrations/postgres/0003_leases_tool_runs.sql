@@ -1,4 +1,4 @@
--- 0002 (PostgreSQL): leases and tool runs, as in ../0002_leases_tool_runs.sql.
+-- 0003 (PostgreSQL): leases and tool runs, as in ../0003_leases_tool_runs.sql.
 CREATE TABLE leases (
     name       TEXT COLLATE "C" NOT NULL PRIMARY KEY,
     owner      TEXT COLLATE "C" NOT NULL,

@@ -1,4 +1,4 @@
--- 0003 (PostgreSQL): the outbox, as in ../0003_outbox.sql.
+-- 0004 (PostgreSQL): the outbox, as in ../0004_outbox.sql.
 CREATE TABLE outbox (
     id          BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     session_id  TEXT COLLATE "C" NOT NULL,

@@ -1,0 +1,201 @@
+package channels
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Inbox is the durable record of events a platform was told were received and the
+// handler has not finished: an adapter adds an event before it acknowledges it and marks
+// it done when the handler reports the outcome, so an event acknowledged just before a
+// crash is replayed at the next start instead of lost. Replays are safe because the engine
+// de-duplicates what it had committed.
+//
+// Entries are keyed for de-duplication: adding a key that is pending does nothing, so a
+// platform's redelivery of an event still waiting is not queued twice. The whole inbox is
+// one State record; it holds only unfinished events, so it stays small.
+type Inbox struct {
+	st               State
+	channel, account string
+
+	mu      sync.Mutex
+	seq     int64 // the last sequence number given out
+	pending map[string]InboxEntry
+	version int64 // bumped on every change
+	written int64 // the version last saved
+	soon    bool  // a delayed save is scheduled
+
+	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
+}
+
+// InboxEntry is one event waiting in the inbox.
+type InboxEntry struct {
+	Key  string          `json:"key"`
+	Seq  int64           `json:"seq"`            // arrival order
+	Kind string          `json:"kind,omitempty"` // the adapter's own label
+	Ref  string          `json:"ref,omitempty"`  // e.g. the platform's envelope id
+	Data json.RawMessage `json:"data,omitempty"` // the event as the platform sent it
+}
+
+// inboxKey is the State key of an adapter's inbox.
+const inboxKey = "inbox"
+
+type savedInbox struct {
+	Seq     int64        `json:"seq"`
+	Pending []InboxEntry `json:"pending,omitempty"`
+}
+
+// LoadInbox reads the inbox of one channel account. A record that does not decode is an
+// error: the caller decides whether to go on without what it held.
+func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, error) {
+	in := &Inbox{st: st, channel: channel, account: account, pending: map[string]InboxEntry{}}
+	s, ok, err := LoadJSON[savedInbox](ctx, st, channel, account, inboxKey)
+	if err != nil {
+		return in, fmt.Errorf("loading the %s inbox: %w", channel, err)
+	}
+	if !ok {
+		return in, nil
+	}
+	in.seq = s.Seq
+	for _, e := range s.Pending {
+		if e.Key != "" {
+			in.pending[e.Key] = e
+			in.seq = max(in.seq, e.Seq)
+		}
+	}
+	return in, nil
+}
+
+// Add records an event and saves the inbox before it returns, so the caller may then
+// acknowledge the event. added is false, with nothing saved, when an entry with the key is
+// pending already. On an error nothing is recorded, and the event must not be
+// acknowledged: the platform will deliver it again.
+func (in *Inbox) Add(ctx context.Context, e InboxEntry) (added bool, err error) {
+	got, err := in.AddAll(ctx, []InboxEntry{e})
+	if err != nil {
+		return false, err
+	}
+	return got[0], nil
+}
+
+// AddAll is Add for events that arrived together, saved with one write. added[i] says
+// whether es[i] was new (a key pending already, or repeated within es, is not).
+func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err error) {
+	for _, e := range es {
+		if e.Key == "" {
+			return nil, fmt.Errorf("adding to the %s inbox: empty key", in.channel)
+		}
+	}
+	added = make([]bool, len(es))
+	var fresh []InboxEntry
+	in.mu.Lock()
+	for i, e := range es {
+		if _, ok := in.pending[e.Key]; ok {
+			continue
+		}
+		in.seq++
+		e.Seq = in.seq
+		in.pending[e.Key] = e
+		fresh = append(fresh, e)
+		added[i] = true
+	}
+	if len(fresh) > 0 {
+		in.version++
+	}
+	in.mu.Unlock()
+	if len(fresh) == 0 {
+		return added, nil
+	}
+	if err := in.Flush(ctx); err != nil {
+		in.mu.Lock()
+		for _, e := range fresh {
+			if cur, ok := in.pending[e.Key]; ok && cur.Seq == e.Seq {
+				delete(in.pending, e.Key)
+			}
+		}
+		in.version++
+		in.mu.Unlock()
+		return nil, err
+	}
+	return added, nil
+}
+
+// Pending returns the waiting entries in arrival order.
+func (in *Inbox) Pending() []InboxEntry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make([]InboxEntry, 0, len(in.pending))
+	for _, e := range in.pending {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// Len is how many entries wait.
+func (in *Inbox) Len() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.pending)
+}
+
+// Done removes an entry. It is not saved at once (until the next save a crash only
+// replays a finished event, which the engine de-duplicates): call FlushSoon or Flush.
+func (in *Inbox) Done(key string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, ok := in.pending[key]; ok {
+		delete(in.pending, key)
+		in.version++
+	}
+}
+
+// FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
+func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
+	in.mu.Lock()
+	if in.soon {
+		in.mu.Unlock()
+		return
+	}
+	in.soon = true
+	in.mu.Unlock()
+	time.AfterFunc(delay, func() {
+		in.mu.Lock()
+		in.soon = false
+		in.mu.Unlock()
+		if err := in.Flush(ctx); err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+// Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
+// whoever saves writes the newest state.
+func (in *Inbox) Flush(ctx context.Context) error {
+	in.writeMu.Lock()
+	defer in.writeMu.Unlock()
+	in.mu.Lock()
+	if in.written == in.version {
+		in.mu.Unlock()
+		return nil
+	}
+	v := in.version
+	s := savedInbox{Seq: in.seq}
+	for _, e := range in.pending {
+		s.Pending = append(s.Pending, e)
+	}
+	in.mu.Unlock()
+	slices.SortFunc(s.Pending, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	if err := SaveJSON(ctx, in.st, in.channel, in.account, inboxKey, s); err != nil {
+		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
+	}
+	in.mu.Lock()
+	in.written = max(in.written, v)
+	in.mu.Unlock()
+	return nil
+}

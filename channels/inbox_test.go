@@ -1,0 +1,101 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/plangate/plangate/store"
+)
+
+// flakyState is a State over the real store whose writes can be made to fail.
+type flakyState struct {
+	State
+	fail bool
+}
+
+func (s *flakyState) SetChannelState(ctx context.Context, ch, acc, key, value string) error {
+	if s.fail {
+		return errors.New("disk full")
+	}
+	return s.State.SetChannelState(ctx, ch, acc, key, value)
+}
+
+func TestInboxSurvivesAReopenInOrder(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plangate.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := LoadInbox(ctx, st, "slack", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"c", "a", "b"} {
+		if added, err := in.Add(ctx, InboxEntry{Key: k, Kind: "events_api", Data: json.RawMessage(`{"k":"` + k + `"}`)}); err != nil || !added {
+			t.Fatalf("Add(%s) = %v, %v", k, added, err)
+		}
+	}
+	if added, err := in.Add(ctx, InboxEntry{Key: "a"}); err != nil || added {
+		t.Fatalf("a pending key was added again: %v, %v", added, err)
+	}
+	in.Done("a")
+	if err := in.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	again, err := LoadInbox(ctx, st, "slack", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := again.Pending()
+	if len(got) != 2 || got[0].Key != "c" || got[1].Key != "b" || string(got[1].Data) != `{"k":"b"}` {
+		t.Fatalf("after a reopen: %+v, want c then b", got)
+	}
+	// Sequence numbers go on where they stopped, so new entries sort after the old.
+	if _, err := again.Add(ctx, InboxEntry{Key: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := again.Pending(); p[len(p)-1].Key != "d" {
+		t.Errorf("a new entry sorts before replayed ones: %+v", p)
+	}
+	// Another account's inbox is separate.
+	other, err := LoadInbox(ctx, st, "slack", "T2")
+	if err != nil || other.Len() != 0 {
+		t.Errorf("the inbox of another account holds %d, %v", other.Len(), err)
+	}
+}
+
+func TestInboxAddThatCannotBeSavedRecordsNothing(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs := &flakyState{State: st, fail: true}
+	in, err := LoadInbox(ctx, fs, "slack", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, err := in.Add(ctx, InboxEntry{Key: "k"}); err == nil || added {
+		t.Fatalf("Add on a failing store = %v, %v", added, err)
+	}
+	if in.Len() != 0 {
+		t.Fatal("an entry that was not saved is pending")
+	}
+	fs.fail = false
+	// The redelivery is stored now, not taken for a duplicate.
+	if added, err := in.Add(ctx, InboxEntry{Key: "k"}); err != nil || !added {
+		t.Fatalf("Add after the store recovered = %v, %v", added, err)
+	}
+}

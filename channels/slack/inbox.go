@@ -1,0 +1,225 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// ackStoreWait bounds how long storing an envelope may hold up its acknowledgement:
+// Slack wants the ack within 3 seconds, and one that comes too late only makes it
+// deliver the envelope again, which the inbox de-duplicates.
+const ackStoreWait = 2 * time.Second
+
+// doneFlushDelay is how long finished envelopes wait to leave the saved inbox together:
+// until then a crash only replays them, and the engine de-duplicates those.
+const doneFlushDelay = 100 * time.Millisecond
+
+// loadInbox reads the saved inbox. A damaged record must not stop the bot: what it held
+// is lost, and said so.
+func (c *Channel) loadInbox(ctx context.Context) *channels.Inbox {
+	in, err := channels.LoadInbox(ctx, c.st, Name, c.team)
+	if err != nil {
+		c.log.Error("the saved slack inbox is unreadable; starting with an empty one", "err", err)
+	}
+	return in
+}
+
+// replay queues the envelopes saved but not handled before a restart, oldest first.
+func (d *dispatcher) replay() {
+	pending := d.in.Pending()
+	for _, e := range pending {
+		it, err := decodeEntry(e)
+		if err != nil {
+			d.c.log.Error("dropping a saved slack envelope that cannot be read", "key", e.Key, "err", err)
+			d.in.Done(e.Key)
+			continue
+		}
+		d.q.push(it)
+	}
+	if len(pending) > 0 {
+		d.c.log.Info("replaying slack envelopes received before the restart", "count", len(pending))
+	}
+}
+
+// accept stores the envelopes worth handling (those that came together with one
+// commit), then acknowledges and queues them in order. If they cannot be stored none is
+// acknowledged: Slack delivers them again. One already waiting in the inbox (a
+// redelivery, or a DM that came as both message.im and app_mention) is acknowledged and
+// not queued twice.
+func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evts []socketmode.Event) {
+	c := d.c
+	keys := make([]string, len(evts))
+	var entries []channels.InboxEntry
+	for i, evt := range evts {
+		key, keep := c.envelopeKey(evt)
+		if keep {
+			keys[i] = key
+			entries = append(entries, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: evt.Request.EnvelopeID, Data: evt.Request.Payload})
+		}
+	}
+	fresh := map[int]bool{}
+	if len(entries) > 0 {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackStoreWait)
+		added, err := d.in.AddAll(sctx, entries)
+		cancel()
+		if err != nil {
+			c.log.Error("storing slack envelopes failed; not acknowledging them, so slack delivers them again", "envelopes", len(entries), "err", err)
+			return
+		}
+		for i, j := 0, 0; i < len(evts); i++ {
+			if keys[i] != "" {
+				fresh[i] = added[j]
+				j++
+			}
+		}
+	}
+	for i, evt := range evts {
+		var payload any
+		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
+			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
+		}
+		env := evt.Request.EnvelopeID
+		d.ack(ctx, smc, env, payload)
+		if keys[i] != "" && !fresh[i] {
+			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", env, "key", keys[i])
+			continue
+		}
+		d.q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request, key: keys[i]})
+	}
+}
+
+func (d *dispatcher) ack(ctx context.Context, smc *socketmode.Client, env string, payload any) {
+	if err := smc.AckCtx(ctx, env, payload); err != nil && ctx.Err() == nil {
+		d.c.log.Error("acknowledging a slack envelope", "envelope", env, "err", d.c.scrub(err))
+	}
+}
+
+// envelopeKey names what an envelope brings, for de-duplication in the inbox: a message
+// by its channel and ts (so both deliveries of one DM share a key), a command or click by
+// its trigger id. keep is false for events the bot ignores, which are not stored.
+func (c *Channel) envelopeKey(evt socketmode.Event) (key string, keep bool) {
+	switch data := evt.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		p, _, ok := c.eventMessage(data)
+		if !ok {
+			return "", false
+		}
+		return messageKey(p.ch, p.ts), true
+	case slackgo.SlashCommand:
+		if data.TriggerID != "" {
+			return "slash:" + data.TriggerID, true
+		}
+	case slackgo.InteractionCallback:
+		if data.TriggerID != "" {
+			return "act:" + data.TriggerID, true
+		}
+	}
+	if evt.Request.EnvelopeID == "" {
+		return "", false
+	}
+	return "env:" + evt.Request.EnvelopeID, true
+}
+
+// decodeEntry turns a saved envelope back into a queue item, decoding the payload as the
+// Socket Mode client does.
+func decodeEntry(e channels.InboxEntry) (item, error) {
+	kind := socketmode.EventType(e.Kind)
+	req := &socketmode.Request{Type: e.Kind, EnvelopeID: e.Ref, Payload: e.Data}
+	it := item{kind: kind, req: req, key: e.Key}
+	switch kind {
+	case socketmode.EventTypeEventsAPI:
+		ev, err := slackevents.ParseEvent(e.Data, slackevents.OptionNoVerifyToken())
+		if err != nil {
+			return item{}, fmt.Errorf("parsing a saved event: %w", err)
+		}
+		it.data = ev
+	case socketmode.EventTypeSlashCommand:
+		var cmd slackgo.SlashCommand
+		if err := json.Unmarshal(e.Data, &cmd); err != nil {
+			return item{}, fmt.Errorf("parsing a saved slash command: %w", err)
+		}
+		it.data = cmd
+	case socketmode.EventTypeInteractive:
+		var cb slackgo.InteractionCallback
+		if err := json.Unmarshal(e.Data, &cb); err != nil {
+			return item{}, fmt.Errorf("parsing a saved interaction: %w", err)
+		}
+		it.data = cb
+	default:
+		return item{}, fmt.Errorf("a saved envelope of unknown kind %q", e.Kind)
+	}
+	return it, nil
+}
+
+// settle reports the handler's outcome for a message and retires its envelope. One the
+// handler gave up on because plangate is stopping (a context error once Run's context
+// has ended) is not handled: it stays in the inbox for the next start, where the engine
+// de-duplicates it if it had committed after all.
+func (d *dispatcher) settle(ctx context.Context, key string, m core.Message, err error) {
+	if ctx.Err() != nil && stopped(err) && key != "" {
+		d.left.Add(1)
+		d.c.log.Warn("slack message not handled before the stop; it is kept for the next start",
+			"event", m.ID, "slack_channel", m.Address.Chat, "err", err)
+		d.c.waiting.forget(m.ID)
+		return
+	}
+	d.c.handled(m, err)
+	d.done(ctx, key)
+}
+
+// done retires an envelope from the inbox and saves it shortly; once Run has ended (a
+// shutdown waiting for the engine) at once, before the store closes.
+func (d *dispatcher) done(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	d.in.Done(key)
+	if ctx.Err() == nil {
+		d.in.FlushSoon(context.WithoutCancel(ctx), doneFlushDelay, func(err error) {
+			d.c.log.Error("saving the slack inbox", "err", err)
+		})
+		return
+	}
+	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
+		d.c.log.Error("saving the slack inbox", "err", err)
+	}
+}
+
+// stopped tells a handler that was stopped from one that failed.
+func stopped(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Drain implements channels.Drainer: it waits, until ctx ends, for the messages the last
+// Run handed to the engine to be settled, saves the inbox and returns how many were left
+// in it for the next start.
+func (c *Channel) Drain(ctx context.Context) (int, error) {
+	d := c.disp.Load()
+	if d == nil {
+		return 0, nil
+	}
+	settled := make(chan struct{})
+	go func() {
+		d.inflight.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		return int(d.left.Load()), fmt.Errorf("waiting for slack messages to settle: %w", ctx.Err())
+	}
+	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
+		return int(d.left.Load()), err
+	}
+	return int(d.left.Load()), nil
+}

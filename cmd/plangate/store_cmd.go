@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/plangate/plangate/store"
+)
+
+const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F]"
+
+// cmdStore is `plangate store check` and `plangate store backup FILE`.
+func cmdStore(ctx context.Context, args []string, e procEnv) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, storeUsage)
+	}
+	switch args[0] {
+	case "check":
+		return cmdStoreCheck(ctx, args[1:], e)
+	case "backup":
+		return cmdStoreBackup(ctx, args[1:], e)
+	}
+	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
+}
+
+func cmdStoreCheck(ctx context.Context, args []string, e procEnv) error {
+	fs := newFlags("store check")
+	configPath := fs.String("config", "", "configuration file")
+	full := fs.Bool("full", false, "run integrity_check (slower; also checks indexes)")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: plangate store check takes no arguments (got %q)", errUsage, rest[0])
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return err
+	}
+	res, err := store.Check(ctx, cfg.Store.Path, *full)
+	if errors.Is(err, store.ErrDamaged) {
+		for _, p := range res.Problems {
+			fmt.Fprintln(e.stdout, p)
+		}
+		return fmt.Errorf("%w\n%s", err, store.RecoveryHint(res.Path))
+	}
+	if err != nil {
+		return err
+	}
+	what := "quick_check"
+	if *full {
+		what = "integrity_check"
+	}
+	fmt.Fprintf(e.stdout, "%s: ok (%s)\n", res.Path, what)
+	return nil
+}
+
+func cmdStoreBackup(ctx context.Context, args []string, e procEnv) error {
+	fs := newFlags("store backup")
+	configPath := fs.String("config", "", "configuration file")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 || rest[0] == "" {
+		return fmt.Errorf("%w: plangate store backup FILE [--config F]: name one new file", errUsage)
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return err
+	}
+	res, err := store.Backup(ctx, cfg.Store.Path, rest[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "backed up %s to %s (%d pages, schema version %d, integrity ok)\n",
+		cfg.Store.Path, res.Path, res.Pages, res.SchemaVersion)
+	return nil
+}
+
+// openCheckedStore opens the store for chat and serve after PRAGMA quick_check: a file
+// with a damaged page would otherwise start and then answer every message "something
+// went wrong". A missing file is created as usual.
+func openCheckedStore(ctx context.Context, cfg *Config) (*store.Store, error) {
+	if _, err := os.Stat(cfg.Store.Path); err == nil {
+		res, err := store.Check(ctx, cfg.Store.Path, false)
+		if errors.Is(err, store.ErrDamaged) {
+			return nil, damagedError(res)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("checking the store: %w", err)
+	}
+	return openStore(ctx, cfg)
+}
+
+// damagedError is the refusal to start on a damaged file: what is wrong, where, and how
+// to recover.
+func damagedError(res store.CheckResult) error {
+	problems := res.Problems
+	more := ""
+	if len(problems) > 5 {
+		more = fmt.Sprintf("\n  … and %d more (plangate store check --full lists them)", len(problems)-5)
+		problems = problems[:5]
+	}
+	return fmt.Errorf("refusing to start: the database %s is damaged (PRAGMA quick_check):\n  %s%s\n%s",
+		res.Path, strings.Join(problems, "\n  "), more, store.RecoveryHint(res.Path))
+}

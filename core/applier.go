@@ -1,0 +1,150 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// The applier: the one way an Outcome takes effect, for person commands, the clock and
+// the agent's plan tools alike. It writes new plan files, commits the Change in one
+// transaction, and then runs the effects in the order seal gave them. Effects are data
+// until here, so replies can later become outbox rows of the same commit, and the whole
+// applier can run under a session lease.
+
+// applyInbound applies the outcome of a person's message. The job's inbound key is
+// recorded with it, so a redelivered event is recognised; it is the only commit that
+// carries the key.
+func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
+	if !changeEmpty(o.Change) && t.j.inbound != nil {
+		o.Change.Inbound = t.j.inbound
+		t.j.inbound = nil
+	}
+	return t.apply(ctx, o)
+}
+
+// apply writes, commits and carries out o.
+func (t *turnState) apply(ctx context.Context, o Outcome) error {
+	if err := t.prepare(o); err != nil {
+		return err
+	}
+	if err := t.commit(ctx, o.Change); err != nil {
+		return err
+	}
+	return t.carryOut(ctx, o)
+}
+
+// prepare writes the files of new plan versions before the commit: a stored plan must
+// not point at a file that was never written. A failure stops the transition.
+func (t *turnState) prepare(o Outcome) error {
+	for _, eff := range o.Effects {
+		if eff.Kind != EffWriteFile {
+			continue
+		}
+		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan); err != nil {
+			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
+			return &prepareError{err: err}
+		}
+	}
+	return nil
+}
+
+// prepareError is a failed prepare: nothing was committed.
+type prepareError struct{ err error }
+
+func (p *prepareError) Error() string { return fmt.Sprintf("writing plan file: %v", p.err) }
+func (p *prepareError) Unwrap() error { return p.err }
+
+func changeEmpty(ch Change) bool {
+	return ch.Session == nil && len(ch.Events) == 0 && len(ch.Plans) == 0 && len(ch.Messages) == 0 &&
+		len(ch.Nudges) == 0 && !ch.CancelNudges && !ch.CancelReminders && ch.Inbound == nil
+}
+
+// commit stores ch; when it carries the session, t.sess becomes the stored session.
+func (t *turnState) commit(ctx context.Context, ch Change) error {
+	if changeEmpty(ch) {
+		return nil
+	}
+	if ch.SessionID == "" {
+		ch.SessionID = t.sess.ID
+	}
+	stored, err := t.e.d.Store.Commit(ctx, ch)
+	if err != nil {
+		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
+	}
+	if ch.Session != nil {
+		next := *ch.Session
+		next.Version = stored.Version
+		t.sess = next
+	}
+	return nil
+}
+
+// carryOut runs the effects of a committed outcome. Delivery failures are logged (and,
+// where the outcome says so, answered with a notice); only an agent turn can fail it.
+func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
+	e := t.e
+	for _, eff := range o.Effects {
+		switch eff.Kind {
+		case EffWriteFile:
+			// done by prepare
+		case EffRefreshFile:
+			e.files.refresh(t.sess, eff.Plan)
+		case EffNudgesChanged:
+			if e.d.Nudger != nil {
+				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
+			}
+		case EffRetire:
+			_, _ = t.send(ctx, eff.Reply)
+		case EffProgress:
+			t.postProgress(ctx, eff.Plan.ID, eff.Reply)
+		case EffForget:
+			e.progress.forget(eff.Plan.ID)
+		case EffSay:
+			if _, err := t.send(ctx, eff.Reply); err != nil && eff.OnFail != "" {
+				_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))})
+			}
+		case EffRunTurn:
+			if err := t.runTurns(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// send delivers a reply to the session, as the answer to the job's inbound event.
+// A delivery failure is logged and returned, never taken as a decision.
+func (t *turnState) send(ctx context.Context, r Reply) (string, error) {
+	if r.To == (Address{}) {
+		r.To = t.sess.Address
+	}
+	if r.InReplyTo == "" {
+		r.InReplyTo = t.j.msg.ID
+	}
+	return t.e.send(ctx, r)
+}
+
+// say sends a reply whose failure changes nothing: it is logged by send.
+func (t *turnState) say(ctx context.Context, r Reply) error {
+	_, _ = t.send(ctx, r)
+	return nil
+}
+
+// notice sends a system message to the session.
+func (t *turnState) notice(ctx context.Context, format string, args ...any) {
+	_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: fmt.Sprintf(format, args...)})
+}
+
+// postProgress sends the checklist, editing the plan's earlier checklist message in place
+// where the channel can.
+func (t *turnState) postProgress(ctx context.Context, planID string, r Reply) {
+	r.ReplaceID = t.e.progress.get(planID)
+	id, err := t.send(ctx, r)
+	if err != nil {
+		return
+	}
+	if id != "" {
+		t.e.progress.set(planID, id)
+	}
+}

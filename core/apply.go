@@ -1,0 +1,305 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Apply is the approval state machine as a pure function: given a session, its current
+// plan (nil if none), a trigger and the trigger's input, it returns what the transition
+// changes and what must happen afterwards, or a refusal. It reads no store, writes no
+// file and sends nothing: the engine's applier commits the Outcome and runs its effects.
+// An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
+// row read around another process's commit (wrapping ErrConflict).
+func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
+	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
+		o: Outcome{Trigger: t, Session: s, before: s}}
+	run, ok := x.handler(t)
+	if !ok {
+		return Outcome{}, fmt.Errorf("unknown trigger %q", t)
+	}
+	for _, g := range x.m.Guards(t) {
+		pass, err := x.check(g)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if !pass {
+			return x.finish(), nil
+		}
+	}
+	if err := run(); err != nil {
+		return Outcome{}, err
+	}
+	return x.finish(), nil
+}
+
+// handler is the transition of trigger t, run once its guards passed.
+func (x *transition) handler(t Trigger) (func() error, bool) {
+	plain := func(f func()) func() error { return func() error { f(); return nil } }
+	h, ok := map[Trigger]func() error{
+		TrigOn:          plain(x.planOn),
+		TrigOff:         x.planOff,
+		TrigAccept:      x.accept,
+		TrigRevise:      x.revise,
+		TrigAnswer:      plain(x.answer),
+		TrigAutoOn:      func() error { return x.auto(true) },
+		TrigAutoOff:     func() error { return x.auto(false) },
+		TrigExpire:      x.expire,
+		TrigEnter:       plain(x.enter),
+		TrigPropose:     x.propose,
+		TrigAutoPropose: x.propose,
+		TrigAsk:         plain(x.ask),
+		TrigUpdate:      x.update,
+		TrigComplete:    x.update,
+	}[t]
+	return h, ok
+}
+
+// transition is one Apply call in progress.
+type transition struct {
+	m    Machine
+	s    Session
+	cur  *Plan
+	in   Input
+	next Session // the session being built
+	o    Outcome
+
+	// What the guards found out, for the transition.
+	phase      Phase          // GuardPhase: where the trigger leads
+	target     Plan           // GuardPending: the version decided on
+	body       PlanBody       // GuardValidPlan
+	question   *Question      // GuardValidQuestion
+	stepUpdate UpdatePlanArgs // GuardValidUpdate
+	answerText string         // GuardOption: the option the answer picked
+}
+
+// finish stores the next session in the outcome and derives the implied effects.
+func (x *transition) finish() Outcome {
+	o := x.o
+	if o.Refusal == nil && x.changed() {
+		next := x.next
+		next.UpdatedAt = x.in.Now
+		o.Session = next
+		o.Change.Session = &next
+	}
+	return o.seal()
+}
+
+// changed reports whether the transition writes the session row: any state change,
+// audit row or transcript entry goes with a new row version.
+func (x *transition) changed() bool {
+	ch := x.o.Change
+	return len(ch.Events) > 0 || len(ch.Plans) > 0 || len(ch.Messages) > 0
+}
+
+// refuse ends the transition with a refusal; audit rows are optional.
+func (x *transition) refuse(text string, audit ...Event) {
+	x.o.Refusal = &Refusal{Text: text, Audit: audit}
+}
+
+func (x *transition) refusef(format string, args ...any) { x.refuse(fmt.Sprintf(format, args...)) }
+
+// to asks the phase table; a pair it does not list is refused by the caller.
+func (x *transition) to(t Trigger) (Phase, bool) { return x.m.Next(x.s.Phase, t) }
+
+// event builds an audit row by the input's actor; plan may be nil.
+func (x *transition) event(kind EventKind, plan *Plan, detail string) Event {
+	return x.eventBy(x.in.Actor, kind, plan, detail)
+}
+
+func (x *transition) eventBy(a Actor, kind EventKind, plan *Plan, detail string) Event {
+	ev := Event{SessionID: x.s.ID, Kind: kind, Actor: a, Channel: x.s.Address.Channel, Detail: detail, At: x.in.Now}
+	if plan != nil {
+		ev.PlanID = plan.ID
+		ev.PlanVersion = plan.Version
+	}
+	return ev
+}
+
+func (x *transition) record(evs ...Event) { x.o.Change.Events = append(x.o.Change.Events, evs...) }
+
+// settle moves plan p along the plan-status table for trigger t and records it in the
+// change. how, when set, is shown where the version's buttons were ("accepted by alice").
+func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
+	to, ok := x.m.PlanNext(p.Status, t)
+	if !ok {
+		// The session says the plan is pending (or accepted) and the plan row says
+		// otherwise: they were read at different moments, around another process's commit
+		// (a store read is not one snapshot). Committing would lose the compare-and-set on
+		// the session row anyway, so this is the same conflict.
+		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, ErrConflict)
+	}
+	p.Status = to
+	p.UpdatedAt = x.in.Now
+	if how != "" {
+		if x.o.retired == nil {
+			x.o.retired = map[string]string{}
+		}
+		x.o.retired[p.ID] = how
+	}
+	x.o.Change.Plans = append(x.o.Change.Plans, p)
+	return p, nil
+}
+
+// decide settles p and records who decided, when and why.
+func (x *transition) decide(p Plan, t Trigger, outcome, feedback, how string) (Plan, error) {
+	p.Decision = &Decision{By: decidedBy(x.in.Actor), ByName: x.in.Name, At: x.in.Now, Channel: x.s.Address.Channel,
+		Outcome: outcome, Feedback: feedback}
+	return x.settle(p, t, how)
+}
+
+// decidedBy is the Decision.By of an actor: a person's or rule's id, else the kind.
+func decidedBy(a Actor) string {
+	if a.ID != "" {
+		return a.ID
+	}
+	return string(a.Kind)
+}
+
+func (x *transition) by() string { return "by " + x.in.who() }
+
+func (x *transition) planOn() {
+	x.next.Phase = x.phase
+	x.next.Question = nil
+	x.record(x.event(EventEntered, nil, "by /plan on"))
+	if x.in.Text != "" {
+		x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
+	}
+	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+}
+
+func (x *transition) planOff() error {
+	x.next.Phase = x.phase
+	x.next.ApprovalID = ""
+	x.next.Question = nil
+	x.next.Injections = nil
+	x.o.Change.CancelNudges = true
+	text := "Plan mode is off."
+	status, decided := PlanStatus(""), false
+	if x.cur != nil && (x.s.Phase == PhaseAwaitingApproval || x.s.Phase == PhaseExecuting) {
+		status, decided = x.m.PlanNext(x.cur.Status, TrigOff)
+	}
+	if !decided {
+		x.record(x.event(EventExited, nil, "by /plan off"))
+		x.o.say(ReplyText, text)
+		return nil
+	}
+	p, err := x.decide(*x.cur, TrigOff, string(status), "", string(status)+" (/plan off "+x.by()+")")
+	if err != nil {
+		return err
+	}
+	if status == PlanAbandoned {
+		x.record(x.event(EventAbandoned, &p, "by /plan off"))
+		text += fmt.Sprintf(" %s was abandoned.", planLabel(p))
+	} else {
+		x.record(x.event(EventAborted, &p, "by /plan off"))
+		done, total := stepProgress(p.Body.Steps)
+		text += fmt.Sprintf(" %s was stopped after %d of %d steps.", planLabel(p), done, total)
+	}
+	x.o.say(ReplyText, text)
+	return nil
+}
+
+// pending resolves which version a decision is about (GuardPending) and refuses a typed
+// decision that names another one. Revise while executing is about the accepted plan.
+func (x *transition) pending() (bool, error) {
+	in := x.in
+	verb := "accept"
+	if x.o.Trigger == TrigRevise {
+		verb = "revise"
+		if x.s.Phase == PhaseExecuting && in.ApprovalID == "" {
+			if x.cur == nil {
+				x.refusePhase(verb)
+				return false, nil
+			}
+			x.target = *x.cur
+			return true, nil
+		}
+	}
+	if x.s.Phase != PhaseAwaitingApproval {
+		x.refusePhase(verb)
+		return false, nil
+	}
+	if x.cur == nil {
+		return false, fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
+	}
+	p := *x.cur
+	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
+		// The person could not have seen this version when they sent a bare decision.
+		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", planLabel(p), p.Version)
+		return false, nil
+	}
+	if in.Version != 0 && in.Version != p.Version {
+		if in.Version < p.Version && in.Ref != nil && in.Ref.Version == in.Version {
+			x.staleVersion(*in.Ref)
+		} else {
+			x.refusef("There is no plan v%d. %s is waiting: /plan accept", in.Version, planLabel(p))
+		}
+		return false, nil
+	}
+	x.target = p
+	return true, nil
+}
+
+// stale refuses a button whose approval id is not the pending one.
+func (x *transition) stale() {
+	switch ref := x.in.Ref; {
+	case ref == nil:
+		x.refuse("That button is no longer valid; nothing changed. /plan status shows what is pending.")
+	case ref.SessionID != x.s.ID:
+		x.refuse("That button belongs to another conversation; nothing changed.")
+	default:
+		x.staleVersion(*ref)
+	}
+}
+
+// staleVersion explains why a decision about an older plan version changes nothing.
+func (x *transition) staleVersion(old Plan) {
+	audit := x.event(EventRefused, &old, "stale decision on v"+strconv.Itoa(old.Version))
+	cur := x.cur
+	switch {
+	case old.Status == PlanSuperseded && cur != nil && cur.Version > old.Version:
+		x.refuse(fmt.Sprintf("Plan v%d was superseded by v%d %q; nothing changed. %s", old.Version, cur.Version, cur.Body.Title, nextStep(*cur)), audit)
+	case old.Decision != nil:
+		by := old.Decision.ByName
+		if by == "" {
+			by = old.Decision.By
+		}
+		x.refuse(fmt.Sprintf("%s was already decided (%s by %s); nothing changed.", planLabel(old), old.Decision.Outcome, by), audit)
+	default:
+		x.refuse(fmt.Sprintf("%s is no longer pending (%s); nothing changed.", planLabel(old), old.Status), audit)
+	}
+}
+
+// refusePhase answers a command that the current phase does not allow.
+func (x *transition) refusePhase(what string) {
+	switch x.s.Phase {
+	case PhaseOff:
+		x.refusef("There is no plan to %s (phase: off). Start one with /plan on <goal>.", what)
+	case PhasePlanning:
+		x.refusef("There is no plan to %s yet (phase: planning): I'm still working on one. /plan status shows where things stand.", what)
+	case PhaseExecuting:
+		if p := x.cur; p != nil {
+			x.refusef("Plan v%d %q is already accepted and being carried out (phase: executing). To change course: /plan revise <feedback>.", p.Version, p.Body.Title)
+		} else {
+			x.refusef("Nothing to %s (phase: executing).", what)
+		}
+	case PhaseAwaitingApproval:
+		var v int
+		var title string
+		if p := x.cur; p != nil {
+			v, title = p.Version, p.Body.Title
+		}
+		x.refusef("Plan v%d %q is waiting for a decision (phase: awaiting_approval): /plan accept · /plan revise <feedback>.", v, title)
+	}
+}
+
+func nextStep(p Plan) string {
+	if p.Status == PlanPending {
+		return "/plan accept decides on it."
+	}
+	return "/plan status shows where things stand."
+}
+
+// planLabel names a plan version in replies: Plan v2 "Docs".
+func planLabel(p Plan) string { return fmt.Sprintf("Plan v%d %q", p.Version, p.Body.Title) }

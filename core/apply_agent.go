@@ -1,0 +1,205 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// The agent's plan tools as transitions of Apply. A refusal reaches the model as a tool
+// error, never the chat.
+
+// tool sets what the model is told.
+func (x *transition) tool(endTurn bool, format string, args ...any) {
+	x.o.Tool = &ToolReply{Content: fmt.Sprintf(format, args...), EndTurn: endTurn}
+}
+
+func (x *transition) enter() {
+	x.next.Phase = x.phase
+	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
+	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
+}
+
+// propose stores a valid proposal as a new plan version and posts it for a decision, or
+// accepts it at once when the trigger is TrigAutoPropose (auto-approve is on).
+func (x *transition) propose() error {
+	trig, in, to, body := x.o.Trigger, x.in, x.phase, x.body
+	prev, hash := x.cur, HashPlan(body)
+	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
+		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", planLabel(*prev)))
+		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
+		return nil
+	}
+	status, ok := x.m.PlanNext("", trig)
+	if !ok {
+		return fmt.Errorf("no plan status for a new version on %s", trig)
+	}
+	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
+		Body: body, Hash: hash, CreatedAt: in.Now, UpdatedAt: in.Now}
+	if prev != nil {
+		plan.Version = prev.Version + 1
+	}
+	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
+	n := &x.next
+	n.Phase, n.PlanID, n.ApprovalID, n.Question = to, plan.ID, plan.ApprovalID, nil
+	var superseded *Plan
+	if prev != nil && prev.Status == PlanPending {
+		old, err := x.settle(*prev, trig, fmt.Sprintf("superseded by v%d", plan.Version))
+		if err != nil {
+			return err
+		}
+		superseded = &old
+		x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d", plan.Version)))
+	}
+	x.record(x.event(EventProposed, &plan, body.Title))
+	// Whatever was scheduled before (an older version, a question) is replaced.
+	x.o.Change.CancelNudges = true
+	x.tool(true, "Plan v%d posted for approval. Stop here and wait for [PLAN_DECISION].", plan.Version)
+	if trig == TrigPropose {
+		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
+	} else {
+		plan.Decision = &Decision{By: decidedBy(AutoRule), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
+		n.ApprovalID = ""
+		n.Injections = append(n.Injections, approvedInjection(plan, "auto-approve is on"))
+		x.record(x.eventBy(AutoRule, EventAutoAccepted, &plan, "auto-approve is on"))
+		x.tool(true, "Plan v%d was auto-approved (auto-approve is on). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version)
+	}
+	x.o.newPlan = plan.ID
+	x.o.Change.Plans = append(x.o.Change.Plans, plan)
+	r := planReply(x.next, plan)
+	r.Text = proposalText(plan, superseded, prevIfRevised(prev))
+	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
+	return nil
+}
+
+// prevIfRevised returns the previous version when it is the one the new version answers.
+func prevIfRevised(prev *Plan) *Plan {
+	if prev == nil || prev.Status == PlanCompleted || prev.Status == PlanAborted || prev.Status == PlanAbandoned {
+		return nil
+	}
+	return prev
+}
+
+// validQuestion parses ask_user_question (GuardValidQuestion).
+func (x *transition) validQuestion() bool {
+	var a struct {
+		Question      string   `json:"question"`
+		Options       []string `json:"options"`
+		AllowFreeText bool     `json:"allow_freetext"`
+	}
+	if err := strictJSON(x.in.Args, &a); err != nil {
+		x.refusef("ask_user_question arguments: %v", err)
+		return false
+	}
+	a.Question = strings.TrimSpace(a.Question)
+	var opts []string
+	for _, o := range a.Options {
+		if o = strings.TrimSpace(o); o != "" {
+			opts = append(opts, o)
+		}
+	}
+	if a.Question == "" || len(opts) < 2 || len(opts) > 6 {
+		x.refusef("ask_user_question needs a question and 2-6 non-empty options (got %d)", len(opts))
+		return false
+	}
+	x.question = &Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
+	return true
+}
+
+func (x *transition) ask() {
+	q := x.question
+	x.next.Phase = x.phase
+	x.next.Question = q
+	x.record(x.event(EventAsked, nil, q.Text))
+	x.o.Change.CancelReminders = true
+	x.o.Change.Nudges = reminders(x.next, x.in.Rules, "", x.in.Now)
+	x.o.sayReply(questionReply(x.s.Address, q), "A question could not be delivered here; /plan status shows it.")
+	x.tool(true, "Question posted. Stop here; the answer arrives as [QUESTION_ANSWER].")
+}
+
+// update applies step progress to the accepted plan and completes it when every step is
+// done (the trigger becomes TrigComplete).
+func (x *transition) update() error {
+	if x.s.Phase == PhasePlanning {
+		x.tool(false, notedDrafts)
+		return nil
+	}
+	if x.cur == nil {
+		x.refuse("no accepted plan is loaded")
+		return nil
+	}
+	p := *x.cur
+	steps, err := ApplyUpdate(p.Body.Steps, x.stepUpdate)
+	if err != nil {
+		x.refusef("%v", err)
+		return nil
+	}
+	if dropped := droppedOpenSteps(p.Body.Steps, steps); len(dropped) > 0 {
+		x.refusef("update_plan would drop unfinished steps of the accepted plan (%s); mark them cancelled instead, or use merge: true", strings.Join(dropped, "; "))
+		return nil
+	}
+	x.o.Trigger = TrigUpdate
+	if AllDone(steps) {
+		x.o.Trigger = TrigComplete
+	}
+	return x.progress(p, steps)
+}
+
+// progress records the new steps of p, and completes the plan when they are all done.
+func (x *transition) progress(p Plan, steps []Step) error {
+	trig := x.o.Trigger
+	if ok, err := x.check(GuardPhase); err != nil || !ok {
+		return err // the table decides again: update and complete lead to different phases
+	}
+	to := x.phase
+	p.Body.Steps = steps
+	p, err := x.settle(p, trig, "")
+	if err != nil {
+		return err
+	}
+	done, total := stepProgress(steps)
+	x.record(x.eventBy(AgentActor, EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
+	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyProgress,
+		Text: fmt.Sprintf("Plan v%d — %s: %d of %d steps done\n%s", p.Version, p.Body.Title, done, total, Checklist(steps))}})
+	x.tool(false, "Plan updated: %d of %d steps done.", done, total)
+	if trig != TrigComplete {
+		return nil
+	}
+	x.next.Phase = to
+	x.next.Question = nil
+	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
+		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is done (%d of %d). Post a short summary of what changed for the user.", p.Version, p.Body.Title, done, total)})
+	x.record(x.eventBy(AgentActor, EventCompleted, &p, ""))
+	x.o.Change.CancelNudges = true
+	x.o.say(ReplyText, fmt.Sprintf("Done: %d of %d steps. Plan v%d completed.", done, total, p.Version))
+	x.tool(false, "Plan updated: all %d steps are done and plan v%d is complete.", total, p.Version)
+	return nil
+}
+
+// droppedOpenSteps names steps of the accepted plan that an update left out while they
+// were not finished: the user accepted them, so they can be cancelled but not vanish.
+func droppedOpenSteps(before, after []Step) []string {
+	kept := map[string]bool{}
+	for _, s := range after {
+		kept[s.ID] = true
+	}
+	var out []string
+	for _, s := range before {
+		if !kept[s.ID] && s.Status != StepCompleted && s.Status != StepCancelled {
+			out = append(out, s.Text)
+		}
+	}
+	return out
+}
+
+// strictJSON decodes tool arguments, refusing unknown fields.
+func strictJSON(data json.RawMessage, v any) error {
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

@@ -1,0 +1,162 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/commands"
+)
+
+// Pure decisions outside the phase table: a person's plain message and /plan nudge.
+// They return an Outcome like Apply, so the one applier commits and carries them out.
+
+// ApplyMessage decides what a person's plain message does: it answers a pending question
+// (when it matches an option and the sender may answer), or it goes to the agent — a
+// comment on a pending plan included — entering plan mode first when
+// plan_mode.start_in_plan is set and the session is new.
+func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) {
+	if q := s.Question; q != nil && in.MayAnswer {
+		if _, ok := matchOption(q, text); ok {
+			in.Text = text
+			return Apply(s, cur, TrigAnswer, in)
+		}
+		x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+		x.refusef("A question is waiting: %s — %s. Answer with /plan answer <number or text>.", q.Text, optionList(q.Options))
+		return x.finish(), nil
+	}
+	x := &transition{m: NewMachine(), s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+	x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: text, Name: in.Name, At: in.Now}}
+	entered := false
+	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
+		if to, ok := x.to(TrigOn); ok {
+			x.next.Phase = to
+			x.record(x.event(EventEntered, nil, "plan_mode.start_in_plan"))
+			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+			entered = true
+		}
+	}
+	// A message for the agent is no decision: unless it changes the phase it need not wait
+	// for the disk (see Change.Lazy).
+	x.o.Change.Lazy = !entered
+	return x.finish(), nil
+}
+
+// Unauthorized is the refusal of a decision (what: the command or button) by someone who
+// may not make it, with its audit row. approvers tells whether access.approvers is set.
+func Unauthorized(s Session, in Input, what string, approvers bool) Outcome {
+	verb := "decide on plans"
+	if what == string(commands.Answer) {
+		verb = "answer questions"
+	}
+	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+	text := fmt.Sprintf("Only %s, who started this conversation, can %s here.", s.Owner, verb)
+	if approvers {
+		text = fmt.Sprintf("Only approvers can %s here (%s is not one).", verb, in.who())
+	}
+	x.refuse(text, x.event(EventRefused, nil, fmt.Sprintf("%s by %s: not authorized", what, in.who())))
+	return x.finish()
+}
+
+// ApplyNudge decides /plan nudge: the session's reminder schedule, and the schedules of
+// what is waiting now.
+func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
+	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+	now := in.Now
+	planID, waiting := pendingKey(s)
+	ch := &x.o.Change
+	var text string
+	switch r.Kind {
+	case commands.NudgeOff:
+		x.next.NudgeSpec = NudgeOff
+		ch.CancelReminders = true
+		text = "Reminders are off for this conversation. /plan nudge every 2h turns them back on."
+	case commands.NudgeSnooze:
+		if !waiting {
+			x.refuse("Nothing is waiting for a decision or an answer, so there is nothing to snooze.")
+			return x.finish(), nil
+		}
+		at := now.Add(r.Duration)
+		ch.CancelReminders = true
+		ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
+			Spec: r.Duration.String(), NextFireAt: at, Status: NudgeActive, CreatedAt: now}}
+		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", clock(at), humanDuration(r.Duration))
+	case commands.NudgeEvery, commands.NudgeCron:
+		spec := r.Spec
+		if r.Kind == commands.NudgeEvery {
+			spec = "@every " + r.Duration.String()
+		}
+		first, err := commands.NextFire(spec, now)
+		if err != nil {
+			x.refusef("That schedule cannot be used: %v. Nothing changed.", err)
+			return x.finish(), nil
+		}
+		x.next.NudgeSpec = spec
+		text = fmt.Sprintf("Reminders: %s while a decision or answer is pending.", describeSpec(spec))
+		if waiting {
+			ch.CancelReminders = true
+			ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
+				Spec: spec, NextFireAt: first, Status: NudgeActive, CreatedAt: now}}
+			text += fmt.Sprintf(" Next: %s.", clock(first))
+		}
+	default:
+		return Outcome{}, fmt.Errorf("unhandled nudge request %q", r.Kind)
+	}
+	x.record(x.event(EventNudgeSet, nil, string(r.Kind)+" "+x.next.NudgeSpec))
+	x.o.say(ReplyText, text)
+	return x.finish(), nil
+}
+
+// reminders are the schedules a decision (planID != "") or a question (planID == "") gets
+// when it starts waiting: the session's own schedule, or the configured one-shots. A
+// session schedule that no longer parses gives none.
+func reminders(s Session, r Rules, planID string, now time.Time) []Nudge {
+	switch s.NudgeSpec {
+	case NudgeOff:
+		return nil
+	case "":
+		out := make([]Nudge, 0, len(r.Nudges))
+		for _, d := range r.Nudges {
+			out = append(out, Nudge{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
+				Spec: d.String(), NextFireAt: now.Add(d), Status: NudgeActive, CreatedAt: now})
+		}
+		return out
+	}
+	next, err := commands.NextFire(s.NudgeSpec, now)
+	if err != nil {
+		return nil
+	}
+	return []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
+		Spec: s.NudgeSpec, NextFireAt: next, Status: NudgeActive, CreatedAt: now}}
+}
+
+// expiry is the approval-timeout schedule of a plan, if one is configured.
+func expiry(s Session, r Rules, planID string, now time.Time) []Nudge {
+	if r.ApprovalTimeout <= 0 {
+		return nil
+	}
+	d := r.ApprovalTimeout
+	return []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeExpire,
+		Spec: d.String(), NextFireAt: now.Add(d), Status: NudgeActive, CreatedAt: now}}
+}
+
+// pendingKey names what is waiting in a session: the plan id of a pending plan, or "" for
+// a pending question; ok is false when nothing waits.
+func pendingKey(s Session) (planID string, ok bool) {
+	switch {
+	case s.Phase == PhaseAwaitingApproval && s.PlanID != "":
+		return s.PlanID, true
+	case s.Question != nil:
+		return "", true
+	}
+	return "", false
+}
+
+func describeSpec(spec string) string {
+	if d, ok := strings.CutPrefix(spec, "@every "); ok {
+		if dd, err := time.ParseDuration(d); err == nil {
+			return "every " + humanDuration(dd)
+		}
+	}
+	return "on the schedule " + spec
+}

@@ -1,0 +1,160 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The decisions of Apply: a person (or a rule, or the clock) decides on a plan version
+// or answers a question.
+
+func (x *transition) accept() error {
+	p, err := x.decide(x.target, TrigAccept, "accepted", "", "accepted "+x.by())
+	if err != nil {
+		return err
+	}
+	x.next.Phase = x.phase
+	x.next.ApprovalID = ""
+	x.next.Injections = append(x.next.Injections, approvedInjection(p, "approved by "+x.in.who()))
+	x.record(x.event(EventAccepted, &p, ""))
+	x.o.Change.CancelNudges = true
+	x.o.say(ReplyText, fmt.Sprintf("Accepted plan v%d %q. Working on it.", p.Version, p.Body.Title))
+	return nil
+}
+
+func approvedInjection(p Plan, how string) Injection {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[PLAN_DECISION]: approved (%s)\nPlan v%d %q is accepted. Carry it out step by step; mark progress with update_plan (a step is completed only when its acceptance criteria are verified).\nSteps:\n", how, p.Version, p.Body.Title)
+	for _, st := range p.Body.Steps {
+		fmt.Fprintf(&b, "%s. %s\n", st.ID, st.Text)
+		for _, c := range st.AcceptanceCriteria {
+			fmt.Fprintf(&b, "   - criterion: %s\n", c)
+		}
+	}
+	return Injection{Kind: InjectDecision, Text: strings.TrimRight(b.String(), "\n")}
+}
+
+func (x *transition) revise() error {
+	feedback := x.in.Text
+	p, err := x.decide(x.target, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
+	if err != nil {
+		return err
+	}
+	n := &x.next
+	n.Phase = x.phase
+	n.ApprovalID = ""
+	n.RejectionCount++
+	n.LastFeedback = feedback
+	n.Question = nil
+	// An approval that never reached the agent (its turn was interrupted) is void now.
+	n.Injections = withoutKind(n.Injections, InjectDecision)
+	text := fmt.Sprintf("[PLAN_DECISION]: rejected\nPlan v%d %q was sent back by %s with this feedback:\n%s\nRevise the plan and propose it again with exit_plan_mode.", p.Version, p.Body.Title, x.in.who(), feedback)
+	if n.RejectionCount >= 3 {
+		text += fmt.Sprintf("\nThis is rejection number %d. Before proposing again, ask the user a clarifying question with ask_user_question.", n.RejectionCount)
+	}
+	n.Injections = append(n.Injections, Injection{Kind: InjectDecision, Text: text})
+	x.record(x.event(EventRevised, &p, feedback))
+	x.o.Change.CancelNudges = true
+	x.o.say(ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.", p.Version, ordinal(n.RejectionCount)))
+	return nil
+}
+
+func (x *transition) answer() {
+	q, answer := x.s.Question, x.answerText
+	x.next.Phase = x.phase
+	x.next.Question = nil
+	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectAnswer,
+		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
+	x.record(x.event(EventAnswered, nil, answer))
+	x.o.Change.CancelReminders = true
+	x.o.say(ReplyText, "Answer recorded: "+answer)
+}
+
+func (x *transition) auto(on bool) error {
+	to := x.phase
+	if x.s.AutoApprove == on && to == x.s.Phase {
+		x.refusef("Auto-approve is already %s for this conversation.", onOff(on))
+		return nil
+	}
+	x.next.AutoApprove = on
+	x.next.Phase = to
+	x.record(x.event(EventAutoChanged, nil, "auto-approve "+onOff(on)))
+	text := fmt.Sprintf("Auto-approve is %s for this conversation.", onOff(on))
+	if on {
+		text += " New plans will be accepted as soon as they are proposed."
+	}
+	if to == PhaseExecuting && x.s.Phase == PhaseAwaitingApproval {
+		if x.cur == nil {
+			return fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
+		}
+		p, err := x.decide(*x.cur, TrigAutoOn, "auto_accepted", "", "accepted by auto-approve, turned on "+x.by())
+		if err != nil {
+			return err
+		}
+		x.next.ApprovalID = ""
+		x.next.Injections = append(x.next.Injections, approvedInjection(p, "auto-approve turned on by "+x.in.who()))
+		x.record(x.event(EventAutoAccepted, &p, "auto-approve turned on"))
+		x.o.Change.CancelNudges = true
+		text += fmt.Sprintf(" Accepted the pending plan v%d %q. Working on it.", p.Version, p.Body.Title)
+	}
+	x.o.say(ReplyText, text)
+	return nil
+}
+
+// expire applies plan_mode.approval_timeout to the plan the schedule was made for.
+func (x *transition) expire() error {
+	p, err := x.decide(*x.cur, TrigExpire, "expired", "", "expired without a decision")
+	if err != nil {
+		return err
+	}
+	x.next.Phase = x.phase
+	x.next.ApprovalID = ""
+	x.record(x.event(EventExpired, &p, "approval timeout "+x.in.Spec))
+	x.o.Change.CancelNudges = true
+	x.o.say(ReplyNotice, fmt.Sprintf("%s expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
+		planLabel(p), humanDuration(x.in.Rules.ApprovalTimeout)))
+	return nil
+}
+
+func withoutKind(in []Injection, k InjectionKind) []Injection {
+	var out []Injection
+	for _, i := range in {
+		if i.Kind != k {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// matchOption resolves an answer: an option number, an option's text (case-insensitive),
+// or free text when the question allows it.
+func matchOption(q *Question, text string) (string, bool) {
+	text = strings.TrimSpace(text)
+	if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(q.Options) {
+		return q.Options[n-1], true
+	}
+	for _, o := range q.Options {
+		if strings.EqualFold(o, text) {
+			return o, true
+		}
+	}
+	if q.AllowFreeText && text != "" {
+		return text, true
+	}
+	return "", false
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
+}

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/plangate/plangate/commands"
+)
+
+// Person commands and buttons become triggers here: authorization is checked, the inputs
+// Apply needs are loaded from the store, and the Outcome goes to the applier. Nothing in
+// this file decides a transition.
+
+// dispatch routes the job's message: a button, a /plan command, or text for the agent.
+func (t *turnState) dispatch(ctx context.Context) error {
+	m := t.msg()
+	if m.Action != nil {
+		return t.onAction(ctx, *m.Action)
+	}
+	switch r := t.j.parsed; r.Kind {
+	case commands.IsUsage:
+		return t.say(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
+	case commands.IsCommand:
+		return t.onCommand(ctx, r.Cmd)
+	}
+	return t.onText(ctx)
+}
+
+func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
+	if !mayDecide(t.e.cfg.Approvers, c.Spec.Who, t.sess, t.msg()) {
+		return t.refuseUnauthorized(ctx, string(c.Name))
+	}
+	in := t.personInput()
+	switch c.Name {
+	case commands.Status:
+		return t.say(ctx, Reply{Text: t.statusText(ctx)})
+	case commands.Help:
+		return t.say(ctx, Reply{Text: commands.HelpText()})
+	case commands.Show:
+		return t.show(ctx)
+	case commands.On:
+		in.Text = c.Args
+		return t.applyTrigger(ctx, TrigOn, in)
+	case commands.Off:
+		return t.applyTrigger(ctx, TrigOff, in)
+	case commands.Accept:
+		in.Version = c.Version
+		in.SeenApproval = t.j.seenApproval
+		return t.applyTrigger(ctx, TrigAccept, in)
+	case commands.Revise:
+		in.Text = c.Args
+		in.SeenApproval = t.j.seenApproval
+		return t.applyTrigger(ctx, TrigRevise, in)
+	case commands.Answer:
+		in.Text = c.Args
+		return t.applyTrigger(ctx, TrigAnswer, in)
+	case commands.Auto:
+		if c.Auto == commands.AutoOn {
+			return t.applyTrigger(ctx, TrigAutoOn, in)
+		}
+		return t.applyTrigger(ctx, TrigAutoOff, in)
+	case commands.Nudge:
+		o, err := ApplyNudge(t.sess, c.Nudge, in)
+		if err != nil {
+			return err
+		}
+		return t.applyInbound(ctx, o)
+	}
+	return fmt.Errorf("unhandled command %q", c.Name)
+}
+
+func (t *turnState) onAction(ctx context.Context, a Action) error {
+	who := commands.Approver
+	if a.Kind == ActionAnswer {
+		who = commands.ApproverOrOwner
+	}
+	if !mayDecide(t.e.cfg.Approvers, who, t.sess, t.msg()) {
+		return t.refuseUnauthorized(ctx, string(a.Kind))
+	}
+	in := t.personInput()
+	in.ApprovalID = a.ApprovalID
+	switch a.Kind {
+	case ActionAccept:
+		return t.applyTrigger(ctx, TrigAccept, in)
+	case ActionRevise:
+		in.Text = a.Value
+		return t.applyTrigger(ctx, TrigRevise, in)
+	case ActionAuto:
+		return t.applyTrigger(ctx, TrigAutoOn, in)
+	case ActionAnswer:
+		in.Text = a.Value
+		return t.applyTrigger(ctx, TrigAnswer, in)
+	}
+	return t.say(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
+}
+
+// onText hands a person's plain message to ApplyMessage.
+func (t *turnState) onText(ctx context.Context) error {
+	text := messageText(t.msg())
+	if text == "" {
+		return nil
+	}
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return err
+	}
+	in := t.personInput()
+	in.MayAnswer = mayDecide(t.e.cfg.Approvers, commands.ApproverOrOwner, t.sess, t.msg())
+	o, err := ApplyMessage(t.sess, cur, text, in)
+	if err != nil {
+		return err
+	}
+	return t.applyInbound(ctx, o)
+}
+
+// applyTrigger loads what trigger tr needs, applies it and hands the outcome to the applier.
+func (t *turnState) applyTrigger(ctx context.Context, tr Trigger, in Input) error {
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if in.Ref, err = t.referenced(ctx, cur, in); err != nil {
+		return err
+	}
+	o, err := Apply(t.sess, cur, tr, in)
+	if err != nil {
+		return err
+	}
+	return t.applyInbound(ctx, o)
+}
+
+// referenced loads the plan a button's approval id or "/plan accept vN" names when it is
+// not the current plan, so Apply can say why deciding on it changes nothing.
+func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan, error) {
+	st := t.e.d.Store
+	switch {
+	case in.ApprovalID != "" && in.ApprovalID != t.sess.ApprovalID:
+		p, err := st.PlanByApproval(ctx, in.ApprovalID)
+		if err != nil {
+			return nil, nil // unknown or unreadable: "that button is no longer valid"
+		}
+		return &p, nil
+	case in.Version != 0 && cur != nil && in.Version < cur.Version:
+		plans, err := st.Plans(ctx, t.sess.ID)
+		if err != nil {
+			return nil, fmt.Errorf("listing plans: %w", err)
+		}
+		for _, p := range plans {
+			if p.Version == in.Version {
+				return &p, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// refuseUnauthorized answers a decision by someone who may not make it.
+func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
+	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.cfg.Approvers) > 0))
+}
+
+// personInput is the Input of the job's sender.
+func (t *turnState) personInput() Input {
+	m := t.msg()
+	return Input{Now: t.e.d.Now(), Actor: PersonActor(m.Sender.ID), Name: m.Sender.Name, Rules: t.e.rules()}
+}
+
+// currentPlan loads the session's current plan; nil if there is none.
+func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
+	if t.sess.PlanID == "" {
+		return nil, nil
+	}
+	p, err := t.e.d.Store.Plan(ctx, t.sess.PlanID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading plan %s: %w", t.sess.PlanID, err)
+	}
+	return &p, nil
+}
+
+// rules are the configuration flags transitions depend on.
+func (e *Engine) rules() Rules {
+	c := e.cfg
+	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
+		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir}
+}

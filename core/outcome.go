@@ -1,0 +1,220 @@
+package core
+
+import (
+	"slices"
+	"time"
+)
+
+// Rules are the configuration a transition depends on.
+type Rules struct {
+	PlanMode        bool
+	StartInPlan     bool
+	Nudges          []time.Duration // one-shot reminders (plan_mode.nudges)
+	ApprovalTimeout time.Duration
+	PlansDir        string // where plan files go; Apply only computes their paths
+}
+
+// NewIDs are fresh random ids a transition may hand out (a new plan version, its
+// approval id, a question id). The caller draws them; Apply uses the ones it needs.
+type NewIDs struct {
+	Plan, Approval, Question string
+}
+
+// Input is everything Apply needs besides the session and its current plan. It is data:
+// the clock value, the actor, fresh ids and what the trigger carries.
+type Input struct {
+	Now   time.Time
+	Actor Actor
+	Name  string // the actor's display name, for replies ("accepted by alice")
+	Rules Rules
+	IDs   NewIDs
+
+	// ApprovalID is the approval (or question) id a button carries; "" when typed.
+	ApprovalID string
+	// Version is the N of "/plan accept vN"; 0 if not given.
+	Version int
+	// SeenApproval is the approval id that was pending when the person's message arrived
+	// (see job.seenApproval): a bare accept only takes that version.
+	SeenApproval *string
+	// Ref is the plan that ApprovalID or Version names when it is not the current plan,
+	// as the store has it; nil if none was found.
+	Ref *Plan
+	// Text is the trigger's text: the goal, the revise feedback, the answer.
+	Text string
+	// Args are an agent tool call's arguments (propose, update, ask).
+	Args []byte
+	// PlanID and Spec name the schedule that fired (expire): the plan it was made for and
+	// its spec, for the audit row.
+	PlanID, Spec string
+	// MayAnswer: the sender of a plain message may answer the pending question.
+	MayAnswer bool
+}
+
+// who is the actor's name for replies: the display name, else the id.
+func (in Input) who() string {
+	if in.Name != "" {
+		return in.Name
+	}
+	return in.Actor.ID
+}
+
+// EffectKind names one thing the applier does after (or, for write_file, just before)
+// the commit.
+type EffectKind string
+
+// Effect kinds, in the order the applier runs them.
+const (
+	EffWriteFile     EffectKind = "write_file"      // a new plan version's file, before the commit
+	EffRefreshFile   EffectKind = "refresh_file"    // rewrite a plan file after its status or steps changed
+	EffNudgesChanged EffectKind = "nudges_changed"  // tell the scheduler to re-read the session
+	EffRetire        EffectKind = "retire"          // ReplyDecided: take the buttons off a decided version
+	EffProgress      EffectKind = "progress"        // the step checklist, edited in place
+	EffForget        EffectKind = "forget_progress" // the plan's checklist message is done with
+	EffSay           EffectKind = "say"             // a reply or notice
+	EffRunTurn       EffectKind = "run_turn"        // start an agent turn
+)
+
+func effectRank(k EffectKind) int {
+	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffNudgesChanged, EffRetire,
+		EffProgress, EffForget, EffSay, EffRunTurn}, k)
+}
+
+// Effect is one piece of work after a commit, as data: the applier carries it out, so
+// it can later become an outbox row of the same transaction.
+type Effect struct {
+	Kind  EffectKind
+	Plan  Plan  // write_file, refresh_file, progress, forget_progress
+	Reply Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
+	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
+	OnFail string
+}
+
+// Refusal is a transition that is not taken: the reply that says why, and audit rows
+// to record (an unauthorized or stale decision). Nothing else changes.
+type Refusal struct {
+	Text  string
+	Audit []Event
+	// Benign marks a refusal that is no error for the agent (entering plan mode twice).
+	Benign bool
+}
+
+// ToolReply is what the model is told about a plan tool call.
+type ToolReply struct {
+	Content string
+	EndTurn bool // the turn ends after this call (a plan or question was posted)
+}
+
+// Outcome is the result of Apply: the next session, the Change to commit and the
+// effects to run afterwards, or a refusal. Apply never performs any of it.
+type Outcome struct {
+	Trigger Trigger
+	Session Session // the next session; equal to the input when nothing changes
+	Change  Change  // Change.Session is set when the session row changes
+	Effects []Effect
+	Refusal *Refusal
+	Tool    *ToolReply // agent triggers: what the model is told
+
+	retired map[string]string // plan id -> how it was decided, for its retire effect
+	newPlan string            // id of the plan version this outcome creates
+	before  Session
+}
+
+// Refused reports whether the transition was not taken.
+func (o Outcome) Refused() bool { return o.Refusal != nil }
+
+// EffectKinds lists the kinds of o's effects in order, for tests and logs.
+func (o Outcome) EffectKinds() []EffectKind {
+	out := make([]EffectKind, 0, len(o.Effects))
+	for _, e := range o.Effects {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// say queues a reply of kind k with text.
+func (o *Outcome) say(k ReplyKind, text string) {
+	o.Effects = append(o.Effects, Effect{Kind: EffSay, Reply: Reply{To: o.before.Address, Kind: k, Text: text}})
+}
+
+// sayReply queues a prepared reply, with a notice for when it cannot be delivered.
+func (o *Outcome) sayReply(r Reply, onFail string) {
+	o.Effects = append(o.Effects, Effect{Kind: EffSay, Reply: r, OnFail: onFail})
+}
+
+// seal derives the effects every transition implies from what it changes, so no
+// transition can forget one, and orders all effects the one way the applier runs them:
+// every plan written gets its file written or refreshed, every version that stopped
+// being pending has its buttons retired, a plan that is over has its checklist message
+// forgotten, any schedule change is told to the scheduler, and a decision that leaves
+// work for the agent starts a turn.
+func (o Outcome) seal() Outcome {
+	if r := o.Refusal; r != nil {
+		o.Session, o.Change, o.Effects = o.before, Change{}, nil
+		if isAgentTrigger(o.Trigger) {
+			content := "error: " + r.Text
+			if r.Benign {
+				content = r.Text
+			}
+			o.Tool = &ToolReply{Content: content}
+			return o
+		}
+		if o.before.Version != 0 && len(r.Audit) > 0 {
+			// A session that is not stored yet has nothing to audit.
+			o.Change = Change{SessionID: o.before.ID, Events: r.Audit}
+		}
+		o.Effects = []Effect{{Kind: EffSay, Reply: Reply{To: o.before.Address, Kind: ReplyNotice, Text: r.Text}}}
+		return o
+	}
+	for _, p := range o.Change.Plans {
+		kind := EffRefreshFile
+		if p.ID == o.newPlan {
+			kind = EffWriteFile
+		}
+		o.Effects = append(o.Effects, Effect{Kind: kind, Plan: p})
+		if how, ok := o.retired[p.ID]; ok && p.ApprovalID != "" {
+			o.Effects = append(o.Effects, Effect{Kind: EffRetire, Plan: p, Reply: Reply{To: o.before.Address, Kind: ReplyDecided,
+				Ref: p.ApprovalID, Text: planLabel(p) + " — " + how}})
+		}
+		switch p.Status {
+		case PlanRevised, PlanAborted, PlanAbandoned, PlanCompleted:
+			o.Effects = append(o.Effects, Effect{Kind: EffForget, Plan: p})
+		}
+	}
+	if ch := o.Change; ch.CancelNudges || ch.CancelReminders || len(ch.Nudges) > 0 {
+		o.Effects = append(o.Effects, Effect{Kind: EffNudgesChanged})
+	}
+	if o.startsTurn() {
+		o.Effects = append(o.Effects, Effect{Kind: EffRunTurn})
+	}
+	slices.SortStableFunc(o.Effects, func(a, b Effect) int { return effectRank(a.Kind) - effectRank(b.Kind) })
+	if o.Change.Session != nil || len(o.Change.Events) > 0 || len(o.Change.Plans) > 0 || len(o.Change.Messages) > 0 {
+		o.Change.SessionID = o.before.ID
+	}
+	return o
+}
+
+// startsTurn: work a person (or the clock) left for the agent — a decision or answer
+// injected, or a message for it — starts a turn. The agent's own tools never do: its
+// turn is already running and picks the work up itself.
+func (o Outcome) startsTurn() bool {
+	if o.Trigger == TrigExpire || isAgentTrigger(o.Trigger) {
+		return false
+	}
+	if len(o.Session.Injections) > 0 && !slices.Equal(o.Session.Injections, o.before.Injections) {
+		return true
+	}
+	for _, m := range o.Change.Messages {
+		if m.Role == RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+func isAgentTrigger(t Trigger) bool {
+	switch t {
+	case TrigEnter, TrigPropose, TrigAutoPropose, TrigAsk, TrigUpdate, TrigComplete:
+		return true
+	}
+	return false
+}

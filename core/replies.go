@@ -1,0 +1,207 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// What plangate says: /plan status and /plan show, and the texts of plans, questions and
+// checklists. The builders are pure; status and show read the store.
+
+func (t *turnState) statusText(ctx context.Context) string {
+	s := t.sess
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		t.e.d.Log.Error("status: loading plan", "session", s.ID, "err", err)
+	}
+	var p Plan
+	ok := cur != nil
+	if ok {
+		p = *cur
+	}
+	parts := []string{"phase: " + string(s.Phase)}
+	if ok {
+		label := "plan"
+		if s.Phase == PhaseOff || s.Phase == PhasePlanning {
+			label = "last plan"
+		}
+		done, total := stepProgress(p.Body.Steps)
+		parts = append(parts, fmt.Sprintf("%s: v%d %q (%s, %d/%d steps done)", label, p.Version, p.Body.Title, p.Status, done, total))
+	}
+	parts = append(parts, "auto-approve: "+onOff(s.AutoApprove))
+	lines := []string{strings.Join(parts, " · ")}
+	if q := s.Question; q != nil {
+		lines = append(lines, "question: "+q.Text+" — "+optionList(q.Options)+" · /plan answer <number or text>")
+	}
+	if s.Phase == PhaseAwaitingApproval && ok {
+		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
+	}
+	if s.RejectionCount > 0 {
+		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
+	}
+	lines = append(lines, t.nextNudgeLine(ctx))
+	return strings.Join(lines, "\n")
+}
+
+func stepProgress(steps []Step) (done, total int) {
+	for _, st := range steps {
+		if st.Status == StepCompleted || st.Status == StepCancelled {
+			done++
+		}
+	}
+	return done, len(steps)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func optionList(opts []string) string {
+	var b strings.Builder
+	for i, o := range opts {
+		if i > 0 {
+			b.WriteString(" · ")
+		}
+		fmt.Fprintf(&b, "%d. %s", i+1, o)
+	}
+	return b.String()
+}
+
+func (t *turnState) show(ctx context.Context) error {
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return t.say(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
+	}
+	p := *cur
+	// The file is a rendering of the stored plan: write it again if it was lost. (Only
+	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
+	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
+		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p); err != nil {
+			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
+		}
+	}
+	r := planReply(t.sess, p)
+	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, Checklist(p.Body.Steps))
+	if p.Status == PlanPending {
+		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
+	}
+	_, err = t.send(ctx, r)
+	return err
+}
+
+// planReply is the reply that carries a plan file, with decision buttons while pending.
+func planReply(s Session, p Plan) Reply {
+	r := Reply{To: s.Address, Kind: ReplyPlan}
+	if p.File != "" {
+		r.Attachments = []File{{Name: fileBase(p.File), MIME: "text/markdown", Path: p.File}}
+	}
+	if p.Status == PlanPending && p.ApprovalID != "" {
+		r.Buttons = []Button{
+			{Label: "Accept", Action: Action{Kind: ActionAccept, ApprovalID: p.ApprovalID}},
+			{Label: "Revise", Action: Action{Kind: ActionRevise, ApprovalID: p.ApprovalID}},
+			{Label: "Auto", Action: Action{Kind: ActionAuto, ApprovalID: p.ApprovalID}},
+		}
+	}
+	return r
+}
+
+func fileBase(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// questionReply is the reply that asks q, with one button per option.
+func questionReply(to Address, q *Question) Reply {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Question: %s\n", q.Text)
+	r := Reply{To: to, Kind: ReplyQuestion}
+	for i, o := range q.Options {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, o)
+		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: q.ID, Value: o}})
+	}
+	b.WriteString("Answer: /plan answer <number>")
+	if q.AllowFreeText {
+		b.WriteString(" (or your own words)")
+	}
+	r.Text = b.String()
+	return r
+}
+
+func proposalText(p Plan, superseded, previous *Plan) string {
+	var b strings.Builder
+	n := len(p.Body.Steps)
+	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
+	if p.Body.Summary != "" {
+		b.WriteString("\n" + oneLine(p.Body.Summary))
+	}
+	if previous != nil {
+		if d := stepDiff(previous.Body.Steps, p.Body.Steps); d != "" {
+			fmt.Fprintf(&b, "\nChanges from v%d: %s", previous.Version, d)
+		}
+	}
+	if superseded != nil {
+		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded.Version)
+	}
+	if p.Status == PlanAccepted {
+		b.WriteString("\nAuto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it.")
+	} else {
+		b.WriteString("\nDecide: /plan accept · /plan revise <feedback> · /plan auto")
+	}
+	return b.String()
+}
+
+// stepDiff summarizes added and removed steps by text.
+func stepDiff(old, cur []Step) string {
+	in := func(steps []Step, text string) bool {
+		for _, s := range steps {
+			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {
+				return true
+			}
+		}
+		return false
+	}
+	var parts []string
+	for _, s := range cur {
+		if !in(old, s.Text) {
+			parts = append(parts, "+ "+s.Text)
+		}
+	}
+	for _, s := range old {
+		if !in(cur, s.Text) {
+			parts = append(parts, "− "+s.Text)
+		}
+	}
+	if len(parts) == 0 && len(old) == len(cur) {
+		return "same steps, details changed"
+	}
+	return strings.Join(parts, " · ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// messageText is a person's message as the agent gets it: the text and the names of its
+// attachments.
+func messageText(m Message) string {
+	text := strings.TrimSpace(m.Text)
+	for _, a := range m.Attachments {
+		text += fmt.Sprintf("\n[attachment: %s]", a.Name)
+	}
+	return strings.TrimSpace(text)
+}

@@ -1,0 +1,158 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Tool calls: plan tools become triggers of Apply, workspace tools go through the gate.
+
+// callTool runs one tool call through the gate.
+func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
+	if a := strings.TrimSpace(string(call.Args)); strings.HasPrefix(a, `"`) {
+		// A provider passes arguments that are not valid JSON through as a JSON string.
+		var raw string
+		_ = json.Unmarshal(call.Args, &raw)
+		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, oneLine(raw))
+	}
+	switch call.Name {
+	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
+		return t.planTool(ctx, call)
+	case ToolPlanStatus:
+		return t.planStatus(ctx)
+	}
+	var spec *ToolSpec
+	if t.e.d.Tools != nil {
+		for _, s := range t.e.d.Tools.Tools() {
+			if s.Name == call.Name {
+				spec = &s
+				break
+			}
+		}
+	}
+	if spec == nil {
+		names := make([]string, 0)
+		for _, s := range t.e.toolSpecs() {
+			names = append(names, s.Name)
+		}
+		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+	}
+	if spec.Kind != ToolReadOnly {
+		if res, ok := t.gateMutation(ctx, *spec, call); !ok {
+			return res
+		}
+	}
+	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	if err != nil {
+		return toolError("%s", err.Error())
+	}
+	return toolResult{content: out}
+}
+
+// gateMutation is the default-deny gate for every tool that is not read-only: it loads
+// what the gate needs, lets gate decide, and says a refusal in the chat once per turn.
+func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (toolResult, bool) {
+	if !t.e.cfg.PlanMode {
+		return toolResult{}, true
+	}
+	in := gateInput{sess: t.sess, spec: spec, call: call}
+	if t.sess.Phase == PhaseExecuting {
+		var err error
+		if in.plan, err = t.currentPlan(ctx); err != nil {
+			in.plan = nil // "no accepted plan is loaded"
+		}
+		in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
+	}
+	res, notice, ok := gate(in)
+	if notice != "" && !t.gateNoticed {
+		// Say it once per turn in the chat too: people should see the gate hold.
+		t.gateNoticed = true
+		t.notice(ctx, "%s", notice)
+	}
+	return res, ok
+}
+
+// gateInput is what the gate decides on.
+type gateInput struct {
+	sess     Session
+	spec     ToolSpec
+	call     ToolCall
+	plan     *Plan // the accepted plan, when executing
+	paths    []string
+	pathsErr error
+}
+
+// gate decides whether a mutating call may run in plan mode: only while executing an
+// accepted plan, and only on paths inside its scope. A refusal is the tool error, a stop
+// condition for a path out of scope, and a notice for the chat when nothing is accepted.
+func gate(in gateInput) (res toolResult, notice string, ok bool) {
+	spec, s := in.spec, in.sess
+	if s.Phase != PhaseExecuting {
+		notice = fmt.Sprintf("Blocked %s: nothing may change before a plan is accepted (phase: %s).", describeCall(spec.Name, in.call.Args), s.Phase)
+		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, s.Phase), notice, false
+	}
+	p := in.plan
+	if p == nil {
+		return toolError("no accepted plan is loaded; %s refused", spec.Name), "", false
+	}
+	if in.pathsErr != nil {
+		return toolError("%s", in.pathsErr.Error()), "", false
+	}
+	for _, p0 := range in.paths {
+		if why, ok := inScope(p.Body.Scope, p0); !ok {
+			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
+			return toolResult{content: "error: " + msg, isError: true,
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, "", false
+		}
+	}
+	return toolResult{}, "", true
+}
+
+// toolResult is the outcome of one tool call.
+type toolResult struct {
+	content string
+	isError bool
+	endTurn bool   // the turn ends after this call (a plan or question was posted)
+	stop    string // a stop condition: report this to the chat and end the turn
+	// outcome is a plan tool's transition; the turn commits it with the call's transcript
+	// entries (see applyTool).
+	outcome *Outcome
+}
+
+func toolError(format string, args ...any) toolResult {
+	return toolResult{content: "error: " + fmt.Sprintf(format, args...), isError: true}
+}
+
+// planTool turns a plan tool call into a trigger, applies it and writes the files of a
+// new plan version, so the result the model gets says whether the plan was saved.
+func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
+	trig := map[string]Trigger{ToolEnterPlanMode: TrigEnter, ToolExitPlanMode: TrigPropose,
+		ToolUpdatePlan: TrigUpdate, ToolAskUserQuestion: TrigAsk}[call.Name]
+	if trig == TrigPropose && t.sess.AutoApprove {
+		trig = TrigAutoPropose
+	}
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return toolError("could not load the current plan: %v", err)
+	}
+	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
+		return toolError("%v", err)
+	}
+	o, err := Apply(t.sess, cur, trig, in)
+	if err != nil {
+		return toolError("%v", err)
+	}
+	if err := t.prepare(o); err != nil {
+		return toolError("the plan could not be saved (%v); try again", errors.Unwrap(err))
+	}
+	res := toolResult{outcome: &o}
+	if o.Tool != nil {
+		res.content, res.endTurn = o.Tool.Content, o.Tool.EndTurn
+	}
+	res.isError = o.Refused() && !o.Refusal.Benign
+	return res
+}

@@ -1,0 +1,247 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// maxChainedTurns bounds how many agent turns one message can start back to back (an
+// auto-approved plan starts executing right after it was proposed).
+const maxChainedTurns = 4
+
+// turn is one agent turn in progress. Its transcript entries are committed explicitly:
+// with the outcome of a plan tool (one transaction with the state change it made), or by
+// flush at the end of a round; nothing rides along with an unrelated commit.
+type turn struct {
+	history  []ChatMessage // the stored transcript window
+	seen     []ChatMessage // this turn's entries, in the order the model sees them
+	unsaved  []ChatMessage // entries not committed yet
+	drained  int           // injections of the session moved into the turn so far
+	answered int           // model calls that returned
+	lastErr  string        // the last tool error, to notice one repeated three times
+	sameErr  int
+}
+
+func (tr *turn) add(m ChatMessage) {
+	tr.seen = append(tr.seen, m)
+	tr.unsaved = append(tr.unsaved, m)
+}
+
+// takeUnsaved hands the uncommitted entries to the commit that stores them.
+func (tr *turn) takeUnsaved() []ChatMessage {
+	out := tr.unsaved
+	tr.unsaved = nil
+	return out
+}
+
+// undrained removes the injections this turn already moved into the transcript from the
+// front of a session's queue (new ones may have been appended behind them) and resets the
+// count: the commit that carries their transcript entries also takes them off the queue.
+func (tr *turn) undrained(queue []Injection) []Injection {
+	n := min(tr.drained, len(queue))
+	tr.drained = 0
+	return append([]Injection(nil), queue[n:]...)
+}
+
+// runTurns runs an agent turn, and another while the previous one left injections for the
+// agent (an auto-approved plan), up to maxChainedTurns.
+func (t *turnState) runTurns(ctx context.Context) error {
+	for range maxChainedTurns {
+		again, err := t.runTurn(ctx)
+		if err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTurn runs the agent loop once: model call, tool round, commit, until a final text,
+// a plan or question that ends the turn, a stop condition or agent.max_iterations. It
+// reports whether injections are waiting for another turn.
+func (t *turnState) runTurn(ctx context.Context) (bool, error) {
+	tr, err := t.loadTurn(ctx)
+	if err != nil {
+		return false, err
+	}
+	for range t.e.cfg.MaxIterations {
+		if why, ok := t.e.interrupted(t.sess); ok {
+			t.notice(ctx, "Stopped: %s came in.", why)
+			return false, t.flush(ctx, tr)
+		}
+		tr.drain(t.sess.Injections, t.e.d.Now())
+		resp, err := t.callModel(ctx, tr)
+		if err != nil {
+			return false, t.modelFailed(ctx, tr, err)
+		}
+		tr.answered++
+		tr.add(ChatMessage{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, At: t.e.d.Now()})
+		if len(resp.ToolCalls) == 0 {
+			if err := t.flush(ctx, tr); err != nil {
+				return false, err
+			}
+			if strings.TrimSpace(resp.Text) != "" {
+				_ = t.say(ctx, Reply{Text: resp.Text})
+			}
+			return len(t.sess.Injections) > 0, nil
+		}
+		r, err := t.toolRound(ctx, tr, resp.ToolCalls)
+		if err != nil {
+			return false, err
+		}
+		if r.stop != "" {
+			t.notice(ctx, "%s", r.stop)
+			return false, t.flush(ctx, tr)
+		}
+		// Record this round before the next model call (lazily: no disk wait): a tool may
+		// have changed the workspace, and a process killed now must not forget that, nor
+		// hand the agent the same decision again.
+		if err := t.flush(ctx, tr); err != nil {
+			return false, err
+		}
+		if r.ended != "" {
+			return len(t.sess.Injections) > 0, nil
+		}
+	}
+	t.notice(ctx, "Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations)
+	return false, t.flush(ctx, tr)
+}
+
+// loadTurn reads the transcript window the model gets as history.
+func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
+	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
+	if err != nil {
+		return nil, fmt.Errorf("loading transcript: %w", err)
+	}
+	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
+}
+
+// drain moves the session's queued injections that are not in the turn yet into it.
+func (tr *turn) drain(queue []Injection, now time.Time) {
+	for _, inj := range queue[tr.drained:] {
+		tr.add(ChatMessage{Role: RoleUser, Name: "plangate", Content: inj.Text, At: now})
+	}
+	tr.drained = len(queue)
+}
+
+// callModel asks the model for the next step of the turn.
+func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, error) {
+	e := t.e
+	e.typing(ctx, t.sess.Address)
+	req := ModelRequest{
+		SessionID: t.sess.ID,
+		Planning:  t.sess.Phase == PhasePlanning || t.sess.Phase == PhaseAwaitingApproval,
+		System:    e.systemPrompt(t.sess),
+		Messages:  append(append([]ChatMessage(nil), tr.history...), tr.seen...),
+		Tools:     e.toolSpecs(),
+	}
+	return e.d.Model.Complete(ctx, req)
+}
+
+// modelFailed tells the chat that the model could not answer. What the turn already did
+// is kept; if it did nothing, drained injections stay queued for the next turn.
+func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error {
+	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
+	if len(t.sess.Injections) > 0 || tr.answered > 0 {
+		// A decision or earlier work stands; the agent just could not go on.
+		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", oneLine(err.Error()))
+	} else {
+		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", oneLine(err.Error()))
+	}
+	if tr.answered > 0 {
+		return t.flush(ctx, tr)
+	}
+	tr.unsaved = nil
+	return nil
+}
+
+// flush commits the turn's uncommitted entries and takes drained injections off the
+// queue. Only the agent's own output and drained injections: nothing a person decided,
+// so the commit need not wait for the disk.
+func (t *turnState) flush(ctx context.Context, tr *turn) error {
+	if len(tr.unsaved) == 0 && tr.drained == 0 {
+		return nil
+	}
+	next := t.sess
+	next.Injections = tr.undrained(next.Injections)
+	next.UpdatedAt = t.e.d.Now()
+	return t.commit(ctx, Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true})
+}
+
+// round is what one tool round ended with.
+type round struct {
+	ended string // the tool that ended the turn
+	stop  string // a stop condition to report
+}
+
+// toolRound runs the tool calls of one model answer, in order. After a call ends the turn
+// or a stop condition, the remaining calls are answered without running.
+func (t *turnState) toolRound(ctx context.Context, tr *turn, calls []ToolCall) (round, error) {
+	var r round
+	for _, call := range calls {
+		var res toolResult
+		switch {
+		case r.ended != "":
+			res = toolResult{content: "not run: the turn ended with " + r.ended}
+		case r.stop != "":
+			res = toolResult{content: "not run: the turn was stopped"}
+		default:
+			if why, ok := t.e.interrupted(t.sess); ok {
+				r.stop = "Stopped: " + why + " came in."
+				res = toolResult{content: "not run: the user interrupted"}
+				break
+			}
+			res = t.callTool(ctx, call)
+			res.content = truncateResult(res.content, t.e.cfg.ToolResultChars)
+		}
+		tr.add(ChatMessage{Role: RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.content, At: t.e.d.Now()})
+		if res.outcome != nil {
+			if err := t.applyTool(ctx, tr, *res.outcome); err != nil {
+				return r, err
+			}
+		}
+		tr.note(&r, call.Name, res)
+	}
+	return r, nil
+}
+
+// applyTool commits a plan tool's outcome in one transaction with the turn's uncommitted
+// entries (the call and its result included), then carries it out. The tool's files were
+// written by callTool already: its result depends on them.
+func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
+	if o.Change.Session == nil {
+		return t.carryOut(ctx, o)
+	}
+	next := *o.Change.Session
+	next.Injections = tr.undrained(next.Injections)
+	o.Change.Session = &next
+	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
+	if err := t.commit(ctx, o.Change); err != nil {
+		return err
+	}
+	return t.carryOut(ctx, o)
+}
+
+// note updates the round's stop conditions after one call: the same tool error three
+// times in a row stops the turn, a call may end it or stop it.
+func (tr *turn) note(r *round, name string, res toolResult) {
+	if res.isError {
+		if res.content == tr.lastErr {
+			tr.sameErr++
+		} else {
+			tr.lastErr, tr.sameErr = res.content, 1
+		}
+		if tr.sameErr >= 3 && r.stop == "" {
+			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", oneLine(strings.TrimPrefix(res.content, "error: ")))
+		}
+	} else if r.ended == "" && r.stop == "" {
+		tr.lastErr, tr.sameErr = "", 0
+	}
+	if res.stop != "" && r.stop == "" {
+		r.stop = res.stop
+	}
+	if res.endTurn && r.ended == "" {
+		r.ended = name
+	}
+}
