@@ -98,16 +98,9 @@ func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
 	return s.updateOutbox(ctx, id, `UPDATE outbox SET attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL`, id)
 }
 
+// updateOutbox runs one bookkeeping statement as a lazy commit.
 func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...any) error {
-	tx, done, err := s.beginWrite(ctx, true)
-	if err != nil {
-		return fmt.Errorf("updating outbox reply %d: %w", id, err)
-	}
-	defer done()
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
-	}
-	if err := tx.Commit(); err != nil {
+	if err := s.runSteps(ctx, []step{{what: "updating", q: q, args: args}}, true); err != nil {
 		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
 	}
 	return nil
