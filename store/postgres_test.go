@@ -51,3 +51,27 @@ func TestOpenDriverErrors(t *testing.T) {
 		t.Fatalf("malformed dsn: %v", err)
 	}
 }
+
+// A store whose server went away says so (Ping, Commit) instead of hanging, and a
+// transition that failed that way is not half-stored when the server returns.
+func TestPostgresUnreachable(t *testing.T) {
+	srv := pgtest.Own(t)
+	s, err := store.OpenDriver(t.Context(), store.DriverPostgres, srv.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping while up: %v", err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Fatal("Ping succeeded with the server stopped")
+	}
+	se := core.Session{ID: "s1", Phase: core.PhasePlanning}
+	if _, err := s.Commit(t.Context(), core.Change{Session: &se}); err == nil {
+		t.Fatal("Commit succeeded with the server stopped")
+	}
+}

@@ -136,8 +136,14 @@ func (s *Server) command(ctx context.Context, name string, args ...string) *exec
 	return cmd
 }
 
-// Stop stops the server (fast shutdown: SIGINT) and removes its directory.
+// Stop stops the server (fast shutdown: SIGINT) and removes its directory. Stopping a
+// stopped server does nothing.
 func (s *Server) Stop() error {
+	select {
+	case <-s.exited:
+		return os.RemoveAll(s.dir)
+	default:
+	}
 	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
 		return fmt.Errorf("stopping postgres: %w", err)
 	}
@@ -224,14 +230,35 @@ func Schema(t testing.TB) string {
 	t.Helper()
 	once.Do(func() { shared, sharedErr = Start(context.Background()) })
 	if sharedErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL tests cannot run under CI: %v", sharedErr)
-		}
-		t.Skipf("skipping PostgreSQL test: %v", sharedErr)
+		unavailable(t, sharedErr)
 	}
 	dsn, err := shared.NewSchema(context.Background(), fmt.Sprintf("t%d", schemas.Add(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dsn
+}
+
+// Own starts a server of t's own (for a test that stops it), stopped at the end of t.
+// Without a server it skips t, or fails it under CI=true.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(context.Background())
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("PostgreSQL tests cannot run under CI: %v", err)
+	}
+	t.Skipf("skipping PostgreSQL test: %v", err)
 }
