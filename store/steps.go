@@ -111,8 +111,14 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 		}
 		return err
 	}
-	if _, err := c.Exec(ctx, "COMMIT"); err != nil {
+	// A deferred constraint (sessions.plan_id) is checked here. The tag is checked too:
+	// PostgreSQL answers COMMIT in a failed transaction with ROLLBACK, not an error.
+	tag, err := c.Exec(ctx, "COMMIT")
+	if err != nil {
 		return fmt.Errorf("committing transaction: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("committing transaction: the server answered %s", tag)
 	}
 	return nil
 }

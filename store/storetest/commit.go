@@ -269,6 +269,12 @@ func testAtomicity(t *testing.T, open func() Store) {
 	if err == nil {
 		t.Fatal("a change with an invalid nudge kind was committed")
 	}
+	// A session pointing at a plan that does not exist fails when the transaction commits.
+	dangling := cur
+	dangling.PlanID = "missing"
+	if _, err := s.Commit(ctx, core.Change{Session: &dangling, Events: []core.Event{{Kind: core.EventAccepted}}}); err == nil {
+		t.Fatal("a session pointing at a missing plan was committed")
+	}
 	if _, err := s.Plan(ctx, "p9"); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("the failed change's plan: %v, want ErrNotFound", err)
 	}

@@ -13,6 +13,9 @@ import (
 func testChannelState(t *testing.T, open func() Store) {
 	ctx := context.Background()
 	s := open()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
 	if v, ok, err := s.ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || ok || v != "" {
 		t.Fatalf("missing state = %q, %v, %v", v, ok, err)
 	}

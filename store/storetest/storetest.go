@@ -25,6 +25,7 @@ import (
 type Store interface {
 	core.Store
 	Close() error
+	Ping(ctx context.Context) error
 
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
