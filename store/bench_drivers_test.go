@@ -29,7 +29,7 @@ func benchStores(b *testing.B) map[string]func() *store.Store {
 			return openBench(b, store.DriverSQLite, filepath.Join(b.TempDir(), "plangate.db"))
 		},
 		"postgres": func() *store.Store {
-			return openBench(b, store.DriverPostgres, pgtest.Schema(b)+" pool_max_conns=16")
+			return openBench(b, store.DriverPostgres, pgtest.Schema(b))
 		},
 	}
 }
@@ -92,7 +92,7 @@ func BenchmarkDriverCommit(b *testing.B) {
 // BenchmarkPostgresInsert is the ceiling of the test server: BEGIN, one INSERT, COMMIT.
 func BenchmarkPostgresInsert(b *testing.B) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.Schema(b)+" pool_max_conns=16")
+	pool, err := pgxpool.New(ctx, pgtest.Schema(b))
 	if err != nil {
 		b.Fatal(err)
 	}
