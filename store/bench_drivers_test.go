@@ -92,7 +92,7 @@ func BenchmarkDriverCommit(b *testing.B) {
 // BenchmarkPostgresInsert is the ceiling of the test server: BEGIN, one INSERT, COMMIT.
 func BenchmarkPostgresInsert(b *testing.B) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.Schema(b))
+	pool, err := pgxpool.New(ctx, pgtest.Schema(b)+" pool_max_conns=16") // as the store's pool
 	if err != nil {
 		b.Fatal(err)
 	}
