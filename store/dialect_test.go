@@ -1,6 +1,14 @@
 package store
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plangate/plangate/core"
+)
 
 // Every schema change exists for both engines under the same number and name, so a
 // database of either driver at version N has the same tables.
@@ -32,5 +40,17 @@ func TestDialectPlaceholders(t *testing.T) {
 		if got, want := postgresDialect.q(q), `SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)`; got != want {
 			t.Errorf("postgres: %q, want %q", got, want)
 		}
+	}
+}
+
+func TestDeadlockIsAConflict(t *testing.T) {
+	for code, want := range map[string]bool{"40P01": true, "40001": true, "23505": false} {
+		err := asConflict(fmt.Errorf("committing: %w", &pgconn.PgError{Code: code}))
+		if errors.Is(err, core.ErrConflict) != want {
+			t.Errorf("SQLSTATE %s: %v, want conflict %v", code, err, want)
+		}
+	}
+	if asConflict(nil) != nil {
+		t.Error("asConflict(nil) is not nil")
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plangate/plangate/core"
 )
 
 // A transition is built as a list of steps first and executed second, so that the SQL of
@@ -52,7 +55,7 @@ func (st step) outcome(n int64, err error) error {
 // expected; otherwise nothing of it remains.
 func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {
-		return s.runBatch(ctx, steps, lazy)
+		return asConflict(s.runBatch(ctx, steps, lazy))
 	}
 	tx, done, err := s.beginWrite(ctx, lazy)
 	if err != nil {
@@ -173,4 +176,16 @@ func (s *Store) beginWrite(ctx context.Context, lazy bool) (t *sqlTx, done func(
 		restore()
 		c.Close()
 	}, nil
+}
+
+// asConflict adds core.ErrConflict to a PostgreSQL deadlock or serialization failure: the
+// server rolled the transaction back because another one touched the same rows at the
+// same moment, which is what a lost compare-and-set means to the caller (nothing was
+// changed; try again).
+func asConflict(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+		return fmt.Errorf("%w: %w", err, core.ErrConflict)
+	}
+	return err
 }
