@@ -29,7 +29,16 @@ package store
 //
 // SERIALIZABLE would add serialization failures (and retries) without protecting anything
 // these statements do not already protect. A transition is still one transaction with
-// its audit rows, transcript, plans, nudge changes and outbox rows, as on SQLite.
+// its audit rows, transcript, plans, nudge changes and outbox rows, as on SQLite. The rare
+// deadlock between two transitions (say, two cancelling the same nudges) is rolled back by
+// the server and reported as core.ErrConflict, like a lost compare-and-set.
+//
+// Row ids (plan_events, messages, nudges, outbox) come from identity sequences, drawn at
+// insert: two concurrent transactions may commit in the other order than their ids, so a
+// reader following a table by "id > last seen" on PostgreSQL can miss a row that commits
+// late. Within one session, transitions that carry the session are ordered by its row
+// lock; a cross-replica follower must allow for this (SQLite's single writer commits in
+// id order).
 //
 // Durability: synchronous_commit as the server is configured (on by default). A lazy
 // change (core.Change.Lazy) and the outbox bookkeeping run with SET LOCAL
