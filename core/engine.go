@@ -46,6 +46,10 @@ type Deps struct {
 	Log    *slog.Logger
 	Now    func() time.Time // defaults to time.Now
 	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+
+	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
+	// recurring reminders unavailable.
+	NudgeSpecs NudgeSpecs
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions

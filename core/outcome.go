@@ -12,6 +12,9 @@ type Rules struct {
 	Nudges          []time.Duration // one-shot reminders (plan_mode.nudges)
 	ApprovalTimeout time.Duration
 	PlansDir        string // where plan files go; Apply only computes their paths
+	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
+	// makes recurring reminders unavailable.
+	Specs NudgeSpecs
 }
 
 // NewIDs are fresh random ids a transition may hand out (a new plan version, its
