@@ -57,6 +57,9 @@ func (x *transition) propose() error {
 	// Whatever was scheduled before (an older version, a question) is replaced.
 	x.o.Change.CancelNudges = true
 	x.tool(true, "Plan v%d posted for approval. Stop here and wait for [PLAN_DECISION].", plan.Version)
+	if trig == TrigPropose && in.AutoHeld != "" {
+		x.tool(true, "Plan v%d posted for approval. Auto-approve did not take it: %s, so a person decides. Stop here and wait for [PLAN_DECISION].", plan.Version, in.AutoHeld)
+	}
 	if trig == TrigPropose {
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
@@ -69,7 +72,7 @@ func (x *transition) propose() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev))
+	r.Text = proposalText(plan, superseded, prevIfRevised(prev), in.AutoHeld)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }

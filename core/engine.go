@@ -431,8 +431,9 @@ type turnState struct {
 	e    *Engine
 	j    *job
 	sess Session
-	// gateNoticed: the chat was already told about a blocked mutation in this job.
-	gateNoticed bool
+	// gate: the calls the gate refused in the running turn, and whether the turn was
+	// started by a person's message (see gate_audit.go).
+	gate turnGate
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

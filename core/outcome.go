@@ -51,6 +51,9 @@ type Input struct {
 	PlanID, Spec string
 	// MayAnswer: the sender of a plain message may answer the pending question.
 	MayAnswer bool
+	// AutoHeld, for a proposal while auto-approve is on, says why auto-approve may not
+	// take it (no person's message started the turn): it waits for a person. "" = none.
+	AutoHeld string
 }
 
 // who is the actor's name for replies: the display name, else the id.
