@@ -30,8 +30,12 @@ func (t *turnState) statusText(ctx context.Context) string {
 		if s.Phase == PhaseOff || s.Phase == PhasePlanning {
 			label = "last plan"
 		}
-		done, total := stepProgress(p.Body.Steps)
-		parts = append(parts, fmt.Sprintf("%s: v%d %q (%s, %d/%d steps done)", label, p.Version, p.Body.Title, p.Status, done, total))
+		completed, cancelled, total := stepCounts(p.Body.Steps)
+		progress := fmt.Sprintf("%d/%d steps done", completed, total)
+		if cancelled > 0 {
+			progress += fmt.Sprintf(", %d cancelled", cancelled)
+		}
+		parts = append(parts, fmt.Sprintf("%s: v%d %q (%s, %s)", label, p.Version, p.Body.Title, p.Status, progress))
 	}
 	parts = append(parts, "auto-approve: "+onOff(s.AutoApprove))
 	lines := []string{strings.Join(parts, " · ")}
@@ -55,6 +59,30 @@ func stepProgress(steps []Step) (done, total int) {
 		}
 	}
 	return done, len(steps)
+}
+
+// stepCounts counts completed and cancelled steps: a cancelled step is finished, not done.
+func stepCounts(steps []Step) (completed, cancelled, total int) {
+	for _, st := range steps {
+		switch st.Status {
+		case StepCompleted:
+			completed++
+		case StepCancelled:
+			cancelled++
+		}
+	}
+	return completed, cancelled, len(steps)
+}
+
+// progressWords is a plan's progress for the chat: "2 of 3 steps done", and how many were
+// cancelled, if any ("1 of 3 steps done, 1 cancelled").
+func progressWords(steps []Step) string {
+	completed, cancelled, total := stepCounts(steps)
+	w := fmt.Sprintf("%d of %d steps done", completed, total)
+	if cancelled > 0 {
+		w += fmt.Sprintf(", %d cancelled", cancelled)
+	}
+	return w
 }
 
 func onOff(b bool) string {
