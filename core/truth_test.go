@@ -259,3 +259,20 @@ func TestProposalsStateTheirScope(t *testing.T) {
 		t.Fatalf("%d plan versions, want 4", got)
 	}
 }
+
+// /plan off on a plan with a cancelled step does not count the cancelled step as done.
+func TestPlanOffCountsCancelledStepsApart(t *testing.T) {
+	h := newHarness(t)
+	p := h.toExecuting("main", "Stopped")
+	h.model.push(sessionID("main"),
+		calls(update(stepArg{Step: "First step", Status: "cancelled"})), text("next"))
+	h.say("main", "local", "continue")
+	rs := h.say("main", "local", "/plan off")
+	if len(rs) != 2 || rs[0].Kind != core.ReplyDecided || rs[1].Kind != core.ReplyText {
+		t.Fatalf("replies %+v, want the retired buttons and the text", rs)
+	}
+	mustContain(t, rs[1].Text, `Plan v1 "Stopped" was stopped with 0 of 2 steps done, 1 cancelled.`)
+	if st := h.plan(p.ID); st.Status != core.PlanAborted || st.Body.Steps[0].Status != core.StepCancelled {
+		t.Fatalf("plan %+v", st)
+	}
+}
