@@ -38,34 +38,35 @@ type blockedCall struct{ call, why string }
 
 // blocked records a refused call: an audit row now, and an entry of the turn's notice
 // unless the refusal says so itself (a scope stop).
-func (t *turnState) blocked(ctx context.Context, call ToolCall, paths []string, why string, list bool) {
-	desc := describeCall(call.Name, call.Args)
-	t.audit(ctx, EventToolBlocked, ToolAudit{Tool: call.Name, Paths: paths, Call: desc, Outcome: "refused", Why: why})
+func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list bool) {
+	desc := describeCall(in.call.Name, in.call.Args)
+	t.audit(ctx, EventToolBlocked, in.plan, ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: desc, Outcome: "refused", Why: why})
 	if list {
 		t.gate.blocked = append(t.gate.blocked, blockedCall{call: desc, why: why})
 	}
 }
 
 // ran records an executed mutating call and how it ended.
-func (t *turnState) ran(ctx context.Context, call ToolCall, paths []string, err error) {
-	a := ToolAudit{Tool: call.Name, Paths: paths, Call: describeCall(call.Name, call.Args), Outcome: "ok"}
+func (t *turnState) ran(ctx context.Context, in gateInput, err error) {
+	a := ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: describeCall(in.call.Name, in.call.Args), Outcome: "ok"}
 	if err != nil {
 		a.Outcome, a.Why = "failed", oneLine(err.Error())
 	}
-	t.audit(ctx, EventToolRan, a)
+	t.audit(ctx, EventToolRan, in.plan, a)
 }
 
-// audit commits one gate row. It records no decision, so it need not wait for the disk;
-// a failure is logged and never stops the turn (the call's result stands either way).
-func (t *turnState) audit(ctx context.Context, kind EventKind, a ToolAudit) {
+// audit commits one gate row, naming the accepted plan in force (nil: none). It records
+// no decision, so it need not wait for the disk; a failure is logged and never stops the
+// turn (the call's result stands either way).
+func (t *turnState) audit(ctx context.Context, kind EventKind, plan *Plan, a ToolAudit) {
 	detail, err := json.Marshal(a)
 	if err != nil {
 		detail = []byte(a.Tool) // only strings: marshalling cannot fail
 	}
-	ev := Event{SessionID: t.sess.ID, PlanID: t.sess.PlanID, Kind: kind, Actor: AgentActor,
-		Channel: t.sess.Address.Channel, Detail: string(detail), At: t.e.d.Now()}
-	if t.sess.Phase == PhaseOff || t.sess.Phase == PhasePlanning {
-		ev.PlanID = "" // no plan is in force
+	ev := Event{SessionID: t.sess.ID, Kind: kind, Actor: AgentActor, Channel: t.sess.Address.Channel,
+		Detail: string(detail), At: t.e.d.Now()}
+	if plan != nil {
+		ev.PlanID, ev.PlanVersion = plan.ID, plan.Version
 	}
 	if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}, Lazy: true}); err != nil {
 		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "tool", a.Tool, "err", err)

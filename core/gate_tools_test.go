@@ -44,7 +44,8 @@ func TestGateWithRealTools(t *testing.T) {
 	mustContain(t, rs[0].Text, "Blocked 2 calls: nothing may change before a plan is accepted (phase: planning).",
 		"- write_file on README.md", "- run_command touch made-by-command")
 	if got := gateRows(t, h, "main"); len(got) != 2 || got[0].Tool != "write_file" || got[1].Tool != "run_command" ||
-		got[0].Kind != core.EventToolBlocked || got[1].Kind != core.EventToolBlocked || got[0].Paths[0] != "README.md" {
+		got[0].Kind != core.EventToolBlocked || got[1].Kind != core.EventToolBlocked || got[0].Paths[0] != "README.md" ||
+		got[0].PlanVersion != 0 {
 		t.Fatalf("gate rows while planning: %+v", got)
 	}
 	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
@@ -63,7 +64,8 @@ func TestGateWithRealTools(t *testing.T) {
 	// The write ran, the scope stop was refused; the stop has its own notice, not a second list.
 	rows := gateRows(t, h, "main")[2:]
 	if len(rows) != 2 || rows[0].Kind != core.EventToolRan || rows[0].Outcome != "ok" || rows[0].Tool != "write_file" ||
-		rows[1].Kind != core.EventToolBlocked || rows[1].Tool != "run_command" || rows[1].Outcome != "refused" {
+		rows[1].Kind != core.EventToolBlocked || rows[1].Tool != "run_command" || rows[1].Outcome != "refused" ||
+		rows[0].PlanVersion != 1 || rows[1].PlanVersion != 1 {
 		t.Fatalf("gate rows after accept: %+v", rows)
 	}
 	for _, r := range rs {
@@ -89,11 +91,21 @@ func TestGateWithRealTools(t *testing.T) {
 	if last := rows[len(rows)-1]; last.Kind != core.EventToolRan || last.Tool != "run_command" || last.Outcome != "ok" {
 		t.Fatalf("last gate row %+v, want run_command ran", last)
 	}
+
+	// A call that ran and failed is recorded as failed, with why.
+	h.model.push(sid, calls(call("edit_file", map[string]any{"path": "missing.md", "old": "a", "new": "b"})))
+	h.say("main", "local", "edit it")
+	rows = gateRows(t, h, "main")
+	if last := rows[len(rows)-1]; last.Kind != core.EventToolRan || last.Tool != "edit_file" || last.Outcome != "failed" ||
+		last.Why == "" || len(last.Paths) != 1 || last.Paths[0] != "missing.md" {
+		t.Fatalf("last gate row %+v, want edit_file failed", last)
+	}
 }
 
 // gateRow is a tool_blocked or tool_ran audit row with its detail decoded.
 type gateRow struct {
-	Kind core.EventKind
+	Kind        core.EventKind
+	PlanVersion int
 	core.ToolAudit
 }
 
@@ -109,7 +121,7 @@ func gateRows(t *testing.T, h *harness, chat string) []gateRow {
 		if e.Kind != core.EventToolBlocked && e.Kind != core.EventToolRan {
 			continue
 		}
-		r := gateRow{Kind: e.Kind}
+		r := gateRow{Kind: e.Kind, PlanVersion: e.PlanVersion}
 		if err := json.Unmarshal([]byte(e.Detail), &r.ToolAudit); err != nil {
 			t.Fatalf("detail of %s: %v (%q)", e.Kind, err, e.Detail)
 		}

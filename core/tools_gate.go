@@ -40,17 +40,17 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		}
 		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
 	}
-	var paths []string
+	var gi gateInput
 	if spec.Kind != ToolReadOnly {
 		var res toolResult
 		var ok bool
-		if paths, res, ok = t.gateMutation(ctx, *spec, call); !ok {
+		if gi, res, ok = t.gateMutation(ctx, *spec, call); !ok {
 			return res
 		}
 	}
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	if spec.Kind != ToolReadOnly {
-		t.ran(ctx, call, paths, err)
+		t.ran(ctx, gi, err)
 	}
 	if err != nil {
 		return toolError("%s", err.Error())
@@ -61,12 +61,12 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 // gateMutation is the default-deny gate for every tool that is not read-only: it loads
 // what the gate needs and lets gate decide. A refusal is an audit row, and is listed in
 // the turn's one notice of blocked calls (a scope stop has its own notice). It returns
-// the paths the call may change, for the audit row of its run.
-func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) ([]string, toolResult, bool) {
+// what the gate saw (the paths, the accepted plan), for the audit row of the call's run.
+func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (gateInput, toolResult, bool) {
 	in := gateInput{sess: t.sess, spec: spec, call: call}
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
 	if !t.e.cfg.PlanMode {
-		return in.paths, toolResult{}, true
+		return in, toolResult{}, true
 	}
 	if t.sess.Phase == PhaseExecuting {
 		var err error
@@ -76,9 +76,9 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 	}
 	res, why, ok := gate(in)
 	if !ok {
-		t.blocked(ctx, call, in.paths, why, res.stop == "")
+		t.blocked(ctx, in, why, res.stop == "")
 	}
-	return in.paths, res, ok
+	return in, res, ok
 }
 
 // gateInput is what the gate decides on.
