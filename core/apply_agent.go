@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // The agent's plan tools as transitions of Apply. A refusal reaches the model as a tool
@@ -271,10 +269,9 @@ func keepAccepted(before, after []Step) []Step {
 // JudgePlan, and the explanation — the reason a step cancelled now is given, which the
 // person is told — is one clean line of limited length.
 func updateProblems(p Plan, steps []Step, u UpdatePlanArgs) []string {
-	var problems []string
-	if why := unsafeText(u.Explanation); why != "" {
-		problems = append(problems, "update_plan: explanation "+why)
-	}
+	var j judgeNotes
+	j.line("update_plan: explanation", u.Explanation)
+	problems := []string(j)
 	for i, st := range steps {
 		if st.Status != StepCancelled || p.Body.Steps[i].Status == StepCancelled {
 			continue
@@ -287,24 +284,6 @@ func updateProblems(p Plan, steps []Step, u UpdatePlanArgs) []string {
 		problems = append(problems, "update_plan: the plan it leaves breaks the plan rules:\n"+err.Error())
 	}
 	return problems
-}
-
-// unsafeText says why s cannot be shown in the chat as one line, or "": too long, not
-// UTF-8, or with control or format characters (bidi and zero-width included) or line
-// breaks.
-func unsafeText(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "is not valid UTF-8"
-	case utf8.RuneCountInString(s) > MaxFieldLen:
-		return fmt.Sprintf("is %d characters long; keep it to at most %d", utf8.RuneCountInString(s), MaxFieldLen)
-	}
-	for _, r := range s {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
-			return fmt.Sprintf("contains the character %U; write one plain line", r)
-		}
-	}
-	return ""
 }
 
 // strictJSON decodes tool arguments, refusing unknown fields.

@@ -24,29 +24,3 @@ func TestBlockedNotice(t *testing.T) {
 		})
 	}
 }
-
-func TestScopeDiff(t *testing.T) {
-	sc := func(allowed []string, forbidden ...string) Scope {
-		return Scope{AllowedPaths: allowed, ForbiddenPaths: forbidden}
-	}
-	tests := []struct {
-		name     string
-		old, cur Scope
-		want     string
-	}{
-		{"same", sc([]string{"a"}), sc([]string{"a"}), ""},
-		{"to the whole workspace", sc([]string{"README.md"}), sc([]string{"**"}), "scope widened: README.md → the whole workspace"},
-		{"a path added", sc([]string{"a"}), sc([]string{"a", "b"}), "scope widened: a → a, b"},
-		{"a forbidden path dropped", sc([]string{"**"}, "secrets/**"), sc([]string{"**"}), "scope widened: the whole workspace (never secrets/**) → the whole workspace"},
-		{"a path removed", sc([]string{"a", "b"}), sc([]string{"a"}), "scope narrowed: a, b → a"},
-		{"from nothing", sc(nil), sc([]string{"a"}), "scope widened: no files → a"},
-		{"swapped", sc([]string{"a"}, "x"), sc([]string{"b"}, "x"), "scope widened: a (never x) → b (never x)"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := scopeDiff(tc.old, tc.cur); got != tc.want {
-				t.Errorf("scopeDiff = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

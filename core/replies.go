@@ -197,12 +197,22 @@ func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
 	return b.String()
 }
 
+// scopeLine is a proposal's line about what it may change, in the words of the plan
+// file: "May change: README.md, docs/**", "May change: the whole workspace", or that it
+// names no files.
+func scopeLine(s Scope) string {
+	if len(s.AllowedPaths) == 0 {
+		return "May change: nothing (" + scopeNoFiles + ")"
+	}
+	return "May change: " + ScopeSummary(s)
+}
+
 // versionDiff says how a new version differs from the one it answers: steps added and
 // removed, the scope widened or narrowed, and otherwise which parts changed — never just
 // "details".
 func versionDiff(old, cur PlanBody) string {
 	parts := stepDiff(old.Steps, cur.Steps)
-	if d := scopeDiff(old.Scope, cur.Scope); d != "" {
+	if d := ScopeChange(old.Scope, cur.Scope); d != "" {
 		parts = append(parts, d)
 	}
 	if len(parts) > 0 {

@@ -57,7 +57,7 @@ func TestUpdatePlanKeepsTheAcceptedSteps(t *testing.T) {
 		{"adds a criterion", update(stepArg{Step: "First step", Status: "in_progress", AcceptanceCriteria: []string{"looks fine"}}),
 			`changes the acceptance criteria of step "First step"`},
 		{"explanation with a bidi override", call("update_plan", map[string]any{"plan": []stepArg{{Step: "First step", Status: "cancelled"}},
-			"merge": true, "explanation": "not needed\u202e"}), "explanation contains the character U+202E"},
+			"merge": true, "explanation": "not needed\u202e"}), "explanation contains the invisible or control character U+202E (RIGHT-TO-LEFT OVERRIDE)"},
 		{"explanation too long", call("update_plan", map[string]any{"plan": []stepArg{{Step: "First step", Status: "cancelled"}},
 			"merge": true, "explanation": strings.Repeat("x", core.MaxFieldLen+1)}), "explanation is 2001 characters long"},
 	}
