@@ -48,7 +48,8 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		log.Warn(n) // run_command unavailable, or running without a sandbox
 	}
 	ref := &nudgerRef{}
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now,
+		NudgeSpecs: nudges.Specs{}})
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
