@@ -44,6 +44,7 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		if res, ok := t.gateMutation(ctx, *spec, call); !ok {
 			return res
 		}
+		return t.runMutating(ctx, call) // re-read, recorded: see toolruns.go
 	}
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	if err != nil {

@@ -59,7 +59,21 @@ func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	if err := checkFiring(scheduledAt, outcome, next); err != nil {
 		return false, fmt.Errorf("firing nudge %d: %w", id, err)
 	}
-	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next)
+	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
+	if err != nil {
+		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
+	}
+	return ok, nil
+}
+
+// FireNudgeWith is FireNudge for a fired occurrence whose reply is committed in the same
+// transaction as outbox rows (ids assigned in place): fired then means delivered at least
+// once.
+func (s *Store) FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
+	if err := checkFiring(scheduledAt, NudgeFired, next); err != nil {
+		return false, fmt.Errorf("firing nudge %d: %w", id, err)
+	}
+	ok, err := s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
 	if err != nil {
 		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
 	}
@@ -79,7 +93,7 @@ func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
 	return nil
 }
 
-func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
+func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("beginning transaction: %w", err)
@@ -124,6 +138,9 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 		return false, fmt.Errorf("recording the occurrence: %w", err)
 	} else if n == 0 {
 		return false, nil // already in the ledger: the rollback undoes the update
+	}
+	if err := writeOutbox(ctx, tx, out, "", recorded); err != nil {
+		return false, err
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("committing transaction: %w", err)

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Delivery through the outbox. Every reply a commit produces is a row of that commit
+// (Change.Outbox); it is sent right after the commit, in the same goroutine, and marked
+// sent. A process killed in between leaves the row unsent, and the next start delivers it
+// (DeliverUnsent). A reply that belongs to no transition (a status answer, a refusal that
+// audits nothing) is committed lazily with its row only when it answers a de-duplicated
+// inbound event: the event's key and the reply are then one record, so a replay after a
+// kill is neither answered twice nor left unanswered. Without an event id nothing would
+// recognise a replay, so such a reply is sent directly.
+
+// OutboxStore is the part of the store the outbox needs; *store.Store satisfies it. A
+// Store without it gets direct delivery.
+type OutboxStore interface {
+	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
+	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	DropOutbox(ctx context.Context, id int64, why string) error
+	NoteOutboxAttempt(ctx context.Context, id int64) error
+}
+
+// DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
+// restart (channels.outbox_max_age).
+const DefaultOutboxMaxAge = time.Hour
+
+// maxOutboxAttempts: a reply that failed this often is given up at the next start.
+const maxOutboxAttempts = 5
+
+// hasReply reports whether an effect kind sends a reply.
+func hasReply(k EffectKind) bool { return k == EffSay || k == EffRetire || k == EffProgress }
+
+// queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
+// remembers its row (Effect.row), so carryOut delivers exactly what was committed.
+func (t *turnState) queueReplies(o *Outcome) {
+	if t.e.box == nil {
+		return
+	}
+	for i := range o.Effects {
+		eff := &o.Effects[i]
+		if !hasReply(eff.Kind) {
+			continue
+		}
+		r := t.address(eff.Reply)
+		if eff.Kind == EffProgress {
+			r.ReplaceID = t.e.progress.get(eff.Plan.ID)
+		}
+		eff.Reply = r
+		o.Change.Outbox = append(o.Change.Outbox, t.row(r))
+		eff.row = len(o.Change.Outbox)
+	}
+}
+
+// row is the outbox entry of reply r of this session.
+func (t *turnState) row(r Reply) Outgoing {
+	return Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now()}
+}
+
+// address fills in where a reply goes and which event it answers.
+func (t *turnState) address(r Reply) Reply {
+	if r.To == (Address{}) {
+		r.To = t.sess.Address
+	}
+	if r.InReplyTo == "" {
+		r.InReplyTo = t.j.msg.ID
+	}
+	return r
+}
+
+// deliver sends one committed outbox row and marks it sent. A failure is counted on the
+// row and returned; the row stays for the next start.
+func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
+	id, err := e.send(ctx, o.Reply)
+	if o.ID == 0 || e.box == nil {
+		return id, err
+	}
+	// Marking is bookkeeping: it must not be lost to the job's context ending.
+	mctx := context.WithoutCancel(ctx)
+	if err != nil {
+		if nerr := e.box.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
+			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
+		}
+		return "", err
+	}
+	if merr := e.box.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
+		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
+	}
+	return id, nil
+}
+
+// sayRows commits replies with no transition of their own: lazily with the job's inbound
+// key when it has one (see the file comment), directly otherwise.
+func (t *turnState) sayRows(ctx context.Context, rs ...Reply) error {
+	if t.e.box == nil || t.j.inbound == nil {
+		for _, r := range rs {
+			_, _ = t.send(ctx, r)
+		}
+		return nil
+	}
+	ch := Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
+	for _, r := range rs {
+		ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+	}
+	t.j.inbound = nil
+	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil {
+		return fmt.Errorf("committing the answer of session %s: %w", t.sess.ID, err)
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	}
+	return nil
+}
+
+// DeliverUnsent delivers the replies a previous process committed and never sent, for
+// the given channels (those this process serves), oldest first: rows older than maxAge
+// (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line. Call
+// it at start-up before receiving, so nothing new is in flight; rows of a session whose
+// turn another live process holds are left to that process. It returns how many it sent.
+func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration) (int, error) {
+	if e.box == nil {
+		return 0, nil
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultOutboxMaxAge
+	}
+	rows, err := e.box.UnsentOutbox(ctx, channels, 0)
+	if err != nil {
+		return 0, fmt.Errorf("listing unsent replies: %w", err)
+	}
+	sent := 0
+	busy := map[string]bool{}
+	for i := range rows {
+		o := &rows[i]
+		if why := e.dropReason(*o, maxAge); why != "" {
+			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
+			if err := e.box.DropOutbox(ctx, o.ID, why); err != nil {
+				return sent, fmt.Errorf("dropping reply %d: %w", o.ID, err)
+			}
+			continue
+		}
+		b, seen := busy[o.SessionID]
+		if !seen {
+			b = e.heldElsewhere(ctx, o.SessionID)
+			busy[o.SessionID] = b
+		}
+		if b {
+			continue
+		}
+		if _, err := e.deliver(ctx, o); err == nil {
+			sent++
+		}
+	}
+	if sent > 0 {
+		e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
+	}
+	return sent, nil
+}
+
+func (e *Engine) dropReason(o Outgoing, maxAge time.Duration) string {
+	switch age := e.d.Now().Sub(o.CreatedAt); {
+	case age > maxAge:
+		return fmt.Sprintf("older than %s (channels.outbox_max_age)", maxAge)
+	case o.Attempts >= maxOutboxAttempts:
+		return fmt.Sprintf("failed %d delivery attempts", o.Attempts)
+	}
+	return ""
+}
+
+// onFail answers a reply that could not be delivered with its notice, sent directly: if
+// the notice gets through, the original row is given up (the chat knows), otherwise it
+// stays for the next start.
+func (t *turnState) onFail(ctx context.Context, eff Effect, o *Outcome, err error) {
+	if eff.OnFail == "" {
+		return
+	}
+	text := strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))
+	if _, nerr := t.send(ctx, Reply{Kind: ReplyNotice, Text: text}); nerr != nil || eff.row == 0 || t.e.box == nil {
+		return
+	}
+	row := o.Change.Outbox[eff.row-1]
+	if derr := t.e.box.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
+		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+	}
+}
