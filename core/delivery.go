@@ -117,11 +117,12 @@ func (t *turnState) sayRows(ctx context.Context, rs ...Reply) error {
 }
 
 // DeliverUnsent delivers the replies a previous process committed and never sent, for
-// the given channels (those this process serves), oldest first: rows older than maxAge
+// the given channels (those this process serves) and the sessions only selects (nil =
+// all), oldest first: rows older than maxAge
 // (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line. Call
 // it at start-up before receiving, so nothing new is in flight; rows of a session whose
 // turn another live process holds are left to that process. It returns how many it sent.
-func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration) (int, error) {
+func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (int, error) {
 	if e.box == nil {
 		return 0, nil
 	}
@@ -136,6 +137,9 @@ func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge ti
 	busy := map[string]bool{}
 	for i := range rows {
 		o := &rows[i]
+		if only != nil && !only(o.SessionID) {
+			continue
+		}
 		if why := e.dropReason(*o, maxAge); why != "" {
 			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
 			if err := e.box.DropOutbox(ctx, o.ID, why); err != nil {

@@ -126,7 +126,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 		cfg.ToolResultChars = 16_000
 	}
 	if d.Owner == "" {
-		d.Owner = newOwner()
+		d.Owner = processOwner()
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL

@@ -32,7 +32,21 @@ func newOwner() string {
 	if err != nil {
 		panic("reading random bytes for the lease owner: " + err.Error())
 	}
-	return "proc-" + id
+	return id
+}
+
+// acquire takes the session's lease, taking it over from a holder that is gone (see
+// owner.go).
+func (e *Engine) acquire(ctx context.Context, name string) (Lease, bool, error) {
+	held, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	if err != nil || ok || !ownerGone(held.Owner) {
+		return held, ok, err
+	}
+	e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
+	if err := e.leases.ReleaseLease(ctx, name, held.Owner); err != nil {
+		return held, false, err
+	}
+	return e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
 }
 
 // errLeaseHeld: another process holds the session's lease; the job is left to it.
@@ -48,7 +62,7 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 		return fn(ctx)
 	}
 	name, ttl := SessionLease(t.sess.ID), t.e.leaseTTL
-	held, ok, err := ls.AcquireLease(ctx, name, t.e.owner, t.e.d.Now(), ttl)
+	held, ok, err := t.e.acquire(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -103,8 +117,11 @@ func (t *turnState) renew(ctx context.Context, name string, ttl time.Duration, s
 // heldElsewhere reports whether another process holds an unexpired lease on the session.
 func (e *Engine) heldElsewhere(ctx context.Context, sessionID string) bool {
 	l, ok := e.foreignLease(ctx, sessionID)
-	return ok && l.ExpiresAt.After(e.d.Now())
+	return ok && e.live(l)
 }
+
+// live reports whether a lease still binds others: unexpired, and its holder not gone.
+func (e *Engine) live(l Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !ownerGone(l.Owner) }
 
 // foreignLease returns the session's lease when another owner has it (expired or not).
 func (e *Engine) foreignLease(ctx context.Context, sessionID string) (Lease, bool) {

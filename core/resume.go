@@ -36,7 +36,7 @@ func (e *Engine) Resume(ctx context.Context, only func(Session) bool) (int, erro
 			continue
 		}
 		lease, leftover := e.foreignLease(ctx, s.ID)
-		if leftover && lease.ExpiresAt.After(e.d.Now()) {
+		if leftover && e.live(lease) {
 			e.resumeLater(ctx, s.ID, only, lease.ExpiresAt)
 			continue
 		}
@@ -108,8 +108,12 @@ func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool)
 	})
 }
 
-// turnEnded reports whether the newest transcript entry is the agent's final answer.
+// turnEnded reports whether the session's last turn visibly ended: it waits for a
+// person's decision or answer, or the newest transcript entry is the agent's final answer.
 func (t *turnState) turnEnded(ctx context.Context) bool {
+	if t.sess.Phase == PhaseAwaitingApproval || t.sess.Question != nil {
+		return true
+	}
 	last, err := t.e.d.Store.Transcript(ctx, t.sess.ID, 1)
 	return err == nil && (len(last) == 0 || (last[0].Role == RoleAssistant && len(last[0].ToolCalls) == 0))
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 		}
 	}
 	if err := t.commit(ctx, ch); err != nil {
+		if errors.Is(err, ErrConflict) {
+			// What the turn wants to say is still true (a stop notice says what ran).
+			for _, r := range rs {
+				_ = t.say(ctx, r)
+			}
+		}
 		return err
 	}
 	if t.e.box == nil {

@@ -129,6 +129,9 @@ type ChannelsConfig struct {
 	Telegram telegram.Config `yaml:"telegram"`
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
+	// OutboxMaxAge: a reply left unsent by a killed process is delivered at the next start
+	// only if it is at most this old; older ones are dropped with a log line.
+	OutboxMaxAge time.Duration `yaml:"outbox_max_age"`
 }
 
 // describe lists the summaries of the enabled channels for `plangate config check`; each
@@ -218,6 +221,8 @@ func defaultConfig() *Config {
 			Telegram: telegram.Defaults(),
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
+			// An answer an hour late would surprise more than help.
+			OutboxMaxAge: time.Hour,
 		},
 		Log: LogConfig{Level: LogInfo, Format: LogText},
 	}

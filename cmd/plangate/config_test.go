@@ -77,10 +77,11 @@ func wantDefaults(dir string) Config {
 			NudgeGrace: 15 * time.Minute,
 		},
 		Channels: ChannelsConfig{
-			Terminal: terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
-			Telegram: telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
-			Slack:    slack.Config{LongReplyAsFile: 20000},
-			Discord:  discord.Config{LongReplyAsFile: 6000},
+			Terminal:     terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
+			Telegram:     telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
+			Slack:        slack.Config{LongReplyAsFile: 20000},
+			Discord:      discord.Config{LongReplyAsFile: 6000},
+			OutboxMaxAge: time.Hour,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}

@@ -21,6 +21,18 @@ type gateway struct {
 	schedDone chan error
 	stopSched context.CancelFunc
 	log       *slog.Logger
+
+	served       []string
+	outboxMaxAge time.Duration
+}
+
+// deliverUnsent sends the replies a killed process committed and never sent (of the
+// sessions only selects; nil = all), oldest first. It runs before anything new is
+// received, so nothing is in flight while they are read.
+func (g *gateway) deliverUnsent(ctx context.Context, only func(sessionID string) bool) {
+	if _, err := g.eng.DeliverUnsent(ctx, g.served, g.outboxMaxAge, only); err != nil {
+		g.log.Error("delivering replies left unsent", "err", err)
+	}
 }
 
 // nudgerRef breaks the cycle between the engine (which tells the scheduler about changed
@@ -35,7 +47,9 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, sessionID string) {
 
 // startGateway builds the model, tools, engine and scheduler and starts the scheduler.
 // out is where replies go (the channels' Hub).
-func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender) (*gateway, error) {
+// served names the channels this process serves: only their reminders are claimed here,
+// and only their unsent replies are delivered at start (see deliverUnsent).
+func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string) (*gateway, error) {
 	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return nil, err
@@ -46,14 +60,37 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	}
 	ref := &nudgerRef{}
 	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
-	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
+	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log}
+	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
+		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
+	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	return g, nil
+}
+
+// pruneOutbox deletes sent and dropped outbox rows (kept a day past outbox_max_age, for
+// `store check` and post-mortems) at start-up and then hourly.
+func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := st.PruneOutbox(ctx, now().Add(-maxAge-24*time.Hour)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning the outbox", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned delivered replies", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md

@@ -249,7 +249,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	tc.Session = *session
 	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{term.Name()})
 	if err != nil {
 		return err
 	}
@@ -257,6 +257,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	// Each line is handled to the end before the next is read; nudges for this terminal
 	// arrive in between while the chat is open.
 	here := term.Address().SessionID()
+	g.deliverUnsent(ctx, func(id string) bool { return id == here })
 	if _, err := g.eng.Resume(ctx, func(s core.Session) bool { return s.ID == here }); err != nil {
 		log.Error("resuming unfinished work", "err", err)
 	}
@@ -298,7 +299,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, names)
 	if err != nil {
 		return err
 	}
@@ -308,6 +309,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	// and gets a grace period to finish before it is interrupted.
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	g.deliverUnsent(workCtx, nil)
 	go func() {
 		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 		if err != nil {
