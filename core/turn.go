@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -181,6 +182,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 		}
 		return nil
 	}
+	drained := tr.drained
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
@@ -190,7 +192,14 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
 		}
 	}
-	if err := t.commit(ctx, ch); err != nil {
+	err := t.commit(ctx, ch)
+	if errors.Is(err, ErrConflict) {
+		if rebased, ok := t.rebase(ctx, drained); ok {
+			ch.Session = &rebased
+			err = t.commit(ctx, ch)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, ErrConflict) {
 			// What the turn wants to say is still true (a stop notice says what ran).
 			for _, r := range rs {
@@ -209,6 +218,27 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
 	return nil
+}
+
+// rebase puts a flush on top of a session row another process changed meanwhile, when
+// that change decided nothing: a person's message it stored for the agent (it could not
+// start a turn: this process holds the lease) or injections it queued behind ours. The
+// turn picks that work up afterwards (moreWork). Any other change stays a conflict.
+func (t *turnState) rebase(ctx context.Context, drained int) (Session, bool) {
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil || t.e.leases == nil {
+		return Session{}, false
+	}
+	cur := t.sess
+	if s.Phase != cur.Phase || s.PlanID != cur.PlanID || s.ApprovalID != cur.ApprovalID ||
+		(s.Question == nil) != (cur.Question == nil) || s.AutoApprove != cur.AutoApprove ||
+		len(s.Injections) < drained || !slices.Equal(s.Injections[:drained], cur.Injections[:drained]) {
+		return Session{}, false
+	}
+	next := s
+	next.Injections = append([]Injection(nil), s.Injections[drained:]...)
+	next.UpdatedAt = t.e.d.Now()
+	return next, true
 }
 
 // round is what one tool round ended with.
