@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,11 +11,12 @@ import (
 // Delivery through the outbox. Every reply a commit produces is a row of that commit
 // (Change.Outbox); it is sent right after the commit, in the same goroutine, and marked
 // sent. A process killed in between leaves the row unsent, and the next start delivers it
-// (DeliverUnsent). A reply that belongs to no transition (a status answer, a refusal that
-// audits nothing) is committed lazily with its row only when it answers a de-duplicated
-// inbound event: the event's key and the reply are then one record, so a replay after a
-// kill is neither answered twice nor left unanswered. Without an event id nothing would
-// recognise a replay, so such a reply is sent directly.
+// (DeliverUnsent). A reply that belongs to no transition (a refusal that audits nothing)
+// is committed lazily with its row only when it answers a de-duplicated inbound event:
+// the event's key and the reply are then one record, so a replay after a kill is neither
+// answered twice nor left unanswered. Without an event id nothing would recognise a
+// replay, so such a reply is sent directly. Read-only commands are cheaper still (see
+// answer).
 
 // OutboxStore is the part of the store the outbox needs; *store.Store satisfies it. A
 // Store without it gets direct delivery.
@@ -93,25 +95,24 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 	return id, nil
 }
 
-// sayRows commits replies with no transition of their own: lazily with the job's inbound
-// key when it has one (see the file comment), directly otherwise.
-func (t *turnState) sayRows(ctx context.Context, rs ...Reply) error {
-	if t.e.box == nil || t.j.inbound == nil {
-		for _, r := range rs {
-			_, _ = t.send(ctx, r)
-		}
+// answer sends the answer of a read-only command (status, help, show, usage) and then
+// records the job's inbound event with a lazy commit. Such an answer is computed afresh
+// from the store, so it needs no outbox row: killed before the send, the event is not
+// recorded and the platform's redelivery is answered; killed after the record, the
+// replay is recognised. Only a kill in the instant between the send and the record
+// answers twice. One lazy write keeps status fast (an outbox row would add its own
+// transaction to mark it sent).
+func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
+	for _, r := range rs {
+		_, _ = t.send(ctx, r)
+	}
+	if t.j.inbound == nil {
 		return nil
 	}
 	ch := Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
-	for _, r := range rs {
-		ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
-	}
 	t.j.inbound = nil
-	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil {
-		return fmt.Errorf("committing the answer of session %s: %w", t.sess.ID, err)
-	}
-	for i := range ch.Outbox {
-		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, ErrDuplicate) {
+		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
 	}
 	return nil
 }
