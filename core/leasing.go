@@ -61,7 +61,8 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 	if ls == nil || t.leased {
 		return fn(ctx)
 	}
-	name, ttl := SessionLease(t.sess.ID), t.e.leaseTTL
+	sid := t.sess.ID
+	name := SessionLease(sid)
 	held, ok, err := t.e.acquire(ctx, name)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		t.renew(lctx, name, ttl, stop, cancel)
+		t.e.renew(lctx, name, sid, stop, cancel)
 	}()
 	t.leased = true
 	defer func() {
@@ -84,14 +85,16 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 		<-renewed
 		cancel()
 		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
-			t.e.d.Log.Warn("releasing the session lease", "session", t.sess.ID, "err", err)
+			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
 		}
 	}()
 	return fn(lctx)
 }
 
-// renew keeps the lease until stop closes; a refused renewal cancels the turn.
-func (t *turnState) renew(ctx context.Context, name string, ttl time.Duration, stop <-chan struct{}, lost context.CancelFunc) {
+// renew keeps the lease until stop closes; a refused renewal cancels the turn. It runs
+// beside the turn, so it touches nothing of the turn's state.
+func (e *Engine) renew(ctx context.Context, name, sid string, stop <-chan struct{}, lost context.CancelFunc) {
+	ttl := e.leaseTTL
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
 	for {
@@ -102,12 +105,12 @@ func (t *turnState) renew(ctx context.Context, name string, ttl time.Duration, s
 			return
 		case <-tick.C:
 		}
-		_, ok, err := t.e.leases.AcquireLease(ctx, name, t.e.owner, t.e.d.Now(), ttl)
+		_, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), ttl)
 		switch {
 		case err != nil:
-			t.e.d.Log.Warn("renewing the session lease", "session", t.sess.ID, "err", err)
+			e.d.Log.Warn("renewing the session lease", "session", sid, "err", err)
 		case !ok:
-			t.e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", t.sess.ID)
+			e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", sid)
 			lost()
 			return
 		}
