@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +54,8 @@ type process struct {
 	log   *bytes.Buffer
 }
 
+var processes atomic.Int64
+
 func (h *harness) process(out core.Sender, model *fakeModel, tools core.Toolbox) *process {
 	h.t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
@@ -68,8 +72,9 @@ func (h *harness) process(out core.Sender, model *fakeModel, tools core.Toolbox)
 		p.model = newFakeModel()
 	}
 	log := slog.New(slog.NewTextHandler(&syncWriter{w: p.log}, nil))
+	n := processes.Add(1)
 	p.eng = core.NewEngine(h.cfg, core.Deps{Store: st, Model: p.model, Tools: tools, Out: out, Log: log,
-		Now: func() time.Time { return h.clock }})
+		Now: func() time.Time { return h.clock }, Owner: fmt.Sprintf("test-process-%d", n)})
 	return p
 }
 

@@ -48,7 +48,8 @@ type Deps struct {
 	Log    *slog.Logger
 	Now    func() time.Time // defaults to time.Now
 	Random io.Reader        // defaults to crypto/rand; approval ids come from it
-	// Owner names this process as a lease holder; "" draws a random one.
+	// Owner names this engine as a lease holder; "" is the process's own id (one per
+	// process). Tests that play two processes in one give each engine its own.
 	Owner string
 }
 

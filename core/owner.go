@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -15,8 +16,11 @@ import (
 // without waiting out the ttl. A pid reused by another process only makes the wait
 // happen (the safe side); another host's owner is always waited out.
 
-// processOwner is this process's owner id.
-func processOwner() string {
+// processOwner is this process's owner id, one per process: engines of one process (a
+// test's restarted engine beside a hung one) share it, as they share the process's fate.
+var processOwner = sync.OnceValue(newProcessOwner)
+
+func newProcessOwner() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown"
