@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ import (
 type ReminderStore interface {
 	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
 }
+
+// ErrNoOutbox: the store has no outbox; the caller claims the occurrence without one.
+var ErrNoOutbox = errors.New("the store has no outbox")
 
 // pendingReminders are claimed reminder rows waiting for Nudge to deliver them.
 type pendingReminders struct {
@@ -52,7 +56,7 @@ func (p *pendingReminders) take(k string) (Outgoing, bool) {
 func (e *Engine) ClaimReminder(ctx context.Context, n Nudge, scheduledAt, firedAt, next time.Time) (bool, error) {
 	rs, ok := e.d.Store.(ReminderStore)
 	if !ok || e.box == nil {
-		return false, fmt.Errorf("claiming reminder %d: the store has no outbox", n.ID)
+		return false, fmt.Errorf("claiming reminder %d: %w", n.ID, ErrNoOutbox)
 	}
 	var out []Outgoing
 	s, err := e.d.Store.Session(ctx, n.SessionID)

@@ -2,6 +2,7 @@ package nudges
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -111,9 +112,12 @@ func (s *Scheduler) claim(ctx context.Context, it *item, now time.Time, supersed
 	}
 	var ok bool
 	var err error
+	viaEngine := false
 	if rc, can := s.d.(ReminderClaimer); can && outcome == OutcomeFired && n.Action == core.NudgeRemind {
 		ok, err = rc.ClaimReminder(ctx, n, occ, now, next)
-	} else {
+		viaEngine = !errors.Is(err, core.ErrNoOutbox)
+	}
+	if !viaEngine {
 		ok, err = s.st.FireNudge(ctx, n.ID, occ, outcome, now, next)
 	}
 
