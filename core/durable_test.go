@@ -278,3 +278,23 @@ func TestReminderClaimDeliveredByNudgeOrDropped(t *testing.T) {
 		t.Fatalf("a moot reminder: sent %+v, unsent %v", got, unsent(t, h.st))
 	}
 }
+
+// A refusal that audits nothing has no transition of its own: with an event id it is
+// committed lazily with its event, so a replay is not answered twice.
+func TestRefusalRecordsItsEvent(t *testing.T) {
+	h := newHarness(t)
+	m := core.Message{ID: "ev-refused", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "/plan accept", Time: h.clock}
+	if err := h.eng.Handle(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if h.out.count() != 1 || len(unsent(t, h.st)) != 0 {
+		t.Fatalf("replies %d, unsent %v", h.out.count(), unsent(t, h.st))
+	}
+	h.restart()
+	if err := h.eng.Handle(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if h.out.count() != 1 {
+		t.Fatalf("the replayed refusal was answered again: %+v", h.out.all())
+	}
+}

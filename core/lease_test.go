@@ -252,3 +252,33 @@ func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
 		t.Fatalf("phase %s", s.Phase)
 	}
 }
+
+// ctxModel blocks every call until its context ends.
+type ctxModel struct{ entered chan struct{} }
+
+func (m ctxModel) Complete(ctx context.Context, _ core.ModelRequest) (core.ModelResponse, error) {
+	close(m.entered)
+	<-ctx.Done()
+	return core.ModelResponse{}, ctx.Err()
+}
+
+// A turn whose lease was taken over (this process stalled past the ttl) is stopped: its
+// renewal is refused and its context cancelled, and the new holder's lease stays.
+func TestLostLeaseStopsTheTurn(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = 30 * time.Millisecond })
+	m := ctxModel{entered: make(chan struct{})}
+	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "stalled",
+		Now: func() time.Time { return h.clock }})
+	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
+	<-m.entered
+	ctx := context.Background()
+	name := core.SessionLease(sessionID("a"))
+	// Another process, an hour later by its clock, finds the lease expired and takes it.
+	if _, ok, err := h.st.AcquireLease(ctx, name, "thief", h.clock.Add(time.Hour), time.Hour); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	<-done // the refused renewal cancelled the turn
+	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
+		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
+	}
+}
