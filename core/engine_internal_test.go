@@ -11,7 +11,7 @@ func TestInScope(t *testing.T) {
 		path  string
 		ok    bool
 	}{
-		{Scope{}, "anything/at/all.go", true},
+		{Scope{}, "anything/at/all.go", false}, // a plan without a scope changes nothing
 		{Scope{AllowedPaths: []string{"README.md"}}, "README.md", true},
 		{Scope{AllowedPaths: []string{"README.md"}}, "./README.md", true},
 		{Scope{AllowedPaths: []string{"README.md"}}, "docs/a.md", false},
@@ -20,13 +20,13 @@ func TestInScope(t *testing.T) {
 		{Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/a.md", true},
 		{Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/x/a.md", false},
 		{Scope{ForbiddenPaths: []string{"secrets/**"}}, "secrets/key", false},
-		{Scope{ForbiddenPaths: []string{"secrets/**"}}, "src/main.go", true},
+		{Scope{ForbiddenPaths: []string{"secrets/**"}}, "src/main.go", false},
 		// "." stands for a command that may touch anything.
-		{Scope{}, ".", true},
+		{Scope{}, ".", false},
 		{Scope{AllowedPaths: []string{"README.md"}}, ".", false},
 		{Scope{AllowedPaths: []string{"**"}}, ".", true},
 		{Scope{AllowedPaths: []string{"**"}}, "deep/down/file.go", true},
-		{Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", true},
+		{Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", false}, // "." is not a pattern; "**" is the whole workspace
 		{Scope{ForbiddenPaths: []string{"secrets/**"}}, ".", false},
 	} {
 		if _, ok := inScope(tc.scope, tc.path); ok != tc.ok {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -15,6 +16,9 @@ const (
 	MaxSteps     = 50   // steps per plan
 	MaxFieldLen  = 2000 // characters in any one text field
 	maxListItems = 50   // entries in any other list (assumptions, risks, criteria, paths, ...)
+
+	maxScopeGroups       = 3  // {a,b} groups in one scope entry
+	maxScopeAlternatives = 20 // commas in those groups
 )
 
 // JudgePlan validates a proposed plan before anyone sees it. It returns nil, or an error
@@ -28,6 +32,7 @@ func JudgePlan(b PlanBody) error {
 	case n > MaxTitleLen:
 		j.add("the title is %d characters long; shorten it to at most %d", n, MaxTitleLen)
 	}
+	j.chars("the title", b.Title, false)
 	j.text("the summary", b.Summary)
 
 	switch {
@@ -51,7 +56,7 @@ func JudgePlan(b PlanBody) error {
 				firstWithText[key] = i + 1
 			}
 		}
-		j.text(name, s.Text)
+		j.line(name, s.Text)
 		if !s.Status.Valid() {
 			j.add("%s has status %q; use one of %s", name, s.Status, validStepStatuses)
 		}
@@ -75,8 +80,8 @@ func JudgePlan(b PlanBody) error {
 		if strings.TrimSpace(r.Risk) == "" {
 			j.add("%s has no description; say what could go wrong", name)
 		}
-		j.text(name, r.Risk)
-		j.text(name+" mitigation", r.Mitigation)
+		j.line(name, r.Risk)
+		j.line(name+" mitigation", r.Mitigation)
 	}
 
 	j.scope("allowed_paths", b.Scope.AllowedPaths)
@@ -95,9 +100,27 @@ func (j *judgeNotes) add(format string, args ...any) {
 	*j = append(*j, fmt.Sprintf(format, args...))
 }
 
+// text checks a field that may span lines (the summary).
 func (j *judgeNotes) text(name, s string) {
+	j.length(name, s)
+	j.chars(name, s, true)
+}
+
+// line checks a field that is shown on one line (title, steps, criteria, list entries).
+func (j *judgeNotes) line(name, s string) {
+	j.length(name, s)
+	j.chars(name, s, false)
+}
+
+func (j *judgeNotes) length(name, s string) {
 	if n := utf8.RuneCountInString(s); n > MaxFieldLen {
 		j.add("%s is %d characters long; keep it to at most %d", name, n, MaxFieldLen)
+	}
+}
+
+func (j *judgeNotes) chars(name, s string, multiLine bool) {
+	if problem := textProblem(s, multiLine); problem != "" {
+		j.add("%s %s", name, problem)
 	}
 }
 
@@ -115,7 +138,7 @@ func (j *judgeNotes) list(one, many string, items []string) {
 		if strings.TrimSpace(s) == "" {
 			j.add("%s is empty; remove it or fill it in", label)
 		}
-		j.text(label, s)
+		j.line(label, s)
 	}
 }
 
@@ -139,12 +162,12 @@ func scopePathProblem(p string) string {
 		return "is empty; remove it"
 	case t != p:
 		return "has leading or trailing spaces; remove them"
+	case textProblem(t, false) != "":
+		return textProblem(t, false)
 	case strings.HasPrefix(t, "~"):
 		return `starts with "~"; use a path relative to the workspace, like "docs/**"`
 	case strings.HasPrefix(t, "/"), strings.HasPrefix(t, `\`), hasDriveLetter(t):
 		return `is absolute; use a path relative to the workspace, like "docs/**"`
-	case strings.ContainsRune(t, 0):
-		return "contains a NUL character"
 	case utf8.RuneCountInString(t) > MaxFieldLen:
 		return fmt.Sprintf("is longer than %d characters", MaxFieldLen)
 	}
@@ -153,12 +176,63 @@ func scopePathProblem(p string) string {
 			return `contains ".."; scope paths must stay inside the workspace`
 		}
 	}
-	if _, err := path.Match(t, ""); err != nil {
-		return "is not a valid glob (check the [ ] brackets and \\ escapes)"
+	switch c := path.Clean(t); {
+	case c == ".":
+		return `names the workspace itself; use "**" for the whole workspace`
+	case c != t:
+		return fmt.Sprintf("is not a clean relative path; write %q", c)
+	}
+	if !validScopePattern(t) {
+		return "is not a valid glob (check the [ ] brackets, { } braces and \\ escapes)"
+	}
+	// Matching {a,b} groups costs the product of their alternatives: keep them few.
+	if groups, alts := strings.Count(t, "{"), strings.Count(t, ","); groups > maxScopeGroups || alts > maxScopeAlternatives {
+		return fmt.Sprintf("has more than %d { } groups or %d alternatives; list the paths as separate entries", maxScopeGroups, maxScopeAlternatives)
 	}
 	return ""
 }
 
 func hasDriveLetter(p string) bool {
 	return len(p) >= 2 && p[1] == ':' && (p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z')
+}
+
+// textProblem says why s cannot be plan text, or returns "". The plan a person reads must
+// be the plan that is enforced: invalid UTF-8, control characters (ESC sequences rewrite a
+// terminal) and format characters (zero-width spaces, bidi overrides) would let two
+// different texts look alike, so they are refused rather than cleaned up silently.
+func textProblem(s string, multiLine bool) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8 text"
+	}
+	pos := 0
+	for _, r := range s {
+		pos++
+		if multiLine && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		switch {
+		case r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029':
+			return fmt.Sprintf("contains a line break (character %d); keep it on one line", pos)
+		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("contains the invisible or control character U+%04X%s (character %d); remove it", r, runeName(r), pos)
+		}
+	}
+	return ""
+}
+
+// runeName names the characters that turn up in attacks and copy-paste accidents.
+func runeName(r rune) string {
+	names := map[rune]string{
+		0x00: "NUL", 0x09: "TAB", 0x1b: "ESC", 0x7f: "DEL", 0x200b: "ZERO WIDTH SPACE",
+		0x200c: "ZERO WIDTH NON-JOINER", 0x200d: "ZERO WIDTH JOINER", 0x200e: "LEFT-TO-RIGHT MARK",
+		0x200f: "RIGHT-TO-LEFT MARK", 0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING",
+		0x202c: "POP DIRECTIONAL FORMATTING", 0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE",
+		0x2060: "WORD JOINER", 0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE",
+		0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE", 0xfeff: "ZERO WIDTH NO-BREAK SPACE",
+		0xad: "SOFT HYPHEN",
+	}
+	if n, ok := names[r]; ok {
+		return " (" + n + ")"
+	}
+	return ""
 }

@@ -18,7 +18,7 @@ func judgeOK() PlanBody {
 		Risks:        []Risk{{Risk: "links break", Mitigation: "run the checker"}},
 		Verification: []string{"make linkcheck"},
 		Scope: Scope{
-			AllowedPaths:   []string{"docs/**", "README.md", "./CHANGELOG.md", "*.md", "docs/[a-c]*.md", "v1..v2/notes.md"},
+			AllowedPaths:   []string{"docs/**", "README.md", "CHANGELOG.md", "*.md", "docs/[a-c]*.md", "v1..v2/notes.md"},
 			ForbiddenPaths: []string{".git/**"},
 		},
 		References: []string{"https://example.invalid/style"},
@@ -102,8 +102,33 @@ func TestJudgePlanScope(t *testing.T) {
 	}{
 		{"docs/**", ""},
 		{"src/*.go", ""},
-		{".", ""},
-		{"./docs", ""},
+		{"**", ""},
+		{"**/*.pem", ""},
+		{"{docs,notes}/*.md", ""},
+		{"secrets/*", ""},
+		{".", `use "**" for the whole workspace`},
+		{"./", `use "**" for the whole workspace`},
+		{"./docs", `not a clean relative path; write "docs"`},
+		{"docs/", `not a clean relative path; write "docs"`},
+		{"docs//a.md", `not a clean relative path; write "docs/a.md"`},
+		{"docs/./a.md", `not a clean relative path; write "docs/a.md"`},
+		{"keys/**\u200b", "U+200B (ZERO WIDTH SPACE)"},
+		{"\u202etxt.exe", "U+202E (RIGHT-TO-LEFT OVERRIDE)"},
+		{"a\u2066b", "U+2066"},
+		{"a\ufeffb", "U+FEFF"},
+		{"a\u00adb", "U+00AD (SOFT HYPHEN)"},
+		{"a\x1b[2Jb", "U+001B (ESC)"},
+		{"a\tb", "U+0009 (TAB)"},
+		{"a\x7fb", "U+007F (DEL)"},
+		{"a\u0085b", "U+0085"},
+		{"docs\nsecrets", "line break"},
+		{"docs\rsecrets", "line break"},
+		{"a\u2028b", "line break"},
+		{"a\u2029b", "line break"},
+		{"a\xffb", "not valid UTF-8"},
+		{"{a,b}/{c,d}/{e,f}.md", ""},
+		{"{a,b}/{c,d}/{e,f}/{g,h}.md", "has more than 3 { } groups"},
+		{"{" + strings.Repeat("a,", 21) + "b}", "or 20 alternatives"},
 		{"a..b/c", ""},
 		{"docs/[!.]*", ""},
 		{"/etc/passwd", "is absolute"},
@@ -121,7 +146,7 @@ func TestJudgePlanScope(t *testing.T) {
 		{`docs\`, "not a valid glob"},
 		{"", "is empty"},
 		{" docs", "leading or trailing spaces"},
-		{"a\x00b", "NUL"},
+		{"a\x00b", "U+0000 (NUL)"},
 	}
 	for _, tc := range cases {
 		for _, field := range []string{"allowed_paths", "forbidden_paths"} {
@@ -169,5 +194,69 @@ func TestJudgePlanListsEveryProblem(t *testing.T) {
 		if !strings.Contains(lines[i], w) {
 			t.Errorf("line %d = %q, want it to contain %q", i+1, lines[i], w)
 		}
+	}
+}
+
+// TestJudgePlanInvisibleText: what a person reads in the plan must be what is stored, so
+// control and format characters and invalid UTF-8 are refused in every text field, and
+// line breaks everywhere but the summary.
+func TestJudgePlanInvisibleText(t *testing.T) {
+	bad := []struct {
+		text, want string
+	}{
+		{"Fix\u200b docs", "U+200B (ZERO WIDTH SPACE)"},
+		{"Fix \u202edocs", "U+202E (RIGHT-TO-LEFT OVERRIDE)"},
+		{"Fix \x1b]52;c;aGk=\x07docs", "U+001B (ESC)"},
+		{"Fix\x00docs", "U+0000 (NUL)"},
+		{"Fix \u200ddocs", "U+200D (ZERO WIDTH JOINER)"},
+		{"Fix \xc3(docs", "not valid UTF-8"},
+		{"Fix\ndocs", "line break"},
+		{"Fix\u2028docs", "line break"},
+	}
+	fields := []struct {
+		name string
+		set  func(*PlanBody, string)
+	}{
+		{"the title", func(b *PlanBody, s string) { b.Title = s }},
+		{"step 2", func(b *PlanBody, s string) { b.Steps[1].Text = s }},
+		{"step 1 acceptance criterion 1", func(b *PlanBody, s string) { b.Steps[0].AcceptanceCriteria = []string{s} }},
+		{"assumption 1", func(b *PlanBody, s string) { b.Assumptions = []string{s} }},
+		{"verification 1", func(b *PlanBody, s string) { b.Verification = []string{s} }},
+		{"reference 1", func(b *PlanBody, s string) { b.References = []string{s} }},
+		{"risk 1", func(b *PlanBody, s string) { b.Risks[0].Risk = s }},
+		{"risk 1 mitigation", func(b *PlanBody, s string) { b.Risks[0].Mitigation = s }},
+	}
+	for _, f := range fields {
+		for _, c := range bad {
+			b := judgeOK()
+			f.set(&b, c.text)
+			err := JudgePlan(b)
+			if err == nil {
+				t.Errorf("%s %q accepted", f.name, c.text)
+				continue
+			}
+			if !strings.Contains(err.Error(), f.name+" ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %q: error %q should name the field and contain %q", f.name, c.text, err, c.want)
+			}
+		}
+	}
+	// The summary may span lines (and tabs and CRLF are harmless there), nothing else.
+	b := judgeOK()
+	b.Summary = "First line.\r\n\n\tSecond paragraph."
+	if err := JudgePlan(b); err != nil {
+		t.Errorf("multi-line summary refused: %v", err)
+	}
+	for _, c := range bad[:6] {
+		b := judgeOK()
+		b.Summary = c.text
+		if err := JudgePlan(b); err == nil || !strings.Contains(err.Error(), "the summary ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("summary %q: error %v, want %q", c.text, err, c.want)
+		}
+	}
+	// Visible non-ASCII text is fine.
+	b = judgeOK()
+	b.Title = "Übersetzung: 日本語 ✓"
+	if err := JudgePlan(b); err != nil {
+		t.Errorf("visible Unicode refused: %v", err)
 	}
 }

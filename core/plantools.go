@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 )
 
@@ -75,44 +74,9 @@ func describeCall(name string, args json.RawMessage) string {
 	return name
 }
 
-// inScope checks a workspace-relative path against a plan's scope.
+// inScope checks a workspace-relative path against a plan's scope (see checkScope).
 func inScope(s Scope, p string) (string, bool) {
-	p = path.Clean(strings.TrimPrefix(p, "./"))
-	if p == "." && len(s.ForbiddenPaths) > 0 {
-		// "." is a call that may change anything (run_command): it cannot honour a
-		// forbidden path, so a plan that forbids any path does not allow it.
-		return fmt.Sprintf("it may change any file, and the plan forbids %s", strings.Join(s.ForbiddenPaths, ", ")), false
-	}
-	for _, f := range s.ForbiddenPaths {
-		if globMatch(f, p) {
-			return fmt.Sprintf("the path is forbidden by the plan's scope (%s)", f), false
-		}
-	}
-	if len(s.AllowedPaths) == 0 {
-		return "", true
-	}
-	for _, a := range s.AllowedPaths {
-		if globMatch(a, p) {
-			return "", true
-		}
-	}
-	return fmt.Sprintf("the path is outside the plan's scope (allowed: %s)", strings.Join(s.AllowedPaths, ", ")), false
-}
-
-// globMatch matches path.Match patterns, plus "dir/**" for everything below dir and a
-// plain directory name for everything below it.
-func globMatch(pattern, p string) bool {
-	pattern = path.Clean(strings.TrimPrefix(pattern, "./"))
-	if pattern == "**" || pattern == "." {
-		return true // the whole workspace
-	}
-	if rest, ok := strings.CutSuffix(pattern, "/**"); ok {
-		return p == rest || strings.HasPrefix(p, rest+"/")
-	}
-	if ok, _ := path.Match(pattern, p); ok {
-		return true
-	}
-	return strings.HasPrefix(p, pattern+"/")
+	return checkScope(s, p)
 }
 
 func (t *turnState) planStatus(ctx context.Context) toolResult {

@@ -104,15 +104,18 @@ type PlanModeConfig struct {
 	NudgeGrace      time.Duration   `yaml:"nudge_grace"`
 }
 
-// ToolsConfig switches optional tools on.
+// ToolsConfig switches optional tools on and bounds the file tools.
 type ToolsConfig struct {
-	RunCommand RunCommandConfig `yaml:"run_command"`
+	MaxWriteBytes int              `yaml:"max_write_bytes"` // largest file write_file/edit_file write
+	RunCommand    RunCommandConfig `yaml:"run_command"`
 }
 
-// RunCommandConfig gates run_command: argv only, programs from Allow.
+// RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.
 type RunCommandConfig struct {
 	Enabled bool     `yaml:"enabled"`
 	Allow   []string `yaml:"allow"`
+	Sandbox string   `yaml:"sandbox"` // bwrap (default) or none
+	Network bool     `yaml:"network"` // sandboxed commands may use the network
 }
 
 // AccessConfig lists who may decide on plans.
@@ -224,7 +227,8 @@ func defaultConfig() *Config {
 			// An answer an hour late would surprise more than help.
 			OutboxMaxAge: time.Hour,
 		},
-		Log: LogConfig{Level: LogInfo, Format: LogText},
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		Log:   LogConfig{Level: LogInfo, Format: LogText},
 	}
 }
 

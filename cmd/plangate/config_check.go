@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/tools"
 )
 
 // ResolvedProvider says which model provider to start and why, in a phrase for the
@@ -71,11 +72,7 @@ func (c *Config) Describe() string {
 	} else {
 		line("approvers", "none listed: the session owner and anyone in a direct message decide")
 	}
-	if c.Tools.RunCommand.Enabled {
-		line("tools", "run_command on for %d programs", len(c.Tools.RunCommand.Allow))
-	} else {
-		line("tools", "run_command off")
-	}
+	line("tools", "%s; writes up to %d bytes", runCommandSummary(c.Tools.RunCommand), c.Tools.MaxWriteBytes)
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
 }
@@ -134,4 +131,43 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// runCommandSummary says whether run_command runs, and how confined.
+func runCommandSummary(rc RunCommandConfig) string {
+	switch {
+	case !rc.Enabled:
+		return "run_command off"
+	case rc.Sandbox == "none":
+		return fmt.Sprintf("run_command on for %d programs WITHOUT a sandbox (tools.run_command.sandbox: none)", len(rc.Allow))
+	}
+	if err := tools.CheckSandbox("", rc.Network); err != nil {
+		return fmt.Sprintf("run_command unavailable: %v", err)
+	}
+	net := "no network"
+	if rc.Network {
+		net = "with network"
+	}
+	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
+}
+
+// pathWithin reports whether p is root or lies under it, lexically and, where the paths
+// exist, after resolving symlinks.
+func pathWithin(p, root string) bool {
+	under := func(p, root string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && filepath.IsLocal(rel)
+	}
+	if under(p, root) {
+		return true
+	}
+	rp, err1 := filepath.EvalSymlinks(p)
+	rr, err2 := filepath.EvalSymlinks(root)
+	if err1 != nil {
+		// A file not created yet: resolve its directory.
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			rp, err1 = filepath.Join(d, filepath.Base(p)), nil
+		}
+	}
+	return err1 == nil && err2 == nil && under(rp, rr)
 }

@@ -171,6 +171,37 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "tools limits and sandbox",
+			body: "tools:\n  max_write_bytes: 0\n  run_command: {enabled: true, sandbox: docker, network: yes-please}\n",
+			want: []string{
+				`FILE:3: tools.run_command.network: expected true or false, got "yes-please"*`,
+			},
+		},
+		{
+			name: "plangate's own files inside the workspace",
+			body: "store: {path: ws/plangate.db}\nplans: {dir: ws}\nworkspace: {root: ws}\n",
+			want: []string{
+				`FILE:1: store.path is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace`,
+				`FILE:2: plans.dir is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace`,
+			},
+		},
+		{
+			name: "tools values",
+			body: "tools:\n  max_write_bytes: 100000000\n  run_command: {enabled: true, sandbox: Bwrap}\n",
+			want: []string{
+				`FILE:2: tools.max_write_bytes is 100000000: it must be between 1 and 67108864 (64 MiB)`,
+				`FILE:3: tools.run_command.sandbox is "Bwrap": expected bwrap or none`,
+			},
+		},
+		{
+			name: "no writes at all",
+			body: "tools: {max_write_bytes: 0, run_command: {sandbox: ''}}\n",
+			want: []string{
+				`FILE:1: tools.run_command.sandbox is "": expected bwrap or none`,
+				`FILE:1: tools.max_write_bytes is 0: it must be between 1 and 67108864 (64 MiB)`,
+			},
+		},
+		{
 			name: "urls",
 			body: "llm: {base_url: 'localhost:11434/v1'}\nchannels:\n  telegram: {api_url: 'ftp://x'}\n  discord: {api_url: '/relative'}\n",
 			want: []string{

@@ -83,7 +83,8 @@ func wantDefaults(dir string) Config {
 			Discord:      discord.Config{LongReplyAsFile: 6000},
 			OutboxMaxAge: time.Hour,
 		},
-		Log: LogConfig{Level: "info", Format: "text"},
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}},
+		Log:   LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -165,7 +166,7 @@ plan_mode:
   approval_timeout: 24h
   nudges: [1s, 90s]
   nudge_grace: 0s
-tools: {run_command: {enabled: true, allow: [go, git]}}
+tools: {max_write_bytes: 4096, run_command: {enabled: true, allow: [go, git], sandbox: none, network: true}}
 access:
   approvers: [telegram:123456, slack:U0123ABC, discord:4567, discord-role:99, terminal:alice]
 log: {level: debug, format: json}
@@ -194,7 +195,8 @@ log: {level: debug, format: json}
 		{"plan_mode.approval_timeout", cfg.PlanMode.ApprovalTimeout, 24 * time.Hour},
 		{"plan_mode.nudges", cfg.PlanMode.Nudges, []time.Duration{time.Second, 90 * time.Second}},
 		{"plan_mode.nudge_grace", cfg.PlanMode.NudgeGrace, time.Duration(0)},
-		{"tools.run_command", cfg.Tools.RunCommand, RunCommandConfig{Enabled: true, Allow: []string{"go", "git"}}},
+		{"tools.run_command", cfg.Tools.RunCommand, RunCommandConfig{Enabled: true, Allow: []string{"go", "git"}, Sandbox: "none", Network: true}},
+		{"tools.max_write_bytes", cfg.Tools.MaxWriteBytes, 4096},
 		{"access.approvers", len(cfg.Access.Approvers), 5},
 		{"log.level", cfg.Log.Level, LogDebug},
 		{"log.level slog", cfg.Log.Level.Slog(), slog.LevelDebug},
@@ -424,7 +426,7 @@ channels:
 		"approval timeout 1h30m; nudges 10m 30m 1h",
 		"channels:  telegram (token set), slack (bot token set, app token set, api http://127.0.0.1:9/api/)",
 		"approvers: 2\n",
-		"tools:     run_command off",
+		"tools:     run_command off; writes up to 1048576 bytes",
 		"log:       info, text",
 	} {
 		if !strings.Contains(got, want) {

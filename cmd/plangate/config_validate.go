@@ -30,6 +30,12 @@ func (c *Config) validate() []problem {
 			ps = append(ps, problem{"llm.script", "llm.script is empty: set it to a script file such as demo/script.yaml"})
 		}
 	}
+	// plangate's own files are never workspace files (issue 11).
+	for _, p := range []struct{ key, value string }{{"store.path", c.Store.Path}, {"plans.dir", c.Plans.Dir}} {
+		if p.value != "" && c.Workspace.Root != "" && pathWithin(p.value, c.Workspace.Root) {
+			ps = append(ps, problem{p.key, p.key + " is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace"})
+		}
+	}
 	return ps
 }
 
@@ -173,7 +179,10 @@ func (p PlanModeConfig) Validate() error {
 
 // Validate checks the tools section.
 func (t ToolsConfig) Validate() error {
-	var errs []error
+	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none")}
+	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
+		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
+	}
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
 			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
@@ -213,3 +222,6 @@ func validApprover(s string) bool {
 	}
 	return false
 }
+
+// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
+const maxWriteBytesLimit = 64 << 20

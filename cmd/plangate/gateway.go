@@ -58,6 +58,9 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range toolbox.Notices() {
+		log.Warn(n) // run_command unavailable, or running without a sandbox
+	}
 	ref := &nudgerRef{}
 	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)

@@ -191,10 +191,32 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		}
 	}
 	return tools.New(tools.Config{
-		RunCommand: cfg.Tools.RunCommand.Enabled,
-		Allow:      cfg.Tools.RunCommand.Allow,
-		Seed:       cfg.Workspace.Seed,
+		RunCommand:    cfg.Tools.RunCommand.Enabled,
+		Allow:         cfg.Tools.RunCommand.Allow,
+		Sandbox:       cfg.Tools.RunCommand.Sandbox,
+		Network:       cfg.Tools.RunCommand.Network,
+		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
+		Hidden:        ownFiles(cfg),
+		Seed:          cfg.Workspace.Seed,
 	}), nil
+}
+
+// ownFiles are plangate's own files, which the agent's tools and commands never see:
+// the database with its journal files, the plans directory and the config file.
+func ownFiles(cfg *Config) []string {
+	var out []string
+	if db := cfg.Store.Path; db != "" {
+		out = append(out, db, db+"-wal", db+"-shm", db+"-journal")
+	}
+	if cfg.Plans.Dir != "" {
+		out = append(out, cfg.Plans.Dir)
+	}
+	if cfg.file != "" {
+		if abs, err := filepath.Abs(cfg.file); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 func engineConfig(cfg *Config) core.Config {

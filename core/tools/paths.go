@@ -17,10 +17,16 @@ import (
 // workspace is one call's view of a session workspace. Every file access goes through
 // root, which refuses anything outside the directory, including through symlinks.
 type workspace struct {
-	root   *os.Root
-	dir    string
-	maxOut int
+	root     *os.Root
+	dir      string
+	maxOut   int
+	maxWrite int
+	// hidden are plangate's own files (resolved), hiddenRel those inside the workspace.
+	hidden, hiddenRel []string
 }
+
+// maxPathBytes is PATH_MAX: no longer path can be opened anyway.
+const maxPathBytes = 4096
 
 // cleanPath turns a path from the model into the cleaned, slash-separated,
 // workspace-relative form the root and the engine's scope check use. Empty means the
@@ -32,6 +38,9 @@ func cleanPath(p string, emptyIsRoot bool) (string, error) {
 			return ".", nil
 		}
 		return "", errors.New("path is required: give a path relative to the workspace root, e.g. README.md")
+	}
+	if len(p) > maxPathBytes {
+		return "", fmt.Errorf("the path is %d bytes long; paths have at most %d", len(p), maxPathBytes)
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("path %q contains a NUL byte; give a plain relative path", p)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,6 +33,9 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
 	if a.Offset < 0 || a.Limit < 0 {
 		return "", fmt.Errorf("offset and limit must be positive line counts (got offset %d, limit %d)", a.Offset, a.Limit)
 	}
@@ -42,100 +44,139 @@ func (w *workspace) readFile(ctx context.Context, a readArgs) (string, error) {
 	if limit == 0 {
 		limit = defaultReadLines
 	}
-	f, err := w.root.Open(rel)
+	f, fi, err := w.openRegular(ToolReadFile, rel)
 	if err != nil {
-		return "", fsError(rel, err)
+		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fsError(rel, err)
-	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", rel)
-	}
-	r := bufio.NewReaderSize(f, 16<<10)
+	budget := &budgetReader{ctx: ctx, r: f, left: maxReadBytes}
+	r := bufio.NewReaderSize(budget, 16<<10)
 	if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read_file shows text files only", rel, fi.Size())
 	}
-	limit = min(limit, 1<<30) // first+limit must not overflow
-	var (
-		out        strings.Builder
-		n, last    int
-		crlf, full bool
-		buf        []byte
-	)
+	p := &page{first: first, limit: min(limit, 1<<30), maxOut: w.maxOut} // first+limit must not overflow
 	// Size the output once: the file plus line numbers, bounded by the cap and the page.
-	out.Grow(int(min(fi.Size()+fi.Size()/4, int64(w.maxOut), int64(limit)*128)) + 256)
-	cutNote := fmt.Sprintf(" … (line cut at %d bytes)", maxLineBytes)
+	p.out.Grow(int(min(fi.Size()+fi.Size()/4, int64(w.maxOut), int64(p.limit)*128)) + 256)
+	if err := p.collect(ctx, r, budget); err != nil {
+		return "", readError(rel, err)
+	}
+	return p.result(rel, fi.Size())
+}
+
+// page is one read_file page being collected.
+type page struct {
+	first, limit, maxOut int
+	out                  strings.Builder
+	n, last              int // lines seen; the last line shown
+	crlf                 bool
+	unknownEnd           bool // the read stopped at maxReadBytes
+}
+
+var cutNote = fmt.Sprintf(" … (line cut at %d bytes)", maxLineBytes)
+
+// collect reads the page's lines from r, then counts the rest for the note.
+func (p *page) collect(ctx context.Context, r *bufio.Reader, budget *budgetReader) error {
+	var buf []byte
+	full := false
 	for {
-		if n%1024 == 0 {
+		if p.n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return "", fmt.Errorf("reading %s: %w", rel, err)
+				return err
 			}
 		}
-		if full || n >= first+limit-1 {
-			// The page is done; the rest is only counted, for the note.
+		if full || p.n >= p.first+p.limit-1 {
+			// Counting is only for the note: it reads at most maxCountBytes more.
+			budget.left = min(budget.left, maxCountBytes)
 			rest, err := countRest(r)
-			if err != nil {
-				return "", fsError(rel, err)
-			}
-			n += rest
-			break
+			p.n += rest
+			return p.end(err)
 		}
 		line, cut, used, err := readLine(r, maxLineBytes, buf)
 		buf = line[:0]
-		if used == 0 && err == io.EOF {
-			break
+		if used == 0 {
+			return p.end(err)
 		}
-		n++
-		if n >= first {
-			if !cut && len(line) > 0 && line[len(line)-1] == '\r' {
-				line = line[:len(line)-1]
-				crlf = true
-			}
-			size := numberedLen(n, line) + 1
-			if cut {
-				size += len(cutNote)
-			}
-			if out.Len()+size > w.maxOut && last >= first {
-				full = true
-			} else {
-				writeNumbered(&out, n, line)
-				if cut {
-					out.WriteString(cutNote)
-				}
-				out.WriteByte('\n')
-				last = n
-			}
-		}
-		if err == io.EOF {
-			break
+		p.n++
+		if p.n >= p.first {
+			full = !p.add(line, cut)
 		}
 		if err != nil {
-			return "", fsError(rel, err)
+			return p.end(err)
 		}
 	}
+}
+
+// end turns what stopped the reading into the page's state: the end of the file and the
+// read budget end the page; anything else fails the call.
+func (p *page) end(err error) error {
 	switch {
-	case n == 0:
+	case err == nil || err == io.EOF:
+		return nil
+	case errors.Is(err, errReadBudget):
+		p.unknownEnd = true
+		return nil
+	}
+	return err
+}
+
+// add shows line n, or reports false when it does not fit the output cap any more.
+func (p *page) add(line []byte, cut bool) bool {
+	if !cut && len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+		p.crlf = true
+	}
+	size := numberedLen(p.n, line) + 1
+	if cut {
+		size += len(cutNote)
+	}
+	if p.out.Len()+size > p.maxOut && p.last >= p.first {
+		return false
+	}
+	writeNumbered(&p.out, p.n, line)
+	if cut {
+		p.out.WriteString(cutNote)
+	}
+	p.out.WriteByte('\n')
+	p.last = p.n
+	return true
+}
+
+// result is the page with its notes: line endings, and where the file goes on.
+func (p *page) result(rel string, size int64) (string, error) {
+	first, last, n := p.first, p.last, p.n
+	switch {
+	case n == 0 && !p.unknownEnd:
 		return fmt.Sprintf("(%s is empty)", rel), nil
+	case first > n && p.unknownEnd:
+		return "", fmt.Errorf("offset %d is beyond what read_file reads of %s: it stops after the first %d MiB (%d lines) of a file", first, rel, maxReadBytes>>20, n)
 	case first > n:
 		return "", fmt.Errorf("offset %d is past the end of %s, which has %d lines", first, rel, n)
 	}
-	if crlf {
+	out := &p.out
+	if p.crlf {
 		out.WriteString("(this file uses CRLF line endings; the \\r is not shown)\n")
 	}
-	if first > 1 || last < n {
-		fmt.Fprintf(&out, "(showing lines %d-%d of %d", first, last, n)
-		if last < n {
-			fmt.Fprintf(&out, "; read_file with offset %d reads on", last+1)
-		}
-		out.WriteString(")\n")
+	switch {
+	case p.unknownEnd:
+		fmt.Fprintf(out, "(showing lines %d-%d of more than %d: %s is %d bytes, too large to count to its end", first, last, n, rel, size)
+	case first > 1 || last < n:
+		fmt.Fprintf(out, "(showing lines %d-%d of %d", first, last, n)
+	default:
+		return out.String(), nil
 	}
+	if last < n {
+		fmt.Fprintf(out, "; read_file with offset %d reads on", last+1)
+	}
+	out.WriteString(")\n")
 	return out.String(), nil
+}
+
+// readError words an error that ended a read: a cancelled turn, or a file system error.
+func readError(rel string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("reading %s stopped: %w", rel, err)
+	}
+	return fsError(rel, err)
 }
 
 // countRest counts the lines left in r; a last line without a newline counts too. It
@@ -156,7 +197,7 @@ func countRest(r *bufio.Reader) (int, error) {
 			}
 			return lines, nil
 		default:
-			return 0, err
+			return lines, err
 		}
 	}
 }
@@ -237,6 +278,9 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := w.refuseHidden(start); err != nil {
+		return "", err
+	}
 	if a.Depth < 0 {
 		return "", fmt.Errorf("depth must be 1 or more (got %d)", a.Depth)
 	}
@@ -274,7 +318,7 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.Name() == ".git" {
+		if d.Name() == ".git" || w.isHidden(p) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -328,125 +372,4 @@ func checkGlob(field, pattern string) error {
 func globName(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
 	return ok
-}
-
-// searchFiles prints file:line: text for each line matching a regular expression.
-func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, error) {
-	if a.Pattern == "" {
-		return "", errors.New("pattern is required: a regular expression (Go RE2 syntax), e.g. (?i)todo")
-	}
-	re, err := regexp.Compile(a.Pattern)
-	if err != nil {
-		return "", fmt.Errorf("pattern %q is not a valid regular expression (Go RE2 syntax; escape special characters such as ( [ . with \\): %v",
-			a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-	}
-	start, err := cleanPath(a.Path, true)
-	if err != nil {
-		return "", err
-	}
-	if err := checkGlob("glob", a.Glob); err != nil {
-		return "", err
-	}
-	if _, err := w.root.Stat(start); err != nil {
-		return "", fsError(start, err)
-	}
-	var (
-		out             strings.Builder
-		matches, files  int
-		binary, tooLong int
-		capped          bool
-		buf             []byte
-	)
-	walkErr := fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == start {
-				return fsError(start, err)
-			}
-			return nil // an unreadable directory is not worth failing the search
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" && p != start {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || d.Name() == ".git" {
-			return nil // symlinks and special files: not followed
-		}
-		if p != start && a.Glob != "" {
-			target := d.Name()
-			if strings.Contains(a.Glob, "/") {
-				target = p
-			}
-			if !globName(a.Glob, target) {
-				return nil
-			}
-		}
-		if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFileSize {
-			tooLong++
-			return nil
-		}
-		f, err := w.root.Open(p)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		r := bufio.NewReaderSize(f, 32<<10)
-		if head, _ := r.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
-			binary++
-			return nil
-		}
-		files++
-		for n := 1; ; n++ {
-			line, _, used, err := readLine(r, maxSearchFileSize, buf)
-			buf = line[:0]
-			if used == 0 && err == io.EOF {
-				return nil
-			}
-			if re.Match(line) {
-				line = bytes.TrimRight(line, "\r")
-				text := line
-				if len(text) > searchLineBytes {
-					text = append(trimPartialRune(text[:searchLineBytes:searchLineBytes]), " …"...)
-				}
-				entry := fmt.Sprintf("%s:%d: %s\n", p, n, strings.ToValidUTF8(string(text), "\uFFFD"))
-				if matches >= maxSearchMatches || out.Len()+len(entry) > w.maxOut {
-					capped = true
-					return fs.SkipAll
-				}
-				out.WriteString(entry)
-				matches++
-			}
-			if err != nil {
-				return nil
-			}
-		}
-	})
-	if walkErr != nil {
-		return "", fmt.Errorf("searching %s: %w", start, walkErr)
-	}
-	var notes []string
-	if capped {
-		notes = append(notes, fmt.Sprintf("stopped after %d matches; narrow the search with path or glob", matches))
-	}
-	if binary > 0 {
-		notes = append(notes, fmt.Sprintf("%d binary files skipped", binary))
-	}
-	if tooLong > 0 {
-		notes = append(notes, fmt.Sprintf("%d files over %d MiB skipped", tooLong, maxSearchFileSize>>20))
-	}
-	if matches == 0 {
-		msg := fmt.Sprintf("no matches for %q in %s (%d files searched)", a.Pattern, start, files)
-		if len(notes) > 0 {
-			msg += "; " + strings.Join(notes, "; ")
-		}
-		return msg, nil
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(&out, "(%s)\n", strings.Join(notes, "; "))
-	}
-	return out.String(), nil
 }

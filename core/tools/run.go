@@ -54,21 +54,13 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, exe, a.Argv[1:]...)
-	cmd.Args[0] = prog
-	cmd.Dir = home
-	cmd.Env = commandEnv(home)
 	out := newCappedBuffer(t.cfg.MaxOutput)
-	cmd.Stdout = out
-	cmd.Stderr = out // the same writer: exec copies both through one pipe, in order
-	cmd.WaitDelay = killGrace
-	killProcessGroup(cmd)
-
-	runErr := cmd.Run()
+	runErr := t.execute(cctx, home, exe, a.Argv, out)
 	shown := displayArgv(a.Argv)
+	var startErr *startError
 	switch {
-	case cmd.Process == nil:
-		return "", fmt.Errorf("starting %s failed: %v", prog, unwrapExec(runErr))
+	case errors.As(runErr, &startErr):
+		return "", fmt.Errorf("starting %s failed: %v", prog, unwrapExec(startErr.err))
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
@@ -97,6 +89,46 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString(out.String())
 	}
 	return b.String(), nil
+}
+
+// startError marks a command that never started.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+
+// execute runs exe with argv[1:] in the workspace home, in the sandbox unless it is
+// off, with output to out. When it returns, the command and every process it started
+// have ended: the sandbox's process namespace is waited for after a kill.
+func (t *Toolbox) execute(ctx context.Context, home, exe string, argv []string, out *cappedBuffer) error {
+	var cmd *exec.Cmd
+	if t.sandbox != nil {
+		cmd = exec.CommandContext(ctx, t.sandbox.bwrap, t.sandbox.args(home, exe, argv[1:])...)
+		cmd.Env = commandEnv(sandboxHome)
+	} else {
+		cmd = exec.CommandContext(ctx, exe, argv[1:]...)
+		cmd.Args[0] = argv[0]
+		cmd.Env = commandEnv(home)
+	}
+	cmd.Dir = home
+	cmd.Stdout = out
+	cmd.Stderr = out // the same writer: exec copies both through one pipe, in order
+	cmd.WaitDelay = killGrace
+	killProcessGroup(cmd)
+	var info *sandboxInfo
+	if t.sandbox != nil {
+		var err error
+		if info, err = newSandboxInfo(cmd); err != nil {
+			return &startError{err}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		info.close()
+		return &startError{err}
+	}
+	info.started()
+	err := cmd.Wait()
+	info.waitGone(killGrace)
+	return err
 }
 
 // notAllowed explains a refused program; the exact-name rule is why env, sh, xargs and

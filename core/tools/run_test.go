@@ -35,7 +35,7 @@ func TestRunCommandDisabled(t *testing.T) {
 	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"echo", "hi"}})
 	wantErr(t, err, "run_command is disabled", "tools.run_command.enabled")
 
-	on := New(Config{RunCommand: true, Allow: []string{"echo", "ls"}})
+	on := newRun(t, Config{RunCommand: true, Allow: []string{"echo", "ls"}})
 	i := slices.IndexFunc(on.Tools(), func(s core.ToolSpec) bool { return s.Name == ToolRunCommand })
 	if i < 0 {
 		t.Fatal("run_command is not offered while enabled")
@@ -49,14 +49,14 @@ func TestRunCommandDisabled(t *testing.T) {
 
 func TestRunCommandRefusals(t *testing.T) {
 	ws := testWS(t, map[string]string{"README.md": "x\n"})
-	echo := New(Config{RunCommand: true, Allow: []string{"echo"}})
+	echo := newRun(t, Config{RunCommand: true, Allow: []string{"echo"}})
 	cases := []struct {
 		name string
 		tb   *Toolbox
 		argv []string
 		want []string
 	}{
-		{"empty allowlist", New(Config{RunCommand: true}), []string{"echo", "hi"}, []string{"none are listed in tools.run_command.allow"}},
+		{"empty allowlist", newRun(t, Config{RunCommand: true}), []string{"echo", "hi"}, []string{"none are listed in tools.run_command.allow"}},
 		{"not listed", echo, []string{"rm", "README.md"}, []string{`"rm" is not an allowed program (allowed: echo)`}},
 		{"env wrapper", echo, []string{"env", "echo", "hi"}, []string{`"env" is not an allowed program`, "wrappers such as env"}},
 		{"env with assignment", echo, []string{"env", "X=1", "rm", "README.md"}, []string{`"env" is not an allowed program`}},
@@ -70,7 +70,7 @@ func TestRunCommandRefusals(t *testing.T) {
 		{"empty program", echo, []string{""}, []string{"argv is required"}},
 		{"NUL", echo, []string{"echo", "a\x00b"}, []string{"NUL"}},
 		{"negative timeout", echo, []string{"echo"}, []string{"timeout_seconds must be positive"}},
-		{"listed but missing", New(Config{RunCommand: true, Allow: []string{"no-such-program-plangate"}}),
+		{"listed but missing", newRun(t, Config{RunCommand: true, Allow: []string{"no-such-program-plangate"}}),
 			[]string{"no-such-program-plangate"}, []string{"not installed"}},
 	}
 	for _, c := range cases {
@@ -92,7 +92,7 @@ func TestRunCommandRefusals(t *testing.T) {
 func TestRunCommandSuccess(t *testing.T) {
 	need(t, "echo", "ls", "pwd")
 	ws := testWS(t, map[string]string{"README.md": "x\n", "docs/guide.md": ""})
-	tb := New(Config{RunCommand: true, Allow: []string{"echo", "ls", "pwd"}})
+	tb := newRun(t, Config{RunCommand: true, Allow: []string{"echo", "ls", "pwd"}})
 	cases := []struct {
 		name string
 		argv []string
@@ -127,7 +127,7 @@ func TestRunCommandSuccess(t *testing.T) {
 func TestRunCommandExitCodeAndNoOutput(t *testing.T) {
 	need(t, "false", "true")
 	ws := testWS(t, nil)
-	tb := New(Config{RunCommand: true, Allow: []string{"false", "true"}})
+	tb := newRun(t, Config{RunCommand: true, Allow: []string{"false", "true"}})
 	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"false"}})
 	if err != nil {
 		t.Fatalf("a failing command is a result, not a tool error: %v", err)
@@ -145,24 +145,40 @@ func TestRunCommandEnvironment(t *testing.T) {
 	need(t, "env")
 	t.Setenv("PLANGATE_TEST_SECRET", "sk-not-for-commands")
 	ws := testWS(t, nil)
-	tb := New(Config{RunCommand: true, Allow: []string{"env"}})
-	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"env"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out, "sk-not-for-commands") {
-		t.Errorf("the gateway's environment leaked into the command:\n%s", out)
-	}
 	abs, _ := filepath.Abs(ws.Dir)
-	wantContains(t, "env output", out, "HOME="+abs+"\n", "PATH=/", "LANG=")
-	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[2:] {
-		name, _, _ := strings.Cut(l, "=")
-		names = append(names, name)
+	cases := []struct {
+		sandbox string
+		home    string
+		names   []string
+	}{
+		{SandboxNone, abs, []string{"HOME", "LANG", "PATH"}},
+		// bwrap adds PWD, the workspace.
+		{SandboxBwrap, sandboxHome, []string{"HOME", "LANG", "PATH", "PWD"}},
 	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"HOME", "LANG", "PATH"}) {
-		t.Errorf("environment has %v, want only HOME, LANG, PATH", names)
+	for _, c := range cases {
+		t.Run(c.sandbox, func(t *testing.T) {
+			if c.sandbox == SandboxBwrap {
+				needSandbox(t)
+			}
+			tb := New(Config{RunCommand: true, Allow: []string{"env"}, Sandbox: c.sandbox})
+			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"env"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "sk-not-for-commands") {
+				t.Errorf("the gateway's environment leaked into the command:\n%s", out)
+			}
+			wantContains(t, "env output", out, "HOME="+c.home+"\n", "PATH=/", "LANG=")
+			var names []string
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n")[2:] {
+				name, _, _ := strings.Cut(l, "=")
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, c.names) {
+				t.Errorf("environment has %v, want only %v", names, c.names)
+			}
+		})
 	}
 }
 
@@ -175,7 +191,7 @@ func TestRunCommandRelativeProgram(t *testing.T) {
 	if err := os.Chmod(filepath.Join(ws.Dir, "check.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tb := New(Config{RunCommand: true, Allow: []string{"./check.sh"}})
+	tb := newRun(t, Config{RunCommand: true, Allow: []string{"./check.sh"}})
 	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"./check.sh", "docs"}})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +213,7 @@ func TestRunCommandTimeout(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tb := New(Config{RunCommand: true, Allow: []string{"sleep"}, CommandTimeout: c.limit})
+			tb := newRun(t, Config{RunCommand: true, Allow: []string{"sleep"}, CommandTimeout: c.limit})
 			_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sleep", "30"}, "timeout_seconds": c.seconds})
 			wantErr(t, err, "sleep 30 timed out after 1s and was killed")
 		})
@@ -210,7 +226,9 @@ func TestRunCommandTimeoutKillsProcessGroup(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	ws := testWS(t, nil)
-	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, CommandTimeout: time.Second})
+	// Without the sandbox, the process group is what stops the children (the pids are
+	// the host's); TestSandboxTimeoutKillsEverything covers the sandbox.
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, CommandTimeout: time.Second, Sandbox: SandboxNone})
 	// The shell starts a grandchild, records its pid, and waits: the timeout must kill both.
 	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", "sleep 60 & echo $! > child.pid; wait"}})
 	wantErr(t, err, "timed out", "killed with its child processes")
@@ -241,7 +259,7 @@ func alive(pid int) bool {
 func TestRunCommandOutputCap(t *testing.T) {
 	need(t, "seq")
 	ws := testWS(t, nil)
-	tb := New(Config{RunCommand: true, Allow: []string{"seq"}, MaxOutput: 100})
+	tb := newRun(t, Config{RunCommand: true, Allow: []string{"seq"}, MaxOutput: 100})
 	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"seq", "1", "5000"}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,16 @@
 //     symlinks that lead out of the workspace are refused (os.Root enforces it).
 //   - write_file and edit_file refuse to write through symlinks (the scope check sees the
 //     link's path, not its target) and into .git (hooks and config run commands later).
+//     Writes replace the file atomically (a temporary file renamed over it), so a hard
+//     link is replaced, never written through, and are capped at MaxWriteBytes.
+//   - Files are opened non-blocking and checked after opening: FIFOs, devices and
+//     regular files with more than one hard link (the other link may lie outside the
+//     workspace, where os.Root cannot see) are refused. Reads stop at a byte budget and
+//     when the context ends.
 //   - run_command runs argv without a shell, only when enabled, only programs listed by
-//     exact name, with a minimal environment (PATH, HOME = the workspace, LANG), a timeout
-//     that kills the process group, and capped output. It is always a mutating tool and
+//     exact name, in a bubblewrap sandbox (see SandboxBwrap) with a minimal environment
+//     (PATH, HOME = an empty directory, LANG), a timeout, and capped output; when the
+//     sandbox cannot start, run_command is not offered. It is always a mutating tool and
 //     its WritePaths is WholeWorkspace.
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
@@ -50,7 +57,7 @@ const (
 
 // WholeWorkspace is what WritePaths reports for run_command: a command may change any
 // file, so the engine's scope check sees the workspace root itself. An accepted plan lets
-// commands run only when its allowed_paths are empty or include "." or "**".
+// commands run only when its allowed_paths include "**" and it forbids nothing.
 const WholeWorkspace = "."
 
 // Config configures a Toolbox.
@@ -71,6 +78,19 @@ type Config struct {
 	// MaxOutput caps the bytes of command output and file content one call returns.
 	// 0 means DefaultMaxOutput.
 	MaxOutput int
+	// MaxWriteBytes caps the size of a file write_file or edit_file writes
+	// (tools.max_write_bytes). 0 means DefaultMaxWriteBytes.
+	MaxWriteBytes int
+	// Sandbox is how commands are isolated: SandboxBwrap (also when empty) or
+	// SandboxNone (tools.run_command.sandbox).
+	Sandbox string
+	// Network lets sandboxed commands use the network (tools.run_command.network).
+	Network bool
+	// Bwrap is the bubblewrap program; empty means "bwrap" from PATH.
+	Bwrap string
+	// Hidden are absolute paths of plangate's own files (database, plans directory,
+	// config file): the file tools refuse them and sandboxed commands see them empty.
+	Hidden []string
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -81,6 +101,11 @@ type Toolbox struct {
 	cfg   Config
 	allow map[string]bool
 	specs []core.ToolSpec
+	// sandbox runs commands under bwrap; nil with SandboxNone or when unavailable.
+	sandbox *sandbox
+	// runUnavailable says why run_command is enabled but cannot be offered.
+	runUnavailable string
+	notices        []string
 	// seedMu serialises creating workspaces, so two calls racing on a new workspace
 	// do not both seed it.
 	seedMu sync.Mutex
@@ -96,12 +121,64 @@ func New(cfg Config) *Toolbox {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
 	}
+	if cfg.MaxWriteBytes <= 0 {
+		cfg.MaxWriteBytes = DefaultMaxWriteBytes
+	}
 	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
 	for _, a := range cfg.Allow {
 		t.allow[a] = true
 	}
-	t.specs = toolSpecs(cfg)
+	if cfg.RunCommand {
+		t.setUpSandbox()
+	}
+	specCfg := cfg
+	specCfg.RunCommand = cfg.RunCommand && t.runUnavailable == ""
+	t.specs = toolSpecs(specCfg)
 	return t
+}
+
+// setUpSandbox checks at start-up that commands can run as configured. A sandbox that
+// cannot start makes run_command unavailable rather than silently unsandboxed.
+func (t *Toolbox) setUpSandbox() {
+	switch t.cfg.Sandbox {
+	case "", SandboxBwrap:
+		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
+		if err != nil {
+			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set tools.run_command.sandbox: none to run commands without a sandbox", err)
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden}
+	case SandboxNone:
+		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
+	default:
+		t.runUnavailable = "run_command is unavailable: " + errUnknownSandbox.Error()
+		t.notices = append(t.notices, t.runUnavailable)
+	}
+}
+
+// CheckSandbox reports why bwrap (empty: from PATH) cannot start a sandbox on this host,
+// or nil when it can.
+func CheckSandbox(bwrap string, network bool) error {
+	_, err := newSandbox(bwrap, network)
+	return err
+}
+
+// Notices are the lines the operator should see at start-up: why run_command is
+// unavailable, or that it runs without a sandbox.
+func (t *Toolbox) Notices() []string {
+	return append([]string(nil), t.notices...)
+}
+
+// runRefusal says why run_command cannot run at all, or returns nil.
+func (t *Toolbox) runRefusal() error {
+	switch {
+	case !t.cfg.RunCommand:
+		return errRunDisabled
+	case t.runUnavailable != "":
+		return errors.New(t.runUnavailable)
+	}
+	return nil
 }
 
 // Tools lists the tools offered to the model; run_command only when enabled.
@@ -114,13 +191,18 @@ func (t *Toolbox) Tools() []core.ToolSpec {
 // Call runs one tool in the workspace ws. Errors are written for the model: they say
 // what went wrong and what to try instead.
 func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args json.RawMessage) (string, error) {
-	if name == ToolRunCommand && !t.cfg.RunCommand {
-		return "", errRunDisabled
+	if name == ToolRunCommand {
+		if err := t.runRefusal(); err != nil {
+			return "", err
+		}
 	}
 	switch name {
 	case ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand:
 	default:
 		return "", fmt.Errorf("unknown workspace tool %q", name)
+	}
+	if err := t.checkArgSize(name, args); err != nil {
+		return "", err
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%s not run: %w", name, err)
@@ -130,7 +212,10 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		return "", err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput}
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes}
+	if len(t.cfg.Hidden) > 0 {
+		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
+	}
 	switch name {
 	case ToolReadFile:
 		var a readArgs
@@ -161,7 +246,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		if err := decodeArgs(name, args, &a); err != nil {
 			return "", err
 		}
-		return w.editFile(a)
+		return w.editFile(ctx, a)
 	default: // ToolRunCommand
 		var a runArgs
 		if err := decodeArgs(name, args, &a); err != nil {
@@ -175,6 +260,9 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 // slash-separated, cleaned paths (the form the engine's scope check matches). Read-only
 // tools change nothing; run_command reports WholeWorkspace.
 func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error) {
+	if err := t.checkArgSize(name, args); err != nil {
+		return nil, err
+	}
 	switch name {
 	case ToolReadFile, ToolListFiles, ToolSearchFiles:
 		return nil, nil
@@ -199,12 +287,28 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 		}
 		return []string{p}, nil
 	case ToolRunCommand:
-		if !t.cfg.RunCommand {
-			return nil, errRunDisabled
+		if err := t.runRefusal(); err != nil {
+			return nil, err
 		}
 		return []string{WholeWorkspace}, nil
 	}
 	return nil, fmt.Errorf("unknown workspace tool %q", name)
+}
+
+// maxArgBytes bounds the JSON arguments of the tools that take no file content.
+const maxArgBytes = 64 << 10
+
+// checkArgSize refuses oversized arguments before they are decoded. write_file and
+// edit_file may carry a whole file of MaxWriteBytes, however the JSON escapes it.
+func (t *Toolbox) checkArgSize(name string, args json.RawMessage) error {
+	limit := maxArgBytes
+	if name == ToolWriteFile || name == ToolEditFile {
+		limit = 6*t.cfg.MaxWriteBytes + maxArgBytes
+	}
+	if len(args) > limit {
+		return fmt.Errorf("the arguments of %s are %d bytes, more than the %d it accepts; send a smaller call", name, len(args), limit)
+	}
+	return nil
 }
 
 // decodeArgs decodes tool arguments strictly: unknown fields, wrong types and trailing
@@ -310,6 +414,18 @@ type runArgs struct {
 	TimeoutSeconds int      `json:"timeout_seconds"`
 }
 
+// sandboxNote tells the model what a command can do, so it does not try the impossible.
+func sandboxNote(cfg Config) string {
+	if cfg.Sandbox == SandboxNone {
+		return ""
+	}
+	note := " Commands run in a sandbox: only the workspace is writable, /tmp is private and empty, HOME is an empty directory, background processes end with the command"
+	if !cfg.Network {
+		note += ", and there is no network"
+	}
+	return note + "."
+}
+
 // toolSpecs describes the tools to the model and the gate.
 func toolSpecs(cfg Config) []core.ToolSpec {
 	obj := func(required, props string) json.RawMessage {
@@ -352,7 +468,7 @@ func toolSpecs(cfg Config) []core.ToolSpec {
 			allowed = strings.Join(cfg.Allow, ", ")
 		}
 		specs = append(specs, core.ToolSpec{Name: ToolRunCommand, Kind: core.ToolMutating,
-			Description: "Run a program in the workspace directory, without a shell (no pipes, globs or redirection). argv[0] must be one of the allowed programs (" + allowed + "). Returns the exit code and the combined output. Only allowed while an accepted plan is executing, and its scope must cover the whole workspace.",
+			Description: "Run a program in the workspace directory, without a shell (no pipes, globs or redirection). argv[0] must be one of the allowed programs (" + allowed + "). Returns the exit code and the combined output. Only allowed while an accepted plan is executing, and its scope must cover the whole workspace (\"**\")." + sandboxNote(cfg),
 			Parameters: obj(`"argv"`,
 				`"argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"program and arguments, e.g. [\"go\", \"test\", \"./...\"]"},`+
 					`"timeout_seconds":{"type":"integer","minimum":1,"description":"stop the command after this many seconds (capped by the gateway)"}`)})

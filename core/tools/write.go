@@ -2,8 +2,10 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 )
@@ -37,24 +39,33 @@ func (w *workspace) writeFile(a writeArgs) (string, error) {
 	if a.Content == nil {
 		return "", errors.New(`content is required: the complete new file content ("" for an empty file)`)
 	}
+	data := []byte(*a.Content)
+	if len(data) > w.maxWrite {
+		return "", fmt.Errorf("content is %d bytes; write_file writes at most %d bytes (tools.max_write_bytes): split the content into smaller files", len(data), w.maxWrite)
+	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
 	if err := w.refuseSymlinks(ToolWriteFile, rel); err != nil {
 		return "", err
 	}
-	verb := "created"
+	verb, perm := "created", fs.FileMode(0o644)
 	if fi, err := w.root.Lstat(rel); err == nil {
-		if fi.IsDir() {
+		switch {
+		case fi.IsDir():
 			return "", fmt.Errorf("%s is a directory; write_file writes files", rel)
+		case !fi.Mode().IsRegular():
+			return "", fmt.Errorf("%s is not a regular file (it is %s); write_file replaces regular files only", rel, fileKind(fi.Mode()))
 		}
-		verb = "overwrote"
+		verb, perm = "overwrote", fi.Mode().Perm()
 	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return "", fsError(dir, err)
 		}
 	}
-	data := []byte(*a.Content)
-	if err := w.root.WriteFile(rel, data, 0o644); err != nil {
-		return "", fsError(rel, err)
+	if err := w.replaceFile(rel, data, perm); err != nil {
+		return "", err
 	}
 	lines := countLines(data)
 	unit := "lines"
@@ -65,7 +76,7 @@ func (w *workspace) writeFile(a writeArgs) (string, error) {
 }
 
 // editFile replaces the single occurrence of old with new.
-func (w *workspace) editFile(a editArgs) (string, error) {
+func (w *workspace) editFile(ctx context.Context, a editArgs) (string, error) {
 	rel, err := writeTarget(ToolEditFile, a.Path)
 	if err != nil {
 		return "", err
@@ -80,12 +91,15 @@ func (w *workspace) editFile(a editArgs) (string, error) {
 	if old == repl {
 		return "", errors.New("old and new are the same: nothing would change")
 	}
+	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
 	if err := w.refuseSymlinks(ToolEditFile, rel); err != nil {
 		return "", err
 	}
-	data, err := w.root.ReadFile(rel)
+	data, fi, err := w.readRegular(ctx, ToolEditFile, rel, w.maxWrite)
 	if err != nil {
-		return "", fsError(rel, err)
+		return "", err
 	}
 	if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
 		return "", fmt.Errorf("%s is a binary file; edit_file edits text files only", rel)
@@ -101,8 +115,11 @@ func (w *workspace) editFile(a editArgs) (string, error) {
 	}
 	i := strings.Index(content, old)
 	updated := content[:i] + repl + content[i+len(old):]
-	if err := w.root.WriteFile(rel, []byte(updated), 0o644); err != nil {
-		return "", fsError(rel, err)
+	if len(updated) > w.maxWrite {
+		return "", fmt.Errorf("the edited %s would be %d bytes; edit_file writes at most %d bytes (tools.max_write_bytes)", rel, len(updated), w.maxWrite)
+	}
+	if err := w.replaceFile(rel, []byte(updated), fi.Mode().Perm()); err != nil {
+		return "", err
 	}
 	line := strings.Count(content[:i], "\n") + 1
 	if repl == "" {

@@ -1,0 +1,79 @@
+// plangate web: live updates over Server-Sent Events and button posts. Pages work without
+// it (forms post and come back); with it, nothing reloads.
+"use strict";
+(function () {
+  var status = function (text) {
+    var el = document.getElementById("status");
+    if (el) { el.textContent = text; }
+  };
+  var transcript = document.getElementById("transcript");
+  var scroll = function () { window.scrollTo(0, document.body.scrollHeight); };
+  if (transcript && transcript.dataset.stream && window.EventSource) {
+    var es = new EventSource(transcript.dataset.stream);
+    var data = function (e) { return JSON.parse(e.data); };
+    es.addEventListener("msg", function (e) {
+      var d = data(e);
+      if (d.id && document.getElementById(d.id)) { return; }
+      transcript.insertAdjacentHTML("beforeend", d.html);
+      scroll();
+    });
+    es.addEventListener("edit", function (e) {
+      var d = data(e), el = document.getElementById(d.id);
+      if (el) { el.outerHTML = d.html; }
+    });
+    es.addEventListener("card", function (e) {
+      var d = data(e);
+      document.querySelectorAll("[data-plan]").forEach(function (el) {
+        if (el.getAttribute("data-plan") === d.plan) { el.outerHTML = d.html; }
+      });
+    });
+    es.addEventListener("reload", function () { es.close(); window.location.reload(); });
+    es.onopen = function () { document.body.dataset.live = "on"; };
+    es.onerror = function () { document.body.dataset.live = "reconnecting"; };
+  }
+  var posting = 0;
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.hasAttribute("data-fetch")) { return; }
+    ev.preventDefault();
+    posting++;
+    var body = new URLSearchParams(new FormData(form));
+    var buttons = form.querySelectorAll("button");
+    buttons.forEach(function (b) { b.disabled = true; });
+    fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "X-Plangate-Fetch": "1" } })
+      .then(function (r) {
+        if (r.ok) {
+          status("");
+          if (form.hasAttribute("data-reset")) { form.reset(); }
+          if (!transcript) { window.location.reload(); }
+          return;
+        }
+        return r.text().then(function (t) { status(t.trim()); if (!transcript && r.status === 409) { window.location.reload(); } });
+      })
+      .catch(function () { status("The gateway could not be reached; try again."); })
+      .finally(function () { posting--; buttons.forEach(function (b) { b.disabled = false; }); });
+  });
+  // The dashboard refreshes its list every few seconds, unless someone is typing in it or
+  // has a Revise form open.
+  var rows = document.querySelector("main.dashboard");
+  if (rows && window.fetch) {
+    window.setInterval(function () {
+      var busy = rows.querySelector("details[open]") || (document.activeElement && rows.contains(document.activeElement) && document.activeElement.matches("input, textarea, select"));
+      if (busy || posting > 0 || document.hidden) { return; }
+      fetch(window.location.href, { credentials: "same-origin", headers: { "X-Plangate-Refresh": "1" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (!html) { return; }
+          var next = new DOMParser().parseFromString(html, "text/html").querySelector("main.dashboard");
+          if (next && next.innerHTML !== rows.innerHTML) { rows.innerHTML = next.innerHTML; }
+        })
+        .catch(function () {});
+    }, Number(rows.dataset.refresh) || 10000);
+  }
+  var text = document.getElementById("text");
+  if (text) {
+    text.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); text.form.requestSubmit(); }
+    });
+  }
+}());

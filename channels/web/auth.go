@@ -1,0 +1,227 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/httpserver"
+)
+
+// Sign-in: a person types their token into the form at /login; the token is compared in
+// constant time with every configured token, and a match sets a session cookie. The
+// cookie is self-contained — user, random nonce, expiry, and an HMAC keyed by a hash of
+// that user's token — so it survives a restart and works on every replica, and changing
+// a user's token signs that user out everywhere. Sign-out clears the cookie and revokes
+// its nonce in this process until it would have expired.
+//
+// Every POST carries a CSRF token, an HMAC of the user's key; the sign-in form, which
+// has no user yet, uses a double-submit cookie instead.
+const (
+	sessionCookie = "plangate_web"
+	loginCookie   = "plangate_login"
+)
+
+// viewer is the signed-in user of a request.
+type viewer struct {
+	Name  string
+	nonce string
+	CSRF  string
+}
+
+func userKey(token string) []byte {
+	sum := sha256.Sum256([]byte("plangate web sign-in\x00" + token))
+	return sum[:]
+}
+
+func mac(key []byte, msg string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// csrf is the CSRF token of user name ("" for an unknown user).
+func (c *Channel) csrf(name string) string {
+	key, ok := c.keys[name]
+	if !ok {
+		return ""
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("csrf"))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// match returns the user whose token is tok. Every token is compared, in constant time,
+// so the answer's timing does not say how much of a token was right or whose it was.
+func (c *Channel) match(tok string) (string, bool) {
+	found := ""
+	for _, name := range c.cfg.userNames() {
+		if httpserver.SecretEqual(tok, c.cfg.Users[name]) && tok != "" {
+			found = name
+		}
+	}
+	return found, found != ""
+}
+
+func (c *Channel) issue(w http.ResponseWriter, name string) {
+	exp := c.d.Now().Add(c.cfg.SessionTTL)
+	body := name + "|" + randomID(10) + "|" + strconv.FormatInt(exp.Unix(), 10)
+	val := base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + mac(c.keys[name], body)
+	// MaxAge rather than Expires: the browser counts it from its own clock.
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: val, Path: "/", MaxAge: int(c.cfg.SessionTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+}
+
+// who returns the signed-in user of r.
+func (c *Channel) who(r *http.Request) (viewer, bool) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return viewer{}, false
+	}
+	enc, sig, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return viewer{}, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return viewer{}, false
+	}
+	parts := strings.Split(string(raw), "|")
+	if len(parts) != 3 {
+		return viewer{}, false
+	}
+	name, nonce := parts[0], parts[1]
+	key, known := c.keys[name]
+	if !known || !hmac.Equal([]byte(sig), []byte(mac(key, string(raw)))) {
+		return viewer{}, false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || !c.d.Now().Before(time.Unix(exp, 0)) {
+		return viewer{}, false
+	}
+	c.mu.Lock()
+	_, gone := c.revoked[nonce]
+	c.mu.Unlock()
+	if gone {
+		return viewer{}, false
+	}
+	return viewer{Name: name, nonce: nonce, CSRF: c.csrf(name)}, true
+}
+
+// page wraps a handler for signed-in users; others are sent to the sign-in form (pages)
+// or refused with 401 (everything else).
+func (c *Channel) page(h func(w http.ResponseWriter, r *http.Request, v viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secureHeaders(w)
+		v, ok := c.who(r)
+		if !ok {
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "Sign in first: /login", http.StatusUnauthorized)
+			return
+		}
+		h(w, r, v)
+	})
+}
+
+// post wraps a form handler: signed in, and the form's CSRF token must be the user's.
+func (c *Channel) post(h func(w http.ResponseWriter, r *http.Request, v viewer)) http.Handler {
+	return c.page(func(w http.ResponseWriter, r *http.Request, v viewer) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "The form could not be read.", http.StatusBadRequest)
+			return
+		}
+		if got := r.PostForm.Get("csrf"); got == "" || !httpserver.SecretEqual(got, v.CSRF) {
+			http.Error(w, "This form is out of date or came from another site (CSRF check failed). Reload the page and try again.", http.StatusForbidden)
+			return
+		}
+		h(w, r, v)
+	})
+}
+
+func secureHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+type loginView struct {
+	CSRF, Error string
+}
+
+func (c *Channel) loginForm(w http.ResponseWriter, r *http.Request) {
+	secureHeaders(w)
+	if _, ok := c.who(r); ok {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	c.showLogin(w, http.StatusOK, "")
+}
+
+func (c *Channel) showLogin(w http.ResponseWriter, code int, why string) {
+	tok := randomID(16)
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 3600})
+	c.write(w, code, "login", loginView{CSRF: tok, Error: why})
+}
+
+func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
+	secureHeaders(w)
+	if err := r.ParseForm(); err != nil {
+		c.showLogin(w, http.StatusBadRequest, "The form could not be read; try again.")
+		return
+	}
+	ck, err := r.Cookie(loginCookie)
+	if err != nil || ck.Value == "" || !httpserver.SecretEqual(r.PostForm.Get("csrf"), ck.Value) {
+		c.showLogin(w, http.StatusForbidden, "The sign-in form was out of date; try again.")
+		return
+	}
+	name, ok := c.match(r.PostForm.Get("token"))
+	if !ok {
+		c.d.WrongToken(r.Context())
+		c.log.Info("wrong sign-in token", "remote", r.RemoteAddr)
+		c.showLogin(w, http.StatusUnauthorized, "That token is not right. Check it and try again.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	c.issue(w, name)
+	c.log.Info("signed in", "user", name)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
+	c.mu.Lock()
+	now := c.d.Now()
+	c.revoked[v.nonce] = now.Add(c.cfg.SessionTTL)
+	for n, until := range c.revoked {
+		if now.After(until) {
+			delete(c.revoked, n)
+		}
+	}
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// write renders a whole page.
+func (c *Channel) write(w http.ResponseWriter, code int, name string, data any) {
+	h, err := c.pages.render(name, data)
+	if err != nil {
+		c.log.Error("rendering page", "page", name, "err", err)
+		http.Error(w, "The page could not be rendered; details are in the gateway log.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(h))
+}

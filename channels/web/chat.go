@@ -1,0 +1,270 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+)
+
+// Register adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
+// the dashboard (/dashboard), sign-in and the embedded assets.
+func (c *Channel) Register(srv *httpserver.Server) {
+	for pattern, h := range c.routes() {
+		srv.Handle(pattern, h)
+	}
+}
+
+func (c *Channel) routes() map[string]http.Handler {
+	static, _ := fs.Sub(assets, "assets") // the directory is embedded; Sub cannot fail
+	return map[string]http.Handler{
+		"GET /login":                    http.HandlerFunc(c.loginForm),
+		"POST /login":                   http.HandlerFunc(c.login),
+		"POST /logout":                  c.post(c.logout),
+		"GET /{$}":                      c.page(c.home),
+		"POST /conversations":           c.post(c.newConversation),
+		"GET /c/{id}":                   c.page(c.chat),
+		"GET /c/{id}/events":            c.page(c.stream),
+		"POST /c/{id}/messages":         c.post(c.message),
+		"POST /c/{id}/actions":          c.post(c.action),
+		"GET /plans/{file}":             c.page(c.planFile),
+		"GET /dashboard":                c.page(c.dashboard),
+		"POST /dashboard/actions":       c.post(c.dashboardAction),
+		"GET /dashboard/sessions/{id}":  c.page(c.sessionPage),
+		"GET /static/{file}":            http.StripPrefix("/static/", staticFiles(static)),
+		"GET /dashboard/sessions/{$}":   http.RedirectHandler("/dashboard", http.StatusSeeOther),
+		"GET /c/{$}":                    http.RedirectHandler("/", http.StatusSeeOther),
+		"GET /dashboard/sessions/{id}/": http.RedirectHandler("/dashboard", http.StatusSeeOther),
+	}
+}
+
+func staticFiles(fsys fs.FS) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ".js") && !strings.HasSuffix(r.URL.Path, ".css") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}
+
+var convID = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
+// address is the conversation id of user name as a core.Address.
+func address(name, id string) core.Address {
+	return core.Address{Channel: Name, Account: name, Chat: id}
+}
+
+// convRef is one conversation in the side list.
+type convRef struct {
+	ID, Label, Phase string
+	Current          bool
+	At               time.Time
+}
+
+// conversations lists the user's conversations, newest first: those in the store and
+// those opened in this process that have nothing stored yet.
+func (c *Channel) conversations(r *http.Request, v viewer, current string) []convRef {
+	var out []convRef
+	seen := map[string]bool{}
+	sessions, err := c.d.Store.Sessions(r.Context())
+	if err != nil {
+		c.log.Warn("listing sessions", "err", err)
+	}
+	for _, s := range sessions {
+		if s.Address.Channel != Name || s.Address.Account != v.Name {
+			continue
+		}
+		seen[s.Address.Chat] = true
+		out = append(out, convRef{ID: s.Address.Chat, Phase: string(s.Phase), At: s.UpdatedAt})
+	}
+	c.mu.Lock()
+	for _, cv := range c.convos {
+		if cv.addr.Account == v.Name && !seen[cv.addr.Chat] {
+			seen[cv.addr.Chat] = true
+			out = append(out, convRef{ID: cv.addr.Chat, Phase: string(core.PhaseOff), At: c.d.Now()})
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b convRef) int { return b.At.Compare(a.At) })
+	for i := range out {
+		out[i].Label = "Conversation " + out[i].ID
+		out[i].Current = out[i].ID == current
+	}
+	return out
+}
+
+func (c *Channel) home(w http.ResponseWriter, r *http.Request, v viewer) {
+	if list := c.conversations(r, v, ""); len(list) > 0 {
+		http.Redirect(w, r, "/c/"+list[0].ID, http.StatusSeeOther)
+		return
+	}
+	c.write(w, http.StatusOK, "chat", chatView{User: v.Name, CSRF: v.CSRF})
+}
+
+func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := randomID(5)
+	c.convo(r.Context(), address(v.Name, id))
+	http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
+}
+
+// chatView is the chat page.
+type chatView struct {
+	User, CSRF, ID, Stream string
+	Conversations          []convRef
+	Items                  []itemView
+}
+
+func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	if !convID.MatchString(id) {
+		http.NotFound(w, r)
+		return
+	}
+	a := address(v.Name, id)
+	cv := c.convo(r.Context(), a)
+	items, last := cv.snapshot()
+	view := chatView{User: v.Name, CSRF: v.CSRF, ID: id, Conversations: c.conversations(r, v, id),
+		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last))}
+	for i := range items {
+		it := &items[i]
+		if it.kind == itemCard {
+			if p, err := c.d.Store.Plan(r.Context(), it.planID); err == nil {
+				it.html = c.renderCard(r.Context(), p, v.Name)
+			}
+		}
+		view.Items = append(view.Items, c.itemView(it))
+	}
+	c.write(w, http.StatusOK, "chat", view)
+}
+
+// message is the Send button: the text goes to the engine as the user's message.
+func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	text := strings.TrimSpace(r.PostForm.Get("text"))
+	if !convID.MatchString(id) {
+		http.NotFound(w, r)
+		return
+	}
+	if text == "" {
+		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "Type a message first.")
+		return
+	}
+	a := address(v.Name, id)
+	cv := c.convo(r.Context(), a)
+	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(text), text: text, by: v.Name, at: c.d.Now()}
+	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
+	// Shown before it is handed on, so the page never has an answer above its question.
+	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	if err := c.deliver(r.Context(), m); err != nil {
+		c.undelivered(r, a)
+		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking messages right now; try again in a moment.")
+		return
+	}
+	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
+}
+
+// action is a button of the chat: Accept, Revise (with its feedback), Auto, or an answer.
+func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	if !convID.MatchString(id) {
+		http.NotFound(w, r)
+		return
+	}
+	act, ok := formAction(r)
+	if !ok {
+		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "That button is not one plangate knows.")
+		return
+	}
+	a := address(v.Name, id)
+	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name),
+		Direct: true, Action: &act, Time: c.d.Now()}
+	// The click is shown as what the person said, so the transcript reads like a chat.
+	said := actionWords[act.Kind]
+	if act.Value != "" {
+		said += ": " + act.Value
+	}
+	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
+	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	if err := c.deliver(r.Context(), m); err != nil {
+		c.undelivered(r, a)
+		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
+		return
+	}
+	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
+}
+
+// undelivered tells the conversation that what was just shown did not reach the gateway.
+func (c *Channel) undelivered(r *http.Request, a core.Address) {
+	text := "That did not reach the gateway (it is not running); nothing changed. Try again in a moment."
+	it := &item{dom: "n" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemNotice, html: escapeText(text), text: text, at: c.d.Now()}
+	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+}
+
+var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
+
+func formAction(r *http.Request) (core.Action, bool) {
+	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),
+		Value: strings.TrimSpace(r.PostForm.Get("value"))}
+	switch a.Kind {
+	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer:
+		return a, a.ApprovalID != "" || a.Kind == core.ActionAnswer
+	}
+	return a, false
+}
+
+// answer ends a POST: the page's script gets the status and a one-line reason; a form
+// posted without the script is sent back to the page.
+func (c *Channel) answer(w http.ResponseWriter, r *http.Request, back string, code int, why string) {
+	if r.Header.Get("X-Plangate-Fetch") != "" {
+		if code == http.StatusNoContent {
+			w.WriteHeader(code)
+			return
+		}
+		http.Error(w, why, code)
+		return
+	}
+	if code >= 400 {
+		http.Error(w, why, code)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// planFile downloads a plan version as markdown, rendered from the store, to any
+// signed-in user (the dashboard shows every pending plan to all of them).
+func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
+	id, ok := strings.CutSuffix(r.PathValue("file"), ".md")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	p, err := c.d.Store.Plan(r.Context(), id)
+	if errors.Is(err, core.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, "The plan could not be read.", http.StatusInternalServerError)
+		return
+	}
+	phase, chat := core.PhaseOff, ""
+	if s, err := c.d.Store.Session(r.Context(), p.SessionID); err == nil {
+		phase, chat = s.Phase, s.Address.Chat
+	}
+	name := core.PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat)))
+}

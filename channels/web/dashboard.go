@@ -1,0 +1,234 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// waitingRow is one session of the dashboard.
+type waitingRow struct {
+	SessionID, Link, Channel, Chat string
+	Plan                           *cardView
+	Question                       *core.Question
+	Since, NextNudge               time.Time
+	Approvals                      string
+}
+
+type dashboardView struct {
+	User, CSRF, Filter, Note string
+	Refresh                  int // milliseconds between refreshes of the list
+	Channels                 []string
+	Rows                     []waitingRow
+	Decider                  bool
+}
+
+// dashboard lists every session on every channel that waits for a decision or an answer.
+func (c *Channel) dashboard(w http.ResponseWriter, r *http.Request, v viewer) {
+	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name, false),
+		Refresh: int(c.refresh / time.Millisecond)}
+	// A background refresh leaves the note of the last decision for the page it reloads.
+	if ck, err := r.Cookie("plangate_note"); err == nil && r.Header.Get("X-Plangate-Refresh") == "" {
+		view.Note, _ = url.QueryUnescape(ck.Value)
+		http.SetCookie(w, &http.Cookie{Name: "plangate_note", Path: "/dashboard", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	rows, chans, err := c.waiting(r.Context(), v, view.Filter)
+	if err != nil {
+		c.log.Error("listing waiting sessions", "err", err)
+		http.Error(w, "The sessions could not be read; details are in the gateway log.", http.StatusInternalServerError)
+		return
+	}
+	view.Rows, view.Channels = rows, chans
+	c.write(w, http.StatusOK, "dashboard", view)
+}
+
+func (c *Channel) waiting(ctx context.Context, v viewer, filter string) ([]waitingRow, []string, error) {
+	sessions, err := c.d.Store.Sessions(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	var rows []waitingRow
+	var chans []string
+	for _, s := range sessions {
+		waits := s.Phase == core.PhaseAwaitingApproval || s.Question != nil
+		if !waits {
+			continue
+		}
+		if !slices.Contains(chans, s.Address.Channel) {
+			chans = append(chans, s.Address.Channel)
+		}
+		if filter != "" && s.Address.Channel != filter {
+			continue
+		}
+		row, err := c.row(ctx, s, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, row)
+	}
+	slices.Sort(chans)
+	slices.SortFunc(rows, func(a, b waitingRow) int { return a.Since.Compare(b.Since) })
+	return rows, chans, nil
+}
+
+func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow, error) {
+	chat := s.Address.Chat
+	if s.Address.Thread != "" {
+		chat += " / " + s.Address.Thread
+	}
+	row := waitingRow{SessionID: s.ID, Link: "/dashboard/sessions/" + url.PathEscape(s.ID), Channel: s.Address.Channel, Chat: chat}
+	if s.Phase == core.PhaseAwaitingApproval && s.PlanID != "" {
+		p, err := c.d.Store.Plan(ctx, s.PlanID)
+		if err != nil && !errors.Is(err, core.ErrNotFound) {
+			return row, fmt.Errorf("reading plan %s: %w", s.PlanID, err)
+		}
+		if err == nil {
+			card := c.dashCard(ctx, p, s, v)
+			row.Plan, row.Since = &card, p.CreatedAt
+			row.Approvals = c.approvals(ctx, s.ID, p.ID)
+		}
+	}
+	if q := s.Question; q != nil {
+		row.Question = q
+		if row.Since.IsZero() {
+			row.Since = q.AskedAt
+		}
+	}
+	nudges, err := c.d.Store.Nudges(ctx, s.ID)
+	if err != nil {
+		return row, fmt.Errorf("reading nudges of %s: %w", s.ID, err)
+	}
+	for _, n := range nudges {
+		if n.Status == core.NudgeActive && n.Action == core.NudgeRemind && !n.NextFireAt.IsZero() &&
+			(row.NextNudge.IsZero() || n.NextFireAt.Before(row.NextNudge)) {
+			row.NextNudge = n.NextFireAt
+		}
+	}
+	return row, nil
+}
+
+// dashCard is a plan's card as the dashboard shows it: buttons only for approvers, and
+// they post to the dashboard.
+func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v viewer) cardView {
+	card := c.cardView(ctx, p, v.Name)
+	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.decider(v.Name, false)
+	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
+	return card
+}
+
+// approvals says who has accepted the plan version so far.
+func (c *Channel) approvals(ctx context.Context, sessionID, planID string) string {
+	evs, err := c.d.Store.Events(ctx, sessionID)
+	if err != nil {
+		return "unknown"
+	}
+	var who []string
+	for _, e := range evs {
+		if e.PlanID == planID && e.Kind == core.EventAccepted && !slices.Contains(who, e.Actor.ID) {
+			who = append(who, e.Actor.ID)
+		}
+	}
+	if len(who) == 0 {
+		return "none yet"
+	}
+	return fmt.Sprintf("%d (%s)", len(who), strings.Join(who, ", "))
+}
+
+// dashboardAction decides on a session of any channel as the signed-in user: it is the
+// same core.Message with an Action that a button click on that platform produces, so the
+// engine applies the same rules. A decision that is no longer possible (the plan was
+// decided or superseded meanwhile) is answered here and not sent on.
+func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v viewer) {
+	back := "/dashboard"
+	if !c.decider(v.Name, false) {
+		http.Error(w, fmt.Sprintf("Only approvers can decide on plans here (web:%s is not one).", v.Name), http.StatusForbidden)
+		return
+	}
+	act, ok := formAction(r)
+	if !ok {
+		c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
+		return
+	}
+	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
+	if err != nil {
+		c.answer(w, r, back, http.StatusNotFound, "There is no such session.")
+		return
+	}
+	if why := c.stale(r.Context(), s, act); why != "" {
+		c.note(w, why)
+		c.answer(w, r, back, http.StatusConflict, why)
+		return
+	}
+	m := core.Message{ID: "web-" + randomID(8), Address: s.Address, Sender: person(v.Name, s.Address.Channel),
+		Action: &act, Time: c.d.Now()}
+	if err := c.deliver(r.Context(), m); err != nil {
+		c.answer(w, r, back, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
+		return
+	}
+	c.note(w, fmt.Sprintf("Sent: %s for %s. The conversation on %s gets the outcome.", act.Kind, s.ID, s.Address.Channel))
+	c.answer(w, r, back, http.StatusNoContent, "")
+}
+
+// stale returns why act can no longer apply to s, or "".
+func (c *Channel) stale(ctx context.Context, s core.Session, act core.Action) string {
+	if act.Kind == core.ActionAnswer {
+		if s.Question == nil || s.Question.ID != act.ApprovalID {
+			return "That question was already answered or replaced; nothing changed."
+		}
+		return ""
+	}
+	if s.ApprovalID == act.ApprovalID {
+		return ""
+	}
+	p, err := c.d.Store.PlanByApproval(ctx, act.ApprovalID)
+	if err != nil {
+		return "That plan is no longer waiting for a decision; nothing changed."
+	}
+	if p.Status == core.PlanSuperseded {
+		return fmt.Sprintf("Plan v%d %q was superseded by a newer version; nothing changed.", p.Version, p.Body.Title)
+	}
+	return fmt.Sprintf("Plan v%d %q was already decided (%s); nothing changed.", p.Version, p.Body.Title, statusWords[p.Status])
+}
+
+func (c *Channel) note(w http.ResponseWriter, text string) {
+	http.SetCookie(w, &http.Cookie{Name: "plangate_note", Value: url.QueryEscape(text), Path: "/dashboard",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 60})
+}
+
+// sessionView is one session's plan versions and audit timeline.
+type sessionView struct {
+	User, CSRF, ID, Channel, Chat, Phase string
+	Plans                                []cardView
+	Events                               []core.Event
+}
+
+func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	s, err := c.d.Store.Session(r.Context(), id)
+	if errors.Is(err, core.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, "The session could not be read.", http.StatusInternalServerError)
+		return
+	}
+	view := sessionView{User: v.Name, CSRF: v.CSRF, ID: s.ID, Channel: s.Address.Channel, Chat: s.Address.Chat, Phase: string(s.Phase)}
+	plans, err := c.d.Store.Plans(r.Context(), s.ID)
+	if err == nil {
+		for i := len(plans) - 1; i >= 0; i-- {
+			view.Plans = append(view.Plans, c.dashCard(r.Context(), plans[i], s, v))
+		}
+	}
+	if view.Events, err = c.d.Store.Events(r.Context(), s.ID); err != nil {
+		c.log.Warn("reading events", "session", s.ID, "err", err)
+	}
+	c.write(w, http.StatusOK, "session", view)
+}

@@ -1,0 +1,279 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html"
+	"html/template"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	ghtml "github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/util"
+
+	"github.com/plangate/plangate/core"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// pages holds the parsed templates.
+type pages struct{ t *template.Template }
+
+func newPages() (*pages, error) {
+	t, err := template.New("").Funcs(template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		},
+	}).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parsing templates: %w", err)
+	}
+	return &pages{t: t}, nil
+}
+
+func (p *pages) render(name string, data any) (template.HTML, error) {
+	var b bytes.Buffer
+	if err := p.t.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return template.HTML(b.String()), nil // #nosec: the output of html/template
+}
+
+// Markdown from the engine or the model goes through goldmark, with raw HTML shown as
+// text rather than passed on, then through bluemonday's UGC policy: no scripts, no event
+// attributes, no javascript: links, and links to other sites open with rel=noopener.
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.GFM),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
+	)
+})
+
+var policy = sync.OnceValue(func() *bluemonday.Policy {
+	p := bluemonday.UGCPolicy()
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	return p
+})
+
+func renderMarkdown(md string) template.HTML {
+	var b bytes.Buffer
+	if err := markdown().Convert([]byte(strings.ToValidUTF8(md, "\uFFFD")), &b); err != nil {
+		return escapeText(md)
+	}
+	return template.HTML(policy().SanitizeBytes(b.Bytes())) // #nosec: sanitized
+}
+
+func escapeText(s string) template.HTML {
+	return template.HTML("<p>" + strings.ReplaceAll(html.EscapeString(s), "\n", "<br>") + "</p>") // #nosec: escaped
+}
+
+// rawAsText renders raw HTML in markdown as visible, escaped text.
+type rawAsText struct{}
+
+func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := 0; i < segs.Len(); i++ {
+				seg := segs.At(i)
+				_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		hb := n.(*ast.HTMLBlock)
+		_, _ = w.WriteString("<p>")
+		lines := hb.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
+		}
+		if hb.HasClosure() {
+			_, _ = w.WriteString(html.EscapeString(string(hb.ClosureLine.Value(src))))
+		}
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkSkipChildren, nil
+	})
+}
+
+var _ = ghtml.NewRenderer // the default renderer handles every other node
+
+// buttonView is one decision or answer button.
+type buttonView struct {
+	Label, Kind, Approval, Value string
+}
+
+// replyView is a non-plan reply with its buttons.
+type replyView struct {
+	Body        template.HTML
+	Buttons     []buttonView
+	Attachments []string
+	Action      string // where the buttons post
+	CSRF        string
+}
+
+// renderReply renders a reply that is not about a plan (text, notice, nudge, question).
+func (c *Channel) renderReply(r core.Reply) template.HTML {
+	v := replyView{Body: renderMarkdown(r.Text), CSRF: c.csrf(r.To.Account), Action: "/c/" + r.To.Chat + "/actions"}
+	for _, b := range r.Buttons {
+		v.Buttons = append(v.Buttons, buttonView{Label: b.Label, Kind: string(b.Action.Kind), Approval: b.Action.ApprovalID, Value: b.Action.Value})
+	}
+	for _, f := range r.Attachments {
+		v.Attachments = append(v.Attachments, f.Name)
+	}
+	h, err := c.pages.render("reply", v)
+	if err != nil {
+		c.log.Error("rendering reply", "err", err)
+		return escapeText(r.Text)
+	}
+	return h
+}
+
+// itemView is what the "item" template needs.
+type itemView struct {
+	DOM, Kind, Label, By string
+	At                   time.Time
+	HTML                 template.HTML
+}
+
+var kindLabels = map[itemKind]string{itemUser: "", itemBot: "plangate", itemNotice: "Notice", itemNudge: "Reminder", itemCard: "Plan"}
+
+func (c *Channel) itemHTML(it *item) template.HTML {
+	h, err := c.pages.render("item", c.itemView(it))
+	if err != nil {
+		c.log.Error("rendering item", "err", err)
+		return ""
+	}
+	return h
+}
+
+func (c *Channel) itemView(it *item) itemView {
+	label := kindLabels[it.kind]
+	if it.kind == itemUser {
+		label = it.by
+	}
+	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, By: it.by, At: it.at, HTML: it.html}
+}
+
+// statusWords are the badges' words: the status is readable without its colour.
+var statusWords = map[core.PlanStatus]string{
+	core.PlanPending: "waiting for a decision", core.PlanSuperseded: "superseded", core.PlanAccepted: "accepted — in progress",
+	core.PlanRevised: "sent back for revision", core.PlanAbandoned: "abandoned", core.PlanAborted: "aborted",
+	core.PlanExpired: "expired", core.PlanCompleted: "completed",
+}
+
+var stepMarks = map[core.StepStatus]string{
+	core.StepPending: "[ ]", core.StepInProgress: "[>]", core.StepCompleted: "[x]", core.StepCancelled: "[~]",
+}
+
+var stepWords = map[core.StepStatus]string{
+	core.StepPending: "to do", core.StepInProgress: "in progress", core.StepCompleted: "done", core.StepCancelled: "cancelled",
+}
+
+type stepView struct{ Mark, Text, Status, Class string }
+
+// cardView is what the "card" template needs.
+type cardView struct {
+	PlanID, Title, Summary, Status, StatusClass string
+	Version, Done, Total, PrevVersion           int
+	Steps                                       []stepView
+	Changes                                     string
+	Download                                    string
+	Decision                                    string
+	Buttons                                     bool
+	Approval, Action, CSRF, Session             string
+}
+
+// renderCard renders plan p's card as viewer (a web user name) sees it in a chat.
+func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) template.HTML {
+	v := c.cardView(ctx, p, viewer)
+	h, err := c.pages.render("card", v)
+	if err != nil {
+		c.log.Error("rendering card", "err", err)
+		return escapeText(p.Body.Title)
+	}
+	return h
+}
+
+func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
+	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
+		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
+		CSRF: c.csrf(viewer)}
+	if v.Status == "" {
+		v.Status = string(p.Status)
+	}
+	for _, s := range p.Body.Steps {
+		v.Steps = append(v.Steps, stepView{Mark: stepMarks[s.Status], Text: s.Text, Status: stepWords[s.Status], Class: string(s.Status)})
+		if s.Status == core.StepCompleted || s.Status == core.StepCancelled {
+			v.Done++
+		}
+	}
+	v.Total = len(p.Body.Steps)
+	if d := p.Decision; d != nil {
+		who := d.ByName
+		if who == "" {
+			who = d.By
+		}
+		v.Decision = fmt.Sprintf("%s by %s on %s, %s", strings.ReplaceAll(d.Outcome, "_", " "), who, d.Channel, d.At.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if plans, err := c.d.Store.Plans(ctx, p.SessionID); err == nil {
+		for _, q := range plans {
+			if q.Version == p.Version-1 {
+				v.PrevVersion, v.Changes = q.Version, stepChanges(q.Body.Steps, p.Body.Steps)
+			}
+		}
+	}
+	if p.Status == core.PlanPending {
+		s, err := c.d.Store.Session(ctx, p.SessionID)
+		ownWeb := err == nil && s.Address.Channel == Name && s.Address.Account == viewer
+		if err == nil && s.ApprovalID == p.ApprovalID && c.decider(viewer, ownWeb) {
+			v.Buttons, v.Approval = true, p.ApprovalID
+			v.Action = "/c/" + s.Address.Chat + "/actions"
+			if s.Address.Channel != Name || s.Address.Account != viewer {
+				v.Action = "/dashboard/actions?session=" + s.ID
+			}
+		}
+	}
+	return v
+}
+
+// stepChanges says which steps a version added and removed compared with the one
+// before, "" when the steps are the same.
+func stepChanges(old, cur []core.Step) string {
+	has := func(steps []core.Step, text string) bool {
+		for _, s := range steps {
+			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {
+				return true
+			}
+		}
+		return false
+	}
+	var parts []string
+	for _, s := range cur {
+		if !has(old, s.Text) {
+			parts = append(parts, "+ "+s.Text)
+		}
+	}
+	for _, s := range old {
+		if !has(cur, s.Text) {
+			parts = append(parts, "− "+s.Text)
+		}
+	}
+	return strings.Join(parts, " · ")
+}

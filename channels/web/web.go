@@ -1,0 +1,361 @@
+// Package web is the browser channel of DESIGN.md section 11: a chat page where a person
+// signed in with a token talks to the agent and decides on plans, and a dashboard of every
+// session on every channel that waits for a decision or an answer. It is a channel like
+// the others — it implements channels.Channel, so the engine neither knows nor cares that
+// the "platform" is a browser — and it serves its pages on the shared httpserver.Server.
+//
+// Pages are html/template, rendered on the server; one small embedded script posts the
+// buttons and applies the live updates that arrive over Server-Sent Events. Everything the
+// engine sends to a web conversation is appended to that conversation's event log with an
+// increasing id, so a stream that reconnects with Last-Event-ID gets exactly what it
+// missed. The log lives in memory; what the page shows when the process starts again is
+// derived from the store (the transcript and the plans), see convo.go.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// Name is the channel name in core.Address.Channel.
+const Name = "web"
+
+// DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
+const DefaultSessionTTL = 7 * 24 * time.Hour
+
+// Config is the channels.web section of the configuration.
+type Config struct {
+	Enabled bool `yaml:"enabled"`
+	// Users maps a user name to the token that user signs in with. The sender id of the
+	// user is web:<name>, which is how access.approvers names them.
+	Users map[string]string `yaml:"users"`
+	// SessionTTL is how long a sign-in lasts; 0 = DefaultSessionTTL.
+	SessionTTL time.Duration `yaml:"session_ttl"`
+	// Secure marks the session cookie Secure; set it when the server is reached over
+	// HTTPS (http.public_url starting with https://).
+	Secure bool `yaml:"secure_cookie"`
+}
+
+// Defaults fills in what the configuration left out.
+func (c *Config) Defaults() {
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+}
+
+var userName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
+
+// minTokenLen keeps tokens long enough that guessing them through the sign-in form,
+// which answers a wrong token slowly, is hopeless.
+const minTokenLen = 16
+
+// Validate reports the first problem of an enabled web channel's configuration, naming
+// the key. Tokens never appear in the message.
+func (c *Config) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	if len(c.Users) == 0 {
+		return errors.New("channels.web.users: no users configured; add one, e.g. alice: ${PLANGATE_WEB_ALICE}")
+	}
+	seen := map[string]string{}
+	for _, name := range c.userNames() {
+		tok := c.Users[name]
+		switch {
+		case !userName.MatchString(name):
+			return fmt.Errorf("channels.web.users.%s: a user name is lower-case letters, digits, '.', '_' or '-' (at most 32)", name)
+		case tok == "":
+			return fmt.Errorf("channels.web.users.%s: the token is empty (is its environment variable set?)", name)
+		case len(tok) < minTokenLen:
+			return fmt.Errorf("channels.web.users.%s: the token is shorter than %d characters", name, minTokenLen)
+		}
+		if other, dup := seen[tok]; dup {
+			return fmt.Errorf("channels.web.users.%s: the same token as %s; every user needs their own", name, other)
+		}
+		seen[tok] = name
+	}
+	if c.SessionTTL < 0 {
+		return errors.New("channels.web.session_ttl: must not be negative")
+	}
+	return nil
+}
+
+// Describe summarises the section for `plangate config check`, without the tokens.
+func (c *Config) Describe() string {
+	if !c.Enabled {
+		return "web: off"
+	}
+	ttl := c.SessionTTL
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server",
+		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl)
+}
+
+func (c *Config) userNames() []string {
+	names := make([]string, 0, len(c.Users))
+	for n := range c.Users {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Reader is what the pages read from the store; *store.Store satisfies it.
+type Reader interface {
+	Session(ctx context.Context, id string) (core.Session, error)
+	Sessions(ctx context.Context) ([]core.Session, error)
+	Plan(ctx context.Context, id string) (core.Plan, error)
+	PlanByApproval(ctx context.Context, approvalID string) (core.Plan, error)
+	Plans(ctx context.Context, sessionID string) ([]core.Plan, error)
+	Transcript(ctx context.Context, sessionID string, limit int) ([]core.ChatMessage, error)
+	Events(ctx context.Context, sessionID string) ([]core.Event, error)
+	Nudges(ctx context.Context, sessionID string) ([]core.Nudge, error)
+}
+
+// Deps are what the channel talks through. Store is required; the rest have defaults.
+type Deps struct {
+	Store Reader
+	// Approvers is access.approvers: who may decide from the dashboard, and whose chat
+	// shows decision buttons. The engine enforces the rules either way.
+	Approvers []string
+	Log       *slog.Logger
+	Now       func() time.Time // defaults to time.Now
+	// WrongToken is waited after a wrong sign-in token; defaults to one second. Tests
+	// inject one that does not sleep.
+	WrongToken func(ctx context.Context)
+}
+
+// Channel is the web channel. Its methods may be called from any goroutine.
+type Channel struct {
+	cfg   Config
+	d     Deps
+	log   *slog.Logger
+	keys  map[string][]byte // per-user key for cookies and CSRF tokens, from the token
+	epoch string            // distinguishes event ids of this process from a previous one
+	pages *pages
+	// startWait is how long a post waits for Run to start (at start-up, a page may post
+	// before the Hub has started the channel).
+	startWait time.Duration
+	refresh   time.Duration // how often an open dashboard refreshes its list
+
+	mu      sync.Mutex
+	run     *running
+	runWait chan struct{} // closed and replaced when run changes
+	convos  map[string]*convo
+	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
+	revoked map[string]time.Time
+	queues  map[string]*serial
+
+	ids atomic.Uint64
+}
+
+// running is the state of one Run call.
+type running struct {
+	ctx context.Context
+	h   channels.Handler
+}
+
+type msgRef struct {
+	session string
+	item    *item
+}
+
+var (
+	_ channels.Channel = (*Channel)(nil)
+	_ channels.Editor  = (*Channel)(nil)
+)
+
+// New returns the web channel; it does no I/O. Register its routes on the HTTP server
+// with Register, and run it in the Hub like any channel.
+func New(cfg Config, d Deps) (*Channel, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil && cfg.Enabled {
+		return nil, fmt.Errorf("starting web: %w", err)
+	}
+	if d.Store == nil {
+		return nil, errors.New("starting web: no store")
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.WrongToken == nil {
+		d.WrongToken = func(ctx context.Context) {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+		}
+	}
+	p, err := newPages()
+	if err != nil {
+		return nil, fmt.Errorf("starting web: %w", err)
+	}
+	c := &Channel{
+		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
+		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
+		revoked: map[string]time.Time{}, queues: map[string]*serial{},
+		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
+	}
+	for name, tok := range cfg.Users {
+		c.keys[name] = userKey(tok)
+	}
+	return c, nil
+}
+
+// Name implements channels.Channel.
+func (c *Channel) Name() string { return Name }
+
+// Run makes h the receiver of what people type and click in the browser, until ctx ends;
+// it returns nil then. The pages are served by the HTTP server (Register), so Run itself
+// only has to be there for them.
+func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	c.setRunning(&running{ctx: ctx, h: h})
+	<-ctx.Done()
+	c.setRunning(nil)
+	return nil
+}
+
+func (c *Channel) setRunning(r *running) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.run = r
+	close(c.runWait)
+	c.runWait = make(chan struct{})
+}
+
+// errNotRunning is shown when a page posts while the channel is not running.
+var errNotRunning = errors.New("the web channel is not running")
+
+// deliver hands m to the engine without waiting for the turn it starts: messages of one
+// conversation reach the handler in the order they were posted, and the HTTP request
+// returns at once. It waits a little for Run to start, as a page may post first.
+func (c *Channel) deliver(ctx context.Context, m core.Message) error {
+	var r *running
+	for {
+		c.mu.Lock()
+		run, wait := c.run, c.runWait
+		c.mu.Unlock()
+		if run != nil {
+			r = run
+			break
+		}
+		select {
+		case <-wait:
+			continue
+		case <-ctx.Done():
+			return errNotRunning
+		case <-time.After(c.startWait):
+			return errNotRunning
+		}
+	}
+	if ah, ok := r.h.(channels.AsyncHandler); ok {
+		done := ah.Enqueue(r.ctx, m)
+		go func() {
+			if err := <-done; err != nil && r.ctx.Err() == nil {
+				c.log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
+			}
+		}()
+		return nil
+	}
+	c.serialFor(m.Address.SessionID()).push(r, m, c.log)
+	return nil
+}
+
+// decider reports whether the web user name may decide on plans in a session of channel
+// ch, as far as the page needs to know (the engine decides for real).
+func (c *Channel) decider(name string, ownWeb bool) bool {
+	if len(c.d.Approvers) == 0 {
+		return ownWeb // the owner of a direct conversation decides when no list is set
+	}
+	return slices.Contains(c.d.Approvers, Name+":"+name)
+}
+
+// person is the signed-in user as the sender of a message to a session of channel ch.
+// In its own channel the id is the bare name, so the engine's "web:<id>" key names them;
+// on another channel's session the id is "web:<name>", so it cannot pass for a user of
+// that platform, and the role entry "web:<name>" is what access.approvers matches.
+func person(name, ch string) core.Person {
+	p := core.Person{ID: name, Name: name, Roles: []string{Name + ":" + name}}
+	if ch != Name {
+		p.ID = Name + ":" + name
+	}
+	return p
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// serial hands the messages of one conversation to a plain Handler one at a time, in
+// order, for handlers that cannot queue by themselves.
+type serial struct {
+	mu      sync.Mutex
+	pending []core.Message
+	busy    bool
+}
+
+func (c *Channel) serialFor(id string) *serial {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[id]
+	if q == nil {
+		q = &serial{}
+		c.queues[id] = q
+	}
+	return q
+}
+
+func (q *serial) push(r *running, m core.Message, log *slog.Logger) {
+	q.mu.Lock()
+	q.pending = append(q.pending, m)
+	if q.busy {
+		q.mu.Unlock()
+		return
+	}
+	q.busy = true
+	q.mu.Unlock()
+	go func() {
+		for {
+			q.mu.Lock()
+			if len(q.pending) == 0 {
+				q.busy = false
+				q.mu.Unlock()
+				return
+			}
+			m := q.pending[0]
+			q.pending = q.pending[1:]
+			q.mu.Unlock()
+			if err := r.h.Handle(r.ctx, m); err != nil && r.ctx.Err() == nil {
+				log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
+			}
+		}
+	}()
+}

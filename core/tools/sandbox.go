@@ -1,0 +1,147 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sandbox modes (tools.run_command.sandbox).
+const (
+	// SandboxBwrap runs every command under bubblewrap: the root file system read-only,
+	// only the workspace writable, a private /tmp with an empty HOME in it, its own
+	// process namespace (every descendant dies with the command) and no network unless
+	// Config.Network. It is the default.
+	SandboxBwrap = "bwrap"
+	// SandboxNone runs commands directly, as the gateway's user: they can write anywhere
+	// the gateway can and leave processes behind. Only an explicit setting chooses it.
+	SandboxNone = "none"
+)
+
+// sandboxHome is the command's HOME inside the sandbox: a directory on the private /tmp,
+// empty at every start, so a .gitconfig or .bashrc planted anywhere has no effect.
+const sandboxHome = "/tmp/home"
+
+// probeTimeout bounds the start-up check that bwrap can create a sandbox.
+const probeTimeout = 10 * time.Second
+
+// sandbox is how run_command wraps a command in bwrap.
+type sandbox struct {
+	bwrap   string // the bwrap executable
+	network bool
+	hidden  []string // plangate's own files, emptied for commands (Config.Hidden)
+}
+
+// args is bwrap's command line for running exe with args in the workspace ws (an
+// absolute path). The order matters: later mounts cover earlier ones, so the workspace is
+// bound last and stays visible even when it lies under /tmp.
+func (s *sandbox) args(ws, exe string, args []string) []string {
+	hideBefore, hideAfter := hideArgs(ws, s.hidden)
+	a := []string{
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--dir", sandboxHome,
+	}
+	a = append(a, hideBefore...)
+	a = append(a, "--bind", ws, ws)
+	a = append(a, hideAfter...)
+	a = append(a,
+		"--chdir", ws,
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--die-with-parent",
+		// A new session: the command cannot reach the gateway's terminal (TIOCSTI).
+		"--new-session",
+		// Even when the gateway runs as root, the command gets no capabilities, so it
+		// cannot remount the read-only root.
+		"--cap-drop", "ALL",
+	)
+	if !s.network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--info-fd", "3", "--", exe)
+	return append(a, args...)
+}
+
+// probeCache remembers per bwrap path and network setting whether a sandbox can start,
+// so building many toolboxes (tests, reloads) runs the check once per process.
+var probeCache sync.Map // probeKey -> error
+
+type probeKey struct {
+	bwrap   string
+	network bool
+}
+
+// newSandbox finds bwrap and checks that it can start a sandbox on this host (user
+// namespaces may be disabled, or bwrap missing). The error is one line for the operator.
+func newSandbox(bwrap string, network bool) (*sandbox, error) {
+	if bwrap == "" {
+		bwrap = "bwrap"
+	}
+	path, err := exec.LookPath(bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not installed", bwrap)
+	}
+	s := &sandbox{bwrap: path, network: network}
+	key := probeKey{path, network}
+	if v, ok := probeCache.Load(key); ok {
+		if v != nil {
+			return nil, v.(error)
+		}
+		return s, nil
+	}
+	err = s.probe()
+	if err != nil {
+		probeCache.Store(key, err)
+		return nil, err
+	}
+	probeCache.Store(key, nil)
+	return s, nil
+}
+
+// probe runs true in a sandbox like a command's.
+func (s *sandbox) probe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	ws, err := os.MkdirTemp("", "plangate-probe-")
+	if err != nil {
+		return fmt.Errorf("checking the sandbox: %w", err)
+	}
+	defer os.Remove(ws)
+	args := s.args(ws, "true", nil)
+	// No info pipe in the probe: drop "--info-fd 3".
+	for i := range args {
+		if args[i] == "--info-fd" {
+			args = append(args[:i:i], args[i+2:]...)
+			break
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, s.bwrap, args...)
+	cmd.Stderr = &stderr
+	cmd.Env = commandEnv(sandboxHome)
+	if err := cmd.Run(); err != nil {
+		why := firstLine(stderr.String())
+		if why == "" {
+			why = err.Error()
+		}
+		return fmt.Errorf("bwrap cannot start a sandbox on this host: %s", why)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+// errUnknownSandbox is returned for a sandbox mode other than bwrap or none; the
+// configuration check refuses those before.
+var errUnknownSandbox = errors.New(`tools.run_command.sandbox must be "bwrap" or "none"`)
