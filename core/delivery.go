@@ -117,43 +117,69 @@ func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
 	return nil
 }
 
-// DeliverUnsent delivers the replies a previous process committed and never sent, for
-// the given channels (those this process serves) and the sessions only selects (nil =
-// all), oldest first: rows older than maxAge
-// (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line. Call
-// it at start-up before receiving, so nothing new is in flight; rows of a session whose
-// turn another live process holds are left to that process. It returns how many it sent.
+// DeliverUnsent delivers the replies a previous process committed and never sent (see
+// Unsent), and returns how many it sent.
 func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (int, error) {
+	b, err := e.Unsent(ctx, channels, maxAge, only)
+	if err != nil {
+		return 0, err
+	}
+	return b.Deliver(ctx), nil
+}
+
+// Backlog is the unsent replies a previous process left, listed at start-up.
+type Backlog struct {
+	e    *Engine
+	rows []Outgoing
+}
+
+// Unsent lists the replies a previous process committed and never sent, for the given
+// channels (those this process serves) and the sessions only selects (nil = all), oldest
+// first. Call it before receiving, so no reply of this process is among them; the
+// backlog may then be delivered while new messages are handled. Rows older than maxAge
+// (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line.
+func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
 	if e.box == nil {
-		return 0, nil
+		return Backlog{e: e}, nil
 	}
 	if maxAge <= 0 {
 		maxAge = DefaultOutboxMaxAge
 	}
 	rows, err := e.box.UnsentOutbox(ctx, channels, 0)
 	if err != nil {
-		return 0, fmt.Errorf("listing unsent replies: %w", err)
+		return Backlog{}, fmt.Errorf("listing unsent replies: %w", err)
 	}
-	sent := 0
-	busy := map[string]bool{}
-	for i := range rows {
-		o := &rows[i]
+	b := Backlog{e: e}
+	for _, o := range rows {
 		if only != nil && !only(o.SessionID) {
 			continue
 		}
-		if why := e.dropReason(*o, maxAge); why != "" {
+		if why := e.dropReason(o, maxAge); why != "" {
 			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
 			if err := e.box.DropOutbox(ctx, o.ID, why); err != nil {
-				return sent, fmt.Errorf("dropping reply %d: %w", o.ID, err)
+				return Backlog{}, fmt.Errorf("dropping reply %d: %w", o.ID, err)
 			}
 			continue
 		}
-		b, seen := busy[o.SessionID]
+		b.rows = append(b.rows, o)
+	}
+	return b, nil
+}
+
+// Deliver sends the backlog in order and returns how many went out. Rows of a session
+// whose turn another live process holds are left to that process.
+func (b Backlog) Deliver(ctx context.Context) int {
+	e := b.e
+	sent := 0
+	busy := map[string]bool{}
+	for i := range b.rows {
+		o := &b.rows[i]
+		held, seen := busy[o.SessionID]
 		if !seen {
-			b = e.heldElsewhere(ctx, o.SessionID)
-			busy[o.SessionID] = b
+			held = e.heldElsewhere(ctx, o.SessionID)
+			busy[o.SessionID] = held
 		}
-		if b {
+		if held {
 			continue
 		}
 		if _, err := e.deliver(ctx, o); err == nil {
@@ -163,7 +189,7 @@ func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge ti
 	if sent > 0 {
 		e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
 	}
-	return sent, nil
+	return sent
 }
 
 func (e *Engine) dropReason(o Outgoing, maxAge time.Duration) string {

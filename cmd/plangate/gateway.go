@@ -26,13 +26,16 @@ type gateway struct {
 	outboxMaxAge time.Duration
 }
 
-// deliverUnsent sends the replies a killed process committed and never sent (of the
-// sessions only selects; nil = all), oldest first. It runs before anything new is
-// received, so nothing is in flight while they are read.
-func (g *gateway) deliverUnsent(ctx context.Context, only func(sessionID string) bool) {
-	if _, err := g.eng.DeliverUnsent(ctx, g.served, g.outboxMaxAge, only); err != nil {
-		g.log.Error("delivering replies left unsent", "err", err)
+// unsent lists the replies a killed process committed and never sent (of the sessions
+// only selects; nil = all). It runs before anything new is received, so no reply of this
+// process is among them; delivering them (Backlog.Deliver, oldest first) may then run
+// beside new messages, so per-chat pacing of a long backlog does not hold up receiving.
+func (g *gateway) unsent(ctx context.Context, only func(sessionID string) bool) core.Backlog {
+	b, err := g.eng.Unsent(ctx, g.served, g.outboxMaxAge, only)
+	if err != nil {
+		g.log.Error("listing replies left unsent", "err", err)
 	}
+	return b
 }
 
 // nudgerRef breaks the cycle between the engine (which tells the scheduler about changed

@@ -279,7 +279,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	// Each line is handled to the end before the next is read; nudges for this terminal
 	// arrive in between while the chat is open.
 	here := term.Address().SessionID()
-	g.deliverUnsent(ctx, func(id string) bool { return id == here })
+	g.unsent(ctx, func(id string) bool { return id == here }).Deliver(ctx)
 	if _, err := g.eng.Resume(ctx, func(s core.Session) bool { return s.ID == here }); err != nil {
 		log.Error("resuming unfinished work", "err", err)
 	}
@@ -331,8 +331,9 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	// and gets a grace period to finish before it is interrupted.
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
-	g.deliverUnsent(workCtx, nil)
+	backlog := g.unsent(workCtx, nil)
 	go func() {
+		backlog.Deliver(workCtx)
 		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 		if err != nil {
 			log.Error("resuming unfinished work", "err", err)
