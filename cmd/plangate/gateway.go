@@ -78,8 +78,11 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	return g, nil
 }
 
+// toolRunsKept is how long finished tool runs are kept for post-mortems.
+const toolRunsKept = 7 * 24 * time.Hour
+
 // pruneOutbox deletes sent and dropped outbox rows (kept a day past outbox_max_age, for
-// `store check` and post-mortems) at start-up and then hourly.
+// post-mortems) and old finished tool runs at start-up and then hourly.
 func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
@@ -90,6 +93,13 @@ func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, max
 			}
 		} else if n > 0 {
 			log.Debug("pruned delivered replies", "rows", n)
+		}
+		if n, err := st.PruneToolRuns(ctx, now().Add(-toolRunsKept)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning tool runs", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned finished tool runs", "rows", n)
 		}
 		select {
 		case <-ctx.Done():
