@@ -23,7 +23,19 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: ttl %v is not positive", name, ttl)
 	}
 	until := now.Add(ttl)
-	res, err := s.w.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+	// Not fsynced: other processes see the row at once (WAL), and an OS crash, the only
+	// way to lose it, ends every holder anyway. Turns take and renew leases often.
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, err)
+	}
+	defer conn.Close()
+	restore, err := relaxSync(ctx, conn)
+	if err != nil {
+		return core.Lease{}, false, err
+	}
+	defer restore()
+	res, err := conn.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
 		name, owner, formatTime(until), formatTime(now))
@@ -37,7 +49,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 	if n == 1 {
 		return core.Lease{Name: name, Owner: owner, ExpiresAt: until}, true, nil
 	}
-	held, err := s.lease(ctx, s.w, name)
+	held, err := scanLease(conn.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name), name)
 	if err != nil {
 		return core.Lease{}, false, err
 	}
@@ -47,7 +59,17 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner); err != nil {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("releasing lease %s: %w", name, err)
+	}
+	defer conn.Close()
+	restore, err := relaxSync(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	if _, err := conn.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner); err != nil {
 		return fmt.Errorf("releasing lease %s: %w", name, explain(err))
 	}
 	return nil
@@ -59,9 +81,13 @@ func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 }
 
 func (s *Store) lease(ctx context.Context, db *sql.DB, name string) (core.Lease, error) {
+	return scanLease(db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name), name)
+}
+
+func scanLease(row *sql.Row, name string) (core.Lease, error) {
 	var l core.Lease
 	var until string
-	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)
+	err := row.Scan(&l.Name, &l.Owner, &until)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Lease{}, core.ErrNotFound
 	}
