@@ -20,7 +20,7 @@ func (t *turnState) dispatch(ctx context.Context) error {
 	}
 	switch r := t.j.parsed; r.Kind {
 	case commands.IsUsage:
-		return t.say(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
+		return t.answer(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
 	case commands.IsCommand:
 		if reply, bad := t.badNudgeSpec(r.Cmd); bad {
 			return t.say(ctx, Reply{Kind: ReplyNotice, Text: reply})
@@ -51,9 +51,9 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 	in := t.personInput()
 	switch c.Name {
 	case commands.Status:
-		return t.say(ctx, Reply{Text: t.statusText(ctx)})
+		return t.answer(ctx, Reply{Text: t.statusText(ctx)})
 	case commands.Help:
-		return t.say(ctx, Reply{Text: commands.HelpText()})
+		return t.answer(ctx, Reply{Text: commands.HelpText()})
 	case commands.Show:
 		return t.show(ctx)
 	case commands.On:
@@ -109,7 +109,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 		in.Text = a.Value
 		return t.applyTrigger(ctx, TrigAnswer, in)
 	}
-	return t.say(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
+	return t.answer(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }
 
 // onText hands a person's plain message to ApplyMessage.

@@ -93,6 +93,8 @@ type Effect struct {
 	Reply Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
+
+	row int // 1 + the index of the reply's row in Change.Outbox; 0 = sent directly
 }
 
 // Refusal is a transition that is not taken: the reply that says why, and audit rows

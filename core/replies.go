@@ -109,7 +109,7 @@ func (t *turnState) show(ctx context.Context) error {
 		return err
 	}
 	if cur == nil {
-		return t.say(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
+		return t.answer(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
 	}
 	p := *cur
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
@@ -124,8 +124,7 @@ func (t *turnState) show(ctx context.Context) error {
 	if p.Status == PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
 	}
-	_, err = t.send(ctx, r)
-	return err
+	return t.answer(ctx, r)
 }
 
 // planReply is the reply that carries a plan file, with decision buttons while pending.

@@ -40,18 +40,14 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		}
 		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
 	}
-	var gi gateInput
 	if spec.Kind != ToolReadOnly {
-		var res toolResult
-		var ok bool
-		if gi, res, ok = t.gateMutation(ctx, *spec, call); !ok {
+		gi, res, ok := t.gateMutation(ctx, *spec, call)
+		if !ok {
 			return res
 		}
+		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
 	}
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
-	if spec.Kind != ToolReadOnly {
-		t.ran(ctx, gi, err)
-	}
 	if err != nil {
 		return toolError("%s", err.Error())
 	}

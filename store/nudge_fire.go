@@ -59,7 +59,21 @@ func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	if err := checkFiring(scheduledAt, outcome, next); err != nil {
 		return false, fmt.Errorf("firing nudge %d: %w", id, err)
 	}
-	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next)
+	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
+	if err != nil {
+		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
+	}
+	return ok, nil
+}
+
+// FireNudgeWith is FireNudge for a fired occurrence whose reply is committed in the same
+// transaction as outbox rows (ids assigned in place): fired then means delivered at least
+// once.
+func (s *Store) FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
+	if err := checkFiring(scheduledAt, NudgeFired, next); err != nil {
+		return false, fmt.Errorf("firing nudge %d: %w", id, err)
+	}
+	ok, err := s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
 	if err != nil {
 		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
 	}
@@ -82,7 +96,7 @@ func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
 // errNotClaimed rolls back a claim that another scheduler (or a cancellation) got first.
 var errNotClaimed = errors.New("occurrence not claimed")
 
-func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
+func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
 	fired, missed, status := 1, 0, string(core.NudgeActive)
 	if outcome == NudgeMissed {
 		fired, missed = 0, 1
@@ -98,7 +112,7 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	if outcome == NudgeFired {
 		firedCol = sql.NullString{String: formatTime(stamp(firedAt, recorded)), Valid: true}
 	}
-	err := s.runSteps(ctx, []step{{
+	steps := []step{{
 		// Fixed-width UTC text compares like the times it holds.
 		what: "advancing schedule",
 		q: `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
@@ -112,7 +126,12 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		args: []any{id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded)},
 		none: errNotClaimed,
-	}}, false)
+	}}
+	more, err := outboxSteps(out, "", recorded)
+	if err != nil {
+		return false, err
+	}
+	err = s.runSteps(ctx, append(steps, more...), false)
 	if errors.Is(err, errNotClaimed) {
 		return false, nil
 	}

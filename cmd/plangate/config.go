@@ -136,6 +136,9 @@ type ChannelsConfig struct {
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
 	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
+	// OutboxMaxAge: a reply left unsent by a killed process is delivered at the next start
+	// only if it is at most this old; older ones are dropped with a log line.
+	OutboxMaxAge time.Duration `yaml:"outbox_max_age"`
 }
 
 // describe lists the summaries of the enabled channels for `plangate config check`; each
@@ -227,6 +230,8 @@ func defaultConfig() *Config {
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
 			Web:      web.Config{SessionTTL: web.DefaultSessionTTL},
+			// An answer an hour late would surprise more than help.
+			OutboxMaxAge: time.Hour,
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},

@@ -48,9 +48,12 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		if s, ok := validator(fv); ok {
+		s, ok := validator(fv)
+		if ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
-		} else if fv.Kind() == reflect.Struct {
+		}
+		// channels validates its own keys and holds the adapters' sections.
+		if fv.Kind() == reflect.Struct && (!ok || fv.Type() == reflect.TypeFor[ChannelsConfig]()) {
 			ps = append(ps, c.sectionProblems(fv, key)...)
 		}
 	}
@@ -130,6 +133,10 @@ func checkNotNegative(key string, d time.Duration) error {
 	}
 	return nil
 }
+
+// Validate checks the channels section's own keys; the adapters' sections validate
+// themselves.
+func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_age", c.OutboxMaxAge) }
 
 // Validate checks the store section.
 func (s StoreConfig) Validate() error { return checkPath("path", s.Path) }

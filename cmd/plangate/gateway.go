@@ -21,6 +21,21 @@ type gateway struct {
 	schedDone chan error
 	stopSched context.CancelFunc
 	log       *slog.Logger
+
+	served       []string
+	outboxMaxAge time.Duration
+}
+
+// unsent lists the replies a killed process committed and never sent (of the sessions
+// only selects; nil = all). It runs before anything new is received, so no reply of this
+// process is among them; delivering them (Backlog.Deliver, oldest first) may then run
+// beside new messages, so per-chat pacing of a long backlog does not hold up receiving.
+func (g *gateway) unsent(ctx context.Context, only func(sessionID string) bool) core.Backlog {
+	b, err := g.eng.Unsent(ctx, g.served, g.outboxMaxAge, only)
+	if err != nil {
+		g.log.Error("listing replies left unsent", "err", err)
+	}
+	return b
 }
 
 // nudgerRef breaks the cycle between the engine (which tells the scheduler about changed
@@ -35,7 +50,9 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, sessionID string) {
 
 // startGateway builds the model, tools, engine and scheduler and starts the scheduler.
 // out is where replies go (the channels' Hub).
-func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender) (*gateway, error) {
+// served names the channels this process serves: only their reminders are claimed here,
+// and only their unsent replies are delivered at start (see deliverUnsent).
+func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string) (*gateway, error) {
 	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return nil, err
@@ -50,13 +67,15 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	ref := &nudgerRef{}
 	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now,
 		NudgeSpecs: nudges.Specs{}})
-	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
+	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log}
+	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
+		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
+	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	return g, nil
 }
 
@@ -68,6 +87,37 @@ func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) {
 		g.log.Error("resuming unfinished work", "err", err)
 	} else if n > 0 {
 		g.log.Info("resumed unfinished work", "sessions", n)
+	}
+}
+
+// toolRunsKept is how long finished tool runs are kept for post-mortems.
+const toolRunsKept = 7 * 24 * time.Hour
+
+// pruneOutbox deletes sent and dropped outbox rows (kept a day past outbox_max_age, for
+// post-mortems) and old finished tool runs at start-up and then hourly.
+func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := st.PruneOutbox(ctx, now().Add(-maxAge-24*time.Hour)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning the outbox", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned delivered replies", "rows", n)
+		}
+		if n, err := st.PruneToolRuns(ctx, now().Add(-toolRunsKept)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning tool runs", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned finished tool runs", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 

@@ -274,7 +274,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	tc.Session = *session
 	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{term.Name()})
 	if err != nil {
 		return err
 	}
@@ -282,6 +282,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	// Each line is handled to the end before the next is read; nudges for this terminal
 	// arrive in between while the chat is open.
 	here := term.Address().SessionID()
+	g.unsent(ctx, func(id string) bool { return id == here }).Deliver(ctx)
 	if _, err := g.eng.Resume(ctx, func(s core.Session) bool { return s.ID == here }); err != nil {
 		log.Error("resuming unfinished work", "err", err)
 	}
@@ -331,7 +332,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, names)
 	if err != nil {
 		return err
 	}
@@ -346,7 +347,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
-	go g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+	backlog := g.unsent(workCtx, nil)
+	go func() {
+		backlog.Deliver(workCtx)
+		g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+	}()
 	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
 	stopReceiving()
 	log.Info("stopping: waiting for agent turns in progress")
