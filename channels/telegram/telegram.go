@@ -102,6 +102,8 @@ type Channel struct {
 	pause func(ctx context.Context, d time.Duration) error
 	limit *logLimiter
 
+	health *channels.Health // what Ready reports
+
 	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
 
@@ -141,6 +143,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		toasts:  newToastBoard(),
 		now:     time.Now,
 		pause:   sleep,
+		health:  channels.NewHealth(Name, "not started"),
 	}
 	c.limit = newLogLimiter(func() time.Time { return c.now() })
 	if c.api == "" {
@@ -214,7 +217,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 		}
 		return fmt.Errorf("running telegram: %w", err)
 	}
-	d := &dispatcher{c: c, h: h, in: in}
+	d := &dispatcher{c: c, h: h, in: in, ctx: ctx}
 	c.disp.Store(d)
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
@@ -225,13 +228,23 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if err := in.flush(context.WithoutCancel(ctx)); err != nil {
 		c.log.Error("saving the update inbox", "err", err)
 	}
-	err = c.poll(ctx, d)
+	if c.cfg.Mode == ModeWebhook {
+		err = c.serveWebhook(ctx, d)
+	} else {
+		c.deleteWebhook(ctx)
+		err = c.poll(ctx, d)
+	}
+	c.health.Down("stopped")
 	// Updates finished since the last save are saved now, not replayed after a restart.
 	if ferr := in.flush(context.WithoutCancel(ctx)); ferr != nil {
 		c.log.Error("saving the update inbox", "err", ferr)
 	}
 	return err
 }
+
+// Ready is nil while the bot receives updates (polling works, or the webhook is set)
+// and storing them works; otherwise an error naming the problem, for /readyz.
+func (c *Channel) Ready() error { return c.health.Err() }
 
 // setCommands publishes the /plan menu. A failure only costs the menu, so it is logged.
 func (c *Channel) setCommands(ctx context.Context) {
