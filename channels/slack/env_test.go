@@ -45,7 +45,7 @@ func httpMode(e *env) {
 	e.cfg.Mode, e.cfg.SigningSecret, e.cfg.AppToken = ModeHTTP, testSigningSecret, ""
 }
 
-func newEnv(t *testing.T, mutate ...func(*env)) *env {
+func newEnv(t testing.TB, mutate ...func(*env)) *env {
 	t.Helper()
 	e := &env{api: newFakeSlack(t)}
 	e.Env = channeltest.NewEnv(t, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {

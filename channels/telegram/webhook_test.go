@@ -42,13 +42,16 @@ type hookEnv struct {
 	disk *diskState
 }
 
-func newHookEnv(t testing.TB) *hookEnv {
+func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
 	h := &hookEnv{}
 	h.env = newEnv(t, func(e *env) {
 		e.cfg.Mode, e.cfg.WebhookSecret, e.cfg.PublicURL = ModeWebhook, hookSecret, "https://bot.example.test/"
 		e.wrap = func(st channels.State) channels.State {
 			h.disk = &diskState{State: st}
 			return h.disk
+		}
+		for _, m := range mutate {
+			m(e)
 		}
 	})
 	srv := httpserver.New(httpserver.Config{}, nil, nil)
