@@ -10,6 +10,9 @@
 // Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
 // seconds are never at risk however busy the agent is; the engine's first reply to it
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
+// With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
+// verified with the application's Ed25519 key, and take the same path, the deferred
+// response being the HTTP answer; messages still come over the gateway.
 //
 // discordgo reads the API base from package variables; changing them would change every
 // session in the process, so api_url is applied by a transport that rewrites the scheme

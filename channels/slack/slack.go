@@ -1,6 +1,8 @@
 // Package slack is the Slack channel, built on github.com/slack-go/slack. It receives events
 // over Socket Mode (a websocket the app opens with its app-level token, so no public URL is
-// needed) and talks to the Web API with the bot token.
+// needed) or, in mode http, as signed Events API, slash command and interactivity requests
+// (RegisterHTTP); both transports store and queue through the same accept. It talks to the
+// Web API with the bot token.
 //
 // Every session lives in a thread: a mention or a direct message at top level starts one
 // (its own ts becomes the thread), and the bot always answers in that thread. The /plan slash

@@ -1,5 +1,6 @@
 // Package telegram is the Telegram channel, built on github.com/go-telegram/bot. It receives
-// updates by long polling, turns messages and button clicks into core.Message values and
+// updates by long polling or, in webhook mode, on POST /webhooks/telegram (RegisterHTTP),
+// both feeding the same inbox and dispatcher, turns messages and button clicks into core.Message values and
 // delivers replies as Telegram HTML: split at 4096 UTF-16 units, re-sent as plain text when
 // Telegram rejects the formatting, plans as documents with inline Accept / Revise / Auto
 // buttons, progress as one message edited in place.
@@ -201,7 +202,8 @@ func (c *Channel) BotID() int64 { return c.botID }
 func (c *Channel) Username() string { return c.username }
 
 // Run sets the command menu, replays updates that were received but not handled before a
-// restart, then long-polls until ctx ends (returning nil). It returns an error only when
+// restart, then long-polls (after deleteWebhook) or, in webhook mode, registers the webhook
+// and takes updates from the HTTP route, until ctx ends (returning nil). It returns an error only when
 // Telegram refuses the bot for good (a revoked token).
 //
 // With an AsyncHandler (the engine) messages are queued in order and Run goes on polling;
