@@ -35,7 +35,8 @@ type Config struct {
 	LongReplyAsFile int `yaml:"long_reply_as_file"`
 	// Interactions is how slash commands, buttons and modals arrive: "gateway" (the
 	// default) or "http" (Discord POSTs them to http.public_url + /webhooks/discord, the
-	// application's Interactions Endpoint URL). Messages always come over the gateway.
+	// application's Interactions Endpoint URL); "" = gateway. Messages always come over
+	// the gateway.
 	Interactions string `yaml:"interactions"`
 	// PublicKey is the application's public key (General Information, 64 hex digits),
 	// which verifies the Ed25519 signature of every interaction request in mode http.
@@ -47,7 +48,7 @@ type Config struct {
 // Defaults is the section a config file that leaves it out gets. The token is a ${VAR}
 // reference, which the config loader expands.
 func Defaults() Config {
-	return Config{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000, Interactions: InteractionsGateway}
+	return Config{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000}
 }
 
 // Validate checks the values the YAML types cannot; every problem is a *channels.KeyError

@@ -16,7 +16,8 @@ type Config struct {
 	BotToken string `yaml:"bot_token"` // xoxb-…: the Web API; secret: never logged, never part of an error
 	AppToken string `yaml:"app_token"` // xapp-…: Socket Mode (connections:write); secret too
 	// Mode is how events arrive: "socket" (Socket Mode, the default: no public URL) or
-	// "http" (the Events API, slash commands and interactivity POST to /webhooks/slack/…).
+	// "http" (the Events API, slash commands and interactivity POST to /webhooks/slack/…);
+	// "" = socket.
 	Mode string `yaml:"mode"`
 	// SigningSecret verifies the requests of mode http (Basic Information → App
 	// Credentials); secret.
@@ -39,7 +40,6 @@ func Defaults() Config {
 	return Config{
 		BotToken:        "${SLACK_BOT_TOKEN}",
 		AppToken:        "${SLACK_APP_TOKEN}",
-		Mode:            ModeSocket,
 		SigningSecret:   "${SLACK_SIGNING_SECRET}",
 		LongReplyAsFile: 20000,
 	}

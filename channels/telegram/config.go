@@ -27,7 +27,7 @@ type Config struct {
 	LongReplyAsFile int           `yaml:"long_reply_as_file"`
 	PollTimeout     time.Duration `yaml:"poll_timeout"` // long-poll wait; 0 = 50s
 	// Mode is how updates arrive: "polling" (getUpdates, the default) or "webhook"
-	// (Telegram POSTs them to http.public_url + /webhooks/telegram).
+	// (Telegram POSTs them to http.public_url + /webhooks/telegram); "" = polling.
 	Mode string `yaml:"mode"`
 	// WebhookSecret is the secret_token Telegram sends in every webhook request's
 	// X-Telegram-Bot-Api-Secret-Token header; secret. Required in webhook mode.
@@ -47,7 +47,6 @@ func Defaults() Config {
 		RequireMentionInGroups: true,
 		LongReplyAsFile:        12000,
 		PollTimeout:            defaultPollTimeout,
-		Mode:                   ModePolling,
 		WebhookSecret:          "${TELEGRAM_WEBHOOK_SECRET}",
 	}
 }
