@@ -52,12 +52,18 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, http.StatusServiceUnavailable, "telegram is not receiving yet; try again")
 		return
 	}
-	code, why := d.acceptWebhook(body)
+	code, why, handle := d.acceptWebhook(body)
 	if code != http.StatusOK {
 		httpserver.WriteError(w, code, why)
 		return
 	}
+	// The update is committed: Telegram may have its 200 before the handing over, which
+	// still happens here, so updates are handed over in the order they were answered.
 	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	if handle != nil {
+		handle()
+	}
 }
 
 // decodeUpdate reads a webhook body as one update; the error is a one-line reason.
@@ -76,34 +82,32 @@ func decodeUpdate(body []byte) (int64, *models.Update, error) {
 	return id, &u, nil
 }
 
-// acceptWebhook commits one update to the inbox, then dispatches it, in the same way a
-// polled update is; the answer's status is 200 once it is committed (or was before),
-// 400 for a body that is no update and 503 when the commit fails, so that Telegram
-// delivers it again. Concurrent requests share their commits (the inbox's flush writes
-// the newest state for all who wait).
-func (d *dispatcher) acceptWebhook(body []byte) (int, string) {
+// acceptWebhook commits one update to the inbox; handle then dispatches it, in the same
+// way a polled update is. The answer's status is 200 once it is committed (or was
+// before, when handle is nil), 400 for a body that is no update and 503 when the commit
+// fails, so that Telegram delivers it again. Concurrent requests share their commits
+// (the inbox's flush writes the newest state for all who wait).
+func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle func()) {
 	id, _, err := decodeUpdate(body)
 	if err != nil {
-		return http.StatusBadRequest, strings.Join(strings.Fields(err.Error()), " ")
+		return http.StatusBadRequest, strings.Join(strings.Fields(err.Error()), " "), nil
 	}
 	raw := json.RawMessage(body)
 	if !d.in.receiveAny(id, raw) {
 		d.c.log.Debug("update received before; answered and skipped", "update", id)
-		return http.StatusOK, ""
+		return http.StatusOK, "", nil
 	}
 	if err := d.in.flush(context.WithoutCancel(d.ctx)); err != nil {
 		d.in.unreceive([]int64{id}, -1)
 		d.storeFailed(err)
-		return http.StatusServiceUnavailable, "storing the update failed; deliver it again"
+		return http.StatusServiceUnavailable, "storing the update failed; deliver it again", nil
 	}
 	d.stored()
 	if d.async == nil {
-		// A plain handler runs the turn itself: not while Telegram waits for the 200.
-		d.inflight.Go(func() { d.dispatch(d.ctx, raw) })
-	} else {
-		d.dispatch(d.ctx, raw)
+		// A plain handler runs the turn itself: not in the request.
+		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatch(d.ctx, raw) }) }
 	}
-	return http.StatusOK, ""
+	return http.StatusOK, "", func() { d.dispatch(d.ctx, raw) }
 }
 
 // serveWebhook registers the webhook with Telegram and takes updates from the HTTP route
