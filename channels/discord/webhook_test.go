@@ -4,10 +4,14 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // The gateway tests of commands, buttons and the Revise modal, run again with the fake
@@ -135,4 +139,30 @@ func TestHTTPDeferredWhileTheAgentIsBusy(t *testing.T) {
 		return len(f) == 1 && f[0].Content != "(thinking)" && f[0].Edits > 0
 	})
 	e.Idle()
+}
+
+// Ready names what is missing before Run: the gateway, and with interactions http the
+// endpoint; an interaction request then gets 503.
+func TestReadyBeforeRun(t *testing.T) {
+	fd := newFakeDiscord(t)
+	c, err := newChannel(t.Context(), Config{Token: fd.token, APIURL: fd.URL(), Interactions: InteractionsHTTP, PublicKey: testPublicKey()}, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Ready()
+	if err == nil || !strings.Contains(err.Error(), "gateway not connected") || !strings.Contains(err.Error(), "interactions endpoint") {
+		t.Errorf("Ready() before Run = %v", err)
+	}
+	srv := httpserver.New(httpserver.Config{}, nil, nil)
+	c.RegisterHTTP(srv)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	body := []byte(`{"id":"3","type":2,"token":"t","data":{"name":"plan"}}`)
+	code, _, err := newIxSender(hs.URL+InteractionsPath).post(body, "1700000000", testKey)
+	if err != nil || code != http.StatusServiceUnavailable {
+		t.Errorf("an interaction before Run = %d (%v), want 503", code, err)
+	}
+	if _, err := newChannel(t.Context(), Config{Token: fd.token, APIURL: fd.URL(), Interactions: InteractionsHTTP, PublicKey: "abc"}, &channeltest.MemState{}, nil, testTuning()); err == nil {
+		t.Error("a channel with a bad public key started")
+	}
 }

@@ -12,8 +12,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -259,5 +262,49 @@ func TestPollingDeletesAWebhookFirst(t *testing.T) {
 	first := slices.IndexFunc(e.api.calls, func(c apiCall) bool { return c.Method == "getUpdates" })
 	if slices.IndexFunc(e.api.calls, func(c apiCall) bool { return c.Method == "deleteWebhook" }) > first {
 		t.Error("getUpdates was called before deleteWebhook")
+	}
+}
+
+// Before Run has loaded the inbox the route answers 503 (Telegram retries) and Ready says
+// the bot is not started; in polling mode nothing is registered.
+func TestWebhookBeforeRunAnd503(t *testing.T) {
+	f := newFakeAPI(t)
+	cfg := Config{Token: f.token, APIURL: f.URL(), PollTimeout: time.Second, Mode: ModeWebhook, WebhookSecret: hookSecret, PublicURL: "https://x.test"}
+	c, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Errorf("Ready() before Run = %v", err)
+	}
+	srv := httpserver.New(httpserver.Config{}, nil, nil)
+	c.RegisterHTTP(srv)
+	req := httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(`{"update_id":5}`))
+	req.Header.Set(secretHeader, hookSecret)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("POST before Run = %d, want 503", rec.Code)
+	}
+	cfg.Mode = ModePolling
+	p, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httpserver.New(httpserver.Config{}, nil, nil)
+	p.RegisterHTTP(srv2)
+	rec = httptest.NewRecorder()
+	srv2.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(`{}`)))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("polling mode registered the webhook route: %d", rec.Code)
+	}
+	// A webhook without http.public_url cannot start.
+	cfg.Mode, cfg.PublicURL = ModeWebhook, ""
+	w, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(context.Background(), channels.HandlerFunc(func(context.Context, core.Message) error { return nil })); err == nil || !strings.Contains(err.Error(), "http.public_url is not set") {
+		t.Errorf("Run without public_url = %v", err)
 	}
 }
