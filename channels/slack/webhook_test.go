@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // The Socket Mode tests of buttons, modals, files, slash commands and retries, run again
@@ -247,5 +249,33 @@ func TestHTTPFullDiskAnswers503AndRecovers(t *testing.T) {
 	}
 	if n := len(e.api.messages(general)); n != 1 {
 		t.Errorf("%d answers, want one", n)
+	}
+}
+
+// Ready is nil once Socket Mode is connected; before Run it says so, and in mode http the
+// routes answer 503 until Run takes requests.
+func TestReadyAndBeforeRun(t *testing.T) {
+	e := newEnv(t)
+	e.Eventually("Socket Mode connected", func() bool { return e.Channel.Ready() == nil })
+	cfg := Config{BotToken: e.api.botToken, APIURL: e.api.URL(), Mode: ModeHTTP, SigningSecret: testSigningSecret}
+	c, err := newChannel(t.Context(), cfg, e.Store, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Errorf("Ready() before Run = %v", err)
+	}
+	srv := httpserver.New(httpserver.Config{}, nil, nil)
+	c.RegisterHTTP(srv)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	_, ctype, body := slackRequest("events_api", e.api.eventCallback("EvEARLY", map[string]any{"type": "app_mention", "user": alice, "text": "<@UBOT> early", "ts": "1700000002.000100", "channel": general}))
+	code, _, err := newHookSender(hs.URL, testSigningSecret).post(EventsPath, ctype, body, strconv.FormatInt(time.Now().Unix(), 10), 0)
+	if err != nil || code != http.StatusServiceUnavailable {
+		t.Errorf("an event before Run = %d (%v), want 503", code, err)
+	}
+	cfg.SigningSecret = ""
+	if _, err := newChannel(t.Context(), cfg, e.Store, nil, testTuning()); err == nil {
+		t.Error("mode http started without a signing secret")
 	}
 }
