@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/discord"
+	"github.com/plangate/plangate/channels/slack"
+	"github.com/plangate/plangate/channels/telegram"
 )
 
 // validate checks values the YAML types cannot, and returns every problem at once: each
@@ -19,6 +22,7 @@ func (c *Config) validate() []problem {
 	if c.Channels.Web.Enabled && c.HTTP.Listen == "" {
 		ps = append(ps, problem{"channels.web.enabled", "channels.web.enabled is true but http.listen is empty: the web channel's pages are served by the HTTP server; set http.listen, e.g. 127.0.0.1:8080"})
 	}
+	ps = append(ps, c.webhookProblems()...)
 
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
@@ -242,3 +246,26 @@ func validApprover(s string) bool {
 
 // maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
 const maxWriteBytesLimit = 64 << 20
+
+// webhookProblems: a channel that receives over HTTP needs the HTTP server, and Telegram's
+// webhook needs the public address it registers.
+func (c *Config) webhookProblems() []problem {
+	ch := c.Channels
+	var ps []problem
+	for _, w := range []struct {
+		on       bool
+		key, val string
+	}{
+		{ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook, "channels.telegram.mode", ch.Telegram.Mode},
+		{ch.Slack.Enabled && ch.Slack.Mode == slack.ModeHTTP, "channels.slack.mode", ch.Slack.Mode},
+		{ch.Discord.Enabled && ch.Discord.Interactions == discord.InteractionsHTTP, "channels.discord.interactions", ch.Discord.Interactions},
+	} {
+		if w.on && c.HTTP.Listen == "" {
+			ps = append(ps, problem{w.key, fmt.Sprintf("%s is %s but http.listen is empty: the platform delivers to plangate's HTTP server; set http.listen (and http.public_url)", w.key, w.val)})
+		}
+	}
+	if ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook && c.HTTP.PublicURL == "" {
+		ps = append(ps, problem{"channels.telegram.mode", "channels.telegram.mode is webhook but http.public_url is empty: set it to the HTTPS address Telegram reaches (ports 443, 80, 88 or 8443)"})
+	}
+	return ps
+}

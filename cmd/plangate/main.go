@@ -372,6 +372,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 	ch := cfg.Channels
 	var chans []channels.Channel
 	if ch.Telegram.Enabled {
+		ch.Telegram.PublicURL = cfg.HTTP.PublicURL // webhook mode registers it with Telegram
 		tg, err := telegram.New(ctx, ch.Telegram, st, log)
 		if err != nil {
 			return nil, err
