@@ -1,11 +1,12 @@
 // Command mcpserver is testserver over stdio, for the end-to-end tests of core/mcp. The
-// crash tool exits the process; each start appends a line to $MCPSERVER_STARTS when set.
+// crash tool exits the process, freeze stops it (SIGSTOP); each start appends a line to $MCPSERVER_STARTS when set.
 package main
 
 import (
 	"context"
 	"log"
 	"os"
+	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,6 +18,7 @@ func main() {
 		appendLine(f, "start")
 	}
 	s := testserver.New(&testserver.Counts{}, func() { os.Exit(3) })
+	testserver.AddFreeze(s, func() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) })
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		log.Print(err)
 	}

@@ -98,3 +98,14 @@ func AddLate(s *sdk.Server) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late ran"}}}, nil, nil
 		})
 }
+
+// AddFreeze adds the tool "freeze", which calls freeze (the stdio binary stops its own
+// process, so it answers nothing, not even a ping).
+func AddFreeze(s *sdk.Server, freeze func()) {
+	sdk.AddTool(s, &sdk.Tool{Name: "freeze", Description: "Stops answering.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *sdk.CallToolRequest, _ Args) (*sdk.CallToolResult, any, error) {
+			freeze()
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+}
