@@ -159,6 +159,10 @@ func redactURL(u string) string {
 	return p.String()
 }
 
+// startTimeout bounds starting a server and listing its tools: a short call timeout must
+// not make a slow starter fail.
+func (s ServerConfig) startTimeout() time.Duration { return max(s.callTimeout(), 15*time.Second) }
+
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -123,7 +123,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // Start starts every server and waits until each has either listed its tools or failed
-// its first attempt (bounded by its call timeout), so the first turn sees the tools. A
+// its first attempt (bounded by its call timeout, at least 15s), so the first turn sees the tools. A
 // server that fails is logged, retried in the background, and does not fail Start.
 // The servers run until Close or until ctx ends.
 func (m *Manager) Start(ctx context.Context) error {
@@ -133,6 +133,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	ctx, m.stop = context.WithCancel(ctx)
 	var first sync.WaitGroup
 	for _, s := range m.servers {
+		s.life = ctx
 		first.Add(1)
 		m.wg.Add(1)
 		var once sync.Once
@@ -225,7 +226,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	case ctx.Err() != nil:
 		return "", OutcomeFailed, fmt.Errorf("%s was cancelled: %w", full, ctx.Err())
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		go s.probe(context.WithoutCancel(ctx), sess)
+		go s.probe(s.life, sess) // not the call's context: the turn may end first
 		return "", OutcomeTimeout, fmt.Errorf("%s timed out after %s", full, s.cfg.callTimeout())
 	case errors.As(err, &rpcErr):
 		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, oneLine(rpcErr.Message))

@@ -42,6 +42,7 @@ type server struct {
 	specs  []core.ToolSpec
 	status string
 	why    string // set before closing a live session on purpose (a hung server)
+	life   context.Context // the server's lifetime: Start to Close
 }
 
 // run keeps the server running; ready is called once the first attempt is over, whether
@@ -83,7 +84,7 @@ func (s *server) session(ctx context.Context, ready func()) error {
 			go s.relist(ctx, req.Session)
 		},
 	})
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout())
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
 	sess, err := client.Connect(cctx, t, nil)
 	cancel()
 	if err != nil {
@@ -113,13 +114,16 @@ func (s *server) session(ctx context.Context, ready func()) error {
 // list fetches the tools of sess and publishes them; a re-list (not first) publishes only
 // while sess is still the live session, so a late answer cannot revive a dead one.
 func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) error {
-	lctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout())
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
 	defer cancel()
 	tools := map[string]*sdk.Tool{}
 	var specs []core.ToolSpec
 	for t, err := range sess.Tools(lctx, nil) {
 		if err != nil {
 			return fmt.Errorf("listing tools: %w", err)
+		}
+		if _, dup := tools[t.Name]; dup {
+			continue
 		}
 		spec, ok := s.spec(t)
 		if !ok {
