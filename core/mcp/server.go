@@ -41,7 +41,7 @@ type server struct {
 	tools  map[string]*sdk.Tool
 	specs  []core.ToolSpec
 	status string
-	why    string // set before closing a live session on purpose (a hung server)
+	why    string          // set before closing a live session on purpose (a hung server)
 	life   context.Context // the server's lifetime: Start to Close
 }
 
