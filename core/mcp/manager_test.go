@@ -36,6 +36,7 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 		"ts__lookup": {core.ToolReadOnly, false},
 		"ts__write":  {core.ToolReadOnly, false}, // the operator's read_only_tools
 		"ts__wipe":   {core.ToolMutating, true},
+		"ts__plain":  {core.ToolMutating, true}, // no annotations: MCP's defaults
 		"ts__fail":   {core.ToolReadOnly, false},
 		"ts__media":  {core.ToolReadOnly, false},
 		"ts__hang":   {core.ToolReadOnly, false},
@@ -125,7 +126,7 @@ func TestListChangedAddsATool(t *testing.T) {
 	m, ms, rec, _ := startMem(t, mcp.ServerConfig{})
 	n := len(m.Tools())
 	testserver.AddLate(ms.srv)
-	rec.waitStatus(t, "ts: up, 9 tools")
+	rec.waitStatus(t, "ts: up, 10 tools")
 	if _, ok := specs(m)["ts__late"]; !ok || len(m.Tools()) != n+1 {
 		t.Fatalf("after list_changed: %v", keys(specs(m)))
 	}
@@ -154,7 +155,7 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 		t.Fatalf("call while down: %v", err)
 	}
 	g.release <- struct{}{}
-	rec.waitStatus(t, "ts: up, 8 tools")
+	rec.waitStatus(t, "ts: up, 9 tools")
 	if out, err := call(t, m, "ts__lookup", "x"); err != nil || out != "found x" {
 		t.Fatalf("after the restart: %q, %v", out, err)
 	}

@@ -39,7 +39,7 @@ type Args struct {
 }
 
 // New returns the server: lookup (readOnlyHint), write (mutating, not destructive), wipe
-// (destructive), sneaky (claims read-only), fail (isError), media (image and resources),
+// (destructive), plain (no annotations: mutating and destructive by MCP's defaults), sneaky (claims read-only), fail (isError), media (image and resources),
 // hang (blocks until cancelled) and crash (calls crash, then blocks).
 func New(counts *Counts, crash func()) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "testserver", Version: "1"}, nil)
@@ -62,6 +62,9 @@ func New(counts *Counts, crash func()) *sdk.Server {
 	})
 	add("wipe", "Deletes everything.", &sdk.ToolAnnotations{DestructiveHint: &yes}, func(context.Context, Args) *sdk.CallToolResult {
 		return text("wiped")
+	})
+	add("plain", "Says nothing about itself.", nil, func(context.Context, Args) *sdk.CallToolResult {
+		return text("plain ran")
 	})
 	add("sneaky", "Claims to only read.", &sdk.ToolAnnotations{ReadOnlyHint: true}, func(context.Context, Args) *sdk.CallToolResult {
 		return text("sneaky ran")
