@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,17 +17,38 @@ import (
 )
 
 // mcpHarness is a harness whose toolbox is the workspace tools plus the in-memory MCP
-// test server "ts"; counts says which tools the server really ran.
-func mcpHarness(t *testing.T) (*harness, *testserver.Counts) {
+// test server "ts"; counts says which tools the server really ran. The server's crash
+// tool cuts the connection, as a dying process would.
+func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts) {
 	t.Helper()
 	counts := &testserver.Counts{}
-	srv := testserver.New(counts, func() {})
+	var mu sync.Mutex
+	var conn sdk.Connection
+	srv := testserver.New(counts, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = conn.Close()
+	})
 	transport := func(ctx context.Context, _ mcp.ServerConfig) (sdk.Transport, error) {
 		ct, st := sdk.NewInMemoryTransports()
-		_, err := srv.Connect(ctx, st, nil)
-		return ct, err
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return connectFunc(func(ctx context.Context) (sdk.Connection, error) {
+			c, err := ct.Connect(ctx)
+			mu.Lock()
+			conn = c
+			mu.Unlock()
+			return c, err
+		}), nil
 	}
-	m, err := mcp.New(mcp.Config{{Name: "ts", Command: []string{"in-memory"}}}, mcp.Options{Transport: transport})
+	sc := mcp.ServerConfig{}
+	if len(cfg) > 0 {
+		sc = cfg[0]
+	}
+	sc.Name, sc.Command = "ts", []string{"in-memory"}
+	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
+	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +61,10 @@ func mcpHarness(t *testing.T) (*harness, *testserver.Counts) {
 	h.open()
 	return h, counts
 }
+
+type connectFunc func(ctx context.Context) (sdk.Connection, error)
+
+func (f connectFunc) Connect(ctx context.Context) (sdk.Connection, error) { return f(ctx) }
 
 // toolContent is the tool result recorded for the call with id.
 func toolContent(t *testing.T, h *harness, id string) string {
@@ -150,24 +177,7 @@ func TestMCPToolInAllowedToolsRuns(t *testing.T) {
 // TestMCPDeniedToolIsNotOfferedToTheModel: a tool whose hint claims read-only but that
 // the operator denies is not in the model's tool list, and calling it anyway is refused.
 func TestMCPDeniedToolIsNotOfferedToTheModel(t *testing.T) {
-	counts := &testserver.Counts{}
-	srv := testserver.New(counts, func() {})
-	transport := func(ctx context.Context, _ mcp.ServerConfig) (sdk.Transport, error) {
-		ct, st := sdk.NewInMemoryTransports()
-		_, err := srv.Connect(ctx, st, nil)
-		return ct, err
-	}
-	m, err := mcp.New(mcp.Config{{Name: "ts", Command: []string{"in-memory"}, DenyTools: []string{"sneaky"}}}, mcp.Options{Transport: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	h := newHarness(t)
-	h.tools = core.CombineToolboxes(tools.New(tools.Config{}), m)
-	h.open()
+	h, counts := mcpHarness(t, mcp.ServerConfig{DenyTools: []string{"sneaky"}})
 	sneaky := call("ts__sneaky", map[string]any{})
 	h.model.push(sessionID("main"), calls(sneaky))
 	h.say("main", "local", "/plan on")
@@ -181,5 +191,23 @@ func TestMCPDeniedToolIsNotOfferedToTheModel(t *testing.T) {
 	mustContain(t, toolContent(t, h, sneaky.ID), `unknown tool "ts__sneaky"`)
 	if counts.Get("sneaky") != 0 {
 		t.Fatal("the server ran a denied tool")
+	}
+}
+
+// TestMCPServerCrashMidTurn: the server dies during a call; the model gets a tool error,
+// the turn goes on, and the next model request no longer offers the server's tools.
+func TestMCPServerCrashMidTurn(t *testing.T) {
+	h, _ := mcpHarness(t)
+	sid := sessionID("main")
+	crash := call("ts__crash", map[string]any{})
+	h.model.push(sid, calls(crash), text("the server is gone; carrying on"))
+	rs := h.say("main", "local", "use the server")
+	mustContain(t, toolContent(t, h, crash.ID), "error: MCP server ts failed during ts__crash")
+	mustContain(t, joinTexts(rs), "the server is gone; carrying on")
+	reqs := h.model.requests()
+	for _, s := range reqs[len(reqs)-1].Tools {
+		if strings.HasPrefix(s.Name, "ts__") {
+			t.Fatalf("the dead server's tool %s is still offered", s.Name)
+		}
 	}
 }

@@ -231,6 +231,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	case errors.As(err, &rpcErr):
 		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, oneLine(rpcErr.Message))
 	}
+	s.withdraw(sess, "failed during a call: "+oneLine(err.Error()))
 	return "", OutcomeFailed, fmt.Errorf("MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))
 }
 

@@ -206,12 +206,22 @@ func (s *server) probe(ctx context.Context, sess *sdk.ClientSession) {
 	if err := sess.Ping(pctx, nil); err == nil || ctx.Err() != nil {
 		return
 	}
+	s.withdraw(sess, "not answering (a call timed out and a ping too)")
+}
+
+// withdraw stops offering the tools of sess at once (the next model request must not see
+// them) and closes it, so the supervisor restarts the server even if the connection was
+// not dead yet.
+func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 	s.mu.Lock()
 	if s.sess == sess {
-		s.why = "not answering (a call timed out and a ping too)"
+		s.sess, s.tools, s.specs = nil, nil, nil
+		if s.why == "" {
+			s.why = why
+		}
 	}
 	s.mu.Unlock()
-	_ = sess.Close()
+	go func() { _ = sess.Close() }()
 }
 
 func (s *server) setStatus(line string) {
