@@ -97,6 +97,7 @@ func (s *server) session(ctx context.Context, ready func()) error {
 	}
 	ready()
 	err = sess.Wait()
+	_ = sess.Close() // reaps a command that exited; idempotent
 	s.mu.Lock()
 	s.sess, s.tools, s.specs = nil, nil, nil
 	why := s.why
@@ -140,6 +141,9 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) 
 	}
 	s.sess, s.tools, s.specs = sess, tools, specs
 	s.mu.Unlock()
+	if first {
+		s.m.log.Info("mcp server up", "server", s.cfg.Name, "tools", len(specs))
+	}
 	s.setStatus(fmt.Sprintf("up, %d tools", len(specs)))
 	return nil
 }
