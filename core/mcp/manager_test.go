@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,4 +217,26 @@ func equal[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// TestCallRecordsDuration: the duration comes from the injected clock.
+func TestCallRecordsDuration(t *testing.T) {
+	ms, rec := newMemServers(), newRecorder()
+	var ticks atomic.Int64
+	clock := func() time.Time { return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * time.Second) }
+	m, err := mcp.New(mcp.Config{{Name: "ts", Command: []string{"x"}}}, mcp.Options{Observer: rec, Transport: ms.transport, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if _, err := call(t, m, "ts__lookup", "x"); err != nil {
+		t.Fatal(err)
+	}
+	r := rec.records()
+	if len(r) != 1 || r[0] != (mcp.CallRecord{Server: "ts", Tool: "lookup", Outcome: mcp.OutcomeOK, Duration: time.Second}) {
+		t.Fatalf("records %+v", r)
+	}
 }
