@@ -46,6 +46,10 @@ type Deps struct {
 	Log    *slog.Logger
 	Now    func() time.Time // defaults to time.Now
 	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+
+	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
+	// recurring reminders unavailable.
+	NudgeSpecs NudgeSpecs
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions
@@ -427,8 +431,9 @@ type turnState struct {
 	e    *Engine
 	j    *job
 	sess Session
-	// gateNoticed: the chat was already told about a blocked mutation in this job.
-	gateNoticed bool
+	// gate: the calls the gate refused in the running turn, and whether the turn was
+	// started by a person's message (see gate_audit.go).
+	gate turnGate
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

@@ -48,8 +48,10 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // runTurns runs an agent turn, and another while the previous one left injections for the
 // agent (an auto-approved plan), up to maxChainedTurns.
 func (t *turnState) runTurns(ctx context.Context) error {
-	for range maxChainedTurns {
+	for i := range maxChainedTurns {
+		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 		again, err := t.runTurn(ctx)
+		t.sayBlocked(ctx) // one notice for the turn's refused calls
 		if err != nil || !again {
 			return err
 		}

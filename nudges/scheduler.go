@@ -14,8 +14,9 @@
 // scheduler keeps a min-heap of due times and gives cron exactly one entry at a time, a
 // one-shot schedule for the earliest due time; that wake-up runs one dispatch round through
 // cron's chain (cron.Recover, and DelayIfStillRunning so rounds never overlap). Recurring
-// specs are parsed with cron's parser, exactly as commands.NextFire parses them, and their
-// next times are computed from the stored occurrence, never from when they were loaded.
+// specs are parsed with cron's parser, exactly as Specs (the engine's core.NudgeSpecs)
+// parses them, and their next times are computed from the stored occurrence, never from
+// when they were loaded.
 package nudges
 
 import (

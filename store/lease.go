@@ -58,7 +58,7 @@ func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 	return s.lease(ctx, s.r, name)
 }
 
-func (s *Store) lease(ctx context.Context, db *sql.DB, name string) (core.Lease, error) {
+func (s *Store) lease(ctx context.Context, db sqlDB, name string) (core.Lease, error) {
 	var l core.Lease
 	var until string
 	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)

@@ -21,6 +21,8 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
@@ -36,6 +38,7 @@ type Config struct {
 	Tools     ToolsConfig     `yaml:"tools"`
 	Access    AccessConfig    `yaml:"access"`
 	Channels  ChannelsConfig  `yaml:"channels"`
+	HTTP      HTTPConfig      `yaml:"http"`
 	Log       LogConfig       `yaml:"log"`
 
 	file    string              // the config file as given, for messages
@@ -132,6 +135,7 @@ type ChannelsConfig struct {
 	Telegram telegram.Config `yaml:"telegram"`
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
+	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
 }
 
 // describe lists the summaries of the enabled channels for `plangate config check`; each
@@ -146,6 +150,7 @@ func (ch ChannelsConfig) describe() []string {
 		{ch.Telegram.Enabled, ch.Telegram},
 		{ch.Slack.Enabled, ch.Slack},
 		{ch.Discord.Enabled, ch.Discord},
+		{ch.Web.Enabled, &ch.Web},
 	} {
 		if s.enabled {
 			out = append(out, s.cfg.Describe())
@@ -221,8 +226,10 @@ func defaultConfig() *Config {
 			Telegram: telegram.Defaults(),
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
+			Web:      web.Config{SessionTTL: web.DefaultSessionTTL},
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:   LogConfig{Level: LogInfo, Format: LogText},
 	}
 }

@@ -14,7 +14,11 @@ import (
 // validate checks values the YAML types cannot, and returns every problem at once: each
 // section's own, then those that span sections.
 func (c *Config) validate() []problem {
-	ps := c.sectionProblems(reflect.ValueOf(*c), "")
+	ps := c.sectionProblems(reflect.ValueOf(c).Elem(), "")
+	ps = append(ps, c.ownFilesOutsideWorkspace()...)
+	if c.Channels.Web.Enabled && c.HTTP.Listen == "" {
+		ps = append(ps, problem{"channels.web.enabled", "channels.web.enabled is true but http.listen is empty: the web channel's pages are served by the HTTP server; set http.listen, e.g. 127.0.0.1:8080"})
+	}
 
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
@@ -30,17 +34,12 @@ func (c *Config) validate() []problem {
 			ps = append(ps, problem{"llm.script", "llm.script is empty: set it to a script file such as demo/script.yaml"})
 		}
 	}
-	// plangate's own files are never workspace files (issue 11).
-	for _, p := range []struct{ key, value string }{{"store.path", c.Store.Path}, {"plans.dir", c.Plans.Dir}} {
-		if p.value != "" && c.Workspace.Root != "" && pathWithin(p.value, c.Workspace.Root) {
-			ps = append(ps, problem{p.key, p.key + " is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace"})
-		}
-	}
 	return ps
 }
 
 // sectionProblems runs Validate on every section in v (a struct read from the file at
-// path), looking into the sections that have none, such as channels.
+// path), looking into the sections that have none, such as channels. v is addressable, so
+// a section whose Validate has a pointer receiver is checked too.
 func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 	var ps []problem
 	for f, fv := range v.Fields() {
@@ -49,13 +48,25 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		if s, ok := fv.Interface().(channels.Validator); ok {
+		if s, ok := validator(fv); ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
 		} else if fv.Kind() == reflect.Struct {
 			ps = append(ps, c.sectionProblems(fv, key)...)
 		}
 	}
 	return ps
+}
+
+// validator is the section's Validate, with a value or a pointer receiver.
+func validator(v reflect.Value) (channels.Validator, bool) {
+	if s, ok := v.Interface().(channels.Validator); ok {
+		return s, true
+	}
+	if v.CanAddr() {
+		s, ok := v.Addr().Interface().(channels.Validator)
+		return s, ok
+	}
+	return nil, false
 }
 
 // keyProblems places what the section at prefix reported: keys get the section's path, a
@@ -75,7 +86,13 @@ func (c *Config) keyProblems(prefix string, err error) []problem {
 		ps = append(ps, problem{key, msg})
 	}
 	for _, err := range rest {
-		ps = append(ps, problem{prefix, prefix + ": " + err.Error()})
+		msg, key := err.Error(), prefix
+		if named, _, ok := strings.Cut(msg, ": "); ok && (named == prefix || strings.HasPrefix(named, prefix+".")) {
+			key = named // a section that names its keys itself ("channels.web.users.alice: ...")
+		} else {
+			msg = prefix + ": " + msg
+		}
+		ps = append(ps, problem{key, msg})
 	}
 	return ps
 }
@@ -190,7 +207,7 @@ func (a AccessConfig) Validate() error {
 	for i, s := range a.Approvers {
 		if !validApprover(s) {
 			errs = append(errs, channels.BadValue(fmt.Sprintf("approvers[%d]", i), s,
-				"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
+				"expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)"))
 		}
 	}
 	return errors.Join(errs...)
@@ -210,7 +227,7 @@ func validApprover(s string) bool {
 		return false
 	}
 	switch channel {
-	case "terminal", "telegram", "slack", "discord", "discord-role":
+	case "terminal", "telegram", "slack", "discord", "web", "discord-role":
 		return true
 	}
 	return false

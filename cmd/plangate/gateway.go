@@ -48,7 +48,8 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		log.Warn(n) // run_command unavailable, or running without a sandbox
 	}
 	ref := &nudgerRef{}
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now,
+		NudgeSpecs: nudges.Specs{}})
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
@@ -57,6 +58,17 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
 	return g, nil
+}
+
+// resume picks up the work a previous process left unfinished in the sessions mine
+// selects, and logs what it did.
+func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) {
+	n, err := g.eng.Resume(ctx, mine)
+	if err != nil {
+		g.log.Error("resuming unfinished work", "err", err)
+	} else if n > 0 {
+		g.log.Info("resumed unfinished work", "sessions", n)
+	}
 }
 
 // inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md
