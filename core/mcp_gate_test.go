@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ func TestMCPMutatingToolRefusedWhilePlanning(t *testing.T) {
 	look := call("ts__lookup", map[string]any{"text": "cats"})
 	h.model.push(sid, calls(mut, wipe, write, look), calls(propose("Write the record", "Write it")))
 	rs := h.say("main", "local", "write the record now")
-	mustContain(t, joinTexts(rs), "Blocked ts__write")
+	mustContain(t, joinTexts(rs), "Blocked 3 calls: nothing may change before a plan is accepted", "- ts__write\n", "- ts__wipe\n")
 
 	for _, c := range []core.ToolCall{mut, wipe} {
 		got := toolContent(t, h, c.ID)
@@ -107,6 +108,15 @@ func TestMCPMutatingToolRefusedWhilePlanning(t *testing.T) {
 	mustContain(t, toolContent(t, h, write.ID), "refused in phase planning")
 	if n, w := counts.Get("write"), counts.Get("wipe"); n != 0 || w != 0 {
 		t.Fatalf("the server saw %d write and %d wipe calls while planning", n, w)
+	}
+	blocked := 0
+	for _, k := range h.events("main") {
+		if k == core.EventToolBlocked {
+			blocked++
+		}
+	}
+	if blocked != 3 {
+		t.Errorf("%d tool_blocked audit rows, want 3 (ts__write, ts__wipe, write_file)", blocked)
 	}
 	if got := toolContent(t, h, look.ID); got != "found cats" || counts.Get("lookup") != 1 {
 		t.Fatalf("read-only MCP tool while planning: %q (%d calls)", got, counts.Get("lookup"))
@@ -163,6 +173,9 @@ func TestMCPToolInAllowedToolsRuns(t *testing.T) {
 	h.say("main", "local", "/plan accept")
 	if got := toolContent(t, h, mut.ID); got != "wrote r" || counts.Get("write") != 1 {
 		t.Fatalf("ts__write in allowed_tools: %q (%d calls)", got, counts.Get("write"))
+	}
+	if !slices.Contains(h.events("main"), core.EventToolRan) {
+		t.Error("the MCP call that ran has no tool_ran audit row")
 	}
 	if err := h.eng.Wait(context.Background()); err != nil { // plan files are written in the background
 		t.Fatal(err)
