@@ -58,6 +58,8 @@ type Risk struct {
 type Scope struct {
 	AllowedPaths   []string `json:"allowed_paths,omitempty"`
 	ForbiddenPaths []string `json:"forbidden_paths,omitempty"`
+	// AllowedTools names the mutating MCP tools (<server>__<tool>) the plan may call.
+	AllowedTools []string `json:"allowed_tools,omitempty"`
 }
 
 // Decision records who decided on a plan version, when, where and with what feedback.
