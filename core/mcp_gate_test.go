@@ -131,12 +131,10 @@ func proposeTools(title string, allowed ...string) core.ToolCall {
 	})
 }
 
-const needsGate = "needs the gate change: allowed_tools"
 
 // TestMCPMutatingToolNeedsAllowedTools: after accept, a mutating MCP tool runs only when
 // the accepted plan's scope.allowed_tools names it.
 func TestMCPMutatingToolNeedsAllowedTools(t *testing.T) {
-	t.Skip(needsGate)
 	h, counts := mcpHarness(t)
 	sid := sessionID("main")
 	h.say("main", "local", "/plan on")
@@ -162,7 +160,6 @@ func TestMCPMutatingToolNeedsAllowedTools(t *testing.T) {
 
 // TestMCPToolInAllowedToolsRuns: the tool the plan names runs after accept.
 func TestMCPToolInAllowedToolsRuns(t *testing.T) {
-	t.Skip(needsGate)
 	h, counts := mcpHarness(t)
 	sid := sessionID("main")
 	h.say("main", "local", "/plan on")

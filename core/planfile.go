@@ -165,14 +165,14 @@ func writeSection(b *bytes.Buffer, heading string, lines []string) {
 }
 
 func writeScope(b *bytes.Buffer, sc Scope) {
-	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 {
+	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 {
 		return
 	}
 	b.WriteString("\n## Scope\n")
 	for _, part := range []struct {
 		label string
 		paths []string
-	}{{"Allowed", sc.AllowedPaths}, {"Forbidden", sc.ForbiddenPaths}} {
+	}{{"Allowed", sc.AllowedPaths}, {"Forbidden", sc.ForbiddenPaths}, {"Allowed tools", sc.AllowedTools}} {
 		if len(part.paths) == 0 {
 			continue
 		}

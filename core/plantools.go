@@ -32,7 +32,7 @@ func planToolSpecs() []ToolSpec {
 				`"assumptions":` + strs + `,` +
 				`"risks":{"type":"array","items":{"type":"object","required":["risk","mitigation"],"properties":{"risk":` + str + `,"mitigation":` + str + `}}},` +
 				`"verification":` + strs + `,` +
-				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `}},` +
+				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs + `}},` +
 				`"references":` + strs + `}}`)},
 		{Name: ToolUpdatePlan, Kind: ToolPlan,
 			Description: "Report step progress while executing an accepted plan: the status and verified criteria of its steps only (adding, removing or rewording steps is a new plan, which needs the user). A step may be completed only when every acceptance criterion is listed in verified_criteria; at most one step in_progress. When you cancel a step, say why in explanation.",

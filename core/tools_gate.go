@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -100,6 +101,15 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 	if p == nil {
 		return toolError("no accepted plan is loaded; %s refused", spec.Name), "no accepted plan is loaded", false
 	}
+	if IsMCPTool(spec.Name) {
+		// An MCP tool changes no path the scope could check: the plan must name it.
+		if !slices.Contains(p.Body.Scope.AllowedTools, spec.Name) {
+			msg := fmt.Sprintf("%s refused: it is not in the accepted plan's scope.allowed_tools", spec.Name)
+			return toolResult{content: "error: " + msg, isError: true,
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+		}
+		return toolResult{}, "", true
+	}
 	if in.pathsErr != nil {
 		return toolError("%s", in.pathsErr.Error()), oneLine(in.pathsErr.Error()), false
 	}
@@ -112,6 +122,10 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 	}
 	return toolResult{}, "", true
 }
+
+// IsMCPTool says whether name is an MCP server's tool (<server>__<tool>); no workspace
+// tool has "__" in its name.
+func IsMCPTool(name string) bool { return strings.Contains(name, "__") }
 
 // toolResult is the outcome of one tool call.
 type toolResult struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -111,6 +112,7 @@ type PlanModeConfig struct {
 type ToolsConfig struct {
 	MaxWriteBytes int              `yaml:"max_write_bytes"` // largest file write_file/edit_file write
 	RunCommand    RunCommandConfig `yaml:"run_command"`
+	MCP           mcp.Config       `yaml:"mcp"` // MCP tool servers, gated like every other tool
 }
 
 // RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -24,6 +25,7 @@ type gateway struct {
 
 	served       []string
 	outboxMaxAge time.Duration
+	mcp          *mcp.Manager // nil without tools.mcp
 }
 
 // unsent lists the replies a killed process committed and never sent (of the sessions
@@ -64,15 +66,23 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	for _, n := range toolbox.Notices() {
 		log.Warn(n) // run_command unavailable, or running without a sandbox
 	}
+	var tools core.Toolbox = toolbox
+	mgr, err := startMCP(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if mgr != nil {
+		tools = core.CombineToolboxes(toolbox, mgr)
+	}
 	ref := &nudgerRef{}
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now,
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: tools, Out: out, Nudger: ref, Log: log, Now: e.now,
 		NudgeSpecs: nudges.Specs{}})
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
-		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge}
+		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge, mcp: mgr}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
 	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
@@ -166,7 +176,29 @@ func (g *gateway) shutdown(grace time.Duration, interrupt context.CancelFunc) er
 	if err := <-g.schedDone; err != nil {
 		errs = append(errs, fmt.Errorf("nudge scheduler: %w", err))
 	}
+	if g.mcp != nil {
+		if err := g.mcp.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping MCP servers: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// startMCP starts the configured MCP servers (none: nil). A server that fails to start is
+// logged and retried with backoff; its tools appear once it is up.
+func startMCP(ctx context.Context, cfg *Config, log *slog.Logger) (*mcp.Manager, error) {
+	if len(cfg.Tools.MCP) == 0 {
+		return nil, nil
+	}
+	mgr, err := mcp.New(cfg.Tools.MCP, mcp.Options{Log: log, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return nil, fmt.Errorf("starting MCP servers: %w", err)
+	}
+	log.Info("mcp servers", "status", mgr.Status())
+	return mgr, nil
 }
 
 // workHandler hands messages to the engine under a context that outlives receiving, so a
