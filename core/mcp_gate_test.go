@@ -131,7 +131,6 @@ func proposeTools(title string, allowed ...string) core.ToolCall {
 	})
 }
 
-
 // TestMCPMutatingToolNeedsAllowedTools: after accept, a mutating MCP tool runs only when
 // the accepted plan's scope.allowed_tools names it.
 func TestMCPMutatingToolNeedsAllowedTools(t *testing.T) {
