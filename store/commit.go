@@ -12,10 +12,12 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Commit applies ch in one IMMEDIATE transaction on the writer connection: the inbound
-// key, the session (insert at version 0, otherwise compare-and-set on the version), the
-// plans, the audit events, the transcript messages and the nudge cancellation. Any
-// failure rolls back everything. Zero times are stamped with the commit time.
+// Commit applies ch atomically on the writer connection: the inbound key, the session
+// (insert at version 0, otherwise compare-and-set on the version), the plans, the audit
+// events, the transcript messages and the nudge cancellation. Any failure rolls back
+// everything ch wrote, and only that. Zero times are stamped with the commit time.
+// Changes committed concurrently share one transaction (see write); Commit returns only
+// when ch is durable (or, for a lazy change, written).
 func (s *Store) Commit(ctx context.Context, ch core.Change) (core.Session, error) {
 	sid, err := changeSession(ch)
 	if err != nil {
@@ -47,25 +49,21 @@ func changeSession(ch core.Change) (string, error) {
 }
 
 func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Session, error) {
-	now := s.now().UTC()
-	conn, err := s.w.Conn(ctx)
+	var out core.Session
+	err := s.write(ctx, ch.Lazy, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+		var err error
+		out, err = writeChange(ctx, tx, ch, sid, now)
+		return err
+	})
 	if err != nil {
-		return core.Session{}, fmt.Errorf("getting the writer connection: %w", err)
+		return core.Session{}, err
 	}
-	defer conn.Close()
-	if ch.Lazy {
-		restore, err := relaxSync(ctx, conn)
-		if err != nil {
-			return core.Session{}, err
-		}
-		defer restore()
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return core.Session{}, fmt.Errorf("beginning transaction: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit
+	return out, nil
+}
 
+// writeChange writes every part of ch inside tx.
+func writeChange(ctx context.Context, tx *sql.Tx, ch core.Change, sid string, now time.Time) (core.Session, error) {
+	var err error
 	// The inbound key goes first: a duplicate event is the most useful thing to report,
 	// whatever else in the change would have failed.
 	if ch.Inbound != nil {
@@ -110,9 +108,6 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 	}
 	if err := writeOutbox(ctx, tx, ch.Outbox, sid, now); err != nil {
 		return core.Session{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return core.Session{}, fmt.Errorf("committing transaction: %w", err)
 	}
 	return out, nil
 }

@@ -99,18 +99,12 @@ func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
 }
 
 func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...any) error {
-	conn, err := s.w.Conn(ctx)
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx, _ time.Time) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return explain(err)
+	})
 	if err != nil {
 		return fmt.Errorf("updating outbox reply %d: %w", id, err)
-	}
-	defer conn.Close()
-	restore, err := relaxSync(ctx, conn)
-	if err != nil {
-		return err
-	}
-	defer restore()
-	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
 	}
 	return nil
 }
