@@ -33,8 +33,7 @@ type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeJob
 	busy  bool // a leader is running a batch
-	// batches and jobs count what ran, for tests and benchmarks of the sharing.
-	batches, jobs int64
+	stats GroupStats
 }
 
 // write runs fn on the writer connection as part of the next batch and returns once the
@@ -73,8 +72,8 @@ func (s *Store) lead() {
 	g.mu.Lock()
 	batch := g.queue
 	g.queue = nil
-	g.batches++
-	g.jobs += int64(len(batch))
+	g.stats.Batches++
+	g.stats.Writes += int64(len(batch))
 	g.mu.Unlock()
 
 	s.runBatch(batch)
@@ -114,6 +113,11 @@ func (s *Store) runBatch(batch []*writeJob) {
 	}
 	if len(live) == 0 {
 		return
+	}
+	if !lazy {
+		s.gc.mu.Lock()
+		s.gc.stats.Durable++
+		s.gc.mu.Unlock()
 	}
 	fail := func(err error) {
 		for _, j := range live {
@@ -190,10 +194,17 @@ func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) e
 	return nil
 }
 
-// GroupStats reports how many batches the writer ran and how many writes they held; the
-// ratio is how many callers shared each fsync.
-func (s *Store) GroupStats() (batches, writes int64) {
+// GroupStats counts what the writer ran since the store was opened: Writes callers in
+// Batches transactions, of which Durable were synced (the others were all lazy). Writes
+// per batch is how many callers shared each transaction; Durable is the number of WAL
+// fsyncs (checkpoints add their own).
+type GroupStats struct {
+	Batches, Writes, Durable int64
+}
+
+// GroupStats reports the writer's counts, for benchmarks and tests of the sharing.
+func (s *Store) GroupStats() GroupStats {
 	s.gc.mu.Lock()
 	defer s.gc.mu.Unlock()
-	return s.gc.batches, s.gc.jobs
+	return s.gc.stats
 }

@@ -76,7 +76,7 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 	const conflicting, duplicate = 3, 7
-	b0, w0 := s.GroupStats()
+	st0 := s.GroupStats()
 
 	release := holdWriter(t, s)
 	results := make([]error, n)
@@ -102,8 +102,9 @@ func TestGroupCommit(t *testing.T) {
 	release()
 	wg.Wait()
 
-	if b, w := s.GroupStats(); b-b0 != 2 || w-w0 != n+1 {
-		t.Errorf("ran %d batches holding %d writes, want 2 holding %d (the hold, then all at once)", b-b0, w-w0, n+1)
+	if st := s.GroupStats(); st.Batches-st0.Batches != 2 || st.Writes-st0.Writes != n+1 || st.Durable-st0.Durable != 2 {
+		t.Errorf("ran %d batches (%d durable) holding %d writes, want 2 durable holding %d (the hold, then all at once)",
+			st.Batches-st0.Batches, st.Durable-st0.Durable, st.Writes-st0.Writes, n+1)
 	}
 	for i, err := range results {
 		switch i {
