@@ -13,7 +13,8 @@ import (
 )
 
 // benchDecisions sets up b.N pending plans, then accepts them from sessions goroutines,
-// each taking the next plan when its last decision is handled.
+// each taking the next plan when its last decision is handled. syncs/decision counts the
+// store's fsynced transactions per decision, writes/decision its writes (commits).
 func benchDecisions(b *testing.B, sessions int) {
 	h := newHarness(b)
 	ctx := context.Background()
@@ -23,6 +24,7 @@ func benchDecisions(b *testing.B, sessions int) {
 		h.toPending(chats[i], "Decision bench")
 	}
 	raw := rawCommitRate(b, h.dir)
+	st0 := h.st.GroupStats()
 	var (
 		mu     sync.Mutex
 		next   int
@@ -60,11 +62,14 @@ func benchDecisions(b *testing.B, sessions int) {
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
+	st := h.st.GroupStats()
 	raw = (raw + rawCommitRate(b, h.dir)) / 2
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "decisions/s")
 	b.ReportMetric(raw, "raw-commits/s")
 	b.ReportMetric(rate/raw, "ratio")
+	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
+	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's

@@ -74,7 +74,8 @@ func Percentile(ds []time.Duration, p float64) float64 {
 // It is the whole test process: the platform fake, the fake model and the benchmark's
 // own goroutines are counted with the gateway.
 type Usage struct {
-	CPU        time.Duration
+	CPU        time.Duration // user and system
+	Sys        time.Duration // system alone: syscalls, fsync's kernel work, wake-ups
 	WriteBytes int64
 }
 
@@ -84,6 +85,7 @@ func ReadUsage() Usage {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.Sys = time.Duration(ru.Stime.Nano())
 	}
 	if b, err := os.ReadFile("/proc/self/io"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
@@ -95,8 +97,8 @@ func ReadUsage() Usage {
 	return u
 }
 
-// ReportUsage reports the CPU (cpu-ms/msg) and disk writes (disk-KB/msg) per message
-// between from and now.
+// ReportUsage reports the CPU (cpu-ms/msg, of which sys-ms/msg in the kernel) and disk
+// writes (disk-KB/msg) per message between from and now.
 func ReportUsage(b *testing.B, from Usage, msgs int) {
 	b.Helper()
 	if msgs == 0 {
@@ -104,6 +106,7 @@ func ReportUsage(b *testing.B, from Usage, msgs int) {
 	}
 	to := ReadUsage()
 	b.ReportMetric(float64(to.CPU-from.CPU)/float64(time.Millisecond)/float64(msgs), "cpu-ms/msg")
+	b.ReportMetric(float64(to.Sys-from.Sys)/float64(time.Millisecond)/float64(msgs), "sys-ms/msg")
 	b.ReportMetric(float64(to.WriteBytes-from.WriteBytes)/1024/float64(msgs), "disk-KB/msg")
 }
 
