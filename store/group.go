@@ -66,7 +66,7 @@ func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
 
 // lead runs one batch: everything queued now. Then it hands the lead to the first job
 // that arrived meanwhile (so no caller keeps leading under sustained load) and wakes the
-// batch's callers.
+// batch's callers (handOff).
 func (s *Store) lead() {
 	g := s.gc
 	g.mu.Lock()
@@ -76,8 +76,23 @@ func (s *Store) lead() {
 	g.stats.Writes += int64(len(batch))
 	g.mu.Unlock()
 
+	defer s.handOff(batch)
 	s.runBatch(batch)
+}
 
+// handOff passes the lead to the first job that arrived during the batch, or idles the
+// writer, and wakes the batch's callers. It runs even when a write panicked (a caller may
+// recover), so the queue never stays blocked; the panicking batch's callers get an error.
+func (s *Store) handOff(batch []*writeJob) {
+	if p := recover(); p != nil {
+		for _, j := range batch {
+			if j.err == nil {
+				j.err = fmt.Errorf("a write in the same batch panicked: %v", p)
+			}
+		}
+		defer panic(p)
+	}
+	g := s.gc
 	g.mu.Lock()
 	var next *writeJob
 	if len(g.queue) > 0 {

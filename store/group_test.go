@@ -302,3 +302,30 @@ func crashChild(path string) {
 	}
 	wg.Wait()
 }
+
+// TestGroupCommitPanic: a write that panics (a caller up the stack may recover) rolls
+// back and does not leave the queue blocked for the writes after it.
+func TestGroupCommitPanic(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the caller")
+			}
+		}()
+		_ = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at)
+				VALUES ('t', 'a', 'k', 'v', ?)`, formatTime(now)); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if _, err := s.Commit(ctx, core.Change{Session: &core.Session{ID: "after", Phase: core.PhaseOff, Owner: "u"}}); err != nil {
+		t.Fatalf("a commit after the panic: %v", err)
+	}
+	if _, ok, err := s.ChannelState(ctx, "t", "a", "k"); err != nil || ok {
+		t.Errorf("the panicking write was kept: %v, %v", ok, err)
+	}
+}
