@@ -54,15 +54,18 @@ func (s *Store) ChannelState(ctx context.Context, channel, account, key string) 
 	return v, true, nil
 }
 
-// SetChannelState saves a value for an adapter, replacing any earlier one.
+// SetChannelState saves a value for an adapter, replacing any earlier one. It is durable
+// when it returns (an adapter saves its platform offset with it), and shares its
+// transaction with commits in flight at the same time.
 func (s *Store) SetChannelState(ctx context.Context, channel, account, key, value string) error {
 	if key == "" {
 		return errors.New("saving channel state: empty key")
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at)
+	err := s.runSteps(ctx, []step{{what: "saving", q: `INSERT INTO channel_state (channel, account, key, value, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (channel, account, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		channel, account, key, value, formatTime(s.now())); err != nil {
+		args: []any{channel, account, key, value, formatTime(s.now())}}}, false)
+	if err != nil {
 		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -57,11 +58,15 @@ func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {
 		return asConflict(s.runBatch(ctx, steps, lazy))
 	}
-	tx, done, err := s.beginWrite(ctx, lazy)
-	if err != nil {
-		return err
-	}
-	defer done()
+	// SQLite: through the writer's queue, so concurrent transitions share one transaction
+	// and one fsync (group commit, see group.go), each in its own savepoint.
+	return s.write(ctx, lazy, func(ctx context.Context, tx *sql.Tx, _ time.Time) error {
+		return execSteps(ctx, &sqlTx{Tx: tx, d: sqliteDialect}, steps)
+	})
+}
+
+// execSteps runs steps in order inside tx and stops at the first unexpected outcome.
+func execSteps(ctx context.Context, tx *sqlTx, steps []step) error {
 	for _, st := range steps {
 		if st.dest != nil {
 			err := tx.QueryRowContext(ctx, st.q, st.args...).Scan(st.dest...)
@@ -78,9 +83,6 @@ func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 		if err := st.outcome(n, err); err != nil {
 			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing transaction: %w", err)
 	}
 	return nil
 }

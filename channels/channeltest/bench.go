@@ -1,10 +1,17 @@
 package channeltest
 
 import (
+	"context"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // RoundTrips runs b.N timed round trips spread over workers goroutines (one per
@@ -59,4 +66,89 @@ func Percentile(ds []time.Duration, p float64) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
+}
+
+// Usage is what the process has consumed so far: CPU (user and system, from getrusage)
+// and bytes it caused to be written to storage (write_bytes of /proc/self/io; zero where
+// that file is missing). Benchmarks divide the difference of two by the messages between.
+// It is the whole test process: the platform fake, the fake model and the benchmark's
+// own goroutines are counted with the gateway.
+type Usage struct {
+	CPU        time.Duration // user and system
+	Sys        time.Duration // system alone: syscalls, fsync's kernel work, wake-ups
+	WriteBytes int64
+}
+
+// ReadUsage takes a Usage snapshot.
+func ReadUsage() Usage {
+	var u Usage
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.Sys = time.Duration(ru.Stime.Nano())
+	}
+	if b, err := os.ReadFile("/proc/self/io"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+				u.WriteBytes, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+	}
+	return u
+}
+
+// ReportUsage reports the CPU (cpu-ms/msg, of which sys-ms/msg in the kernel) and disk
+// writes (disk-KB/msg) per message between from and now.
+func ReportUsage(b *testing.B, from Usage, msgs int) {
+	b.Helper()
+	if msgs == 0 {
+		return
+	}
+	to := ReadUsage()
+	b.ReportMetric(float64(to.CPU-from.CPU)/float64(time.Millisecond)/float64(msgs), "cpu-ms/msg")
+	b.ReportMetric(float64(to.Sys-from.Sys)/float64(time.Millisecond)/float64(msgs), "sys-ms/msg")
+	b.ReportMetric(float64(to.WriteBytes-from.WriteBytes)/1024/float64(msgs), "disk-KB/msg")
+}
+
+// ModelTime is the median time one call of m takes, measured by calling it directly
+// with a one-message request: what a round trip spends in the fake model, subtracted
+// to leave the gateway's own share.
+func ModelTime(m core.Model) time.Duration {
+	req := core.ModelRequest{SessionID: "model-time", Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "how long?"}}}
+	ds := make([]time.Duration, 201)
+	for i := range ds {
+		start := time.Now()
+		_, _ = m.Complete(context.Background(), req)
+		ds[i] = time.Since(start)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// Less returns ds each reduced by d (not below zero).
+func Less(ds []time.Duration, d time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, x := range ds {
+		out[i] = max(x-d, 0)
+	}
+	return out
+}
+
+// SpacedTrips runs b.N round trips one at a time, trip n in conversation n % convs, with
+// gap of idleness after each reply: messages that arrive alone, far enough apart that
+// nothing coalesces and nothing queues. It returns each trip's latency.
+func SpacedTrips(b *testing.B, convs int, gap time.Duration, trip func(conv, n int) (time.Duration, error)) []time.Duration {
+	b.Helper()
+	latencies := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for n := range b.N {
+		d, err := trip(n%convs, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, d)
+		time.Sleep(gap)
+	}
+	b.StopTimer()
+	return latencies
 }

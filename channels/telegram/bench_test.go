@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,26 +14,77 @@ import (
 	"github.com/plangate/plangate/channels/channeltest"
 )
 
+// spacedGap is the idle time between two messages of a spaced run: longer than the test
+// tuning's inbox flushDelay (20 ms), so each message's save runs alone, as at one
+// message a second with the real 100 ms.
+const spacedGap = 25 * time.Millisecond
+
 // BenchmarkTelegramRoundTrip measures the gateway between a served update and its reply:
 // the fake Bot API serves a message, the adapter receives it, the engine (on SQLite, with
-// an instant model) handles it, and the reply's sendMessage reaches the fake. Each chat
-// sends its next message when the last was answered: one chat shows the time of a message
-// alone, sixteen show how messages queue for the store's single writer. Reported: msgs/s,
-// and p50/p99 latency in ms from the update being served (the long-poll wait before it is
-// not counted) to the reply arriving.
+// an instant model) handles it, and the reply's sendMessage reaches the fake. Pacing is
+// lifted (testTuning's rates are zero: no limit).
+//
+// saturated: each chat sends its next message when the last was answered, so messages
+// queue for the store's single writer. spaced: one message at a time, round-robin over
+// the chats, with spacedGap of idleness after each reply. chats=1 is one conversation,
+// chats=20 twenty sessions.
+//
+// Reported: msgs/s (saturated only: a spaced run's time is mostly the gaps); p50/p99 ms
+// from the update being served (the long-poll wait before it is not counted) to the
+// reply arriving; own-p50/own-p99, the same less the fake model's time (ModelTime);
+// cpu-ms/msg and disk-KB/msg of the whole test process (the fake API and the benchmark
+// driver included); syncs/msg, the store's durable (fsynced) transactions per message;
+// writes/batch, the store writes that shared one transaction.
 //
 // The no-engine case replaces the engine with a handler that answers at once, which
 // leaves the adapter's own share: receiving, the inbox save, formatting and sending.
 func BenchmarkTelegramRoundTrip(b *testing.B) {
-	for _, chats := range []int{1, 16} {
-		b.Run(fmt.Sprintf("chats=%d", chats), func(b *testing.B) { benchRoundTrip(b, chats, true) })
+	for _, mode := range []string{"saturated", "spaced"} {
+		for _, chats := range []int{1, 20} {
+			b.Run(fmt.Sprintf("%s/chats=%d", mode, chats), func(b *testing.B) {
+				benchRoundTrip(b, benchCase{chats: chats, spaced: mode == "spaced", engine: true})
+			})
+		}
 	}
-	b.Run("chats=1/no-engine", func(b *testing.B) { benchRoundTrip(b, 1, false) })
+	b.Run("saturated/chats=1/no-engine", func(b *testing.B) { benchRoundTrip(b, benchCase{chats: 1}) })
 }
 
-func benchRoundTrip(b *testing.B, chats int, withEngine bool) {
+// BenchmarkTelegramThroughput is twenty chats sending as fast as they are answered with
+// pacing lifted: the messages per second the gateway sustains on this machine.
+// transport=pooled is the adapter's own HTTP transport, transport=default net/http's
+// (two idle connections per host), for the same-run comparison; dials/msg counts the
+// connections opened to the Bot API.
+func BenchmarkTelegramThroughput(b *testing.B) {
+	b.Run("transport=pooled", func(b *testing.B) {
+		benchRoundTrip(b, benchCase{chats: 20, engine: true, transport: newTransport()})
+	})
+	b.Run("transport=default", func(b *testing.B) {
+		benchRoundTrip(b, benchCase{chats: 20, engine: true, transport: http.DefaultTransport.(*http.Transport).Clone()})
+	})
+}
+
+// benchCase is one configuration of the round-trip benchmark.
+type benchCase struct {
+	chats     int
+	spaced    bool            // one message at a time with gaps, rather than saturated
+	engine    bool            // the real engine, rather than an echo handler
+	transport *http.Transport // nil: the adapter's default client
+}
+
+func benchRoundTrip(b *testing.B, bc benchCase) {
+	chats, spaced, withEngine := bc.chats, bc.spaced, bc.engine
 	api := newFakeAPI(b)
 	cfg := Config{Token: api.token, APIURL: api.URL(), PollTimeout: time.Second}
+	var dials atomic.Int64
+	if tr := bc.transport; tr != nil {
+		dial := tr.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return dial(ctx, network, addr)
+		}
+		cfg.HTTPClient = &http.Client{Transport: tr}
+		b.Cleanup(tr.CloseIdleConnections)
+	}
 	e := channeltest.NewEnv(b, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
 		return newChannel(ctx, cfg, st, log, testTuning())
 	}, api.token)
@@ -57,11 +111,33 @@ func benchRoundTrip(b *testing.B, chats int, withEngine bool) {
 			b.Fatal(err)
 		}
 	}
+	var model time.Duration
+	if withEngine {
+		model = channeltest.ModelTime(e.Model)
+	}
 
-	latencies, elapsed := channeltest.RoundTrips(b, chats, func(w, n int) (time.Duration, error) {
-		return roundTrip(int64(1000+w), n)
-	})
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	trip := func(w, n int) (time.Duration, error) { return roundTrip(int64(1000+w), n) }
+	st0, use0, dials0 := e.Store.GroupStats(), channeltest.ReadUsage(), dials.Load()
+	var latencies []time.Duration
+	if spaced {
+		latencies = channeltest.SpacedTrips(b, chats, spacedGap, trip)
+	} else {
+		var elapsed time.Duration
+		latencies, elapsed = channeltest.RoundTrips(b, chats, trip)
+		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	}
+	channeltest.ReportUsage(b, use0, b.N)
+	if bc.transport != nil {
+		b.ReportMetric(float64(dials.Load()-dials0)/float64(b.N), "dials/msg")
+	}
+	st := e.Store.GroupStats()
+	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/msg")
+	if st.Batches > st0.Batches {
+		b.ReportMetric(float64(st.Writes-st0.Writes)/float64(st.Batches-st0.Batches), "writes/batch")
+	}
 	b.ReportMetric(channeltest.Percentile(latencies, 0.50), "p50_ms")
 	b.ReportMetric(channeltest.Percentile(latencies, 0.99), "p99_ms")
+	own := channeltest.Less(latencies, model)
+	b.ReportMetric(channeltest.Percentile(own, 0.50), "own-p50_ms")
+	b.ReportMetric(channeltest.Percentile(own, 0.99), "own-p99_ms")
 }

@@ -15,6 +15,23 @@ import (
 	"github.com/plangate/plangate/channels"
 )
 
+// idleConns is how many keep-alive connections to the Bot API are kept: enough for the
+// long poll plus a reply to every session answering at once (Telegram takes about thirty
+// messages a second in all). net/http keeps only two per host by default, so under
+// concurrency every other request opened, and then dropped, a connection of its own.
+const idleConns = 64
+
+// newTransport is the default transport with a keep-alive pool sized for concurrency.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, idleConns)
+	t.MaxIdleConnsPerHost = idleConns
+	return t
+}
+
+// newHTTPClient is the client used when the configuration brings none.
+func newHTTPClient() *http.Client { return &http.Client{Transport: newTransport()} }
+
 // doer is the HTTP client the library and the poller use. A 5xx answer becomes a
 // *serverError before the library reads it, because the library reports those only as
 // untyped text, and the retry decision needs a type.

@@ -1,0 +1,109 @@
+package core_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// benchDecisions sets up b.N pending plans, then accepts them from sessions goroutines,
+// each taking the next plan when its last decision is handled. syncs/decision counts the
+// store's fsynced transactions per decision, writes/decision its writes (commits).
+func benchDecisions(b *testing.B, sessions int) {
+	h := newHarness(b)
+	ctx := context.Background()
+	chats := make([]string, b.N)
+	for i := range chats {
+		chats[i] = fmt.Sprintf("d-%d", i)
+		h.toPending(chats[i], "Decision bench")
+	}
+	raw := rawCommitRate(b, h.dir)
+	st0 := h.st.GroupStats()
+	var (
+		mu     sync.Mutex
+		next   int
+		failed error
+		wg     sync.WaitGroup
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for range sessions {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if next >= len(chats) || failed != nil {
+					mu.Unlock()
+					return
+				}
+				chat := chats[next]
+				next++
+				mu.Unlock()
+				m := core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: "/plan accept"}
+				if err := h.eng.Handle(ctx, m); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
+		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
+	}
+	st := h.st.GroupStats()
+	raw = (raw + rawCommitRate(b, h.dir)) / 2
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "decisions/s")
+	b.ReportMetric(raw, "raw-commits/s")
+	b.ReportMetric(rate/raw, "ratio")
+	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
+	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
+}
+
+// rawCommitRate measures single-row fsynced commits per second in dir with the store's
+// settings (WAL, synchronous=FULL, immediate transactions): the ceiling a decision is
+// compared with, taken on the same disk in the same run.
+func rawCommitRate(b *testing.B, dir string) float64 {
+	b.Helper()
+	ctx := context.Background()
+	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("raw-%d.db", time.Now().UnixNano())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	const n = 100
+	start := time.Now()
+	for i := range n {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO t (v) VALUES (?)`, fmt.Sprint(i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n / time.Since(start).Seconds()
+}

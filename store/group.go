@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// writeFunc is one caller's write: it runs inside the batch's transaction (inside its own
+// savepoint when the batch holds others) and reports whether it must be undone.
+type writeFunc func(ctx context.Context, tx *sql.Tx, now time.Time) error
+
+// writeJob is one caller waiting in the writer's queue.
+type writeJob struct {
+	ctx  context.Context // checked once before the job runs; statements never see it
+	lazy bool
+	run  writeFunc
+
+	// Set by the leader before it wakes the caller (the channel send orders them).
+	err      error
+	finished bool
+	wake     chan struct{} // finished, or: lead the next batch
+}
+
+// groupCommit is the single writer's queue. Whoever writes while a batch is in flight
+// waits in the queue; when that batch is durable, the first waiter leads the next batch,
+// which holds everyone who arrived meanwhile. A batch is one transaction and therefore
+// one fsync, however many sessions' changes it carries.
+type groupCommit struct {
+	mu    sync.Mutex
+	queue []*writeJob
+	busy  bool // a leader is running a batch
+	stats GroupStats
+}
+
+// write runs fn on the writer connection as part of the next batch and returns once the
+// batch's transaction has committed (or fn failed and was undone). A lazy write allows
+// its batch to skip the fsync, which only happens when every write in it is lazy; a lazy
+// write that shares a batch with a durable one becomes durable with it.
+//
+// ctx is consulted before fn runs, not during: an interrupted statement would roll back
+// the whole shared transaction, and a caller whose change may already be committed must
+// learn the outcome rather than stop waiting.
+func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
+	j := &writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)}
+	g := s.gc
+	g.mu.Lock()
+	g.queue = append(g.queue, j)
+	lead := !g.busy
+	g.busy = true
+	g.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	for {
+		<-j.wake
+		if j.finished {
+			return j.err
+		}
+		s.lead() // handed the lead: j is in the batch this runs
+	}
+}
+
+// lead runs one batch: everything queued now. Then it hands the lead to the first job
+// that arrived meanwhile (so no caller keeps leading under sustained load) and wakes the
+// batch's callers (handOff).
+func (s *Store) lead() {
+	g := s.gc
+	g.mu.Lock()
+	batch := g.queue
+	g.queue = nil
+	g.stats.Batches++
+	g.stats.Writes += int64(len(batch))
+	g.mu.Unlock()
+
+	defer s.handOff(batch)
+	s.runGroup(batch)
+}
+
+// handOff passes the lead to the first job that arrived during the batch, or idles the
+// writer, and wakes the batch's callers. It runs even when a write panicked (a caller may
+// recover), so the queue never stays blocked; the panicking batch's callers get an error.
+func (s *Store) handOff(batch []*writeJob) {
+	if p := recover(); p != nil {
+		for _, j := range batch {
+			if j.err == nil {
+				j.err = fmt.Errorf("a write in the same batch panicked: %v", p)
+			}
+		}
+		defer panic(p)
+	}
+	g := s.gc
+	g.mu.Lock()
+	var next *writeJob
+	if len(g.queue) > 0 {
+		next = g.queue[0]
+	} else {
+		g.busy = false
+	}
+	g.mu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{}
+	}
+	for _, j := range batch {
+		j.finished = true
+		j.wake <- struct{}{}
+	}
+}
+
+// runGroup commits the batch's writes in one IMMEDIATE transaction. Each write is atomic
+// on its own: with more than one in the batch each runs inside a SAVEPOINT, so one that
+// fails (a version conflict, a duplicate event) is rolled back alone and the others
+// commit. Every job's err is set: its own failure, or the transaction's.
+func (s *Store) runGroup(batch []*writeJob) {
+	ctx := context.Background()
+	live := batch[:0:0]
+	lazy := true
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			continue
+		}
+		live = append(live, j)
+		lazy = lazy && j.lazy
+	}
+	if len(live) == 0 {
+		return
+	}
+	if !lazy {
+		s.gc.mu.Lock()
+		s.gc.stats.Durable++
+		s.gc.mu.Unlock()
+	}
+	fail := func(err error) {
+		for _, j := range live {
+			if j.err == nil {
+				j.err = err
+			}
+		}
+	}
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		fail(fmt.Errorf("getting the writer connection: %w", err))
+		return
+	}
+	defer conn.Close()
+	if lazy {
+		restore, err := relaxSync(ctx, conn)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer restore()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		fail(fmt.Errorf("beginning transaction: %w", explain(err)))
+		return
+	}
+	defer tx.Rollback() // a no-op after Commit
+
+	now := s.now().UTC()
+	if err := runJobs(ctx, tx.Tx, live, now); err != nil {
+		fail(err)
+		return
+	}
+	var ok []*writeJob
+	for _, j := range live {
+		if j.err == nil {
+			ok = append(ok, j)
+		}
+	}
+	if len(ok) == 0 {
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		err = fmt.Errorf("committing transaction: %w", explain(err))
+		for _, j := range ok {
+			j.err = err
+		}
+	}
+}
+
+// runJobs runs each job, alone (no savepoint needed: the transaction is its own) or in a
+// savepoint. It returns an error only when the transaction itself can no longer be
+// trusted; a job's own failure goes into its err.
+func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) error {
+	if len(live) == 1 {
+		live[0].err = live[0].run(ctx, tx, now)
+		return nil
+	}
+	for _, j := range live {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT change"); err != nil {
+			return fmt.Errorf("opening a savepoint: %w", explain(err))
+		}
+		j.err = j.run(ctx, tx, now)
+		if j.err != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO change"); err != nil {
+				return errors.Join(j.err, fmt.Errorf("rolling back to the savepoint: %w", explain(err)))
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE change"); err != nil {
+			return fmt.Errorf("releasing the savepoint: %w", explain(err))
+		}
+	}
+	return nil
+}
+
+// GroupStats counts what the writer ran since the store was opened: Writes callers in
+// Batches transactions, of which Durable were synced (the others were all lazy). Writes
+// per batch is how many callers shared each transaction; Durable is the number of WAL
+// fsyncs (checkpoints add their own).
+type GroupStats struct {
+	Batches, Writes, Durable int64
+}
+
+// GroupStats reports the writer's counts, for benchmarks and tests of the sharing.
+func (s *Store) GroupStats() GroupStats {
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	return s.gc.stats
+}
