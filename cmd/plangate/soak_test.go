@@ -137,14 +137,14 @@ channels:
 		if !tg.drained() {
 			why = append(why, "updates not confirmed")
 		}
-		n := 0
+		var un []string
 		for _, m := range all {
 			if tg.count("echo: "+m+"\n") == 0 {
-				n++
+				un = append(un, m)
 			}
 		}
-		if n > 0 {
-			why = append(why, fmt.Sprintf("%d messages unanswered", n))
+		if len(un) > 0 {
+			why = append(why, fmt.Sprintf("%d messages unanswered (%s)", len(un), strings.Join(un[:min(len(un), 8)], " ")))
 		}
 		if a := tg.count("Accepted plan v1"); a < 2 {
 			why = append(why, fmt.Sprintf("%d of 2 plans accepted (approvals seen: %q %q)", a, tg.approvalOf(0), tg.approvalOf(1)))
@@ -165,6 +165,9 @@ channels:
 		if time.Now().After(giveUp) {
 			_ = stop(syscall.SIGQUIT) // a goroutine dump in the log
 			logs, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+			if keep := os.Getenv("PLANGATE_SOAK_LOG"); keep != "" {
+				_ = os.WriteFile(keep, logs, 0o644)
+			}
 			if len(logs) > 4000 {
 				logs = logs[len(logs)-4000:]
 			}
