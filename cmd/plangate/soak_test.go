@@ -39,7 +39,8 @@ func TestSoakKill(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+kills*3)*time.Second)
 	defer cancel()
-	rng := rand.New(rand.NewPCG(uint64(kills), 7))
+	rng := rand.New(rand.NewPCG(uint64(kills), 7)) // the kill times (this goroutine only)
+	pace := rand.New(rand.NewPCG(uint64(kills), 8)) // the pusher's gaps
 
 	tg := newSoakTelegram()
 	tgSrv := httptest.NewServer(tg)
@@ -97,7 +98,7 @@ channels:
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Duration(20+rng.IntN(40)) * time.Millisecond):
+			case <-time.After(time.Duration(20+pace.IntN(40)) * time.Millisecond):
 			}
 		}
 	}()
