@@ -1,6 +1,8 @@
 package core
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,31 @@ func TestRenderSpec(t *testing.T) {
 	want := "\n## Product spec\n\n### Overview\n\nA list.\n\n### Features\n\n- Share \\*lists\\* (priority: high, complexity: medium)\n\n### Tech stack\n\n- Go\n\n## Steps\n"
 	if !strings.Contains(file, want) {
 		t.Errorf("spec section:\n%s\nwant it to contain\n%s", file, want)
+	}
+}
+
+func TestParseProposalSpec(t *testing.T) {
+	b, err := ParseProposal([]byte(`{"title":"T","plan":[{"step":"Build"}],"spec":{"overview":" A list. ","features":[{"name":"Lists","priority":"High","complexity":"small"}],"user_stories":["As a user", " "],"tech_stack":["Go"],"design_direction":"Calm"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ProductSpec{Overview: "A list.", Features: []Feature{{Name: "Lists", Priority: "high", Complexity: "small"}}, UserStories: []string{"As a user"}, TechStack: []string{"Go"}, DesignDirection: "Calm"}
+	if b.Spec == nil || !reflect.DeepEqual(*b.Spec, *want) {
+		t.Errorf("spec = %#v, want %#v", b.Spec, want)
+	}
+	_, err = ParseProposal([]byte(`{"title":"T","plan":[{"step":"Build"}],"spec":{"overview":"x","features":[{"name":"a","prio":"high"}],"stack":[]}}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "stack" in spec`) || !strings.Contains(err.Error(), `unknown field "prio" in spec.features[0]`) {
+		t.Errorf("unknown spec fields: %v", err)
+	}
+	var schema map[string]any
+	for _, s := range planToolSpecs() {
+		if s.Name == ToolExitPlanMode {
+			if err := json.Unmarshal(s.Parameters, &schema); err != nil {
+				t.Fatalf("exit_plan_mode schema: %v", err)
+			}
+		}
+	}
+	if _, ok := schema["properties"].(map[string]any)["spec"]; !ok {
+		t.Errorf("exit_plan_mode schema has no spec")
 	}
 }
