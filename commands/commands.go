@@ -42,22 +42,26 @@ type Spec struct {
 	ArgRequired bool
 }
 
-// NudgeKind is what a /plan nudge command asks for. The zero value means none.
-type NudgeKind string
+// NudgeMode is what a /plan nudge command asks for. The zero value means none. (The
+// schedules themselves have kinds too, core.NudgeKind: once or recurring.)
+type NudgeMode string
 
-// Nudge requests.
+// Nudge modes.
 const (
-	NudgeOff    NudgeKind = "off"
-	NudgeSnooze NudgeKind = "snooze"
-	NudgeEvery  NudgeKind = "every"
-	NudgeCron   NudgeKind = "cron"
+	NudgeModeOff    NudgeMode = "off"
+	NudgeModeSnooze NudgeMode = "snooze"
+	NudgeModeEvery  NudgeMode = "every"
+	NudgeModeCron   NudgeMode = "cron"
 )
 
-// NudgeRequest is a parsed and validated /plan nudge argument.
+// NudgeRequest is a parsed /plan nudge argument. Durations are checked here; whether a
+// cron spec is a valid schedule is decided by the scheduler's parser (nudges.Specs), and
+// the refusal for one that is not is built by CronRefusal.
 type NudgeRequest struct {
-	Kind     NudgeKind
+	Mode     NudgeMode
 	Duration time.Duration // snooze and every (>= 1s)
-	Spec     string        // cron: the spec as given (CRON_TZ= prefix kept), quotes removed
+	Spec     string        // cron: the spec normalized (fields single-spaced, CRON_TZ= prefix upper-cased), quotes removed
+	Text     string        // cron: the argument as typed, for CronRefusal
 }
 
 // AutoMode is the argument of /plan auto. The zero value means none.

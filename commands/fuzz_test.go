@@ -35,10 +35,10 @@ func FuzzParse(f *testing.F) {
 			if spec.ArgRequired && r.Cmd.Args == "" {
 				t.Fatalf("%q parsed without its required argument", r.Cmd.Name)
 			}
-			if r.Cmd.Name == Nudge && (r.Cmd.Nudge == nil || r.Cmd.Nudge.Kind == "") {
+			if r.Cmd.Name == Nudge && (r.Cmd.Nudge == nil || r.Cmd.Nudge.Mode == "") {
 				t.Fatalf("nudge without a request: %+v", r.Cmd)
 			}
-			if n := r.Cmd.Nudge; n != nil && (n.Kind == NudgeSnooze || n.Kind == NudgeEvery) && n.Duration < minNudge {
+			if n := r.Cmd.Nudge; n != nil && (n.Mode == NudgeModeSnooze || n.Mode == NudgeModeEvery) && n.Duration < minNudge {
 				t.Fatalf("nudge duration %v below %v", n.Duration, minNudge)
 			}
 			if r.Cmd.Version < 0 {

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/robfig/cron/v3"
 )
 
 // nudgeExamples follows every /plan nudge usage reply. The cron example is a code span so
@@ -23,7 +21,7 @@ const minNudge = time.Second
 
 // nudgeKeywords are the words /plan nudge understands besides a cron spec, for suggestions.
 func nudgeKeywords() []string {
-	return []string{string(NudgeOff), string(NudgeSnooze), string(NudgeEvery)}
+	return []string{string(NudgeModeOff), string(NudgeModeSnooze), string(NudgeModeEvery)}
 }
 
 // parseNudge reads the argument of /plan nudge. The reply is non-empty when args is invalid;
@@ -33,13 +31,13 @@ func parseNudge(args string) (NudgeRequest, string) {
 		return NudgeRequest{}, "`/plan nudge` needs off, snooze <duration>, every <duration> or a cron spec."
 	}
 	word, rest := cutWord(args)
-	switch kw := NudgeKind(strings.ToLower(word)); kw {
-	case NudgeOff:
+	switch kw := NudgeMode(strings.ToLower(word)); kw {
+	case NudgeModeOff:
 		if rest != "" {
 			return NudgeRequest{}, "`/plan nudge off` takes nothing more."
 		}
-		return NudgeRequest{Kind: NudgeOff}, ""
-	case NudgeSnooze, NudgeEvery:
+		return NudgeRequest{Mode: NudgeModeOff}, ""
+	case NudgeModeSnooze, NudgeModeEvery:
 		if rest == "" {
 			return NudgeRequest{}, fmt.Sprintf("`/plan nudge %s` needs a duration, like 2h or 30m.", kw)
 		}
@@ -47,7 +45,7 @@ func parseNudge(args string) (NudgeRequest, string) {
 		if reason != "" {
 			return NudgeRequest{}, fmt.Sprintf("`/plan nudge %s`: %s.", kw, reason)
 		}
-		return NudgeRequest{Kind: kw, Duration: d}, ""
+		return NudgeRequest{Mode: kw, Duration: d}, ""
 	}
 
 	// A bare duration ("/plan nudge 2h") means every.
@@ -55,19 +53,33 @@ func parseNudge(args string) (NudgeRequest, string) {
 		if d < minNudge {
 			return NudgeRequest{}, fmt.Sprintf("`/plan nudge`: %s is shorter than %s.", quote(args), minNudge)
 		}
-		return NudgeRequest{Kind: NudgeEvery, Duration: d}, ""
+		return NudgeRequest{Mode: NudgeModeEvery, Duration: d}, ""
 	}
 
-	spec, err := parseCron(unquote(args))
+	spec, err := normalizeCron(unquote(args))
 	if err != nil {
-		reply := fmt.Sprintf("`/plan nudge`: %s is not a valid cron spec (%s).", quote(unquote(args)), clip(err.Error(), 160))
-		// Only a word can be a misspelt keyword; "@every" or "0" is a cron spec gone wrong.
-		if sugg := suggest(word, nudgeKeywords()); len(sugg) > 0 && isWord(word) {
-			reply += " Did you mean " + orList(sugg, "/plan nudge ") + "?"
-		}
-		return NudgeRequest{}, reply
+		return NudgeRequest{}, cronReply(args, err.Error())
 	}
-	return NudgeRequest{Kind: NudgeCron, Spec: spec}, ""
+	return NudgeRequest{Mode: NudgeModeCron, Spec: spec, Text: args}, ""
+}
+
+// cronReply says why the cron spec args was refused (the caller appends the usage line).
+func cronReply(args, reason string) string {
+	reply := fmt.Sprintf("`/plan nudge`: %s is not a valid cron spec (%s).", quote(unquote(args)), clip(reason, 160))
+	// Only a word can be a misspelt keyword; "@every" or "0" is a cron spec gone wrong.
+	word, _ := cutWord(args)
+	if sugg := suggest(word, nudgeKeywords()); len(sugg) > 0 && isWord(word) {
+		reply += " Did you mean " + orList(sugg, "/plan nudge ") + "?"
+	}
+	return reply
+}
+
+// CronRefusal is the usage reply for a cron request whose spec the scheduler refused,
+// with its reason ("expected exactly 5 fields, found 4"): the same reply a spec the
+// parser itself refuses gets.
+func (r NudgeRequest) CronRefusal(reason string) string {
+	spec, _ := Lookup(Nudge)
+	return cronReply(r.Text, reason) + "\nUsage: " + usage(spec) + nudgeExamples
 }
 
 // nudgeDuration parses a snooze or every duration; the reason is non-empty when s is refused.
@@ -143,12 +155,13 @@ func durationUnit(u string) (time.Duration, bool) {
 	return 0, false
 }
 
-// parseCron validates a 5-field spec or a descriptor (@daily, @every 2h), with an optional
-// CRON_TZ= or TZ= prefix, and returns it normalized: white space collapsed to single spaces
-// and the prefix upper-cased. The normalized form matters: robfig/cron panics on a TZ= prefix
-// with no space after it and misreads one followed by a tab, and the nudges package parses
-// what is stored here.
-func parseCron(s string) (string, error) {
+// normalizeCron reads a 5-field spec or a descriptor (@daily, @every 2h), with an
+// optional CRON_TZ= or TZ= prefix, and returns it normalized: white space collapsed to
+// single spaces and the prefix upper-cased. Only the text is checked here (something is
+// there, a time zone has a schedule after it); whether it is a schedule is the nudges
+// package's call, and it parses what is stored here: the normalized form matters, as the
+// cron parser misreads a prefix followed by a tab.
+func normalizeCron(s string) (string, error) {
 	fields := strings.FieldsFunc(s, isSpace)
 	if len(fields) == 0 {
 		return "", errors.New("empty spec")
@@ -162,22 +175,7 @@ func parseCron(s string) (string, error) {
 			break
 		}
 	}
-	spec := strings.Join(fields, " ")
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-	sched, err := parser.Parse(spec)
-	if err != nil {
-		return "", err
-	}
-	if i := strings.Index(spec, "@every "); i >= 0 {
-		// cron rounds sub-second intervals up silently; refuse them like every <duration>.
-		if d, err := time.ParseDuration(spec[i+len("@every "):]); err == nil && d < minNudge {
-			return "", fmt.Errorf("@every must be at least %s", minNudge)
-		}
-	}
-	if sched.Next(time.Now()).IsZero() {
-		return "", errors.New("it never fires")
-	}
-	return spec, nil
+	return strings.Join(fields, " "), nil
 }
 
 // unquote removes one pair of surrounding quotes, including the typographic ones that phone
@@ -206,19 +204,4 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// NextFire returns the first time after `after` at which a schedule stored by /plan nudge
-// fires: a cron spec or descriptor as Parse normalized it ("@every 2h",
-// "CRON_TZ=Europe/Berlin 0 9 * * 1-5").
-func NextFire(spec string, after time.Time) (time.Time, error) {
-	sched, err := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(spec)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("parsing nudge schedule %q: %w", spec, err)
-	}
-	next := sched.Next(after)
-	if next.IsZero() {
-		return time.Time{}, fmt.Errorf("nudge schedule %q never fires", spec)
-	}
-	return next, nil
 }

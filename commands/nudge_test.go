@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // CRON_TZ cases must not depend on the machine's zoneinfo
@@ -13,53 +12,43 @@ func TestParseNudge(t *testing.T) {
 		want       *NudgeRequest // nil: a usage reply is expected
 		reply      []string
 	}{
-		{"off", "/plan nudge off", &NudgeRequest{Kind: NudgeOff}, nil},
-		{"OFF", "/plan NUDGE OFF", &NudgeRequest{Kind: NudgeOff}, nil},
+		{"off", "/plan nudge off", &NudgeRequest{Mode: NudgeModeOff}, nil},
+		{"OFF", "/plan NUDGE OFF", &NudgeRequest{Mode: NudgeModeOff}, nil},
 		{"off with more", "/plan nudge off now", nil, []string{"`/plan nudge off` takes nothing more"}},
-		{"snooze", "/plan nudge snooze 2h", &NudgeRequest{Kind: NudgeSnooze, Duration: 2 * time.Hour}, nil},
-		{"snooze compound", "/plan nudge Snooze 1h30m", &NudgeRequest{Kind: NudgeSnooze, Duration: 90 * time.Minute}, nil},
-		{"snooze words", "/plan nudge snooze 2 hours", &NudgeRequest{Kind: NudgeSnooze, Duration: 2 * time.Hour}, nil},
-		{"snooze a day", "/plan nudge snooze 1d", &NudgeRequest{Kind: NudgeSnooze, Duration: 24 * time.Hour}, nil},
+		{"snooze", "/plan nudge snooze 2h", &NudgeRequest{Mode: NudgeModeSnooze, Duration: 2 * time.Hour}, nil},
+		{"snooze compound", "/plan nudge Snooze 1h30m", &NudgeRequest{Mode: NudgeModeSnooze, Duration: 90 * time.Minute}, nil},
+		{"snooze words", "/plan nudge snooze 2 hours", &NudgeRequest{Mode: NudgeModeSnooze, Duration: 2 * time.Hour}, nil},
+		{"snooze a day", "/plan nudge snooze 1d", &NudgeRequest{Mode: NudgeModeSnooze, Duration: 24 * time.Hour}, nil},
 		{"snooze missing", "/plan nudge snooze", nil, []string{"`/plan nudge snooze` needs a duration"}},
 		{"snooze garbage", "/plan nudge snooze soon", nil, []string{`"soon" is not a duration`}},
-		{"every", "/plan nudge every 2h", &NudgeRequest{Kind: NudgeEvery, Duration: 2 * time.Hour}, nil},
-		{"every one second", "/plan nudge every 1s", &NudgeRequest{Kind: NudgeEvery, Duration: time.Second}, nil},
-		{"every quoted", `/plan nudge every "45m"`, &NudgeRequest{Kind: NudgeEvery, Duration: 45 * time.Minute}, nil},
+		{"every", "/plan nudge every 2h", &NudgeRequest{Mode: NudgeModeEvery, Duration: 2 * time.Hour}, nil},
+		{"every one second", "/plan nudge every 1s", &NudgeRequest{Mode: NudgeModeEvery, Duration: time.Second}, nil},
+		{"every quoted", `/plan nudge every "45m"`, &NudgeRequest{Mode: NudgeModeEvery, Duration: 45 * time.Minute}, nil},
 		{"every below a second", "/plan nudge every 500ms", nil, []string{`"500ms" is shorter than 1s`}},
 		{"every zero", "/plan nudge every 0s", nil, []string{"shorter than 1s"}},
 		{"every negative", "/plan nudge every -5m", nil, []string{"shorter than 1s"}},
 		{"every missing", "/plan nudge every", nil, []string{"needs a duration"}},
 		{"every overflow", "/plan nudge every 99999999999999h", nil, []string{"is not a duration"}},
-		{"plain duration", "/plan nudge 2h", &NudgeRequest{Kind: NudgeEvery, Duration: 2 * time.Hour}, nil},
-		{"plain duration words", "/plan nudge 30 minutes", &NudgeRequest{Kind: NudgeEvery, Duration: 30 * time.Minute}, nil},
+		{"plain duration", "/plan nudge 2h", &NudgeRequest{Mode: NudgeModeEvery, Duration: 2 * time.Hour}, nil},
+		{"plain duration words", "/plan nudge 30 minutes", &NudgeRequest{Mode: NudgeModeEvery, Duration: 30 * time.Minute}, nil},
 		{"plain duration too short", "/plan nudge 10ms", nil, []string{"shorter than 1s"}},
 
-		{"cron five fields", "/plan nudge 0 9 * * 1-5", &NudgeRequest{Kind: NudgeCron, Spec: "0 9 * * 1-5"}, nil},
-		{"cron double quotes", `/plan nudge "0 9 * * 1-5"`, &NudgeRequest{Kind: NudgeCron, Spec: "0 9 * * 1-5"}, nil},
-		{"cron single quotes", `/plan nudge '*/15 * * * *'`, &NudgeRequest{Kind: NudgeCron, Spec: "*/15 * * * *"}, nil},
-		{"cron typographic quotes", "/plan nudge “0 9 * * MON-FRI”", &NudgeRequest{Kind: NudgeCron, Spec: "0 9 * * MON-FRI"}, nil},
-		{"cron spaces collapsed", "/plan nudge 0  9\t* * *", &NudgeRequest{Kind: NudgeCron, Spec: "0 9 * * *"}, nil},
-		{"cron daily", "/plan nudge @daily", &NudgeRequest{Kind: NudgeCron, Spec: "@daily"}, nil},
-		{"cron every descriptor", "/plan nudge @every 2h", &NudgeRequest{Kind: NudgeCron, Spec: "@every 2h"}, nil},
-		{"cron tz", "/plan nudge CRON_TZ=Europe/Berlin 0 9 * * 1-5", &NudgeRequest{Kind: NudgeCron, Spec: "CRON_TZ=Europe/Berlin 0 9 * * 1-5"}, nil},
-		{"cron tz quoted", `/plan nudge "CRON_TZ=Europe/Berlin 0 9 * * 1-5"`, &NudgeRequest{Kind: NudgeCron, Spec: "CRON_TZ=Europe/Berlin 0 9 * * 1-5"}, nil},
-		{"cron tz lower case prefix", "/plan nudge cron_tz=UTC @hourly", &NudgeRequest{Kind: NudgeCron, Spec: "CRON_TZ=UTC @hourly"}, nil},
-		{"cron tz short prefix", "/plan nudge TZ=Asia/Tokyo 30 8 * * *", &NudgeRequest{Kind: NudgeCron, Spec: "TZ=Asia/Tokyo 30 8 * * *"}, nil},
-		{"cron tz tab separated", "/plan nudge CRON_TZ=UTC\t0 9 * * *", &NudgeRequest{Kind: NudgeCron, Spec: "CRON_TZ=UTC 0 9 * * *"}, nil},
+		{"cron five fields", "/plan nudge 0 9 * * 1-5", &NudgeRequest{Mode: NudgeModeCron, Spec: "0 9 * * 1-5", Text: cronArg("/plan nudge 0 9 * * 1-5")}, nil},
+		{"cron double quotes", `/plan nudge "0 9 * * 1-5"`, &NudgeRequest{Mode: NudgeModeCron, Spec: "0 9 * * 1-5", Text: cronArg(`/plan nudge "0 9 * * 1-5"`)}, nil},
+		{"cron single quotes", `/plan nudge '*/15 * * * *'`, &NudgeRequest{Mode: NudgeModeCron, Spec: "*/15 * * * *", Text: cronArg(`/plan nudge '*/15 * * * *'`)}, nil},
+		{"cron typographic quotes", "/plan nudge “0 9 * * MON-FRI”", &NudgeRequest{Mode: NudgeModeCron, Spec: "0 9 * * MON-FRI", Text: cronArg("/plan nudge “0 9 * * MON-FRI”")}, nil},
+		{"cron spaces collapsed", "/plan nudge 0  9\t* * *", &NudgeRequest{Mode: NudgeModeCron, Spec: "0 9 * * *", Text: cronArg("/plan nudge 0  9\t* * *")}, nil},
+		{"cron daily", "/plan nudge @daily", &NudgeRequest{Mode: NudgeModeCron, Spec: "@daily", Text: cronArg("/plan nudge @daily")}, nil},
+		{"cron every descriptor", "/plan nudge @every 2h", &NudgeRequest{Mode: NudgeModeCron, Spec: "@every 2h", Text: cronArg("/plan nudge @every 2h")}, nil},
+		{"cron tz", "/plan nudge CRON_TZ=Europe/Berlin 0 9 * * 1-5", &NudgeRequest{Mode: NudgeModeCron, Spec: "CRON_TZ=Europe/Berlin 0 9 * * 1-5", Text: cronArg("/plan nudge CRON_TZ=Europe/Berlin 0 9 * * 1-5")}, nil},
+		{"cron tz quoted", `/plan nudge "CRON_TZ=Europe/Berlin 0 9 * * 1-5"`, &NudgeRequest{Mode: NudgeModeCron, Spec: "CRON_TZ=Europe/Berlin 0 9 * * 1-5", Text: cronArg(`/plan nudge "CRON_TZ=Europe/Berlin 0 9 * * 1-5"`)}, nil},
+		{"cron tz lower case prefix", "/plan nudge cron_tz=UTC @hourly", &NudgeRequest{Mode: NudgeModeCron, Spec: "CRON_TZ=UTC @hourly", Text: cronArg("/plan nudge cron_tz=UTC @hourly")}, nil},
+		{"cron tz short prefix", "/plan nudge TZ=Asia/Tokyo 30 8 * * *", &NudgeRequest{Mode: NudgeModeCron, Spec: "TZ=Asia/Tokyo 30 8 * * *", Text: cronArg("/plan nudge TZ=Asia/Tokyo 30 8 * * *")}, nil},
+		{"cron tz tab separated", "/plan nudge CRON_TZ=UTC\t0 9 * * *", &NudgeRequest{Mode: NudgeModeCron, Spec: "CRON_TZ=UTC 0 9 * * *", Text: cronArg("/plan nudge CRON_TZ=UTC\t0 9 * * *")}, nil},
 
-		{"cron too few fields", "/plan nudge 0 9 * *", nil, []string{`"0 9 * *" is not a valid cron spec`, "expected exactly 5 fields, found 4"}},
-		{"cron seconds field", "/plan nudge 0 0 9 * * *", nil, []string{"expected exactly 5 fields, found 6"}},
-		{"cron out of range", "/plan nudge 61 * * * *", nil, []string{"above maximum"}},
-		{"cron bad descriptor", "/plan nudge @dayly", nil, []string{"unrecognized descriptor: @dayly"}},
-		{"cron bad zone", "/plan nudge CRON_TZ=Mars/Olympus 0 9 * * *", nil, []string{"bad location Mars/Olympus"}},
 		{"cron zone without schedule", "/plan nudge CRON_TZ=Europe/Berlin", nil, []string{"needs a schedule after the time zone"}},
-		{"cron never fires", "/plan nudge 0 0 30 2 *", nil, []string{"never fires"}},
-		{"cron every below a second", "/plan nudge @every 100ms", nil, []string{"@every must be at least 1s"}},
-		{"cron every garbage", "/plan nudge @every soon", nil, []string{"failed to parse duration"}},
 		{"empty", "/plan nudge", nil, []string{"`/plan nudge` needs off, snooze <duration>, every <duration> or a cron spec"}},
 		{"empty quotes", `/plan nudge ""`, nil, []string{"empty spec"}},
-		{"keyword typo", "/plan nudge snoze 2h", nil, []string{"Did you mean /plan nudge snooze?"}},
-		{"keyword typo every", "/plan nudge evry 2h", nil, []string{"Did you mean /plan nudge every?"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,13 +73,37 @@ func TestParseNudge(t *testing.T) {
 	}
 }
 
-// Where the parser suggests a keyword, it must not do so for specs that merely start oddly.
-func TestParseNudgeNoKeywordSuggestionForSpecs(t *testing.T) {
-	for _, text := range []string{"/plan nudge @every 10ms", "/plan nudge 0 9 * *", "/plan nudge xyz"} {
-		t.Run(text, func(t *testing.T) {
-			got := Parse(text, "")
-			if got.Kind != IsUsage || strings.Contains(got.Reply, "Did you mean") {
-				t.Errorf("Parse(%q) = %d %q, want a usage reply without a suggestion", text, got.Kind, got.Reply)
+// cronArg is the argument text of a /plan nudge command as the request keeps it.
+func cronArg(text string) string {
+	_, rest := cutWord(text)
+	_, rest = cutWord(rest)
+	return rest
+}
+
+// A cron spec the scheduler refuses gets the reply the parser gives its own refusals:
+// the reason, a keyword suggestion only for a misspelt word, and the usage line.
+func TestCronRefusal(t *testing.T) {
+	usageLine := "\nUsage: /plan nudge off | snooze <duration> | every <duration> | <cron spec>" + nudgeExamples
+	tests := []struct{ text, reason, want string }{
+		{"/plan nudge 0 9 * *", "expected exactly 5 fields, found 4",
+			"`/plan nudge`: \"0 9 * *\" is not a valid cron spec (expected exactly 5 fields, found 4)." + usageLine},
+		{`/plan nudge "0 0 30 2 *"`, "it never fires",
+			"`/plan nudge`: \"0 0 30 2 *\" is not a valid cron spec (it never fires)." + usageLine},
+		{"/plan nudge snoze 2h", "expected exactly 5 fields, found 2",
+			"`/plan nudge`: \"snoze 2h\" is not a valid cron spec (expected exactly 5 fields, found 2). Did you mean /plan nudge snooze?" + usageLine},
+		{"/plan nudge evry 2h", "x", "`/plan nudge`: \"evry 2h\" is not a valid cron spec (x). Did you mean /plan nudge every?" + usageLine},
+		// Specs that merely start oddly get no keyword suggestion.
+		{"/plan nudge @every 10ms", "@every must be at least 1s", "`/plan nudge`: \"@every 10ms\" is not a valid cron spec (@every must be at least 1s)." + usageLine},
+		{"/plan nudge xyz", "expected exactly 5 fields, found 1", "`/plan nudge`: \"xyz\" is not a valid cron spec (expected exactly 5 fields, found 1)." + usageLine},
+	}
+	for _, tc := range tests {
+		t.Run(tc.text, func(t *testing.T) {
+			got := Parse(tc.text, "")
+			if got.Kind != IsCommand || got.Cmd.Nudge == nil || got.Cmd.Nudge.Mode != NudgeModeCron {
+				t.Fatalf("Parse(%q) = %d %+v %q, want a cron request", tc.text, got.Kind, got.Cmd.Nudge, got.Reply)
+			}
+			if r := got.Cmd.Nudge.CronRefusal(tc.reason); r != tc.want {
+				t.Errorf("CronRefusal =\n%s\nwant\n%s", r, tc.want)
 			}
 		})
 	}
@@ -156,29 +169,5 @@ func TestUnquote(t *testing.T) {
 				t.Errorf("unquote(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestNextFire(t *testing.T) {
-	base := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		spec string
-		want time.Time
-		bad  bool
-	}{
-		{spec: "@every 2h", want: base.Add(2 * time.Hour)},
-		{spec: "0 9 * * *", want: base.Add(time.Hour)},
-		{spec: "CRON_TZ=Europe/Berlin 0 9 * * *", want: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)},
-		{spec: "nonsense", bad: true},
-		{spec: "0 0 30 2 *", bad: true},
-	} {
-		got, err := NextFire(tc.spec, base)
-		if (err != nil) != tc.bad {
-			t.Errorf("NextFire(%q) error = %v, want error %v", tc.spec, err, tc.bad)
-			continue
-		}
-		if !tc.bad && !got.Equal(tc.want) {
-			t.Errorf("NextFire(%q) = %v, want %v", tc.spec, got, tc.want)
-		}
 	}
 }

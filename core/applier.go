@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // The applier: the one way an Outcome takes effect, for person commands, the clock and
@@ -16,7 +15,10 @@ import (
 // recorded with it, so a redelivered event is recognised; it is the only commit that
 // carries the key.
 func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
-	if !changeEmpty(o.Change) && t.j.inbound != nil {
+	if t.j.inbound != nil && (!changeEmpty(o.Change) || (t.e.box != nil && len(o.Effects) > 0)) {
+		// A reply with no transition of its own still records the event, lazily, with
+		// its outbox row (see delivery.go): a replay is then not answered twice.
+		o.Change.Lazy = changeEmpty(o.Change)
 		o.Change.Inbound = t.j.inbound
 		t.j.inbound = nil
 	}
@@ -27,6 +29,9 @@ func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
 func (t *turnState) apply(ctx context.Context, o Outcome) error {
 	if err := t.prepare(o); err != nil {
 		return err
+	}
+	if !changeEmpty(o.Change) {
+		t.queueReplies(&o)
 	}
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
@@ -57,7 +62,7 @@ func (p *prepareError) Unwrap() error { return p.err }
 
 func changeEmpty(ch Change) bool {
 	return ch.Session == nil && len(ch.Events) == 0 && len(ch.Plans) == 0 && len(ch.Messages) == 0 &&
-		len(ch.Nudges) == 0 && !ch.CancelNudges && !ch.CancelReminders && ch.Inbound == nil
+		len(ch.Nudges) == 0 && !ch.CancelNudges && !ch.CancelReminders && ch.Inbound == nil && len(ch.Outbox) == 0
 }
 
 // commit stores ch; when it carries the session, t.sess becomes the stored session.
@@ -95,14 +100,14 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
 			}
 		case EffRetire:
-			_, _ = t.send(ctx, eff.Reply)
+			_, _ = t.sendEffect(ctx, o, eff)
 		case EffProgress:
-			t.postProgress(ctx, eff.Plan.ID, eff.Reply)
+			t.postProgress(ctx, o, eff)
 		case EffForget:
 			e.progress.forget(eff.Plan.ID)
 		case EffSay:
-			if _, err := t.send(ctx, eff.Reply); err != nil && eff.OnFail != "" {
-				_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))})
+			if _, err := t.sendEffect(ctx, o, eff); err != nil {
+				t.onFail(ctx, eff, &o, err)
 			}
 		case EffRunTurn:
 			if err := t.runTurns(ctx); err != nil {
@@ -111,6 +116,14 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 		}
 	}
 	return nil
+}
+
+// sendEffect delivers the reply of eff: its committed outbox row when it has one.
+func (t *turnState) sendEffect(ctx context.Context, o Outcome, eff Effect) (string, error) {
+	if eff.row > 0 {
+		return t.e.deliver(ctx, &o.Change.Outbox[eff.row-1])
+	}
+	return t.send(ctx, eff.Reply)
 }
 
 // send delivers a reply to the session, as the answer to the job's inbound event.
@@ -138,13 +151,15 @@ func (t *turnState) notice(ctx context.Context, format string, args ...any) {
 
 // postProgress sends the checklist, editing the plan's earlier checklist message in place
 // where the channel can.
-func (t *turnState) postProgress(ctx context.Context, planID string, r Reply) {
-	r.ReplaceID = t.e.progress.get(planID)
-	id, err := t.send(ctx, r)
+func (t *turnState) postProgress(ctx context.Context, o Outcome, eff Effect) {
+	if eff.row == 0 {
+		eff.Reply.ReplaceID = t.e.progress.get(eff.Plan.ID)
+	}
+	id, err := t.sendEffect(ctx, o, eff)
 	if err != nil {
 		return
 	}
 	if id != "" {
-		t.e.progress.set(planID, id)
+		t.e.progress.set(eff.Plan.ID, id)
 	}
 }

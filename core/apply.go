@@ -193,8 +193,13 @@ func (x *transition) planOff() error {
 		text += fmt.Sprintf(" %s was abandoned.", planLabel(p))
 	} else {
 		x.record(x.event(EventAborted, &p, "by /plan off"))
-		done, total := stepProgress(p.Body.Steps)
-		text += fmt.Sprintf(" %s was stopped after %d of %d steps.", planLabel(p), done, total)
+		completed, cancelled, total := stepCounts(p.Body.Steps)
+		if cancelled > 0 {
+			// A cancelled step is not done: say so, as the completion message does.
+			text += fmt.Sprintf(" %s was stopped with %s.", planLabel(p), progressWords(p.Body.Steps))
+		} else {
+			text += fmt.Sprintf(" %s was stopped after %d of %d steps.", planLabel(p), completed, total)
+		}
 	}
 	x.o.say(ReplyText, text)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -57,6 +58,9 @@ func (x *transition) propose() error {
 	// Whatever was scheduled before (an older version, a question) is replaced.
 	x.o.Change.CancelNudges = true
 	x.tool(true, "Plan v%d posted for approval. Stop here and wait for [PLAN_DECISION].", plan.Version)
+	if trig == TrigPropose && in.AutoHeld != "" {
+		x.tool(true, "Plan v%d posted for approval. Auto-approve did not take it: %s, so a person decides. Stop here and wait for [PLAN_DECISION].", plan.Version, in.AutoHeld)
+	}
 	if trig == TrigPropose {
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
@@ -69,7 +73,7 @@ func (x *transition) propose() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev))
+	r.Text = proposalText(plan, superseded, prevIfRevised(prev), in.AutoHeld)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }
@@ -120,7 +124,9 @@ func (x *transition) ask() {
 }
 
 // update applies step progress to the accepted plan and completes it when every step is
-// done (the trigger becomes TrigComplete).
+// done (the trigger becomes TrigComplete). It may change the status and the verified
+// criteria of the accepted steps only: a different plan is a new version, which needs a
+// person's decision.
 func (x *transition) update() error {
 	if x.s.Phase == PhasePlanning {
 		x.tool(false, notedDrafts)
@@ -130,14 +136,21 @@ func (x *transition) update() error {
 		x.refuse("no accepted plan is loaded")
 		return nil
 	}
-	p := *x.cur
-	steps, err := ApplyUpdate(p.Body.Steps, x.stepUpdate)
+	p, u := *x.cur, x.stepUpdate
+	steps, err := ApplyUpdate(p.Body.Steps, u)
 	if err != nil {
 		x.refusef("%v", err)
 		return nil
 	}
-	if dropped := droppedOpenSteps(p.Body.Steps, steps); len(dropped) > 0 {
-		x.refusef("update_plan would drop unfinished steps of the accepted plan (%s); mark them cancelled instead, or use merge: true", strings.Join(dropped, "; "))
+	if changes := acceptedChanges(p.Body.Steps, steps, u.Merge); len(changes) > 0 {
+		x.refusef("update_plan may only change the status and verified criteria of the accepted plan's steps, but this update %s. "+
+			"A plan with other steps is a new version, which needs a person's decision: carry out or cancel the steps as accepted, "+
+			"and say in your reply what should change (the user can send the plan back with /plan revise)", strings.Join(changes, "; "))
+		return nil
+	}
+	steps = keepAccepted(p.Body.Steps, steps)
+	if problems := updateProblems(p, steps, u); len(problems) > 0 {
+		x.refuse(problemList(problems).Error())
 		return nil
 	}
 	x.o.Trigger = TrigUpdate
@@ -159,39 +172,118 @@ func (x *transition) progress(p Plan, steps []Step) error {
 	if err != nil {
 		return err
 	}
+	words := progressWords(steps)
 	done, total := stepProgress(steps)
 	x.record(x.eventBy(AgentActor, EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyProgress,
-		Text: fmt.Sprintf("Plan v%d — %s: %d of %d steps done\n%s", p.Version, p.Body.Title, done, total, Checklist(steps))}})
-	x.tool(false, "Plan updated: %d of %d steps done.", done, total)
+		Text: fmt.Sprintf("Plan v%d — %s: %s\n%s", p.Version, p.Body.Title, words, Checklist(steps))}})
+	x.tool(false, "Plan updated: %s.", words)
 	if trig != TrigComplete {
 		return nil
 	}
 	x.next.Phase = to
 	x.next.Question = nil
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
-		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is done (%d of %d). Post a short summary of what changed for the user.", p.Version, p.Body.Title, done, total)})
-	x.record(x.eventBy(AgentActor, EventCompleted, &p, ""))
+		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is finished (%s). Post a short summary of what changed for the user.", p.Version, p.Body.Title, words)})
+	x.record(x.eventBy(AgentActor, EventCompleted, &p, words))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyText, fmt.Sprintf("Done: %d of %d steps. Plan v%d completed.", done, total, p.Version))
-	x.tool(false, "Plan updated: all %d steps are done and plan v%d is complete.", total, p.Version)
+	x.o.say(ReplyText, completionText(p))
+	x.tool(false, "Plan updated: all %d steps are finished (%s) and plan v%d is complete.", total, words, p.Version)
 	return nil
 }
 
-// droppedOpenSteps names steps of the accepted plan that an update left out while they
-// were not finished: the user accepted them, so they can be cancelled but not vanish.
-func droppedOpenSteps(before, after []Step) []string {
-	kept := map[string]bool{}
-	for _, s := range after {
-		kept[s.ID] = true
+// completionText is the chat's message when a plan is finished. Cancelled steps are not
+// done: it says how many were completed, how many cancelled, and why.
+func completionText(p Plan) string {
+	completed, cancelled, total := stepCounts(p.Body.Steps)
+	if cancelled == 0 {
+		return fmt.Sprintf("Done: %d of %d steps. Plan v%d completed.", completed, total, p.Version)
 	}
-	var out []string
+	var why []string
+	for _, st := range p.Body.Steps {
+		if st.Status == StepCancelled {
+			reason := oneLine(st.CancelReason)
+			if reason == "" {
+				reason = "no reason given"
+			}
+			why = append(why, fmt.Sprintf("%q: %s", st.Text, reason))
+		}
+	}
+	return fmt.Sprintf("Finished plan v%d: %d of %d steps completed, %d cancelled (%s). Plan v%d completed.",
+		p.Version, completed, total, cancelled, strings.Join(why, "; "), p.Version)
+}
+
+// acceptedChanges names what an update does to the accepted plan's steps beyond their
+// status and verified criteria: steps added or left out, acceptance criteria changed.
+// Steps keep their ids through ApplyUpdate, so a reworded step is one left out and one
+// added.
+func acceptedChanges(before, after []Step, merge bool) []string {
+	old := map[string]Step{}
 	for _, s := range before {
-		if !kept[s.ID] && s.Status != StepCompleted && s.Status != StepCancelled {
-			out = append(out, s.Text)
+		old[s.ID] = s
+	}
+	kept := map[string]bool{}
+	var out []string
+	for _, s := range after {
+		o, ok := old[s.ID]
+		if !ok {
+			out = append(out, fmt.Sprintf("adds step %q", s.Text))
+			continue
+		}
+		kept[s.ID] = true
+		if !slices.Equal(o.AcceptanceCriteria, s.AcceptanceCriteria) {
+			out = append(out, fmt.Sprintf("changes the acceptance criteria of step %q", o.Text))
+		}
+	}
+	for _, s := range before {
+		if !kept[s.ID] {
+			hint := ""
+			if !merge {
+				hint = " (list every step, or use merge: true)"
+			}
+			out = append(out, fmt.Sprintf("leaves out step %q%s", s.Text, hint))
 		}
 	}
 	return out
+}
+
+// keepAccepted returns the accepted steps, in their order and wording, with the status,
+// verified criteria and cancellation reason the update gave them.
+func keepAccepted(before, after []Step) []Step {
+	byID := map[string]Step{}
+	for _, s := range after {
+		byID[s.ID] = s
+	}
+	out := cloneSteps(before)
+	for i := range out {
+		u := byID[out[i].ID]
+		out[i].Status, out[i].VerifiedCriteria = u.Status, u.VerifiedCriteria
+		if out[i].Status != StepCancelled {
+			out[i].CancelReason = ""
+		}
+	}
+	return out
+}
+
+// updateProblems applies the judge's limits to an update: the plan it leaves must pass
+// JudgePlan, and the explanation — the reason a step cancelled now is given, which the
+// person is told — is one clean line of limited length.
+func updateProblems(p Plan, steps []Step, u UpdatePlanArgs) []string {
+	var j judgeNotes
+	j.line("update_plan: explanation", u.Explanation)
+	problems := []string(j)
+	for i, st := range steps {
+		if st.Status != StepCancelled || p.Body.Steps[i].Status == StepCancelled {
+			continue
+		}
+		steps[i].CancelReason = u.Explanation
+	}
+	body := p.Body
+	body.Steps = steps
+	if err := JudgePlan(body); err != nil {
+		problems = append(problems, "update_plan: the plan it leaves breaks the plan rules:\n"+err.Error())
+	}
+	return problems
 }
 
 // strictJSON decodes tool arguments, refusing unknown fields.

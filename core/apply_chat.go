@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -58,6 +59,27 @@ func Unauthorized(s Session, in Input, what string, approvers bool) Outcome {
 	return x.finish()
 }
 
+// NudgeSpecs checks and evaluates the recurring reminder specs people set with
+// /plan nudge (nudges.Specs): what a valid cron spec is lives beside the scheduler that
+// fires it, so the command grammar stays standard library only.
+type NudgeSpecs interface {
+	// Check says why a normalized spec is no schedule, in words a person can act on.
+	Check(spec string, now time.Time) error
+	// Next is the first time after `after` that spec fires.
+	Next(spec string, after time.Time) (time.Time, error)
+}
+
+// errNoSpecs is what a recurring schedule gets when the engine has no NudgeSpecs.
+var errNoSpecs = errors.New("recurring reminders are not available in this gateway")
+
+// nextFire evaluates spec with the rules' NudgeSpecs.
+func nextFire(r Rules, spec string, after time.Time) (time.Time, error) {
+	if r.Specs == nil {
+		return time.Time{}, errNoSpecs
+	}
+	return r.Specs.Next(spec, after)
+}
+
 // ApplyNudge decides /plan nudge: the session's reminder schedule, and the schedules of
 // what is waiting now.
 func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
@@ -66,12 +88,12 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 	planID, waiting := pendingKey(s)
 	ch := &x.o.Change
 	var text string
-	switch r.Kind {
-	case commands.NudgeOff:
+	switch r.Mode {
+	case commands.NudgeModeOff:
 		x.next.NudgeSpec = NudgeOff
 		ch.CancelReminders = true
 		text = "Reminders are off for this conversation. /plan nudge every 2h turns them back on."
-	case commands.NudgeSnooze:
+	case commands.NudgeModeSnooze:
 		if !waiting {
 			x.refuse("Nothing is waiting for a decision or an answer, so there is nothing to snooze.")
 			return x.finish(), nil
@@ -81,12 +103,12 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 		ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
 			Spec: r.Duration.String(), NextFireAt: at, Status: NudgeActive, CreatedAt: now}}
 		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", clock(at), humanDuration(r.Duration))
-	case commands.NudgeEvery, commands.NudgeCron:
+	case commands.NudgeModeEvery, commands.NudgeModeCron:
 		spec := r.Spec
-		if r.Kind == commands.NudgeEvery {
+		if r.Mode == commands.NudgeModeEvery {
 			spec = "@every " + r.Duration.String()
 		}
-		first, err := commands.NextFire(spec, now)
+		first, err := nextFire(in.Rules, spec, now)
 		if err != nil {
 			x.refusef("That schedule cannot be used: %v. Nothing changed.", err)
 			return x.finish(), nil
@@ -100,9 +122,9 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 			text += fmt.Sprintf(" Next: %s.", clock(first))
 		}
 	default:
-		return Outcome{}, fmt.Errorf("unhandled nudge request %q", r.Kind)
+		return Outcome{}, fmt.Errorf("unhandled nudge request %q", r.Mode)
 	}
-	x.record(x.event(EventNudgeSet, nil, string(r.Kind)+" "+x.next.NudgeSpec))
+	x.record(x.event(EventNudgeSet, nil, string(r.Mode)+" "+x.next.NudgeSpec))
 	x.o.say(ReplyText, text)
 	return x.finish(), nil
 }
@@ -122,7 +144,7 @@ func reminders(s Session, r Rules, planID string, now time.Time) []Nudge {
 		}
 		return out
 	}
-	next, err := commands.NextFire(s.NudgeSpec, now)
+	next, err := nextFire(r, s.NudgeSpec, now)
 	if err != nil {
 		return nil
 	}

@@ -59,6 +59,24 @@ func BenchmarkPlanStatus(b *testing.B) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
 }
 
+// BenchmarkPlanStatusWithEventIDs is /plan status as platforms send it, with an event
+// id: the answer and the id are one lazy (non-fsync) commit, so a replay is not answered
+// twice. Compare msgs/s with BenchmarkPlanStatus.
+func BenchmarkPlanStatusWithEventIDs(b *testing.B) {
+	h := newHarness(b)
+	h.toPending("main", "Status bench")
+	ctx := context.Background()
+	n := 0
+	for b.Loop() {
+		m := core.Message{ID: fmt.Sprintf("ev-%d", n), Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan status"}
+		if err := h.eng.Handle(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "msgs/s")
+}
+
 // BenchmarkEngineDecisions times /plan accept alone: the decision commit, the plan file
 // refresh and the agent turn it starts (a model that answers at once). Reaching the
 // pending plan is set up outside the timer. Compare decisions/s with

@@ -20,11 +20,28 @@ func (t *turnState) dispatch(ctx context.Context) error {
 	}
 	switch r := t.j.parsed; r.Kind {
 	case commands.IsUsage:
-		return t.say(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
+		return t.answer(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
 	case commands.IsCommand:
+		if reply, bad := t.badNudgeSpec(r.Cmd); bad {
+			return t.say(ctx, Reply{Kind: ReplyNotice, Text: reply})
+		}
 		return t.onCommand(ctx, r.Cmd)
 	}
 	return t.onText(ctx)
+}
+
+// badNudgeSpec checks the cron spec of /plan nudge with the scheduler's parser. A spec it
+// refuses is a usage error like any the grammar finds: the same notice, before
+// authorization, and nothing changes.
+func (t *turnState) badNudgeSpec(c commands.Command) (string, bool) {
+	r, specs := c.Nudge, t.e.d.NudgeSpecs
+	if c.Name != commands.Nudge || r == nil || r.Mode != commands.NudgeModeCron || specs == nil {
+		return "", false
+	}
+	if err := specs.Check(r.Spec, t.e.d.Now()); err != nil {
+		return r.CronRefusal(err.Error()), true
+	}
+	return "", false
 }
 
 func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
@@ -34,9 +51,9 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 	in := t.personInput()
 	switch c.Name {
 	case commands.Status:
-		return t.say(ctx, Reply{Text: t.statusText(ctx)})
+		return t.answer(ctx, Reply{Text: t.statusText(ctx)})
 	case commands.Help:
-		return t.say(ctx, Reply{Text: commands.HelpText()})
+		return t.answer(ctx, Reply{Text: commands.HelpText()})
 	case commands.Show:
 		return t.show(ctx)
 	case commands.On:
@@ -92,7 +109,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 		in.Text = a.Value
 		return t.applyTrigger(ctx, TrigAnswer, in)
 	}
-	return t.say(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
+	return t.answer(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }
 
 // onText hands a person's plain message to ApplyMessage.
@@ -185,5 +202,5 @@ func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
 func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
-		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir}
+		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs}
 }

@@ -34,6 +34,8 @@ type Config struct {
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
 	ApprovalTimeout time.Duration
+	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
@@ -46,6 +48,13 @@ type Deps struct {
 	Log    *slog.Logger
 	Now    func() time.Time // defaults to time.Now
 	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+
+	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
+	// recurring reminders unavailable.
+	NudgeSpecs NudgeSpecs
+	// Owner names this engine as a lease holder; "" is the process's own id (one per
+	// process). Tests that play two processes in one give each engine its own.
+	Owner string
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions
@@ -59,6 +68,15 @@ type Engine struct {
 	inflight int // read-only jobs running outside a queue
 	files    *fileWriter
 	progress progressIDs
+
+	// Optional parts of the store (nil when Store lacks them): the outbox, session
+	// leases and the tool-run ledger.
+	box      OutboxStore
+	leases   LeaseStore
+	runs     ToolRunStore
+	owner    string
+	leaseTTL time.Duration
+	pending  pendingReminders
 }
 
 type job struct {
@@ -112,8 +130,22 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.ToolResultChars <= 0 {
 		cfg.ToolResultChars = 16_000
 	}
-	return &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log}}
+	if d.Owner == "" {
+		d.Owner = processOwner()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log},
+		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
+	e.box, _ = d.Store.(OutboxStore)
+	e.leases, _ = d.Store.(LeaseStore)
+	e.runs, _ = d.Store.(ToolRunStore)
+	return e
 }
+
+// Owner is this engine's lease owner id.
+func (e *Engine) Owner() string { return e.owner }
 
 // Handle applies one inbound message and waits until it (and the agent turn it starts)
 // is finished. Messages of one session are handled in the order Handle or Enqueue was
@@ -304,8 +336,11 @@ func (e *Engine) run(j *job) error {
 	}
 	err = t.dispatch(ctx)
 	if errors.Is(err, ErrConflict) {
-		t.notice(ctx, "This conversation changed at the same moment elsewhere; nothing was changed. Please try again.")
+		t.conflictNotice(ctx)
 		return nil
+	}
+	if errors.Is(err, errLeaseHeld) {
+		return nil // the holder's turn picks the work up (see runTurns)
 	}
 	if errors.Is(err, ErrDuplicate) {
 		return nil
@@ -427,8 +462,17 @@ type turnState struct {
 	e    *Engine
 	j    *job
 	sess Session
-	// gateNoticed: the chat was already told about a blocked mutation in this job.
-	gateNoticed bool
+	// gate: the calls the gate refused in the running turn, and whether the turn was
+	// started by a person's message (see gate_audit.go).
+	gate turnGate
+	// leased: this job holds the session's lease (see withLease).
+	leased bool
+	// done lists the mutating calls that ran in this job, so a conflict after them is
+	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
+	done []string
+	told bool
+	// seenUser are the person messages the last turn loaded (see moreWork).
+	seenUser map[string]bool
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

@@ -138,7 +138,11 @@ func TestDecisionRefusals(t *testing.T) {
 		}, []string{"/plan accept"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mustContain(t, joinTexts(tc.do()), tc.wants...)
+			rs := tc.do()
+			mustContain(t, joinTexts(rs), tc.wants...)
+			if tc.name != "model says a command" && (len(rs) != 1 || rs[0].Kind != core.ReplyNotice) {
+				t.Fatalf("replies %+v, want one notice", rs)
+			}
 			after := h.session("main")
 			if after.Phase != core.PhaseAwaitingApproval || after.ApprovalID != before.ApprovalID || after.PlanID != before.PlanID {
 				t.Fatalf("state changed: %+v", after)
@@ -388,6 +392,16 @@ func TestGateDeniesMutationsUntilAccepted(t *testing.T) {
 	mustContain(t, lastText(h.say("main", "local", "continue")), "forbidden")
 	if got := tools.written(); len(got) != 2 {
 		t.Fatalf("forbidden write ran: %v", got)
+	}
+	// Every refusal and every run is an audit row: off, planning, two runs, two stops.
+	var got []string
+	for _, r := range gateRows(t, h, "main") {
+		got = append(got, fmt.Sprintf("%s %s %s", r.Kind, r.Paths, r.Outcome))
+	}
+	want := "[tool_blocked [README.md] refused tool_blocked [README.md] refused tool_ran [README.md] ok tool_ran [docs/a.md] ok " +
+		"tool_blocked [main.go] refused tool_blocked [docs/secret.md] refused]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("gate rows %v\nwant %s", got, want)
 	}
 }
 

@@ -1,9 +1,12 @@
 package core_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -38,7 +41,17 @@ func TestGateWithRealTools(t *testing.T) {
 			"scope": map[string]any{"allowed_paths": []string{"README.md"}},
 		})))
 	rs := h.say("main", "local", "go")
-	mustContain(t, joinTexts(rs), "Blocked write_file on README.md")
+	// Both refusals, in one notice, before the plan; each one an audit row.
+	if len(rs) != 2 || rs[0].Kind != core.ReplyNotice || rs[1].Kind != core.ReplyPlan {
+		t.Fatalf("replies %+v, want the notice of blocked calls, then the plan", rs)
+	}
+	mustContain(t, rs[0].Text, "Blocked 2 calls: nothing may change before a plan is accepted (phase: planning).",
+		"- write_file on README.md", "- run_command touch made-by-command")
+	if got := gateRows(t, h, "main"); len(got) != 2 || got[0].Tool != "write_file" || got[1].Tool != "run_command" ||
+		got[0].Kind != core.EventToolBlocked || got[1].Kind != core.EventToolBlocked || got[0].Paths[0] != "README.md" ||
+		got[0].PlanVersion != 0 {
+		t.Fatalf("gate rows while planning: %+v", got)
+	}
 	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
 		t.Fatalf("the workspace changed while planning: %v", entries)
 	}
@@ -51,6 +64,18 @@ func TestGateWithRealTools(t *testing.T) {
 	mustContain(t, lastText(rs), "Stopped:", "run_command", "does not cover the whole workspace")
 	if _, err := os.Stat(filepath.Join(ws, "made-by-command")); err == nil {
 		t.Fatal("run_command ran although the plan's scope does not cover it")
+	}
+	// The write ran, the scope stop was refused; the stop has its own notice, not a second list.
+	rows := gateRows(t, h, "main")[2:]
+	if len(rows) != 2 || rows[0].Kind != core.EventToolRan || rows[0].Outcome != "ok" || rows[0].Tool != "write_file" ||
+		rows[1].Kind != core.EventToolBlocked || rows[1].Tool != "run_command" || rows[1].Outcome != "refused" ||
+		rows[0].PlanVersion != 1 || rows[1].PlanVersion != 1 {
+		t.Fatalf("gate rows after accept: %+v", rows)
+	}
+	for _, r := range rs {
+		if strings.HasPrefix(r.Text, "Blocked") {
+			t.Fatalf("a scope stop was listed again: %q", r.Text)
+		}
 	}
 
 	// A plan whose scope is the whole workspace lets the allowed command run.
@@ -66,4 +91,48 @@ func TestGateWithRealTools(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "made-by-command")); err != nil {
 		t.Fatalf("run_command within scope did not run: %v", err)
 	}
+	rows = gateRows(t, h, "main")
+	if last := rows[len(rows)-1]; last.Kind != core.EventToolRan || last.Tool != "run_command" || last.Outcome != "ok" {
+		t.Fatalf("last gate row %+v, want run_command ran", last)
+	}
+
+	// A call that ran and failed is recorded as failed, with why.
+	h.model.push(sid, calls(call("edit_file", map[string]any{"path": "missing.md", "old": "a", "new": "b"})))
+	h.say("main", "local", "edit it")
+	rows = gateRows(t, h, "main")
+	if last := rows[len(rows)-1]; last.Kind != core.EventToolRan || last.Tool != "edit_file" || last.Outcome != "failed" ||
+		last.Why == "" || len(last.Paths) != 1 || last.Paths[0] != "missing.md" {
+		t.Fatalf("last gate row %+v, want edit_file failed", last)
+	}
+}
+
+// gateRow is a tool_blocked or tool_ran audit row with its detail decoded.
+type gateRow struct {
+	Kind        core.EventKind
+	PlanVersion int
+	core.ToolAudit
+}
+
+// gateRows lists the gate's audit rows of chat, oldest first.
+func gateRows(t *testing.T, h *harness, chat string) []gateRow {
+	t.Helper()
+	evs, err := h.st.Events(context.Background(), sessionID(chat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []gateRow
+	for _, e := range evs {
+		if e.Kind != core.EventToolBlocked && e.Kind != core.EventToolRan {
+			continue
+		}
+		r := gateRow{Kind: e.Kind, PlanVersion: e.PlanVersion}
+		if err := json.Unmarshal([]byte(e.Detail), &r.ToolAudit); err != nil {
+			t.Fatalf("detail of %s: %v (%q)", e.Kind, err, e.Detail)
+		}
+		if e.Actor != core.AgentActor {
+			t.Fatalf("gate row by %v, want the agent", e.Actor)
+		}
+		out = append(out, r)
+	}
+	return out
 }

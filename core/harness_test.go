@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
 
@@ -174,7 +175,7 @@ func (h *harness) open() {
 	}
 	h.t.Cleanup(func() { st.Close() })
 	h.st = st
-	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }}))
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
 }
 
 // waitOnCleanup makes the test wait for eng's jobs and background plan file writes before

@@ -67,12 +67,9 @@ func (e *Engine) Nudge(ctx context.Context, n Nudge, scheduledAt time.Time) erro
 			return t.apply(ctx, o)
 		}
 		r, ev, ok := reminder(t.sess, cur, n, scheduledAt, e.d.Now())
-		if !ok {
-			return nil // decided meanwhile
-		}
 		// Delivered first, audited after: the audit says a person was reminded.
-		if _, err := t.send(ctx, r); err != nil {
-			return err
+		if err := t.deliverReminder(ctx, n, scheduledAt, r, ok); err != nil || !ok {
+			return err // !ok: decided meanwhile
 		}
 		return t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}})
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/nudges"
 )
 
 // fakeNudger records SessionChanged calls.
@@ -163,7 +164,7 @@ func TestQuestionGetsReminders(t *testing.T) {
 func TestPlanNudgeCommand(t *testing.T) {
 	h := newHarness(t, withNudges)
 	nudger := &fakeNudger{}
-	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Nudger: nudger, Now: func() time.Time { return h.clock }}))
+	h.eng = h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Nudger: nudger, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
 	mustContain(t, lastText(h.say("main", "local", "/plan nudge snooze 1h")), "nothing to snooze")
 	mustContain(t, lastText(h.say("main", "local", "/plan nudge every 2h")), "Reminders: every 2 h while a decision or answer is pending.")
 	h.toPending("main", "Custom cadence")
@@ -189,6 +190,49 @@ func TestPlanNudgeCommand(t *testing.T) {
 	mustContain(t, lastText(h.say("main", "local", "/plan nudge every 500ms")), "shorter than 1s")
 	if len(nudger.changed) < 3 {
 		t.Fatalf("scheduler told about %d changes", len(nudger.changed))
+	}
+}
+
+// A cron spec is checked by the scheduler's parser (the NudgeSpecs port): one it refuses
+// gets the grammar's usage notice, word for word, and changes nothing; a valid one is
+// the session's schedule, with its first time computed by the same parser.
+func TestPlanNudgeCronSpec(t *testing.T) {
+	h := newHarness(t, withNudges)
+	h.say("main", "local", "/plan nudge off")
+	before := h.session("main")
+	rs := h.say("main", "local", "/plan nudge 0 9 * *")
+	want := "`/plan nudge`: \"0 9 * *\" is not a valid cron spec (expected exactly 5 fields, found 4: [0 9 * *]).\n" +
+		"Usage: /plan nudge off | snooze <duration> | every <duration> | <cron spec>\n" +
+		"e.g. `/plan nudge every 2h` · `/plan nudge snooze 30m` · `/plan nudge \"0 9 * * 1-5\"`"
+	if len(rs) != 1 || rs[0].Kind != core.ReplyNotice || rs[0].Text != want {
+		t.Fatalf("replies %+v, want one notice %q", rs, want)
+	}
+	if s := h.session("main"); s.NudgeSpec != before.NudgeSpec || s.Version != before.Version {
+		t.Fatalf("a refused spec changed the session: %+v", s)
+	}
+	rs = h.say("main", "local", "/plan nudge snoze 2h")
+	if len(rs) != 1 || rs[0].Kind != core.ReplyNotice || !strings.Contains(rs[0].Text, "Did you mean /plan nudge snooze?") {
+		t.Fatalf("misspelt keyword: %+v", rs)
+	}
+	rs = h.say("main", "local", "/plan nudge CRON_TZ=UTC 0 10 * * *")
+	if len(rs) != 1 || rs[0].Kind != core.ReplyText {
+		t.Fatalf("valid spec: %+v", rs)
+	}
+	if s := h.session("main"); s.NudgeSpec != "CRON_TZ=UTC 0 10 * * *" {
+		t.Fatalf("NudgeSpec = %q", s.NudgeSpec)
+	}
+	if ev := h.events("main"); len(ev) == 0 || ev[len(ev)-1] != core.EventNudgeSet {
+		t.Fatalf("events %v, want nudge_set last", ev)
+	}
+	h.toPending("main", "Cron cadence")
+	var remind []core.Nudge
+	for _, n := range h.nudges("main") {
+		if n.Action == core.NudgeRemind && n.Status == core.NudgeActive {
+			remind = append(remind, n)
+		}
+	}
+	if len(remind) != 1 || remind[0].Kind != core.NudgeRecurring || !remind[0].NextFireAt.Equal(day.Add(time.Hour)) {
+		t.Fatalf("reminders %+v, want one recurring at 10:00 UTC", remind)
 	}
 }
 

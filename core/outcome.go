@@ -12,6 +12,9 @@ type Rules struct {
 	Nudges          []time.Duration // one-shot reminders (plan_mode.nudges)
 	ApprovalTimeout time.Duration
 	PlansDir        string // where plan files go; Apply only computes their paths
+	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
+	// makes recurring reminders unavailable.
+	Specs NudgeSpecs
 }
 
 // NewIDs are fresh random ids a transition may hand out (a new plan version, its
@@ -48,6 +51,9 @@ type Input struct {
 	PlanID, Spec string
 	// MayAnswer: the sender of a plain message may answer the pending question.
 	MayAnswer bool
+	// AutoHeld, for a proposal while auto-approve is on, says why auto-approve may not
+	// take it (no person's message started the turn): it waits for a person. "" = none.
+	AutoHeld string
 }
 
 // who is the actor's name for replies: the display name, else the id.
@@ -87,6 +93,8 @@ type Effect struct {
 	Reply Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
+
+	row int // 1 + the index of the reply's row in Change.Outbox; 0 = sent directly
 }
 
 // Refusal is a transition that is not taken: the reply that says why, and audit rows

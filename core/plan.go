@@ -44,6 +44,8 @@ type Step struct {
 	Status             StepStatus `json:"status"`
 	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
 	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
+	// CancelReason is why a cancelled step was cancelled (update_plan's explanation).
+	CancelReason string `json:"cancel_reason,omitempty"`
 }
 
 // Risk is a risk the plan names, with how it is mitigated.

@@ -39,7 +39,7 @@ var (
 	featureFields      = []string{"name", "priority", "complexity"}
 	proposalStepFields = []string{"step", "acceptance_criteria"}
 	riskFields         = []string{"risk", "mitigation"}
-	scopeFields        = []string{"allowed_paths", "forbidden_paths"}
+	scopeFields        = []string{"allowed_paths", "forbidden_paths", "allowed_tools"}
 	updateFields       = []string{"plan", "merge", "explanation"}
 	updateStepFields   = []string{"step", "status", "acceptance_criteria", "verified_criteria"}
 )
@@ -103,6 +103,7 @@ func ParseProposal(args json.RawMessage) (PlanBody, error) {
 		Scope: Scope{
 			AllowedPaths:   trimList(a.Scope.AllowedPaths),
 			ForbiddenPaths: trimList(a.Scope.ForbiddenPaths),
+			AllowedTools:   trimList(a.Scope.AllowedTools),
 		},
 	}
 	if sp := a.Spec; sp != nil {
@@ -400,6 +401,7 @@ type hashedBody struct {
 	Verification []string     `json:"verification,omitempty"`
 	Allowed      []string     `json:"allowed_paths,omitempty"`
 	Forbidden    []string     `json:"forbidden_paths,omitempty"`
+	Tools        []string     `json:"allowed_tools,omitempty"`
 	References   []string     `json:"references,omitempty"`
 }
 
@@ -409,7 +411,7 @@ func HashPlan(b PlanBody) string {
 	h := hashedBody{
 		Title: b.Title, Summary: b.Summary, Assumptions: b.Assumptions, Risks: b.Risks,
 		Verification: b.Verification, Allowed: b.Scope.AllowedPaths,
-		Forbidden: b.Scope.ForbiddenPaths, References: b.References,
+		Forbidden: b.Scope.ForbiddenPaths, Tools: b.Scope.AllowedTools, References: b.References,
 	}
 	for _, s := range b.Steps {
 		h.Steps = append(h.Steps, hashedStep{Text: s.Text, Criteria: s.AcceptanceCriteria})

@@ -23,6 +23,7 @@ type PlanDiff struct {
 	Scope    string    // ScopeChange's words, "" when the scope is the same
 	Tools    ToolDelta // MCP tools added to or removed from scope.allowed_tools
 	Details  bool      // anything else changed (summary, criteria, risks, ...)
+	Changed  []string  // the parts that changed when Details, named as replies.go does
 }
 
 // Reword is one step whose text changed.
@@ -80,7 +81,9 @@ func DiffPlans(old, cur PlanBody) PlanDiff {
 	}
 	d.Scope = ScopeChange(old.Scope, cur.Scope)
 	d.Tools = ToolDelta{Added: missing(cur.Scope.AllowedTools, old.Scope.AllowedTools), Removed: missing(old.Scope.AllowedTools, cur.Scope.AllowedTools)}
-	d.Details = detailsChanged(old, cur, pair)
+	if d.Details = detailsChanged(old, cur, pair); d.Details {
+		d.Changed = changedParts(old, cur)
+	}
 	return d
 }
 
@@ -133,14 +136,17 @@ func (d PlanDiff) parts() []string {
 }
 
 // Summary is the one-line chat message, "Changes from v1: + Add X · ~ Reword Y · − Z ·
-// scope widened: a → b", or "" when nothing changed. When only details changed it says so.
+// scope widened: a → b", or "" when nothing changed; when only other parts changed it names
+// them, like the proposal reply's versionDiff.
 // The step texts are the model's; the chat adapters escape them.
 func (d PlanDiff) Summary() string {
 	parts := d.parts()
 	switch {
 	case len(parts) > 0:
+	case len(d.Changed) > 0:
+		parts = []string{"same steps; changed: " + strings.Join(d.Changed, ", ")}
 	case d.Details:
-		parts = []string{"same steps, details changed"}
+		parts = []string{"same steps; only the wording changed"}
 	default:
 		return ""
 	}
@@ -173,17 +179,13 @@ func (d PlanDiff) Markdown() string {
 	for _, t := range d.Tools.Removed {
 		fmt.Fprintf(&b, "- Tool no longer allowed: %s\n", EscapeMarkdown(t))
 	}
-	if d.Details {
-		b.WriteString("- Other details changed\n")
+	switch {
+	case len(d.Changed) > 0:
+		fmt.Fprintf(&b, "- Changed: %s\n", EscapeMarkdown(strings.Join(d.Changed, ", ")))
+	case d.Details:
+		b.WriteString("- Only the wording changed\n")
 	}
 	return b.String()
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // sameStepText compares step texts as update_plan matches them: case and runs of white

@@ -31,15 +31,15 @@ func TestDiffPlans(t *testing.T) {
 		{"moved and reworded elsewhere", PlanBody{Steps: stepsOf("Run the linter on core", "Write tests")}, PlanBody{Steps: stepsOf("Write tests", "Add a step", "Run the linter on all of core")},
 			PlanDiff{Added: []string{"Add a step"}, Reworded: []Reword{{"Run the linter on core", "Run the linter on all of core"}}}, "Changes from v1: + Add a step · ~ Run the linter on all of core"},
 		{"case and spaces are the same step", PlanBody{Steps: stepsOf("fix  typos")}, PlanBody{Steps: stepsOf("Fix typos")},
-			PlanDiff{Details: true}, "Changes from v1: same steps, details changed"},
+			PlanDiff{Details: true, Changed: []string{"step order"}}, "Changes from v1: same steps; changed: step order"}, // as versionDiff says it
 		{"scope widened", PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"README.md", "docs/**"}}},
 			PlanDiff{Scope: "scope widened: README.md → README.md, docs/**"}, "Changes from v1: scope widened: README.md → README.md, docs/**"},
 		{"tools", PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"a"}, AllowedTools: []string{"fs__rm"}}}, PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"a"}, AllowedTools: []string{"fs__write"}}},
 			PlanDiff{Tools: ToolDelta{Added: []string{"fs__write"}, Removed: []string{"fs__rm"}}}, "Changes from v1: tools added: fs__write · tools removed: fs__rm"},
 		{"criteria changed", PlanBody{Steps: stepsOf("a")}, PlanBody{Steps: []Step{{Text: "a", Status: StepPending, AcceptanceCriteria: []string{"c"}}}},
-			PlanDiff{Details: true}, "Changes from v1: same steps, details changed"},
+			PlanDiff{Details: true, Changed: []string{"acceptance criteria"}}, "Changes from v1: same steps; changed: acceptance criteria"},
 		{"summary changed", PlanBody{Summary: "x", Steps: stepsOf("a")}, PlanBody{Summary: "y", Steps: stepsOf("a")},
-			PlanDiff{Details: true}, "Changes from v1: same steps, details changed"},
+			PlanDiff{Details: true, Changed: []string{"summary"}}, "Changes from v1: same steps; changed: summary"},
 		{"nothing", PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanDiff{}, ""},
 	}
 	for _, tc := range cases {
@@ -59,19 +59,22 @@ func TestDiffPlans(t *testing.T) {
 	}
 }
 
-// TestDiffSummaryMatchesStepDiff keeps the chat line of today's replies where only steps
-// were added or removed, so switching proposalText to DiffPlans keeps those transcripts.
-func TestDiffSummaryMatchesStepDiff(t *testing.T) {
-	old := stepsOf("Fix the typos in README.md", "Fix the broken guide link")
-	for _, cur := range [][]Step{
-		stepsOf("Fix the typos in README.md", "Fix the broken guide link", "Start a CHANGELOG.md"),
-		stepsOf("Fix the typos in README.md"),
-		stepsOf("Fix the broken guide link", "Translate everything to French", "Fix the typos in README.md"),
+// TestDiffSummaryMatchesVersionDiff keeps the chat line of today's proposal reply
+// (versionDiff in replies.go) where steps were only added or removed, or the scope or other
+// parts changed, so switching proposalText to DiffPlans keeps those transcripts; only
+// rewordings ("~ ...") and MCP tools read differently.
+func TestDiffSummaryMatchesVersionDiff(t *testing.T) {
+	old := PlanBody{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link"), Scope: Scope{AllowedPaths: []string{"README.md"}}}
+	for _, cur := range []PlanBody{
+		{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link", "Start a CHANGELOG.md"), Scope: Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}},
+		{Steps: stepsOf("Fix the typos in README.md"), Scope: old.Scope},
+		{Steps: stepsOf("Fix the broken guide link", "Translate everything to French", "Fix the typos in README.md"), Scope: old.Scope},
+		{Summary: "new", Steps: old.Steps, Scope: old.Scope, Assumptions: []string{"a"}},
 	} {
-		d := DiffPlans(PlanBody{Steps: old}, PlanBody{Steps: cur})
+		d := DiffPlans(old, cur)
 		d.From = 1
-		if got, want := d.Summary(), "Changes from v1: "+stepDiff(old, cur); got != want {
-			t.Errorf("Summary = %q, stepDiff gives %q", got, want)
+		if got, want := d.Summary(), "Changes from v1: "+versionDiff(old, cur); got != want {
+			t.Errorf("Summary = %q, versionDiff gives %q", got, want)
 		}
 	}
 }

@@ -155,6 +155,7 @@ type ToolSpec struct {
 	Description string
 	Parameters  json.RawMessage // JSON schema of the arguments
 	Kind        ToolKind
+	Destructive bool // an MCP tool that may destroy (destructiveHint): marked in plans
 }
 
 // ModelRequest is one call to the model.

@@ -13,7 +13,7 @@ const planCard = `PLAN MODE
 Nothing may change before a person accepts a plan. The cycle:
 1. Investigate with read-only tools (read_file, list_files, search_files). Write tools are refused until a plan is accepted.
 2. If something is unclear, ask with ask_user_question (2-6 options); your turn ends until [QUESTION_ANSWER] arrives.
-3. Propose with exit_plan_mode: a title (<= 80 chars), a one-line summary, steps with acceptance_criteria, and scope.allowed_paths for every file you will change. Your turn ends there.
+3. Propose with exit_plan_mode: a title (<= 80 chars), a one-line summary, steps with acceptance_criteria, scope.allowed_paths for every file you will change, and scope.allowed_tools for every mutating <server>__<tool> you will call. Your turn ends there.
 4. Wait for [PLAN_DECISION]. "approved": carry out the steps in order. "rejected": read the feedback, revise, and propose again.
 5. While executing, call update_plan: mark one step in_progress, then completed with verified_criteria naming each acceptance criterion you checked. Writes outside the scope are refused.
 6. When every step is done you receive [PLAN_COMPLETE]: post a short summary.`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -29,8 +30,12 @@ func (t *turnState) statusText(ctx context.Context) string {
 		if s.Phase == PhaseOff || s.Phase == PhasePlanning {
 			label = "last plan"
 		}
-		done, total := stepProgress(p.Body.Steps)
-		parts = append(parts, fmt.Sprintf("%s: v%d %q (%s, %d/%d steps done)", label, p.Version, p.Body.Title, p.Status, done, total))
+		completed, cancelled, total := stepCounts(p.Body.Steps)
+		progress := fmt.Sprintf("%d/%d steps done", completed, total)
+		if cancelled > 0 {
+			progress += fmt.Sprintf(", %d cancelled", cancelled)
+		}
+		parts = append(parts, fmt.Sprintf("%s: v%d %q (%s, %s)", label, p.Version, p.Body.Title, p.Status, progress))
 	}
 	parts = append(parts, "auto-approve: "+onOff(s.AutoApprove))
 	lines := []string{strings.Join(parts, " · ")}
@@ -54,6 +59,30 @@ func stepProgress(steps []Step) (done, total int) {
 		}
 	}
 	return done, len(steps)
+}
+
+// stepCounts counts completed and cancelled steps: a cancelled step is finished, not done.
+func stepCounts(steps []Step) (completed, cancelled, total int) {
+	for _, st := range steps {
+		switch st.Status {
+		case StepCompleted:
+			completed++
+		case StepCancelled:
+			cancelled++
+		}
+	}
+	return completed, cancelled, len(steps)
+}
+
+// progressWords is a plan's progress for the chat: "2 of 3 steps done", and how many were
+// cancelled, if any ("1 of 3 steps done, 1 cancelled").
+func progressWords(steps []Step) string {
+	completed, cancelled, total := stepCounts(steps)
+	w := fmt.Sprintf("%d of %d steps done", completed, total)
+	if cancelled > 0 {
+		w += fmt.Sprintf(", %d cancelled", cancelled)
+	}
+	return w
 }
 
 func onOff(b bool) string {
@@ -80,7 +109,7 @@ func (t *turnState) show(ctx context.Context) error {
 		return err
 	}
 	if cur == nil {
-		return t.say(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
+		return t.answer(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
 	}
 	p := *cur
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
@@ -95,8 +124,7 @@ func (t *turnState) show(ctx context.Context) error {
 	if p.Status == PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
 	}
-	_, err = t.send(ctx, r)
-	return err
+	return t.answer(ctx, r)
 }
 
 // planReply is the reply that carries a plan file, with decision buttons while pending.
@@ -139,31 +167,64 @@ func questionReply(to Address, q *Question) Reply {
 	return r
 }
 
-func proposalText(p Plan, superseded, previous *Plan) string {
+// proposalText is a new version's chat message: what it does, what it may change, how it
+// differs from the version it answers, and who decides.
+func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}
+	b.WriteString("\n" + scopeLine(p.Body.Scope))
 	if previous != nil {
-		if d := stepDiff(previous.Body.Steps, p.Body.Steps); d != "" {
+		if d := versionDiff(previous.Body, p.Body); d != "" {
 			fmt.Fprintf(&b, "\nChanges from v%d: %s", previous.Version, d)
 		}
 	}
 	if superseded != nil {
 		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded.Version)
 	}
-	if p.Status == PlanAccepted {
+	switch {
+	case p.Status == PlanAccepted:
 		b.WriteString("\nAuto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it.")
-	} else {
+	case autoHeld != "":
+		fmt.Fprintf(&b, "\nNot auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
+	default:
 		b.WriteString("\nDecide: /plan accept · /plan revise <feedback> · /plan auto")
 	}
 	return b.String()
 }
 
-// stepDiff summarizes added and removed steps by text.
-func stepDiff(old, cur []Step) string {
+// scopeLine is a proposal's line about what it may change, in the words of the plan
+// file: "May change: README.md, docs/**", "May change: the whole workspace", or that it
+// names no files.
+func scopeLine(s Scope) string {
+	if len(s.AllowedPaths) == 0 {
+		return "May change: nothing (" + scopeNoFiles + ")"
+	}
+	return "May change: " + ScopeSummary(s)
+}
+
+// versionDiff says how a new version differs from the one it answers: steps added and
+// removed, the scope widened or narrowed, and otherwise which parts changed — never just
+// "details".
+func versionDiff(old, cur PlanBody) string {
+	parts := stepDiff(old.Steps, cur.Steps)
+	if d := ScopeChange(old.Scope, cur.Scope); d != "" {
+		parts = append(parts, d)
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, " · ")
+	}
+	if changed := changedParts(old, cur); len(changed) > 0 {
+		return "same steps; changed: " + strings.Join(changed, ", ")
+	}
+	return "same steps; only the wording changed"
+}
+
+// stepDiff lists added and removed steps by text.
+func stepDiff(old, cur []Step) []string {
 	in := func(steps []Step, text string) bool {
 		for _, s := range steps {
 			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {
@@ -183,10 +244,39 @@ func stepDiff(old, cur []Step) string {
 			parts = append(parts, "− "+s.Text)
 		}
 	}
-	if len(parts) == 0 && len(old) == len(cur) {
-		return "same steps, details changed"
+	return parts
+}
+
+// changedParts names the parts of a plan body other than steps and scope that differ.
+func changedParts(old, cur PlanBody) []string {
+	var out []string
+	add := func(name string, changed bool) {
+		if changed {
+			out = append(out, name)
+		}
 	}
-	return strings.Join(parts, " · ")
+	add("title", old.Title != cur.Title)
+	add("summary", old.Summary != cur.Summary)
+	criteria := len(old.Steps) != len(cur.Steps)
+	for i := 0; !criteria && i < len(old.Steps); i++ {
+		criteria = !slices.Equal(old.Steps[i].AcceptanceCriteria, cur.Steps[i].AcceptanceCriteria)
+	}
+	add("acceptance criteria", criteria)
+	add("step order", !criteria && !sameStepOrder(old.Steps, cur.Steps))
+	add("assumptions", !slices.Equal(old.Assumptions, cur.Assumptions))
+	add("risks", !slices.Equal(old.Risks, cur.Risks))
+	add("verification", !slices.Equal(old.Verification, cur.Verification))
+	add("references", !slices.Equal(old.References, cur.References))
+	return out
+}
+
+func sameStepOrder(old, cur []Step) bool {
+	for i := range old {
+		if i >= len(cur) || old[i].Text != cur[i].Text {
+			return false
+		}
+	}
+	return true
 }
 
 func plural(n int, one, many string) string {

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -11,12 +12,18 @@ import (
 // a long outage, a reply to a stale question would surprise more than help.
 const resumeWindow = time.Hour
 
+// InjectRestart tells the agent its turn was cut off by a restart.
+const InjectRestart InjectionKind = "RESTART"
+
 // Resume picks up work that a killed process left unfinished, so nothing a person was told
 // about is lost: a session with injections still queued (a decision was committed but the
-// agent turn it started never ran) gets that turn, and a session whose newest transcript
-// entry is a person's recent message that was never answered gets an answer. only selects
-// the sessions this process serves (nil = all). Resume returns how many sessions it picked
-// up once their turns have run.
+// agent turn it started never ran), a session whose newest transcript entry is a person's
+// recent message that was never answered, and a session whose turn did not end (its
+// lease was left behind) get a turn. A mutating call that started and never finished is
+// reported to the agent and the chat, never run again. A session whose lease another
+// process holds is left to it; if that lease expires without being released (the holder
+// died), it is taken over then. only selects the sessions this process serves (nil =
+// all). Resume returns how many sessions it picked up once their turns have run.
 func (e *Engine) Resume(ctx context.Context, only func(Session) bool) (int, error) {
 	ss, err := e.d.Store.Sessions(ctx)
 	if err != nil {
@@ -28,31 +35,158 @@ func (e *Engine) Resume(ctx context.Context, only func(Session) bool) (int, erro
 		if only != nil && !only(s) {
 			continue
 		}
+		lease, leftover := e.foreignLease(ctx, s.ID)
+		if leftover && e.live(lease) {
+			e.resumeLater(ctx, s.ID, only, lease.ExpiresAt)
+			continue
+		}
 		need, err := e.unfinished(ctx, s)
 		if err != nil {
 			return n, err
 		}
-		if !need {
+		if !need && !leftover {
 			continue
 		}
 		n++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := e.system(ctx, s.ID, func(ctx context.Context, t *turnState) error {
-				if need, err := e.unfinished(ctx, t.sess); err != nil || !need {
-					return err // someone was quicker
-				}
-				t.notice(ctx, "plangate restarted: picking up where it stopped.")
-				return t.runTurns(ctx)
-			})
-			if err != nil {
+		wg.Go(func() {
+			if err := e.resumeOne(ctx, s.ID, leftover); err != nil {
 				e.d.Log.Error("resuming session", "session", s.ID, "err", err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return n, nil
+}
+
+// resumeLater retries one session once another process's lease on it has expired: a live
+// holder keeps renewing (and the retry finds its turn ended or still running), a dead
+// one's lease lapses and its work is taken over.
+func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Session) bool, until time.Time) {
+	wait := min(max(until.Sub(e.d.Now()), time.Second), e.leaseTTL) + 100*time.Millisecond
+	e.d.Log.Info("session busy in another process; checking again when its lease ends", "session", sessionID, "in", wait)
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		_, err := e.Resume(ctx, func(s Session) bool { return s.ID == sessionID && (only == nil || only(s)) })
+		if err != nil && ctx.Err() == nil {
+			e.d.Log.Error("resuming session", "session", sessionID, "err", err)
+		}
+	}()
+}
+
+// resumeOne runs the resumed turn of one session under its lease. leftover: a lease of
+// another process was found, so a turn may have been cut off.
+func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) error {
+	return e.system(ctx, sessionID, func(ctx context.Context, t *turnState) error {
+		err := t.withLease(ctx, func(ctx context.Context) error {
+			need, err := e.unfinished(ctx, t.sess)
+			if err != nil {
+				return err
+			}
+			runs, err := t.interruptedRuns(ctx)
+			if err != nil {
+				return err
+			}
+			if leftover && !need && len(runs) == 0 && t.turnEnded(ctx) {
+				return nil // killed after the turn ended, before it let go of the lease
+			}
+			if !need && !leftover && len(runs) == 0 {
+				return nil // someone was quicker
+			}
+			if err := t.tellRestart(ctx, runs); err != nil {
+				return err
+			}
+			return t.runTurns(ctx)
+		})
+		if err == errLeaseHeld {
+			return nil
+		}
+		return err
+	})
+}
+
+// turnEnded reports whether the session's last turn visibly ended: it waits for a
+// person's decision or answer, or the newest transcript entry is the agent's final answer.
+func (t *turnState) turnEnded(ctx context.Context) bool {
+	if t.sess.Phase == PhaseAwaitingApproval || t.sess.Question != nil {
+		return true
+	}
+	last, err := t.e.d.Store.Transcript(ctx, t.sess.ID, 1)
+	return err == nil && (len(last) == 0 || (last[0].Role == RoleAssistant && len(last[0].ToolCalls) == 0))
+}
+
+// interruptedRuns closes the session's runs that started and never finished as
+// interrupted, and returns them.
+func (t *turnState) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
+	if t.e.runs == nil {
+		return nil, nil
+	}
+	runs, err := t.e.runs.UnfinishedToolRuns(ctx, t.sess.ID)
+	if err != nil {
+		return nil, fmt.Errorf("listing interrupted tool runs: %w", err)
+	}
+	for i := range runs {
+		runs[i].Outcome, runs[i].FinishedAt = ToolRunInterrupted, t.e.d.Now()
+		if err := t.e.runs.FinishToolRun(ctx, runs[i]); err != nil {
+			return nil, fmt.Errorf("closing interrupted tool run: %w", err)
+		}
+	}
+	return runs, nil
+}
+
+// tellRestart tells the chat and the agent what the restart cut off, in one commit: the
+// notice is an outbox row, the agent's note an injection its resumed turn reads.
+func (t *turnState) tellRestart(ctx context.Context, runs []ToolRun) error {
+	var chat, agent []string
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if t.sess.Phase == PhaseExecuting && cur != nil && cur.Status == PlanAccepted {
+		step := stepToContinue(*cur)
+		chat = append(chat, fmt.Sprintf("plangate restarted while working on plan v%d; continuing with step %d.", cur.Version, step))
+		agent = append(agent, fmt.Sprintf("plangate restarted while you were carrying out plan v%d %q; your turn was cut off. Continue with step %d; check the workspace before redoing anything.",
+			cur.Version, cur.Body.Title, step))
+	} else {
+		chat = append(chat, "plangate restarted: picking up where it stopped.")
+	}
+	for _, r := range runs {
+		chat = append(chat, interruptedText(r))
+		agent = append(agent, interruptedText(r)+" It is not run again; look at the workspace to see what it did.")
+	}
+	if len(agent) == 0 {
+		return t.say(ctx, noticef("%s", chat[0]))
+	}
+	next := t.sess
+	next.Injections = append(append([]Injection(nil), next.Injections...),
+		Injection{Kind: InjectRestart, Text: "[" + string(InjectRestart) + "]: " + strings.Join(agent, " ")})
+	next.UpdatedAt = t.e.d.Now()
+	ch := Change{Session: &next}
+	r := noticef("%s", strings.Join(chat, " "))
+	if t.e.box != nil {
+		ch.Outbox = []Outgoing{t.row(t.address(r))}
+	}
+	if err := t.commit(ctx, ch); err != nil {
+		return err
+	}
+	if len(ch.Outbox) == 0 {
+		return t.say(ctx, r)
+	}
+	_, _ = t.e.deliver(ctx, &ch.Outbox[0])
+	return nil
+}
+
+// stepToContinue is the number of the first step of p that is neither completed nor cancelled.
+func stepToContinue(p Plan) int {
+	for i, s := range p.Body.Steps {
+		if s.Status != StepCompleted && s.Status != StepCancelled {
+			return i + 1
+		}
+	}
+	return len(p.Body.Steps)
 }
 
 func (e *Engine) unfinished(ctx context.Context, s Session) (bool, error) {
@@ -67,4 +201,45 @@ func (e *Engine) unfinished(ctx context.Context, s Session) (bool, error) {
 		return false, nil
 	}
 	return e.d.Now().Sub(last[0].At) < resumeWindow, nil
+}
+
+// moreWork reports, after a turn, whether another process left work for this session
+// meanwhile: a person's message it committed but could not start a turn for (this
+// process held the lease). The session is read again, so the next turn commits on top of
+// what is stored.
+func (t *turnState) moreWork(ctx context.Context) (bool, error) {
+	if t.e.leases == nil || t.seenUser == nil {
+		return false, nil
+	}
+	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
+	if err != nil {
+		return false, fmt.Errorf("loading transcript: %w", err)
+	}
+	for _, m := range h {
+		if m.Role != RoleUser || m.Name == "plangate" || t.seenUser[userKey(m)] {
+			continue
+		}
+		s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+		if err != nil {
+			return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
+		}
+		t.sess = s
+		return true, nil
+	}
+	return false, nil
+}
+
+func userKey(m ChatMessage) string {
+	return m.At.UTC().Format(time.RFC3339Nano) + "\x00" + m.Name + "\x00" + m.Content
+}
+
+// userKeys are the person messages of a transcript window.
+func userKeys(h []ChatMessage) map[string]bool {
+	keys := map[string]bool{}
+	for _, m := range h {
+		if m.Role == RoleUser {
+			keys[userKey(m)] = true
+		}
+	}
+	return keys
 }

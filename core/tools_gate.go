@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,9 +42,11 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
 	}
 	if spec.Kind != ToolReadOnly {
-		if res, ok := t.gateMutation(ctx, *spec, call); !ok {
+		gi, res, ok := t.gateMutation(ctx, *spec, call)
+		if !ok {
 			return res
 		}
+		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
 	}
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	if err != nil {
@@ -53,26 +56,26 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 }
 
 // gateMutation is the default-deny gate for every tool that is not read-only: it loads
-// what the gate needs, lets gate decide, and says a refusal in the chat once per turn.
-func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (toolResult, bool) {
-	if !t.e.cfg.PlanMode {
-		return toolResult{}, true
-	}
+// what the gate needs and lets gate decide. A refusal is an audit row, and is listed in
+// the turn's one notice of blocked calls (a scope stop has its own notice). It returns
+// what the gate saw (the paths, the accepted plan), for the audit row of the call's run.
+func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (gateInput, toolResult, bool) {
 	in := gateInput{sess: t.sess, spec: spec, call: call}
+	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
+	if !t.e.cfg.PlanMode {
+		return in, toolResult{}, true
+	}
 	if t.sess.Phase == PhaseExecuting {
 		var err error
 		if in.plan, err = t.currentPlan(ctx); err != nil {
 			in.plan = nil // "no accepted plan is loaded"
 		}
-		in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
 	}
-	res, notice, ok := gate(in)
-	if notice != "" && !t.gateNoticed {
-		// Say it once per turn in the chat too: people should see the gate hold.
-		t.gateNoticed = true
-		t.notice(ctx, "%s", notice)
+	res, why, ok := gate(in)
+	if !ok {
+		t.blocked(ctx, in, why, res.stop == "")
 	}
-	return res, ok
+	return in, res, ok
 }
 
 // gateInput is what the gate decides on.
@@ -86,30 +89,43 @@ type gateInput struct {
 }
 
 // gate decides whether a mutating call may run in plan mode: only while executing an
-// accepted plan, and only on paths inside its scope. A refusal is the tool error, a stop
-// condition for a path out of scope, and a notice for the chat when nothing is accepted.
-func gate(in gateInput) (res toolResult, notice string, ok bool) {
+// accepted plan, and only on paths inside its scope. A refusal is the tool error (with a
+// stop condition for a path out of scope) and why, in words for the chat and the audit.
+func gate(in gateInput) (res toolResult, why string, ok bool) {
 	spec, s := in.spec, in.sess
 	if s.Phase != PhaseExecuting {
-		notice = fmt.Sprintf("Blocked %s: nothing may change before a plan is accepted (phase: %s).", describeCall(spec.Name, in.call.Args), s.Phase)
-		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, s.Phase), notice, false
+		why = fmt.Sprintf("nothing may change before a plan is accepted (phase: %s)", s.Phase)
+		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, s.Phase), why, false
 	}
 	p := in.plan
 	if p == nil {
-		return toolError("no accepted plan is loaded; %s refused", spec.Name), "", false
+		return toolError("no accepted plan is loaded; %s refused", spec.Name), "no accepted plan is loaded", false
+	}
+	if IsMCPTool(spec.Name) {
+		// An MCP tool changes no path the scope could check: the plan must name it.
+		if !slices.Contains(p.Body.Scope.AllowedTools, spec.Name) {
+			msg := fmt.Sprintf("%s refused: it is not in the accepted plan's scope.allowed_tools", spec.Name)
+			return toolResult{content: "error: " + msg, isError: true,
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+		}
+		return toolResult{}, "", true
 	}
 	if in.pathsErr != nil {
-		return toolError("%s", in.pathsErr.Error()), "", false
+		return toolError("%s", in.pathsErr.Error()), oneLine(in.pathsErr.Error()), false
 	}
 	for _, p0 := range in.paths {
 		if why, ok := inScope(p.Body.Scope, p0); !ok {
 			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
 			return toolResult{content: "error: " + msg, isError: true,
-				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, "", false
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
 		}
 	}
 	return toolResult{}, "", true
 }
+
+// IsMCPTool says whether name is an MCP server's tool (<server>__<tool>); no workspace
+// tool has "__" in its name.
+func IsMCPTool(name string) bool { return strings.Contains(name, "__") }
 
 // toolResult is the outcome of one tool call.
 type toolResult struct {
@@ -131,7 +147,7 @@ func toolError(format string, args ...any) toolResult {
 func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 	trig := map[string]Trigger{ToolEnterPlanMode: TrigEnter, ToolExitPlanMode: TrigPropose,
 		ToolUpdatePlan: TrigUpdate, ToolAskUserQuestion: TrigAsk}[call.Name]
-	if trig == TrigPropose && t.sess.AutoApprove {
+	if trig == TrigPropose && t.sess.AutoApprove && t.autoHeld() == "" {
 		trig = TrigAutoPropose
 	}
 	cur, err := t.currentPlan(ctx)
@@ -139,6 +155,9 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("could not load the current plan: %v", err)
 	}
 	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if trig == TrigPropose && t.sess.AutoApprove {
+		in.AutoHeld = t.autoHeld()
+	}
 	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
@@ -148,6 +167,10 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 	}
 	if err := t.prepare(o); err != nil {
 		return toolError("the plan could not be saved (%v); try again", errors.Unwrap(err))
+	}
+	if !o.Refused() && o.Tool != nil && o.Tool.EndTurn {
+		// The plan or question is the turn's last word: what the gate blocked comes first.
+		t.sayBlocked(ctx)
 	}
 	res := toolResult{outcome: &o}
 	if o.Tool != nil {

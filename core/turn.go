@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,14 +49,25 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 
 // runTurns runs an agent turn, and another while the previous one left injections for the
 // agent (an auto-approved plan), up to maxChainedTurns.
+// The turns run under the session's lease (see leasing.go); work another process left for
+// the session meanwhile (a message it could not start a turn for) is picked up too.
 func (t *turnState) runTurns(ctx context.Context) error {
-	for range maxChainedTurns {
-		again, err := t.runTurn(ctx)
-		if err != nil || !again {
-			return err
+	return t.withLease(ctx, func(ctx context.Context) error {
+		for i := range maxChainedTurns {
+			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
+			again, err := t.runTurn(ctx)
+			t.sayBlocked(ctx) // one notice for the turn's refused calls
+			if err != nil {
+				return err
+			}
+			if !again {
+				if again, err = t.moreWork(ctx); err != nil || !again {
+					return err
+				}
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // runTurn runs the agent loop once: model call, tool round, commit, until a final text,
@@ -67,8 +80,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 	}
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
-			t.notice(ctx, "Stopped: %s came in.", why)
-			return false, t.flush(ctx, tr)
+			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
 		}
 		tr.drain(t.sess.Injections, t.e.d.Now())
 		resp, err := t.callModel(ctx, tr)
@@ -78,11 +90,12 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 		tr.answered++
 		tr.add(ChatMessage{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, At: t.e.d.Now()})
 		if len(resp.ToolCalls) == 0 {
-			if err := t.flush(ctx, tr); err != nil {
-				return false, err
-			}
+			var rs []Reply
 			if strings.TrimSpace(resp.Text) != "" {
-				_ = t.say(ctx, Reply{Text: resp.Text})
+				rs = append(rs, Reply{Text: resp.Text})
+			}
+			if err := t.flush(ctx, tr, rs...); err != nil {
+				return false, err
 			}
 			return len(t.sess.Injections) > 0, nil
 		}
@@ -91,8 +104,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if r.stop != "" {
-			t.notice(ctx, "%s", r.stop)
-			return false, t.flush(ctx, tr)
+			return false, t.flush(ctx, tr, noticef("%s", r.stop))
 		}
 		// Record this round before the next model call (lazily: no disk wait): a tool may
 		// have changed the workspace, and a process killed now must not forget that, nor
@@ -104,8 +116,11 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			return len(t.sess.Injections) > 0, nil
 		}
 	}
-	t.notice(ctx, "Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations)
-	return false, t.flush(ctx, tr)
+	return false, t.flush(ctx, tr, noticef("Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations))
+}
+
+func noticef(format string, args ...any) Reply {
+	return Reply{Kind: ReplyNotice, Text: fmt.Sprintf(format, args...)}
 }
 
 // loadTurn reads the transcript window the model gets as history.
@@ -114,6 +129,7 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading transcript: %w", err)
 	}
+	t.seenUser = userKeys(h)
 	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
 }
 
@@ -159,14 +175,72 @@ func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error 
 // flush commits the turn's uncommitted entries and takes drained injections off the
 // queue. Only the agent's own output and drained injections: nothing a person decided,
 // so the commit need not wait for the disk.
-func (t *turnState) flush(ctx context.Context, tr *turn) error {
+// Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
+// same commit, delivered after it.
+func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if len(tr.unsaved) == 0 && tr.drained == 0 {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
 		return nil
 	}
+	drained := tr.drained
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	return t.commit(ctx, Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true})
+	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}
+	if t.e.box != nil {
+		for _, r := range rs {
+			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+		}
+	}
+	err := t.commit(ctx, ch)
+	if errors.Is(err, ErrConflict) {
+		if rebased, ok := t.rebase(ctx, drained); ok {
+			ch.Session = &rebased
+			err = t.commit(ctx, ch)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			// What the turn wants to say is still true (a stop notice says what ran).
+			for _, r := range rs {
+				_ = t.say(ctx, r)
+			}
+		}
+		return err
+	}
+	if t.e.box == nil {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+		return nil
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	}
+	return nil
+}
+
+// rebase puts a flush on top of a session row another process changed meanwhile, when
+// that change decided nothing: a person's message it stored for the agent (it could not
+// start a turn: this process holds the lease) or injections it queued behind ours. The
+// turn picks that work up afterwards (moreWork). Any other change stays a conflict.
+func (t *turnState) rebase(ctx context.Context, drained int) (Session, bool) {
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil || t.e.leases == nil {
+		return Session{}, false
+	}
+	cur := t.sess
+	if s.Phase != cur.Phase || s.PlanID != cur.PlanID || s.ApprovalID != cur.ApprovalID ||
+		(s.Question == nil) != (cur.Question == nil) || s.AutoApprove != cur.AutoApprove ||
+		len(s.Injections) < drained || !slices.Equal(s.Injections[:drained], cur.Injections[:drained]) {
+		return Session{}, false
+	}
+	next := s
+	next.Injections = append([]Injection(nil), s.Injections[drained:]...)
+	next.UpdatedAt = t.e.d.Now()
+	return next, true
 }
 
 // round is what one tool round ended with.
@@ -217,6 +291,7 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	next.Injections = tr.undrained(next.Injections)
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
+	t.queueReplies(&o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
 	}

@@ -49,6 +49,13 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks map[string]Check
+
+	// Event streams (Server-Sent Events) never finish by themselves, so a stop ends them:
+	// their request contexts are cancelled when Shutdown begins.
+	smu      sync.Mutex
+	streams  map[int]context.CancelFunc
+	streamID int
+	stopping bool
 }
 
 // New returns a server with /healthz and /readyz registered; it does no I/O. rec and log
@@ -60,7 +67,7 @@ func New(cfg Config, rec Recorder, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), rec: rec, log: log, checks: map[string]Check{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), rec: rec, log: log, checks: map[string]Check{}, streams: map[int]context.CancelFunc{}}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -114,6 +121,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	srv.RegisterOnShutdown(s.endStreams)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -132,14 +140,21 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 	return nil
 }
 
-// wrap adds what every route shares: the body limit, panic recovery and the request count
-// by matched route pattern ("unmatched" for 404s and 405s of unknown paths, so the
-// label's values stay bounded).
+// wrap adds what every route shares: the body limit, panic recovery, the end of event
+// streams at a stop, and the request count by matched route pattern ("unmatched" for 404s
+// and 405s of unknown paths, so the label's values stay bounded).
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
+		sw.stream = func() { sw.untrack = s.trackStream(cancel) }
 		defer func() {
+			if sw.untrack != nil {
+				sw.untrack()
+			}
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
@@ -159,6 +174,36 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// trackStream remembers the cancel of an event stream until the returned func forgets it;
+// a stream that starts while the server stops is ended at once.
+func (s *Server) trackStream(cancel context.CancelFunc) func() {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.stopping {
+		cancel()
+		return func() {}
+	}
+	id := s.streamID
+	s.streamID++
+	s.streams[id] = cancel
+	return func() {
+		s.smu.Lock()
+		delete(s.streams, id)
+		s.smu.Unlock()
+	}
+}
+
+// endStreams cancels every event stream, so Shutdown can finish; other requests in flight
+// run to their end.
+func (s *Server) endStreams() {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	s.stopping = true
+	for _, cancel := range s.streams {
+		cancel()
+	}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -274,24 +319,33 @@ func oneLine(s string) string {
 	return s
 }
 
-// statusWriter remembers the status code for the metrics.
+// statusWriter remembers the status code for the metrics, and tells the server when the
+// response is an event stream.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status  int
+	wrote   bool
+	stream  func() // called once if the response is text/event-stream
+	untrack func()
+}
+
+func (s *statusWriter) begin(code int) {
+	if s.wrote {
+		return
+	}
+	s.status, s.wrote = code, true
+	if s.stream != nil && strings.HasPrefix(s.Header().Get("Content-Type"), "text/event-stream") {
+		s.stream()
+	}
 }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if !s.wrote {
-		s.status, s.wrote = code, true
-	}
+	s.begin(code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
-	if !s.wrote {
-		s.status, s.wrote = http.StatusOK, true
-	}
+	s.begin(http.StatusOK)
 	return s.ResponseWriter.Write(b)
 }
 

@@ -199,3 +199,70 @@ func TestRunStopsCleanly(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// An event stream never ends by itself: a stop cancels its request context, so Run still
+// returns nil, while an ordinary request in flight runs to its end.
+func TestRunEndsEventStreams(t *testing.T) {
+	s := httpserver.New(httpserver.Config{}, nil, nil)
+	streaming, entered, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	s.Handle("GET /events", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(": hello\n\n"))
+		http.NewResponseController(w).Flush()
+		close(streaming)
+		<-r.Context().Done()
+	}))
+	s.Handle("GET /slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		if r.Context().Err() != nil {
+			t.Error("an ordinary request's context was cancelled by the stop")
+		}
+		_, _ = w.Write([]byte("finished"))
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ln, time.Minute) }()
+	base := "http://" + ln.Addr().String()
+
+	streamEnded := make(chan error, 1)
+	go func() {
+		res, err := http.Get(base + "/events")
+		if err != nil {
+			streamEnded <- err
+			return
+		}
+		_, err = io.ReadAll(res.Body) // returns when the server ends the stream
+		res.Body.Close()
+		streamEnded <- err
+	}()
+	slow := make(chan string, 1)
+	go func() {
+		res, err := http.Get(base + "/slow")
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		slow <- string(b)
+	}()
+	<-streaming
+	<-entered
+	stop()
+	if err := <-streamEnded; err != nil {
+		t.Errorf("the stream did not end cleanly: %v", err)
+	}
+	close(release)
+	if body := <-slow; body != "finished" {
+		t.Errorf("in-flight request: %q", body)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

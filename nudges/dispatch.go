@@ -2,6 +2,7 @@ package nudges
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -109,7 +110,16 @@ func (s *Scheduler) claim(ctx context.Context, it *item, now time.Time, supersed
 	if superseded || (now.Sub(occ) >= s.grace && n.Action != core.NudgeExpire) {
 		outcome = OutcomeMissed
 	}
-	ok, err := s.st.FireNudge(ctx, n.ID, occ, outcome, now, next)
+	var ok bool
+	var err error
+	viaEngine := false
+	if rc, can := s.d.(ReminderClaimer); can && outcome == OutcomeFired && n.Action == core.NudgeRemind {
+		ok, err = rc.ClaimReminder(ctx, n, occ, now, next)
+		viaEngine = !errors.Is(err, core.ErrNoOutbox)
+	}
+	if !viaEngine {
+		ok, err = s.st.FireNudge(ctx, n.ID, occ, outcome, now, next)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,7 +169,8 @@ func (s *Scheduler) requeue(items []*item) {
 
 // deliver hands one session's batch to the engine. Each call runs through cron.Recover,
 // so a panic is logged and the rest still go out. A failed delivery is logged and not
-// retried: the occurrence is recorded, and at most once is the promise.
+// retried here: a reminder claimed with its outbox row (ReminderClaimer) stays unsent and
+// is delivered at the next start.
 func (s *Scheduler) deliver(ctx context.Context, sessionID string, b *sessionBatch) {
 	guard := cron.Recover(s.cronLg)
 	s.deliveries.Go(func() {

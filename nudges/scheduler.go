@@ -14,8 +14,9 @@
 // scheduler keeps a min-heap of due times and gives cron exactly one entry at a time, a
 // one-shot schedule for the earliest due time; that wake-up runs one dispatch round through
 // cron's chain (cron.Recover, and DelayIfStillRunning so rounds never overlap). Recurring
-// specs are parsed with cron's parser, exactly as commands.NextFire parses them, and their
-// next times are computed from the stored occurrence, never from when they were loaded.
+// specs are parsed with cron's parser, exactly as Specs (the engine's core.NudgeSpecs)
+// parses them, and their next times are computed from the stored occurrence, never from
+// when they were loaded.
 package nudges
 
 import (
@@ -23,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +61,14 @@ type Store interface {
 	FireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error)
 }
 
+// ReminderClaimer claims a reminder's occurrence together with the reminder itself, in
+// one transaction (the reply goes into the outbox), so a fired reminder is delivered at
+// least once even when the process dies before handing it on; *core.Engine satisfies
+// it. A Deliverer without it is claimed with Store.FireNudge.
+type ReminderClaimer interface {
+	ClaimReminder(ctx context.Context, n core.Nudge, scheduledAt, firedAt, next time.Time) (bool, error)
+}
+
 // Deliverer hands occurrences to the engine; *core.Engine satisfies it.
 type Deliverer interface {
 	Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time) error
@@ -75,6 +85,10 @@ type Config struct {
 	// Now tells the time; nil means time.Now. Wake-ups are timed by cron on the real
 	// clock, so a replacement must move with it; tests use testing/synctest instead.
 	Now func() time.Time
+	// Channels are the chat channels this process serves (e.g. "telegram"); only
+	// schedules of sessions on them are claimed, so a reminder is never claimed by a
+	// process that cannot deliver it. nil = every channel.
+	Channels []string
 }
 
 var _ core.Nudger = (*Scheduler)(nil)
@@ -104,6 +118,16 @@ type Scheduler struct {
 	wakeAt  time.Time    // when it fires; zero when no wake-up is pending
 
 	deliveries sync.WaitGroup
+	served     map[string]bool // channels served; nil = all
+}
+
+// serves reports whether this process serves the channel of a session ("telegram:..").
+func (s *Scheduler) serves(sessionID string) bool {
+	if s.served == nil {
+		return true
+	}
+	ch, _, _ := strings.Cut(sessionID, ":")
+	return s.served[ch]
 }
 
 // New returns a scheduler; it does no I/O. log may be nil.
@@ -120,6 +144,12 @@ func New(st Store, d Deliverer, cfg Config, log *slog.Logger) *Scheduler {
 	s := &Scheduler{
 		st: st, d: d, grace: cfg.Grace, now: cfg.Now, log: log, cronLg: cronLogger{log},
 		parser: newParser(), byID: map[int64]*item{}, specs: map[string]cron.Schedule{},
+	}
+	if cfg.Channels != nil {
+		s.served = map[string]bool{}
+		for _, c := range cfg.Channels {
+			s.served[c] = true
+		}
 	}
 	s.dispatch = cron.NewChain(cron.DelayIfStillRunning(s.cronLg)).Then(cron.FuncJob(s.dispatchDue))
 	return s
@@ -220,6 +250,9 @@ func (s *Scheduler) SessionChanged(ctx context.Context, sessionID string) {
 
 // addLocked queues a stored schedule.
 func (s *Scheduler) addLocked(n core.Nudge, in interner) {
+	if !s.serves(n.SessionID) {
+		return // another process serves its channel and claims it
+	}
 	if !normalize(&n) {
 		s.log.Error("skipping a nudge schedule with an unknown kind or action", "id", n.ID, "kind", n.Kind, "action", n.Action)
 		return

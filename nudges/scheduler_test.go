@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
@@ -96,8 +95,8 @@ func TestRecurringSchedules(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				st, _ := openStore(t)
 				t0 := time.Now()
-				// The engine computes the first time with commands.NextFire; so does this.
-				first, err := commands.NextFire(tc.spec, t0)
+				// The engine computes the first time with Specs.Next; so does this.
+				first, err := nudges.Specs{}.Next(tc.spec, t0)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,8 +6,8 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// newParser reads specs exactly as commands.NextFire does: five fields, descriptors
-// (@daily, @every 2h) and an optional CRON_TZ= prefix.
+// newParser is plangate's one cron parser (Specs and the scheduler): five fields,
+// descriptors (@daily, @every 2h) and an optional CRON_TZ= prefix.
 func newParser() cron.Parser {
 	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 }

@@ -49,8 +49,12 @@ func Backup(ctx context.Context, src, dest string) (BackupResult, error) {
 }
 
 // Backup copies the open store into the new file dest; see the package function Backup.
+// A PostgreSQL store is backed up with pg_dump, not by plangate.
 func (s *Store) Backup(ctx context.Context, dest string) (BackupResult, error) {
-	res, err := backupFrom(ctx, s.r, dest)
+	if s.pool != nil {
+		return BackupResult{}, fmt.Errorf("backing up store %s: plangate backs up SQLite files only; use pg_dump for PostgreSQL", s.path)
+	}
+	res, err := backupFrom(ctx, s.r.DB, dest)
 	if err != nil {
 		return res, fmt.Errorf("backing up store %s: %w", s.path, err)
 	}

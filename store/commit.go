@@ -12,7 +12,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Commit applies ch in one IMMEDIATE transaction on the writer connection: the inbound
+// Commit applies ch in one transaction (on SQLite an IMMEDIATE one on the writer
+// connection; on PostgreSQL see postgres.go for the locking): the inbound
 // key, the session (insert at version 0, otherwise compare-and-set on the version), the
 // plans, the audit events, the transcript messages and the nudge cancellation. Any
 // failure rolls back everything. Zero times are stamped with the commit time.
@@ -48,80 +49,91 @@ func changeSession(ch core.Change) (string, error) {
 
 func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Session, error) {
 	now := s.now().UTC()
-	conn, err := s.w.Conn(ctx)
+	steps, out, err := changeSteps(ch, sid, now)
 	if err != nil {
-		return core.Session{}, fmt.Errorf("getting the writer connection: %w", err)
-	}
-	defer conn.Close()
-	if ch.Lazy {
-		restore, err := relaxSync(ctx, conn)
-		if err != nil {
-			return core.Session{}, err
+		// A replayed event is reported as such even when the change is invalid.
+		if ch.Inbound != nil {
+			if seen, serr := s.SeenInbound(ctx, *ch.Inbound); serr == nil && seen {
+				return core.Session{}, inboundDuplicate(*ch.Inbound)
+			}
 		}
-		defer restore()
+		return core.Session{}, err
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return core.Session{}, fmt.Errorf("beginning transaction: %w", err)
+	if err := s.runSteps(ctx, steps, ch.Lazy); err != nil {
+		return core.Session{}, err
 	}
-	defer tx.Rollback() // a no-op after Commit
+	if out == nil {
+		return core.Session{}, nil
+	}
+	return *out, nil
+}
 
-	// The inbound key goes first: a duplicate event is the most useful thing to report,
-	// whatever else in the change would have failed.
+// changeSteps builds the statements of ch in their order: the inbound key first (a
+// duplicate event is the most useful thing to report, whatever else in the change would
+// have failed), the session, plans, audit events, transcript messages, the nudge
+// cancellation, new nudges and the outbox. out is filled in as the session is stored.
+func changeSteps(ch core.Change, sid string, now time.Time) (steps []step, out *core.Session, err error) {
 	if ch.Inbound != nil {
-		if err := recordInbound(ctx, tx, *ch.Inbound, now); err != nil {
-			return core.Session{}, err
+		st, err := inboundStep(*ch.Inbound, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps = append(steps, st)
 	}
-	var out core.Session
 	if ch.Session != nil {
-		if out, err = writeSession(ctx, tx, *ch.Session, now); err != nil {
-			return core.Session{}, err
+		st, se, err := sessionStep(*ch.Session, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps, out = append(steps, st), se
 	}
 	for _, p := range ch.Plans {
-		if err := writePlan(ctx, tx, p, sid, now); err != nil {
-			return core.Session{}, err
+		st, err := planStep(p, sid, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps = append(steps, st)
 	}
 	for _, e := range ch.Events {
-		if err := writeEvent(ctx, tx, e, sid, now); err != nil {
-			return core.Session{}, err
+		st, err := eventStep(e, sid, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps = append(steps, st)
 	}
 	for _, m := range ch.Messages {
-		if err := writeMessage(ctx, tx, m, sid, now); err != nil {
-			return core.Session{}, err
+		st, err := messageStep(m, sid, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps = append(steps, st)
 	}
 	if ch.CancelNudges || ch.CancelReminders {
 		q := `UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`
 		if !ch.CancelNudges {
 			q += ` AND action = 'remind'`
 		}
-		if _, err := tx.ExecContext(ctx, q, sid); err != nil {
-			return core.Session{}, fmt.Errorf("cancelling nudges: %w", err)
-		}
+		steps = append(steps, step{what: "cancelling nudges", q: q, args: []any{sid}})
 	}
 	for _, n := range ch.Nudges {
-		if err := writeNudge(ctx, tx, n, sid, now); err != nil {
-			return core.Session{}, err
+		st, err := nudgeStep(n, sid, now)
+		if err != nil {
+			return nil, nil, err
 		}
+		steps = append(steps, st)
 	}
-	if err := writeOutbox(ctx, tx, ch.Outbox, sid, now); err != nil {
-		return core.Session{}, err
+	more, err := outboxSteps(ch.Outbox, sid, now)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return core.Session{}, fmt.Errorf("committing transaction: %w", err)
-	}
-	return out, nil
+	return append(steps, more...), out, nil
 }
 
 // relaxSync switches the writer connection to synchronous=NORMAL for one lazy commit: in
 // WAL mode the commit is then written but not fsynced, and the next FULL commit syncs it.
 // The returned func restores FULL; if that fails the connection is discarded, so no later
 // commit can run relaxed by accident.
-func relaxSync(ctx context.Context, conn *sql.Conn) (func(), error) {
+func relaxSync(ctx context.Context, conn *sqlConn) (func(), error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return nil, fmt.Errorf("relaxing synchronous for a lazy commit: %w", err)
 	}
@@ -132,88 +144,81 @@ func relaxSync(ctx context.Context, conn *sql.Conn) (func(), error) {
 	}, nil
 }
 
-func recordInbound(ctx context.Context, tx *sql.Tx, k core.InboundKey, now time.Time) error {
+func inboundStep(k core.InboundKey, now time.Time) (step, error) {
 	if k.EventID == "" {
-		return errors.New("recording inbound event: empty event id")
+		return step{}, errors.New("recording inbound event: empty event id")
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO inbound (channel, account, event_id, at) VALUES (?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`, k.Channel, k.Account, k.EventID, formatTime(now))
-	if err != nil {
-		return fmt.Errorf("recording inbound event %s/%s/%s: %w", k.Channel, k.Account, k.EventID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("recording inbound event: %w", err)
-	} else if n == 0 {
-		return fmt.Errorf("inbound event %s/%s/%s: %w", k.Channel, k.Account, k.EventID, core.ErrDuplicate)
-	}
-	return nil
+	return step{
+		what: fmt.Sprintf("recording inbound event %s/%s/%s", k.Channel, k.Account, k.EventID),
+		q: `INSERT INTO inbound (channel, account, event_id, at) VALUES (?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
+		args: []any{k.Channel, k.Account, k.EventID, formatTime(now)},
+		none: inboundDuplicate(k),
+	}, nil
 }
 
-// writeSession inserts (Version 0) or updates (compare-and-set on Version) the session
-// row and returns the session as stored.
-func writeSession(ctx context.Context, tx *sql.Tx, se core.Session, now time.Time) (core.Session, error) {
+func inboundDuplicate(k core.InboundKey) error {
+	return fmt.Errorf("inbound event %s/%s/%s: %w", k.Channel, k.Account, k.EventID, core.ErrDuplicate)
+}
+
+// sessionStep inserts (Version 0) or updates (compare-and-set on Version) the session
+// row; out is the session as stored once the step ran.
+func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, err error) {
 	if !se.Phase.Valid() {
-		return core.Session{}, fmt.Errorf("saving session: invalid phase %q", se.Phase)
+		return step{}, nil, fmt.Errorf("saving session: invalid phase %q", se.Phase)
 	}
 	if se.RejectionCount < 0 {
-		return core.Session{}, fmt.Errorf("saving session: negative rejection count %d", se.RejectionCount)
+		return step{}, nil, fmt.Errorf("saving session: negative rejection count %d", se.RejectionCount)
 	}
 	q, inj, err := sessionJSON(se)
 	if err != nil {
-		return core.Session{}, fmt.Errorf("saving session: %w", err)
+		return step{}, nil, fmt.Errorf("saving session: %w", err)
 	}
 	updated := stamp(se.UpdatedAt, now)
-	out := normalizeSession(se)
-	out.UpdatedAt = updated
+	stored := normalizeSession(se)
+	stored.UpdatedAt = updated
+	out = &stored
 
 	if se.Version == 0 {
 		created := stamp(se.CreatedAt, now)
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, channel, account, chat, thread, phase,
+		stored.Version, stored.CreatedAt = 1, created
+		return step{
+			what: "inserting session",
+			q: `INSERT INTO sessions (id, channel, account, chat, thread, phase,
 			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, nudge_spec, question, injections,
 			version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
-			se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
-			se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
-			formatTime(created), formatTime(updated))
-		if err != nil {
-			return core.Session{}, fmt.Errorf("inserting session: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return core.Session{}, fmt.Errorf("inserting session: %w", err)
-		}
-		if n == 0 {
-			return core.Session{}, fmt.Errorf("inserting session: already exists: %w", core.ErrConflict)
-		}
-		out.Version, out.CreatedAt = 1, created
-		return out, nil
+			args: []any{se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
+				se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
+				formatTime(created), formatTime(updated)},
+			none: fmt.Errorf("inserting session: already exists: %w", core.ErrConflict),
+		}, out, nil
 	}
 
 	// created_at and the address are immutable (the id is derived from the address): they
 	// are never taken from the caller on update, and leaving the address out of the SET
 	// list spares the address index a write on every commit.
-	var version int64
 	var created string
-	err = tx.QueryRowContext(ctx, `UPDATE sessions SET
+	return step{
+		what: "updating session",
+		q: `UPDATE sessions SET
 		phase = ?, auto_approve = ?, owner = ?, plan_id = NULLIF(?, ''), approval_id = NULLIF(?, ''),
 		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, version = version + 1,
 		updated_at = ?
 		WHERE id = ? AND version = ?
 		RETURNING version, created_at`,
-		string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
-		formatTime(updated), se.ID, se.Version).Scan(&version, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, fmt.Errorf("updating session from version %d: %w", se.Version, core.ErrConflict)
-	}
-	if err != nil {
-		return core.Session{}, fmt.Errorf("updating session: %w", err)
-	}
-	out.Version = version
-	if out.CreatedAt, err = parseTime(created, "created_at"); err != nil {
-		return core.Session{}, fmt.Errorf("updating session: %w", err)
-	}
-	return out, nil
+		args: []any{string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback,
+			se.NudgeSpec, q, inj, formatTime(updated), se.ID, se.Version},
+		none: fmt.Errorf("updating session from version %d: %w", se.Version, core.ErrConflict),
+		dest: []any{&stored.Version, &created},
+		then: func() (err error) {
+			if stored.CreatedAt, err = parseTime(created, "created_at"); err != nil {
+				return fmt.Errorf("updating session: %w", err)
+			}
+			return nil
+		},
+	}, out, nil
 }
 
 // sessionJSON encodes the question (NULL when none) and the injection queue.
@@ -268,27 +273,27 @@ func validPlanStatus(st core.PlanStatus) bool {
 	return false
 }
 
-// writePlan inserts or updates a plan by id. created_at is set once; a plan cannot move
+// planStep inserts or updates a plan by id. created_at is set once; a plan cannot move
 // to another session.
-func writePlan(ctx context.Context, tx *sql.Tx, p core.Plan, sid string, now time.Time) error {
+func planStep(p core.Plan, sid string, now time.Time) (step, error) {
 	if p.ID == "" {
-		return errors.New("saving plan: empty id")
+		return step{}, errors.New("saving plan: empty id")
 	}
 	switch {
 	case p.SessionID == "":
 		p.SessionID = sid
 	case sid != "" && p.SessionID != sid:
-		return fmt.Errorf("saving plan %s: it names session %q, the change %q", p.ID, p.SessionID, sid)
+		return step{}, fmt.Errorf("saving plan %s: it names session %q, the change %q", p.ID, p.SessionID, sid)
 	}
 	if p.SessionID == "" {
-		return fmt.Errorf("saving plan %s: no session id", p.ID)
+		return step{}, fmt.Errorf("saving plan %s: no session id", p.ID)
 	}
 	if !validPlanStatus(p.Status) {
-		return fmt.Errorf("saving plan %s: invalid status %q", p.ID, p.Status)
+		return step{}, fmt.Errorf("saving plan %s: invalid status %q", p.ID, p.Status)
 	}
 	body, err := json.Marshal(p.Body)
 	if err != nil {
-		return fmt.Errorf("saving plan %s: encoding body: %w", p.ID, err)
+		return step{}, fmt.Errorf("saving plan %s: encoding body: %w", p.ID, err)
 	}
 	var decision sql.NullString
 	if p.Decision != nil {
@@ -296,67 +301,62 @@ func writePlan(ctx context.Context, tx *sql.Tx, p core.Plan, sid string, now tim
 		d.At = d.At.UTC()
 		b, err := json.Marshal(d)
 		if err != nil {
-			return fmt.Errorf("saving plan %s: encoding decision: %w", p.ID, err)
+			return step{}, fmt.Errorf("saving plan %s: encoding decision: %w", p.ID, err)
 		}
 		decision = sql.NullString{String: string(b), Valid: true}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO plans (id, session_id, version, status, approval_id, body,
+	return step{
+		what: "saving plan " + p.ID,
+		q: `INSERT INTO plans (id, session_id, version, status, approval_id, body,
 		hash, file, decision, created_at, updated_at)
 		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET version = excluded.version, status = excluded.status,
 			approval_id = excluded.approval_id, body = excluded.body, hash = excluded.hash,
 			file = excluded.file, decision = excluded.decision, updated_at = excluded.updated_at
 		WHERE plans.session_id = excluded.session_id`,
-		p.ID, p.SessionID, p.Version, string(p.Status), p.ApprovalID, string(body), p.Hash, p.File, decision,
-		formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now)))
-	if err != nil {
-		return fmt.Errorf("saving plan %s: %w", p.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("saving plan %s: %w", p.ID, err)
-	} else if n == 0 {
-		return fmt.Errorf("saving plan %s: it belongs to another session than %q", p.ID, p.SessionID)
-	}
-	return nil
+		args: []any{p.ID, p.SessionID, p.Version, string(p.Status), p.ApprovalID, string(body), p.Hash, p.File, decision,
+			formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
+		none: fmt.Errorf("saving plan %s: it belongs to another session than %q", p.ID, p.SessionID),
+	}, nil
 }
 
-// writeEvent appends an audit row; the row id is assigned by the database.
-func writeEvent(ctx context.Context, tx *sql.Tx, e core.Event, sid string, now time.Time) error {
+// eventStep appends an audit row; the row id is assigned by the database.
+func eventStep(e core.Event, sid string, now time.Time) (step, error) {
 	switch {
 	case e.SessionID == "":
 		e.SessionID = sid
 	case sid != "" && e.SessionID != sid:
-		return fmt.Errorf("saving event %s: it names session %q, the change %q", e.Kind, e.SessionID, sid)
+		return step{}, fmt.Errorf("saving event %s: it names session %q, the change %q", e.Kind, e.SessionID, sid)
 	}
 	if e.SessionID == "" {
-		return fmt.Errorf("saving event %s: no session id", e.Kind)
+		return step{}, fmt.Errorf("saving event %s: no session id", e.Kind)
 	}
 	if e.Kind == "" {
-		return errors.New("saving event: empty kind")
+		return step{}, errors.New("saving event: empty kind")
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor,
+	return step{
+		what: "saving event " + string(e.Kind),
+		q: `INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor,
 		channel, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor.String(), e.Channel, e.Detail,
-		formatTime(stamp(e.At, now))); err != nil {
-		return fmt.Errorf("saving event %s: %w", e.Kind, err)
-	}
-	return nil
+		args: []any{e.SessionID, e.PlanID, e.PlanVersion, string(e.Kind), e.Actor.String(), e.Channel, e.Detail,
+			formatTime(stamp(e.At, now))},
+	}, nil
 }
 
-// writeMessage appends a transcript entry.
-func writeMessage(ctx context.Context, tx *sql.Tx, m core.ChatMessage, sid string, now time.Time) error {
+// messageStep appends a transcript entry.
+func messageStep(m core.ChatMessage, sid string, now time.Time) (step, error) {
 	var calls sql.NullString
 	if len(m.ToolCalls) > 0 {
 		b, err := json.Marshal(m.ToolCalls)
 		if err != nil {
-			return fmt.Errorf("saving %s message: encoding tool calls: %w", m.Role, err)
+			return step{}, fmt.Errorf("saving %s message: encoding tool calls: %w", m.Role, err)
 		}
 		calls = sql.NullString{String: string(b), Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id,
+	return step{
+		what: fmt.Sprintf("saving %s message", m.Role),
+		q: `INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id,
 		name, at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		sid, string(m.Role), m.Content, calls, m.ToolCallID, m.Name, formatTime(stamp(m.At, now))); err != nil {
-		return fmt.Errorf("saving %s message: %w", m.Role, err)
-	}
-	return nil
+		args: []any{sid, string(m.Role), m.Content, calls, m.ToolCallID, m.Name, formatTime(stamp(m.At, now))},
+	}, nil
 }

@@ -23,19 +23,18 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: ttl %v is not positive", name, ttl)
 	}
 	until := now.Add(ttl)
-	res, err := s.w.ExecContext(ctx, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+	// Not fsynced: other processes see the row at once, and an OS crash, the only way to
+	// lose it, ends every holder anyway. Turns take and renew leases often.
+	err := s.runSteps(ctx, []step{{what: "writing the lease",
+		q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
-		name, owner, formatTime(until), formatTime(now))
-	if err != nil {
-		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, err)
-	}
-	if n == 1 {
+		args: []any{name, owner, formatTime(until), formatTime(now)}, none: errLeaseHeld}}, true)
+	if err == nil {
 		return core.Lease{Name: name, Owner: owner, ExpiresAt: until}, true, nil
+	}
+	if !errors.Is(err, errLeaseHeld) {
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
 	}
 	held, err := s.lease(ctx, s.w, name)
 	if err != nil {
@@ -44,10 +43,13 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 	return held, false, nil
 }
 
+// errLeaseHeld rolls back a lease write that another holder's live lease refused.
+var errLeaseHeld = errors.New("lease held by another owner")
+
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND owner = ?`, name, owner); err != nil {
+	if err := s.runSteps(ctx, []step{{what: "deleting the lease", q: `DELETE FROM leases WHERE name = ? AND owner = ?`, args: []any{name, owner}}}, true); err != nil {
 		return fmt.Errorf("releasing lease %s: %w", name, explain(err))
 	}
 	return nil
@@ -58,7 +60,7 @@ func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 	return s.lease(ctx, s.r, name)
 }
 
-func (s *Store) lease(ctx context.Context, db *sql.DB, name string) (core.Lease, error) {
+func (s *Store) lease(ctx context.Context, db sqlDB, name string) (core.Lease, error) {
 	var l core.Lease
 	var until string
 	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)

@@ -17,6 +17,20 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// The PostgreSQL schema is the same tables, columns and constraints written in
+// PostgreSQL's types; its migrations are numbered like the SQLite ones, one for one.
+//
+//go:embed migrations/postgres/*.sql
+var pgMigrationFiles embed.FS
+
+// migrator is what applying migrations needs: a sqlDB (SQLite's single writer) or a
+// pinned *sqlConn (PostgreSQL, holding the migration lock).
+type migrator interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error)
+}
+
 // migration is one embedded schema change, named NNNN_name.sql.
 type migration struct {
 	version int
@@ -61,18 +75,48 @@ func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies the embedded migrations that db has not recorded yet.
-func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
-	ms, err := loadMigrations(migrationFiles, "migrations")
+// migrate applies the embedded migrations of w's dialect that the database has not
+// recorded yet.
+func migrate(ctx context.Context, w sqlDB, now func() time.Time) error {
+	if !w.d.pg {
+		ms, err := loadMigrations(migrationFiles, "migrations")
+		if err != nil {
+			return err
+		}
+		return apply(ctx, w, ms, now)
+	}
+	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
 	if err != nil {
 		return err
 	}
-	return apply(ctx, db, ms, now)
+	return migratePostgres(ctx, w, ms, now)
+}
+
+// pgMigrationLock is the advisory lock key that serializes migrations of replicas
+// starting at the same moment ("plangate" in ASCII).
+const pgMigrationLock = 0x706c616e67617465
+
+// migratePostgres applies ms while holding a session-level advisory lock on one pinned
+// connection: two replicas starting together would otherwise race on CREATE TABLE IF NOT
+// EXISTS (which is not safe against a concurrent create) and on the version check.
+func migratePostgres(ctx context.Context, w sqlDB, ms []migration, now func() time.Time) error {
+	c, err := w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("getting a connection for migrations: %w", err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(pgMigrationLock)); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	// Unlocked on a fresh context: a cancelled ctx must not leave the lock held on a
+	// connection that goes back to the pool.
+	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(pgMigrationLock))
+	return apply(ctx, c, ms, now)
 }
 
 // apply runs each pending migration in its own transaction together with its
 // schema_migrations row, so a failed migration leaves no trace and is retried next time.
-func apply(ctx context.Context, db *sql.DB, ms []migration, now func() time.Time) error {
+func apply(ctx context.Context, db migrator, ms []migration, now func() time.Time) error {
 	const bootstrap = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
@@ -100,14 +144,15 @@ func apply(ctx context.Context, db *sql.DB, ms []migration, now func() time.Time
 	return nil
 }
 
-func applyOne(ctx context.Context, db *sql.DB, m migration, now func() time.Time) error {
+func applyOne(ctx context.Context, db migrator, m migration, now func() time.Time) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
 	}
 	defer tx.Rollback() // a no-op after Commit
-	// Another process may have applied it since we looked; the IMMEDIATE transaction
-	// holds the write lock, so this check is race-free.
+	// Another process may have applied it since we looked; SQLite's IMMEDIATE transaction
+	// holds the write lock (PostgreSQL's caller the migration lock), so this check is
+	// race-free.
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
 		return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)

@@ -59,7 +59,21 @@ func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	if err := checkFiring(scheduledAt, outcome, next); err != nil {
 		return false, fmt.Errorf("firing nudge %d: %w", id, err)
 	}
-	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next)
+	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
+	if err != nil {
+		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
+	}
+	return ok, nil
+}
+
+// FireNudgeWith is FireNudge for a fired occurrence whose reply is committed in the same
+// transaction as outbox rows (ids assigned in place): fired then means delivered at least
+// once.
+func (s *Store) FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
+	if err := checkFiring(scheduledAt, NudgeFired, next); err != nil {
+		return false, fmt.Errorf("firing nudge %d: %w", id, err)
+	}
+	ok, err := s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
 	if err != nil {
 		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
 	}
@@ -79,13 +93,10 @@ func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
 	return nil
 }
 
-func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("beginning transaction: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit; undoes the update when the ledger refuses
+// errNotClaimed rolls back a claim that another scheduler (or a cancellation) got first.
+var errNotClaimed = errors.New("occurrence not claimed")
 
+func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
 	fired, missed, status := 1, 0, string(core.NudgeActive)
 	if outcome == NudgeMissed {
 		fired, missed = 0, 1
@@ -96,39 +107,35 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	} else {
 		nextCol = sql.NullString{String: formatTime(next), Valid: true}
 	}
-	// Fixed-width UTC text compares like the times it holds.
-	res, err := tx.ExecContext(ctx, `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
-		WHERE id = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?`,
-		nextCol, status, fired, missed, id, formatTime(scheduledAt))
-	if err != nil {
-		return false, fmt.Errorf("advancing schedule: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, fmt.Errorf("advancing schedule: %w", err)
-	} else if n == 0 {
-		return false, nil
-	}
-
 	recorded := s.now().UTC()
 	var firedCol sql.NullString
 	if outcome == NudgeFired {
 		firedCol = sql.NullString{String: formatTime(stamp(firedAt, recorded)), Valid: true}
 	}
-	res, err = tx.ExecContext(ctx, `INSERT INTO nudge_firings (nudge_id, scheduled_at, fired_at, outcome, recorded_at)
+	steps := []step{{
+		// Fixed-width UTC text compares like the times it holds.
+		what: "advancing schedule",
+		q: `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
+		WHERE id = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?`,
+		args: []any{nextCol, status, fired, missed, id, formatTime(scheduledAt)},
+		none: errNotClaimed,
+	}, {
+		// Already in the ledger: the rollback undoes the update.
+		what: "recording the occurrence",
+		q: `INSERT INTO nudge_firings (nudge_id, scheduled_at, fired_at, outcome, recorded_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded))
+		args: []any{id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded)},
+		none: errNotClaimed,
+	}}
+	more, err := outboxSteps(out, "", recorded)
 	if err != nil {
-		return false, fmt.Errorf("recording the occurrence: %w", err)
+		return false, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, fmt.Errorf("recording the occurrence: %w", err)
-	} else if n == 0 {
-		return false, nil // already in the ledger: the rollback undoes the update
+	err = s.runSteps(ctx, append(steps, more...), false)
+	if errors.Is(err, errNotClaimed) {
+		return false, nil
 	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("committing transaction: %w", err)
-	}
-	return true, nil
+	return err == nil, err
 }
 
 // NudgeFiring is one row of the firing ledger.

@@ -11,18 +11,18 @@ import (
 
 const nudgeCols = `id, session_id, plan_id, kind, action, spec, next_fire_at, fired, missed, status, created_at`
 
-// writeNudge adds a schedule to the session of the change.
-func writeNudge(ctx context.Context, tx *sql.Tx, n core.Nudge, sid string, now time.Time) error {
+// nudgeStep adds a schedule to the session of the change.
+func nudgeStep(n core.Nudge, sid string, now time.Time) (step, error) {
 	if n.SessionID != "" && n.SessionID != sid {
-		return fmt.Errorf("saving nudge: it names session %q inside a change for %q", n.SessionID, sid)
+		return step{}, fmt.Errorf("saving nudge: it names session %q inside a change for %q", n.SessionID, sid)
 	}
 	switch {
 	case n.Kind != core.NudgeOnce && n.Kind != core.NudgeRecurring:
-		return fmt.Errorf("saving nudge: invalid kind %q", n.Kind)
+		return step{}, fmt.Errorf("saving nudge: invalid kind %q", n.Kind)
 	case n.Action != core.NudgeRemind && n.Action != core.NudgeExpire:
-		return fmt.Errorf("saving nudge: invalid action %q", n.Action)
+		return step{}, fmt.Errorf("saving nudge: invalid action %q", n.Action)
 	case n.Spec == "":
-		return fmt.Errorf("saving nudge: empty spec")
+		return step{}, fmt.Errorf("saving nudge: empty spec")
 	}
 	status := n.Status
 	if status == "" {
@@ -32,13 +32,13 @@ func writeNudge(ctx context.Context, tx *sql.Tx, n core.Nudge, sid string, now t
 	if !n.NextFireAt.IsZero() {
 		next = sql.NullString{String: formatTime(n.NextFireAt), Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO nudges (session_id, plan_id, kind, action, spec, next_fire_at,
+	return step{
+		what: "saving nudge",
+		q: `INSERT INTO nudges (session_id, plan_id, kind, action, spec, next_fire_at,
 		fired, missed, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sid, n.PlanID, string(n.Kind), string(n.Action), n.Spec, next, n.Fired, n.Missed, string(status),
-		formatTime(stamp(n.CreatedAt, now))); err != nil {
-		return fmt.Errorf("saving nudge: %w", err)
-	}
-	return nil
+		args: []any{sid, n.PlanID, string(n.Kind), string(n.Action), n.Spec, next, n.Fired, n.Missed, string(status),
+			formatTime(stamp(n.CreatedAt, now))},
+	}, nil
 }
 
 // Nudges lists the schedules of a session ("" = every session): active ones first, by

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,30 +10,31 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// writeOutbox inserts the change's replies and writes their ids back into the caller's
+// outboxSteps insert the change's replies and write their ids back into the caller's
 // slice.
-func writeOutbox(ctx context.Context, tx *sql.Tx, out []core.Outgoing, sid string, now time.Time) error {
+func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error) {
+	steps := make([]step, 0, len(out))
 	for i := range out {
 		o := &out[i]
 		b, err := json.Marshal(o.Reply)
 		if err != nil {
-			return fmt.Errorf("saving reply to the outbox: encoding: %w", err)
+			return nil, fmt.Errorf("saving reply to the outbox: encoding: %w", err)
 		}
 		session := o.SessionID
 		if session == "" {
 			session = sid
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)`,
-			session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now)))
-		if err != nil {
-			return fmt.Errorf("saving reply to the outbox: %w", err)
-		}
-		if o.ID, err = res.LastInsertId(); err != nil {
-			return fmt.Errorf("saving reply to the outbox: %w", err)
-		}
-		o.SessionID = session
+		// RETURNING rather than LastInsertId, which PostgreSQL does not have.
+		steps = append(steps, step{
+			what: "saving reply to the outbox",
+			q: `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)
+			RETURNING id`,
+			args: []any{session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now))},
+			dest: []any{&o.ID},
+			then: func() error { o.SessionID = session; return nil },
+		})
 	}
-	return nil
+	return steps, nil
 }
 
 // UnsentOutbox lists undelivered, not dropped replies for the given channels (all for
@@ -98,18 +98,9 @@ func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
 	return s.updateOutbox(ctx, id, `UPDATE outbox SET attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL`, id)
 }
 
+// updateOutbox runs one bookkeeping statement as a lazy commit.
 func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...any) error {
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("updating outbox reply %d: %w", id, err)
-	}
-	defer conn.Close()
-	restore, err := relaxSync(ctx, conn)
-	if err != nil {
-		return err
-	}
-	defer restore()
-	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+	if err := s.runSteps(ctx, []step{{what: "updating", q: q, args: args}}, true); err != nil {
 		return fmt.Errorf("updating outbox reply %d: %w", id, explain(err))
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/plangate/plangate/core"
 )
@@ -192,11 +193,11 @@ func scanPlan(sc scanner) (core.Plan, error) {
 // returns them all. An unknown session has an empty transcript.
 func (s *Store) Transcript(ctx context.Context, sessionID string, limit int) ([]core.ChatMessage, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = math.MaxInt32 // no limit; the engines spell "no limit" differently
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, role, content, tool_calls, tool_call_id, name, at FROM (
 			SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?
-		) ORDER BY id`, sessionID, limit)
+		) AS newest ORDER BY id`, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
 	}

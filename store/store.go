@@ -1,15 +1,25 @@
 // Package store is plangate's persistence: sessions, plans, the audit log, transcripts,
-// nudge schedules, inbound de-duplication and channel state in one SQLite file
-// (github.com/mattn/go-sqlite3), with embedded, versioned migrations.
+// nudge schedules, inbound de-duplication and channel state, with embedded, versioned
+// migrations. It has two drivers behind the one *Store type (see OpenDriver):
 //
-// Every write goes through a single writer connection in an IMMEDIATE transaction, so
-// writers queue instead of failing with "database is locked"; reads use a separate
-// read-only pool and, thanks to WAL, never wait for a writer. Times are stored in UTC as
-// fixed-width text (see TimeLayout) and round-trip to the nanosecond.
+//   - sqlite (the default): one SQLite file (github.com/mattn/go-sqlite3). Every write
+//     goes through a single writer connection in an IMMEDIATE transaction, so writers
+//     queue instead of failing with "database is locked"; reads use a separate read-only
+//     pool and, thanks to WAL, never wait for a writer.
+//   - postgres: a PostgreSQL database (github.com/jackc/pgx/v5 through pgxpool) that
+//     several plangate processes may share; see postgres.go for its isolation and locking.
+//
+// The drivers are dialects of one implementation rather than two packages: every
+// statement is written once (dialect.go renumbers placeholders), so a transition is the
+// same transaction with the same compare-and-set, de-duplication key and firing ledger on
+// both, every caller keeps using *store.Store, and store/storetest holds both to one
+// contract. Times are stored in UTC as fixed-width text (see TimeLayout) on both engines
+// and round-trip to the nanosecond.
 //
 // Check runs SQLite's integrity checks on a file without changing it (chat and serve refuse
 // to start on a damaged one), and Backup copies a database that is in use into a new file
-// with SQLite's online backup API.
+// with SQLite's online backup API; both are SQLite only (PostgreSQL has its own tools:
+// pg_amcheck, pg_dump).
 package store
 
 import (
@@ -23,6 +33,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/plangate/plangate/core"
@@ -37,12 +48,13 @@ const readConns = 4
 
 var _ core.Store = (*Store)(nil)
 
-// Store is the SQLite implementation of core.Store. It is safe for concurrent use.
+// Store implements core.Store on SQLite or PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	path string
-	w    *sql.DB // the only connection that writes
-	r    *sql.DB // read-only pool
+	path string // the file (SQLite) or the DSN without its password (PostgreSQL)
+	w    sqlDB  // SQLite: the only connection that writes; PostgreSQL: the pool
+	r    sqlDB  // SQLite: the read-only pool; PostgreSQL: the same pool as w
 	now  func() time.Time
+	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
@@ -67,10 +79,11 @@ func open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 
-	w, err := sql.Open("sqlite3", writerDSN(abs))
+	wdb, err := sql.Open("sqlite3", writerDSN(abs))
 	if err != nil {
 		return nil, err
 	}
+	w := sqlDB{DB: wdb, d: sqliteDialect}
 	// One writer connection, kept open: writes are serialized here rather than by
 	// SQLite's busy handler, and the connection never expires mid-run.
 	w.SetMaxOpenConns(1)
@@ -93,11 +106,12 @@ func open(ctx context.Context, path string) (*Store, error) {
 
 	// The read pool is opened after the writer has switched the file to WAL and created
 	// its -wal and -shm files, which a read-only connection cannot create itself.
-	r, err := sql.Open("sqlite3", readerDSN(abs))
+	rdb, err := sql.Open("sqlite3", readerDSN(abs))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
+	r := sqlDB{DB: rdb, d: sqliteDialect}
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 	if err := r.PingContext(ctx); err != nil {
@@ -111,6 +125,14 @@ func open(ctx context.Context, path string) (*Store, error) {
 // Close closes the read pool and then the writer, so the last connection to close is
 // the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
+	if s.pool != nil {
+		err := s.w.Close()
+		s.pool.Close()
+		if err != nil {
+			return fmt.Errorf("closing store %s: %w", s.path, err)
+		}
+		return nil
+	}
 	errR := s.r.Close()
 	errW := s.w.Close()
 	if err := errors.Join(errR, errW); err != nil {
@@ -121,7 +143,7 @@ func (s *Store) Close() error {
 
 // probeWrite rewrites one row in place and rolls back: neither opening nor BEGIN
 // IMMEDIATE fails on a database that cannot be written, only a write does.
-func probeWrite(ctx context.Context, w *sql.DB) error {
+func probeWrite(ctx context.Context, w sqlDB) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/plangate/plangate/core"
 )
@@ -101,4 +102,14 @@ func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRu
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// PruneToolRuns deletes finished runs that started before olderThan and returns how many
+// it removed; unfinished ones stay until a resume closes them.
+func (s *Store) PruneToolRuns(ctx context.Context, olderThan time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM tool_runs WHERE finished_at IS NOT NULL AND started_at < ?`, formatTime(olderThan))
+	if err != nil {
+		return 0, fmt.Errorf("pruning tool runs: %w", explain(err))
+	}
+	return res.RowsAffected()
 }

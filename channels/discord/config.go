@@ -1,8 +1,11 @@
 package discord
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/plangate/plangate/channels"
 )
@@ -30,6 +33,14 @@ type Config struct {
 	// LongReplyAsFile sends a reply longer than this many characters as reply.md with a
 	// short message; 0 = never (long replies are split).
 	LongReplyAsFile int `yaml:"long_reply_as_file"`
+	// Interactions is how slash commands, buttons and modals arrive: "gateway" (the
+	// default) or "http" (Discord POSTs them to http.public_url + /webhooks/discord, the
+	// application's Interactions Endpoint URL); "" = gateway. Messages always come over
+	// the gateway.
+	Interactions string `yaml:"interactions"`
+	// PublicKey is the application's public key (General Information, 64 hex digits),
+	// which verifies the Ed25519 signature of every interaction request in mode http.
+	PublicKey string `yaml:"public_key"`
 	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
 	HTTPClient *http.Client `yaml:"-"`
 }
@@ -50,11 +61,48 @@ func (c Config) Validate() error {
 	if c.Enabled && c.Token == "" {
 		errs = append(errs, channels.Unset("token"))
 	}
+	switch c.Interactions {
+	case "", InteractionsGateway:
+		if c.PublicKey != "" {
+			if _, err := parsePublicKey(c.PublicKey); err != nil {
+				errs = append(errs, channels.Invalid("public_key", "%v", err))
+			}
+		}
+	case InteractionsHTTP:
+		if _, err := parsePublicKey(c.PublicKey); err != nil {
+			errs = append(errs, channels.Invalid("public_key", "%v (interactions http needs the application's public key)", err))
+		}
+	default:
+		errs = append(errs, channels.Invalid("interactions", "is %q: it must be gateway or http", c.Interactions))
+	}
 	return errors.Join(errs...)
+}
+
+// The values of interactions.
+const (
+	InteractionsGateway = "gateway"
+	InteractionsHTTP    = "http"
+)
+
+// parsePublicKey reads the hex Ed25519 public key of the Developer Portal.
+func parsePublicKey(s string) (ed25519.PublicKey, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("is not set")
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("is not 64 hex digits (an Ed25519 public key)")
+	}
+	return ed25519.PublicKey(b), nil
 }
 
 // Describe summarises the channel for `plangate config check`: whether the token is set,
 // never the token.
 func (c Config) Describe() string {
-	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
+	ix := ""
+	if c.Interactions == InteractionsHTTP {
+		ix = ", interactions over http"
+	}
+	return Name + " (token " + channels.SetOrNot(c.Token) + ix + channels.APINote(c.APIURL) + ")"
 }

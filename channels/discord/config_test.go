@@ -14,6 +14,15 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "defaults", Edit: func(*Config) {}},
 		{Name: "enabled with a token", Edit: func(c *Config) { c.Enabled, c.Token = true, "Bot SECRET" }},
 		{Name: "disabled without a token", Edit: func(c *Config) { c.Token = "" }},
+		{Name: "interactions http with a key", Edit: func(c *Config) {
+			c.Interactions, c.PublicKey = InteractionsHTTP, "e9c5b1b3d0d1c2f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3"
+		}},
+		{Name: "interactions http without a key", Edit: func(c *Config) { c.Interactions = InteractionsHTTP },
+			Want: []string{"public_key is not set (interactions http needs the application's public key)"}},
+		{Name: "a key that is not hex", Edit: func(c *Config) { c.Interactions, c.PublicKey = InteractionsHTTP, "xyz" },
+			Want: []string{"public_key is not 64 hex digits (an Ed25519 public key) (interactions http needs the application's public key)"}},
+		{Name: "unknown interactions", Edit: func(c *Config) { c.Interactions = "websocket" },
+			Want: []string{`interactions is "websocket": it must be gateway or http`}},
 		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.Token, c.LongReplyAsFile, c.APIURL = true, "", -1, "/relative"
 		}, Want: []string{

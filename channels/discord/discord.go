@@ -10,6 +10,9 @@
 // Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
 // seconds are never at risk however busy the agent is; the engine's first reply to it
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
+// With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
+// verified with the application's Ed25519 key, and take the same path, the deferred
+// response being the HTTP answer; messages still come over the gateway.
 //
 // discordgo reads the API base from package variables; changing them would change every
 // session in the process, so api_url is applied by a transport that rewrites the scheme
@@ -19,12 +22,14 @@ package discord
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -86,6 +91,10 @@ type Channel struct {
 	chans     *channelCache
 	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
 	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
+
+	pubKey ed25519.PublicKey          // interactions http: verifies every request
+	disp   atomic.Pointer[dispatcher] // the running Run's, for the interactions route
+	health *channels.Health           // the gateway connection, for Ready
 }
 
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
@@ -139,6 +148,12 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		pending: map[string]*pendingIx{},
 		seen:    newRecent(8192),
 		chans:   newChannelCache(),
+		health:  channels.NewHealth(Name, "gateway not connected"),
+	}
+	if cfg.Interactions == InteractionsHTTP {
+		if c.pubKey, err = parsePublicKey(cfg.PublicKey); err != nil {
+			return nil, fmt.Errorf("starting discord: channels.discord.public_key %w", err)
+		}
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[strings.TrimSpace(id)] = true

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // testTuning keeps Discord's rules but not its patience.
@@ -30,8 +32,19 @@ var (
 // a real store).
 type env struct {
 	*channeltest.Env[*Channel]
-	fd  *fakeDiscord
-	cfg Config
+	fd   *fakeDiscord
+	cfg  Config
+	hook *ixSender // interactions http: how the fake delivers interactions
+}
+
+// overHTTP makes every newEnv use interactions http, the fake posting signed
+// interactions to a real httpserver.Server: the gateway tests, run again by
+// TestHTTPInteractionsBehaveAsGateway.
+var overHTTP bool
+
+// httpInteractions is a newEnv option: interactions http with the test key.
+func httpInteractions(e *env) {
+	e.cfg.Interactions, e.cfg.PublicKey = InteractionsHTTP, testPublicKey()
 }
 
 func newEnv(t *testing.T, mutate ...func(*env)) *env {
@@ -42,11 +55,26 @@ func newEnv(t *testing.T, mutate ...func(*env)) *env {
 	}, e.fd.token, "-secret")
 	e.cfg = Config{Token: e.fd.token, APIURL: e.fd.URL(), GuildIDs: []string{"G1"}}
 	e.Core.Approvers = []string{"discord:" + alice.id}
+	if overHTTP {
+		mutate = append([]func(*env){httpInteractions}, mutate...)
+	}
 	for _, m := range mutate {
 		m(e)
 	}
 	e.Start()
 	e.fd.waitFor("the gateway session", e.fd.connected)
+	if e.cfg.Interactions == InteractionsHTTP {
+		srv := httpserver.New(httpserver.Config{}, nil, nil)
+		e.Channel.RegisterHTTP(srv)
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		e.hook = newIxSender(hs.URL + InteractionsPath)
+		t.Cleanup(e.hook.wg.Wait)
+		e.fd.mu.Lock()
+		e.fd.hook = e.hook
+		e.fd.mu.Unlock()
+	}
+	e.Eventually("Ready", func() bool { return e.Channel.Ready() == nil })
 	return e
 }
 

@@ -44,6 +44,8 @@ type fakeDiscord struct {
 	onAnswer  func(interactionID string, at time.Time) // every edit of an interaction's answer
 
 	gw gatewayState
+
+	hook *ixSender // when set, interactions go to the interactions endpoint instead
 }
 
 type fakeChan struct {
@@ -265,6 +267,17 @@ func (f *fakeDiscord) serveCallback(w http.ResponseWriter, sm []string, payload 
 			return
 		}
 	}
+	if status, msg := f.recordCallbackLocked(ix, payload); status != 0 {
+		apiErr(w, status, 50035, msg)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// recordCallbackLocked keeps the answer to interaction ix, whether it came as a callback
+// request or as the response to an interactions endpoint request; f.mu must be held.
+func (f *fakeDiscord) recordCallbackLocked(ix *fakeIx, payload string) (int, string) {
+	id := ix.ID
 	var body struct {
 		Type int             `json:"type"`
 		Data json.RawMessage `json:"data"`
@@ -275,8 +288,7 @@ func (f *fakeDiscord) serveCallback(w http.ResponseWriter, sm []string, payload 
 	if body.Type == 4 { // a message answers the interaction
 		m, status, msg := f.messageFromPayload(ix.Channel, string(body.Data), nil)
 		if status != 0 {
-			apiErr(w, status, 50035, msg)
-			return
+			return status, msg
 		}
 		m.Webhook, m.Interaction = true, id
 		f.addMessageLocked(m)
@@ -290,7 +302,8 @@ func (f *fakeDiscord) serveCallback(w http.ResponseWriter, sm []string, payload 
 	if f.onAck != nil {
 		f.onAck(id, now)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	f.notifyLocked()
+	return 0, ""
 }
 
 func (f *fakeDiscord) serveOriginal(w http.ResponseWriter, method, token, payload string) {

@@ -290,6 +290,13 @@ func (f *fakeDiscord) interact(channel string, u user, typ int, data any, msg *s
 		d["message"] = map[string]any{"id": msg.ID, "channel_id": msg.Channel, "content": msg.Content, "type": 0,
 			"timestamp": time.Now().UTC().Format(time.RFC3339)}
 	}
+	f.mu.Lock()
+	hook := f.hook
+	f.mu.Unlock()
+	if hook != nil {
+		hook.send(f, token, d)
+		return id
+	}
 	f.dispatch("INTERACTION_CREATE", d)
 	return id
 }

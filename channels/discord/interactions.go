@@ -277,7 +277,7 @@ func (c *Channel) answerInteraction(ctx context.Context, p *pendingIx, r core.Re
 			flags = discordgo.MessageFlagsEphemeral
 		}
 		var m *discordgo.Message
-		err := c.do(ctx, "sending a follow-up", func(opts ...discordgo.RequestOption) error {
+		err := c.doIx(ctx, "sending a follow-up", func(opts ...discordgo.RequestOption) error {
 			var err error
 			m, err = c.s.FollowupMessageCreate(p.ix, true, &discordgo.WebhookParams{
 				Content: content, AllowedMentions: noMentions(), Flags: flags, Components: []discordgo.MessageComponent{},
@@ -309,7 +309,7 @@ func (c *Channel) single(r core.Reply) (string, bool) {
 
 func (c *Channel) editOriginal(ctx context.Context, i *discordgo.Interaction, content string) (string, error) {
 	var m *discordgo.Message
-	err := c.do(ctx, "editing an interaction's answer", func(opts ...discordgo.RequestOption) error {
+	err := c.doIx(ctx, "editing an interaction's answer", func(opts ...discordgo.RequestOption) error {
 		rows := []discordgo.MessageComponent{}
 		var err error
 		m, err = c.s.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &content, Components: &rows, AllowedMentions: noMentions()}, opts...)
@@ -341,7 +341,7 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx) {
 	if p.ackErr != nil {
 		return
 	}
-	err := c.do(ctx, "removing an unanswered placeholder", func(opts ...discordgo.RequestOption) error {
+	err := c.doIx(ctx, "removing an unanswered placeholder", func(opts ...discordgo.RequestOption) error {
 		return c.s.InteractionResponseDelete(p.ix, opts...)
 	})
 	if err != nil {

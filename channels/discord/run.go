@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -26,13 +27,21 @@ import (
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	d := newDispatcher(c, h, context.WithoutCancel(ctx))
 	defer d.stop()
+	d.accepting.Store(true)
+	c.disp.Store(d)
+	defer d.accepting.Store(false)
+	defer c.health.Down("stopped")
 	lost := make(chan struct{}, 1)
 	removers := []func(){
 		c.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { c.onMessage(ctx, d, m.Message) }),
 		c.s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { c.onInteraction(ctx, d, i.Interaction) }),
 		c.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) { c.onReady(r) }),
-		c.s.AddHandler(func(*discordgo.Session, *discordgo.Resumed) { c.log.Info("gateway session resumed") }),
+		c.s.AddHandler(func(*discordgo.Session, *discordgo.Resumed) {
+			c.health.Up()
+			c.log.Info("gateway session resumed")
+		}),
 		c.s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
+			c.health.Down("gateway connection lost")
 			select {
 			case lost <- struct{}{}:
 			default:
@@ -131,6 +140,7 @@ func (c *Channel) onReady(r *discordgo.Ready) {
 		c.appID = r.Application.ID
 	}
 	c.mu.Unlock()
+	c.health.Up()
 	c.log.Info("connected to the discord gateway", "guilds", len(r.Guilds))
 }
 
@@ -162,22 +172,37 @@ func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo
 	if i == nil {
 		return
 	}
+	resp, p := c.takeInteraction(ctx, d, i)
+	switch {
+	case resp == nil:
+	case p == nil:
+		go c.answerLocally(d.ctx, i, resp)
+	default:
+		go c.acknowledge(d.ctx, p, resp)
+	}
+}
+
+// takeInteraction is the one inbound path of interactions, whichever transport brought
+// them (the gateway, or the HTTP interactions endpoint): it decides what i asks for and
+// queues its message, if any, before anyone answers. It returns the callback to answer
+// with (nil: none) and, for one the engine handles, the pending interaction that the
+// answer acknowledges, which the caller must settle (acknowledge, or close acked).
+func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discordgo.Interaction) (*discordgo.InteractionResponse, *pendingIx) {
 	if !c.seen.add(i.ID) {
 		c.log.Debug("interaction delivered twice; answered once", "interaction", i.ID)
-		return
+		return nil, nil
 	}
 	j, ok := c.fromInteraction(ctx, i)
 	if !ok {
-		return
+		return nil, nil
 	}
 	if j.local != nil {
-		go c.answerLocally(d.ctx, i, j.local)
-		return
+		return j.local, nil
 	}
 	// Queued first, so the engine has the message by the time Discord sees the answer.
 	p := c.register(i, j.kind)
 	d.deliver(work{msg: j.msg, ix: p})
-	go c.acknowledge(d.ctx, p, j.ack)
+	return j.ack, p
 }
 
 // work is one message for the handler, with the interaction it came from, if any.
@@ -192,6 +217,8 @@ type dispatcher struct {
 	h     channels.Handler
 	async channels.AsyncHandler
 	ctx   context.Context // outlives Run: queued work is finished, not abandoned
+
+	accepting atomic.Bool // Run is running: the interactions route may queue
 
 	mu      sync.Mutex
 	queue   []work

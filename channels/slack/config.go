@@ -15,6 +15,13 @@ type Config struct {
 	Enabled  bool   `yaml:"enabled"`
 	BotToken string `yaml:"bot_token"` // xoxb-…: the Web API; secret: never logged, never part of an error
 	AppToken string `yaml:"app_token"` // xapp-…: Socket Mode (connections:write); secret too
+	// Mode is how events arrive: "socket" (Socket Mode, the default: no public URL) or
+	// "http" (the Events API, slash commands and interactivity POST to /webhooks/slack/…);
+	// "" = socket.
+	Mode string `yaml:"mode"`
+	// SigningSecret verifies the requests of mode http (Basic Information → App
+	// Credentials); secret.
+	SigningSecret string `yaml:"signing_secret"`
 	// APIURL is the Web API base: "" = Slack's, else a local fake. A missing trailing "/"
 	// is added (the library needs it).
 	APIURL string `yaml:"api_url"`
@@ -33,6 +40,7 @@ func Defaults() Config {
 	return Config{
 		BotToken:        "${SLACK_BOT_TOKEN}",
 		AppToken:        "${SLACK_APP_TOKEN}",
+		SigningSecret:   "${SLACK_SIGNING_SECRET}",
 		LongReplyAsFile: 20000,
 	}
 }
@@ -47,8 +55,17 @@ func (c Config) Validate() error {
 	if c.Enabled && c.BotToken == "" {
 		errs = append(errs, channels.Unset("bot_token"))
 	}
-	if c.Enabled && c.AppToken == "" {
-		errs = append(errs, channels.Unset("app_token"))
+	switch c.Mode {
+	case "", ModeSocket:
+		if c.Enabled && c.AppToken == "" {
+			errs = append(errs, channels.Unset("app_token"))
+		}
+	case ModeHTTP:
+		if c.Enabled && c.SigningSecret == "" {
+			errs = append(errs, channels.Invalid("signing_secret", "is not set: mode http needs it (set SLACK_SIGNING_SECRET)"))
+		}
+	default:
+		errs = append(errs, channels.Invalid("mode", "is %q: it must be socket or http", c.Mode))
 	}
 	return errors.Join(errs...)
 }
@@ -56,6 +73,15 @@ func (c Config) Validate() error {
 // Describe summarises the channel for `plangate config check`: whether each token is set,
 // never a token.
 func (c Config) Describe() string {
-	return Name + " (bot token " + channels.SetOrNot(c.BotToken) + ", app token " + channels.SetOrNot(c.AppToken) +
-		channels.APINote(c.APIURL) + ")"
+	second := ", app token " + channels.SetOrNot(c.AppToken)
+	if c.Mode == ModeHTTP {
+		second = ", http, signing secret " + channels.SetOrNot(c.SigningSecret)
+	}
+	return Name + " (bot token " + channels.SetOrNot(c.BotToken) + second + channels.APINote(c.APIURL) + ")"
 }
+
+// The values of mode.
+const (
+	ModeSocket = "socket"
+	ModeHTTP   = "http"
+)

@@ -16,6 +16,14 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "disabled without tokens", Edit: func(c *Config) { c.BotToken, c.AppToken = "", "" }},
 		{Name: "enabled without the app token", Edit: func(c *Config) { c.Enabled, c.BotToken, c.AppToken = true, "xoxb-SECRET", "" },
 			Want: []string{"app_token is empty: set app_token"}},
+		{Name: "http without an app token", Edit: func(c *Config) {
+			c.Enabled, c.BotToken, c.AppToken, c.Mode, c.SigningSecret = true, "xoxb-SECRET", "", ModeHTTP, "SECRETsign"
+		}},
+		{Name: "http without a signing secret", Edit: func(c *Config) {
+			c.Enabled, c.BotToken, c.Mode, c.SigningSecret = true, "xoxb-SECRET", ModeHTTP, ""
+		}, Want: []string{"signing_secret is not set: mode http needs it (set SLACK_SIGNING_SECRET)"}},
+		{Name: "unknown mode", Edit: func(c *Config) { c.Mode = "rtm" },
+			Want: []string{`mode is "rtm": it must be socket or http`}},
 		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.BotToken, c.AppToken, c.LongReplyAsFile, c.APIURL = true, "", "", -5, "slack.com/api"
 		}, Want: []string{

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // testTuning keeps Slack's rules but not its patience: no pacing, Retry-After counted in
@@ -28,20 +30,51 @@ type env struct {
 	*channeltest.Env[*Channel]
 	api *fakeSlack
 	cfg Config
+	// wrap, when set, is put between the adapter and the store (a full disk, say).
+	wrap func(channels.State) channels.State
+	hook *hookSender // mode http: how the fake delivers
 }
 
-func newEnv(t *testing.T, mutate ...func(*env)) *env {
+// overHTTP makes every newEnv run in mode http, its fake delivering envelopes as signed
+// requests through a real httpserver.Server: the Socket Mode tests, run again by
+// TestHTTPModeBehavesAsSocketMode.
+var overHTTP bool
+
+// httpMode is a newEnv option: mode http with the test signing secret.
+func httpMode(e *env) {
+	e.cfg.Mode, e.cfg.SigningSecret, e.cfg.AppToken = ModeHTTP, testSigningSecret, ""
+}
+
+func newEnv(t testing.TB, mutate ...func(*env)) *env {
 	t.Helper()
 	e := &env{api: newFakeSlack(t)}
 	e.Env = channeltest.NewEnv(t, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
+		if e.wrap != nil {
+			st = e.wrap(st)
+		}
 		return newChannel(ctx, e.cfg, st, log, testTuning())
-	}, e.api.botToken, e.api.appToken, "SECRETbot", "SECRETapp")
+	}, e.api.botToken, e.api.appToken, "SECRETbot", "SECRETapp", testSigningSecret)
 	e.Describe = e.api.describeCalls
 	e.cfg = Config{BotToken: e.api.botToken, AppToken: e.api.appToken, APIURL: e.api.URL()}
+	if overHTTP {
+		mutate = append([]func(*env){httpMode}, mutate...)
+	}
 	for _, m := range mutate {
 		m(e)
 	}
 	e.Start()
+	if e.cfg.Mode == ModeHTTP {
+		srv := httpserver.New(httpserver.Config{}, nil, nil)
+		e.Channel.RegisterHTTP(srv)
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		e.hook = newHookSender(hs.URL, testSigningSecret)
+		t.Cleanup(e.hook.wg.Wait)
+		e.api.mu.Lock()
+		e.api.hook = e.hook
+		e.api.mu.Unlock()
+		e.Eventually("mode http taking requests", func() bool { return e.Channel.Ready() == nil })
+	}
 	return e
 }
 

@@ -45,6 +45,8 @@ type fakeSlack struct {
 
 	outbox chan []byte // envelopes for the websocket
 	conns  []*websocket.Conn
+
+	hook *hookSender // when set, envelopes go as Slack's signed HTTP requests instead
 }
 
 type apiCall struct {

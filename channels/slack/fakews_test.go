@@ -99,7 +99,12 @@ func (f *fakeSlack) envelope(kind string, payload any, retry int) string {
 	f.mu.Lock()
 	f.nextFile++ // a shared counter keeps envelope ids unique
 	id := fmt.Sprintf("env-%d", f.nextFile)
+	hook := f.hook
 	f.mu.Unlock()
+	if hook != nil {
+		hook.send(f, id, kind, payload, retry)
+		return id
+	}
 	env := map[string]any{"type": kind, "envelope_id": id, "payload": payload, "accepts_response_payload": kind != "events_api"}
 	if retry > 0 {
 		env["retry_attempt"] = retry

@@ -53,10 +53,13 @@ func (d *dispatcher) replay() {
 
 // accept stores the envelopes worth handling (those that came together with one
 // commit), then acknowledges and queues them in order. If they cannot be stored none is
-// acknowledged: Slack delivers them again. One already waiting in the inbox (a
-// redelivery, or a DM that came as both message.im and app_mention) is acknowledged and
-// not queued twice.
-func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evts []socketmode.Event) {
+// acknowledged, and the error says why: Slack delivers them again. One already waiting in
+// the inbox (a redelivery, or a DM that came as both message.im and app_mention) is
+// acknowledged and not queued twice.
+//
+// It is the one inbound path of both transports: ack answers envelope i over the Socket
+// Mode websocket, or as the HTTP response of the request that brought it.
+func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack func(i int, payload any)) error {
 	c := d.c
 	keys := make([]string, len(evts))
 	var entries []channels.InboxEntry
@@ -73,9 +76,14 @@ func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evts []
 		added, err := d.in.AddAll(sctx, entries)
 		cancel()
 		if err != nil {
-			c.log.Error("storing slack envelopes failed; not acknowledging them, so slack delivers them again", "envelopes", len(entries), "err", err)
-			return
+			c.health.Stored(err)
+			c.logStoreFailed(len(entries), err)
+			return err
 		}
+		if c.health.StoreFailing() {
+			c.log.Info("storing slack events works again")
+		}
+		c.health.Stored(nil)
 		for i, j := 0, 0; i < len(evts); i++ {
 			if keys[i] != "" {
 				fresh[i] = added[j]
@@ -88,13 +96,28 @@ func (d *dispatcher) accept(ctx context.Context, smc *socketmode.Client, evts []
 		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
 			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
 		}
-		env := evt.Request.EnvelopeID
-		d.ack(ctx, smc, env, payload)
+		ack(i, payload)
 		if keys[i] != "" && !fresh[i] {
-			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", env, "key", keys[i])
+			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", evt.Request.EnvelopeID, "key", keys[i])
 			continue
 		}
 		d.q.push(item{kind: evt.Type, data: evt.Data, req: evt.Request, key: keys[i]})
+	}
+	return nil
+}
+
+// logStoreFailed says that envelopes could not be stored, once a minute at most: on a
+// full disk every delivery fails, and Slack retries each.
+func (c *Channel) logStoreFailed(n int, err error) {
+	c.storeLogMu.Lock()
+	now := time.Now()
+	quiet := !c.storeLogAt.IsZero() && now.Sub(c.storeLogAt) < time.Minute
+	if !quiet {
+		c.storeLogAt = now
+	}
+	c.storeLogMu.Unlock()
+	if !quiet {
+		c.log.Error("storing slack envelopes failed; not acknowledging them, so slack delivers them again", "envelopes", n, "err", err)
 	}
 }
 

@@ -27,6 +27,9 @@ import (
 // in flight finish (Drain waits for them); a plain Handler is called synchronously by the
 // second goroutine.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	if c.cfg.Mode == ModeHTTP {
+		return c.runHTTP(ctx, h)
+	}
 	smc := socketmode.New(c.api,
 		socketmode.OptionLog(libLog{c}),
 		socketmode.OptionPingInterval(c.tune.pingInterval),
@@ -52,6 +55,7 @@ loop:
 			break loop
 		}
 	}
+	c.health.Down("stopped")
 	// What was acknowledged is handled, even on the way out.
 	d.q.close()
 	wg.Wait()
@@ -97,7 +101,9 @@ func (d *dispatcher) receive(ctx context.Context, smc *socketmode.Client, evts [
 		}
 	}
 	if len(envelopes) > 0 {
-		d.accept(ctx, smc, envelopes)
+		_ = d.accept(ctx, envelopes, func(i int, payload any) {
+			d.ack(ctx, smc, envelopes[i].Request.EnvelopeID, payload)
+		})
 	}
 }
 
@@ -126,14 +132,17 @@ func (d *dispatcher) news(ctx context.Context, smc *socketmode.Client, evt socke
 	case socketmode.EventTypeConnecting:
 		c.log.Debug("connecting to slack")
 	case socketmode.EventTypeConnected:
+		c.health.Up()
 		c.log.Info("connected to slack")
 	case socketmode.EventTypeHello:
 		c.log.Debug("slack said hello")
 	case socketmode.EventTypeConnectionError:
 		if e, ok := evt.Data.(*slackgo.ConnectionErrorEvent); ok && ctx.Err() == nil {
+			c.health.Down("connecting to slack fails")
 			c.log.Warn("connecting to slack failed; retrying", "attempt", e.Attempt, "retry_in", e.Backoff, "err", c.scrub(e.ErrorObj))
 		}
 	case socketmode.EventTypeInvalidAuth:
+		c.health.Down("slack refused the app token")
 		c.log.Error("slack refused the app token; check channels.slack.app_token")
 	case socketmode.EventTypeIncomingError:
 		if e, ok := evt.Data.(*slackgo.IncomingEventError); ok && ctx.Err() == nil {
@@ -230,6 +239,9 @@ type dispatcher struct {
 	async channels.AsyncHandler // h, when it can queue
 	q     *queue
 	in    *channels.Inbox
+
+	ctx       context.Context // Run's, in mode http: what the routes accept with
+	accepting atomic.Bool     // mode http: Run is taking requests
 
 	inflight sync.WaitGroup // messages handed over and not yet settled
 	left     atomic.Int64   // messages the handler gave up on while stopping

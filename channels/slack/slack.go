@@ -1,6 +1,8 @@
 // Package slack is the Slack channel, built on github.com/slack-go/slack. It receives events
 // over Socket Mode (a websocket the app opens with its app-level token, so no public URL is
-// needed) and talks to the Web API with the bot token.
+// needed) or, in mode http, as signed Events API, slash command and interactivity requests
+// (RegisterHTTP); both transports store and queue through the same accept. It talks to the
+// Web API with the bot token.
 //
 // Every session lives in a thread: a mention or a direct message at top level starts one
 // (its own ts becomes the thread), and the bot always answers in that thread. The /plan slash
@@ -100,7 +102,11 @@ type Channel struct {
 	lookups  map[string]chan struct{} // user id -> closed when its users.info call ends
 	nameWait time.Duration            // how long a message waits for its sender's name
 
-	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
+	disp   atomic.Pointer[dispatcher] // the last Run's, for Drain and the HTTP routes
+	health *channels.Health           // what Ready reports
+
+	storeLogMu sync.Mutex
+	storeLogAt time.Time // when a failed store was last logged
 }
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
@@ -114,8 +120,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	switch {
 	case cfg.BotToken == "":
 		return nil, errors.New("starting slack: no bot token configured (channels.slack.bot_token)")
-	case cfg.AppToken == "":
+	case cfg.AppToken == "" && cfg.Mode != ModeHTTP:
 		return nil, errors.New("starting slack: no app-level token configured (channels.slack.app_token)")
+	case cfg.SigningSecret == "" && cfg.Mode == ModeHTTP:
+		return nil, errors.New("starting slack: mode http needs a signing secret (channels.slack.signing_secret)")
 	case st == nil:
 		return nil, errors.New("starting slack: no state store")
 	}
@@ -147,6 +155,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		// A message waits this long for users.info, then goes on with the id: the
 		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
 		nameWait: time.Second,
+		health:   channels.NewHealth(Name, "not started"),
 	}
 	for _, id := range cfg.AllowedChannels {
 		c.allowed[id] = true
@@ -187,6 +196,11 @@ func explainAuth(err error, setting string) error {
 	}
 	return err
 }
+
+// Ready is nil while the app receives events (Socket Mode connected, or in mode http
+// Run taking requests) and storing them works; otherwise an error naming the problem,
+// for /readyz.
+func (c *Channel) Ready() error { return c.health.Err() }
 
 // Name implements channels.Channel.
 func (c *Channel) Name() string { return Name }

@@ -26,6 +26,15 @@ type Config struct {
 	// document with a short caption; 0 = never.
 	LongReplyAsFile int           `yaml:"long_reply_as_file"`
 	PollTimeout     time.Duration `yaml:"poll_timeout"` // long-poll wait; 0 = 50s
+	// Mode is how updates arrive: "polling" (getUpdates, the default) or "webhook"
+	// (Telegram POSTs them to http.public_url + /webhooks/telegram); "" = polling.
+	Mode string `yaml:"mode"`
+	// WebhookSecret is the secret_token Telegram sends in every webhook request's
+	// X-Telegram-Bot-Api-Secret-Token header; secret. Required in webhook mode.
+	WebhookSecret string `yaml:"webhook_secret"`
+	// PublicURL is http.public_url, filled in by serve (not a key of this section); Run
+	// checks it in webhook mode.
+	PublicURL string `yaml:"-"`
 	// HTTPClient is optional. Its Timeout, if set, must exceed PollTimeout.
 	HTTPClient *http.Client `yaml:"-"`
 }
@@ -38,6 +47,7 @@ func Defaults() Config {
 		RequireMentionInGroups: true,
 		LongReplyAsFile:        12000,
 		PollTimeout:            defaultPollTimeout,
+		WebhookSecret:          "${TELEGRAM_WEBHOOK_SECRET}",
 	}
 }
 
@@ -53,11 +63,46 @@ func (c Config) Validate() error {
 	if c.Enabled && c.Token == "" {
 		errs = append(errs, channels.Unset("token"))
 	}
+	switch c.Mode {
+	case "", ModePolling:
+	case ModeWebhook:
+		if c.Enabled && c.WebhookSecret == "" {
+			errs = append(errs, channels.Invalid("webhook_secret", "is not set: mode webhook needs it (set TELEGRAM_WEBHOOK_SECRET)"))
+		}
+	default:
+		errs = append(errs, channels.Invalid("mode", "is %q: it must be polling or webhook", c.Mode))
+	}
+	if c.Mode == ModeWebhook && c.WebhookSecret != "" && !validSecretToken(c.WebhookSecret) {
+		errs = append(errs, channels.Invalid("webhook_secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule for secret_token)"))
+	}
 	return errors.Join(errs...)
 }
 
 // Describe summarises the channel for `plangate config check`: whether the token is set,
 // never the token.
 func (c Config) Describe() string {
-	return Name + " (token " + channels.SetOrNot(c.Token) + channels.APINote(c.APIURL) + ")"
+	mode := ""
+	if c.Mode == ModeWebhook {
+		mode = ", webhook, secret " + channels.SetOrNot(c.WebhookSecret)
+	}
+	return Name + " (token " + channels.SetOrNot(c.Token) + mode + channels.APINote(c.APIURL) + ")"
+}
+
+// The values of mode.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// validSecretToken applies Telegram's rule for setWebhook's secret_token.
+func validSecretToken(s string) bool {
+	if len(s) < 1 || len(s) > 256 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

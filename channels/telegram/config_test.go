@@ -20,6 +20,13 @@ func TestConfigValidate(t *testing.T) {
 			Want: []string{"poll_timeout is 500ms: it must be between 1s and 5m"}},
 		{Name: "poll timeout too long", Edit: func(c *Config) { c.PollTimeout = 10 * time.Minute },
 			Want: []string{"poll_timeout is 10m0s: it must be between 1s and 5m"}},
+		{Name: "webhook with a secret", Edit: func(c *Config) { c.Enabled, c.Token, c.Mode, c.WebhookSecret = true, "1:S", ModeWebhook, "s3cr3t_-X" }},
+		{Name: "webhook without a secret", Edit: func(c *Config) { c.Enabled, c.Token, c.Mode, c.WebhookSecret = true, "1:S", ModeWebhook, "" },
+			Want: []string{"webhook_secret is not set: mode webhook needs it (set TELEGRAM_WEBHOOK_SECRET)"}},
+		{Name: "webhook secret with a bad character", Edit: func(c *Config) { c.Mode, c.WebhookSecret = ModeWebhook, "a b" },
+			Want: []string{"webhook_secret must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule for secret_token)"}},
+		{Name: "unknown mode", Edit: func(c *Config) { c.Mode = "push" },
+			Want: []string{`mode is "push": it must be polling or webhook`}},
 		{Name: "everything wrong", Edit: func(c *Config) {
 			c.Enabled, c.Token, c.PollTimeout, c.LongReplyAsFile, c.APIURL = true, "", 0, -1, "ftp://x"
 		}, Want: []string{

@@ -29,12 +29,17 @@ type env struct {
 	*channeltest.Env[*Channel]
 	api *fakeAPI
 	cfg Config
+	// wrap, when set, is put between the adapter and the store (a full disk, say).
+	wrap func(channels.State) channels.State
 }
 
-func newEnv(t *testing.T, mutate ...func(*env)) *env {
+func newEnv(t testing.TB, mutate ...func(*env)) *env {
 	t.Helper()
 	e := &env{api: newFakeAPI(t)}
 	e.Env = channeltest.NewEnv(t, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
+		if e.wrap != nil {
+			st = e.wrap(st)
+		}
 		return newChannel(ctx, e.cfg, st, log, testTuning())
 	}, e.api.token)
 	e.Describe = e.api.describeCalls

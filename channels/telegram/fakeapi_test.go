@@ -126,7 +126,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getMe":
 		ok200(w, models.User{ID: f.botID, IsBot: true, FirstName: "PlanGate", Username: f.botName})
-	case "setMyCommands", "sendChatAction":
+	case "setMyCommands", "sendChatAction", "setWebhook", "deleteWebhook":
 		ok200(w, true)
 	case "getUpdates":
 		f.getUpdates(w, r, params)

@@ -28,7 +28,18 @@ type inbox struct {
 
 	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
 	soon    bool       // a delayed save is scheduled (guarded by mu)
+
+	// Webhooks deliver updates concurrently and out of order, so "below next" does not
+	// mean "seen": the ids received lately are remembered instead (saved, oldest first),
+	// and an id at or below floor, the newest one forgotten, counts as seen.
+	recent []int64
+	seen   map[int64]bool
+	floor  int64
 }
+
+// recentIDs is how many webhook update ids are remembered against redeliveries; Telegram
+// redelivers an update it got no 200 for within minutes, far fewer updates than this later.
+const recentIDs = 512
 
 // savedInbox is the stored form.
 type savedInbox struct {
@@ -36,10 +47,12 @@ type savedInbox struct {
 	Handled int64             `json:"handled"`
 	Next    int64             `json:"next"`
 	Pending []json.RawMessage `json:"pending,omitempty"` // oldest first
+	Recent  []int64           `json:"recent,omitempty"`  // webhook ids received lately, oldest first
+	Floor   int64             `json:"floor,omitempty"`
 }
 
 func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
-	in := &inbox{c: c, pending: map[int64]json.RawMessage{}}
+	in := &inbox{c: c, pending: map[int64]json.RawMessage{}, seen: map[int64]bool{}}
 	v, ok, err := c.st.ChannelState(ctx, Name, c.account, inboxKey)
 	if err != nil {
 		return nil, fmt.Errorf("loading the update inbox: %w", err)
@@ -55,6 +68,10 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 		return in, nil
 	}
 	in.next = max(s.Next, s.Handled+1)
+	in.floor = s.Floor
+	for _, id := range s.Recent {
+		in.remember(id)
+	}
 	for _, raw := range s.Pending {
 		var head struct {
 			ID int64 `json:"update_id"`
@@ -119,6 +136,58 @@ func (in *inbox) receive(id int64, raw json.RawMessage) bool {
 	return true
 }
 
+// receiveAny notes an update delivered by webhook, where updates come in any order. It
+// reports false for one received before.
+func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, pending := in.pending[id]; pending || in.seen[id] {
+		return false
+	}
+	if id <= in.floor && in.floor-id < idResetGap {
+		return false
+	}
+	in.remember(id)
+	in.next = max(in.next, id+1)
+	in.pending[id] = raw
+	in.version++
+	return true
+}
+
+// remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
+func (in *inbox) remember(id int64) {
+	if in.seen[id] {
+		return
+	}
+	in.recent = append(in.recent, id)
+	in.seen[id] = true
+	for len(in.recent) > recentIDs {
+		old := in.recent[0]
+		in.recent = in.recent[1:]
+		delete(in.seen, old)
+		in.floor = max(in.floor, old)
+	}
+}
+
+// unreceive undoes receive or receiveAny for updates whose save failed: they were not
+// stored, so they are not confirmed (the offset goes back to next) and count as unseen
+// when Telegram delivers them again. A negative next leaves the offset as it is.
+func (in *inbox) unreceive(ids []int64, next int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, id := range ids {
+		delete(in.pending, id)
+		if in.seen[id] {
+			delete(in.seen, id)
+			in.recent = slices.DeleteFunc(in.recent, func(r int64) bool { return r == id })
+		}
+	}
+	if next >= 0 {
+		in.next = next
+	}
+	in.version++
+}
+
 // done notes that an update is handled.
 func (in *inbox) done(id int64) {
 	in.mu.Lock()
@@ -161,7 +230,7 @@ func (in *inbox) flush(ctx context.Context) error {
 		return nil
 	}
 	v := in.version
-	s := savedInbox{Next: in.next, Handled: in.next - 1}
+	s := savedInbox{Next: in.next, Handled: in.next - 1, Recent: slices.Clone(in.recent), Floor: in.floor}
 	for i, id := range in.pendingIDs() {
 		if i == 0 {
 			s.Handled = id - 1

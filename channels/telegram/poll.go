@@ -25,7 +25,8 @@ import (
 // in the inbox before the next call confirms it.
 func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 	pause := c.tune.holdAfterErr
-	stuck := c.tune.holdAfterErr // the wait while an unreadable update holds the offset
+	stuck := c.tune.holdAfterErr  // the wait while an unreadable update holds the offset
+	stored := c.tune.holdAfterErr // the wait while saving the inbox fails
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -48,6 +49,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			} else {
 				pause = min(pause*2, c.tune.maxBackoff)
 			}
+			c.health.Down("receiving updates fails: " + err.Error())
 			c.logLimited(slog.LevelWarn, "receiving telegram updates", err, "retry_in", wait)
 			if c.pause(ctx, wait) != nil {
 				return nil
@@ -55,18 +57,27 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			continue
 		}
 		pause = c.tune.holdAfterErr
-		blocked := false
-		for _, raw := range raws {
-			if !d.receive(ctx, raw) {
-				blocked = true
-			}
-		}
+		c.health.Up()
+		fresh, ids, blocked := d.take(raws)
 		if len(raws) > 0 {
-			// Saved before the next getUpdates tells Telegram these were received. A
-			// failed save is logged and the bot goes on: stopping would lose more.
+			// Saved before the next getUpdates tells Telegram these were received, and
+			// before they are handled. A failed save (a full disk) confirms nothing:
+			// the offset stays, Telegram serves the batch again after a pause, and the
+			// failure shows on Ready until a save succeeds.
 			if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
-				c.logLimited(slog.LevelError, "saving the update inbox", err)
+				d.in.unreceive(ids, offset)
+				d.storeFailed(err)
+				if c.pause(ctx, stored) != nil {
+					return nil
+				}
+				stored = min(stored*2, c.tune.maxBackoff)
+				continue
 			}
+			d.stored()
+		}
+		stored = c.tune.holdAfterErr
+		for _, raw := range fresh {
+			d.dispatch(ctx, raw)
 		}
 		// An update whose id cannot be read cannot be confirmed: Telegram serves it
 		// again on every call until a later update moves the offset past it. Wait, longer
@@ -100,7 +111,7 @@ func (c *Channel) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 	body, err := json.Marshal(map[string]any{
 		"offset":          offset,
 		"timeout":         int(c.cfg.PollTimeout / time.Second),
-		"allowed_updates": []string{models.AllowedUpdateMessage, models.AllowedUpdateCallbackQuery},
+		"allowed_updates": allowedUpdates,
 	})
 	if err != nil {
 		return nil, err
@@ -158,32 +169,57 @@ type dispatcher struct {
 	async channels.AsyncHandler // h, when it can queue
 	in    *inbox
 
+	ctx       context.Context // Run's: dispatching webhook updates
+	accepting atomic.Bool     // Run is taking webhook updates
+
 	inflight sync.WaitGroup // updates handed over and not yet settled
 	left     atomic.Int64   // updates the handler gave up on while stopping
 }
 
-// receive takes one polled update. It reports false for an update whose id cannot be
-// read, which therefore cannot be skipped: only a later update moves the offset past it.
-func (d *dispatcher) receive(ctx context.Context, raw json.RawMessage) bool {
-	id, exact, err := updateID(raw)
-	if err != nil {
-		d.c.logLimited(slog.LevelError, "skipping a telegram update whose update_id cannot be read", err, "bytes", len(raw))
-		return false
-	}
-	if !exact {
-		// The id is known but the update will not decode: confirm it and move on.
-		if d.in.receive(id, raw) {
-			d.in.done(id)
+// take notes a polled batch in the inbox, not yet saved. fresh are the updates to
+// dispatch once it is; ids are those it noted, which a failed save takes back. blocked
+// is true when an update's id cannot be read, so that it cannot be skipped: only a later
+// update moves the offset past it.
+func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, ids []int64, blocked bool) {
+	for _, raw := range raws {
+		id, exact, err := updateID(raw)
+		if err != nil {
+			d.c.logLimited(slog.LevelError, "skipping a telegram update whose update_id cannot be read", err, "bytes", len(raw))
+			blocked = true
+			continue
 		}
-		d.c.logLimited(slog.LevelError, "skipping a telegram update that cannot be read", errors.New("update_id is not an integer"), "update", id)
-		return true
+		if !exact {
+			// The id is known but the update will not decode: confirm it and move on.
+			if d.in.receive(id, raw) {
+				ids = append(ids, id)
+				d.in.done(id)
+			}
+			d.c.logLimited(slog.LevelError, "skipping a telegram update that cannot be read", errors.New("update_id is not an integer"), "update", id)
+			continue
+		}
+		if !d.in.receive(id, raw) {
+			d.c.log.Debug("update received before; skipped", "update", id)
+			continue
+		}
+		ids = append(ids, id)
+		fresh = append(fresh, raw)
 	}
-	if !d.in.receive(id, raw) {
-		d.c.log.Debug("update received before; skipped", "update", id)
-		return true
+	return fresh, ids, blocked
+}
+
+// storeFailed notes a failed inbox save: Ready reports it and the log says it once a
+// minute, however often it fails.
+func (d *dispatcher) storeFailed(err error) {
+	d.c.health.Stored(err)
+	d.c.logLimited(slog.LevelError, "saving the update inbox failed; confirming nothing to telegram until it works", err)
+}
+
+// stored notes a successful save, after failed ones: the bot goes on.
+func (d *dispatcher) stored() {
+	if d.c.health.StoreFailing() {
+		d.c.log.Info("saving the update inbox works again")
 	}
-	d.dispatch(ctx, raw)
-	return true
+	d.c.health.Stored(nil)
 }
 
 // updateID reads an update's id. exact is false for an id that is only readable leniently

@@ -264,3 +264,83 @@ func TestUpdateStoppedByShutdownIsReplayed(t *testing.T) {
 		t.Errorf("handled after the restart: %q, want %q", second, want)
 	}
 }
+
+// A full disk: the batch cannot be saved, so nothing is confirmed (the offset stays) and
+// nothing is handled; Ready names the problem and the log says it once a minute. When
+// space returns the same update is saved, handled once and confirmed.
+func TestPollFullDiskHoldsTheOffsetAndRecovers(t *testing.T) {
+	f := newFakeAPI(t)
+	disk := &diskState{State: &channeltest.MemState{}}
+	disk.full.Store(true)
+	logs := &channeltest.LogBuffer{}
+	c := newPollChannel(t, f, disk, logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var pauses int
+	var whileFull error
+	var offsets []string
+	c.pause = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		pauses++
+		now = now.Add(10 * time.Second)
+		n := pauses
+		mu.Unlock()
+		if n == 4 {
+			whileFull = c.Ready()
+			for _, call := range f.callsOf("getUpdates") {
+				offsets = append(offsets, call.Params["offset"])
+			}
+			disk.full.Store(false)
+		}
+		return ctx.Err()
+	}
+	boundSpin(ctx, f, 200, cancel)
+	got := make(chan string, 10)
+	done := make(chan error, 1)
+	id := f.say(5, user{id: 9, name: "ann"}, "hello")
+	go func() {
+		done <- c.Run(ctx, channels.HandlerFunc(func(_ context.Context, m core.Message) error { got <- m.ID; return nil }))
+	}()
+	select {
+	case m := <-got:
+		if m != strconv.FormatInt(id, 10) {
+			t.Errorf("handled %s, want %d", m, id)
+		}
+	case err := <-done:
+		t.Fatalf("Run ended (%v) before the update was handled; %d getUpdates, %d pauses:\n%s", err, len(f.callsOf("getUpdates")), pauses, logs.String())
+	}
+	next := strconv.FormatInt(id+1, 10)
+	f.waitFor("a getUpdates confirming the update", func() bool {
+		return slices.ContainsFunc(f.callsL("getUpdates"), func(c apiCall) bool { return c.Params["offset"] == next })
+	})
+	if err := c.Ready(); err != nil {
+		t.Errorf("Ready() = %v once saving works again", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if whileFull == nil || !strings.Contains(whileFull.Error(), "database or disk is full") {
+		t.Errorf("Ready() while the disk was full = %v", whileFull)
+	}
+	if len(offsets) < 4 || slices.Contains(offsets, next) {
+		t.Errorf("getUpdates offsets while full: %v; none may confirm %d", offsets, id)
+	}
+	if disk.failed.Load() < 4 {
+		t.Errorf("only %d saves failed", disk.failed.Load())
+	}
+	if n := strings.Count(logs.String(), "saving the update inbox failed"); n != 1 {
+		t.Errorf("the failure was logged %d times in 40s, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "saving the update inbox works again") {
+		t.Error("the recovery was not logged")
+	}
+	select {
+	case m := <-got:
+		t.Errorf("update %s handled twice", m)
+	default:
+	}
+}

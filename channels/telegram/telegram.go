@@ -1,5 +1,6 @@
 // Package telegram is the Telegram channel, built on github.com/go-telegram/bot. It receives
-// updates by long polling, turns messages and button clicks into core.Message values and
+// updates by long polling or, in webhook mode, on POST /webhooks/telegram (RegisterHTTP),
+// both feeding the same inbox and dispatcher, turns messages and button clicks into core.Message values and
 // delivers replies as Telegram HTML: split at 4096 UTF-16 units, re-sent as plain text when
 // Telegram rejects the formatting, plans as documents with inline Accept / Revise / Auto
 // buttons, progress as one message edited in place.
@@ -102,6 +103,8 @@ type Channel struct {
 	pause func(ctx context.Context, d time.Duration) error
 	limit *logLimiter
 
+	health *channels.Health // what Ready reports
+
 	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
 }
 
@@ -141,6 +144,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		toasts:  newToastBoard(),
 		now:     time.Now,
 		pause:   sleep,
+		health:  channels.NewHealth(Name, "not started"),
 	}
 	c.limit = newLogLimiter(func() time.Time { return c.now() })
 	if c.api == "" {
@@ -198,7 +202,8 @@ func (c *Channel) BotID() int64 { return c.botID }
 func (c *Channel) Username() string { return c.username }
 
 // Run sets the command menu, replays updates that were received but not handled before a
-// restart, then long-polls until ctx ends (returning nil). It returns an error only when
+// restart, then long-polls (after deleteWebhook) or, in webhook mode, registers the webhook
+// and takes updates from the HTTP route, until ctx ends (returning nil). It returns an error only when
 // Telegram refuses the bot for good (a revoked token).
 //
 // With an AsyncHandler (the engine) messages are queued in order and Run goes on polling;
@@ -214,7 +219,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 		}
 		return fmt.Errorf("running telegram: %w", err)
 	}
-	d := &dispatcher{c: c, h: h, in: in}
+	d := &dispatcher{c: c, h: h, in: in, ctx: ctx}
 	c.disp.Store(d)
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
@@ -225,13 +230,23 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if err := in.flush(context.WithoutCancel(ctx)); err != nil {
 		c.log.Error("saving the update inbox", "err", err)
 	}
-	err = c.poll(ctx, d)
+	if c.cfg.Mode == ModeWebhook {
+		err = c.serveWebhook(ctx, d)
+	} else {
+		c.deleteWebhook(ctx)
+		err = c.poll(ctx, d)
+	}
+	c.health.Down("stopped")
 	// Updates finished since the last save are saved now, not replayed after a restart.
 	if ferr := in.flush(context.WithoutCancel(ctx)); ferr != nil {
 		c.log.Error("saving the update inbox", "err", ferr)
 	}
 	return err
 }
+
+// Ready is nil while the bot receives updates (polling works, or the webhook is set)
+// and storing them works; otherwise an error naming the problem, for /readyz.
+func (c *Channel) Ready() error { return c.health.Err() }
 
 // setCommands publishes the /plan menu. A failure only costs the menu, so it is logged.
 func (c *Channel) setCommands(ctx context.Context) {

@@ -21,6 +21,9 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core/mcp"
+	"github.com/plangate/plangate/httpserver"
 )
 
 // Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
@@ -36,6 +39,7 @@ type Config struct {
 	Tools     ToolsConfig     `yaml:"tools"`
 	Access    AccessConfig    `yaml:"access"`
 	Channels  ChannelsConfig  `yaml:"channels"`
+	HTTP      HTTPConfig      `yaml:"http"`
 	Log       LogConfig       `yaml:"log"`
 
 	file    string              // the config file as given, for messages
@@ -111,6 +115,7 @@ type PlanModeConfig struct {
 type ToolsConfig struct {
 	MaxWriteBytes int              `yaml:"max_write_bytes"` // largest file write_file/edit_file write
 	RunCommand    RunCommandConfig `yaml:"run_command"`
+	MCP           mcp.Config       `yaml:"mcp"` // MCP tool servers, gated like every other tool
 }
 
 // RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.
@@ -138,6 +143,10 @@ type ChannelsConfig struct {
 	Telegram telegram.Config `yaml:"telegram"`
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
+	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
+	// OutboxMaxAge: a reply left unsent by a killed process is delivered at the next start
+	// only if it is at most this old; older ones are dropped with a log line.
+	OutboxMaxAge time.Duration `yaml:"outbox_max_age"`
 }
 
 // describe lists the summaries of the enabled channels for `plangate config check`; each
@@ -152,6 +161,7 @@ func (ch ChannelsConfig) describe() []string {
 		{ch.Telegram.Enabled, ch.Telegram},
 		{ch.Slack.Enabled, ch.Slack},
 		{ch.Discord.Enabled, ch.Discord},
+		{ch.Web.Enabled, &ch.Web},
 	} {
 		if s.enabled {
 			out = append(out, s.cfg.Describe())
@@ -228,8 +238,12 @@ func defaultConfig() *Config {
 			Telegram: telegram.Defaults(),
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
+			Web:      web.Config{SessionTTL: web.DefaultSessionTTL},
+			// An answer an hour late would surprise more than help.
+			OutboxMaxAge: time.Hour,
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:   LogConfig{Level: LogInfo, Format: LogText},
 	}
 }

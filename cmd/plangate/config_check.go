@@ -73,6 +73,7 @@ func (c *Config) Describe() string {
 		line("approvers", "none listed: the session owner and anyone in a direct message decide")
 	}
 	line("tools", "%s; writes up to %d bytes", runCommandSummary(c.Tools.RunCommand), c.Tools.MaxWriteBytes)
+	line("http", "%s", c.HTTP.describe())
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)
 	return b.String()
 }
@@ -151,23 +152,27 @@ func runCommandSummary(rc RunCommandConfig) string {
 	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
 }
 
-// pathWithin reports whether p is root or lies under it, lexically and, where the paths
-// exist, after resolving symlinks.
-func pathWithin(p, root string) bool {
-	under := func(p, root string) bool {
-		rel, err := filepath.Rel(root, p)
-		return err == nil && filepath.IsLocal(rel)
+// openApprovalWarning is the start-up warning of `plangate serve` when a network channel
+// runs without access.approvers: then whoever writes first in a chat owns its session and
+// decides on its plans, which the operator should know (issue 11). "" when there is
+// nothing to warn about.
+func (c *Config) openApprovalWarning() string {
+	if len(c.Access.Approvers) > 0 {
+		return ""
 	}
-	if under(p, root) {
-		return true
-	}
-	rp, err1 := filepath.EvalSymlinks(p)
-	rr, err2 := filepath.EvalSymlinks(root)
-	if err1 != nil {
-		// A file not created yet: resolve its directory.
-		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-			rp, err1 = filepath.Join(d, filepath.Base(p)), nil
+	var open []string
+	for _, ch := range []struct {
+		name    string
+		enabled bool
+	}{{"telegram", c.Channels.Telegram.Enabled}, {"slack", c.Channels.Slack.Enabled}, {"discord", c.Channels.Discord.Enabled}} {
+		if ch.enabled {
+			open = append(open, ch.name)
 		}
 	}
-	return err1 == nil && err2 == nil && under(rp, rr)
+	if len(open) == 0 {
+		return ""
+	}
+	return "access.approvers is empty: on " + strings.Join(open, ", ") +
+		" the first person who writes in each chat owns its session and decides on its plans;" +
+		" list who may decide in access.approvers (e.g. telegram:123456789)"
 }

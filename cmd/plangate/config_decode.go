@@ -143,8 +143,11 @@ func describeNode(n ast.Node) string {
 }
 
 func expectedValue(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
+	switch t {
+	case reflect.TypeFor[time.Duration]():
 		return "a duration such as 30s, 10m or 1h"
+	case reflect.TypeFor[ByteSize]():
+		return "a size such as 1MiB, 512KiB or 1048576 (bytes)"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -265,6 +268,16 @@ func editDistance(a, b string) int {
 func (c *Config) expandEnv(getenv func(string) string) []problem {
 	c.origins = map[string][]string{}
 	var probs []problem
+	expand := func(s, path string) string {
+		out, vars, ok := expandRefs(s, getenv)
+		if !ok {
+			probs = append(probs, problem{path, path + " has a malformed ${...} reference: write ${NAME}"})
+		}
+		if len(vars) > 0 {
+			c.origins[path] = vars
+		}
+		return out
+	}
 	var visit func(v reflect.Value, path string)
 	visit = func(v reflect.Value, path string) {
 		switch v.Kind() {
@@ -278,15 +291,16 @@ func (c *Config) expandEnv(getenv func(string) string) []problem {
 			for i := range v.Len() {
 				visit(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
 			}
+		case reflect.Map: // name: value sections such as channels.web.users
+			if v.Type().Key().Kind() != reflect.String || v.Type().Elem().Kind() != reflect.String {
+				return
+			}
+			for _, k := range v.MapKeys() {
+				s := expand(v.MapIndex(k).String(), joinKey(path, k.String()))
+				v.SetMapIndex(k, reflect.ValueOf(s).Convert(v.Type().Elem()))
+			}
 		case reflect.String:
-			s, vars, ok := expandRefs(v.String(), getenv)
-			if !ok {
-				probs = append(probs, problem{path, path + " has a malformed ${...} reference: write ${NAME}"})
-			}
-			if len(vars) > 0 {
-				c.origins[path] = vars
-			}
-			v.SetString(s)
+			v.SetString(expand(v.String(), path))
 		}
 	}
 	visit(reflect.ValueOf(c).Elem(), "")

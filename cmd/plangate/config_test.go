@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
 )
 
 // writeConfig writes body to config.yaml in a fresh directory and returns its path.
@@ -53,6 +54,9 @@ func exported(c *Config) Config {
 	if len(out.Channels.Discord.GuildIDs) == 0 {
 		out.Channels.Discord.GuildIDs = nil
 	}
+	if len(out.Channels.Web.Users) == 0 {
+		out.Channels.Web.Users = nil
+	}
 	return out
 }
 
@@ -78,12 +82,15 @@ func wantDefaults(dir string) Config {
 			Planner:    PlannerConfig{Style: "conservative"},
 		},
 		Channels: ChannelsConfig{
-			Terminal: terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
-			Telegram: telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
-			Slack:    slack.Config{LongReplyAsFile: 20000},
-			Discord:  discord.Config{LongReplyAsFile: 6000},
+			Terminal:     terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
+			Telegram:     telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},
+			Slack:        slack.Config{LongReplyAsFile: 20000},
+			Discord:      discord.Config{LongReplyAsFile: 6000},
+			Web:          web.Config{SessionTTL: 7 * 24 * time.Hour},
+			OutboxMaxAge: time.Hour,
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}},
+		HTTP:  HTTPConfig{MaxBody: 1 << 20},
 		Log:   LogConfig{Level: "info", Format: "text"},
 	}
 }

@@ -9,12 +9,20 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/discord"
+	"github.com/plangate/plangate/channels/slack"
+	"github.com/plangate/plangate/channels/telegram"
 )
 
 // validate checks values the YAML types cannot, and returns every problem at once: each
 // section's own, then those that span sections.
 func (c *Config) validate() []problem {
-	ps := c.sectionProblems(reflect.ValueOf(*c), "")
+	ps := c.sectionProblems(reflect.ValueOf(c).Elem(), "")
+	ps = append(ps, c.ownFilesOutsideWorkspace()...)
+	if c.Channels.Web.Enabled && c.HTTP.Listen == "" {
+		ps = append(ps, problem{"channels.web.enabled", "channels.web.enabled is true but http.listen is empty: the web channel's pages are served by the HTTP server; set http.listen, e.g. 127.0.0.1:8080"})
+	}
+	ps = append(ps, c.webhookProblems()...)
 
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
@@ -30,17 +38,12 @@ func (c *Config) validate() []problem {
 			ps = append(ps, problem{"llm.script", "llm.script is empty: set it to a script file such as demo/script.yaml"})
 		}
 	}
-	// plangate's own files are never workspace files (issue 11).
-	for _, p := range []struct{ key, value string }{{"store.path", c.Store.Path}, {"plans.dir", c.Plans.Dir}} {
-		if p.value != "" && c.Workspace.Root != "" && pathWithin(p.value, c.Workspace.Root) {
-			ps = append(ps, problem{p.key, p.key + " is inside workspace.root: the agent's tools and commands would reach plangate's own files; move it out of the workspace"})
-		}
-	}
 	return ps
 }
 
 // sectionProblems runs Validate on every section in v (a struct read from the file at
-// path), looking into the sections that have none, such as channels.
+// path), looking into the sections that have none, such as channels. v is addressable, so
+// a section whose Validate has a pointer receiver is checked too.
 func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 	var ps []problem
 	for f, fv := range v.Fields() {
@@ -49,13 +52,28 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		if s, ok := fv.Interface().(channels.Validator); ok {
+		s, ok := validator(fv)
+		if ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
-		} else if fv.Kind() == reflect.Struct {
+		}
+		// channels validates its own keys and holds the adapters' sections.
+		if fv.Kind() == reflect.Struct && (!ok || fv.Type() == reflect.TypeFor[ChannelsConfig]()) {
 			ps = append(ps, c.sectionProblems(fv, key)...)
 		}
 	}
 	return ps
+}
+
+// validator is the section's Validate, with a value or a pointer receiver.
+func validator(v reflect.Value) (channels.Validator, bool) {
+	if s, ok := v.Interface().(channels.Validator); ok {
+		return s, true
+	}
+	if v.CanAddr() {
+		s, ok := v.Addr().Interface().(channels.Validator)
+		return s, ok
+	}
+	return nil, false
 }
 
 // keyProblems places what the section at prefix reported: keys get the section's path, a
@@ -75,7 +93,13 @@ func (c *Config) keyProblems(prefix string, err error) []problem {
 		ps = append(ps, problem{key, msg})
 	}
 	for _, err := range rest {
-		ps = append(ps, problem{prefix, prefix + ": " + err.Error()})
+		msg, key := err.Error(), prefix
+		if named, _, ok := strings.Cut(msg, ": "); ok && (named == prefix || strings.HasPrefix(named, prefix+".")) {
+			key = named // a section that names its keys itself ("channels.web.users.alice: ...")
+		} else {
+			msg = prefix + ": " + msg
+		}
+		ps = append(ps, problem{key, msg})
 	}
 	return ps
 }
@@ -113,6 +137,10 @@ func checkNotNegative(key string, d time.Duration) error {
 	}
 	return nil
 }
+
+// Validate checks the channels section's own keys; the adapters' sections validate
+// themselves.
+func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_age", c.OutboxMaxAge) }
 
 // Validate checks the store section.
 func (s StoreConfig) Validate() error { return checkPath("path", s.Path) }
@@ -172,7 +200,7 @@ func (p PlanModeConfig) Validate() error {
 
 // Validate checks the tools section.
 func (t ToolsConfig) Validate() error {
-	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none")}
+	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none"), prefixed("mcp", t.MCP.Validate())}
 	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
 		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
 	}
@@ -190,7 +218,7 @@ func (a AccessConfig) Validate() error {
 	for i, s := range a.Approvers {
 		if !validApprover(s) {
 			errs = append(errs, channels.BadValue(fmt.Sprintf("approvers[%d]", i), s,
-				"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
+				"expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)"))
 		}
 	}
 	return errors.Join(append(errs, a.policyProblems()...)...)
@@ -210,7 +238,7 @@ func validApprover(s string) bool {
 		return false
 	}
 	switch channel {
-	case "terminal", "telegram", "slack", "discord", "discord-role":
+	case "terminal", "telegram", "slack", "discord", "web", "discord-role":
 		return true
 	}
 	return false
@@ -218,3 +246,34 @@ func validApprover(s string) bool {
 
 // maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
 const maxWriteBytesLimit = 64 << 20
+
+// webhookProblems: a channel that receives over HTTP needs the HTTP server, and Telegram's
+// webhook needs the public address it registers.
+func (c *Config) webhookProblems() []problem {
+	ch := c.Channels
+	var ps []problem
+	for _, w := range []struct {
+		on       bool
+		key, val string
+	}{
+		{ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook, "channels.telegram.mode", ch.Telegram.Mode},
+		{ch.Slack.Enabled && ch.Slack.Mode == slack.ModeHTTP, "channels.slack.mode", ch.Slack.Mode},
+		{ch.Discord.Enabled && ch.Discord.Interactions == discord.InteractionsHTTP, "channels.discord.interactions", ch.Discord.Interactions},
+	} {
+		if w.on && c.HTTP.Listen == "" {
+			ps = append(ps, problem{w.key, fmt.Sprintf("%s is %s but http.listen is empty: the platform delivers to plangate's HTTP server; set http.listen (and http.public_url)", w.key, w.val)})
+		}
+	}
+	if ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook && c.HTTP.PublicURL == "" {
+		ps = append(ps, problem{"channels.telegram.mode", "channels.telegram.mode is webhook but http.public_url is empty: set it to the HTTPS address Telegram reaches (ports 443, 80, 88 or 8443)"})
+	}
+	return ps
+}
+
+// prefixed names the sub-section an error of a package outside channels came from.
+func prefixed(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", key, err)
+}

@@ -24,6 +24,8 @@ func TestKeyProblems(t *testing.T) {
 		channels.OneOf("kind", "c", "a", "b"),
 		channels.Invalid("limit", "is %d: it must be at least 1", 0),
 		fmt.Errorf("reading the manifest: %w", errors.New("boom")),
+		errors.New("channels.x.users.a: the token is short"),
+		errors.New("channels.xy: not this section's key"),
 	)
 	got := c.keyProblems("channels.x", err)
 	want := []problem{
@@ -33,6 +35,8 @@ func TestKeyProblems(t *testing.T) {
 		{"channels.x.kind", `channels.x.kind is "c": expected a or b`},
 		{"channels.x.limit", "channels.x.limit is 0: it must be at least 1"},
 		{"channels.x", "channels.x: reading the manifest: boom"},
+		{"channels.x.users.a", "channels.x.users.a: the token is short"},
+		{"channels.x", "channels.x: channels.xy: not this section's key"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("keyProblems =\n%q\nwant\n%q", got, want)
@@ -50,7 +54,8 @@ func TestEverySectionValidates(t *testing.T) {
 		for f := range typ.Fields() {
 			name := yamlName(f)
 			switch {
-			case name == "" || f.Type.Implements(reflect.TypeFor[channels.Validator]()):
+			case name == "" || f.Type.Implements(reflect.TypeFor[channels.Validator]()) ||
+				reflect.PointerTo(f.Type).Implements(reflect.TypeFor[channels.Validator]()):
 			case f.Type.Kind() == reflect.Struct:
 				check(f.Type, joinKey(path, name))
 			default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -21,6 +22,22 @@ type gateway struct {
 	schedDone chan error
 	stopSched context.CancelFunc
 	log       *slog.Logger
+
+	served       []string
+	outboxMaxAge time.Duration
+	mcp          *mcp.Manager // nil without tools.mcp
+}
+
+// unsent lists the replies a killed process committed and never sent (of the sessions
+// only selects; nil = all). It runs before anything new is received, so no reply of this
+// process is among them; delivering them (Backlog.Deliver, oldest first) may then run
+// beside new messages, so per-chat pacing of a long backlog does not hold up receiving.
+func (g *gateway) unsent(ctx context.Context, only func(sessionID string) bool) core.Backlog {
+	b, err := g.eng.Unsent(ctx, g.served, g.outboxMaxAge, only)
+	if err != nil {
+		g.log.Error("listing replies left unsent", "err", err)
+	}
+	return b
 }
 
 // nudgerRef breaks the cycle between the engine (which tells the scheduler about changed
@@ -35,7 +52,9 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, sessionID string) {
 
 // startGateway builds the model, tools, engine and scheduler and starts the scheduler.
 // out is where replies go (the channels' Hub).
-func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender) (*gateway, error) {
+// served names the channels this process serves: only their reminders are claimed here,
+// and only their unsent replies are delivered at start (see deliverUnsent).
+func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string) (*gateway, error) {
 	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return nil, err
@@ -47,16 +66,69 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	for _, n := range toolbox.Notices() {
 		log.Warn(n) // run_command unavailable, or running without a sandbox
 	}
+	var tools core.Toolbox = toolbox
+	mgr, err := startMCP(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if mgr != nil {
+		tools = core.CombineToolboxes(toolbox, mgr)
+	}
 	ref := &nudgerRef{}
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now})
-	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now}, log)
+	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: tools, Out: out, Nudger: ref, Log: log, Now: e.now,
+		NudgeSpecs: nudges.Specs{}})
+	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log}
+	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
+		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge, mcp: mgr}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
+	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	return g, nil
+}
+
+// resume picks up the work a previous process left unfinished in the sessions mine
+// selects, and logs what it did.
+func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) {
+	n, err := g.eng.Resume(ctx, mine)
+	if err != nil {
+		g.log.Error("resuming unfinished work", "err", err)
+	} else if n > 0 {
+		g.log.Info("resumed unfinished work", "sessions", n)
+	}
+}
+
+// toolRunsKept is how long finished tool runs are kept for post-mortems.
+const toolRunsKept = 7 * 24 * time.Hour
+
+// pruneOutbox deletes sent and dropped outbox rows (kept a day past outbox_max_age, for
+// post-mortems) and old finished tool runs at start-up and then hourly.
+func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := st.PruneOutbox(ctx, now().Add(-maxAge-24*time.Hour)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning the outbox", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned delivered replies", "rows", n)
+		}
+		if n, err := st.PruneToolRuns(ctx, now().Add(-toolRunsKept)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("pruning tool runs", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned finished tool runs", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md
@@ -104,7 +176,29 @@ func (g *gateway) shutdown(grace time.Duration, interrupt context.CancelFunc) er
 	if err := <-g.schedDone; err != nil {
 		errs = append(errs, fmt.Errorf("nudge scheduler: %w", err))
 	}
+	if g.mcp != nil {
+		if err := g.mcp.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping MCP servers: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// startMCP starts the configured MCP servers (none: nil). A server that fails to start is
+// logged and retried with backoff; its tools appear once it is up.
+func startMCP(ctx context.Context, cfg *Config, log *slog.Logger) (*mcp.Manager, error) {
+	if len(cfg.Tools.MCP) == 0 {
+		return nil, nil
+	}
+	mgr, err := mcp.New(cfg.Tools.MCP, mcp.Options{Log: log, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return nil, fmt.Errorf("starting MCP servers: %w", err)
+	}
+	log.Info("mcp servers", "status", mgr.Status())
+	return mgr, nil
 }
 
 // workHandler hands messages to the engine under a context that outlives receiving, so a

@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
+	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/llm"
 	"github.com/plangate/plangate/core/tools"
@@ -35,13 +36,15 @@ const usage = `plangate — a chat gateway where an AI agent plans before it act
 
 Usage:
   plangate chat [--config F] [--session NAME]   chat in this terminal (replies and attachment paths on stdout)
-  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack, Discord) until SIGINT/SIGTERM
+  plangate serve [--config F]                   run the enabled chat channels (Telegram, Slack, Discord) and the
+                                                HTTP server (http.listen) until SIGINT/SIGTERM
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
+  plangate store migrate [--config F]           apply pending database migrations and exit
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -271,7 +274,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	tc.Session = *session
 	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{term.Name()})
 	if err != nil {
 		return err
 	}
@@ -279,6 +282,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	// Each line is handled to the end before the next is read; nudges for this terminal
 	// arrive in between while the chat is open.
 	here := term.Address().SessionID()
+	g.unsent(ctx, func(id string) bool { return id == here }).Deliver(ctx)
 	if _, err := g.eng.Resume(ctx, func(s core.Session) bool { return s.ID == here }); err != nil {
 		log.Error("resuming unfinished work", "err", err)
 	}
@@ -299,17 +303,25 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	ch := cfg.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled {
-		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord) in the config, or use plangate chat for the terminal")
+	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
+		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
+	if w := cfg.openApprovalWarning(); w != "" {
+		log.Warn(w)
+	}
 	st, err := openCheckedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	web, err := listenHTTP(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer web.close()
 
-	chans, err := openChannels(ctx, ch, st, log)
+	chans, err := openChannels(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
@@ -320,27 +332,30 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, hub)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, names)
 	if err != nil {
 		return err
 	}
 	log.Info("plangate serving", "channels", strings.Join(names, ","), "model", g.why)
 
-	// Receiving stops at SIGINT/SIGTERM (ctx); work already accepted runs on under workCtx
-	// and gets a grace period to finish before it is interrupted.
+	// Receiving (the channels and the HTTP server) stops at SIGINT/SIGTERM (ctx) or when one
+	// of them fails; work already accepted runs on under workCtx and gets a grace period to
+	// finish before it is interrupted.
+	recvCtx, stopReceiving := context.WithCancel(ctx)
+	defer stopReceiving()
+	running := web.track(chans)
+	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	backlog := g.unsent(workCtx, nil)
 	go func() {
-		n, err := g.eng.Resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
-		if err != nil {
-			log.Error("resuming unfinished work", "err", err)
-		} else if n > 0 {
-			log.Info("resumed unfinished work", "sessions", n)
-		}
+		backlog.Deliver(workCtx)
+		g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	}()
-	runErr := hub.Run(ctx, workHandler{eng: g.eng, ctx: workCtx})
+	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
+	stopReceiving()
 	log.Info("stopping: waiting for agent turns in progress")
-	stopErr := g.shutdown(30*time.Second, interrupt)
+	stopErr := errors.Join(g.shutdown(30*time.Second, interrupt), web.wait())
 	left, drainErr := drainChannels(chans, log)
 	stopErr = errors.Join(stopErr, drainErr)
 	switch {
@@ -353,9 +368,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 }
 
 // openChannels connects every enabled chat channel, each with its own config section.
-func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
+	ch := cfg.Channels
 	var chans []channels.Channel
 	if ch.Telegram.Enabled {
+		ch.Telegram.PublicURL = cfg.HTTP.PublicURL // webhook mode registers it with Telegram
 		tg, err := telegram.New(ctx, ch.Telegram, st, log)
 		if err != nil {
 			return nil, err
@@ -379,6 +396,13 @@ func openChannels(ctx context.Context, ch ChannelsConfig, st *store.Store, log *
 		log.Info("discord connected", "bot", dc.BotID())
 		chans = append(chans, dc)
 	}
+	if ch.Web.Enabled {
+		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		chans = append(chans, wc) // its pages are mounted on the HTTP server (track)
+	}
 	return chans, nil
 }
 
@@ -398,6 +422,9 @@ func cmdConfig(args []string, e procEnv) error {
 		return err
 	}
 	fmt.Fprint(e.stdout, cfg.Describe())
+	if w := cfg.openApprovalWarning(); w != "" {
+		fmt.Fprintln(e.stdout, "warning:", w)
+	}
 	fmt.Fprintln(e.stdout, "config ok")
 	return nil
 }

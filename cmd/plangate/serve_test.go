@@ -190,6 +190,10 @@ channels:
 	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), "TEST-token") {
 		t.Errorf("the bot token appears in the log")
 	}
+	// No access.approvers: one warning at start that the first person in a chat owns it.
+	if n := strings.Count(logs.String(), "access.approvers is empty: on telegram the first person who writes in each chat owns its session"); n != 1 {
+		t.Errorf("the open-approval warning appears %d times, want once:\n%s", n, logs.String())
+	}
 	var s sessionJSON
 	show := plangateCmd(t, ctx, dir, "sessions", "show", "telegram:4242:555", "--json")
 	show.Env = append(show.Env, "TELEGRAM_BOT_TOKEN="+token)

@@ -11,9 +11,9 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F]"
+const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F] | plangate store migrate [--config F]"
 
-// cmdStore is `plangate store check` and `plangate store backup FILE`.
+// cmdStore is `plangate store check`, `plangate store backup FILE` and `plangate store migrate`.
 func cmdStore(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, storeUsage)
@@ -23,6 +23,8 @@ func cmdStore(ctx context.Context, args []string, e procEnv) error {
 		return cmdStoreCheck(ctx, args[1:], e)
 	case "backup":
 		return cmdStoreBackup(ctx, args[1:], e)
+	case "migrate":
+		return cmdStoreMigrate(ctx, args[1:], e)
 	}
 	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
 }

@@ -1,0 +1,146 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/httpserver"
+)
+
+// InteractionsPath is the route of interactions http, under http.public_url: the
+// application's Interactions Endpoint URL.
+const InteractionsPath = "/webhooks/discord"
+
+// RegisterHTTP adds POST /webhooks/discord to srv with interactions http (with gateway
+// it adds nothing). Call it before srv runs; until Run is running the route answers 503.
+func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
+	if c.cfg.Interactions != InteractionsHTTP {
+		return
+	}
+	srv.Handle("POST "+InteractionsPath, http.HandlerFunc(c.serveHTTP))
+}
+
+// Ready is nil while the gateway is connected (messages always come over it) and, with
+// interactions http, Run takes interaction requests; otherwise an error naming the
+// problem, for /readyz.
+func (c *Channel) Ready() error {
+	err := c.health.Err()
+	if c.cfg.Interactions == InteractionsHTTP {
+		if d := c.disp.Load(); d == nil || !d.accepting.Load() {
+			err = errors.Join(err, errors.New("discord: the interactions endpoint is not taking requests"))
+		}
+	}
+	return err
+}
+
+// serveHTTP verifies an interaction request with the application's public key, answers a
+// PING, and hands the rest to takeInteraction, the path gateway interactions take: the
+// HTTP response is then the callback (a deferred response for what the engine handles),
+// and the follow-ups go through the webhook API as in gateway mode.
+func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	body, ok := httpserver.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !discordgo.VerifyInteraction(r, c.pubKey) {
+		httpserver.WriteError(w, http.StatusUnauthorized, "invalid request signature")
+		return
+	}
+	i, err := decodeInteraction(body)
+	if err != nil {
+		httpserver.WriteError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if i.Type == discordgo.InteractionPing {
+		writeCallback(w, &discordgo.InteractionResponse{Type: discordgo.InteractionResponsePong})
+		return
+	}
+	d := c.disp.Load()
+	if d == nil || !d.accepting.Load() {
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "discord is not running yet; try again")
+		return
+	}
+	resp, p := c.takeInteraction(d.ctx, d, i)
+	if resp == nil {
+		httpserver.WriteError(w, http.StatusBadRequest, "an interaction plangate does not answer, or answered already")
+		return
+	}
+	werr := writeCallback(w, resp)
+	if p != nil {
+		// Replies wait for this: a follow-up before Discord has the deferred answer
+		// would find no interaction to follow.
+		if werr != nil {
+			p.ackErr = werr
+			c.log.Error("an interaction could not be answered", "chat", i.ChannelID, "interaction", i.ID, "err", werr)
+		}
+		close(p.acked)
+	}
+}
+
+// decodeInteraction reads a request body as one interaction; the error is a one-line reason.
+func decodeInteraction(body []byte) (*discordgo.Interaction, error) {
+	var i discordgo.Interaction
+	if err := json.Unmarshal(body, &i); err != nil {
+		return nil, fmt.Errorf("not a discord interaction: %s", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	if i.ID == "" || i.Type == 0 {
+		return nil, errors.New("not a discord interaction: no id or type")
+	}
+	if i.Type != discordgo.InteractionPing && i.Token == "" {
+		return nil, errors.New("not a discord interaction: no token")
+	}
+	return &i, nil
+}
+
+// writeCallback answers 200 with the callback as JSON, and flushes it, so that Discord
+// has it before any follow-up is sent.
+func writeCallback(w http.ResponseWriter, resp *discordgo.InteractionResponse) error {
+	data, err := json.Marshal(resp)
+	if err != nil {
+		httpserver.WriteError(w, http.StatusInternalServerError, "encoding the answer failed")
+		return fmt.Errorf("encoding the callback: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("writing the callback: %w", err)
+	}
+	if err := http.NewResponseController(w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return fmt.Errorf("sending the callback: %w", err)
+	}
+	return nil
+}
+
+// doIx is do for the webhook calls that follow an interaction's answer. With interactions
+// http that answer is the HTTP response, and Discord may not have taken it in when the
+// first follow-up arrives ("Unknown Message" or "Unknown interaction"): such a call is
+// tried again after a pause, a few times.
+func (c *Channel) doIx(ctx context.Context, what string, call func(opts ...discordgo.RequestOption) error) error {
+	err := c.do(ctx, what, call)
+	if c.cfg.Interactions != InteractionsHTTP {
+		return err
+	}
+	for wait := c.tune.backoff; err != nil && unknownInteraction(err) && wait <= c.tune.maxBackoff; wait *= 2 {
+		if channels.Sleep(ctx, wait) != nil {
+			return err
+		}
+		err = c.do(ctx, what, call)
+	}
+	return err
+}
+
+// unknownInteraction tells Discord's "not (yet) known" answers about an interaction.
+func unknownInteraction(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound && (ae.Code == 10008 || ae.Code == 10062 || ae.Code == 10015)
+}

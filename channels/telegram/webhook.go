@@ -1,0 +1,165 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/plangate/plangate/httpserver"
+)
+
+// WebhookPath is the route Telegram posts updates to in webhook mode, under http.public_url.
+const WebhookPath = "/webhooks/telegram"
+
+// secretHeader carries setWebhook's secret_token in every webhook request.
+const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
+
+// allowedUpdates are the update kinds the bot asks for, polling or not.
+var allowedUpdates = []string{models.AllowedUpdateMessage, models.AllowedUpdateCallbackQuery}
+
+// RegisterHTTP adds POST /webhooks/telegram to srv in webhook mode (in polling mode it
+// adds nothing). Call it before srv runs; until Run has loaded the inbox the route
+// answers 503, which Telegram retries.
+//
+// The library's own webhook handler is not used: it answers 200 to a wrong secret,
+// compares the secret in variable time and queues the update in memory before any commit.
+func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
+	if c.cfg.Mode != ModeWebhook {
+		return
+	}
+	srv.Handle("POST "+WebhookPath, http.HandlerFunc(c.serveHTTP))
+}
+
+func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.WebhookSecret == "" || !httpserver.SecretEqual(r.Header.Get(secretHeader), c.cfg.WebhookSecret) {
+		httpserver.WriteError(w, http.StatusUnauthorized, "missing or wrong "+secretHeader)
+		return
+	}
+	body, ok := httpserver.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	d := c.disp.Load()
+	if d == nil || !d.accepting.Load() {
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "telegram is not receiving yet; try again")
+		return
+	}
+	code, why, handle := d.acceptWebhook(body)
+	if code != http.StatusOK {
+		httpserver.WriteError(w, code, why)
+		return
+	}
+	// The update is committed: Telegram may have its 200 before the handing over, which
+	// still happens here, so updates are handed over in the order they were answered.
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	if handle != nil {
+		handle()
+	}
+}
+
+// decodeUpdate reads a webhook body as one update; the error is a one-line reason.
+func decodeUpdate(body []byte) (int64, *models.Update, error) {
+	id, exact, err := updateID(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
+	}
+	if !exact {
+		return 0, nil, errors.New("not a telegram update: update_id is not an integer")
+	}
+	var u models.Update
+	if err := json.Unmarshal(body, &u); err != nil {
+		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
+	}
+	return id, &u, nil
+}
+
+// acceptWebhook commits one update to the inbox; handle then dispatches it, in the same
+// way a polled update is. The answer's status is 200 once it is committed (or was
+// before, when handle is nil), 400 for a body that is no update and 503 when the commit
+// fails, so that Telegram delivers it again. Concurrent requests share their commits
+// (the inbox's flush writes the newest state for all who wait).
+func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle func()) {
+	id, _, err := decodeUpdate(body)
+	if err != nil {
+		return http.StatusBadRequest, strings.Join(strings.Fields(err.Error()), " "), nil
+	}
+	raw := json.RawMessage(body)
+	if !d.in.receiveAny(id, raw) {
+		d.c.log.Debug("update received before; answered and skipped", "update", id)
+		return http.StatusOK, "", nil
+	}
+	if err := d.in.flush(context.WithoutCancel(d.ctx)); err != nil {
+		d.in.unreceive([]int64{id}, -1)
+		d.storeFailed(err)
+		return http.StatusServiceUnavailable, "storing the update failed; deliver it again", nil
+	}
+	d.stored()
+	if d.async == nil {
+		// A plain handler runs the turn itself: not in the request.
+		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatch(d.ctx, raw) }) }
+	}
+	return http.StatusOK, "", func() { d.dispatch(d.ctx, raw) }
+}
+
+// serveWebhook registers the webhook with Telegram and takes updates from the HTTP route
+// until ctx ends.
+func (c *Channel) serveWebhook(ctx context.Context, d *dispatcher) error {
+	hook, err := c.webhookURL()
+	if err != nil {
+		return err
+	}
+	err = c.do(ctx, 0, false, "setWebhook", func(ctx context.Context) error {
+		_, err := c.b.SetWebhook(ctx, &bot.SetWebhookParams{URL: hook, SecretToken: c.cfg.WebhookSecret, AllowedUpdates: allowedUpdates})
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.health.Down("setWebhook failed")
+		return fmt.Errorf("registering the telegram webhook: %w", explainAuth(c.scrub(err)))
+	}
+	c.log.Info("telegram webhook registered", "url", hook)
+	c.health.Up()
+	d.accepting.Store(true)
+	<-ctx.Done()
+	d.accepting.Store(false)
+	return nil
+}
+
+// webhookURL is http.public_url + WebhookPath.
+func (c *Channel) webhookURL() (string, error) {
+	base := strings.TrimRight(c.cfg.PublicURL, "/")
+	if base == "" {
+		return "", errors.New("running telegram: channels.telegram.mode is webhook but http.public_url is not set")
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("running telegram: http.public_url %q is not an https:// URL", base)
+	}
+	if u.Scheme != "https" {
+		c.log.Warn("http.public_url is not https://; Telegram only delivers webhooks over HTTPS (ports 443, 80, 88 or 8443)")
+	}
+	return base + WebhookPath, nil
+}
+
+// deleteWebhook removes a webhook left from webhook mode, which would make every
+// getUpdates fail with 409. A failure is logged: polling then says what is wrong.
+func (c *Channel) deleteWebhook(ctx context.Context) {
+	err := c.do(ctx, 0, false, "deleteWebhook", func(ctx context.Context) error {
+		_, err := c.b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		c.logLimited(slog.LevelWarn, "deleting the telegram webhook", err)
+	}
+}

@@ -1,0 +1,310 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+)
+
+const hookSecret = "hook-Secret_0123456789"
+
+// diskState is a store that can run out of space: while full, every write fails as
+// SQLite's does.
+type diskState struct {
+	channels.State
+	full   atomic.Bool
+	failed atomic.Int64
+}
+
+func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
+	if s.full.Load() {
+		s.failed.Add(1)
+		return errors.New("saving channel state: database or disk is full")
+	}
+	return s.State.SetChannelState(ctx, ch, acct, key, v)
+}
+
+// hookEnv is the adapter in webhook mode behind a real httpserver.Server.
+type hookEnv struct {
+	*env
+	srv  *httptest.Server
+	disk *diskState
+}
+
+func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
+	h := &hookEnv{}
+	h.env = newEnv(t, func(e *env) {
+		e.cfg.Mode, e.cfg.WebhookSecret, e.cfg.PublicURL = ModeWebhook, hookSecret, "https://bot.example.test/"
+		e.wrap = func(st channels.State) channels.State {
+			h.disk = &diskState{State: st}
+			return h.disk
+		}
+		for _, m := range mutate {
+			m(e)
+		}
+	})
+	srv := httpserver.New(httpserver.Config{}, nil, nil)
+	h.Channel.RegisterHTTP(srv)
+	h.srv = httptest.NewServer(srv.Handler())
+	t.Cleanup(h.srv.Close)
+	h.Eventually("the webhook registered", func() bool { return h.Channel.Ready() == nil })
+	return h
+}
+
+// post sends body as Telegram does, with secret (none when ""), and returns the status
+// and the body of the answer.
+func (h *hookEnv) post(secret string, body []byte) (int, string) {
+	h.TB.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+WebhookPath, strings.NewReader(string(body)))
+	if err != nil {
+		h.TB.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set(secretHeader, secret)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.TB.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// update builds a message update without queueing it for getUpdates.
+func (h *hookEnv) update(chat int64, text string) (int64, []byte) {
+	id := h.api.say(chat, alice, text)
+	h.api.mu.Lock()
+	h.api.queue = nil
+	h.api.mu.Unlock()
+	return id, h.api.rawUpdate(id)
+}
+
+// savedIDs lists the update ids the stored inbox knows (pending or recent).
+func (h *hookEnv) savedIDs() []int64 {
+	h.TB.Helper()
+	v, ok, err := h.Store.ChannelState(context.Background(), Name, h.account(), inboxKey)
+	if err != nil {
+		h.TB.Fatal(err)
+	}
+	if !ok {
+		return nil
+	}
+	var s savedInbox
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		h.TB.Fatal(err)
+	}
+	ids := slices.Clone(s.Recent)
+	for _, raw := range s.Pending {
+		id, _, _ := updateID(raw)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestWebhookRegistersAndAnswersOnce(t *testing.T) {
+	h := newHookEnv(t)
+	calls := h.api.callsOf("setWebhook")
+	if len(calls) != 1 {
+		t.Fatalf("setWebhook called %d times, want once", len(calls))
+	}
+	p := calls[0].Params
+	if p["url"] != "https://bot.example.test/webhooks/telegram" || p["secret_token"] != hookSecret ||
+		!strings.Contains(p["allowed_updates"], "callback_query") {
+		t.Errorf("setWebhook got %v", p)
+	}
+	if n := len(h.api.callsOf("getUpdates")); n != 0 {
+		t.Errorf("getUpdates called %d times in webhook mode", n)
+	}
+	id, body := h.update(private, "hello by webhook")
+	if code, ans := h.post(hookSecret, body); code != http.StatusOK {
+		t.Fatalf("POST = %d %s, want 200", code, ans)
+	}
+	if !slices.Contains(h.savedIDs(), id) {
+		t.Errorf("update %d answered 200 but not in the stored inbox", id)
+	}
+	h.api.waitText(private, "ok")
+	h.Idle()
+	// Telegram delivers again an update whose 200 it did not see.
+	if code, ans := h.post(hookSecret, body); code != http.StatusOK {
+		t.Fatalf("redelivery = %d %s, want 200", code, ans)
+	}
+	h.Idle()
+	if n := h.Model.CallCount(); n != 1 {
+		t.Errorf("the model was called %d times, want once", n)
+	}
+	if n := countContaining(h.api.messages(private), "ok"); n != 1 {
+		t.Errorf("the reply was sent %d times, want once", n)
+	}
+}
+
+func TestWebhookRefusesForgedAndMalformed(t *testing.T) {
+	h := newHookEnv(t)
+	id, body := h.update(private, "forged")
+	for _, c := range []struct {
+		name, secret string
+		body         []byte
+		code         int
+		reason       string
+	}{
+		{"no secret header", "", body, 401, "missing or wrong"},
+		{"wrong secret", "hook-Secret_0123456788", body, 401, "missing or wrong"},
+		{"secret prefix", hookSecret[:5], body, 401, "missing or wrong"},
+		{"not JSON", hookSecret, []byte("update_id=1"), 400, "not a telegram update"},
+		{"no update_id", hookSecret, []byte(`{"message":{}}`), 400, "not a telegram update"},
+		{"update_id as string", hookSecret, []byte(`{"update_id":"5"}`), 400, "not a telegram update"},
+		{"message of the wrong type", hookSecret, []byte(`{"update_id":77,"message":7}`), 400, "not a telegram update"},
+	} {
+		code, ans := h.post(c.secret, c.body)
+		var got struct{ Error string }
+		_ = json.Unmarshal([]byte(ans), &got)
+		if code != c.code || !strings.Contains(got.Error, c.reason) || strings.Contains(got.Error, "\n") {
+			t.Errorf("%s: %d %q, want %d with %q on one line", c.name, code, ans, c.code, c.reason)
+		}
+		if strings.Contains(ans, hookSecret) {
+			t.Errorf("%s: the answer shows the secret", c.name)
+		}
+	}
+	h.Idle()
+	if ids := h.savedIDs(); slices.Contains(ids, id) || slices.Contains(ids, 77) {
+		t.Errorf("a refused request was stored: %v", ids)
+	}
+	if n := h.Model.CallCount(); n != 0 {
+		t.Errorf("a refused request reached the model (%d calls)", n)
+	}
+	if n := len(h.api.messages(private)); n != 0 {
+		t.Errorf("a refused request was answered: %v", h.api.messages(private))
+	}
+}
+
+func TestWebhookFullDiskAnswers503UntilSpaceReturns(t *testing.T) {
+	h := newHookEnv(t)
+	id, body := h.update(private, "disk full")
+	h.disk.full.Store(true)
+	for range 3 {
+		if code, ans := h.post(hookSecret, body); code != http.StatusServiceUnavailable {
+			t.Fatalf("POST on a full disk = %d %s, want 503", code, ans)
+		}
+	}
+	err := h.Channel.Ready()
+	if err == nil || !strings.Contains(err.Error(), "disk is full") {
+		t.Errorf("Ready() = %v, want the full disk named", err)
+	}
+	if n := h.Model.CallCount(); n != 0 {
+		t.Errorf("an update that was not stored was handled (%d model calls)", n)
+	}
+	if n := strings.Count(h.Logs.String(), "saving the update inbox failed"); n != 1 {
+		t.Errorf("the failure was logged %d times in a minute, want once", n)
+	}
+	h.disk.full.Store(false)
+	if code, ans := h.post(hookSecret, body); code != http.StatusOK {
+		t.Fatalf("POST once space returned = %d %s, want 200", code, ans)
+	}
+	if err := h.Channel.Ready(); err != nil {
+		t.Errorf("Ready() = %v after a save succeeded", err)
+	}
+	h.api.waitText(private, "ok")
+	h.Idle()
+	if n := h.Model.CallCount(); n != 1 {
+		t.Errorf("update %d reached the model %d times, want once", id, n)
+	}
+	if n := countContaining(h.api.messages(private), "ok"); n != 1 {
+		t.Errorf("answered %d times, want once", n)
+	}
+}
+
+func TestWebhookOutOfOrderUpdatesAreAllHandled(t *testing.T) {
+	h := newHookEnv(t)
+	var bodies [][]byte
+	for i := range 4 {
+		_, b := h.update(private+int64(i), "n"+strconv.Itoa(i))
+		bodies = append(bodies, b)
+	}
+	for _, i := range []int{3, 1, 0, 2} { // a later update first, as concurrent deliveries do
+		if code, ans := h.post(hookSecret, bodies[i]); code != http.StatusOK {
+			t.Fatalf("POST %d = %d %s", i, code, ans)
+		}
+	}
+	for i := range 4 {
+		h.api.waitText(private+int64(i), "ok")
+	}
+	h.Idle()
+	if n := h.Model.CallCount(); n != 4 {
+		t.Errorf("the model was called %d times for 4 updates", n)
+	}
+}
+
+func TestPollingDeletesAWebhookFirst(t *testing.T) {
+	e := newEnv(t)
+	e.api.say(private, alice, "hi")
+	e.api.waitText(private, "ok")
+	del, polls := e.api.callsOf("deleteWebhook"), e.api.callsOf("getUpdates")
+	if len(del) != 1 || len(polls) == 0 {
+		t.Fatalf("deleteWebhook %d, getUpdates %d calls", len(del), len(polls))
+	}
+	e.api.mu.Lock()
+	defer e.api.mu.Unlock()
+	first := slices.IndexFunc(e.api.calls, func(c apiCall) bool { return c.Method == "getUpdates" })
+	if slices.IndexFunc(e.api.calls, func(c apiCall) bool { return c.Method == "deleteWebhook" }) > first {
+		t.Error("getUpdates was called before deleteWebhook")
+	}
+}
+
+// Before Run has loaded the inbox the route answers 503 (Telegram retries) and Ready says
+// the bot is not started; in polling mode nothing is registered.
+func TestWebhookBeforeRunAnd503(t *testing.T) {
+	f := newFakeAPI(t)
+	cfg := Config{Token: f.token, APIURL: f.URL(), PollTimeout: time.Second, Mode: ModeWebhook, WebhookSecret: hookSecret, PublicURL: "https://x.test"}
+	c, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Errorf("Ready() before Run = %v", err)
+	}
+	srv := httpserver.New(httpserver.Config{}, nil, nil)
+	c.RegisterHTTP(srv)
+	req := httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(`{"update_id":5}`))
+	req.Header.Set(secretHeader, hookSecret)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("POST before Run = %d, want 503", rec.Code)
+	}
+	cfg.Mode = ModePolling
+	p, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httpserver.New(httpserver.Config{}, nil, nil)
+	p.RegisterHTTP(srv2)
+	rec = httptest.NewRecorder()
+	srv2.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(`{}`)))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("polling mode registered the webhook route: %d", rec.Code)
+	}
+	// A webhook without http.public_url cannot start.
+	cfg.Mode, cfg.PublicURL = ModeWebhook, ""
+	w, err := newChannel(context.Background(), cfg, &channeltest.MemState{}, nil, testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(context.Background(), channels.HandlerFunc(func(context.Context, core.Message) error { return nil })); err == nil || !strings.Contains(err.Error(), "http.public_url is not set") {
+		t.Errorf("Run without public_url = %v", err)
+	}
+}

@@ -1,0 +1,220 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Delivery through the outbox. Every reply a commit produces is a row of that commit
+// (Change.Outbox); it is sent right after the commit, in the same goroutine, and marked
+// sent. A process killed in between leaves the row unsent, and the next start delivers it
+// (DeliverUnsent). A reply that belongs to no transition (a refusal that audits nothing)
+// is committed lazily with its row only when it answers a de-duplicated inbound event:
+// the event's key and the reply are then one record, so a replay after a kill is neither
+// answered twice nor left unanswered. Without an event id nothing would recognise a
+// replay, so such a reply is sent directly. Read-only commands are cheaper still (see
+// answer).
+
+// OutboxStore is the part of the store the outbox needs; *store.Store satisfies it. A
+// Store without it gets direct delivery.
+type OutboxStore interface {
+	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
+	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	DropOutbox(ctx context.Context, id int64, why string) error
+	NoteOutboxAttempt(ctx context.Context, id int64) error
+}
+
+// DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
+// restart (channels.outbox_max_age).
+const DefaultOutboxMaxAge = time.Hour
+
+// maxOutboxAttempts: a reply that failed this often is given up at the next start.
+const maxOutboxAttempts = 5
+
+// hasReply reports whether an effect kind sends a reply.
+func hasReply(k EffectKind) bool { return k == EffSay || k == EffRetire || k == EffProgress }
+
+// queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
+// remembers its row (Effect.row), so carryOut delivers exactly what was committed.
+func (t *turnState) queueReplies(o *Outcome) {
+	if t.e.box == nil {
+		return
+	}
+	for i := range o.Effects {
+		eff := &o.Effects[i]
+		if !hasReply(eff.Kind) {
+			continue
+		}
+		r := t.address(eff.Reply)
+		if eff.Kind == EffProgress {
+			r.ReplaceID = t.e.progress.get(eff.Plan.ID)
+		}
+		eff.Reply = r
+		o.Change.Outbox = append(o.Change.Outbox, t.row(r))
+		eff.row = len(o.Change.Outbox)
+	}
+}
+
+// row is the outbox entry of reply r of this session.
+func (t *turnState) row(r Reply) Outgoing {
+	return Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now()}
+}
+
+// address fills in where a reply goes and which event it answers.
+func (t *turnState) address(r Reply) Reply {
+	if r.To == (Address{}) {
+		r.To = t.sess.Address
+	}
+	if r.InReplyTo == "" {
+		r.InReplyTo = t.j.msg.ID
+	}
+	return r
+}
+
+// deliver sends one committed outbox row and marks it sent. A failure is counted on the
+// row and returned; the row stays for the next start.
+func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
+	id, err := e.send(ctx, o.Reply)
+	if o.ID == 0 || e.box == nil {
+		return id, err
+	}
+	// Marking is bookkeeping: it must not be lost to the job's context ending.
+	mctx := context.WithoutCancel(ctx)
+	if err != nil {
+		if nerr := e.box.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
+			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
+		}
+		return "", err
+	}
+	if merr := e.box.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
+		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
+	}
+	return id, nil
+}
+
+// answer sends the answer of a read-only command (status, help, show, usage) and then
+// records the job's inbound event with a lazy commit. Such an answer is computed afresh
+// from the store, so it needs no outbox row: killed before the send, the event is not
+// recorded and the platform's redelivery is answered; killed after the record, the
+// replay is recognised. Only a kill in the instant between the send and the record
+// answers twice. One lazy write keeps status fast (an outbox row would add its own
+// transaction to mark it sent).
+func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
+	for _, r := range rs {
+		_, _ = t.send(ctx, r)
+	}
+	if t.j.inbound == nil {
+		return nil
+	}
+	ch := Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
+	t.j.inbound = nil
+	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, ErrDuplicate) {
+		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
+	}
+	return nil
+}
+
+// DeliverUnsent delivers the replies a previous process committed and never sent (see
+// Unsent), and returns how many it sent.
+func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (int, error) {
+	b, err := e.Unsent(ctx, channels, maxAge, only)
+	if err != nil {
+		return 0, err
+	}
+	return b.Deliver(ctx), nil
+}
+
+// Backlog is the unsent replies a previous process left, listed at start-up.
+type Backlog struct {
+	e    *Engine
+	rows []Outgoing
+}
+
+// Unsent lists the replies a previous process committed and never sent, for the given
+// channels (those this process serves) and the sessions only selects (nil = all), oldest
+// first. Call it before receiving, so no reply of this process is among them; the
+// backlog may then be delivered while new messages are handled. Rows older than maxAge
+// (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line.
+func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
+	if e.box == nil {
+		return Backlog{e: e}, nil
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultOutboxMaxAge
+	}
+	rows, err := e.box.UnsentOutbox(ctx, channels, 0)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("listing unsent replies: %w", err)
+	}
+	b := Backlog{e: e}
+	for _, o := range rows {
+		if only != nil && !only(o.SessionID) {
+			continue
+		}
+		if why := e.dropReason(o, maxAge); why != "" {
+			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
+			if err := e.box.DropOutbox(ctx, o.ID, why); err != nil {
+				return Backlog{}, fmt.Errorf("dropping reply %d: %w", o.ID, err)
+			}
+			continue
+		}
+		b.rows = append(b.rows, o)
+	}
+	return b, nil
+}
+
+// Deliver sends the backlog in order and returns how many went out. Rows of a session
+// whose turn another live process holds are left to that process.
+func (b Backlog) Deliver(ctx context.Context) int {
+	e := b.e
+	sent := 0
+	busy := map[string]bool{}
+	for i := range b.rows {
+		o := &b.rows[i]
+		held, seen := busy[o.SessionID]
+		if !seen {
+			held = e.heldElsewhere(ctx, o.SessionID)
+			busy[o.SessionID] = held
+		}
+		if held {
+			continue
+		}
+		if _, err := e.deliver(ctx, o); err == nil {
+			sent++
+		}
+	}
+	if sent > 0 {
+		e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
+	}
+	return sent
+}
+
+func (e *Engine) dropReason(o Outgoing, maxAge time.Duration) string {
+	switch age := e.d.Now().Sub(o.CreatedAt); {
+	case age > maxAge:
+		return fmt.Sprintf("older than %s (channels.outbox_max_age)", maxAge)
+	case o.Attempts >= maxOutboxAttempts:
+		return fmt.Sprintf("failed %d delivery attempts", o.Attempts)
+	}
+	return ""
+}
+
+// onFail answers a reply that could not be delivered with its notice, sent directly: if
+// the notice gets through, the original row is given up (the chat knows), otherwise it
+// stays for the next start.
+func (t *turnState) onFail(ctx context.Context, eff Effect, o *Outcome, err error) {
+	if eff.OnFail == "" {
+		return
+	}
+	text := strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))
+	if _, nerr := t.send(ctx, Reply{Kind: ReplyNotice, Text: text}); nerr != nil || eff.row == 0 || t.e.box == nil {
+		return
+	}
+	row := o.Change.Outbox[eff.row-1]
+	if derr := t.e.box.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
+		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+	}
+}

@@ -1,0 +1,284 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// One process runs a session's turn; mutating calls run at most once.
+
+// recTools is a Toolbox with one mutating tool, write_file, that records its calls and
+// changes nothing. With block set, the first call blocks until block is closed, ignoring
+// its context: a process killed in the middle of the call.
+type recTools struct {
+	mu      sync.Mutex
+	calls   []string
+	block   chan struct{}
+	entered chan struct{}
+}
+
+func (r *recTools) Tools() []core.ToolSpec {
+	return []core.ToolSpec{{Name: "write_file", Kind: core.ToolMutating, Parameters: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (r *recTools) Call(_ context.Context, _ core.Workspace, name string, args json.RawMessage) (string, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, name+" "+string(args))
+	first := len(r.calls) == 1
+	r.mu.Unlock()
+	if first && r.block != nil {
+		close(r.entered)
+		<-r.block
+	}
+	return "written", nil
+}
+
+func (r *recTools) WritePaths(_ string, args json.RawMessage) ([]string, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, err
+	}
+	return []string{a.Path}, nil
+}
+
+func (r *recTools) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+func writeNotes(content string) core.ToolCall {
+	return call("write_file", map[string]any{"path": "NOTES.md", "content": content})
+}
+
+// toScopedPending drives chat of process p to a pending plan that may change NOTES.md.
+func toScopedPending(t *testing.T, h *harness, p *process, chat string) {
+	t.Helper()
+	ctx := context.Background()
+	say := func(text string) {
+		if err := p.eng.Handle(ctx, core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: text, Time: h.clock}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("/plan on")
+	p.model.push(sessionID(chat), calls(call("exit_plan_mode", map[string]any{
+		"title": "Notes", "plan": []stepArg{{Step: "Write the notes"}, {Step: "Check them"}},
+		"scope": map[string]any{"allowed_paths": []string{"NOTES.md"}},
+	})))
+	say("plan the notes")
+	if s := h.session(chat); s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("setup: phase %s", s.Phase)
+	}
+}
+
+func evMsg(h *harness, chat, id, text string) core.Message {
+	return core.Message{ID: id, Address: addr(chat), Sender: core.Person{ID: "local", Name: "local"}, Text: text, Time: h.clock}
+}
+
+// A turn runs only in the process holding the session's lease: another process's Resume
+// leaves it alone, and a message that process receives is answered by the holder.
+func TestLeaseHolderRunsTheTurn(t *testing.T) {
+	h := newHarness(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := h.process(nil, nil, nil)
+	a.model.hook = func(core.ModelRequest) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	done := a.eng.Enqueue(context.Background(), evMsg(h, "a", "ev-a", "hello"))
+	<-entered
+
+	b := h.process(nil, nil, nil)
+	bctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if n, err := b.eng.Resume(bctx, nil); err != nil || n != 0 {
+		t.Fatalf("B's Resume = %d, %v; want 0 (A holds the lease)", n, err)
+	}
+	if err := b.eng.Handle(bctx, evMsg(h, "a", "ev-b", "also this")); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b.model.requests()); got != 0 || b.out.count() != 0 {
+		t.Fatalf("B ran a turn it does not hold the lease for: %d model calls, replies %+v", got, b.out.all())
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	reqs := a.model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("A made %d model calls, want 2 (its turn, then B's message); A said %s; log %s", len(reqs), joinTexts(a.out.all()), a.log)
+	}
+	got := false
+	for _, m := range reqs[1].Messages {
+		got = got || (m.Role == core.RoleUser && m.Content == "also this")
+	}
+	if !got {
+		t.Fatalf("A's second turn did not get B's message: %+v", reqs[1].Messages)
+	}
+	if a.out.count() != 2 || b.out.count() != 0 {
+		t.Fatalf("replies: A %d, B %d", a.out.count(), b.out.count())
+	}
+	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("lease after the turn: %v", err)
+	}
+}
+
+// Resume takes over a lease only once it has expired.
+func TestResumeTakesOverOnlyExpiredLeases(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, chat := range []string{"dead", "busy"} {
+		s := core.Session{ID: sessionID(chat), Address: addr(chat), Phase: core.PhaseOff, Owner: "local"}
+		if _, err := h.st.Commit(ctx, core.Change{Session: &s,
+			Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "still there?", Name: "local", At: h.clock}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another host's process: one let its lease lapse, one keeps it.
+	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("dead")), "otherhost/1/x", h.clock.Add(-time.Minute), 30*time.Second); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("busy")), "otherhost/2/y", h.clock, 30*time.Second); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	h.model.push(sessionID("dead"), text("Yes, back."))
+	n, err := h.eng.Resume(ctx, nil)
+	if err != nil || n != 1 {
+		t.Fatalf("Resume = %d, %v; want 1", n, err)
+	}
+	for _, r := range h.model.requests() {
+		if r.SessionID == sessionID("busy") {
+			t.Fatal("Resume ran a turn whose lease another process holds")
+		}
+	}
+	mustContain(t, joinTexts(h.out.all()), "Yes, back.")
+	if _, err := h.st.Lease(ctx, core.SessionLease(sessionID("dead"))); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("taken-over lease not released after the turn: %v", err)
+	}
+	if l, err := h.st.Lease(ctx, core.SessionLease(sessionID("busy"))); err != nil || l.Owner != "otherhost/2/y" {
+		t.Fatalf("busy lease: %+v, %v", l, err)
+	}
+}
+
+// A mutating call that started and never finished (the process died in it) is not run
+// again after the restart: the agent and the chat are told its effects are unknown, and
+// the plan's execution is resumed.
+func TestInterruptedToolRunIsNotRepeated(t *testing.T) {
+	h := newHarness(t)
+	toolsA := &recTools{block: make(chan struct{}), entered: make(chan struct{})}
+	a := h.process(nil, nil, toolsA)
+	toScopedPending(t, h, a, "a")
+	a.model.push(sessionID("a"), calls(writeNotes("# Notes\n")))
+	actx, kill := context.WithCancel(context.Background())
+	done := a.eng.Enqueue(actx, evMsg(h, "a", "ev-accept", "/plan accept"))
+	<-toolsA.entered
+	kill() // the process dies while write_file runs
+	defer func() { close(toolsA.block); <-done }()
+
+	runs, err := h.st.UnfinishedToolRuns(context.Background(), sessionID("a"))
+	if err != nil || len(runs) != 1 || runs[0].Tool != "write_file" {
+		t.Fatalf("started run not recorded before the call: %+v, %v", runs, err)
+	}
+
+	h.clock = h.clock.Add(time.Minute) // A's lease expires
+	toolsB := &recTools{}
+	b := h.process(nil, nil, toolsB)
+	b.model.push(sessionID("a"), text("NOTES.md is there; continuing."))
+	if n, err := b.eng.Resume(context.Background(), nil); err != nil || n != 1 {
+		t.Fatalf("Resume = %d, %v", n, err)
+	}
+	if toolsA.count() != 1 || toolsB.count() != 0 {
+		t.Fatalf("write_file ran %d+%d times, want once", toolsA.count(), toolsB.count())
+	}
+	chat := joinTexts(b.out.all())
+	mustContain(t, chat, "plangate restarted while working on plan v1; continuing with step 1.",
+		"The run of write_file on NOTES.md was interrupted by a restart; its effects are unknown.")
+	reqs := b.model.requests()
+	if len(reqs) == 0 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Content, "The run of write_file on NOTES.md was interrupted") {
+		t.Fatalf("the agent was not told: %+v", reqs)
+	}
+	if runs, _ := h.st.UnfinishedToolRuns(context.Background(), sessionID("a")); len(runs) != 0 {
+		t.Fatalf("still unfinished: %+v", runs)
+	}
+	all, _ := h.st.ToolRunsOf(context.Background(), sessionID("a"))
+	if len(all) != 1 || all[0].Outcome != core.ToolRunInterrupted {
+		t.Fatalf("tool runs: %+v", all)
+	}
+}
+
+// A plan turned off by another process between two writes: the second is not run, and
+// the chat hears what the first did, not "nothing was changed".
+func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
+	h := newHarness(t)
+	tools := &recTools{}
+	a := h.process(nil, nil, tools)
+	b := h.process(nil, nil, nil)
+	toScopedPending(t, h, a, "a")
+	a.model.push(sessionID("a"), calls(writeNotes("one")), calls(writeNotes("two")))
+	n := 0
+	a.model.hook = func(core.ModelRequest) {
+		if n++; n == 2 { // after the first write: a person turns the plan off in B
+			if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-off", "/plan off")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	before := a.out.count()
+	if err := a.eng.Handle(context.Background(), evMsg(h, "a", "ev-acc", "/plan accept")); err != nil {
+		t.Fatal(err)
+	}
+	if tools.count() != 1 {
+		t.Fatalf("write_file ran %d times; the second must be refused", tools.count())
+	}
+	chat := joinTexts(a.out.since(before))
+	mustContain(t, chat, "Wrote NOTES.md, then the plan was turned off elsewhere")
+	if strings.Contains(chat, "nothing was changed") {
+		t.Fatalf("claims nothing was changed after a write:\n%s", chat)
+	}
+	if s := h.session("a"); s.Phase != core.PhaseOff {
+		t.Fatalf("phase %s", s.Phase)
+	}
+}
+
+// ctxModel blocks every call until its context ends.
+type ctxModel struct{ entered chan struct{} }
+
+func (m ctxModel) Complete(ctx context.Context, _ core.ModelRequest) (core.ModelResponse, error) {
+	close(m.entered)
+	<-ctx.Done()
+	return core.ModelResponse{}, ctx.Err()
+}
+
+// A turn whose lease was taken over (this process stalled past the ttl) is stopped: its
+// renewal is refused and its context cancelled, and the new holder's lease stays.
+func TestLostLeaseStopsTheTurn(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = 30 * time.Millisecond })
+	m := ctxModel{entered: make(chan struct{})}
+	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "stalled",
+		Now: func() time.Time { return h.clock }})
+	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
+	<-m.entered
+	ctx := context.Background()
+	name := core.SessionLease(sessionID("a"))
+	// Another process, an hour later by its clock, finds the lease expired and takes it.
+	if _, ok, err := h.st.AcquireLease(ctx, name, "thief", h.clock.Add(time.Hour), time.Hour); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	<-done // the refused renewal cancelled the turn
+	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
+		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
+	}
+}

@@ -1,0 +1,142 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+)
+
+// One process runs a session's turn: the turn runs only while this process holds the
+// session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
+// ends. A person's command that changes state needs no lease (its commit is a
+// compare-and-set on the session's version); only agent turns do, since they act on the
+// workspace. A lease left behind by a killed process marks a turn that did not end:
+// Resume takes it over once it has expired.
+
+// LeaseStore is the part of the store leases need; *store.Store satisfies it. A Store
+// without it runs turns unleased (one process per database).
+type LeaseStore interface {
+	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
+	ReleaseLease(ctx context.Context, name, owner string) error
+	Lease(ctx context.Context, name string) (Lease, error)
+}
+
+// DefaultLeaseTTL is how long a session lease lasts without renewal.
+const DefaultLeaseTTL = 30 * time.Second
+
+// newOwner is this process's lease owner id: random, so two processes (or a restarted
+// one) never share it.
+func newOwner() string {
+	id, err := newID(rand.Reader, 10)
+	if err != nil {
+		panic("reading random bytes for the lease owner: " + err.Error())
+	}
+	return id
+}
+
+// acquire takes the session's lease, taking it over from a holder that is gone (see
+// owner.go).
+func (e *Engine) acquire(ctx context.Context, name string) (Lease, bool, error) {
+	held, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	if err != nil || ok || !ownerGone(held.Owner) {
+		return held, ok, err
+	}
+	e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
+	if err := e.leases.ReleaseLease(ctx, name, held.Owner); err != nil {
+		return held, false, err
+	}
+	return e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+}
+
+// errLeaseHeld: another process holds the session's lease; the job is left to it.
+var errLeaseHeld = errors.New("session lease held by another process")
+
+// withLease runs fn while this process holds the session's lease. Nested calls share the
+// outer lease. When another process holds it, fn does not run and errLeaseHeld is
+// returned. Losing the lease while fn runs (a renewal refused: another process took it
+// over after this one stalled past the ttl) cancels fn's context.
+func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) error) error {
+	ls := t.e.leases
+	if ls == nil || t.leased {
+		return fn(ctx)
+	}
+	sid := t.sess.ID
+	name := SessionLease(sid)
+	held, ok, err := t.e.acquire(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		t.e.d.Log.Info("session turn left to the process holding its lease", "session", t.sess.ID, "holder", held.Owner, "until", held.ExpiresAt)
+		return errLeaseHeld
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t.e.renew(lctx, name, sid, stop, cancel)
+	}()
+	t.leased = true
+	defer func() {
+		t.leased = false
+		close(stop)
+		<-renewed
+		cancel()
+		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
+			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
+		}
+	}()
+	return fn(lctx)
+}
+
+// renew keeps the lease until stop closes; a refused renewal cancels the turn. It runs
+// beside the turn, so it touches nothing of the turn's state.
+func (e *Engine) renew(ctx context.Context, name, sid string, stop <-chan struct{}, lost context.CancelFunc) {
+	ttl := e.leaseTTL
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		_, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), ttl)
+		switch {
+		case err != nil:
+			e.d.Log.Warn("renewing the session lease", "session", sid, "err", err)
+		case !ok:
+			e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", sid)
+			lost()
+			return
+		}
+	}
+}
+
+// heldElsewhere reports whether another process holds an unexpired lease on the session.
+func (e *Engine) heldElsewhere(ctx context.Context, sessionID string) bool {
+	l, ok := e.foreignLease(ctx, sessionID)
+	return ok && e.live(l)
+}
+
+// live reports whether a lease still binds others: unexpired, and its holder not gone.
+func (e *Engine) live(l Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !ownerGone(l.Owner) }
+
+// foreignLease returns the session's lease when another owner has it (expired or not).
+func (e *Engine) foreignLease(ctx context.Context, sessionID string) (Lease, bool) {
+	if e.leases == nil {
+		return Lease{}, false
+	}
+	l, err := e.leases.Lease(ctx, SessionLease(sessionID))
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			e.d.Log.Warn("reading the session lease", "session", sessionID, "err", err)
+		}
+		return Lease{}, false
+	}
+	return l, l.Owner != e.owner
+}

@@ -1,0 +1,254 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Restart backoff: a server that keeps dying is retried less and less often.
+const (
+	minBackoff = time.Second
+	maxBackoff = 2 * time.Minute
+)
+
+// backoff is the wait before restart number n (1-based): 1s, 2s, 4s, … up to maxBackoff.
+func backoff(n int) time.Duration {
+	d := minBackoff
+	for i := 1; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// server supervises one MCP server: it connects, lists the tools, waits for the
+// connection to end and restarts it after a backoff, until its context ends.
+type server struct {
+	cfg ServerConfig
+	m   *Manager
+
+	mu     sync.Mutex
+	sess   *sdk.ClientSession // nil while down
+	tools  map[string]*sdk.Tool
+	specs  []core.ToolSpec
+	status string
+	why    string          // set before closing a live session on purpose (a hung server)
+	life   context.Context // the server's lifetime: Start to Close
+}
+
+// run keeps the server running; ready is called once the first attempt is over, whether
+// it succeeded or not, so Start can wait for the tools without waiting for a retry.
+func (s *server) run(ctx context.Context, ready func()) {
+	fails := 0
+	for {
+		started := s.m.now()
+		err := s.session(ctx, ready)
+		ready()
+		if ctx.Err() != nil {
+			s.setStatus("stopped")
+			return
+		}
+		if s.m.now().Sub(started) >= maxBackoff {
+			fails = 0 // it ran long enough: start the backoff over
+		}
+		fails++
+		delay := backoff(fails)
+		s.m.log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", oneLine(err.Error()), "retry_in", delay)
+		s.setStatus(fmt.Sprintf("down (%s), restarting in %s", oneLine(err.Error()), delay))
+		if err := s.m.sleep(ctx, delay); err != nil {
+			s.setStatus("stopped")
+			return
+		}
+	}
+}
+
+// session runs one connection from start to end and says why it ended.
+func (s *server) session(ctx context.Context, ready func()) error {
+	t, err := s.m.transport(ctx, s.cfg)
+	if err != nil {
+		return fmt.Errorf("opening transport: %w", err)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "plangate", Version: s.m.version}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			// The handler runs on the connection's reader: list from elsewhere.
+			go s.relist(ctx, req.Session)
+		},
+	})
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
+	sess, err := client.Connect(cctx, t, nil)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("starting: %w", err)
+	}
+	defer context.AfterFunc(ctx, func() { _ = sess.Close() })()
+	if err := s.list(ctx, sess, true); err != nil {
+		_ = sess.Close()
+		return err
+	}
+	ready()
+	err = sess.Wait()
+	_ = sess.Close() // reaps a command that exited; idempotent
+	s.mu.Lock()
+	s.sess, s.tools, s.specs = nil, nil, nil
+	why := s.why
+	s.why = ""
+	s.mu.Unlock()
+	switch {
+	case why != "":
+		return errors.New(why)
+	case err == nil || errors.Is(err, sdk.ErrConnectionClosed):
+		return errors.New("the server closed the connection")
+	}
+	return fmt.Errorf("connection lost: %w", err)
+}
+
+// list fetches the tools of sess and publishes them; a re-list (not first) publishes only
+// while sess is still the live session, so a late answer cannot revive a dead one.
+func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) error {
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
+	defer cancel()
+	tools := map[string]*sdk.Tool{}
+	var specs []core.ToolSpec
+	for t, err := range sess.Tools(lctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		if _, dup := tools[t.Name]; dup {
+			continue
+		}
+		spec, ok := s.spec(t)
+		if !ok {
+			continue
+		}
+		tools[t.Name] = t
+		specs = append(specs, spec)
+	}
+	slices.SortFunc(specs, func(a, b core.ToolSpec) int { return strings.Compare(a.Name, b.Name) })
+	s.mu.Lock()
+	if !first && s.sess != sess {
+		s.mu.Unlock()
+		return nil
+	}
+	s.sess, s.tools, s.specs = sess, tools, specs
+	s.mu.Unlock()
+	if first {
+		s.m.log.Info("mcp server up", "server", s.cfg.Name, "tools", len(specs))
+	}
+	s.setStatus(fmt.Sprintf("up, %d tools", len(specs)))
+	return nil
+}
+
+// relist re-lists the tools after the server said they changed.
+func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
+	if err := s.list(ctx, sess, false); err != nil && ctx.Err() == nil {
+		s.m.log.Warn("mcp server tools could not be re-listed", "server", s.cfg.Name, "err", oneLine(err.Error()))
+	}
+}
+
+// spec describes t to the model and the gate. The operator's lists win over the hints;
+// a denied tool, or one whose name the model APIs cannot carry, is not offered.
+func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
+	name := s.cfg.Name + Separator + t.Name
+	if slices.Contains(s.cfg.DenyTools, t.Name) {
+		return core.ToolSpec{}, false
+	}
+	if !validToolName(name) {
+		s.m.log.Warn("mcp tool not offered: its name is not [A-Za-z0-9_-]{1,64}", "server", s.cfg.Name, "tool", t.Name)
+		return core.ToolSpec{}, false
+	}
+	params := json.RawMessage(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		if b, err := json.Marshal(t.InputSchema); err == nil {
+			params = b
+		}
+	}
+	spec := core.ToolSpec{Name: name, Description: t.Description, Parameters: params, Kind: core.ToolMutating}
+	a := t.Annotations
+	switch {
+	case slices.Contains(s.cfg.ReadOnlyTools, t.Name), a != nil && a.ReadOnlyHint:
+		spec.Kind = core.ToolReadOnly
+	case a == nil || a.DestructiveHint == nil || *a.DestructiveHint:
+		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
+	}
+	return spec, true
+}
+
+func validToolName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// current returns the live session and the tool named tool, if any.
+func (s *server) current(tool string) (*sdk.ClientSession, *sdk.Tool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess, s.tools[tool], s.status
+}
+
+// probe pings a server whose call timed out; one that does not answer is hung: its
+// session is closed, which withdraws its tools and restarts it.
+func (s *server) probe(ctx context.Context, sess *sdk.ClientSession) {
+	pctx, cancel := context.WithTimeout(ctx, min(s.cfg.callTimeout(), 10*time.Second))
+	defer cancel()
+	if err := sess.Ping(pctx, nil); err == nil || ctx.Err() != nil {
+		return
+	}
+	s.withdraw(sess, "not answering (a call timed out and a ping too)")
+}
+
+// withdraw stops offering the tools of sess at once (the next model request must not see
+// them) and closes it, so the supervisor restarts the server even if the connection was
+// not dead yet.
+func (s *server) withdraw(sess *sdk.ClientSession, why string) {
+	s.mu.Lock()
+	if s.sess == sess {
+		s.sess, s.tools, s.specs = nil, nil, nil
+		if s.why == "" {
+			s.why = why
+		}
+	}
+	s.mu.Unlock()
+	go func() { _ = sess.Close() }()
+}
+
+func (s *server) setStatus(line string) {
+	s.mu.Lock()
+	changed := s.status != line
+	s.status = line
+	s.mu.Unlock()
+	if changed {
+		s.m.obs.ServerStatus(s.cfg.Name, line)
+	}
+}
+
+func (s *server) specsCopy() []core.ToolSpec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.specs)
+}
+
+// oneLine keeps the first line of s, at most 200 characters: a status is one line.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}

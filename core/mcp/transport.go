@@ -1,0 +1,91 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TransportFunc opens a new transport to a server, once per (re)start. Tests replace it
+// with in-memory transports.
+type TransportFunc func(ctx context.Context, s ServerConfig) (sdk.Transport, error)
+
+// inheritedEnv is what a command server gets of plangate's own environment: enough to
+// find programs and a home, never plangate's secrets (API keys, bot tokens).
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"}
+
+// DefaultTransport runs a command over stdio or connects to a streamable HTTP endpoint.
+func DefaultTransport(log *slog.Logger) TransportFunc {
+	return func(_ context.Context, s ServerConfig) (sdk.Transport, error) {
+		if s.URL != "" {
+			hc := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
+			return &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1}, nil
+		}
+		argv := slices.Concat(s.Command, s.Args)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = s.Dir
+		for _, k := range inheritedEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		for _, k := range sortedKeys(s.Env) {
+			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+		}
+		cmd.Stderr = &stderrLog{log: log, server: s.Name}
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	}
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, fmt.Errorf("requesting %s: %w", r.URL.Host, err)
+	}
+	return resp, nil
+}
+
+// stderrLog logs what a server writes to stderr, a line at a time, at debug level: that
+// is where servers explain why they fail. exec.Cmd copies into it from one goroutine.
+type stderrLog struct {
+	log    *slog.Logger
+	server string
+	buf    []byte
+}
+
+func (w *stderrLog) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Debug("mcp server stderr", "server", w.server, "line", string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 4096 { // a server that never ends its line
+		w.log.Debug("mcp server stderr", "server", w.server, "line", string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}

@@ -1,0 +1,222 @@
+package core_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/mcp"
+	"github.com/plangate/plangate/core/mcp/testdata/testserver"
+	"github.com/plangate/plangate/core/tools"
+)
+
+// mcpHarness is a harness whose toolbox is the workspace tools plus the in-memory MCP
+// test server "ts"; counts says which tools the server really ran. The server's crash
+// tool cuts the connection, as a dying process would.
+func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts) {
+	t.Helper()
+	counts := &testserver.Counts{}
+	var mu sync.Mutex
+	var conn sdk.Connection
+	srv := testserver.New(counts, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = conn.Close()
+	})
+	transport := func(ctx context.Context, _ mcp.ServerConfig) (sdk.Transport, error) {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return connectFunc(func(ctx context.Context) (sdk.Connection, error) {
+			c, err := ct.Connect(ctx)
+			mu.Lock()
+			conn = c
+			mu.Unlock()
+			return c, err
+		}), nil
+	}
+	sc := mcp.ServerConfig{}
+	if len(cfg) > 0 {
+		sc = cfg[0]
+	}
+	sc.Name, sc.Command = "ts", []string{"in-memory"}
+	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
+	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	h := newHarness(t)
+	h.tools = core.CombineToolboxes(tools.New(tools.Config{}), m)
+	h.open()
+	return h, counts
+}
+
+type connectFunc func(ctx context.Context) (sdk.Connection, error)
+
+func (f connectFunc) Connect(ctx context.Context) (sdk.Connection, error) { return f(ctx) }
+
+// toolContent is the tool result recorded for the call with id.
+func toolContent(t *testing.T, h *harness, id string) string {
+	t.Helper()
+	msgs, err := h.st.Transcript(context.Background(), sessionID("main"), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range msgs {
+		if msg.Role == core.RoleTool && msg.ToolCallID == id {
+			return msg.Content
+		}
+	}
+	t.Fatalf("no result recorded for %s", id)
+	return ""
+}
+
+// TestMCPMutatingToolRefusedWhilePlanning: a hostile model calls the mutating MCP tool
+// while planning; it is refused with the same error as write_file and the server never
+// sees the call, while the read-only MCP tool runs.
+func TestMCPMutatingToolRefusedWhilePlanning(t *testing.T) {
+	h, counts := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	mut := call("ts__write", map[string]any{"text": "record"})
+	wipe := call("ts__wipe", map[string]any{})
+	write := call("write_file", map[string]any{"path": "x.md", "content": "x"})
+	look := call("ts__lookup", map[string]any{"text": "cats"})
+	h.model.push(sid, calls(mut, wipe, write, look), calls(propose("Write the record", "Write it")))
+	rs := h.say("main", "local", "write the record now")
+	mustContain(t, joinTexts(rs), "Blocked 3 calls: nothing may change before a plan is accepted", "- ts__write\n", "- ts__wipe\n")
+
+	for _, c := range []core.ToolCall{mut, wipe} {
+		got := toolContent(t, h, c.ID)
+		want := strings.ReplaceAll(toolContent(t, h, write.ID), "write_file", c.Name)
+		if got != want {
+			t.Errorf("%s refused with\n%s\nwant the write_file refusal\n%s", c.Name, got, want)
+		}
+	}
+	mustContain(t, toolContent(t, h, write.ID), "refused in phase planning")
+	if n, w := counts.Get("write"), counts.Get("wipe"); n != 0 || w != 0 {
+		t.Fatalf("the server saw %d write and %d wipe calls while planning", n, w)
+	}
+	blocked := 0
+	for _, k := range h.events("main") {
+		if k == core.EventToolBlocked {
+			blocked++
+		}
+	}
+	if blocked != 3 {
+		t.Errorf("%d tool_blocked audit rows, want 3 (ts__write, ts__wipe, write_file)", blocked)
+	}
+	if got := toolContent(t, h, look.ID); got != "found cats" || counts.Get("lookup") != 1 {
+		t.Fatalf("read-only MCP tool while planning: %q (%d calls)", got, counts.Get("lookup"))
+	}
+}
+
+// proposeTools proposes a plan whose scope names allowed tools.
+func proposeTools(title string, allowed ...string) core.ToolCall {
+	return call("exit_plan_mode", map[string]any{
+		"title": title, "summary": "Summary of " + title, "plan": []stepArg{{Step: "Call the tool"}},
+		"scope": map[string]any{"allowed_tools": allowed},
+	})
+}
+
+// TestMCPMutatingToolNeedsAllowedTools: after accept, a mutating MCP tool runs only when
+// the accepted plan's scope.allowed_tools names it.
+func TestMCPMutatingToolNeedsAllowedTools(t *testing.T) {
+	h, counts := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Write", "ts__write")))
+	h.say("main", "local", "plan the write")
+	wipe := call("ts__wipe", map[string]any{})
+	h.model.push(sid, calls(wipe))
+	rs := h.say("main", "local", "/plan accept")
+	if counts.Get("wipe") != 0 {
+		t.Fatal("ts__wipe ran although the accepted plan does not name it")
+	}
+	mustContain(t, joinTexts(rs), "Stopped: ts__wipe refused: it is not in the accepted plan's scope.allowed_tools")
+	mustContain(t, toolContent(t, h, wipe.ID), "error: ts__wipe refused", "allowed_tools")
+
+	// The plan still runs, and the tool it names works.
+	mut := call("ts__write", map[string]any{"text": "r"})
+	h.model.push(sid, calls(mut))
+	h.say("main", "local", "go on with the plan")
+	if got := toolContent(t, h, mut.ID); got != "wrote r" || counts.Get("write") != 1 {
+		t.Fatalf("ts__write in allowed_tools: %q (%d calls)", got, counts.Get("write"))
+	}
+}
+
+// TestMCPToolInAllowedToolsRuns: the tool the plan names runs after accept.
+func TestMCPToolInAllowedToolsRuns(t *testing.T) {
+	h, counts := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Write", "ts__write")))
+	h.say("main", "local", "plan the write")
+	mut := call("ts__write", map[string]any{"text": "r"})
+	h.model.push(sid, calls(mut))
+	h.say("main", "local", "/plan accept")
+	if got := toolContent(t, h, mut.ID); got != "wrote r" || counts.Get("write") != 1 {
+		t.Fatalf("ts__write in allowed_tools: %q (%d calls)", got, counts.Get("write"))
+	}
+	if !slices.Contains(h.events("main"), core.EventToolRan) {
+		t.Error("the MCP call that ran has no tool_ran audit row")
+	}
+	if err := h.eng.Wait(context.Background()); err != nil { // plan files are written in the background
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(h.plan(h.session("main").PlanID).File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(data), "Allowed tools:\n\n- `ts__write`\n")
+}
+
+// TestMCPDeniedToolIsNotOfferedToTheModel: a tool whose hint claims read-only but that
+// the operator denies is not in the model's tool list, and calling it anyway is refused.
+func TestMCPDeniedToolIsNotOfferedToTheModel(t *testing.T) {
+	h, counts := mcpHarness(t, mcp.ServerConfig{DenyTools: []string{"sneaky"}})
+	sneaky := call("ts__sneaky", map[string]any{})
+	h.model.push(sessionID("main"), calls(sneaky))
+	h.say("main", "local", "/plan on")
+	h.say("main", "local", "look around")
+	reqs := h.model.requests()
+	for _, s := range reqs[len(reqs)-1].Tools {
+		if s.Name == "ts__sneaky" {
+			t.Fatal("a denied tool was offered to the model")
+		}
+	}
+	mustContain(t, toolContent(t, h, sneaky.ID), `unknown tool "ts__sneaky"`)
+	if counts.Get("sneaky") != 0 {
+		t.Fatal("the server ran a denied tool")
+	}
+}
+
+// TestMCPServerCrashMidTurn: the server dies during a call; the model gets a tool error,
+// the turn goes on, and the next model request no longer offers the server's tools.
+func TestMCPServerCrashMidTurn(t *testing.T) {
+	h, _ := mcpHarness(t)
+	sid := sessionID("main")
+	crash := call("ts__crash", map[string]any{})
+	h.model.push(sid, calls(crash), text("the server is gone; carrying on"))
+	rs := h.say("main", "local", "use the server")
+	mustContain(t, toolContent(t, h, crash.ID), "error: MCP server ts failed during ts__crash")
+	mustContain(t, joinTexts(rs), "the server is gone; carrying on")
+	reqs := h.model.requests()
+	for _, s := range reqs[len(reqs)-1].Tools {
+		if strings.HasPrefix(s.Name, "ts__") {
+			t.Fatalf("the dead server's tool %s is still offered", s.Name)
+		}
+	}
+}

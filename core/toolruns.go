@@ -1,0 +1,157 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// At most once for mutating tool calls: a call that passed the gate is recorded as
+// started (durably) before it runs and as finished after. A process killed while the call
+// ran leaves a started run behind; Resume reports it ("the run of X was interrupted by a
+// restart; its effects are unknown") to the agent and the chat, and never runs it again.
+
+// ToolRunStore is the tool-run ledger of the store; *store.Store satisfies it. A Store
+// without it runs mutating calls unrecorded.
+type ToolRunStore interface {
+	StartToolRun(ctx context.Context, r ToolRun) error
+	FinishToolRun(ctx context.Context, r ToolRun) error
+	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]ToolRun, error)
+}
+
+// ToolRunInterrupted marks a run whose process died while it ran: its effects are unknown.
+const ToolRunInterrupted ToolRunOutcome = "interrupted"
+
+// interruptedText is what the agent and the chat are told about such a run.
+func interruptedText(r ToolRun) string {
+	return fmt.Sprintf("The run of %s was interrupted by a restart; its effects are unknown.", r.Detail)
+}
+
+// runMutating runs a mutating call that passed the gate: it re-reads the session from
+// the store (another process may have decided meanwhile), records the run, calls the
+// tool and records how it ended, in the ledger and as a tool_ran audit row.
+func (t *turnState) runMutating(ctx context.Context, gi gateInput, call ToolCall) toolResult {
+	if res, ok := t.recheck(ctx, call); !ok {
+		return res
+	}
+	run := ToolRun{SessionID: t.sess.ID, Tool: call.Name, Detail: describeCall(call.Name, call.Args), StartedAt: t.e.d.Now()}
+	if t.e.runs != nil {
+		nonce, err := newID(t.e.d.Random, 5)
+		if err == nil {
+			run.CallID = call.ID + "#" + nonce
+			err = t.e.runs.StartToolRun(ctx, run)
+		}
+		if err != nil {
+			t.e.d.Log.Error("recording a tool run", "session", t.sess.ID, "tool", call.Name, "err", err)
+			return toolError("%s was not run: plangate could not record it (%v)", call.Name, err)
+		}
+	}
+	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	run.Outcome, run.FinishedAt = ToolRunOK, t.e.d.Now()
+	if err != nil {
+		run.Outcome = ToolRunFailed
+	}
+	t.done = append(t.done, ranText(call, err))
+	t.ran(ctx, gi, err)
+	if t.e.runs != nil {
+		if ferr := t.e.runs.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
+			t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
+		}
+	}
+	if err != nil {
+		return toolError("%s", err.Error())
+	}
+	return toolResult{content: out}
+}
+
+// ranText says what a call did, for a conflict report: "wrote NOTES.md".
+func ranText(call ToolCall, err error) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	_ = json.Unmarshal(call.Args, &a)
+	what := describeCall(call.Name, call.Args)
+	switch {
+	case call.Name == "write_file" && a.Path != "":
+		what = "wrote " + oneLine(a.Path)
+	case call.Name == "edit_file" && a.Path != "":
+		what = "edited " + oneLine(a.Path)
+	case call.Name == "run_command":
+		what = "ran " + strings.TrimPrefix(what, "run_command ")
+	}
+	if err != nil {
+		what += " (it failed)"
+	}
+	return what
+}
+
+// recheck re-reads the session's phase and plan from the store before a mutating call:
+// when another process turned the plan off or sent it back, the call is refused and the
+// turn stops, saying so.
+func (t *turnState) recheck(ctx context.Context, call ToolCall) (toolResult, bool) {
+	if !t.e.cfg.PlanMode {
+		return toolResult{}, true
+	}
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil {
+		return toolError("%s was not run: the session could not be read again (%v)", call.Name, err), false
+	}
+	why := ""
+	switch {
+	case s.Phase != PhaseExecuting:
+		why = fmt.Sprintf("the plan was turned off elsewhere (phase: %s)", s.Phase)
+		if s.Phase != PhaseOff {
+			why = fmt.Sprintf("the plan was sent back elsewhere (phase: %s)", s.Phase)
+		}
+	case s.PlanID != t.sess.PlanID:
+		why = "another plan was accepted elsewhere"
+	default:
+		p, err := t.e.d.Store.Plan(ctx, s.PlanID)
+		if err != nil {
+			return toolError("%s was not run: the plan could not be read again (%v)", call.Name, err), false
+		}
+		if p.Status != PlanAccepted {
+			why = fmt.Sprintf("plan v%d is %s now", p.Version, p.Status)
+		}
+	}
+	if why == "" {
+		return toolResult{}, true
+	}
+	t.told = true
+	return toolResult{content: "error: " + call.Name + " was not run: " + why, isError: true,
+		stop: "Stopped: " + t.changedElsewhere(why) + "; " + describeCall(call.Name, call.Args) + " was not run."}, false
+}
+
+// changedElsewhere is the truthful report of a change made elsewhere after this job's
+// mutating calls: "wrote NOTES.md, then the plan was turned off elsewhere".
+func (t *turnState) changedElsewhere(why string) string {
+	if len(t.done) == 0 {
+		return upperFirst(why)
+	}
+	return upperFirst(strings.Join(t.done, ", ")) + ", then " + why
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// conflictNotice is what a person is told when a commit lost to a change made elsewhere:
+// "nothing was changed" only when that is true.
+func (t *turnState) conflictNotice(ctx context.Context) {
+	if t.told {
+		return
+	}
+	if len(t.done) == 0 {
+		t.notice(ctx, "This conversation changed at the same moment elsewhere; nothing was changed. Please try again.")
+		return
+	}
+	why := "the conversation changed elsewhere"
+	if s, err := t.e.d.Store.Session(ctx, t.sess.ID); err == nil && s.Phase == PhaseOff {
+		why = "the plan was turned off elsewhere"
+	}
+	t.notice(ctx, "%s; the rest of this turn was not recorded.", t.changedElsewhere(why))
+}

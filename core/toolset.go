@@ -1,0 +1,60 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// CombineToolboxes offers the tools of several toolboxes as one (the workspace tools and
+// the MCP servers' tools): a call goes to the toolbox that lists the name now. Names
+// must not collide; MCP names cannot collide with workspace tools as they contain "__".
+// nil toolboxes are skipped.
+func CombineToolboxes(boxes ...Toolbox) Toolbox {
+	var ts toolboxes
+	for _, b := range boxes {
+		if b != nil {
+			ts = append(ts, b)
+		}
+	}
+	return ts
+}
+
+type toolboxes []Toolbox
+
+func (ts toolboxes) Tools() []ToolSpec {
+	var specs []ToolSpec
+	for _, b := range ts {
+		specs = append(specs, b.Tools()...)
+	}
+	return specs
+}
+
+// owner is the toolbox that offers name; the list is asked each time because an MCP
+// server's tools come and go.
+func (ts toolboxes) owner(name string) Toolbox {
+	for _, b := range ts {
+		for _, s := range b.Tools() {
+			if s.Name == name {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+func (ts toolboxes) Call(ctx context.Context, ws Workspace, name string, args json.RawMessage) (string, error) {
+	b := ts.owner(name)
+	if b == nil {
+		return "", fmt.Errorf("no tool %q is offered now", name)
+	}
+	return b.Call(ctx, ws, name, args)
+}
+
+func (ts toolboxes) WritePaths(name string, args json.RawMessage) ([]string, error) {
+	b := ts.owner(name)
+	if b == nil {
+		return nil, fmt.Errorf("no tool %q is offered now", name)
+	}
+	return b.WritePaths(name, args)
+}

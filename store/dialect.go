@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// dialect is the SQL engine behind a Store. Every query in this package is written once,
+// with '?' placeholders and SQL that both engines accept; the dialect only renumbers the
+// placeholders for PostgreSQL ($1, $2, ...). In the few places the engines differ
+// (how a transaction's statements are sent, durability of lazy commits, migration
+// locking, the open path) the code branches on the driver.
+// Writing each statement once is what keeps the two drivers' guarantees the same: the
+// contract suite (store/storetest) checks that they are.
+type dialect struct {
+	pg    bool
+	cache *sync.Map // query text -> rebound text, PostgreSQL only
+}
+
+var (
+	sqliteDialect   = dialect{}
+	postgresDialect = dialect{pg: true, cache: new(sync.Map)}
+)
+
+// name is the driver name as it appears in store.driver.
+func (d dialect) name() string {
+	if d.pg {
+		return DriverPostgres
+	}
+	return DriverSQLite
+}
+
+// q returns query for this dialect. The queries of this package contain no '?' inside
+// string literals or identifiers, so every '?' is a placeholder.
+func (d dialect) q(query string) string {
+	if !d.pg {
+		return query
+	}
+	if v, ok := d.cache.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	out := b.String()
+	// Queries built at run time (UnsentOutbox's IN list) are few distinct strings: the
+	// list length is the only variable part, so the cache stays small.
+	d.cache.Store(query, out)
+	return out
+}
+
+// sqlDB is a *sql.DB that speaks its dialect: the methods below shadow the embedded ones so
+// that the call sites read the same for both engines.
+type sqlDB struct {
+	*sql.DB
+	d dialect
+}
+
+func (x sqlDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return x.DB.ExecContext(ctx, x.d.q(q), args...)
+}
+
+func (x sqlDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return x.DB.QueryContext(ctx, x.d.q(q), args...)
+}
+
+func (x sqlDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return x.DB.QueryRowContext(ctx, x.d.q(q), args...)
+}
+
+func (x sqlDB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error) {
+	t, err := x.DB.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlTx{Tx: t, d: x.d}, nil
+}
+
+func (x sqlDB) Conn(ctx context.Context) (*sqlConn, error) {
+	c, err := x.DB.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlConn{Conn: c, d: x.d}, nil
+}
+
+// sqlTx is a *sql.Tx that speaks its dialect.
+type sqlTx struct {
+	*sql.Tx
+	d dialect
+}
+
+func (x *sqlTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return x.Tx.ExecContext(ctx, x.d.q(q), args...)
+}
+
+func (x *sqlTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return x.Tx.QueryContext(ctx, x.d.q(q), args...)
+}
+
+func (x *sqlTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return x.Tx.QueryRowContext(ctx, x.d.q(q), args...)
+}
+
+// sqlConn is a *sql.Conn that speaks its dialect.
+type sqlConn struct {
+	*sql.Conn
+	d dialect
+}
+
+func (x *sqlConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return x.Conn.ExecContext(ctx, x.d.q(q), args...)
+}
+
+func (x *sqlConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return x.Conn.QueryRowContext(ctx, x.d.q(q), args...)
+}
+
+func (x *sqlConn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error) {
+	t, err := x.Conn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlTx{Tx: t, d: x.d}, nil
+}

@@ -1,0 +1,264 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests, from the installed
+// server binaries: initdb into a temporary directory, a server listening only on a unix
+// socket in that directory (no TCP port, so tests never collide with another server or
+// reach the network; the port number only names the socket), stopped when the test
+// binary ends.
+//
+// One server serves a whole test binary (start it from TestMain with Main); every test
+// gets its own schema in it (Schema), which is much cheaper than a database per test.
+//
+// initdb and postgres refuse to run as root, and CI runs as root: as root the server runs
+// as the "postgres" system user (the Debian package creates it). When no server can be
+// started, tests skip with the reason, except under CI=true, where they fail: a CI run
+// must not pass by testing nothing.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running throwaway PostgreSQL server.
+type Server struct {
+	dir  string // holds data/ and the socket
+	bin  string
+	cred *syscall.Credential // nil when not running as root
+	port int
+
+	proc   *exec.Cmd
+	exited chan struct{} // closed when proc has exited
+}
+
+// Start initializes and starts a server in a new temporary directory.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the server directory: %w", err)
+	}
+	s := &Server{dir: dir, bin: bin, port: 5432}
+	if os.Geteuid() == 0 {
+		if s.cred, err = postgresUser(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("handing the server directory to postgres: %w", err)
+		}
+	}
+	if err := s.start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	data := filepath.Join(s.dir, "data")
+	// --no-sync: a throwaway cluster need not survive a power cut; the server itself
+	// keeps fsync on, so benchmarks measure real commits.
+	if out, err := s.command(ctx, "initdb", "-D", data, "-A", "trust", "-U", "pg", "-E", "UTF8",
+		"--no-sync", "--locale=C.UTF-8").CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	// The postmaster is our child (not pg_ctl's), and the kernel stops it when the test
+	// binary dies, so a killed or timed-out test run leaves no server behind.
+	cmd := s.command(context.Background(), "postgres", "-D", data, "-k", s.dir, "-c", "listen_addresses=",
+		"-p", strconv.Itoa(s.port), "-c", "max_connections=200")
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	log, err := os.Create(filepath.Join(s.dir, "log"))
+	if err != nil {
+		return fmt.Errorf("creating the server log: %w", err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting postgres: %w", err)
+	}
+	s.proc = cmd
+	s.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(s.exited) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.kill()
+		out, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("starting postgres: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// waitReady waits until the server accepts connections or exits, for at most 30 s.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		c, err := pgx.Connect(ctx, s.DSN())
+		if err == nil {
+			return c.Close(ctx)
+		}
+		select {
+		case <-s.exited:
+			return errors.New("the server exited")
+		case <-ctx.Done():
+			return fmt.Errorf("the server is not ready: %w", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) kill() {
+	s.proc.Process.Kill()
+	<-s.exited
+}
+
+// command prepares one server binary, as the postgres user when we are root.
+func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	return cmd
+}
+
+// Stop stops the server (fast shutdown: SIGINT) and removes its directory. Stopping a
+// stopped server does nothing.
+func (s *Server) Stop() error {
+	select {
+	case <-s.exited:
+		return os.RemoveAll(s.dir)
+	default:
+	}
+	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
+		return fmt.Errorf("stopping postgres: %w", err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.kill()
+	}
+	return os.RemoveAll(s.dir)
+}
+
+// DSN is the connection string of database "postgres" as the superuser pg, plus extra
+// "key=value" settings (e.g. "search_path=t1").
+func (s *Server) DSN(extra ...string) string {
+	return strings.Join(append([]string{fmt.Sprintf("host=%s port=%d user=pg dbname=postgres", s.dir, s.port)}, extra...), " ")
+}
+
+// NewSchema creates an empty schema and returns a DSN whose connections use it, so
+// tests sharing the server never see each other's tables.
+func (s *Server) NewSchema(ctx context.Context, name string) (string, error) {
+	c, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return "", fmt.Errorf("connecting to the test server: %w", err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("creating schema %s: %w", name, err)
+	}
+	return s.DSN("search_path=" + name), nil
+}
+
+func binDir() (string, error) {
+	if d := os.Getenv("PG_BIN"); d != "" {
+		return d, nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(found) == 0 {
+		return "", errors.New("no PostgreSQL server binaries (initdb): install Debian's postgresql package or set PG_BIN")
+	}
+	return filepath.Dir(found[len(found)-1]), nil
+}
+
+func postgresUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root and there is no postgres user to run the server as: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("reading the postgres user's ids: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+var (
+	shared    *Server
+	sharedErr error
+	once      sync.Once
+	schemas   atomic.Int64
+)
+
+// Main runs the tests of m and then stops the shared server if a test started it. Call
+// it from TestMain: os.Exit(pgtest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Schema returns a DSN for a fresh schema on the binary's shared server, starting the
+// server on first use. Without a server it skips t, or fails it under CI=true.
+func Schema(t testing.TB) string {
+	t.Helper()
+	once.Do(func() { shared, sharedErr = Start(context.Background()) })
+	if sharedErr != nil {
+		unavailable(t, sharedErr)
+	}
+	dsn, err := shared.NewSchema(context.Background(), fmt.Sprintf("t%d", schemas.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Own starts a server of t's own (for a test that stops it), stopped at the end of t.
+// Without a server it skips t, or fails it under CI=true.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start(context.Background())
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("PostgreSQL tests cannot run under CI: %v", err)
+	}
+	t.Skipf("skipping PostgreSQL test: %v", err)
+}

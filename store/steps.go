@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plangate/plangate/core"
+)
+
+// A transition is built as a list of steps first and executed second, so that the SQL of
+// a Commit is written once and each engine runs it the way it is fastest: SQLite
+// statement by statement on its writer connection (a round trip costs nothing there),
+// PostgreSQL as one pipelined batch (BEGIN and every statement in a single round trip,
+// then COMMIT or ROLLBACK after the outcomes were checked), which costs as many round
+// trips as a transaction inserting one row. Either way the checks run in step order, so
+// a duplicate inbound event is reported before anything later in the change could fail.
+
+// step is one statement of a transition with the check of its outcome.
+type step struct {
+	what string // "-ing" context for an error of the statement itself
+	q    string // '?' placeholders (see dialect)
+	args []any
+	// Exec steps: unless nil, zero affected rows fails the transition with this error.
+	none error
+	// QueryRow steps (dest != nil): the returned row is scanned into dest; no row fails
+	// the transition with none; then, unless nil, runs after a successful scan.
+	dest []any
+	then func() error
+}
+
+// outcome checks what a step's statement did; err is the statement's own error.
+func (st step) outcome(n int64, err error) error {
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+		if st.none != nil {
+			return st.none
+		}
+		return fmt.Errorf("%s: %w", st.what, err)
+	case err != nil:
+		return fmt.Errorf("%s: %w", st.what, err)
+	case st.dest == nil && st.none != nil && n == 0:
+		return st.none
+	case st.then != nil:
+		return st.then()
+	}
+	return nil
+}
+
+// runSteps executes steps in one transaction and commits it if every outcome is as
+// expected; otherwise nothing of it remains.
+func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
+	if s.pool != nil {
+		return asConflict(s.runBatch(ctx, steps, lazy))
+	}
+	tx, done, err := s.beginWrite(ctx, lazy)
+	if err != nil {
+		return err
+	}
+	defer done()
+	for _, st := range steps {
+		if st.dest != nil {
+			err := tx.QueryRowContext(ctx, st.q, st.args...).Scan(st.dest...)
+			if err := st.outcome(1, err); err != nil {
+				return err
+			}
+			continue
+		}
+		var n int64
+		res, err := tx.ExecContext(ctx, st.q, st.args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err := st.outcome(n, err); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	return nil
+}
+
+// runBatch is runSteps on PostgreSQL: BEGIN and the steps in one pipelined batch, then
+// COMMIT, or ROLLBACK when an outcome is not as expected.
+func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("getting a connection: %w", err)
+	}
+	defer c.Release()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if lazy {
+		// SET LOCAL ends with the transaction: no later commit can run relaxed.
+		b.Queue("SET LOCAL synchronous_commit = off")
+	}
+	for _, st := range steps {
+		b.Queue(postgresDialect.q(st.q), st.args...)
+	}
+	br := c.SendBatch(ctx, b)
+	err = checkBatch(br, steps, lazy)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("running the transaction: %w", cerr)
+	}
+	if err != nil {
+		if _, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			// The connection is in an unknown state: do not give it back to the pool.
+			c.Conn().Close(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	// A deferred constraint (sessions.plan_id) is checked here. The tag is checked too:
+	// PostgreSQL answers COMMIT in a failed transaction with ROLLBACK, not an error.
+	tag, err := c.Exec(ctx, "COMMIT")
+	if err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("committing transaction: the server answered %s", tag)
+	}
+	return nil
+}
+
+// checkBatch reads the batch's results in order and returns the first unexpected one.
+func checkBatch(br pgx.BatchResults, steps []step, lazy bool) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	if lazy {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("relaxing synchronous_commit for a lazy commit: %w", err)
+		}
+	}
+	for _, st := range steps {
+		if st.dest != nil {
+			if err := st.outcome(1, br.QueryRow().Scan(st.dest...)); err != nil {
+				return err
+			}
+			continue
+		}
+		tag, err := br.Exec()
+		if err := st.outcome(tag.RowsAffected(), err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// beginWrite starts a write transaction on SQLite's writer connection. A lazy one may
+// commit without waiting for the disk (see Change.Lazy). done rolls back what was not
+// committed and undoes the relaxation; call it (deferred) in every case.
+func (s *Store) beginWrite(ctx context.Context, lazy bool) (t *sqlTx, done func(), err error) {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("getting the writer connection: %w", err)
+	}
+	restore := func() {}
+	if lazy {
+		if restore, err = relaxSync(ctx, c); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
+	if t, err = c.BeginTx(ctx, nil); err != nil {
+		restore()
+		c.Close()
+		return nil, nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	return t, func() {
+		_ = t.Rollback() // a no-op after Commit
+		restore()
+		c.Close()
+	}, nil
+}
+
+// asConflict adds core.ErrConflict to a PostgreSQL deadlock or serialization failure: the
+// server rolled the transaction back because another one touched the same rows at the
+// same moment, which is what a lost compare-and-set means to the caller (nothing was
+// changed; try again).
+func asConflict(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+		return fmt.Errorf("%w: %w", err, core.ErrConflict)
+	}
+	return err
+}

@@ -1,0 +1,201 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+func testChannelState(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if v, ok, err := s.ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || ok || v != "" {
+		t.Fatalf("missing state = %q, %v, %v", v, ok, err)
+	}
+	for _, v := range []string{"41", "42"} {
+		if err := s.SetChannelState(ctx, "telegram", "bot1", "offset", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetChannelState(ctx, "telegram", "bot2", "offset", "7"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := open().ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || !ok || v != "42" {
+		t.Fatalf("state = %q, %v, %v; want the latest value 42", v, ok, err)
+	}
+	if err := s.SetChannelState(ctx, "telegram", "bot1", "", "x"); err == nil {
+		t.Fatal("an empty key was accepted")
+	}
+}
+
+func testLeases(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	const ttl = 30 * time.Second
+	if _, err := s.Lease(ctx, "poller"); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("no lease yet: %v", err)
+	}
+	l, ok, err := s.AcquireLease(ctx, "poller", "a", at(0), ttl)
+	if err != nil || !ok || l.Owner != "a" || !l.ExpiresAt.Equal(at(0).Add(ttl)) {
+		t.Fatalf("first acquire = %+v, %v, %v", l, ok, err)
+	}
+	held, ok, err := s.AcquireLease(ctx, "poller", "b", at(0).Add(ttl/2), ttl)
+	if err != nil || ok || held.Owner != "a" || !held.ExpiresAt.Equal(at(0).Add(ttl)) {
+		t.Fatalf("b while a holds = %+v, %v, %v; want refused naming a", held, ok, err)
+	}
+	if _, ok, _ := s.AcquireLease(ctx, "poller", "a", at(0).Add(ttl/2), ttl); !ok {
+		t.Fatal("the holder could not renew")
+	}
+	// After the renewed lease lapses, b takes over.
+	lapse := at(0).Add(ttl/2 + ttl)
+	if exp, err := s.ExpiredLeases(ctx, "", lapse); err != nil || len(exp) != 1 || exp[0].Owner != "a" {
+		t.Fatalf("ExpiredLeases = %+v, %v", exp, err)
+	}
+	if l, ok, err := s.AcquireLease(ctx, "poller", "b", lapse, ttl); err != nil || !ok || l.Owner != "b" {
+		t.Fatalf("takeover = %+v, %v, %v", l, ok, err)
+	}
+	if err := s.ReleaseLease(ctx, "poller", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.Lease(ctx, "poller"); err != nil || l.Owner != "b" {
+		t.Fatalf("a released b's lease: %+v, %v", l, err)
+	}
+	if err := s.ReleaseLease(ctx, "poller", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lease(ctx, "poller"); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("after release: %v", err)
+	}
+	// ExpiredLeases filters by prefix.
+	for _, name := range []string{"session:x", "session:y", "sessions", "poller"} {
+		if _, ok, err := s.AcquireLease(ctx, name, "a", at(0), ttl); err != nil || !ok {
+			t.Fatalf("acquire %s: %v %v", name, ok, err)
+		}
+	}
+	exp, err := s.ExpiredLeases(ctx, "session:", at(10))
+	if err != nil || len(exp) != 2 || exp[0].Name != "session:x" || exp[1].Name != "session:y" {
+		t.Fatalf("ExpiredLeases(session:) = %+v, %v", exp, err)
+	}
+	if exp, _ := s.ExpiredLeases(ctx, "session:", at(0)); len(exp) != 0 {
+		t.Fatalf("unexpired leases listed as expired: %+v", exp)
+	}
+	if _, _, err := s.AcquireLease(ctx, "poller", "a", at(0), 0); err == nil {
+		t.Fatal("a zero ttl was accepted")
+	}
+}
+
+func testToolRuns(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	r1 := core.ToolRun{SessionID: "s1", CallID: "c1", Tool: "write_file", Detail: "write a.txt", StartedAt: at(1)}
+	r2 := core.ToolRun{SessionID: "s1", CallID: "c2", Tool: "run", Detail: "make", StartedAt: at(2)}
+	r3 := core.ToolRun{SessionID: "s2", CallID: "c1", Tool: "run", Detail: "ls", StartedAt: at(0)}
+	for _, r := range []core.ToolRun{r1, r2, r3} {
+		if err := s.StartToolRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := open().StartToolRun(ctx, r1); !errors.Is(err, core.ErrDuplicate) {
+		t.Fatalf("starting a call twice: %v, want ErrDuplicate", err)
+	}
+	fin := r1
+	fin.FinishedAt, fin.Outcome = at(3), core.ToolRunOK
+	if err := s.FinishToolRun(ctx, fin); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishToolRun(ctx, fin); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("finishing twice: %v, want ErrNotFound", err)
+	}
+	if err := s.FinishToolRun(ctx, core.ToolRun{SessionID: "s1", CallID: "c2"}); err == nil {
+		t.Fatal("finishing without an outcome was accepted")
+	}
+	un, err := s.UnfinishedToolRuns(ctx, "s1")
+	if err != nil || !reflect.DeepEqual(un, []core.ToolRun{r2}) {
+		t.Fatalf("UnfinishedToolRuns(s1) = %+v, %v", un, err)
+	}
+	if all, err := s.UnfinishedToolRuns(ctx, ""); err != nil || !reflect.DeepEqual(all, []core.ToolRun{r3, r2}) {
+		t.Fatalf("UnfinishedToolRuns(\"\") = %+v, %v", all, err)
+	}
+	if runs, err := s.ToolRunsOf(ctx, "s1"); err != nil || !reflect.DeepEqual(runs, []core.ToolRun{fin, r2}) {
+		t.Fatalf("ToolRunsOf(s1) = %+v, %v", runs, err)
+	}
+}
+
+func testOutbox(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	cur := seed(t, s, "s1")
+	tg := core.Address{Channel: "telegram", Account: "b", Chat: "1"}
+	out := []core.Outgoing{
+		{Reply: core.Reply{To: cur.Address, Kind: core.ReplyText, Text: "one"}, CreatedAt: at(1)},
+		{Reply: core.Reply{To: tg, Text: "two", Buttons: []core.Button{{Label: "Accept"}}}, CreatedAt: at(2)},
+		{Reply: core.Reply{To: tg, Text: "three"}, CreatedAt: at(3)},
+	}
+	commit(t, s, core.Change{SessionID: "s1", Outbox: out})
+	if out[0].ID <= 0 || out[1].ID <= out[0].ID || out[2].ID <= out[1].ID || out[0].SessionID != "s1" {
+		t.Fatalf("assigned ids %d %d %d (session %q): want increasing", out[0].ID, out[1].ID, out[2].ID, out[0].SessionID)
+	}
+	unsent, err := open().UnsentOutbox(ctx, []string{"telegram"}, 0)
+	if err != nil || len(unsent) != 2 || unsent[0].ID != out[1].ID {
+		t.Fatalf("UnsentOutbox(telegram) = %+v, %v", unsent, err)
+	}
+	jsonEq(t, "outbox reply", unsent[0].Reply, out[1].Reply)
+	if !unsent[0].CreatedAt.Equal(at(2)) || unsent[0].SessionID != "s1" {
+		t.Fatalf("outbox row = %+v", unsent[0])
+	}
+	if lim, _ := s.UnsentOutbox(ctx, nil, 1); len(lim) != 1 || lim[0].ID != out[0].ID {
+		t.Fatalf("UnsentOutbox limit 1 = %+v", lim)
+	}
+	if err := s.NoteOutboxAttempt(ctx, out[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSent(ctx, out[0].ID, "m1", at(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropOutbox(ctx, out[1].ID, "too old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoteOutboxAttempt(ctx, out[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.UnsentOutbox(ctx, []string{"telegram", cur.Address.Channel}, 0)
+	if err != nil || len(left) != 1 || left[0].ID != out[2].ID || left[0].Attempts != 1 {
+		t.Fatalf("after sending and dropping: %+v, %v", left, err)
+	}
+	// Pruning removes finished rows created before the cut, never unsent ones.
+	if n, err := s.PruneOutbox(ctx, at(2)); err != nil || n != 1 {
+		t.Fatalf("PruneOutbox(at 2) = %d, %v; want 1 (the sent one)", n, err)
+	}
+	if n, err := s.PruneOutbox(ctx, at(10)); err != nil || n != 1 {
+		t.Fatalf("PruneOutbox(at 10) = %d, %v; want 1 (the dropped one)", n, err)
+	}
+	if left, _ := s.UnsentOutbox(ctx, nil, 0); len(left) != 1 {
+		t.Fatalf("pruning removed an unsent reply: %+v", left)
+	}
+}
+
+func testPruning(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	seed(t, s, "s1")
+	old := core.InboundKey{Channel: "slack", Account: "T1", EventID: "old"}
+	commit(t, s, core.Change{SessionID: "s1", Inbound: &old})
+	cut := time.Now().Add(time.Hour) // the store stamps inbound keys with its own clock
+	if n, err := s.PruneInbound(ctx, cut.Add(-48*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("PruneInbound before the key = %d, %v; want 0", n, err)
+	}
+	if n, err := s.PruneInbound(ctx, cut); err != nil || n != 1 {
+		t.Fatalf("PruneInbound = %d, %v; want 1", n, err)
+	}
+	if seen, _ := s.SeenInbound(ctx, old); seen {
+		t.Fatal("a pruned key is still seen")
+	}
+	commit(t, s, core.Change{SessionID: "s1", Inbound: &old}) // forgotten, so accepted again
+}
