@@ -343,14 +343,15 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	// finish before it is interrupted.
 	recvCtx, stopReceiving := context.WithCancel(ctx)
 	defer stopReceiving()
-	running := web.track(chans)
-	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
 	backlog := g.unsent(workCtx, nil)
+	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+	running := web.track(chans)
+	web.start(recvCtx, stopReceiving)
 	go func() {
 		backlog.Deliver(workCtx)
-		g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+		resumed()
 	}()
 	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
 	stopReceiving()
