@@ -55,6 +55,9 @@ type Deps struct {
 	// Owner names this engine as a lease holder; "" is the process's own id (one per
 	// process). Tests that play two processes in one give each engine its own.
 	Owner string
+	// Observer is told about decisions, model calls, tool calls and nudges (/metrics);
+	// nil records nothing.
+	Observer Observer
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions
@@ -77,6 +80,7 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	pending  pendingReminders
+	obs      observing
 }
 
 type job struct {
@@ -141,6 +145,10 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.box, _ = d.Store.(OutboxStore)
 	e.leases, _ = d.Store.(LeaseStore)
 	e.runs, _ = d.Store.(ToolRunStore)
+	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
+	if !e.obs.on {
+		e.obs.obs = nopObserver{}
+	}
 	return e
 }
 

@@ -152,7 +152,10 @@ func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, err
 		Messages:  append(append([]ChatMessage(nil), tr.history...), tr.seen...),
 		Tools:     e.toolSpecs(),
 	}
-	return e.d.Model.Complete(ctx, req)
+	start := time.Now() // real time, not the injected clock: this is latency
+	resp, err := e.d.Model.Complete(ctx, req)
+	e.observeModel(start, err)
+	return resp, err
 }
 
 // modelFailed tells the chat that the model could not answer. What the turn already did
