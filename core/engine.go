@@ -104,6 +104,8 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
 	sessionID string
+	// outcome is what became of the message, for the Observer ("" until it is known).
+	outcome string
 }
 
 type queue struct {
@@ -321,8 +323,17 @@ func (e *Engine) run(j *job) error {
 		}
 		return err
 	}
+	err := e.runMessage(j)
+	e.observeInbound(j, err)
+	return err
+}
+
+// runMessage handles a person's message (or a platform event of one).
+func (e *Engine) runMessage(j *job) error {
+	ctx := j.ctx
 	m := j.msg
 	if m.Sender.IsBot {
+		j.outcome = inboundRefused
 		return nil // bots never drive a session, including this one
 	}
 	if j.inbound != nil {
@@ -332,6 +343,7 @@ func (e *Engine) run(j *job) error {
 		}
 		if seen {
 			e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
+			j.outcome = inboundDuplicate
 			return nil
 		}
 	}
@@ -351,6 +363,7 @@ func (e *Engine) run(j *job) error {
 		return nil // the holder's turn picks the work up (see runTurns)
 	}
 	if errors.Is(err, ErrDuplicate) {
+		j.outcome = inboundDuplicate
 		return nil
 	}
 	if err != nil {

@@ -21,6 +21,28 @@ type Observer interface {
 	Nudge(outcome string)
 	// PlansPending sets how many plan versions wait for a decision.
 	PlansPending(n int)
+	// Inbound counts one person's message or platform event by channel and outcome:
+	// handled, duplicate (a redelivery), refused (a bot, or a decision the rules
+	// refused) or failed (the handler returned an error).
+	Inbound(channel, outcome string)
+}
+
+// Inbound outcomes other than handled and failed, set on the job where they are known.
+const (
+	inboundDuplicate = "duplicate"
+	inboundRefused   = "refused"
+)
+
+// observeInbound reports what became of the message of j.
+func (e *Engine) observeInbound(j *job, err error) {
+	outcome := j.outcome
+	switch {
+	case err != nil:
+		outcome = "failed"
+	case outcome == "":
+		outcome = "handled"
+	}
+	e.obs.obs.Inbound(j.msg.Address.Channel, outcome)
 }
 
 // PendingCounter is what a store may implement to count the plan versions waiting for a
@@ -37,6 +59,7 @@ func (nopObserver) ModelRequest(string, time.Duration) {}
 func (nopObserver) ToolCall(string, string)            {}
 func (nopObserver) Nudge(string)                       {}
 func (nopObserver) PlansPending(int)                   {}
+func (nopObserver) Inbound(string, string)             {}
 
 // observing holds what the engine needs to report pending plans: the count is read from
 // the store (so several engines on one store agree), one reader at a time so an older
@@ -49,14 +72,20 @@ type observing struct {
 
 // observeCommit reports the decisions a committed change recorded, and the pending count
 // when the change proposed or decided a plan. Changes without such rows cost one loop.
-func (e *Engine) observeCommit(ctx context.Context, ch Change) {
+func (t *turnState) observeCommit(ctx context.Context, ch Change) {
+	e := t.e
 	if !e.obs.on {
 		return
 	}
 	recount := false
 	for i := range ch.Events {
 		switch k := ch.Events[i].Kind; k {
-		case EventAccepted, EventAutoAccepted, EventRevised, EventAbandoned, EventAborted, EventExpired, EventRefused:
+		case EventRefused:
+			e.obs.obs.Decision(string(k))
+			if t.j != nil && t.j.sys == nil {
+				t.j.outcome = inboundRefused
+			}
+		case EventAccepted, EventAutoAccepted, EventRevised, EventAbandoned, EventAborted, EventExpired:
 			e.obs.obs.Decision(string(k))
 			recount = true
 		case EventProposed, EventSuperseded:
