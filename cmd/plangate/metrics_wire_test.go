@@ -179,8 +179,12 @@ func TestMetricsCountRealTraffic(t *testing.T) {
 	if sent < 3 {
 		t.Errorf("only %v replies reached the fake", sent)
 	}
-	if got := sample(t, m, "plangate_tool_calls_total", "outcome", "ran"); got < 1 {
-		t.Errorf("no executed tool call was counted (%v)", got)
+	// The accepted "Docs cleanup" makes three edits, all within its scope.
+	if got := sample(t, m, "plangate_tool_calls_total", "tool", "edit_file", "outcome", "ran"); got != 3 {
+		t.Errorf("edit_file calls that ran: %v, want 3", got)
+	}
+	if got := sample(t, m, "plangate_tool_calls_total", "outcome", "failed"); got != 0 {
+		t.Errorf("tool calls that failed: %v, want 0", got)
 	}
 	if got := sample(t, m, "plangate_model_request_seconds", "outcome", "ok"); got <= proposalCalls {
 		t.Errorf("the accepted plan's turns made no model request (%v in all)", got)
