@@ -55,8 +55,8 @@ type Deps struct {
 	// Owner names this engine as a lease holder; "" is the process's own id (one per
 	// process). Tests that play two processes in one give each engine its own.
 	Owner string
-	// Observer is told about decisions, model calls, tool calls and nudges (/metrics);
-	// nil records nothing.
+	// Observer is told what became of inbound messages, and about decisions, pending
+	// plans, model calls, gated tool calls and reminders (/metrics); nil records nothing.
 	Observer Observer
 }
 
