@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,15 +66,43 @@ func New(d Deps) *API {
 }
 
 // Register adds the routes to srv as admin routes: 404 without http.admin_token, 401
-// without the bearer token. net/http's mux answers other methods on these paths with 405.
+// without the bearer token, and only then 405 for a wrong method or 404 for an unknown
+// path, so without the token nothing tells that the API exists.
 func (a *API) Register(srv *httpserver.Server) {
-	srv.HandleAdmin("GET /api/v1/sessions", http.HandlerFunc(a.sessions))
-	srv.HandleAdmin("GET /api/v1/sessions/{id}", http.HandlerFunc(a.session))
-	srv.HandleAdmin("GET /api/v1/sessions/{id}/events", http.HandlerFunc(a.events))
-	srv.HandleAdmin("GET /api/v1/plans/{id}", http.HandlerFunc(a.plan))
-	srv.HandleAdmin("GET /api/v1/sessions/{id}/mode", http.HandlerFunc(a.getMode))
-	srv.HandleAdmin("POST /api/v1/sessions/{id}/mode", http.HandlerFunc(a.postMode))
-	srv.HandleAdmin("POST /api/v1/sessions/{id}/decisions", http.HandlerFunc(a.decide))
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", "/api/v1/sessions", a.sessions},
+		{"GET", "/api/v1/sessions/{id}", a.session},
+		{"GET", "/api/v1/sessions/{id}/events", a.events},
+		{"GET", "/api/v1/plans/{id}", a.plan},
+		{"GET", "/api/v1/sessions/{id}/mode", a.getMode},
+		{"POST", "/api/v1/sessions/{id}/mode", a.postMode},
+		{"POST", "/api/v1/sessions/{id}/decisions", a.decide},
+	}
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		srv.HandleAdmin(rt.method+" "+rt.path, rt.h)
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		if slices.Contains(allowed[p], "GET") {
+			allow += ", HEAD" // net/http answers HEAD with the GET route
+		}
+		srv.HandleAdmin(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			httpserver.WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here; use "+allow)
+		}))
+	}
+	srv.HandleAdmin("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpserver.WriteError(w, http.StatusNotFound, "no such admin API route")
+	}))
 }
 
 func (a *API) sessions(w http.ResponseWriter, r *http.Request) {
