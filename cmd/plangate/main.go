@@ -332,7 +332,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, hub, names)
+	g, err := startGateway(ctx, cfg, e, log, st, web.adminSender(hub), names)
 	if err != nil {
 		return err
 	}
@@ -343,10 +343,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	// finish before it is interrupted.
 	recvCtx, stopReceiving := context.WithCancel(ctx)
 	defer stopReceiving()
-	running := web.track(chans)
-	web.start(recvCtx, stopReceiving)
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	running := web.track(chans)
+	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
+	web.start(recvCtx, stopReceiving)
 	backlog := g.unsent(workCtx, nil)
 	go func() {
 		backlog.Deliver(workCtx)
