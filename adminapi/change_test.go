@@ -15,10 +15,15 @@ import (
 func TestAcceptChangesTheStoreAsAdmin(t *testing.T) {
 	e := newEnv(t, token)
 	s := e.pending()
-	code, body, _ := e.do("POST", "/api/v1/sessions/"+s.ID+"/decisions", `{"action":"accept","approval_id":"`+s.ApprovalID+`","by":"ops"}`)
 	var got adminapi.SessionJSON
+	_, body, _ := e.do("GET", "/api/v1/sessions/"+s.ID, "")
 	decode(t, body, &got)
-	if code != 200 || got.Phase != core.PhaseExecuting || got.Plan == nil || got.Plan.Status != core.PlanAccepted {
+	if got.ApprovalID != s.ApprovalID || got.ApprovalID == "" {
+		t.Fatalf("the session view's approval_id %q, want the pending %q", got.ApprovalID, s.ApprovalID)
+	}
+	code, body, _ := e.do("POST", "/api/v1/sessions/"+s.ID+"/decisions", `{"action":"accept","approval_id":"`+got.ApprovalID+`","by":"ops"}`)
+	decode(t, body, &got)
+	if code != 200 || got.Phase != core.PhaseExecuting || got.Plan == nil || got.Plan.Status != core.PlanAccepted || got.ApprovalID != "" {
 		t.Fatalf("accept: %d %s", code, body)
 	}
 	p, err := e.st.Plan(context.Background(), s.PlanID)

@@ -23,10 +23,12 @@ type SessionJSON struct {
 	RejectionCount  int            `json:"rejection_count"`
 	Owner           string         `json:"owner"`
 	PendingQuestion *core.Question `json:"pending_question"`
-	Plan            *PlanJSON      `json:"plan"`
-	Version         int64          `json:"version"`
-	CreatedAt       string         `json:"created_at"`
-	UpdatedAt       string         `json:"updated_at"`
+	// ApprovalID is the id a decision on the pending plan version carries; "" when none waits.
+	ApprovalID string    `json:"approval_id"`
+	Plan       *PlanJSON `json:"plan"`
+	Version    int64     `json:"version"`
+	CreatedAt  string    `json:"created_at"`
+	UpdatedAt  string    `json:"updated_at"`
 }
 
 // AddressJSON is a session's address.
@@ -95,7 +97,7 @@ func ToPlanDetail(p core.Plan) PlanDetailJSON {
 func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSON, error) {
 	j := SessionJSON{
 		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
-		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, Version: s.Version,
+		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,
 		CreatedAt: s.CreatedAt.UTC().Format(timeFormat), UpdatedAt: s.UpdatedAt.UTC().Format(timeFormat),
 	}
 	if s.PlanID != "" {
