@@ -53,8 +53,9 @@ func newEnv(t *testing.T, adminToken string) *env {
 	hs := httpserver.New(httpserver.Config{AdminToken: adminToken, MaxBody: 4096}, nil, log)
 	adminapi.New(adminapi.Deps{Store: st, Engine: e.eng, Tap: tap, Log: log, Now: func() time.Time { return e.clock }}).Register(hs)
 	e.srv = httptest.NewServer(hs.Handler())
+	srv := e.srv // withEngine may replace e.srv
 	t.Cleanup(func() {
-		e.srv.Close()
+		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = e.eng.Wait(ctx)
