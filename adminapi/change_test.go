@@ -166,6 +166,23 @@ func TestDecisionOnAbandonedPlanIs409(t *testing.T) {
 	}
 }
 
+// TestModeRefusalIs409: plan mode disabled in the configuration cannot be turned on
+// through the API either; the engine's refusal is the 409's reason.
+func TestModeRefusalIs409(t *testing.T) {
+	e := newEnv(t, token, func(c *core.Config) { c.PlanMode = false })
+	e.say("hello")
+	s := e.session()
+	code, body, _ := e.do("POST", "/api/v1/sessions/"+s.ID+"/mode", `{"plan_mode":"on","by":"ops"}`)
+	var why struct{ Error string }
+	decode(t, body, &why)
+	if code != 409 || !strings.Contains(strings.ToLower(why.Error), "plan mode") {
+		t.Fatalf("plan_mode on while disabled: %d %s", code, body)
+	}
+	if got := e.session(); got.Phase != core.PhaseOff {
+		t.Fatalf("phase %s, want off", got.Phase)
+	}
+}
+
 func (e *env) chatSaw(text string) bool {
 	for _, r := range e.chat.Replies() {
 		if strings.Contains(r.Text, text) {

@@ -35,7 +35,7 @@ type env struct {
 
 var addr = core.Address{Channel: "telegram", Account: "bot", Chat: "100"}
 
-func newEnv(t *testing.T, adminToken string) *env {
+func newEnv(t *testing.T, adminToken string, opts ...func(*core.Config)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
@@ -47,8 +47,12 @@ func newEnv(t *testing.T, adminToken string) *env {
 		clock: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	log := slog.New(slog.DiscardHandler)
 	tap := adminapi.NewTap(e.chat)
-	e.eng = core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
-		PerSession: true, PlanMode: true, Approvers: []string{"telegram:42"}},
+	cfg := core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+		PerSession: true, PlanMode: true, Approvers: []string{"telegram:42"}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.eng = core.NewEngine(cfg,
 		core.Deps{Store: st, Model: e.model, Out: tap, Log: log, Now: func() time.Time { return e.clock }})
 	hs := httpserver.New(httpserver.Config{AdminToken: adminToken, MaxBody: 4096}, nil, log)
 	adminapi.New(adminapi.Deps{Store: st, Engine: e.eng, Tap: tap, Log: log, Now: func() time.Time { return e.clock }}).Register(hs)
