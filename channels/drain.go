@@ -1,6 +1,12 @@
 package channels
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
 
 // Drainer is implemented by channels whose received events outlive Run: they are handed
 // to an AsyncHandler, and a shutdown lets the turns in flight finish before each event is
@@ -10,4 +16,30 @@ import "context"
 // closes.
 type Drainer interface {
 	Drain(ctx context.Context) (left int, err error)
+}
+
+// Stopped tells a handler that was stopped (its context ended) from one that failed: a
+// stopped job did not commit, so its event stays for the next start.
+func Stopped(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Settle is the body of a Drain: it waits until inflight is done or ctx ends, then saves
+// the inbox with flush (with a context that does not end), and reports left. what names
+// the events for the error ("telegram updates").
+func Settle(ctx context.Context, inflight *sync.WaitGroup, left *atomic.Int64, flush func(context.Context) error, what string) (int, error) {
+	settled := make(chan struct{})
+	go func() {
+		inflight.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+		return int(left.Load()), fmt.Errorf("waiting for %s to settle: %w", what, ctx.Err())
+	}
+	if err := flush(context.WithoutCancel(ctx)); err != nil {
+		return int(left.Load()), err
+	}
+	return int(left.Load()), nil
 }

@@ -194,9 +194,19 @@ func (e *Engine) pendingApproval(ctx context.Context, sessionID string) *string 
 
 // system queues fn for a session as a system job and waits for it.
 func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx context.Context, t *turnState) error) error {
+	return waitJob(ctx, e.systemAsync(ctx, sessionID, fn))
+}
+
+// systemAsync queues fn as a system job now and returns its outcome channel: whatever is
+// queued for the session after this call runs after fn.
+func (e *Engine) systemAsync(ctx context.Context, sessionID string, fn func(ctx context.Context, t *turnState) error) <-chan error {
 	j := &job{ctx: ctx, done: make(chan error, 1), sys: fn, sessionID: sessionID}
+	return e.enqueue(sessionID, j, false)
+}
+
+func waitJob(ctx context.Context, done <-chan error) error {
 	select {
-	case err := <-e.enqueue(sessionID, j, false):
+	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

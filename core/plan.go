@@ -58,7 +58,8 @@ type Risk struct {
 type Scope struct {
 	AllowedPaths   []string `json:"allowed_paths,omitempty"`
 	ForbiddenPaths []string `json:"forbidden_paths,omitempty"`
-	// AllowedTools names the mutating MCP tools (<server>__<tool>) the plan may call.
+	// AllowedTools names the mutating MCP tools ("<server>__<tool>") the plan may call
+	// (DESIGN.md 15); read-only tools need no entry.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 }
 
@@ -82,6 +83,35 @@ type PlanBody struct {
 	Verification []string `json:"verification,omitempty"`
 	Scope        Scope    `json:"scope,omitzero"`
 	References   []string `json:"references,omitempty"`
+	// Spec is the product spec a short goal is expanded into first (plan_mode.planner
+	// expand_short_goals); nil for an ordinary plan.
+	Spec *ProductSpec `json:"spec,omitempty"`
+}
+
+// ProductSpec describes the product a plan builds, before its steps (DESIGN.md 13).
+type ProductSpec struct {
+	Overview        string    `json:"overview,omitempty"`
+	Features        []Feature `json:"features,omitempty"`
+	UserStories     []string  `json:"user_stories,omitempty"`
+	TechStack       []string  `json:"tech_stack,omitempty"`
+	DesignDirection string    `json:"design_direction,omitempty"`
+}
+
+// Feature is one feature of a product spec, with its priority (high, medium, low) and its
+// complexity (small, medium, large).
+type Feature struct {
+	Name       string `json:"name"`
+	Priority   string `json:"priority"`
+	Complexity string `json:"complexity"`
+}
+
+// Approval is one person's acceptance of a plan version; a policy may need several
+// (DESIGN.md 12). They are kept on the plan, outside the hashed body.
+type Approval struct {
+	By      string    `json:"by"`
+	ByName  string    `json:"by_name,omitempty"`
+	At      time.Time `json:"at"`
+	Version int       `json:"version"`
 }
 
 // Plan is one stored plan version.
@@ -95,6 +125,7 @@ type Plan struct {
 	Hash       string // content hash of Body, for re-proposal de-duplication
 	File       string // path of the markdown file: plans.dir/<session dir>/<name>
 	Decision   *Decision
+	Approvals  []Approval // acceptances recorded so far, while more are required
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }

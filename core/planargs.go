@@ -24,6 +24,7 @@ type proposalArgs struct {
 	Verification []string       `json:"verification"`
 	Scope        Scope          `json:"scope"`
 	References   []string       `json:"references"`
+	Spec         *ProductSpec   `json:"spec"`
 }
 
 type proposalStep struct {
@@ -33,7 +34,9 @@ type proposalStep struct {
 
 // Known argument fields per location, with hints for the names models most often confuse.
 var (
-	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references"}
+	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references", "spec"}
+	specFields         = []string{"overview", "features", "user_stories", "tech_stack", "design_direction"}
+	featureFields      = []string{"name", "priority", "complexity"}
 	proposalStepFields = []string{"step", "acceptance_criteria"}
 	riskFields         = []string{"risk", "mitigation"}
 	scopeFields        = []string{"allowed_paths", "forbidden_paths", "allowed_tools"}
@@ -78,6 +81,12 @@ func ParseProposal(args json.RawMessage) (PlanBody, error) {
 	if sc, ok := argMap(top["scope"]); ok {
 		problems = append(problems, unknownFields(tool, "scope", sc, scopeFields)...)
 	}
+	if sp, ok := argMap(top["spec"]); ok {
+		problems = append(problems, unknownFields(tool, "spec", sp, specFields)...)
+		for i, item := range argArray(sp["features"]) {
+			problems = append(problems, unknownFields(tool, fmt.Sprintf("spec.features[%d]", i), item, featureFields)...)
+		}
+	}
 	if len(problems) > 0 {
 		return PlanBody{}, problemList(problems)
 	}
@@ -96,6 +105,14 @@ func ParseProposal(args json.RawMessage) (PlanBody, error) {
 			ForbiddenPaths: trimList(a.Scope.ForbiddenPaths),
 			AllowedTools:   trimList(a.Scope.AllowedTools),
 		},
+	}
+	if sp := a.Spec; sp != nil {
+		b.Spec = &ProductSpec{Overview: strings.TrimSpace(sp.Overview), UserStories: trimList(sp.UserStories),
+			TechStack: trimList(sp.TechStack), DesignDirection: strings.TrimSpace(sp.DesignDirection)}
+		for _, f := range sp.Features {
+			b.Spec.Features = append(b.Spec.Features, Feature{Name: strings.TrimSpace(f.Name),
+				Priority: strings.ToLower(strings.TrimSpace(f.Priority)), Complexity: strings.ToLower(strings.TrimSpace(f.Complexity))})
+		}
 	}
 	for i, s := range a.Plan {
 		b.Steps = append(b.Steps, Step{

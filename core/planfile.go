@@ -82,7 +82,18 @@ func Checklist(steps []Step) string {
 
 // RenderPlanMarkdown renders one plan version as the markdown file posted to the chat.
 // Every string that came from the model (or from a person, for the decision) is escaped.
+// ParsePlanMarkdown reads the body back.
 func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
+	return renderPlan(p, phase, session, nil)
+}
+
+// RenderPlanMarkdownChanges is RenderPlanMarkdown with a "## Changes from vN" section
+// after the status line, for a version after the first (d.From is N).
+func RenderPlanMarkdownChanges(p Plan, phase Phase, session string, d PlanDiff) []byte {
+	return renderPlan(p, phase, session, &d)
+}
+
+func renderPlan(p Plan, phase Phase, session string, changes *PlanDiff) []byte {
 	var b bytes.Buffer
 	title := EscapeMarkdown(p.Body.Title)
 	if title == "" {
@@ -91,9 +102,13 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
 	fmt.Fprintf(&b, "# %s\n\nVersion %d · status: %s · phase: %s · session: %s\n",
 		title, p.Version, EscapeMarkdown(string(p.Status)), EscapeMarkdown(string(phase)), EscapeMarkdown(session))
 
+	if changes != nil {
+		b.WriteString(changes.Markdown())
+	}
 	if summary := escapeMarkdownBlock(p.Body.Summary); summary != "" {
 		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", summary)
 	}
+	writeSpec(&b, p.Body.Spec)
 	if len(p.Body.Steps) > 0 {
 		b.WriteString("\n## Steps\n\n")
 		for _, s := range p.Body.Steps {
@@ -110,14 +125,7 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
 	writeBullets(&b, "Assumptions", p.Body.Assumptions)
 	var risks []string
 	for _, r := range p.Body.Risks {
-		line, m := EscapeMarkdown(r.Risk), EscapeMarkdown(r.Mitigation)
-		switch {
-		case line == "":
-			line = m
-		case m != "":
-			line += " — " + m
-		}
-		if line != "" {
+		if line := riskLine(r); line != "" {
 			risks = append(risks, line)
 		}
 	}
@@ -140,6 +148,25 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
 			EscapeMarkdown(string(p.Status)))
 	}
 	return b.Bytes()
+}
+
+// riskSep separates a risk from its mitigation in the file. An em dash inside the risk is
+// written as the entity &#8212; (it renders the same), so the first " — " of a line is
+// always the separator and ParsePlanMarkdown can split it back; a risk that names only a
+// mitigation starts with "— ".
+const riskSep = " — "
+
+func riskLine(r Risk) string {
+	line := strings.ReplaceAll(EscapeMarkdown(r.Risk), "—", "&#8212;")
+	m := EscapeMarkdown(r.Mitigation)
+	switch {
+	case m == "":
+	case line == "":
+		line = strings.TrimLeft(riskSep, " ") + m
+	default:
+		line += riskSep + m
+	}
+	return line
 }
 
 // writeBullets writes a section of escaped model text, one bullet per entry.
@@ -172,7 +199,7 @@ func writeScope(b *bytes.Buffer, sc Scope) {
 	for _, part := range []struct {
 		label string
 		paths []string
-	}{{"Allowed", sc.AllowedPaths}, {"Forbidden", sc.ForbiddenPaths}, {"Allowed tools", sc.AllowedTools}} {
+	}{{scopeAllowed, sc.AllowedPaths}, {scopeForbidden, sc.ForbiddenPaths}, {scopeTools, sc.AllowedTools}} {
 		if len(part.paths) == 0 {
 			continue
 		}

@@ -33,7 +33,11 @@ func planToolSpecs() []ToolSpec {
 				`"risks":{"type":"array","items":{"type":"object","required":["risk","mitigation"],"properties":{"risk":` + str + `,"mitigation":` + str + `}}},` +
 				`"verification":` + strs + `,` +
 				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs + `}},` +
-				`"references":` + strs + `}}`)},
+				`"references":` + strs + `,` +
+				`"spec":{"type":"object","additionalProperties":false,"properties":{"overview":` + str + `,` +
+				`"features":{"type":"array","items":{"type":"object","required":["name","priority","complexity"],"additionalProperties":false,"properties":{"name":` + str +
+				`,"priority":{"type":"string","enum":["high","medium","low"]},"complexity":{"type":"string","enum":["small","medium","large"]}}}},` +
+				`"user_stories":` + strs + `,"tech_stack":` + strs + `,"design_direction":` + str + `}}}}`)},
 		{Name: ToolUpdatePlan, Kind: ToolPlan,
 			Description: "Report step progress while executing an accepted plan: the status and verified criteria of its steps only (adding, removing or rewording steps is a new plan, which needs the user). A step may be completed only when every acceptance criterion is listed in verified_criteria; at most one step in_progress. When you cancel a step, say why in explanation.",
 			Parameters: json.RawMessage(`{"type":"object","required":["plan"],"additionalProperties":false,"properties":{` +

@@ -18,6 +18,44 @@ Nothing may change before a person accepts a plan. The cycle:
 5. While executing, call update_plan: mark one step in_progress, then completed with verified_criteria naming each acceptance criterion you checked. Writes outside the scope are refused.
 6. When every step is done you receive [PLAN_COMPLETE]: post a short summary.`
 
+// PlannerStyle is how ambitious the plans the model proposes should be.
+type PlannerStyle string
+
+// Planner styles (plan_mode.planner.style).
+const (
+	StyleConservative PlannerStyle = "conservative"
+	StyleAmbitious    PlannerStyle = "ambitious"
+)
+
+// Planner is plan_mode.planner: the style, and whether a short goal is first expanded
+// into a product spec. The zero value gives the card without a style line.
+type Planner struct {
+	Style            PlannerStyle
+	ExpandShortGoals bool
+}
+
+// Style lines of the plan-mode card.
+const (
+	conservativeLine = "Style: conservative. Propose the smallest change that meets the goal. Add no new dependencies, keep the existing structure, and leave improvements the goal did not ask for out of the plan."
+	ambitiousLine    = "Style: ambitious. Look for the better product behind the goal: propose the change that serves it best, and name the opportunities you see (as steps, or as assumptions to confirm) even when they go beyond the literal request."
+	expandGoalsLine  = `Short goals: when the goal is at most four sentences, plan a product spec first. Pass exit_plan_mode a "spec": {overview, features: [{name, priority: high|medium|low, complexity: small|medium|large}], user_stories, tech_stack, design_direction}, then steps that build it.`
+)
+
+// PlanModeCard is the plan-mode reference card for a planner setting.
+func PlanModeCard(p Planner) string {
+	card := planCard
+	switch p.Style {
+	case StyleConservative:
+		card += "\n" + conservativeLine
+	case StyleAmbitious:
+		card += "\n" + ambitiousLine
+	}
+	if p.ExpandShortGoals {
+		card += "\n" + expandGoalsLine
+	}
+	return card
+}
+
 func (e *Engine) systemPrompt(s Session) string {
 	base := strings.TrimSpace(e.cfg.SystemPrompt)
 	if base == "" {
@@ -38,5 +76,6 @@ func (e *Engine) systemPrompt(s Session) string {
 	case PhaseExecuting:
 		now = "Your plan was accepted: carry it out and report progress with update_plan."
 	}
-	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, planCard, s.Phase, now)
+	// The engine's config carries no planner yet: the coordinator passes it here.
+	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, PlanModeCard(Planner{}), s.Phase, now)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -25,12 +24,25 @@ const InjectRestart InjectionKind = "RESTART"
 // died), it is taken over then. only selects the sessions this process serves (nil =
 // all). Resume returns how many sessions it picked up once their turns have run.
 func (e *Engine) Resume(ctx context.Context, only func(Session) bool) (int, error) {
+	wait, err := e.StartResume(ctx, only)
+	if err != nil {
+		return 0, err
+	}
+	return wait(), nil
+}
+
+// StartResume is Resume in two steps: it finds the sessions to pick up and queues their
+// resumed turns at once, so that a message received after it returns runs after the
+// resumed turn (an unanswered message is answered before the next one, not overtaken and
+// forgotten). wait blocks until those turns have run and reports how many there were.
+// Call it before the channels start receiving.
+func (e *Engine) StartResume(ctx context.Context, only func(Session) bool) (wait func() int, err error) {
 	ss, err := e.d.Store.Sessions(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("listing sessions to resume: %w", err)
+		return nil, fmt.Errorf("listing sessions to resume: %w", err)
 	}
-	var wg sync.WaitGroup
-	n := 0
+	var dones []<-chan error
+	var ids []string
 	for _, s := range ss {
 		if only != nil && !only(s) {
 			continue
@@ -42,20 +54,22 @@ func (e *Engine) Resume(ctx context.Context, only func(Session) bool) (int, erro
 		}
 		need, err := e.unfinished(ctx, s)
 		if err != nil {
-			return n, err
+			return nil, err
 		}
 		if !need && !leftover {
 			continue
 		}
-		n++
-		wg.Go(func() {
-			if err := e.resumeOne(ctx, s.ID, leftover); err != nil {
-				e.d.Log.Error("resuming session", "session", s.ID, "err", err)
-			}
-		})
+		dones = append(dones, e.resumeOne(ctx, s.ID, leftover))
+		ids = append(ids, s.ID)
 	}
-	wg.Wait()
-	return n, nil
+	return func() int {
+		for i, done := range dones {
+			if err := waitJob(ctx, done); err != nil {
+				e.d.Log.Error("resuming session", "session", ids[i], "err", err)
+			}
+		}
+		return len(dones)
+	}, nil
 }
 
 // resumeLater retries one session once another process's lease on it has expired: a live
@@ -79,8 +93,8 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Se
 
 // resumeOne runs the resumed turn of one session under its lease. leftover: a lease of
 // another process was found, so a turn may have been cut off.
-func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) error {
-	return e.system(ctx, sessionID, func(ctx context.Context, t *turnState) error {
+func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
+	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *turnState) error {
 		err := t.withLease(ctx, func(ctx context.Context) error {
 			need, err := e.unfinished(ctx, t.sess)
 			if err != nil {

@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -189,7 +188,7 @@ func decodeEntry(e channels.InboxEntry) (item, error) {
 // has ended) is not handled: it stays in the inbox for the next start, where the engine
 // de-duplicates it if it had committed after all.
 func (d *dispatcher) settle(ctx context.Context, key string, m core.Message, err error) {
-	if ctx.Err() != nil && stopped(err) && key != "" {
+	if ctx.Err() != nil && channels.Stopped(err) && key != "" {
 		d.left.Add(1)
 		d.c.log.Warn("slack message not handled before the stop; it is kept for the next start",
 			"event", m.ID, "slack_channel", m.Address.Chat, "err", err)
@@ -218,11 +217,6 @@ func (d *dispatcher) done(ctx context.Context, key string) {
 	}
 }
 
-// stopped tells a handler that was stopped from one that failed.
-func stopped(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
 // Drain implements channels.Drainer: it waits, until ctx ends, for the messages the last
 // Run handed to the engine to be settled, saves the inbox and returns how many were left
 // in it for the next start.
@@ -231,18 +225,5 @@ func (c *Channel) Drain(ctx context.Context) (int, error) {
 	if d == nil {
 		return 0, nil
 	}
-	settled := make(chan struct{})
-	go func() {
-		d.inflight.Wait()
-		close(settled)
-	}()
-	select {
-	case <-settled:
-	case <-ctx.Done():
-		return int(d.left.Load()), fmt.Errorf("waiting for slack messages to settle: %w", ctx.Err())
-	}
-	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
-		return int(d.left.Load()), err
-	}
-	return int(d.left.Load()), nil
+	return channels.Settle(ctx, &d.inflight, &d.left, d.in.Flush, "slack messages")
 }

@@ -2,8 +2,8 @@ package telegram
 
 import (
 	"context"
-	"errors"
-	"fmt"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // settle reports the handler's outcome for an update and whether the update is handled.
@@ -12,7 +12,7 @@ import (
 // not: it stays in the inbox, so the next start replays it, and the engine de-duplicates
 // it there if it had committed after all.
 func (d *dispatcher) settle(ctx context.Context, j job, id int64, err error) bool {
-	if ctx.Err() != nil && stopped(err) {
+	if ctx.Err() != nil && channels.Stopped(err) {
 		d.left.Add(1)
 		d.c.log.Warn("telegram update not handled before the stop; it is kept for the next start",
 			"update", id, "chat", j.msg.Address.Chat, "err", err)
@@ -25,11 +25,6 @@ func (d *dispatcher) settle(ctx context.Context, j job, id int64, err error) boo
 	return true
 }
 
-// stopped tells a handler that was stopped from one that failed.
-func stopped(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
 // Drain waits, until ctx ends, for the updates Run handed to the engine to be settled
 // (they outlive Run, so that a shutdown lets turns in flight finish), and returns how many
 // were left unhandled in the inbox for the next start. Call it after Run has returned and
@@ -39,18 +34,5 @@ func (c *Channel) Drain(ctx context.Context) (int, error) {
 	if d == nil {
 		return 0, nil
 	}
-	settled := make(chan struct{})
-	go func() {
-		d.inflight.Wait()
-		close(settled)
-	}()
-	select {
-	case <-settled:
-	case <-ctx.Done():
-		return int(d.left.Load()), fmt.Errorf("waiting for telegram updates to settle: %w", ctx.Err())
-	}
-	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
-		return int(d.left.Load()), err
-	}
-	return int(d.left.Load()), nil
+	return channels.Settle(ctx, &d.inflight, &d.left, d.in.flush, "telegram updates")
 }

@@ -106,6 +106,9 @@ type PlanModeConfig struct {
 	ApprovalTimeout time.Duration   `yaml:"approval_timeout"` // 0 = never expires
 	Nudges          []time.Duration `yaml:"nudges"`           // one-shot, after the plan is posted
 	NudgeGrace      time.Duration   `yaml:"nudge_grace"`
+	// AutoApproveRules accept a proposal without a person when one fits (DESIGN.md 12).
+	AutoApproveRules []AutoApproveRuleConfig `yaml:"auto_approve_rules"`
+	Planner          PlannerConfig           `yaml:"planner"`
 }
 
 // ToolsConfig switches optional tools on and bounds the file tools.
@@ -128,6 +131,9 @@ type AccessConfig struct {
 	// Approvers are "channel:user id" (or "discord-role:role id"); empty means the session
 	// owner and anyone in a direct message may decide.
 	Approvers []string `yaml:"approvers"`
+	// Policies: the first whose match fits a session sets its approvers and how many must
+	// accept (DESIGN.md 12).
+	Policies []ApprovalPolicyConfig `yaml:"policies"`
 }
 
 // ChannelsConfig holds one section per chat platform. Each adapter package owns its
@@ -225,6 +231,7 @@ func defaultConfig() *Config {
 			Enabled:    true,
 			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
 			NudgeGrace: 15 * time.Minute,
+			Planner:    PlannerConfig{Style: "conservative"}, // core.StyleConservative
 		},
 		Channels: ChannelsConfig{
 			Terminal: terminal.Defaults(),

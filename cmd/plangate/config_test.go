@@ -79,6 +79,7 @@ func wantDefaults(dir string) Config {
 			Enabled:    true,
 			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},
 			NudgeGrace: 15 * time.Minute,
+			Planner:    PlannerConfig{Style: "conservative"},
 		},
 		Channels: ChannelsConfig{
 			Terminal:     terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},

@@ -195,7 +195,7 @@ func (p PlanModeConfig) Validate() error {
 	if p.StartInPlan && !p.Enabled {
 		errs = append(errs, channels.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, p.Planner.problem(), p.ruleProblems())...)
 }
 
 // Validate checks the tools section.
@@ -221,7 +221,7 @@ func (a AccessConfig) Validate() error {
 				"expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)"))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, a.policyProblems()...)...)
 }
 
 // Validate checks the log section.

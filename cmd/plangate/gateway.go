@@ -91,12 +91,18 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 
 // resume picks up the work a previous process left unfinished in the sessions mine
 // selects, and logs what it did.
-func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) {
-	n, err := g.eng.Resume(ctx, mine)
+// The resumed turns are queued at once (before anything new is received, so a message
+// that arrives next runs after them); the returned func waits for them.
+func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) (wait func()) {
+	done, err := g.eng.StartResume(ctx, mine)
 	if err != nil {
 		g.log.Error("resuming unfinished work", "err", err)
-	} else if n > 0 {
-		g.log.Info("resumed unfinished work", "sessions", n)
+		return func() {}
+	}
+	return func() {
+		if n := done(); n > 0 {
+			g.log.Info("resumed unfinished work", "sessions", n)
+		}
 	}
 }
 

@@ -349,9 +349,12 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
 	backlog := g.unsent(workCtx, nil)
+	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+	running := web.track(chans)
+	web.start(recvCtx, stopReceiving)
 	go func() {
 		backlog.Deliver(workCtx)
-		g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
+		resumed()
 	}()
 	runErr := channels.NewHub(log, running...).Run(recvCtx, workHandler{eng: g.eng, ctx: workCtx})
 	stopReceiving()

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
 )
 
 // TestSoakKill drives a real `plangate serve` against a fake Telegram Bot API and an echo
@@ -39,7 +42,8 @@ func TestSoakKill(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+kills*3)*time.Second)
 	defer cancel()
-	rng := rand.New(rand.NewPCG(uint64(kills), 7))
+	rng := rand.New(rand.NewPCG(uint64(kills), 7))  // the kill times (this goroutine only)
+	pace := rand.New(rand.NewPCG(uint64(kills), 8)) // the pusher's gaps
 
 	tg := newSoakTelegram()
 	tgSrv := httptest.NewServer(tg)
@@ -56,6 +60,9 @@ channels:
   terminal: {enabled: false}
   telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
 `, model.URL+"/v1", tgSrv.URL)
+	if os.Getenv("PLANGATE_SOAK_LOG") != "" {
+		cfg += "log: {level: debug}\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +104,7 @@ channels:
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Duration(20+rng.IntN(40)) * time.Millisecond):
+			case <-time.After(time.Duration(20+pace.IntN(40)) * time.Millisecond):
 			}
 		}
 	}()
@@ -137,14 +144,14 @@ channels:
 		if !tg.drained() {
 			why = append(why, "updates not confirmed")
 		}
-		n := 0
+		var un []string
 		for _, m := range all {
 			if tg.count("echo: "+m+"\n") == 0 {
-				n++
+				un = append(un, m)
 			}
 		}
-		if n > 0 {
-			why = append(why, fmt.Sprintf("%d messages unanswered", n))
+		if len(un) > 0 {
+			why = append(why, fmt.Sprintf("%d messages unanswered (%s)", len(un), strings.Join(un[:min(len(un), 8)], " ")))
 		}
 		if a := tg.count("Accepted plan v1"); a < 2 {
 			why = append(why, fmt.Sprintf("%d of 2 plans accepted (approvals seen: %q %q)", a, tg.approvalOf(0), tg.approvalOf(1)))
@@ -165,6 +172,9 @@ channels:
 		if time.Now().After(giveUp) {
 			_ = stop(syscall.SIGQUIT) // a goroutine dump in the log
 			logs, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+			if keep := os.Getenv("PLANGATE_SOAK_LOG"); keep != "" {
+				_ = os.WriteFile(keep, logs, 0o644)
+			}
 			if len(logs) > 4000 {
 				logs = logs[len(logs)-4000:]
 			}
@@ -180,13 +190,17 @@ channels:
 		t.Errorf("the last serve did not stop cleanly: %v\n%s", err, logs)
 	}
 
+	if keep := os.Getenv("PLANGATE_SOAK_LOG"); keep != "" {
+		logs, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+		_ = os.WriteFile(keep, logs, 0o644)
+	}
 	var lost, twice []string
 	for _, m := range all {
 		switch n := tg.count("echo: " + m + "\n"); {
 		case n == 0:
 			lost = append(lost, m)
 		case n > 1:
-			twice = append(twice, fmt.Sprintf("%s×%d", m, n))
+			twice = append(twice, fmt.Sprintf("%s×%d%v", m, n, tg.gens("echo: "+m+"\n")))
 		}
 	}
 	accepted := tg.count("Accepted plan v1")
@@ -196,15 +210,20 @@ channels:
 	if len(lost) > 0 {
 		t.Errorf("%d confirmed messages were never answered: %v", len(lost), lost)
 	}
-	if len(twice) > 0 {
+	// Delivery is at least once: a kill after the platform took a reply and before its
+	// outbox row was marked sent sends it again at the next start (no platform lets a
+	// sender de-duplicate). PLANGATE_SOAK_STRICT=1 fails on any such duplicate; by default
+	// one is tolerated per kill, the most that window can produce.
+	if len(twice) > 0 && (os.Getenv("PLANGATE_SOAK_STRICT") == "1" || len(twice) > kills) {
 		t.Errorf("%d messages were answered more than once: %v", len(twice), twice)
 	}
-	if accepted != 2 {
+	if accepted < 2 || accepted > 2+kills {
 		t.Errorf(`"Accepted plan v1" announced %d times for 2 accepted plans`, accepted)
 	}
-	if reminders != 1 {
-		t.Errorf("the waiting plan's reminder was delivered %d times, want once", reminders)
+	if reminders < 1 {
+		t.Errorf("the waiting plan's reminder was never delivered")
 	}
+	soakCheckStore(t, ctx, dir)
 	for c := 0; c < 2; c++ {
 		s := soakSession(t, ctx, dir, c)
 		if s.Plan == nil || s.Plan.Version != 1 || (s.Plan.Status != "accepted" && s.Plan.Status != "completed") {
@@ -278,6 +297,7 @@ type soakTelegram struct {
 	confirmed int // updates with id < confirmed were confirmed
 	sent      []soakSent
 	msgID     int
+	gen       int
 	approvals map[int64]string // chat → approval id of the last plan posted
 	pollCount int
 }
@@ -290,6 +310,7 @@ type soakUpdate struct {
 type soakSent struct {
 	chat int64
 	text string
+	gen  int // which start of plangate sent it (counted by getMe)
 }
 
 var soakCallback = regexp.MustCompile(`"callback_data":"a:([a-z0-9]+)"`)
@@ -333,6 +354,19 @@ func (f *soakTelegram) drained() bool {
 	return f.confirmed >= f.nextID
 }
 
+// gens lists which starts sent a text, for the report of a duplicate.
+func (f *soakTelegram) gens(sub string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for _, s := range f.sent {
+		if strings.Contains(s.text+"\n", sub) {
+			out = append(out, s.gen)
+		}
+	}
+	return out
+}
+
 func (f *soakTelegram) count(sub string) int { return f.countIn(-1, sub) }
 
 func (f *soakTelegram) countIn(chat int, sub string) int {
@@ -362,6 +396,9 @@ func (f *soakTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch method {
 	case "getMe":
+		f.mu.Lock()
+		f.gen++
+		f.mu.Unlock()
 		io.WriteString(w, `{"ok":true,"result":{"id":4242,"is_bot":true,"first_name":"Soak","username":"SoakBot"}}`)
 		return
 	}
@@ -372,7 +409,7 @@ func (f *soakTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := f.msgID
 	switch method {
 	case "sendMessage", "sendDocument":
-		f.sent = append(f.sent, soakSent{chat, text})
+		f.sent = append(f.sent, soakSent{chat, text, f.gen})
 		if m := soakCallback.FindStringSubmatch(r.FormValue("reply_markup")); m != nil {
 			f.approvals[chat] = m[1]
 		}
@@ -414,5 +451,42 @@ func (f *soakTelegram) getUpdates(w http.ResponseWriter, r *http.Request, offset
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// soakCheckStore: decisions and reminders happen once in the store, whatever the
+// deliveries did.
+func soakCheckStore(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
+	st, err := store.Open(ctx, filepath.Join(dir, "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for c := range 3 {
+		evs, err := st.Events(ctx, fmt.Sprintf("telegram:4242:%d", soakChatID(c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range evs {
+			if e.Kind == core.EventAccepted {
+				n++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 0}[c < 2]; n != want {
+			t.Errorf("chat %d: %d accepted audit rows, want %d", c, n, want)
+		}
+	}
+	ns, err := st.Nudges(ctx, fmt.Sprintf("telegram:4242:%d", soakChatID(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := 0
+	for _, n := range ns {
+		fired += n.Fired
+	}
+	if fired != 1 {
+		t.Errorf("the waiting plan's reminder fired %d times in the store, want once", fired)
 	}
 }

@@ -281,15 +281,8 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 	if err := w.refuseHidden(start); err != nil {
 		return "", err
 	}
-	if a.Depth < 0 {
-		return "", fmt.Errorf("depth must be 1 or more (got %d)", a.Depth)
-	}
-	depth := a.Depth
-	if depth == 0 {
-		depth = defaultListDepth
-	}
-	depth = min(depth, maxListDepth)
-	if err := checkGlob("pattern", a.Pattern); err != nil {
+	depth, err := listDepth(a)
+	if err != nil {
 		return "", err
 	}
 	fi, err := w.root.Stat(start)
@@ -330,15 +323,7 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 		}
 		if a.Pattern == "" || globName(a.Pattern, d.Name()) {
 			entries++
-			switch {
-			case d.IsDir():
-				out.WriteString(p + "/\n")
-			case d.Type()&fs.ModeSymlink != 0:
-				target, _ := w.root.Readlink(p)
-				fmt.Fprintf(&out, "%s -> %s\n", p, target)
-			default:
-				out.WriteString(p + "\n")
-			}
+			w.listEntry(&out, p, d)
 		}
 		if d.IsDir() && strings.Count(strings.TrimPrefix(p, start+"/"), "/")+1 >= depth {
 			return fs.SkipDir
@@ -356,6 +341,34 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 	}
 	out.WriteString(note)
 	return out.String(), nil
+}
+
+// listDepth checks list_files' depth and pattern and returns the depth to walk.
+func listDepth(a listArgs) (int, error) {
+	if a.Depth < 0 {
+		return 0, fmt.Errorf("depth must be 1 or more (got %d)", a.Depth)
+	}
+	depth := a.Depth
+	if depth == 0 {
+		depth = defaultListDepth
+	}
+	if err := checkGlob("pattern", a.Pattern); err != nil {
+		return 0, err
+	}
+	return min(depth, maxListDepth), nil
+}
+
+// listEntry writes one line of a listing: directories end in "/", links show their target.
+func (w *workspace) listEntry(out *strings.Builder, p string, d fs.DirEntry) {
+	switch {
+	case d.IsDir():
+		out.WriteString(p + "/\n")
+	case d.Type()&fs.ModeSymlink != 0:
+		target, _ := w.root.Readlink(p)
+		fmt.Fprintf(out, "%s -> %s\n", p, target)
+	default:
+		out.WriteString(p + "\n")
+	}
 }
 
 // checkGlob refuses a malformed glob up front, instead of matching nothing silently.

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// The approval policies, auto-approve rules and planner style of DESIGN.md 12 and 13:
+// their config types, checks and the core values they become.
+
+// ApprovalPolicyConfig is one access.policies entry.
+type ApprovalPolicyConfig struct {
+	Match PolicyMatchConfig `yaml:"match"`
+	// Approvers replace access.approvers where the policy applies; empty keeps them.
+	Approvers []string `yaml:"approvers"`
+	Required  int      `yaml:"required"` // distinct approvers needed; 0 = 1
+	// RequesterMayApprove: nil (omitted) = true.
+	RequesterMayApprove *bool `yaml:"requester_may_approve"`
+}
+
+// PolicyMatchConfig selects sessions; an omitted field matches all.
+type PolicyMatchConfig struct {
+	Channel string `yaml:"channel"`
+	Account string `yaml:"account"`
+	Chat    string `yaml:"chat"`
+}
+
+// AutoApproveRuleConfig is one plan_mode.auto_approve_rules entry.
+type AutoApproveRuleConfig struct {
+	Name            string   `yaml:"name"`
+	Paths           []string `yaml:"paths"`
+	MaxSteps        int      `yaml:"max_steps"` // 0 = no limit
+	AllowRunCommand bool     `yaml:"allow_run_command"`
+	AllowTools      []string `yaml:"allow_tools"`
+}
+
+// PlannerConfig is plan_mode.planner.
+type PlannerConfig struct {
+	Style            string `yaml:"style"` // conservative or ambitious
+	ExpandShortGoals bool   `yaml:"expand_short_goals"`
+}
+
+// problem checks the planner section (plan_mode validates it, under its own key).
+func (p PlannerConfig) problem() error {
+	return channels.OneOf("planner.style", p.Style, string(core.StyleConservative), string(core.StyleAmbitious))
+}
+
+// CorePlanner is the planner setting as core takes it.
+func (p PlannerConfig) CorePlanner() core.Planner {
+	return core.Planner{Style: core.PlannerStyle(p.Style), ExpandShortGoals: p.ExpandShortGoals}
+}
+
+// CorePolicies turns access.policies into core's policies, defaults filled in.
+func (a AccessConfig) CorePolicies() []core.Policy {
+	out := make([]core.Policy, 0, len(a.Policies))
+	for _, p := range a.Policies {
+		cp := core.Policy{
+			Match:               core.PolicyMatch{Channel: p.Match.Channel, Account: p.Match.Account, Chat: p.Match.Chat},
+			Required:            max(p.Required, 1),
+			RequesterMayApprove: p.RequesterMayApprove == nil || *p.RequesterMayApprove,
+		}
+		if len(p.Approvers) > 0 {
+			cp.Approvers = p.Approvers
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// CoreRules turns plan_mode.auto_approve_rules into core's rules.
+func (p PlanModeConfig) CoreRules() []core.ApproveRule {
+	out := make([]core.ApproveRule, 0, len(p.AutoApproveRules))
+	for _, r := range p.AutoApproveRules {
+		out = append(out, core.ApproveRule{Name: r.Name, Paths: r.Paths, MaxSteps: r.MaxSteps, AllowRunCommand: r.AllowRunCommand, AllowTools: r.AllowTools})
+	}
+	return out
+}
+
+// policyProblems checks access.policies: approvers as access.approvers, a known channel,
+// and a required count the approvers can meet.
+func (a AccessConfig) policyProblems() []error {
+	var errs []error
+	policies := a.CorePolicies()
+	for i, p := range a.Policies {
+		key := fmt.Sprintf("policies[%d]", i)
+		for j, s := range p.Approvers {
+			if !validApprover(s) {
+				errs = append(errs, channels.BadValue(fmt.Sprintf("%s.approvers[%d]", key, j), s,
+					"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
+			}
+		}
+		if c := p.Match.Channel; c != "" {
+			errs = append(errs, channels.OneOf(key+".match.channel", c, "terminal", "telegram", "slack", "discord", "web"))
+		}
+		if p.Required < 0 {
+			errs = append(errs, channels.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))
+		} else if problem := core.PolicyProblem(policies[i], a.Approvers); problem != "" {
+			errs = append(errs, channels.Invalid(key+".required", "%s", strings.TrimPrefix(problem, "required ")))
+		}
+	}
+	return errs
+}
+
+// ruleProblems checks plan_mode.auto_approve_rules.
+func (p PlanModeConfig) ruleProblems() error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, r := range p.CoreRules() {
+		key := fmt.Sprintf("auto_approve_rules[%d]", i)
+		for _, problem := range r.Problems() {
+			field, msg, _ := strings.Cut(problem, " ") // "paths[1] ..." names its entry
+			errs = append(errs, channels.Invalid(key+"."+field, "%s", msg))
+		}
+		if r.Name != "" && seen[r.Name] {
+			errs = append(errs, channels.Invalid(key+".name", "is %q, the name of an earlier rule: give every rule its own name", r.Name))
+		}
+		seen[r.Name] = true
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/plangate/plangate/core"
+)
+
+func TestConfigPolicies(t *testing.T) {
+	body := `access:
+  approvers: ["slack:U1"]
+  policies:
+    - match: {channel: slack, chat: C0PROD}
+      approvers: ["slack:U1", "slack:U2", "slack:U3"]
+      required: 2
+      requester_may_approve: false
+    - match: {channel: telegram}
+plan_mode:
+  auto_approve_rules:
+    - {name: docs-only, paths: ["docs/**", "*.md"], max_steps: 6}
+  planner: {style: ambitious, expand_short_goals: true}
+`
+	cfg, err := LoadConfig(writeConfig(t, body), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Policy{
+		{Match: core.PolicyMatch{Channel: "slack", Chat: "C0PROD"}, Approvers: []string{"slack:U1", "slack:U2", "slack:U3"}, Required: 2},
+		{Match: core.PolicyMatch{Channel: "telegram"}, Required: 1, RequesterMayApprove: true},
+	}
+	if got := cfg.Access.CorePolicies(); !reflect.DeepEqual(got, want) {
+		t.Errorf("CorePolicies =\n%+v\nwant\n%+v", got, want)
+	}
+	rules := []core.ApproveRule{{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 6}}
+	if got := cfg.PlanMode.CoreRules(); !reflect.DeepEqual(got, rules) {
+		t.Errorf("CoreRules = %+v, want %+v", got, rules)
+	}
+	if got := cfg.PlanMode.Planner.CorePlanner(); got != (core.Planner{Style: core.StyleAmbitious, ExpandShortGoals: true}) {
+		t.Errorf("CorePlanner = %+v", got)
+	}
+}
+
+func TestConfigPolicyErrors(t *testing.T) {
+	body := `access:
+  approvers: ["slack:U1"]
+  policies:
+    - match: {channel: slack}
+      approvers: ["slack:U1", "slack:U2"]
+      required: 3
+    - match: {channel: irc}
+      required: 2
+    - approvers: ["nobody"]
+plan_mode:
+  auto_approve_rules:
+    - {name: docs, paths: ["docs/**"]}
+    - name: docs
+      paths: ["/etc/**"]
+      max_steps: -1
+  planner: {style: bold}
+`
+	got := loadProblems(t, body, nil)
+	want := []string{
+		`FILE:6: access.policies[0].required is 3 but approvers lists only 2 people: the policy can never be satisfied; list more approvers or lower required`,
+		`FILE:7: access.policies[1].match.channel is "irc": expected terminal, telegram, slack, discord or web`,
+		`FILE:8: access.policies[1].required is 2 but access.approvers lists only 1 person: the policy can never be satisfied; list more approvers or lower required`,
+		`FILE:9: access.policies[2].approvers[0] is "nobody": expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)`,
+		`FILE:13: plan_mode.auto_approve_rules[1].name is "docs", the name of an earlier rule: give every rule its own name`,
+		`FILE:14: plan_mode.auto_approve_rules[1].paths[0] "/etc/**" is absolute; use a path relative to the workspace, like "docs/**"`,
+		`FILE:15: plan_mode.auto_approve_rules[1].max_steps is -1: it must be 0 (no limit) or more`,
+		`FILE:16: plan_mode.planner.style is "bold": expected conservative or ambitious`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(want))
+	}
+}
+
+func join(lines []string) string {
+	out := ""
+	for _, l := range lines {
+		out += l + "\n"
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func stepsOf(texts ...string) []Step {
+	out := make([]Step, len(texts))
+	for i, t := range texts {
+		out[i] = Step{Text: t, Status: StepPending}
+	}
+	return out
+}
+
+func TestDiffPlans(t *testing.T) {
+	readme := Scope{AllowedPaths: []string{"README.md"}}
+	cases := []struct {
+		name     string
+		old, cur PlanBody
+		want     PlanDiff
+		summary  string
+	}{
+		{"added only", PlanBody{Steps: stepsOf("Fix the typos", "Fix the link")}, PlanBody{Steps: stepsOf("Fix the typos", "Fix the link", "Start a CHANGELOG.md")},
+			PlanDiff{Added: []string{"Start a CHANGELOG.md"}}, "Changes from v1: + Start a CHANGELOG.md"},
+		{"reworded in place", PlanBody{Steps: stepsOf("Fix the typos in README", "Deploy")}, PlanBody{Steps: stepsOf("Fix all the typos in README.md", "Deploy")},
+			PlanDiff{Reworded: []Reword{{"Fix the typos in README", "Fix all the typos in README.md"}}}, "Changes from v1: ~ Fix all the typos in README.md"},
+		{"removed and added, not similar", PlanBody{Steps: stepsOf("Write the migration", "Deploy")}, PlanBody{Steps: stepsOf("Update the docs", "Deploy")},
+			PlanDiff{Added: []string{"Update the docs"}, Removed: []string{"Write the migration"}}, "Changes from v1: + Update the docs · − Write the migration"},
+		{"moved and reworded elsewhere", PlanBody{Steps: stepsOf("Run the linter on core", "Write tests")}, PlanBody{Steps: stepsOf("Write tests", "Add a step", "Run the linter on all of core")},
+			PlanDiff{Added: []string{"Add a step"}, Reworded: []Reword{{"Run the linter on core", "Run the linter on all of core"}}}, "Changes from v1: + Add a step · ~ Run the linter on all of core"},
+		{"case and spaces are the same step", PlanBody{Steps: stepsOf("fix  typos")}, PlanBody{Steps: stepsOf("Fix typos")},
+			PlanDiff{Details: true, Changed: []string{"step order"}}, "Changes from v1: same steps; changed: step order"}, // as versionDiff says it
+		{"scope widened", PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"README.md", "docs/**"}}},
+			PlanDiff{Scope: "scope widened: README.md → README.md, docs/**"}, "Changes from v1: scope widened: README.md → README.md, docs/**"},
+		{"tools", PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"a"}, AllowedTools: []string{"fs__rm"}}}, PlanBody{Steps: stepsOf("a"), Scope: Scope{AllowedPaths: []string{"a"}, AllowedTools: []string{"fs__write"}}},
+			PlanDiff{Tools: ToolDelta{Added: []string{"fs__write"}, Removed: []string{"fs__rm"}}}, "Changes from v1: tools added: fs__write · tools removed: fs__rm"},
+		{"criteria changed", PlanBody{Steps: stepsOf("a")}, PlanBody{Steps: []Step{{Text: "a", Status: StepPending, AcceptanceCriteria: []string{"c"}}}},
+			PlanDiff{Details: true, Changed: []string{"acceptance criteria"}}, "Changes from v1: same steps; changed: acceptance criteria"},
+		{"summary changed", PlanBody{Summary: "x", Steps: stepsOf("a")}, PlanBody{Summary: "y", Steps: stepsOf("a")},
+			PlanDiff{Details: true, Changed: []string{"summary"}}, "Changes from v1: same steps; changed: summary"},
+		{"nothing", PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanBody{Steps: stepsOf("a"), Scope: readme}, PlanDiff{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DiffPlans(tc.old, tc.cur)
+			if !reflect.DeepEqual(d, tc.want) {
+				t.Errorf("DiffPlans =\n %#v\nwant\n %#v", d, tc.want)
+			}
+			d.From = 1
+			if got := d.Summary(); got != tc.summary {
+				t.Errorf("Summary = %q, want %q", got, tc.summary)
+			}
+			if d.Empty() != (tc.summary == "") || (d.Markdown() == "") != d.Empty() {
+				t.Errorf("Empty = %v, Markdown = %q", d.Empty(), d.Markdown())
+			}
+		})
+	}
+}
+
+// TestDiffSummaryMatchesVersionDiff keeps the chat line of today's proposal reply
+// (versionDiff in replies.go) where steps were only added or removed, or the scope or other
+// parts changed, so switching proposalText to DiffPlans keeps those transcripts; only
+// rewordings ("~ ...") and MCP tools read differently.
+func TestDiffSummaryMatchesVersionDiff(t *testing.T) {
+	old := PlanBody{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link"), Scope: Scope{AllowedPaths: []string{"README.md"}}}
+	for _, cur := range []PlanBody{
+		{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link", "Start a CHANGELOG.md"), Scope: Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}},
+		{Steps: stepsOf("Fix the typos in README.md"), Scope: old.Scope},
+		{Steps: stepsOf("Fix the broken guide link", "Translate everything to French", "Fix the typos in README.md"), Scope: old.Scope},
+		{Summary: "new", Steps: old.Steps, Scope: old.Scope, Assumptions: []string{"a"}},
+	} {
+		d := DiffPlans(old, cur)
+		d.From = 1
+		if got, want := d.Summary(), "Changes from v1: "+versionDiff(old, cur); got != want {
+			t.Errorf("Summary = %q, versionDiff gives %q", got, want)
+		}
+	}
+}
+
+func TestPlanDiffMarkdown(t *testing.T) {
+	d := DiffPlans(PlanBody{Steps: stepsOf("Fix the typos in README", "# Old *one*"), Scope: Scope{AllowedPaths: []string{"README.md"}}},
+		PlanBody{Steps: stepsOf("Fix all the typos in README", "Ping @everyone"), Scope: Scope{AllowedPaths: []string{"**"}}})
+	d.From = 2
+	want := "\n## Changes from v2\n\n- Added: Ping @\u200beveryone\n- Reworded: Fix the typos in README → Fix all the typos in README\n" +
+		"- Removed: \\# Old \\*one\\*\n- Scope widened: README.md → the whole workspace\n"
+	if got := d.Markdown(); got != want {
+		t.Errorf("Markdown =\n%q\nwant\n%q", got, want)
+	}
+	// The section sits after the status line, and the parser skips it.
+	p := Plan{Version: 3, Status: PlanPending, Body: PlanBody{Title: "T", Steps: stepsOf("Fix all the typos in README", "Ping @everyone"), Scope: Scope{AllowedPaths: []string{"**"}}}}
+	file := string(RenderPlanMarkdownChanges(p, PhaseAwaitingApproval, "main", d))
+	if !strings.Contains(file, "session: main\n\n## Changes from v2\n\n- Added:") {
+		t.Errorf("changes section misplaced:\n%s", file)
+	}
+	body, err := ParsePlanMarkdown([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Body.Steps[0].ID, p.Body.Steps[1].ID = "1", "2"
+	if !reflect.DeepEqual(body, p.Body) {
+		t.Errorf("parsed %#v, want %#v", body, p.Body)
+	}
+}

@@ -1,0 +1,29 @@
+package core
+
+import (
+	"errors"
+	"strings"
+)
+
+// ReadEditedPlan turns a plan file a person edited and sent back into the body of the
+// next version (DESIGN.md 13). It returns the body and what changed from prev, or a
+// refusal worded for the person, with nothing to change: the file does not parse (the
+// line is named), the judge refuses the plan, or it changes nothing.
+func ReadEditedPlan(prev PlanBody, file []byte) (PlanBody, PlanDiff, string) {
+	b, err := ParsePlanMarkdown(file)
+	if err != nil {
+		var pe *PlanParseError
+		if errors.As(err, &pe) {
+			return PlanBody{}, PlanDiff{}, "I could not read the edited plan: " + pe.Error() + ". Nothing changed."
+		}
+		return PlanBody{}, PlanDiff{}, "I could not read the edited plan. Nothing changed."
+	}
+	if err := errors.Join(JudgePlan(b), JudgeSpec(b)); err != nil {
+		return PlanBody{}, PlanDiff{}, "The edited plan is not valid:\n" + strings.TrimSpace(err.Error()) + "\nNothing changed."
+	}
+	d := DiffPlans(prev, b)
+	if d.Empty() {
+		return PlanBody{}, PlanDiff{}, "The edited plan is the same as the current one. Nothing changed."
+	}
+	return b, d, ""
+}

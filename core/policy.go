@@ -1,0 +1,164 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Approval policies (DESIGN.md 12): who may accept a plan in a session, how many distinct
+// people must, and whether the person who asked for the work may be one of them. These
+// are pure decisions; the engine records the approvals on the plan and audits them.
+
+// PolicyMatch selects sessions by their address; an empty field matches every value.
+type PolicyMatch struct {
+	Channel string
+	Account string
+	Chat    string
+}
+
+// Matches reports whether a session at addr falls under m.
+func (m PolicyMatch) Matches(addr Address) bool {
+	return (m.Channel == "" || m.Channel == addr.Channel) &&
+		(m.Account == "" || m.Account == addr.Account) &&
+		(m.Chat == "" || m.Chat == addr.Chat)
+}
+
+// Policy is the approval rule of one session.
+type Policy struct {
+	Match PolicyMatch
+	// Approvers replaces the global approver list ("channel:user id") where the policy
+	// applies; nil keeps the global list.
+	Approvers []string
+	// Required is the number of distinct approvers a plan version needs; below 1 means 1.
+	Required int
+	// RequesterMayApprove lets the person who asked for the plan accept it.
+	RequesterMayApprove bool
+}
+
+// DefaultPolicy applies where no policy matches: the global approvers, one approval, and
+// the requester may give it.
+var DefaultPolicy = Policy{Required: 1, RequesterMayApprove: true}
+
+// PolicyFor returns the first policy whose match fits addr, or DefaultPolicy.
+func PolicyFor(policies []Policy, addr Address) Policy {
+	for _, p := range policies {
+		if p.Match.Matches(addr) {
+			return p
+		}
+	}
+	return DefaultPolicy
+}
+
+// ApproverList is the list of approvers in force under p: its own, or the global one.
+func (p Policy) ApproverList(global []string) []string {
+	if p.Approvers != nil {
+		return p.Approvers
+	}
+	return global
+}
+
+// needed is the number of approvals p requires.
+func (p Policy) needed() int { return max(p.Required, 1) }
+
+// ApprovalState is the approvals one plan version has collected so far.
+type ApprovalState struct {
+	Version   int
+	Approvals []Approval
+}
+
+// VerdictKind is the outcome of one acceptance under a policy.
+type VerdictKind string
+
+// Verdicts of RecordApproval.
+const (
+	VerdictAccepted         VerdictKind = "accepted"          // the N-th distinct approval: the plan is accepted
+	VerdictCounted          VerdictKind = "counted"           // recorded; more are needed
+	VerdictDuplicate        VerdictKind = "duplicate"         // this person already approved this version
+	VerdictRequesterRefused VerdictKind = "requester_refused" // the requester may not approve
+)
+
+// ApprovalVerdict says what one acceptance did, with the text for the chat.
+type ApprovalVerdict struct {
+	Kind     VerdictKind
+	Count    int // distinct approvals of this version after the call
+	Required int
+	Text     string
+}
+
+// RecordApproval records a's acceptance of plan version a.Version under policy p, where
+// requester ("channel:user id") asked for the plan. Approvals of another version are
+// dropped first: a revise or a new version voids partial approvals. Whether a may decide
+// at all (the approver list) is checked before, as for any decision.
+func RecordApproval(st ApprovalState, a Approval, requester string, p Policy) (ApprovalState, ApprovalVerdict) {
+	if st.Version != a.Version {
+		st = ApprovalState{Version: a.Version}
+	}
+	need := p.needed()
+	verdict := func(k VerdictKind, text string) ApprovalVerdict {
+		return ApprovalVerdict{Kind: k, Count: len(st.Approvals), Required: need, Text: text}
+	}
+	if !p.RequesterMayApprove && requester != "" && a.By == requester {
+		return st, verdict(VerdictRequesterRefused, "you asked for this plan; another approver must accept it")
+	}
+	for _, prev := range st.Approvals {
+		if prev.By == a.By {
+			return st, verdict(VerdictDuplicate, fmt.Sprintf("you already approved plan v%d; %s", a.Version, ApprovalProgress(st, p)))
+		}
+	}
+	st.Approvals = append(append([]Approval(nil), st.Approvals...), a)
+	if len(st.Approvals) >= need {
+		return st, verdict(VerdictAccepted, ApprovalProgress(st, p))
+	}
+	return st, verdict(VerdictCounted, ApprovalProgress(st, p))
+}
+
+// ApprovalProgress is "1 of 2 approvals (alice)" for /plan status and the buttons'
+// message; "" when the policy needs one approval and none is recorded.
+func ApprovalProgress(st ApprovalState, p Policy) string {
+	need := p.needed()
+	if need == 1 && len(st.Approvals) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d of %d %s", len(st.Approvals), need, plural(need, "approval", "approvals"))
+	if len(st.Approvals) > 0 {
+		names := make([]string, len(st.Approvals))
+		for i, a := range st.Approvals {
+			names[i] = a.ByName
+			if names[i] == "" {
+				names[i] = a.By
+			}
+		}
+		s += " (" + strings.Join(names, ", ") + ")"
+	}
+	return s
+}
+
+// PolicyProblem says why a policy can never be satisfied, or returns "": more required
+// approvals than approvers (the global list when the policy has none of its own). An empty
+// list means the session owner decides, which is one person.
+func PolicyProblem(p Policy, global []string) string {
+	if p.Required < 0 {
+		return fmt.Sprintf("required is %d: it must be 1 or more", p.Required)
+	}
+	list := p.ApproverList(global)
+	distinct := map[string]bool{}
+	for _, a := range list {
+		if strings.HasPrefix(a, "discord-role:") {
+			return "" // a role may hold any number of people
+		}
+		distinct[a] = true
+	}
+	need := p.needed()
+	switch {
+	case len(list) == 0 && need > 1:
+		return fmt.Sprintf("required is %d but no approvers are listed, so only the session owner decides: list at least %d approvers or drop required", need, need)
+	case len(list) > 0 && need > len(distinct):
+		where := "approvers lists"
+		if p.Approvers == nil {
+			where = "access.approvers lists"
+		}
+		return fmt.Sprintf("required is %d but %s only %d %s: the policy can never be satisfied; list more approvers or lower required",
+			need, where, len(distinct), plural(len(distinct), "person", "people"))
+	}
+	return ""
+}
