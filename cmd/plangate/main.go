@@ -345,12 +345,10 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	defer stopReceiving()
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
-	running := web.track(chans)
-	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
-	web.start(recvCtx, stopReceiving)
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	running := web.track(chans)
+	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
 	go func() {
 		backlog.Deliver(workCtx)
