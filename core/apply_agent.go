@@ -108,6 +108,17 @@ func (x *transition) validQuestion() bool {
 		x.refusef("ask_user_question needs a question and 2-6 non-empty options (got %d)", len(opts))
 		return false
 	}
+	// The question reaches people as it is: the judge's limits on length and on invisible
+	// or control characters hold for it as for a plan.
+	var notes judgeNotes
+	notes.text("the question", a.Question)
+	for i, o := range opts {
+		notes.line(fmt.Sprintf("option %d", i+1), o)
+	}
+	if len(notes) > 0 {
+		x.refusef("ask_user_question refused: %s", strings.Join(notes, "; "))
+		return false
+	}
 	x.question = &Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
 	return true
 }

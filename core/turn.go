@@ -149,10 +149,18 @@ func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, err
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == PhasePlanning || t.sess.Phase == PhaseAwaitingApproval,
 		System:    e.systemPrompt(t.sess),
-		Messages:  append(append([]ChatMessage(nil), tr.history...), tr.seen...),
+		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
 	return e.d.Model.Complete(ctx, req)
+}
+
+// turnWindow is what the model sees: the loaded history and this turn's entries, within
+// the character budget even as tool results pile up inside a long turn (the oldest
+// entries go first; tool calls and results stay paired).
+func turnWindow(tr *turn, budget int) []ChatMessage {
+	msgs := append(append([]ChatMessage(nil), tr.history...), tr.seen...)
+	return sanitizeHistory(trimHistory(msgs, budget))
 }
 
 // modelFailed tells the chat that the model could not answer. What the turn already did
