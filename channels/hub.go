@@ -15,6 +15,7 @@ type Hub struct {
 	log      *slog.Logger
 	channels []Channel
 	byName   map[string]Channel
+	onReply  func(channel, outcome string) // see OnReply; nil counts nothing
 }
 
 var (
@@ -93,9 +94,35 @@ func (h *Hub) Run(ctx context.Context, handler Handler) error {
 // update that arrives twice is better than one that is lost. A ReplyDecided goes to
 // Retire when the channel is a Retirer.
 func (h *Hub) Send(ctx context.Context, r core.Reply) (string, error) {
+	id, err := h.send(ctx, r)
+	if h.onReply != nil {
+		h.onReply(r.To.Channel, replyOutcome(err))
+	}
+	return id, err
+}
+
+// OnReply sets fn to be told the outcome of every Send by channel: sent, failed (the
+// platform refused it or could not be reached) or dropped (no such channel). It is for
+// /metrics; call it before the Hub is used.
+func (h *Hub) OnReply(fn func(channel, outcome string)) { h.onReply = fn }
+
+// errUnknownChannel is a reply addressed to a channel this Hub does not have.
+var errUnknownChannel = errors.New("unknown channel")
+
+func replyOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "sent"
+	case errors.Is(err, errUnknownChannel):
+		return "dropped"
+	}
+	return "failed"
+}
+
+func (h *Hub) send(ctx context.Context, r core.Reply) (string, error) {
 	ch, ok := h.byName[r.To.Channel]
 	if !ok {
-		return "", fmt.Errorf("sending reply: unknown channel %q", r.To.Channel)
+		return "", fmt.Errorf("sending reply: %w %q", errUnknownChannel, r.To.Channel)
 	}
 	if rt, ok := ch.(Retirer); ok && r.Kind == core.ReplyDecided {
 		if r.Ref == "" {

@@ -322,3 +322,31 @@ func TestHubSendsDecisionsToRetirer(t *testing.T) {
 		t.Errorf("a channel without buttons got %+v, want the ReplyDecided through Send", sent)
 	}
 }
+
+// TestHubOnReplyCountsOutcomes: every Send is reported once, by channel: a post and an
+// edit in place are sent, a platform error failed, an unknown channel dropped.
+func TestHubOnReplyCountsOutcomes(t *testing.T) {
+	ctx := context.Background()
+	f := channeltest.NewFake("f")
+	hub := channels.NewHub(nil, f)
+	var got []string
+	hub.OnReply(func(channel, outcome string) { got = append(got, channel+" "+outcome) })
+	id, err := hub.Send(ctx, core.Reply{To: to("f"), Text: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.Send(ctx, core.Reply{To: to("f"), Text: "one, edited", ReplaceID: id}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailSend(errors.New("platform down"))
+	if _, err := hub.Send(ctx, core.Reply{To: to("f"), Text: "two"}); err == nil {
+		t.Error("a failing platform's send succeeded")
+	}
+	_, err = hub.Send(ctx, core.Reply{To: to("nope"), Text: "three"})
+	if err == nil || !strings.Contains(err.Error(), `sending reply: unknown channel "nope"`) {
+		t.Errorf("unknown channel: %v", err)
+	}
+	if s := strings.Join(got, ", "); s != "f sent, f sent, f failed, nope dropped" {
+		t.Errorf("outcomes: %s", s)
+	}
+}

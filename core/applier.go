@@ -77,6 +77,7 @@ func (t *turnState) commit(ctx context.Context, ch Change) error {
 	if err != nil {
 		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
 	}
+	t.observeCommit(ctx, ch)
 	if ch.Session != nil {
 		next := *ch.Session
 		next.Version = stored.Version

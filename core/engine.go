@@ -55,6 +55,9 @@ type Deps struct {
 	// Owner names this engine as a lease holder; "" is the process's own id (one per
 	// process). Tests that play two processes in one give each engine its own.
 	Owner string
+	// Observer is told what became of inbound messages, and about decisions, pending
+	// plans, model calls, gated tool calls and reminders (/metrics); nil records nothing.
+	Observer Observer
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions
@@ -77,6 +80,7 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	pending  pendingReminders
+	obs      observing
 }
 
 type job struct {
@@ -100,6 +104,8 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
 	sessionID string
+	// outcome is what became of the message, for the Observer ("" until it is known).
+	outcome string
 }
 
 type queue struct {
@@ -141,6 +147,10 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.box, _ = d.Store.(OutboxStore)
 	e.leases, _ = d.Store.(LeaseStore)
 	e.runs, _ = d.Store.(ToolRunStore)
+	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
+	if !e.obs.on {
+		e.obs.obs = nopObserver{}
+	}
 	return e
 }
 
@@ -323,8 +333,17 @@ func (e *Engine) run(j *job) error {
 		}
 		return err
 	}
+	err := e.runMessage(j)
+	e.observeInbound(j, err)
+	return err
+}
+
+// runMessage handles a person's message (or a platform event of one).
+func (e *Engine) runMessage(j *job) error {
+	ctx := j.ctx
 	m := j.msg
 	if m.Sender.IsBot {
+		j.outcome = inboundRefused
 		return nil // bots never drive a session, including this one
 	}
 	if j.inbound != nil {
@@ -334,6 +353,7 @@ func (e *Engine) run(j *job) error {
 		}
 		if seen {
 			e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
+			j.outcome = inboundDuplicate
 			return nil
 		}
 	}
@@ -353,6 +373,7 @@ func (e *Engine) run(j *job) error {
 		return nil // the holder's turn picks the work up (see runTurns)
 	}
 	if errors.Is(err, ErrDuplicate) {
+		j.outcome = inboundDuplicate
 		return nil
 	}
 	if err != nil {

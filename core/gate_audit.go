@@ -40,6 +40,7 @@ type blockedCall struct{ call, why string }
 // unless the refusal says so itself (a scope stop).
 func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list bool) {
 	desc := describeCall(in.call.Name, in.call.Args)
+	t.e.obs.obs.ToolCall(in.call.Name, "blocked")
 	t.audit(ctx, EventToolBlocked, in.plan, ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: desc, Outcome: "refused", Why: why})
 	if list {
 		t.gate.blocked = append(t.gate.blocked, blockedCall{call: desc, why: why})
@@ -52,6 +53,7 @@ func (t *turnState) ran(ctx context.Context, in gateInput, err error) {
 	if err != nil {
 		a.Outcome, a.Why = "failed", oneLine(err.Error())
 	}
+	t.e.obs.obs.ToolCall(in.call.Name, toolOutcome(err))
 	t.audit(ctx, EventToolRan, in.plan, a)
 }
 

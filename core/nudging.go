@@ -71,6 +71,7 @@ func (e *Engine) Nudge(ctx context.Context, n Nudge, scheduledAt time.Time) erro
 		if err := t.deliverReminder(ctx, n, scheduledAt, r, ok); err != nil || !ok {
 			return err // !ok: decided meanwhile
 		}
+		e.obs.obs.Nudge("fired")
 		return t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}})
 	})
 }
@@ -111,6 +112,9 @@ func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply,
 func (e *Engine) ReportMissed(ctx context.Context, sessionID string, missed []MissedNudge) error {
 	if len(missed) == 0 {
 		return nil
+	}
+	for range missed {
+		e.obs.obs.Nudge("missed")
 	}
 	return e.system(ctx, sessionID, func(ctx context.Context, t *turnState) error {
 		cur, err := t.currentPlan(ctx)

@@ -152,7 +152,10 @@ func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, err
 		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
-	return e.d.Model.Complete(ctx, req)
+	start := time.Now() // real time, not the injected clock: this is latency
+	resp, err := e.d.Model.Complete(ctx, req)
+	e.observeModel(start, err)
+	return resp, err
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within

@@ -26,6 +26,9 @@ type Metrics struct {
 	nudges       *prometheus.CounterVec
 	commit       *prometheus.HistogramVec
 	http         *prometheus.CounterVec
+
+	// The children of the per-commit series, looked up once: every transition commits.
+	commitDurable, commitLazy prometheus.Observer
 }
 
 // New registers every collector, plus the Go runtime and process collectors, on a new
@@ -55,6 +58,7 @@ func New() *Metrics {
 	}
 	reg.MustRegister(m.inbound, m.replies, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.commitDurable, m.commitLazy = m.commit.WithLabelValues("true"), m.commit.WithLabelValues("false")
 	return m
 }
 
@@ -117,12 +121,12 @@ func (m *Metrics) Nudge(outcome string) {
 
 // StoreCommit observes one store commit.
 func (m *Metrics) StoreCommit(durable bool, d time.Duration) {
-	if m != nil {
-		label := "false"
-		if durable {
-			label = "true"
-		}
-		m.commit.WithLabelValues(label).Observe(d.Seconds())
+	switch {
+	case m == nil:
+	case durable:
+		m.commitDurable.Observe(d.Seconds())
+	default:
+		m.commitLazy.Observe(d.Seconds())
 	}
 }
 

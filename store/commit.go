@@ -59,8 +59,12 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 		}
 		return core.Session{}, err
 	}
+	start := time.Now()
 	if err := s.runSteps(ctx, steps, ch.Lazy); err != nil {
 		return core.Session{}, err
+	}
+	if s.onCommit != nil {
+		s.onCommit(!ch.Lazy, time.Since(start))
 	}
 	if out == nil {
 		return core.Session{}, nil

@@ -56,6 +56,8 @@ type Store struct {
 	now  func() time.Time
 	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
+	// onCommit, when set, is told each Commit's duration (see OnCommit).
+	onCommit func(durable bool, d time.Duration)
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

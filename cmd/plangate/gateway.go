@@ -54,7 +54,8 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, sessionID string) {
 // out is where replies go (the channels' Hub).
 // served names the channels this process serves: only their reminders are claimed here,
 // and only their unsent replies are delivered at start (see deliverUnsent).
-func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string) (*gateway, error) {
+// obs, when not nil, is told what the engine does (serve's /metrics).
+func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string, obs core.Observer) (*gateway, error) {
 	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,8 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	}
 	ref := &nudgerRef{}
 	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: tools, Out: out, Nudger: ref, Log: log, Now: e.now,
-		NudgeSpecs: nudges.Specs{}})
+		NudgeSpecs: nudges.Specs{}, Observer: obs})
+	eng.CountPending(ctx) // the gauge starts from the store, not from zero
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.

@@ -274,7 +274,7 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 	tc.Session = *session
 	term := terminal.New(tc, e.stdin, e.stdout, log)
 	hub := channels.NewHub(log, term)
-	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{term.Name()})
+	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{term.Name()}, nil)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, web.adminSender(hub), names)
+	g, err := startGateway(ctx, cfg, e, log, st, web.adminSender(hub), names, web.observe(hub))
 	if err != nil {
 		return err
 	}

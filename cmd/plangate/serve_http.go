@@ -49,6 +49,7 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 		return nil, fmt.Errorf("listening on http.listen %s: %w", cfg.HTTP.Listen, err)
 	}
 	m := metrics.New()
+	st.OnCommit(m.StoreCommit) // before anything commits: the hook is not synchronized
 	srv := httpserver.New(cfg.HTTP.server(), m, log)
 	srv.Handle("GET /metrics", m.Handler())
 	srv.AddCheck("store", st.Ping)
@@ -73,6 +74,20 @@ func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func
 		return
 	}
 	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now}).Register(w.srv)
+}
+
+// core.Observer is what the engine reports to; the one Metrics of serve satisfies it.
+var _ core.Observer = (*metrics.Metrics)(nil)
+
+// observe hands the server's Metrics to the Hub (replies) and returns it for the engine
+// (everything else; listenHTTP gave it to the store). Without the HTTP server there is
+// no /metrics, so nothing is counted: nil.
+func (w *webServer) observe(hub *channels.Hub) core.Observer {
+	if w == nil {
+		return nil
+	}
+	hub.OnReply(w.metrics.Reply)
+	return w.metrics
 }
 
 // registerPprof serves net/http/pprof on the server's own mux as admin routes: 404

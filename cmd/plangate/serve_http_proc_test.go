@@ -148,6 +148,34 @@ http:
 	// A signed-in browser holds the web channel's event stream open: the stop must end it.
 	streamEnded := openWebStream(t, base, "alice-TEST-token-0123456789")
 
+	// A message through the web channel runs the demo agent: the counters of serve's one
+	// Metrics move by what the engine, the store and the Hub did.
+	postWebMessage(t, base, "alice-TEST-token-0123456789", "please clean up the docs")
+	var body string
+	for {
+		_, body = get(t, base+"/metrics")
+		if strings.Contains(body, "\nplangate_plans_pending 1\n") &&
+			strings.Contains(body, `plangate_inbound_total{channel="web",outcome="handled"} 1`) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the proposal never showed in the metrics:\n%s\n%s", body, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`plangate_tool_calls_total{outcome="blocked",tool="write_file"} 1`,
+		`plangate_model_request_seconds_count{outcome="ok"} 6`,
+		`plangate_replies_total{channel="web",outcome="sent"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+	if m := regexp.MustCompile(`plangate_store_commit_seconds_count\{durable="true"\} (\d+)`).FindStringSubmatch(body); m == nil || m[1] == "0" {
+		t.Errorf("no durable store commit counted:\n%s", body)
+	}
+
 	// A CPU profile of one second is in flight when SIGTERM arrives: it must still get its
 	// whole answer. The goroutine dump shows when its handler is running.
 	type answer struct {
@@ -267,4 +295,41 @@ func openWebStream(t *testing.T, base, token string) <-chan error {
 		ended <- err
 	}()
 	return ended
+}
+
+// postWebMessage signs in to the web channel and sends text in conversation abc123, as the
+// page's form does.
+func postWebMessage(t *testing.T, base, token, text string) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar}
+	csrf := func(path string) string {
+		res, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("no CSRF field on %s:\n%s", path, page)
+		}
+		return string(m[1])
+	}
+	res, err := client.PostForm(base+"/login", url.Values{"csrf": {csrf("/login")}, "token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = client.PostForm(base+"/c/abc123/messages", url.Values{"csrf": {csrf("/c/abc123")}, "text": {text}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode >= 400 {
+		t.Fatalf("posting a web message: %d", res.StatusCode)
+	}
 }
