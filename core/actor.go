@@ -12,6 +12,8 @@ const (
 	ActorAgent  ActorKind = "agent"
 	ActorSystem ActorKind = "system" // the scheduler: reminders, approval timeouts
 	ActorRule   ActorKind = "rule"   // e.g. auto-approve accepting a proposal
+	// ActorAdmin is an operator acting through the admin API, named by the request's "by".
+	ActorAdmin ActorKind = "admin"
 )
 
 // Actor is who an audit row is attributed to. A person is named by their platform user
@@ -32,7 +34,11 @@ var (
 // PersonActor is the actor for the person with platform user id id.
 func PersonActor(id string) Actor { return Actor{Kind: ActorPerson, ID: id} }
 
-// String is the stored form: "person:<id>", "rule:<name>", "agent" or "system".
+// AdminActor is the actor for an operator of the admin API who signed as by.
+func AdminActor(by string) Actor { return Actor{Kind: ActorAdmin, ID: by} }
+
+// String is the stored form: "person:<id>", "rule:<name>", "admin:<by>", "agent" or
+// "system".
 func (a Actor) String() string {
 	switch a.Kind {
 	case "":
@@ -60,6 +66,8 @@ func ParseActor(s string) Actor {
 		return PersonActor(id)
 	case ok && ActorKind(kind) == ActorRule:
 		return Actor{Kind: ActorRule, ID: id}
+	case ok && ActorKind(kind) == ActorAdmin:
+		return AdminActor(id)
 	}
 	return PersonActor(s)
 }

@@ -99,3 +99,16 @@ func TestActorStoredForms(t *testing.T) {
 		t.Errorf("a bare id from before actor kinds reads as %+v, want a person", got)
 	}
 }
+
+// TestAdminActorIsItsOwnKind: the admin API's operator is stored as "admin:<by>" and read
+// back as an admin, while a person whose platform id merely starts with "admin:" stays a
+// person.
+func TestAdminActorIsItsOwnKind(t *testing.T) {
+	a := core.AdminActor("ops")
+	if a.String() != "admin:ops" || core.ParseActor("admin:ops") != a {
+		t.Fatalf("admin actor %q parses back as %+v", a, core.ParseActor(a.String()))
+	}
+	if p := core.ParseActor("person:admin:ops"); p.Kind != core.ActorPerson || p == a {
+		t.Fatalf("a person with id admin:ops read as %+v", p)
+	}
+}

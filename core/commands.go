@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/plangate/plangate/commands"
 )
@@ -180,7 +181,11 @@ func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
 // personInput is the Input of the job's sender.
 func (t *turnState) personInput() Input {
 	m := t.msg()
-	return Input{Now: t.e.d.Now(), Actor: PersonActor(m.Sender.ID), Name: m.Sender.Name, Rules: t.e.rules()}
+	a := PersonActor(m.Sender.ID)
+	if m.Sender.Admin {
+		a = AdminActor(strings.TrimPrefix(m.Sender.ID, "admin:"))
+	}
+	return Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules()}
 }
 
 // currentPlan loads the session's current plan; nil if there is none.

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/plangate/plangate/commands"
 )
 
 func TestInScope(t *testing.T) {
@@ -81,5 +83,21 @@ func TestAddressDirIsDistinctAndSafe(t *testing.T) {
 	}
 	if got := (Address{Channel: "terminal", Account: "local", Chat: "main"}).Dir(); got != "main" {
 		t.Errorf("the terminal's main session dir is %q, want main", got)
+	}
+}
+
+// TestMayDecideAdminFlag: only the Admin flag (set by the admin API) grants an admin's
+// authority; a sender id that looks like an admin's does not.
+func TestMayDecideAdminFlag(t *testing.T) {
+	s := Session{Owner: "U1"}
+	approvers := []string{"slack:U9"}
+	addr := Address{Channel: "slack", Account: "T", Chat: "C"}
+	admin := Message{Address: addr, Sender: Person{ID: "admin:ops", Admin: true}}
+	fake := Message{Address: addr, Sender: Person{ID: "admin:ops"}}
+	if !mayDecide(approvers, commands.Approver, s, admin) || !mayDecide(nil, commands.Approver, s, admin) {
+		t.Fatal("the admin API's operator may not decide")
+	}
+	if mayDecide(approvers, commands.Approver, s, fake) {
+		t.Fatal("a person whose id starts with admin: decides as an admin")
 	}
 }

@@ -9,54 +9,19 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
 
-// sessionJSON is the documented `sessions show --json` shape (DESIGN.md section 9).
-type sessionJSON struct {
-	ID              string         `json:"id"`
-	Address         addressJSON    `json:"address"`
-	Phase           core.Phase     `json:"phase"`
-	AutoApprove     bool           `json:"auto_approve"`
-	RejectionCount  int            `json:"rejection_count"`
-	Owner           string         `json:"owner"`
-	PendingQuestion *core.Question `json:"pending_question"`
-	Plan            *planJSON      `json:"plan"`
-	Version         int64          `json:"version"`
-	CreatedAt       string         `json:"created_at"`
-	UpdatedAt       string         `json:"updated_at"`
-}
+// The documented JSON views (DESIGN.md section 9) are shared with the admin API.
+type (
+	sessionJSON = adminapi.SessionJSON
+	planJSON    = adminapi.PlanJSON
+)
 
-type addressJSON struct {
-	Channel string `json:"channel"`
-	Account string `json:"account"`
-	Chat    string `json:"chat"`
-	Thread  string `json:"thread"`
-}
-
-// planJSON is one plan in `plans list --json` and inside `sessions show --json`.
-type planJSON struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"session_id"`
-	Version   int             `json:"version"`
-	Status    core.PlanStatus `json:"status"`
-	Title     string          `json:"title"`
-	File      string          `json:"file"`
-	Steps     []core.Step     `json:"steps,omitempty"`
-}
-
-func toPlanJSON(p core.Plan, withSteps bool) planJSON {
-	j := planJSON{ID: p.ID, SessionID: p.SessionID, Version: p.Version, Status: p.Status, Title: p.Body.Title, File: p.File}
-	if withSteps {
-		j.Steps = p.Body.Steps
-		if j.Steps == nil {
-			j.Steps = []core.Step{}
-		}
-	}
-	return j
-}
+func toPlanJSON(p core.Plan, withSteps bool) planJSON { return adminapi.ToPlanJSON(p, withSteps) }
 
 // openForReading loads the config and opens the store for a read-only command.
 func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, error) {
@@ -108,20 +73,7 @@ func cmdSessions(ctx context.Context, args []string, e procEnv) error {
 }
 
 func sessionView(ctx context.Context, st *store.Store, s core.Session) (sessionJSON, error) {
-	j := sessionJSON{
-		ID: s.ID, Address: addressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
-		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, Version: s.Version,
-		CreatedAt: s.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00"), UpdatedAt: s.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z07:00"),
-	}
-	if s.PlanID != "" {
-		p, err := st.Plan(ctx, s.PlanID)
-		if err != nil {
-			return j, fmt.Errorf("loading plan %s: %w", s.PlanID, err)
-		}
-		pj := toPlanJSON(p, true)
-		j.Plan = &pj
-	}
-	return j, nil
+	return adminapi.SessionView(ctx, st, s)
 }
 
 func listSessions(ctx context.Context, st *store.Store, asJSON bool, w io.Writer) error {
@@ -224,12 +176,7 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 		_, err = out.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
 		return err
 	case asJSON:
-		return writeJSON(e.stdout, struct {
-			planJSON
-			Body     core.PlanBody  `json:"body"`
-			Decision *core.Decision `json:"decision"`
-			Created  string         `json:"created_at"`
-		}{toPlanJSON(p, true), p.Body, p.Decision, p.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00")})
+		return writeJSON(e.stdout, adminapi.ToPlanDetail(p))
 	}
 	fmt.Fprintf(out, "plan %s · session %s · v%d · %s\n%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Body.Title)
 	if p.Body.Summary != "" {

@@ -332,7 +332,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		names = append(names, c.Name())
 	}
 	hub := channels.NewHub(log, chans...)
-	g, err := startGateway(ctx, cfg, e, log, st, hub, names, web.observe(hub))
+	g, err := startGateway(ctx, cfg, e, log, st, web.adminSender(hub), names, web.observe(hub))
 	if err != nil {
 		return err
 	}
@@ -348,6 +348,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	running := web.track(chans)
+	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
 	go func() {
 		backlog.Deliver(workCtx)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
@@ -29,6 +30,8 @@ type webServer struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	done    chan error
+	adminOn bool          // http.admin_token is set
+	tap     *adminapi.Tap // the engine's Sender, while the admin API is on
 }
 
 // listenHTTP binds http.listen before any channel connects, so a port in use stops the
@@ -51,7 +54,26 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 	srv.Handle("GET /metrics", m.Handler())
 	srv.AddCheck("store", st.Ping)
 	registerPprof(srv)
-	return &webServer{srv: srv, ln: ln, metrics: m, log: log}, nil
+	return &webServer{srv: srv, ln: ln, metrics: m, log: log, adminOn: cfg.HTTP.AdminToken != ""}, nil
+}
+
+// adminSender is out wrapped in the admin API's tap when the API is on, so the API learns
+// the engine's answer to each change it makes; otherwise out itself.
+func (w *webServer) adminSender(out core.Sender) core.Sender {
+	if w == nil || !w.adminOn {
+		return out
+	}
+	w.tap = adminapi.NewTap(out)
+	return w.tap
+}
+
+// registerAdmin mounts the admin API (/api/v1/...) when it is on. eng must hand changes
+// to the engine under the work context, which outlives receiving (workHandler).
+func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time) {
+	if w == nil || w.tap == nil {
+		return
+	}
+	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now}).Register(w.srv)
 }
 
 // core.Observer is what the engine reports to; the one Metrics of serve satisfies it.

@@ -255,3 +255,22 @@ http: {listen: %q}
 		t.Errorf("the platform was called %d times before the port was found busy", n)
 	}
 }
+
+// TestAdminSenderOnlyWithToken: the engine's replies go through the admin API's tap only
+// when the API is on; without http.admin_token (or without a server) they go straight to
+// the channels and no API is mounted.
+func TestAdminSenderOnlyWithToken(t *testing.T) {
+	out := channels.NewHub(nil)
+	var none *webServer
+	if none.adminSender(out) != core.Sender(out) {
+		t.Fatal("no HTTP server, yet the replies are tapped")
+	}
+	off := &webServer{}
+	if off.adminSender(out) != core.Sender(out) || off.tap != nil {
+		t.Fatal("no admin token, yet the replies are tapped")
+	}
+	on := &webServer{adminOn: true}
+	if got := on.adminSender(out); got == core.Sender(out) || got != core.Sender(on.tap) {
+		t.Fatalf("admin token set, but the engine's Sender is %T", got)
+	}
+}

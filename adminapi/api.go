@@ -1,0 +1,237 @@
+// Package adminapi is plangate's admin API (DESIGN.md section 10): sessions, their audit
+// events and plans as JSON, and the two changes an operator may make — a session's mode
+// and a decision on a plan. Reads come from the store; changes are messages to the real
+// engine, exactly as a person's command or button click, signed "admin:<by>", so the
+// engine's rules (stale ids, phases, auditing) apply unchanged. The routes live behind
+// httpserver's admin bearer check.
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+)
+
+// Store is the part of the store the API reads; *store.Store satisfies it.
+type Store interface {
+	Session(ctx context.Context, id string) (core.Session, error)
+	Sessions(ctx context.Context) ([]core.Session, error)
+	Plan(ctx context.Context, id string) (core.Plan, error)
+	Events(ctx context.Context, sessionID string) ([]core.Event, error)
+}
+
+// Engine takes the API's changes; *core.Engine satisfies it. The context given is not the
+// request's: the work a change starts (an agent turn after an accept) outlives the request.
+type Engine interface {
+	Enqueue(ctx context.Context, m core.Message) <-chan error
+}
+
+// Deps are the API's ports. Tap must be the engine's Sender (or wrap it), so the API
+// learns the engine's answer to each change. Log and Now may be nil.
+type Deps struct {
+	Store  Store
+	Engine Engine
+	Tap    *Tap
+	Log    *slog.Logger
+	Now    func() time.Time
+	// Wait bounds how long a change waits for the engine's answer; 0 = DefaultWait.
+	Wait time.Duration
+}
+
+// DefaultWait stays under the HTTP server's write timeout.
+const DefaultWait = 20 * time.Second
+
+// API is the admin API.
+type API struct{ d Deps }
+
+// New returns the API; it does no I/O.
+func New(d Deps) *API {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Wait <= 0 {
+		d.Wait = DefaultWait
+	}
+	return &API{d: d}
+}
+
+// Register adds the routes to srv as admin routes: 404 without http.admin_token, 401
+// without the bearer token, and only then 405 for a wrong method or 404 for an unknown
+// path, so without the token nothing tells that the API exists.
+func (a *API) Register(srv *httpserver.Server) {
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", "/api/v1/sessions", a.sessions},
+		{"GET", "/api/v1/sessions/{id}", a.session},
+		{"GET", "/api/v1/sessions/{id}/events", a.events},
+		{"GET", "/api/v1/plans/{id}", a.plan},
+		{"GET", "/api/v1/sessions/{id}/mode", a.getMode},
+		{"POST", "/api/v1/sessions/{id}/mode", a.postMode},
+		{"POST", "/api/v1/sessions/{id}/decisions", a.decide},
+	}
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		srv.HandleAdmin(rt.method+" "+rt.path, rt.h)
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		if slices.Contains(allowed[p], "GET") {
+			allow += ", HEAD" // net/http answers HEAD with the GET route
+		}
+		srv.HandleAdmin(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			httpserver.WriteError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed here; use "+allow)
+		}))
+	}
+	srv.HandleAdmin("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpserver.WriteError(w, http.StatusNotFound, "no such admin API route")
+	}))
+}
+
+func (a *API) sessions(w http.ResponseWriter, r *http.Request) {
+	phase := core.Phase(r.URL.Query().Get("phase"))
+	if phase != "" && !phase.Valid() {
+		httpserver.WriteError(w, http.StatusBadRequest, "unknown phase "+quote(string(phase))+"; one of off, planning, awaiting_approval, executing")
+		return
+	}
+	ss, err := a.d.Store.Sessions(r.Context())
+	if err != nil {
+		a.failed(w, "listing sessions", err)
+		return
+	}
+	out := []SessionJSON{}
+	for _, s := range ss {
+		if phase != "" && s.Phase != phase {
+			continue
+		}
+		v, err := SessionView(r.Context(), a.d.Store, s)
+		if err != nil {
+			a.failed(w, "listing sessions", err)
+			return
+		}
+		out = append(out, v)
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *API) session(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.load(w, r)
+	if !ok {
+		return
+	}
+	a.writeSession(w, r.Context(), s.ID)
+}
+
+func (a *API) events(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.load(w, r)
+	if !ok {
+		return
+	}
+	evs, err := a.d.Store.Events(r.Context(), s.ID)
+	if err != nil {
+		a.failed(w, "loading events", err)
+		return
+	}
+	out := make([]EventJSON, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, ToEventJSON(e))
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *API) plan(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	p, err := a.d.Store.Plan(r.Context(), id)
+	if errors.Is(err, core.ErrNotFound) {
+		httpserver.WriteError(w, http.StatusNotFound, "no plan "+quote(id))
+		return
+	}
+	if err != nil {
+		a.failed(w, "loading a plan", err)
+		return
+	}
+	if !wantsMarkdown(r) {
+		httpserver.WriteJSON(w, http.StatusOK, ToPlanDetail(p))
+		return
+	}
+	s, err := a.d.Store.Session(r.Context(), p.SessionID)
+	if err != nil {
+		a.failed(w, "loading a plan's session", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+}
+
+// wantsMarkdown: the client's Accept names text/markdown (JSON stays the default).
+func wantsMarkdown(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/markdown") {
+			return true
+		}
+	}
+	return false
+}
+
+// load reads the session of the path's {id}; on failure it has answered (404 or 500).
+func (a *API) load(w http.ResponseWriter, r *http.Request) (core.Session, bool) {
+	id := r.PathValue("id")
+	s, err := a.d.Store.Session(r.Context(), id)
+	if errors.Is(err, core.ErrNotFound) {
+		httpserver.WriteError(w, http.StatusNotFound, "no session "+quote(id))
+		return s, false
+	}
+	if err != nil {
+		a.failed(w, "loading a session", err)
+		return s, false
+	}
+	return s, true
+}
+
+// writeSession answers 200 with the session as stored now.
+func (a *API) writeSession(w http.ResponseWriter, ctx context.Context, id string) {
+	s, err := a.d.Store.Session(ctx, id)
+	if err != nil {
+		a.failed(w, "loading a session", err)
+		return
+	}
+	v, err := SessionView(ctx, a.d.Store, s)
+	if err != nil {
+		a.failed(w, "loading a session", err)
+		return
+	}
+	httpserver.WriteJSON(w, http.StatusOK, v)
+}
+
+// failed logs err (which may name paths or ids, never a secret) and answers 500 without it.
+func (a *API) failed(w http.ResponseWriter, what string, err error) {
+	a.d.Log.Error("admin api: "+what, "err", err)
+	httpserver.WriteError(w, http.StatusInternalServerError, what+" failed; details are in the gateway log")
+}
+
+// quote shows a value from the request in a reason, cut short and on one line.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return `"` + strings.Join(strings.Fields(s), " ") + `"`
+}

@@ -1,0 +1,239 @@
+package adminapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+)
+
+// The two changes: a decision on a plan and a session's mode. Each is one message to the
+// engine from the operator ("admin:<by>", core.Person.Admin), the same message a button
+// or a typed /plan command produces, and the API answers with the engine's outcome.
+
+// ModeJSON is a session's mode, in the fields of the "Plan Agent V2" mode API.
+type ModeJSON struct {
+	PlanMode        string     `json:"plan_mode"` // "on" | "off"
+	AutoApprove     bool       `json:"auto_approve"`
+	ConfirmStrategy string     `json:"confirm_strategy"` // "strict" | "auto"
+	Phase           core.Phase `json:"phase"`
+}
+
+func modeOf(s core.Session) ModeJSON {
+	m := ModeJSON{PlanMode: "on", AutoApprove: s.AutoApprove, ConfirmStrategy: "strict", Phase: s.Phase}
+	if s.Phase == core.PhaseOff {
+		m.PlanMode = "off"
+	}
+	if s.AutoApprove {
+		m.ConfirmStrategy = "auto"
+	}
+	return m
+}
+
+// modeRequest is POST .../mode; absent fields are left as they are.
+type modeRequest struct {
+	PlanMode        *string `json:"plan_mode"`
+	AutoApprove     *bool   `json:"auto_approve"`
+	ConfirmStrategy *string `json:"confirm_strategy"`
+	By              string  `json:"by"`
+}
+
+// decisionRequest is POST .../decisions.
+type decisionRequest struct {
+	Action     string `json:"action"`
+	ApprovalID string `json:"approval_id"`
+	Feedback   string `json:"feedback"`
+	By         string `json:"by"`
+}
+
+// validBy is an operator's name in "admin:<by>": short, no spaces or punctuation that
+// could read as another actor.
+var validBy = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// defaultBy names the operator when a request does not.
+const defaultBy = "api"
+
+func checkBy(by string) (string, string) {
+	if by == "" {
+		return defaultBy, ""
+	}
+	if !validBy.MatchString(by) {
+		return "", `"by" must be 1-64 letters, digits, ".", "_", "@" or "-"`
+	}
+	return by, ""
+}
+
+func (a *API) getMode(w http.ResponseWriter, r *http.Request) {
+	if s, ok := a.load(w, r); ok {
+		httpserver.WriteJSON(w, http.StatusOK, modeOf(s))
+	}
+}
+
+func (a *API) postMode(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.load(w, r)
+	if !ok {
+		return
+	}
+	var req modeRequest
+	if !httpserver.DecodeJSON(w, r, &req) {
+		return
+	}
+	cmds, why := modeCommands(s, req)
+	by, byWhy := checkBy(req.By)
+	if why == "" {
+		why = byWhy
+	}
+	if why != "" {
+		httpserver.WriteError(w, http.StatusBadRequest, why)
+		return
+	}
+	// One command at a time, in order: plan mode first, so "on" with auto-approve starts
+	// planning and then accepts what it proposes.
+	for _, text := range cmds {
+		if !a.change(w, r, s, by, core.Message{Text: text}) {
+			return
+		}
+	}
+	s, err := a.d.Store.Session(r.Context(), s.ID)
+	if err != nil {
+		a.failed(w, "loading a session", err)
+		return
+	}
+	httpserver.WriteJSON(w, http.StatusOK, modeOf(s))
+}
+
+// modeCommands are the /plan commands that take s to the requested mode; none for a
+// field that already has the asked value. confirm_strategy "auto" and "off" accept
+// proposals at once, as /plan auto on does; "strict" leaves the decision to a person.
+func modeCommands(s core.Session, req modeRequest) ([]string, string) {
+	var cmds []string
+	if p := req.PlanMode; p != nil {
+		switch cur := modeOf(s).PlanMode; {
+		case *p != "on" && *p != "off":
+			return nil, `"plan_mode" must be "on" or "off"`
+		case *p != cur:
+			cmds = append(cmds, "/plan "+*p)
+		}
+	}
+	auto := req.AutoApprove
+	if c := req.ConfirmStrategy; c != nil {
+		var on bool
+		switch *c {
+		case "strict":
+		case "auto", "off":
+			on = true
+		default:
+			return nil, `"confirm_strategy" must be "strict", "auto" or "off"`
+		}
+		if auto != nil && *auto != on {
+			return nil, fmt.Sprintf(`"auto_approve": %v contradicts "confirm_strategy": %q`, *auto, *c)
+		}
+		auto = &on
+	}
+	if auto != nil && *auto != s.AutoApprove {
+		cmds = append(cmds, "/plan auto "+map[bool]string{true: "on", false: "off"}[*auto])
+	}
+	return cmds, ""
+}
+
+func (a *API) decide(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.load(w, r)
+	if !ok {
+		return
+	}
+	var req decisionRequest
+	if !httpserver.DecodeJSON(w, r, &req) {
+		return
+	}
+	act, why := req.action()
+	by, byWhy := checkBy(req.By)
+	if why == "" {
+		why = byWhy
+	}
+	if why != "" {
+		httpserver.WriteError(w, http.StatusBadRequest, why)
+		return
+	}
+	if a.change(w, r, s, by, core.Message{Action: &act}) {
+		a.writeSession(w, r.Context(), s.ID)
+	}
+}
+
+// action is the button click the request stands for.
+func (req decisionRequest) action() (core.Action, string) {
+	act := core.Action{ApprovalID: req.ApprovalID}
+	switch req.Action {
+	case "accept":
+		act.Kind = core.ActionAccept
+	case "revise":
+		act.Kind, act.Value = core.ActionRevise, req.Feedback
+		if req.Feedback == "" {
+			return act, `"revise" needs "feedback": what should change`
+		}
+	case "auto":
+		act.Kind = core.ActionAuto
+	default:
+		return act, `"action" must be "accept", "revise" or "auto"`
+	}
+	if req.ApprovalID == "" {
+		return act, `"approval_id" is required (the session's pending approval id)`
+	}
+	return act, ""
+}
+
+// change sends m to the engine as the operator by, into session s, and waits for the
+// engine's answer. It returns true when the change was made; otherwise it has answered:
+// 409 with the engine's refusal, 500 when the engine failed, 504 when it did not answer
+// in time (the change may still happen; the session shows it).
+func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by string, m core.Message) bool {
+	m.ID = "admin-" + randomID()
+	m.Address = s.Address
+	m.Sender = core.Person{ID: "admin:" + by, Name: "admin:" + by, Admin: true}
+	m.Time = a.d.Now()
+	answer, forget := a.d.Tap.await(m.ID)
+	defer forget()
+	done := a.d.Engine.Enqueue(context.WithoutCancel(r.Context()), m)
+	timeout := timer(a.d.Wait)
+	defer timeout.stop()
+	select {
+	case rep := <-answer:
+		if rep.Kind == core.ReplyText {
+			return true
+		}
+		// A notice is a refusal, unless the engine failed (then it says so on done).
+		select {
+		case err := <-done:
+			if err != nil {
+				a.failed(w, "applying the change", err)
+				return false
+			}
+		case <-timeout.c:
+		}
+		httpserver.WriteError(w, http.StatusConflict, rep.Text)
+	case err := <-done:
+		if err != nil {
+			a.failed(w, "applying the change", err)
+			return false
+		}
+		a.d.Log.Error("admin api: the engine handled a change without answering", "session", s.ID)
+		httpserver.WriteError(w, http.StatusInternalServerError, "the engine gave no answer; details are in the gateway log")
+	case <-timeout.c:
+		httpserver.WriteError(w, http.StatusGatewayTimeout, "the change is still being handled; read the session again shortly")
+	case <-r.Context().Done():
+	}
+	return false
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(errors.Join(errors.New("reading random bytes"), err)) // crypto/rand does not fail
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,118 @@
+package adminapi
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/plangate/plangate/core"
+)
+
+// The JSON views of sessions, plans and audit rows. They are the documented shapes of
+// `plangate sessions show --json` and `plangate plans show --json` (DESIGN.md section 9);
+// the CLI uses these same types, so the admin API and the CLI cannot drift apart.
+
+// timeFormat is how every time is written: UTC, RFC 3339 without fractions.
+const timeFormat = "2006-01-02T15:04:05Z07:00"
+
+// SessionJSON is one session with its current plan.
+type SessionJSON struct {
+	ID              string         `json:"id"`
+	Address         AddressJSON    `json:"address"`
+	Phase           core.Phase     `json:"phase"`
+	AutoApprove     bool           `json:"auto_approve"`
+	RejectionCount  int            `json:"rejection_count"`
+	Owner           string         `json:"owner"`
+	PendingQuestion *core.Question `json:"pending_question"`
+	// ApprovalID is the id a decision on the pending plan version carries; "" when none waits.
+	ApprovalID string    `json:"approval_id"`
+	Plan       *PlanJSON `json:"plan"`
+	Version    int64     `json:"version"`
+	CreatedAt  string    `json:"created_at"`
+	UpdatedAt  string    `json:"updated_at"`
+}
+
+// AddressJSON is a session's address.
+type AddressJSON struct {
+	Channel string `json:"channel"`
+	Account string `json:"account"`
+	Chat    string `json:"chat"`
+	Thread  string `json:"thread"`
+}
+
+// PlanJSON is one plan in `plans list --json` and inside a session.
+type PlanJSON struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Version   int             `json:"version"`
+	Status    core.PlanStatus `json:"status"`
+	Title     string          `json:"title"`
+	File      string          `json:"file"`
+	Steps     []core.Step     `json:"steps,omitempty"`
+}
+
+// PlanDetailJSON is one plan with its body and decision (`plans show --json`).
+type PlanDetailJSON struct {
+	PlanJSON
+	Body     core.PlanBody  `json:"body"`
+	Decision *core.Decision `json:"decision"`
+	Created  string         `json:"created_at"`
+}
+
+// EventJSON is one audit row.
+type EventJSON struct {
+	ID          int64          `json:"id"`
+	SessionID   string         `json:"session_id"`
+	PlanID      string         `json:"plan_id"`
+	PlanVersion int            `json:"plan_version"`
+	Kind        core.EventKind `json:"kind"`
+	Actor       core.Actor     `json:"actor"` // "person:U1", "admin:ops", "rule:auto", "agent", "system"
+	Channel     string         `json:"channel"`
+	Detail      string         `json:"detail"`
+	At          string         `json:"at"`
+}
+
+// PlanReader is what SessionView needs to load a session's current plan.
+type PlanReader interface {
+	Plan(ctx context.Context, id string) (core.Plan, error)
+}
+
+// ToPlanJSON is p's list view; withSteps adds the steps (never null then).
+func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
+	j := PlanJSON{ID: p.ID, SessionID: p.SessionID, Version: p.Version, Status: p.Status, Title: p.Body.Title, File: p.File}
+	if withSteps {
+		j.Steps = p.Body.Steps
+		if j.Steps == nil {
+			j.Steps = []core.Step{}
+		}
+	}
+	return j
+}
+
+// ToPlanDetail is p's full view.
+func ToPlanDetail(p core.Plan) PlanDetailJSON {
+	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Created: p.CreatedAt.UTC().Format(timeFormat)}
+}
+
+// SessionView is s with its current plan loaded from st.
+func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSON, error) {
+	j := SessionJSON{
+		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
+		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,
+		CreatedAt: s.CreatedAt.UTC().Format(timeFormat), UpdatedAt: s.UpdatedAt.UTC().Format(timeFormat),
+	}
+	if s.PlanID != "" {
+		p, err := st.Plan(ctx, s.PlanID)
+		if err != nil {
+			return j, fmt.Errorf("loading plan %s: %w", s.PlanID, err)
+		}
+		pj := ToPlanJSON(p, true)
+		j.Plan = &pj
+	}
+	return j, nil
+}
+
+// ToEventJSON is e's view.
+func ToEventJSON(e core.Event) EventJSON {
+	return EventJSON{ID: e.ID, SessionID: e.SessionID, PlanID: e.PlanID, PlanVersion: e.PlanVersion, Kind: e.Kind,
+		Actor: e.Actor, Channel: e.Channel, Detail: e.Detail, At: e.At.UTC().Format(timeFormat)}
+}
