@@ -210,7 +210,7 @@ func scopeLine(s Scope) string {
 // removed, the scope widened or narrowed, and otherwise which parts changed — never just
 // "details".
 func versionDiff(old, cur PlanBody) string {
-	parts := stepDiff(old.Steps, cur.Steps)
+	parts := StepDiff(old.Steps, cur.Steps)
 	if d := ScopeChange(old.Scope, cur.Scope); d != "" {
 		parts = append(parts, d)
 	}
@@ -223,8 +223,9 @@ func versionDiff(old, cur PlanBody) string {
 	return "same steps; only the wording changed"
 }
 
-// stepDiff lists added and removed steps by text.
-func stepDiff(old, cur []Step) []string {
+// StepDiff lists added ("+ text") and removed ("− text") steps by text, as the chat's
+// "Changes from vN" line and the web channel's card show them.
+func StepDiff(old, cur []Step) []string {
 	in := func(steps []Step, text string) bool {
 		for _, s := range steps {
 			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {

@@ -256,24 +256,5 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 // stepChanges says which steps a version added and removed compared with the one
 // before, "" when the steps are the same.
 func stepChanges(old, cur []core.Step) string {
-	has := func(steps []core.Step, text string) bool {
-		for _, s := range steps {
-			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {
-				return true
-			}
-		}
-		return false
-	}
-	var parts []string
-	for _, s := range cur {
-		if !has(old, s.Text) {
-			parts = append(parts, "+ "+s.Text)
-		}
-	}
-	for _, s := range old {
-		if !has(cur, s.Text) {
-			parts = append(parts, "− "+s.Text)
-		}
-	}
-	return strings.Join(parts, " · ")
+	return strings.Join(core.StepDiff(old, cur), " · ")
 }
