@@ -49,6 +49,7 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
 	}
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
 	if err != nil {
 		return toolError("%s", err.Error())
 	}

@@ -114,6 +114,11 @@ func TestMetricsCountRealTraffic(t *testing.T) {
 	if got := sample(t, m, "plangate_tool_calls_total", "tool", "write_file", "outcome", "blocked"); got != 1 {
 		t.Errorf("blocked write_file calls: %v, want 1", got)
 	}
+	for _, tool := range []string{"list_files", "read_file", "search_files"} { // read-only calls count too
+		if got := sample(t, m, "plangate_tool_calls_total", "tool", tool, "outcome", "ran"); got < 1 {
+			t.Errorf("%s calls counted: %v, want at least 1", tool, got)
+		}
+	}
 	proposalCalls := sample(t, m, "plangate_model_request_seconds", "outcome", "ok")
 	if proposalCalls != 6 { // the six turns of the demo script that answer a request
 		t.Errorf("model requests for the proposal: %v, want 6", proposalCalls)
