@@ -107,32 +107,11 @@ func TestRoutesAndBadInput(t *testing.T) {
 // value reads one sample of a counter or gauge from the registry; 0 when absent.
 func value(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
 	t.Helper()
-	fams, err := m.Registry().Gather()
+	v, err := m.Sample(name, labels...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, s := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range s.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue next
-				}
-			}
-			if c := s.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return s.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return v
 }
 
 func TestAdminAPIIsNotFoundWithoutToken(t *testing.T) {

@@ -19,35 +19,11 @@ import (
 // name whose labels include the given pairs (0 when there is none).
 func sample(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
 	t.Helper()
-	fams, err := m.Registry().Gather()
+	v, err := m.Sample(name, labels...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, s := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range s.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue next
-				}
-			}
-			switch {
-			case s.GetCounter() != nil:
-				return s.GetCounter().GetValue()
-			case s.GetHistogram() != nil:
-				return float64(s.GetHistogram().GetSampleCount())
-			}
-			return s.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return v
 }
 
 // TestMetricsCountRealTraffic wires the engine, the store and a Hub over a fake channel to
