@@ -28,7 +28,7 @@ type Inbox struct {
 	pending map[string]InboxEntry
 	version int64 // bumped on every change
 	written int64 // the version last saved
-	soon    bool  // a delayed save is scheduled
+	soon    Later // the delayed save
 
 	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
 }
@@ -157,17 +157,7 @@ func (in *Inbox) Done(key string) {
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
-	in.mu.Lock()
-	if in.soon {
-		in.mu.Unlock()
-		return
-	}
-	in.soon = true
-	in.mu.Unlock()
-	time.AfterFunc(delay, func() {
-		in.mu.Lock()
-		in.soon = false
-		in.mu.Unlock()
+	in.soon.After(delay, func() {
 		if err := in.Flush(ctx); err != nil && onErr != nil {
 			onErr(err)
 		}

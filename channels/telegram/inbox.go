@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // inboxKey is the State key of the update inbox.
@@ -26,8 +28,8 @@ type inbox struct {
 	version int64 // bumped on every change
 	written int64 // the version last saved
 
-	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
-	soon    bool       // a delayed save is scheduled (guarded by mu)
+	writeMu sync.Mutex     // one save at a time, so an older snapshot never overwrites a newer one
+	soon    channels.Later // the delayed save
 
 	// Webhooks deliver updates concurrently and out of order, so "below next" does not
 	// mean "seen": the ids received lately are remembered instead (saved, oldest first),
@@ -202,17 +204,7 @@ func (in *inbox) done(id int64) {
 // for updates the engine finished: until the save they would only be replayed, and the
 // engine de-duplicates them, so under load they need not each cost a disk write.
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
-	in.mu.Lock()
-	if in.soon {
-		in.mu.Unlock()
-		return
-	}
-	in.soon = true
-	in.mu.Unlock()
-	time.AfterFunc(delay, func() {
-		in.mu.Lock()
-		in.soon = false
-		in.mu.Unlock()
+	in.soon.After(delay, func() {
 		if err := in.flush(ctx); err != nil {
 			in.c.log.Error("saving the update inbox", "err", err)
 		}
