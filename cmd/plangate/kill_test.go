@@ -50,34 +50,14 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := plangateCmd(t, ctx, dir, "chat")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(stdin, "/plan on tidy the docs\n"); err != nil {
-		t.Fatal(err)
-	}
+	chat := startChat(t, ctx, dir)
+	chat.say(t, "/plan on tidy the docs")
 	// Wait until the plan has been posted, then kill without warning.
-	sc := bufio.NewScanner(stdout)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.HasPrefix(sc.Text(), "[attachment]") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	seen := chat.until(func(l string) bool { return strings.HasPrefix(l, "[attachment]") })
+	if err := chat.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = chat.cmd.Wait()
 	if !strings.Contains(strings.Join(seen, "\n"), "Plan v1 — Docs cleanup") {
 		t.Fatalf("plan not posted before the kill:\n%s", strings.Join(seen, "\n"))
 	}
@@ -87,7 +67,7 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatalf("after the kill: %+v", before)
 	}
 
-	cmd = plangateCmd(t, ctx, dir, "chat")
+	cmd := plangateCmd(t, ctx, dir, "chat")
 	cmd.Stdin = strings.NewReader("/plan status\n/plan accept\n")
 	out, err := cmd.Output()
 	if err != nil {
@@ -116,4 +96,49 @@ func sessionJSONOf(t *testing.T, ctx context.Context, dir string) sessionJSON {
 		t.Fatalf("decoding %s: %v", out, err)
 	}
 	return s
+}
+
+// runningChat is a `plangate chat` process with its stdin and stdout piped.
+type runningChat struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startChat starts `plangate chat` in dir.
+func startChat(t *testing.T, ctx context.Context, dir string) *runningChat {
+	t.Helper()
+	cmd := plangateCmd(t, ctx, dir, "chat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &runningChat{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+}
+
+// say types one line.
+func (c *runningChat) say(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// until reads printed lines until one satisfies done and returns the lines read.
+func (c *runningChat) until(done func(line string) bool) []string {
+	var seen []string
+	for c.out.Scan() {
+		seen = append(seen, c.out.Text())
+		if done(c.out.Text()) {
+			break
+		}
+	}
+	return seen
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -50,21 +48,8 @@ func TestTwoChatsOneDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a := plangateCmd(t, ctx, dir, "chat")
-	stdin, err := a.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := a.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(stdin, "hello there\n"); err != nil {
-		t.Fatal(err)
-	}
+	a := startChat(t, ctx, dir)
+	a.say(t, "hello there")
 	for calls.Load() == 0 {
 		if ctx.Err() != nil {
 			t.Fatal("A never asked the model")
@@ -86,16 +71,10 @@ func TestTwoChatsOneDatabase(t *testing.T) {
 	}
 
 	close(release)
-	sc := bufio.NewScanner(stdout)
-	got := false
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "the answer from the model") {
-			got = true
-			break
-		}
-	}
-	_ = stdin.Close()
-	_ = a.Wait()
+	got := len(a.until(func(l string) bool { return strings.Contains(l, "the answer from the model") })) > 0 &&
+		strings.Contains(a.out.Text(), "the answer from the model")
+	_ = a.stdin.Close()
+	_ = a.cmd.Wait()
 	if !got {
 		t.Error("A never printed the model's answer")
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,31 +51,11 @@ func TestKillDuringRunCommand(t *testing.T) {
 	}
 	ran := filepath.Join(dir, "ws", "main", "ran.txt")
 
-	cmd := plangateCmd(t, ctx, dir, "chat")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(stdin, "/plan on run the slow job\n"); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "[attachment]") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	if _, err := io.WriteString(stdin, "/plan accept\n"); err != nil {
-		t.Fatal(err)
-	}
+	chat := startChat(t, ctx, dir)
+	chat.say(t, "/plan on run the slow job")
+	chat.until(func(l string) bool { return strings.HasPrefix(l, "[attachment]") })
+	go chat.until(func(string) bool { return false }) // keep its output flowing
+	chat.say(t, "/plan accept")
 	for {
 		if b, err := os.ReadFile(ran); err == nil && len(b) > 0 {
 			break
@@ -88,12 +66,12 @@ func TestKillDuringRunCommand(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := chat.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = chat.cmd.Wait()
 
-	cmd = plangateCmd(t, ctx, dir, "chat")
+	cmd := plangateCmd(t, ctx, dir, "chat")
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
