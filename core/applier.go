@@ -96,6 +96,9 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 			// done by prepare
 		case EffRefreshFile:
 			e.files.refresh(t.sess, eff.Plan)
+		case EffWorkspaceCopy:
+			// Now, not in the background: the agent's next call may read it.
+			e.copyPlan(t.sess, eff.Plan)
 		case EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)

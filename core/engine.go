@@ -34,6 +34,12 @@ type Config struct {
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
 	ApprovalTimeout time.Duration
+	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
+	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
+	WorkspaceCopy bool
+	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
+	// goals become a product spec first.
+	Planner Planner
 	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
 }

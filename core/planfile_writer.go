@@ -14,7 +14,7 @@ func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+	return WritePlanFile(plansDir, s.Address.Dir(), name, planMarkdown(s, p))
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's

@@ -91,6 +91,10 @@ type Config struct {
 	// Hidden are absolute paths of plangate's own files (database, plans directory,
 	// config file): the file tools refuse them and sandboxed commands see them empty.
 	Hidden []string
+	// ProtectPlanCopy keeps the agent from changing the workspace copy of the accepted
+	// plan, PLAN.md and PLAN.json at the workspace root (plan_mode.workspace_copy; see
+	// plancopy.go). They stay readable.
+	ProtectPlanCopy bool
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -148,7 +152,7 @@ func (t *Toolbox) setUpSandbox() {
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
-		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
 	case SandboxNone:
 		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
 	default:
@@ -212,7 +216,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		return "", err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes}
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes, protect: t.cfg.ProtectPlanCopy}
 	if len(t.cfg.Hidden) > 0 {
 		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
 	}
@@ -272,6 +276,9 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 			return nil, err
 		}
 		p, err := writeTarget(name, a.Path)
+		if err == nil {
+			err = t.planCopyPath(p)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +289,9 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 			return nil, err
 		}
 		p, err := writeTarget(name, a.Path)
+		if err == nil {
+			err = t.planCopyPath(p)
+		}
 		if err != nil {
 			return nil, err
 		}
