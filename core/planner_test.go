@@ -142,3 +142,20 @@ func TestHostileSpecRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecLineInProposal: the proposal's chat message names the spec's features, at most
+// five, so the person sees what is being built before opening the file.
+func TestSpecLineInProposal(t *testing.T) {
+	h := newHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	sp := goodSpec()
+	var fs []map[string]string
+	for _, n := range []string{"One", "Two", "Three", "Four", "Five", "Six"} {
+		fs = append(fs, map[string]string{"name": n, "priority": "medium", "complexity": "large"})
+	}
+	sp["features"] = fs
+	h.model.push(sid, calls(call("exit_plan_mode", specArgs(sp))))
+	rs := h.say("main", "local", "Build me a todo app.")
+	mustContain(t, joinTexts(rs), "\nProduct spec: 6 features — One (medium, large) · Two (medium, large) · Three (medium, large) · Four (medium, large) · Five (medium, large) · …\nMay change: app/**")
+}
