@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -43,9 +44,14 @@ func IsPlanCopy(rel string) (string, bool) {
 	return "", false
 }
 
+// PlanCopyContract is what the tools say of the copy's file name.
+func PlanCopyContract(name string) string {
+	return name + " is the approved plan, the person's contract; it cannot be changed"
+}
+
 // PlanCopyRefusal is the tool error for an attempt to change the copy's file name.
 func PlanCopyRefusal(name string) error {
-	return fmt.Errorf("%s is the approved plan, the person's contract; it cannot be changed. Read it with read_file; if the plan must change, say so in the chat and a person can send it back with /plan revise", name)
+	return errors.New(PlanCopyContract(name) + ". Read it with read_file; if the plan must change, say so in the chat and a person can send it back with /plan revise")
 }
 
 // PlanDocument is PLAN.json. Every list is present (empty rather than missing), so a

@@ -108,7 +108,8 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 			mustContain(t, toolContent(t, h, hostile[0].ID), "PLAN.md "+copyRefusal)
 			mustContain(t, toolContent(t, h, hostile[5].ID), "PLAN.json "+copyRefusal)
 			if got := toolContent(t, h, hostile[6].ID); sb == tools.SandboxNone {
-				mustContain(t, got, "PLAN.md and PLAN.json "+copyRefusal, "it was put back")
+				mustContain(t, got, "PLAN.md "+copyRefusal+": the command changed it, and it was put back.",
+					"PLAN.json "+copyRefusal+": the command changed it, and it was put back.")
 			} else if !strings.Contains(got, "Read-only file system") && !strings.Contains(got, "busy") {
 				t.Errorf("run_command under bwrap: %q, want the writes to fail", got)
 			}

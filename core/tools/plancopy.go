@@ -95,7 +95,7 @@ func (s *copySnapshot) restore() string {
 	if s == nil {
 		return ""
 	}
-	var changed []string
+	var notes []string
 	for _, name := range core.PlanCopyNames {
 		want, ok := s.files[name]
 		if !ok {
@@ -104,15 +104,13 @@ func (s *copySnapshot) restore() string {
 		if got, ok := readCopyFile(s.dir, name); ok && bytes.Equal(got, want) {
 			continue
 		}
-		changed = append(changed, name)
+		note := core.PlanCopyContract(name) + ": the command changed it, and it was put back."
 		if err := putBack(s.dir, name, want); err != nil {
-			return core.PlanCopyRefusal(name).Error() + "; the command changed it and putting it back failed: " + hostless(err).Error()
+			note = core.PlanCopyContract(name) + ": the command changed it, and putting it back failed: " + hostless(err).Error()
 		}
+		notes = append(notes, note)
 	}
-	if len(changed) == 0 {
-		return ""
-	}
-	return core.PlanCopyRefusal(strings.Join(changed, " and ")).Error() + " (the command changed it; it was put back)"
+	return strings.Join(notes, "\n")
 }
 
 // putBack replaces name in dir with data, atomically; whatever the command left there

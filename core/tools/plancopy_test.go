@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,5 +77,40 @@ func TestSandboxBindsPlanCopyReadOnly(t *testing.T) {
 	s.protect = false
 	if slices.Contains(s.args(ws.Dir, "true", nil), md) {
 		t.Fatal("bound without ProtectPlanCopy")
+	}
+}
+
+// TestRunCommandPutsPlanCopyBack: without a sandbox nothing stops a command, so whatever
+// it does to the copy (rewrite in place, replace with a directory or a symlink, delete) is
+// undone after it, and the result says so; a command that leaves them alone gets no note.
+func TestRunCommandPutsPlanCopyBack(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: SandboxNone, ProtectPlanCopy: true})
+	if !strings.Contains(tb.Tools()[3].Description, "PLAN.md and PLAN.json at the workspace root are the accepted plan") {
+		t.Errorf("write_file does not say the copy is read-only: %s", tb.Tools()[3].Description)
+	}
+	for script, changed := range map[string]bool{
+		"echo mine > PLAN.md":                            true,
+		"rm PLAN.md && mkdir PLAN.md && touch PLAN.md/x": true,
+		"rm PLAN.json && ln -s /etc/hostname PLAN.json":  true,
+		"cat PLAN.md PLAN.json > seen.txt":               false,
+	} {
+		ws := testWS(t, map[string]string{"PLAN.md": "# Plan\n", "PLAN.json": "{\"format\": 1}\n"})
+		got, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		if note := strings.Contains(got, "the person's contract; it cannot be changed: the command changed it, and it was put back."); note != changed {
+			t.Errorf("%s: result %q; want a note: %v", script, got, changed)
+		}
+		for name, want := range map[string]string{"PLAN.md": "# Plan\n", "PLAN.json": "{\"format\": 1}\n"} {
+			fi, err := os.Lstat(filepath.Join(ws.Dir, name))
+			b, _ := os.ReadFile(filepath.Join(ws.Dir, name))
+			if err != nil || !fi.Mode().IsRegular() || string(b) != want {
+				t.Errorf("%s: %s is %v %q after the command, want the regular file %q", script, name, fi, b, want)
+			}
+		}
 	}
 }

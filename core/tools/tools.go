@@ -436,6 +436,14 @@ func sandboxNote(cfg Config) string {
 	return note + "."
 }
 
+// copyNote tells the model that the plan's workspace copy is read-only, before it tries.
+func copyNote(cfg Config) string {
+	if !cfg.ProtectPlanCopy {
+		return ""
+	}
+	return " PLAN.md and PLAN.json at the workspace root are the accepted plan: read them, never write them."
+}
+
 // toolSpecs describes the tools to the model and the gate.
 func toolSpecs(cfg Config) []core.ToolSpec {
 	obj := func(required, props string) json.RawMessage {
@@ -461,12 +469,12 @@ func toolSpecs(cfg Config) []core.ToolSpec {
 					`"path":{"type":"string","description":"directory or file to search, relative to the workspace root (default .)"},`+
 					`"glob":{"type":"string","description":"only files whose name matches this glob, e.g. *.go; with a / it matches the path from the workspace root"}`)},
 		{Name: ToolWriteFile, Kind: core.ToolMutating,
-			Description: "Create or overwrite a file of the workspace with the given content; parent directories are created. Only allowed while an accepted plan is executing, within its scope.",
+			Description: "Create or overwrite a file of the workspace with the given content; parent directories are created. Only allowed while an accepted plan is executing, within its scope." + copyNote(cfg),
 			Parameters: obj(`"path","content"`,
 				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
 					`"content":{"type":"string","description":"the complete new content of the file"}`)},
 		{Name: ToolEditFile, Kind: core.ToolMutating,
-			Description: "Replace one exact occurrence of old with new in a workspace file. old must match exactly once (including whitespace); include surrounding lines to make it unique. Only allowed while an accepted plan is executing, within its scope.",
+			Description: "Replace one exact occurrence of old with new in a workspace file. old must match exactly once (including whitespace); include surrounding lines to make it unique. Only allowed while an accepted plan is executing, within its scope." + copyNote(cfg),
 			Parameters: obj(`"path","old","new"`,
 				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
 					`"old":{"type":"string","description":"the exact text to replace, as read_file shows it without the line numbers"},`+
