@@ -141,17 +141,26 @@ func RenderPlanJSON(s Session, p Plan) ([]byte, error) {
 // WritePlanCopy writes the copy's files into the workspace dir through an os.Root, each
 // to a temporary name and renamed over the old one: a reader sees the old file or the new
 // one, a link planted at the name is replaced rather than written through, and nothing
-// is written outside dir.
+// is written outside dir. A PLAN.md or PLAN.json that plangate did not write (a project's
+// own plan) is left alone: ErrForeignPlanCopy. PLAN.json goes first, so it always marks a
+// copy whose PLAN.md is plangate's.
 func WritePlanCopy(dir string, md, js []byte) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("opening the workspace: %w", err)
 	}
 	defer root.Close()
+	if !ownCopy(root) {
+		for _, name := range PlanCopyNames {
+			if _, err := root.Lstat(name); err == nil {
+				return fmt.Errorf("%w: %s", ErrForeignPlanCopy, name)
+			}
+		}
+	}
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{PlanCopyMarkdown, md}, {PlanCopyJSON, js}} {
+	}{{PlanCopyJSON, js}, {PlanCopyMarkdown, md}} {
 		tmp := "." + f.name + ".tmp-" + rand.Text()
 		err := writeTemp(root, tmp, f.data)
 		if err == nil {
@@ -163,6 +172,24 @@ func WritePlanCopy(dir string, md, js []byte) error {
 		}
 	}
 	return nil
+}
+
+// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
+var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
+
+// ownCopy reports whether the workspace's PLAN.json is one plangate wrote: a regular
+// file that reads as a PlanDocument with a format and a plan id.
+func ownCopy(root *os.Root) bool {
+	fi, err := root.Lstat(PlanCopyJSON)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<20 {
+		return false
+	}
+	data, err := root.ReadFile(PlanCopyJSON)
+	if err != nil {
+		return false
+	}
+	var d PlanDocument
+	return json.Unmarshal(data, &d) == nil && d.Format >= 1 && d.PlanID != ""
 }
 
 // WorkspaceEnsurer is an optional part of the Toolbox: it creates a session's workspace
@@ -208,7 +235,10 @@ func (e *Engine) copyPlan(s Session, p Plan) {
 	if err == nil {
 		err = WritePlanCopy(ws.Dir, planMarkdown(s, p), js)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrForeignPlanCopy):
+		e.d.Log.Warn("not writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
+	case err != nil:
 		e.d.Log.Error("writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
 	}
 }

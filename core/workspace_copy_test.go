@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -117,5 +120,45 @@ func TestIsPlanCopy(t *testing.T) {
 		if _, got := core.IsPlanCopy(rel); got != want {
 			t.Errorf("IsPlanCopy(%q) = %v, want %v", rel, got, want)
 		}
+	}
+}
+
+// TestWritePlanCopyLeavesForeignFilesAlone: a project's own PLAN.md (or PLAN.json) is
+// never overwritten; plangate's own copy is, and an empty workspace gets one.
+func TestWritePlanCopyLeavesForeignFilesAlone(t *testing.T) {
+	s := core.Session{ID: "terminal:local:main"}
+	js, err := core.RenderPlanJSON(s, core.Plan{ID: "p1", Version: 1, Status: core.PlanAccepted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		files map[string]string
+		ok    bool
+	}{
+		"empty":             {nil, true},
+		"own copy":          {map[string]string{"PLAN.md": "old", "PLAN.json": string(js)}, true},
+		"project PLAN.md":   {map[string]string{"PLAN.md": "# Our roadmap\n"}, false},
+		"project PLAN.json": {map[string]string{"PLAN.json": `{"tasks": []}`}, false},
+		"md without json":   {map[string]string{"PLAN.md": "# Version 1 · status: accepted"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for n, c := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := core.WritePlanCopy(dir, []byte("# new\n"), js)
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, core.ErrForeignPlanCopy)) {
+				t.Fatalf("WritePlanCopy = %v, want ok %v", err, tc.ok)
+			}
+			md, _ := os.ReadFile(filepath.Join(dir, "PLAN.md"))
+			switch {
+			case tc.ok && string(md) != "# new\n":
+				t.Errorf("PLAN.md = %q, want the new copy", md)
+			case !tc.ok && string(md) != tc.files["PLAN.md"]:
+				t.Errorf("the project's PLAN.md became %q", md)
+			}
+		})
 	}
 }
