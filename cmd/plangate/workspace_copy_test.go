@@ -13,9 +13,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// TestPlanCopyOnDisk replays the plan_copy transcript's script through `plangate chat`
-// and looks at the disk afterwards: PLAN.md is byte for byte the plan file (the agent's
-// write, edit and replace attempts changed nothing), PLAN.json shows the completed plan,
+// TestPlanCopyOnDisk replays the plan_copy transcript through `plangate chat` and looks
+// at the disk afterwards: PLAN.md is byte for byte the plan file (the agent's write, edit,
+// replace and run_command attempts changed nothing), PLAN.json shows the completed plan,
 // and the agent's in-scope write happened. With plan_mode.workspace_copy: false plangate
 // writes neither, and the names are ordinary files the agent may write.
 func TestPlanCopyOnDisk(t *testing.T) {
@@ -27,10 +27,14 @@ func TestPlanCopyOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	base, err := os.ReadFile(filepath.Join("testdata", "chat", "plan_copy", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	chat := func(t *testing.T, extra string) string {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "config.yaml")
-		if err := os.WriteFile(cfg, []byte(defaultTestConfig+extra), 0o644); err != nil {
+		if err := os.WriteFile(cfg, []byte(string(base)+extra), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
@@ -78,11 +82,12 @@ func TestPlanCopyOnDisk(t *testing.T) {
 
 	off := filepath.Join(chat(t, "plan_mode: {workspace_copy: false}\n"), "workspace", "main")
 	// Unprotected and never written by plangate, the names are the workspace's own files:
-	// the agent's writes went through (its edit found no "Write docs/notes.md" in them).
-	if b, err := os.ReadFile(filepath.Join(off, "PLAN.md")); err != nil || string(b) != "# My own plan\n\n- [x] everything\n" {
+	// the agent's write and then its command went through (the command rewrote PLAN.md
+	// and deleted PLAN.json).
+	if b, err := os.ReadFile(filepath.Join(off, "PLAN.md")); err != nil || string(b) != "# My own plan\n" {
 		t.Errorf("with workspace_copy off, PLAN.md = %q, %v", b, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(off, "PLAN.json")); err != nil || string(b) != "{}" {
-		t.Errorf("with workspace_copy off, PLAN.json = %q, %v", b, err)
+	if _, err := os.Stat(filepath.Join(off, "PLAN.json")); err == nil {
+		t.Error("with workspace_copy off, the command's rm of PLAN.json did not happen")
 	}
 }
