@@ -42,6 +42,14 @@ func (w *workspace) refusePlanCopy(rel string) error {
 	return nil
 }
 
+// copyNote tells the model that the plan's workspace copy is read-only, before it tries.
+func copyNote(cfg Config) string {
+	if !cfg.ProtectPlanCopy {
+		return ""
+	}
+	return " PLAN.md and PLAN.json at the workspace root are the accepted plan: read them, never write them."
+}
+
 // planCopyPath refuses the copy's names in WritePaths, so the gate answers with the
 // contract's words rather than a scope violation.
 func (t *Toolbox) planCopyPath(rel string) error {

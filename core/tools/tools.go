@@ -21,6 +21,8 @@
 //     (PATH, HOME = an empty directory, LANG), a timeout, and capped output; when the
 //     sandbox cannot start, run_command is not offered. It is always a mutating tool and
 //     its WritePaths is WholeWorkspace.
+//   - With ProtectPlanCopy, the accepted plan's copy (PLAN.md, PLAN.json) is read-only to
+//     every tool, run_command included (see plancopy.go).
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
 // A Toolbox is safe for concurrent use by many sessions.
@@ -434,14 +436,6 @@ func sandboxNote(cfg Config) string {
 		note += ", and there is no network"
 	}
 	return note + "."
-}
-
-// copyNote tells the model that the plan's workspace copy is read-only, before it tries.
-func copyNote(cfg Config) string {
-	if !cfg.ProtectPlanCopy {
-		return ""
-	}
-	return " PLAN.md and PLAN.json at the workspace root are the accepted plan: read them, never write them."
 }
 
 // toolSpecs describes the tools to the model and the gate.
