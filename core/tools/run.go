@@ -68,8 +68,8 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s",
-			shown, timeout, out.String())
+		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s%s",
+			shown, timeout, out.String(), restored)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "$ %s\n", shown)
