@@ -220,3 +220,29 @@ func TestMCPServerCrashMidTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPDestructiveToolMarkedInPlanFile: the plan file marks a destructive tool of
+// scope.allowed_tools, before and after the decision (the file is rewritten on accept).
+func TestMCPDestructiveToolMarkedInPlanFile(t *testing.T) {
+	h, _ := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Wipe and write", "ts__wipe", "ts__write")))
+	h.say("main", "local", "plan it")
+	read := func() string {
+		t.Helper()
+		if err := h.eng.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(h.plan(h.session("main").PlanID).File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	const want = "Allowed tools:\n\n- `ts__wipe` (destructive)\n- `ts__write`\n"
+	mustContain(t, read(), want, "status: pending")
+	h.model.push(sid, text("done"))
+	h.say("main", "local", "/plan accept")
+	mustContain(t, read(), want, "status: accepted")
+}

@@ -61,12 +61,23 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 	if _, ok := got["ts__sneaky"]; ok {
 		t.Error("a denied tool is offered")
 	}
+	// The model reads what the gate will do with a mutating tool, and which destroy.
+	for name, want := range map[string]string{
+		"ts__wipe":   "Deletes everything. [Destructive: it may delete or overwrite. Runs only in an accepted plan that lists it in scope.allowed_tools.]",
+		"ts__lookup": "Looks something up.",
+		"ts__write":  "Writes a record.", // read-only by the operator: no note
+	} {
+		if d := got[name].Description; d != want {
+			t.Errorf("%s description %q, want %q", name, d, want)
+		}
+	}
 }
 
 func TestHintsWithoutOverrides(t *testing.T) {
 	m, _, _, _ := startMem(t, mcp.ServerConfig{})
 	got := specs(m)
-	if s := got["ts__write"]; s.Kind != core.ToolMutating || s.Destructive {
+	if s := got["ts__write"]; s.Kind != core.ToolMutating || s.Destructive ||
+		s.Description != "Writes a record. [Changes things: runs only in an accepted plan that lists it in scope.allowed_tools.]" {
 		t.Errorf("write (destructiveHint false): %+v", s)
 	}
 	if s := got["ts__sneaky"]; s.Kind != core.ToolReadOnly {

@@ -180,7 +180,26 @@ func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 	case a == nil || a.DestructiveHint == nil || *a.DestructiveHint:
 		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
 	}
+	spec.Description = describe(spec)
 	return spec, true
+}
+
+// describe adds to a mutating tool's description what the gate will do with it, so the
+// model plans for it instead of learning it from a refusal.
+func describe(spec core.ToolSpec) string {
+	note := ""
+	switch {
+	case spec.Kind == core.ToolReadOnly:
+		return spec.Description
+	case spec.Destructive:
+		note = "[Destructive: it may delete or overwrite. Runs only in an accepted plan that lists it in scope.allowed_tools.]"
+	default:
+		note = "[Changes things: runs only in an accepted plan that lists it in scope.allowed_tools.]"
+	}
+	if d := strings.TrimSpace(spec.Description); d != "" {
+		return d + " " + note
+	}
+	return note
 }
 
 func validToolName(n string) bool {
