@@ -5,29 +5,55 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // What the gate tells people: every refused and every executed mutating call is an audit
-// row, and the refusals of a turn are listed in one notice.
+// row (so is every read-only MCP call), and the refusals of a turn are listed in one notice.
 
 // Audit kinds of the gate.
 const (
 	EventToolBlocked EventKind = "tool_blocked" // a mutating call the gate refused (scope stops included)
-	EventToolRan     EventKind = "tool_ran"     // a mutating call that was executed
+	EventToolRan     EventKind = "tool_ran"     // a mutating call (or a read-only MCP call) that was executed
 )
 
 // ToolAudit is the Detail of a tool_blocked or tool_ran row, as JSON.
 type ToolAudit struct {
 	Tool    string   `json:"tool"`
+	Server  string   `json:"server,omitempty"` // the MCP server of an MCP tool
 	Paths   []string `json:"paths,omitempty"`
 	Call    string   `json:"call,omitempty"` // the call in words ("write_file on README.md")
+	Gate    string   `json:"gate,omitempty"` // the gate's rule that decided (Rule*)
 	Outcome string   `json:"outcome"`        // ok, failed, refused
 	Why     string   `json:"why,omitempty"`  // why it was refused, or how it failed
+	// DurationMS is how long an executed call took, by the engine's clock.
+	DurationMS *int64 `json:"duration_ms,omitempty"`
+}
+
+// newToolAudit starts the audit of a call of tool.
+func newToolAudit(call ToolCall, rule string) ToolAudit {
+	a := ToolAudit{Tool: call.Name, Call: describeCall(call.Name, call.Args), Gate: rule}
+	if srv, _, ok := strings.Cut(call.Name, "__"); ok {
+		a.Server = srv // only MCP tools have "__" in their names
+	}
+	return a
+}
+
+// finished records how an executed call ended and how long it took.
+func (a *ToolAudit) finished(err error, d time.Duration) {
+	a.Outcome = "ok"
+	if err != nil {
+		a.Outcome, a.Why = "failed", oneLine(err.Error())
+	}
+	ms := d.Milliseconds()
+	a.DurationMS = &ms
 }
 
 // turnGate is what the gate keeps while a job runs the agent's turns.
 type turnGate struct {
 	blocked []blockedCall // refusals not shown in the chat yet
+	pending []Event       // audit rows of read-only MCP calls, for the next commit
+	inForce *Plan         // the accepted plan those rows name (see planInForce)
 	// chained: the running turn follows another turn of the same job, not a person's
 	// message (see autoHeld).
 	chained bool
@@ -39,39 +65,85 @@ type blockedCall struct{ call, why string }
 // blocked records a refused call: an audit row now, and an entry of the turn's notice
 // unless the refusal says so itself (a scope stop).
 func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list bool) {
-	desc := describeCall(in.call.Name, in.call.Args)
+	a := newToolAudit(in.call, in.rule)
+	a.Paths, a.Outcome, a.Why = in.paths, "refused", why
 	t.e.obs.obs.ToolCall(in.call.Name, "blocked")
-	t.audit(ctx, EventToolBlocked, in.plan, ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: desc, Outcome: "refused", Why: why})
+	t.audit(ctx, t.toolEvent(EventToolBlocked, in.plan, a))
 	if list {
-		t.gate.blocked = append(t.gate.blocked, blockedCall{call: desc, why: why})
+		t.gate.blocked = append(t.gate.blocked, blockedCall{call: a.Call, why: why})
 	}
 }
 
-// ran records an executed mutating call and how it ended.
-func (t *turnState) ran(ctx context.Context, in gateInput, err error) {
-	a := ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: describeCall(in.call.Name, in.call.Args), Outcome: "ok"}
-	if err != nil {
-		a.Outcome, a.Why = "failed", oneLine(err.Error())
-	}
+// ran records an executed mutating call, how it ended and how long it took.
+func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Duration) {
+	a := newToolAudit(in.call, in.rule)
+	a.Paths = in.paths
+	a.finished(err, d)
 	t.e.obs.obs.ToolCall(in.call.Name, toolOutcome(err))
-	t.audit(ctx, EventToolRan, in.plan, a)
+	t.audit(ctx, t.toolEvent(EventToolRan, in.plan, a))
 }
 
-// audit commits one gate row, naming the accepted plan in force (nil: none). It records
-// no decision, so it need not wait for the disk; a failure is logged and never stops the
-// turn (the call's result stands either way).
-func (t *turnState) audit(ctx context.Context, kind EventKind, plan *Plan, a ToolAudit) {
+// auditReadOnly records an executed read-only MCP call. The row waits for the round's
+// flush (or the plan tool's commit) instead of a commit of its own: read-only calls are
+// the many, and they decide nothing.
+func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) {
+	a := newToolAudit(call, RuleReadOnly)
+	a.finished(err, d)
+	t.gate.pending = append(t.gate.pending, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
+}
+
+// planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
+// loaded), read once per plan: a plan id is one version, so its id and version never change.
+func (t *turnState) planInForce(ctx context.Context) *Plan {
+	if t.sess.Phase != PhaseExecuting {
+		return nil
+	}
+	if p := t.gate.inForce; p != nil && p.ID == t.sess.PlanID {
+		return p
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil {
+		return nil
+	}
+	t.gate.inForce = p
+	return p
+}
+
+// toolEvent is the audit row of one call, naming the accepted plan in force (nil: none).
+func (t *turnState) toolEvent(kind EventKind, plan *Plan, a ToolAudit) Event {
 	detail, err := json.Marshal(a)
 	if err != nil {
-		detail = []byte(a.Tool) // only strings: marshalling cannot fail
+		detail = []byte(a.Tool) // strings and a number: marshalling cannot fail
 	}
 	ev := Event{SessionID: t.sess.ID, Kind: kind, Actor: AgentActor, Channel: t.sess.Address.Channel,
 		Detail: string(detail), At: t.e.d.Now()}
 	if plan != nil {
 		ev.PlanID, ev.PlanVersion = plan.ID, plan.Version
 	}
+	return ev
+}
+
+// audit commits one gate row. It records no decision, so it need not wait for the disk;
+// a failure is logged and never stops the turn (the call's result stands either way).
+func (t *turnState) audit(ctx context.Context, ev Event) {
 	if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}, Lazy: true}); err != nil {
-		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "tool", a.Tool, "err", err)
+		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "event", ev.Kind, "err", err)
+	}
+}
+
+// takeAudit hands the pending read-only rows to the commit that stores them.
+func (t *turnState) takeAudit() []Event {
+	evs := t.gate.pending
+	t.gate.pending = nil
+	return evs
+}
+
+// flushAudit commits the read-only rows no flush took (a turn that ended without one).
+func (t *turnState) flushAudit(ctx context.Context) {
+	if evs := t.takeAudit(); len(evs) > 0 {
+		if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: evs, Lazy: true}); err != nil {
+			t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
+		}
 	}
 }
 

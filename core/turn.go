@@ -57,6 +57,7 @@ func (t *turnState) runTurns(ctx context.Context) error {
 			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 			again, err := t.runTurn(ctx)
 			t.sayBlocked(ctx) // one notice for the turn's refused calls
+			t.flushAudit(ctx) // read-only rows a flush did not take
 			if err != nil {
 				return err
 			}
@@ -199,7 +200,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}
+	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Events: t.takeAudit(), Lazy: true}
 	if t.e.box != nil {
 		for _, r := range rs {
 			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
@@ -302,6 +303,7 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	next.Injections = tr.undrained(next.Injections)
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
+	o.Change.Events = append(o.Change.Events, t.takeAudit()...)
 	t.queueReplies(&o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
