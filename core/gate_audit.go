@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -51,9 +52,11 @@ func (a *ToolAudit) finished(err error, d time.Duration) {
 
 // turnGate is what the gate keeps while a job runs the agent's turns.
 type turnGate struct {
-	blocked []blockedCall // refusals not shown in the chat yet
-	pending []Event       // audit rows of read-only MCP calls, for the next commit
-	inForce *Plan         // the accepted plan those rows name (see planInForce)
+	blocked []blockedCall   // refusals not shown in the chat yet
+	pending []Event         // audit rows of read-only MCP calls, for the next commit
+	inForce *Plan           // the accepted plan those rows name (see planInForce)
+	notices []Reply         // notices for the chat, delivered through the outbox with the next flush
+	down    map[string]bool // tool servers whose stop the chat was told of in this job
 	// chained: the running turn follows another turn of the same job, not a person's
 	// message (see autoHeld).
 	chained bool
@@ -131,6 +134,28 @@ func (t *turnState) audit(ctx context.Context, ev Event) {
 	}
 }
 
+// serverDown tells the chat, once per job and server, that a tool server stopped during
+// a call (see ToolServerDown); the turn goes on without its tools.
+func (t *turnState) serverDown(err error) {
+	var down *ToolServerDown
+	if !errors.As(err, &down) || t.gate.down[down.Server] {
+		return
+	}
+	if t.gate.down == nil {
+		t.gate.down = map[string]bool{}
+	}
+	t.gate.down[down.Server] = true
+	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", oneLine(down.Msg))
+	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
+}
+
+// takeNotices hands the pending notices to the flush that queues them in the outbox.
+func (t *turnState) takeNotices() []Reply {
+	rs := t.gate.notices
+	t.gate.notices = nil
+	return rs
+}
+
 // takeAudit hands the pending read-only rows to the commit that stores them.
 func (t *turnState) takeAudit() []Event {
 	evs := t.gate.pending
@@ -138,12 +163,30 @@ func (t *turnState) takeAudit() []Event {
 	return evs
 }
 
-// flushAudit commits the read-only rows no flush took (a turn that ended without one).
-func (t *turnState) flushAudit(ctx context.Context) {
-	if evs := t.takeAudit(); len(evs) > 0 {
-		if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: evs, Lazy: true}); err != nil {
-			t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
+// flushPending commits the read-only rows and queues the notices no flush took (a turn
+// that ended without one), then delivers the notices.
+func (t *turnState) flushPending(ctx context.Context) {
+	evs, rs := t.takeAudit(), t.takeNotices()
+	if len(evs) == 0 && len(rs) == 0 {
+		return
+	}
+	ch := Change{SessionID: t.sess.ID, Events: evs, Lazy: true}
+	if t.e.box != nil {
+		for _, r := range rs {
+			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
 		}
+	}
+	if err := t.commit(ctx, ch); err != nil {
+		t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
+	}
+	if t.e.box == nil {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+		return
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
 }
 

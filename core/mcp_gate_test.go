@@ -212,7 +212,13 @@ func TestMCPServerCrashMidTurn(t *testing.T) {
 	h.model.push(sid, calls(crash), text("the server is gone; carrying on"))
 	rs := h.say("main", "local", "use the server")
 	mustContain(t, toolContent(t, h, crash.ID), "error: MCP server ts failed during ts__crash")
-	mustContain(t, joinTexts(rs), "the server is gone; carrying on")
+	got := joinTexts(rs)
+	const notice = "MCP server ts stopped; its tools are withdrawn, restarting."
+	mustContain(t, got, notice+"\n", "the server is gone; carrying on")
+	if strings.Count(got, notice) != 1 || strings.Index(got, notice) > strings.Index(got, "carrying on") {
+		t.Fatalf("want one notice before the agent's answer:\n%s", got)
+	}
+
 	reqs := h.model.requests()
 	for _, s := range reqs[len(reqs)-1].Tools {
 		if strings.HasPrefix(s.Name, "ts__") {
@@ -245,4 +251,23 @@ func TestMCPDestructiveToolMarkedInPlanFile(t *testing.T) {
 	h.model.push(sid, text("done"))
 	h.say("main", "local", "/plan accept")
 	mustContain(t, read(), want, "status: accepted")
+}
+
+// TestMCPServerDownNoticeIsAnOutboxRow: the notice of a crashed server is committed to
+// the outbox like every reply (a platform that is down gets it on the next start), and
+// the log says which session's call failed.
+func TestMCPServerDownNoticeIsAnOutboxRow(t *testing.T) {
+	h, _ := mcpHarness(t)
+	p := h.process(failSender{}, nil, h.tools)
+	sid := sessionID("a")
+	p.model.push(sid, calls(call("ts__crash", map[string]any{})), text("carrying on"))
+	_ = p.eng.Handle(context.Background(), core.Message{ID: "ev-1", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "use the server", Time: h.clock})
+	var texts []string
+	for _, r := range unsent(t, h.st) {
+		texts = append(texts, r.Reply.Text)
+	}
+	if !slices.Equal(texts, []string{"MCP server ts stopped; its tools are withdrawn, restarting.", "carrying on"}) {
+		t.Fatalf("outbox %q, want the notice, then the answer", texts)
+	}
+	mustContain(t, p.log.String(), "tool server stopped during a call", "server=ts")
 }

@@ -55,6 +55,7 @@ func (t *turnState) runMutating(ctx context.Context, gi gateInput, call ToolCall
 	}
 	t.done = append(t.done, ranText(call, err))
 	t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
+	t.serverDown(err)
 	if t.e.runs != nil {
 		if ferr := t.e.runs.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 			t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)

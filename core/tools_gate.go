@@ -53,6 +53,7 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
 	if IsMCPTool(call.Name) {
 		t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start))
+		t.serverDown(err)
 	}
 	if err != nil {
 		return toolError("%s", err.Error())

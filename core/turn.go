@@ -57,7 +57,7 @@ func (t *turnState) runTurns(ctx context.Context) error {
 			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 			again, err := t.runTurn(ctx)
 			t.sayBlocked(ctx) // one notice for the turn's refused calls
-			t.flushAudit(ctx) // read-only rows a flush did not take
+			t.flushPending(ctx) // read-only rows and notices a flush did not take
 			if err != nil {
 				return err
 			}
@@ -190,6 +190,9 @@ func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error 
 // Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
 // same commit, delivered after it.
 func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
+	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
+		rs = append(pending, rs...)
+	}
 	if len(tr.unsaved) == 0 && tr.drained == 0 {
 		for _, r := range rs {
 			_ = t.say(ctx, r)

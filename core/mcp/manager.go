@@ -226,13 +226,17 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	case ctx.Err() != nil:
 		return "", OutcomeFailed, fmt.Errorf("%s was cancelled: %w", full, ctx.Err())
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		go s.probe(s.life, sess) // not the call's context: the turn may end first
+		if !s.probe(sess) {
+			return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+				"%s timed out after %s and MCP server %s does not answer a ping either; its tools are withdrawn until it restarts", full, s.cfg.callTimeout(), s.cfg.Name)}
+		}
 		return "", OutcomeTimeout, fmt.Errorf("%s timed out after %s", full, s.cfg.callTimeout())
 	case errors.As(err, &rpcErr):
 		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, oneLine(rpcErr.Message))
 	}
 	s.withdraw(sess, "failed during a call: "+oneLine(err.Error()))
-	return "", OutcomeFailed, fmt.Errorf("MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))
+	return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))}
 }
 
 func containsName(list []string, name string) bool {

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,7 +151,8 @@ func TestListChangedAddsATool(t *testing.T) {
 func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	m, ms, rec, g := startMem(t, mcp.ServerConfig{})
 	_, err := call(t, m, "ts__crash", "")
-	if err == nil || !strings.Contains(err.Error(), "MCP server ts failed during ts__crash") {
+	var down *core.ToolServerDown
+	if !errors.As(err, &down) || down.Server != "ts" || !strings.Contains(err.Error(), "MCP server ts failed during ts__crash") {
 		t.Fatalf("crashing call: %v", err)
 	}
 	if d := <-g.waits; d != time.Second {

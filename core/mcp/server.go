@@ -221,15 +221,18 @@ func (s *server) current(tool string) (*sdk.ClientSession, *sdk.Tool, string) {
 	return s.sess, s.tools[tool], s.status
 }
 
-// probe pings a server whose call timed out; one that does not answer is hung: its
-// session is closed, which withdraws its tools and restarts it.
-func (s *server) probe(ctx context.Context, sess *sdk.ClientSession) {
+// probe pings a server whose call timed out and says whether it answered; one that does
+// not is hung: its session is closed, which withdraws its tools and restarts it. The
+// ping runs in the server's lifetime, not the call's: the call's deadline is over.
+func (s *server) probe(sess *sdk.ClientSession) bool {
+	ctx := s.life
 	pctx, cancel := context.WithTimeout(ctx, min(s.cfg.callTimeout(), 10*time.Second))
 	defer cancel()
 	if err := sess.Ping(pctx, nil); err == nil || ctx.Err() != nil {
-		return
+		return true // alive, or plangate is stopping: nothing to restart
 	}
 	s.withdraw(sess, "not answering (a call timed out and a ping too)")
+	return false
 }
 
 // withdraw stops offering the tools of sess at once (the next model request must not see
