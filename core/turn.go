@@ -56,7 +56,7 @@ func (t *turnState) runTurns(ctx context.Context) error {
 		for i := range maxChainedTurns {
 			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 			again, err := t.runTurn(ctx)
-			t.sayBlocked(ctx) // one notice for the turn's refused calls
+			t.sayBlocked(ctx)   // one notice for the turn's refused calls
 			t.flushPending(ctx) // read-only rows and notices a flush did not take
 			if err != nil {
 				return err
