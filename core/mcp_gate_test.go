@@ -209,9 +209,11 @@ func TestMCPServerCrashMidTurn(t *testing.T) {
 	h, _ := mcpHarness(t)
 	sid := sessionID("main")
 	crash := call("ts__crash", map[string]any{})
-	h.model.push(sid, calls(crash), text("the server is gone; carrying on"))
+	again := call("ts__lookup", map[string]any{"text": "x"}) // from memory: it is not offered now
+	h.model.push(sid, calls(crash), calls(again), text("the server is gone; carrying on"))
 	rs := h.say("main", "local", "use the server")
 	mustContain(t, toolContent(t, h, crash.ID), "error: MCP server ts failed during ts__crash")
+	mustContain(t, toolContent(t, h, again.ID), "error: MCP server ts is not available (down (", "its tools are withdrawn, go on without them")
 	got := joinTexts(rs)
 	const notice = "MCP server ts stopped; its tools are withdrawn, restarting."
 	mustContain(t, got, notice+"\n", "the server is gone; carrying on")

@@ -35,6 +35,9 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		}
 	}
 	if spec == nil {
+		if res, ok := t.withdrawn(call); ok {
+			return res
+		}
 		names := make([]string, 0)
 		for _, s := range t.e.toolSpecs() {
 			names = append(names, s.Name)
@@ -59,6 +62,22 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("%s", err.Error())
 	}
 	return toolResult{content: out}
+}
+
+// withdrawn answers a call of a tool whose server is down (its tools are not offered):
+// the model learns the server's state, the chat that the server stopped.
+func (t *turnState) withdrawn(call ToolCall) (toolResult, bool) {
+	ws, ok := t.e.d.Tools.(ToolServers)
+	if !ok {
+		return toolResult{}, false
+	}
+	srv, status, ok := ws.Withdrawn(call.Name)
+	if !ok {
+		return toolResult{}, false
+	}
+	msg := fmt.Sprintf("MCP server %s is not available (%s); its tools are withdrawn, go on without them", srv, status)
+	t.serverDown(&ToolServerDown{Server: srv, Msg: msg})
+	return toolError("%s", msg), true
 }
 
 // gateMutation is the default-deny gate for every tool that is not read-only: it loads

@@ -68,3 +68,24 @@ type ToolServerDown struct {
 }
 
 func (e *ToolServerDown) Error() string { return e.Msg }
+
+// ToolServers is what a Toolbox may implement to tell a tool that is not offered because
+// its server is down (an MCP server that failed to start or died) from one that does not
+// exist: the model gets the server's state instead of "unknown tool", and the chat hears
+// that the server stopped.
+type ToolServers interface {
+	// Withdrawn reports the server of tool and its state when the server is configured
+	// but not up.
+	Withdrawn(tool string) (server, status string, ok bool)
+}
+
+func (ts toolboxes) Withdrawn(tool string) (string, string, bool) {
+	for _, b := range ts {
+		if w, ok := b.(ToolServers); ok {
+			if srv, st, ok := w.Withdrawn(tool); ok {
+				return srv, st, true
+			}
+		}
+	}
+	return "", "", false
+}

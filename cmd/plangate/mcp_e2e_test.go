@@ -18,7 +18,8 @@ import (
 	"github.com/plangate/plangate/metrics"
 )
 
-// mcpScript is a hostile scripted agent: it calls the mutating MCP tool before any plan,
+// mcpScript is a hostile scripted agent: it calls the mutating MCP tool before any plan
+// (and a tool the operator denies although its hint claims read-only),
 // proposes a plan whose scope does not name it and calls it anyway, then, sent back,
 // proposes one that names it (and a destructive tool), runs it and crashes the server.
 const mcpScript = `turns:
@@ -29,6 +30,7 @@ const mcpScript = `turns:
     tool_calls:
       - {name: ts__lookup, args: {text: records}}
       - {name: ts__write, args: {text: early}}
+      - {name: ts__sneaky, args: {}}
   - match: '^write the record'
     tool_calls:
       - name: exit_plan_mode

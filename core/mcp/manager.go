@@ -177,6 +177,23 @@ func (m *Manager) Tools() []core.ToolSpec {
 	return specs
 }
 
+// Withdrawn reports the server of an MCP tool name whose server is configured but not up
+// (starting, down or stopped), and its status line.
+func (m *Manager) Withdrawn(name string) (string, string, bool) {
+	srvName, _, ok := strings.Cut(name, Separator)
+	s := m.byName[srvName]
+	if !ok || s == nil {
+		return "", "", false
+	}
+	sess, _, status := s.current("")
+	if sess != nil {
+		return "", "", false
+	}
+	return srvName, status, true
+}
+
+var _ core.ToolServers = (*Manager)(nil)
+
 // WritePaths is empty for MCP tools: they change no workspace path the gate could check;
 // the gate holds them with the plan's scope.allowed_tools instead.
 func (m *Manager) WritePaths(string, json.RawMessage) ([]string, error) { return nil, nil }

@@ -162,6 +162,12 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	if tools := m.Tools(); len(tools) != 0 {
 		t.Fatalf("a dead server's tools are still offered: %v", tools)
 	}
+	if srv, st, ok := m.Withdrawn("ts__lookup"); !ok || srv != "ts" || !strings.HasPrefix(st, "down (") {
+		t.Fatalf("Withdrawn while down: %q %q %v", srv, st, ok)
+	}
+	if _, _, ok := m.Withdrawn("nope__lookup"); ok {
+		t.Fatal("a server that is not configured is withdrawn")
+	}
 	if st := m.Status(); !strings.Contains(st, "ts: down (") || !strings.Contains(st, "restarting in 1s") || strings.Contains(st, "\n") {
 		t.Fatalf("status %q", st)
 	}
@@ -172,6 +178,9 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	rec.waitStatus(t, "ts: up, 9 tools")
 	if out, err := call(t, m, "ts__lookup", "x"); err != nil || out != "found x" {
 		t.Fatalf("after the restart: %q, %v", out, err)
+	}
+	if _, _, ok := m.Withdrawn("ts__lookup"); ok {
+		t.Fatal("a server that is up is withdrawn")
 	}
 	ms.mu.Lock()
 	starts := ms.starts

@@ -240,13 +240,21 @@ func (s *server) probe(sess *sdk.ClientSession) bool {
 // not dead yet.
 func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 	s.mu.Lock()
+	line := ""
 	if s.sess == sess {
 		s.sess, s.tools, s.specs = nil, nil, nil
 		if s.why == "" {
 			s.why = why
 		}
+		// Down from now on (the supervisor adds when it restarts): under the lock, so its
+		// later status cannot be overwritten by this one.
+		line = "down (" + why + ")"
+		s.status = line
 	}
 	s.mu.Unlock()
+	if line != "" {
+		s.m.obs.ServerStatus(s.cfg.Name, line)
+	}
 	go func() { _ = sess.Close() }()
 }
 
