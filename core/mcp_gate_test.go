@@ -22,6 +22,14 @@ import (
 // tool cuts the connection, as a dying process would.
 func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts) {
 	t.Helper()
+	h, counts, _ := mcpServerHarness(t, nil, cfg...)
+	return h, counts
+}
+
+// mcpServerHarness is mcpHarness that also returns the server, with obs (may be nil) as
+// the manager's Observer.
+func mcpServerHarness(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts, *sdk.Server) {
+	t.Helper()
 	counts := &testserver.Counts{}
 	var mu sync.Mutex
 	var conn sdk.Connection
@@ -49,7 +57,7 @@ func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Co
 	}
 	sc.Name, sc.Command = "ts", []string{"in-memory"}
 	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
-	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never})
+	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,7 @@ func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Co
 	h := newHarness(t)
 	h.tools = core.CombineToolboxes(tools.New(tools.Config{}), m)
 	h.open()
-	return h, counts
+	return h, counts, srv
 }
 
 type connectFunc func(ctx context.Context) (sdk.Connection, error)
@@ -272,4 +280,44 @@ func TestMCPServerDownNoticeIsAnOutboxRow(t *testing.T) {
 		t.Fatalf("outbox %q, want the notice, then the answer", texts)
 	}
 	mustContain(t, p.log.String(), "tool server stopped during a call", "server=ts")
+}
+
+// statusCh hears the MCP servers' status lines.
+type statusCh chan string
+
+func (statusCh) ToolCalled(mcp.CallRecord) {}
+func (c statusCh) ServerStatus(server, line string) {
+	select {
+	case c <- server + ": " + line:
+	default: // a test that stopped listening must not block the server
+	}
+}
+
+// TestMCPListChangedOffersTheNewTool: a tool the server adds while running
+// (notifications/tools/list_changed) is offered in the next model request and runs.
+func TestMCPListChangedOffersTheNewTool(t *testing.T) {
+	st := make(statusCh, 16)
+	h, _, srv := mcpServerHarness(t, st)
+	testserver.AddLate(srv)
+	for up := false; !up; {
+		select {
+		case line := <-st:
+			up = line == "ts: up, 10 tools"
+		case <-time.After(20 * time.Second): // a failure, not a timing assertion
+			t.Fatal("the server's new tool list never arrived")
+		}
+	}
+	late := call("ts__late", map[string]any{})
+	h.model.push(sessionID("main"), calls(late), text("done"))
+	h.say("main", "local", "use the new tool")
+	offered := false
+	for _, s := range h.model.requests()[0].Tools {
+		offered = offered || s.Name == "ts__late"
+	}
+	if !offered {
+		t.Fatal("the tool added by list_changed is not offered")
+	}
+	if got := toolContent(t, h, late.ID); got != "late ran" {
+		t.Fatalf("ts__late: %q", got)
+	}
 }
