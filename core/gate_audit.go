@@ -149,6 +149,25 @@ func (t *turnState) serverDown(err error) {
 	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
 }
 
+// planServersDown tells the chat of a session executing a plan whose allowed tools
+// belong to a tool server that is down (it failed to start or died between turns): the
+// agent will not find those tools.
+func (t *turnState) planServersDown(ctx context.Context) {
+	ws, ok := t.e.d.Tools.(ToolServers)
+	if !ok || t.sess.Phase != PhaseExecuting {
+		return
+	}
+	p := t.planInForce(ctx)
+	if p == nil {
+		return
+	}
+	for _, tool := range p.Body.Scope.AllowedTools {
+		if srv, status, down := ws.Withdrawn(tool); down {
+			t.serverDown(&ToolServerDown{Server: srv, Msg: fmt.Sprintf("MCP server %s is %s", srv, status)})
+		}
+	}
+}
+
 // takeNotices hands the pending notices to the flush that queues them in the outbox.
 func (t *turnState) takeNotices() []Reply {
 	rs := t.gate.notices

@@ -321,3 +321,31 @@ func TestMCPListChangedOffersTheNewTool(t *testing.T) {
 		t.Fatalf("ts__late: %q", got)
 	}
 }
+
+// TestMCPServerDownToldToTheSessionExecutingWithIt: a server crashes in another session's
+// call; the session whose accepted plan names its tools hears of it when its next turn
+// starts, once, and the agent gets the server's state when it calls the tool anyway.
+func TestMCPServerDownToldToTheSessionExecutingWithIt(t *testing.T) {
+	h, counts := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Write", "ts__write")))
+	h.say("main", "local", "plan the write")
+	h.model.push(sid, text("waiting for your go"))
+	h.say("main", "local", "/plan accept")
+
+	h.model.push(sessionID("other"), calls(call("ts__crash", map[string]any{})), text("gone"))
+	h.say("other", "local", "crash it")
+
+	mut := call("ts__write", map[string]any{"text": "r"})
+	h.model.push(sid, calls(mut), text("could not write"))
+	got := joinTexts(h.say("main", "local", "go on"))
+	const notice = "MCP server ts stopped; its tools are withdrawn, restarting."
+	if strings.Count(got, notice) != 1 || !strings.HasPrefix(got, notice) {
+		t.Fatalf("want the notice once, first:\n%s", got)
+	}
+	mustContain(t, toolContent(t, h, mut.ID), "error: MCP server ts is not available (down (")
+	if counts.Get("write") != 0 {
+		t.Fatal("the write reached a server that is down")
+	}
+}

@@ -79,6 +79,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
