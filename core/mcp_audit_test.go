@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,5 +80,30 @@ func TestMCPCallsAudited(t *testing.T) {
 	}
 	if len(wants) != 0 {
 		t.Errorf("rows missing: %v", wants)
+	}
+}
+
+// TestMCPReadOnlyAuditCostsNoCommit: the rows of read-only MCP calls ride the round's
+// flush: a round of three read-only MCP calls commits as often as a round of three
+// list_files calls, which are not audited at all.
+func TestMCPReadOnlyAuditCostsNoCommit(t *testing.T) {
+	h, _ := mcpHarness(t)
+	var commits atomic.Int64
+	h.st.OnCommit(func(bool, time.Duration) { commits.Add(1) })
+	round := func(chat, tool string, args map[string]any) int64 {
+		t.Helper()
+		h.model.push(sessionID(chat), calls(call(tool, args), call(tool, args), call(tool, args)), text("done"))
+		before := commits.Load()
+		h.say(chat, "local", "look around")
+		return commits.Load() - before
+	}
+	mcpCalls := round("b", "ts__lookup", map[string]any{"text": "x"})
+	files := round("a", "list_files", map[string]any{"path": "."})
+	if mcpCalls != files {
+		t.Fatalf("a round of read-only MCP calls took %d commits, of list_files calls %d", mcpCalls, files)
+	}
+	t.Logf("commits per message: %d with three read-only MCP calls, %d with three list_files calls", mcpCalls, files)
+	if rows := gateRows(t, h, "b"); len(rows) != 3 {
+		t.Fatalf("%d audit rows for three read-only MCP calls", len(rows))
 	}
 }
