@@ -233,7 +233,7 @@ func (e *Engine) copyPlan(s Session, p Plan) {
 		js, err = RenderPlanJSON(s, p)
 	}
 	if err == nil {
-		err = WritePlanCopy(ws.Dir, planMarkdown(s, p), js)
+		err = WritePlanCopy(ws.Dir, e.planMarkdown(s, p), js)
 	}
 	switch {
 	case errors.Is(err, ErrForeignPlanCopy):
@@ -243,9 +243,10 @@ func (e *Engine) copyPlan(s Session, p Plan) {
 	}
 }
 
-// planMarkdown is a plan's file as session s sees it: the plan file and PLAN.md alike.
-func planMarkdown(s Session, p Plan) []byte {
-	return RenderPlanMarkdown(p, s.Phase, s.Address.Chat)
+// planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
+// the same way (see writeMarkedPlanFile), so the two are byte for byte the same.
+func (e *Engine) planMarkdown(s Session, p Plan) []byte {
+	return RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive())
 }
 
 // copiesPlan reports whether a plan the outcome writes gets its workspace copy written:
