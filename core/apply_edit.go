@@ -36,11 +36,15 @@ func (x *transition) editedFile() bool {
 		return false
 	}
 	f := x.in.Files[0]
+	if f.Data == nil && f.Size == 0 {
+		x.refusef("I could not download %s; nothing changed. Send it again.", fileLabel(f))
+		return false
+	}
 	if size := max(f.Size, int64(len(f.Data))); size > MaxPlanFileBytes {
 		x.refusef("%s is %d KB; an edited plan file may be at most %d KB. Nothing changed.", fileLabel(f), (size+1023)/1024, MaxPlanFileBytes>>10)
 		return false
 	}
-	if !textFile(f) {
+	if !IsTextFile(f.Name, f.MIME) {
 		x.refusef("%s is not a text file; send the plan back as the .md file plangate wrote. Nothing changed.", fileLabel(f))
 		return false
 	}
@@ -131,13 +135,14 @@ func fileVersion(data []byte) (int, bool) {
 	return 0, false
 }
 
-// textFile: a plan file comes back as text; platforms label .md files variously (text/markdown,
-// text/plain, application/octet-stream), so a text MIME type or a text file name will do.
-func textFile(f File) bool {
-	if strings.HasPrefix(strings.ToLower(f.MIME), "text/") {
+// IsTextFile reports whether an inbound file may be a plan file: platforms label .md files
+// variously (text/markdown, text/plain, application/octet-stream), so a text MIME type or a
+// text file name will do. Adapters do not download other files for /plan edit.
+func IsTextFile(name, mime string) bool {
+	if strings.HasPrefix(strings.ToLower(mime), "text/") {
 		return true
 	}
-	switch strings.ToLower(filepath.Ext(f.Name)) {
+	switch strings.ToLower(filepath.Ext(name)) {
 	case ".md", ".markdown", ".txt":
 		return true
 	}
