@@ -198,6 +198,7 @@ type cardView struct {
 	Decision                                    string
 	Buttons                                     bool
 	Approval, Action, CSRF, Session             string
+	Edit                                        string // where an edited plan file is uploaded ("" = not here)
 }
 
 // renderCard renders plan p's card as viewer (a web user name) sees it in a chat.
@@ -245,8 +246,9 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		if err == nil && s.ApprovalID == p.ApprovalID && c.decider(viewer, ownWeb) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
+			v.Edit = "/c/" + s.Address.Chat + "/edit"
 			if s.Address.Channel != Name || s.Address.Account != viewer {
-				v.Action = "/dashboard/actions?session=" + s.ID
+				v.Action, v.Edit = "/dashboard/actions?session="+s.ID, ""
 			}
 		}
 	}
