@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/bwmarrin/discordgo"
@@ -46,9 +47,13 @@ func (c *Channel) editPrepare(ctx context.Context, m *discordgo.Message, msg cor
 }
 
 // download opens an attachment's CDN URL (through the session's client, which tests point
-// at a fake).
-func (c *Channel) download(ctx context.Context, url string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// at a fake). Only Discord's attachment hosts are fetched from.
+func (c *Channel) download(ctx context.Context, raw string) (io.ReadCloser, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || (u.Host != "cdn.discordapp.com" && u.Host != "media.discordapp.net") {
+		return nil, fmt.Errorf("attachment URL %q is not on Discord's CDN", raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		return nil, err
 	}
