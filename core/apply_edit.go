@@ -31,8 +31,7 @@ func (x *transition) editedFile() bool {
 	}
 	cur := *x.cur
 	if len(x.in.Files) == 0 {
-		x.refusef("Send the edited copy of plan v%d's file with /plan edit: as a reply to the plan with the file attached (or %s in the terminal). /plan show sends the file again.",
-			cur.Version, "/plan edit PATH")
+		x.refusef("Send the edited copy of plan v%d's file: %s. /plan show sends the file again.", cur.Version, editHow(x.s.Address.Channel))
 		return false
 	}
 	f := x.in.Files[0]
@@ -111,6 +110,23 @@ func editedText(p Plan, d PlanDiff, editor string) string {
 	fmt.Fprintf(&b, "\n(v%d is superseded.)", d.From)
 	b.WriteString("\nIt still needs a decision: /plan accept · /plan revise <feedback>")
 	return b.String()
+}
+
+// editHow says how an edited file is sent back on a channel.
+func editHow(channel string) string {
+	switch channel {
+	case "terminal":
+		return "/plan edit PATH"
+	case "telegram":
+		return "send it as a document in reply to the plan's message"
+	case "slack":
+		return "share it in the plan's thread"
+	case "discord":
+		return "attach it to a reply to the plan's message"
+	case "web":
+		return "use Edit on the plan's card"
+	}
+	return "attach it to /plan edit"
 }
 
 // fileVersion reads N from the status line "Version N · ..." that plangate writes under

@@ -115,7 +115,7 @@ func TestEditRefusals(t *testing.T) {
 		files []core.File
 		want  string
 	}{
-		{"no file", nil, "Send the edited copy of plan v1's file with /plan edit"},
+		{"no file", nil, "Send the edited copy of plan v1's file: /plan edit PATH. /plan show sends the file again."},
 		{"broken checklist", []core.File{withText("e.md", "", strings.Replace(plain, "- [ ] First step", "- First step", 1))},
 			"I could not read the edited plan: line "},
 		{"not utf-8", []core.File{withText("e.md", "text/markdown", strings.Replace(plain, "First step", "First \xff step", 1))},

@@ -11,13 +11,12 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// upload posts a file as the card's Edit form does: csrf, approval, then the file.
-func (c *client) upload(path, approval, name string, data []byte) *http.Response {
+// upload posts a file as the card's Edit form does: csrf, then the file.
+func (c *client) upload(path, name string, data []byte) *http.Response {
 	c.e.t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	_ = mw.WriteField("csrf", c.csrf)
-	_ = mw.WriteField("approval", approval)
 	fw, _ := mw.CreateFormFile("file", name)
 	_, _ = fw.Write(data)
 	_ = mw.Close()
@@ -49,7 +48,7 @@ func TestEditUploadOnTheCard(t *testing.T) {
 	}
 	md := alice.get("/plans/" + s.PlanID + ".md")
 
-	res := alice.upload("/c/c1/edit", s.ApprovalID, "plan.md", []byte(strings.Replace(md, "- [ ] Link it from the README", "- Link it", 1)))
+	res := alice.upload("/c/c1/edit", "plan.md", []byte(strings.Replace(md, "- [ ] Link it from the README", "- Link it", 1)))
 	if res.StatusCode != http.StatusNoContent {
 		t.Fatalf("upload: %d %s", res.StatusCode, body(res))
 	}
@@ -60,12 +59,12 @@ func TestEditUploadOnTheCard(t *testing.T) {
 
 	bad := *alice
 	bad.csrf = "wrong"
-	if res := bad.upload("/c/c1/edit", s.ApprovalID, "plan.md", []byte(md)); res.StatusCode != http.StatusForbidden {
+	if res := bad.upload("/c/c1/edit", "plan.md", []byte(md)); res.StatusCode != http.StatusForbidden {
 		t.Errorf("upload with a wrong CSRF token: %d", res.StatusCode)
 	}
 
 	edited := strings.Replace(md, "- [ ] Link it from the README\n", "- [ ] Link it from the README\n- [ ] Mention it in CONTRIBUTING\n", 1)
-	if res := alice.upload("/c/c1/edit", s.ApprovalID, "plan.md", []byte(edited)); res.StatusCode != http.StatusNoContent {
+	if res := alice.upload("/c/c1/edit", "plan.md", []byte(edited)); res.StatusCode != http.StatusNoContent {
 		t.Fatalf("upload: %d %s", res.StatusCode, body(res))
 	}
 	var s2 core.Session
