@@ -46,7 +46,7 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan); err != nil {
+		if _, err := writeMarkedPlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, t.e.files.marks.destructive()); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}

@@ -15,18 +15,20 @@ import (
 // version that carries its changes gets the "## Changes from vN" section; a later rewrite
 // (p.Changes is not stored) keeps the section the file already has.
 func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
+	return writeMarkedPlanFile(plansDir, s, p, nil)
+}
+
+// writeMarkedPlanFile is writePlanFile with the destructive tools of the plan's scope
+// marked (see RenderPlanMarkdownMarked).
+func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	var data []byte
-	if p.Changes != nil {
-		data = RenderPlanMarkdownChanges(p, s.Phase, s.Address.Chat, *p.Changes)
-	} else {
-		data = RenderPlanMarkdown(p, s.Phase, s.Address.Chat)
-		if p.Version > 1 {
-			data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
-		}
+	o := renderOpts{changes: p.Changes, destructive: destructive}
+	data := renderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
 	}
 	return WritePlanFile(plansDir, s.Address.Dir(), name, data)
 }
@@ -35,8 +37,9 @@ func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 // path: writes of one file are coalesced (the newest rendering wins) and applied by a
 // single goroutine. The database is the record; a failed write is logged, not fatal.
 type fileWriter struct {
-	dir string
-	log *slog.Logger
+	dir   string
+	log   *slog.Logger
+	marks *toolMarks // which allowed tools are marked destructive
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
@@ -48,13 +51,14 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
+	destructive := w.marks.destructive() // now: the toolbox is not the writer's to list later
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := writePlanFile(w.dir, s, p); err != nil {
+		if _, err := writeMarkedPlanFile(w.dir, s, p, destructive); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}
