@@ -36,8 +36,12 @@ func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
 }
 
 // editedFile downloads the first file of a message. A failed download is logged and
-// handed on without data, so the person is told to send it again.
+// handed on without data, so the person is told to send it again. A shutdown does not cut
+// a download short (that would answer a good file with "could not download"); attemptTime
+// bounds it.
 func (c *Channel) editedFile(ctx context.Context, f slackgo.File) core.File {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.attemptTime)
+	defer cancel()
 	url := f.URLPrivateDownload
 	if url == "" {
 		url = f.URLPrivate
