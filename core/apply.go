@@ -51,6 +51,7 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 		TrigAsk:         plain(x.ask),
 		TrigUpdate:      x.update,
 		TrigComplete:    x.update,
+		TrigEdit:        x.edit,
 	}[t]
 	return h, ok
 }
@@ -71,6 +72,7 @@ type transition struct {
 	question   *Question      // GuardValidQuestion
 	stepUpdate UpdatePlanArgs // GuardValidUpdate
 	answerText string         // GuardOption: the option the answer picked
+	editDiff   PlanDiff       // GuardEditedFile: what the edited file changes (x.body is the new body)
 }
 
 // finish stores the next session in the outcome and derives the implied effects.

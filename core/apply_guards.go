@@ -57,6 +57,8 @@ func (x *transition) check(g Guard) (bool, error) {
 		return x.validPlan(), nil
 	case GuardValidQuestion:
 		return x.validQuestion(), nil
+	case GuardEditedFile:
+		return x.editedFile(), nil
 	case GuardValidUpdate:
 		u, err := ParseUpdatePlan(in.Args)
 		if err != nil {
@@ -134,6 +136,8 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		x.refusePhase("revise")
 	case TrigAnswer:
 		x.refusePhase("answer")
+	case TrigEdit:
+		x.refusePhase("edit")
 	default:
 		x.refusePhase("auto-approve")
 	}

@@ -472,12 +472,12 @@ func (e *Engine) Wait(ctx context.Context) error {
 }
 
 // newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
-// proposal, a question id for a question.
+// proposal or an edited plan, a question id for a question.
 func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
 	var ids NewIDs
 	var err error
 	switch tr {
-	case TrigPropose, TrigAutoPropose:
+	case TrigPropose, TrigAutoPropose, TrigEdit:
 		if ids.Plan, err = newID(r, 6); err == nil {
 			ids.Plan = "p" + ids.Plan
 			ids.Approval, err = newID(r, 10)

@@ -49,6 +49,8 @@ type Input struct {
 	Text string
 	// Args are an agent tool call's arguments (propose, update, ask).
 	Args []byte
+	// Files are the attachments of the person's message (edit: the edited plan file).
+	Files []File
 	// PlanID and Spec name the schedule that fired (expire): the plan it was made for and
 	// its spec, for the audit row.
 	PlanID, Spec string

@@ -1,14 +1,19 @@
 package core
 
 import (
+	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten in the background by a fileWriter.
 
-// writePlanFile renders a plan as session s sees it and writes it under plansDir.
+// writePlanFile renders a plan as session s sees it and writes it under plansDir. A new
+// version that carries its changes gets the "## Changes from vN" section; a later rewrite
+// (p.Changes is not stored) keeps the section the file already has.
 func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 	return writeMarkedPlanFile(plansDir, s, p, nil)
 }
@@ -20,7 +25,12 @@ func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(st
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, destructive))
+	o := renderOpts{changes: p.Changes, destructive: destructive}
+	data := renderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
+	}
+	return WritePlanFile(plansDir, s.Address.Dir(), name, data)
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
@@ -112,4 +122,46 @@ func (p *progressIDs) forget(planID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.ids, planID)
+}
+
+// readPlanFile reads plansDir/sessionDir/name through an os.Root; nil if it cannot.
+func readPlanFile(plansDir, sessionDir, name string) []byte {
+	root, err := os.OpenRoot(plansDir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	b, err := root.ReadFile(filepath.Join(sessionDir, name))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// keepChanges copies the "## Changes from vN" section of the old rendering of a file into
+// the new one, after the status line, where renderPlan puts it.
+func keepChanges(old, fresh []byte) []byte {
+	const heading = "\n## Changes from v"
+	i := bytes.Index(old, []byte(heading))
+	if i < 0 || bytes.Contains(fresh, []byte(heading)) {
+		return fresh
+	}
+	section := old[i:]
+	if j := bytes.Index(section[1:], []byte("\n## ")); j >= 0 {
+		section = section[:j+1]
+	} else if j := bytes.Index(section, []byte("\n---\n")); j >= 0 {
+		section = section[:j]
+	}
+	at := bytes.Index(fresh, []byte("\nVersion "))
+	if at < 0 {
+		return fresh
+	}
+	end := bytes.IndexByte(fresh[at+1:], '\n')
+	if end < 0 {
+		return fresh
+	}
+	at += end + 2
+	out := make([]byte, 0, len(fresh)+len(section))
+	out = append(append(append(out, fresh[:at]...), section...), fresh[at:]...)
+	return out
 }
