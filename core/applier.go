@@ -145,9 +145,10 @@ func (t *turnState) say(ctx context.Context, r Reply) error {
 	return nil
 }
 
-// notice sends a system message to the session.
+// notice tells the session what went wrong (or what a turn could not do), through the
+// outbox like every other reply (see post).
 func (t *turnState) notice(ctx context.Context, format string, args ...any) {
-	_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: fmt.Sprintf(format, args...)})
+	_ = t.post(ctx, noticef(format, args...))
 }
 
 // postProgress sends the checklist, editing the plan's earlier checklist message in place

@@ -117,6 +117,44 @@ func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
 	return nil
 }
 
+// commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
+// Without an outbox it commits and sends directly.
+func (t *turnState) commitSaying(ctx context.Context, ch Change, rs ...Reply) error {
+	if t.e.box != nil {
+		for _, r := range rs {
+			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+		}
+	}
+	if err := t.commit(ctx, ch); err != nil {
+		return err
+	}
+	if t.e.box == nil {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+		return nil
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	}
+	return nil
+}
+
+// post says what no transition produced (an error notice, the report of missed
+// reminders) like every other reply: as outbox rows of a lazy commit of their own,
+// delivered after it, so a kill before the send leaves them for the next start. The
+// failure being reported may be the store's own: when that commit fails, the replies are
+// sent directly. They answer no inbound event, so a redelivered message is still handled.
+func (t *turnState) post(ctx context.Context, rs ...Reply) error {
+	if err := t.commitSaying(ctx, Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
+		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+	}
+	return nil
+}
+
 // DeliverUnsent delivers the replies a previous process committed and never sent (see
 // Unsent), and returns how many it sent.
 func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (int, error) {
