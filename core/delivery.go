@@ -77,10 +77,14 @@ func (t *turnState) address(r Reply) Reply {
 // deliver sends one committed outbox row and marks it sent. A failure is counted on the
 // row and returned; the row stays for the next start.
 func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
-	id, err := e.send(ctx, o.Reply)
 	if o.ID == 0 || e.box == nil {
-		return id, err
+		return e.send(ctx, o.Reply)
 	}
+	if !e.sending.start(o.ID) {
+		return "", errInFlight
+	}
+	id, err := e.send(ctx, o.Reply)
+	e.sending.end(o.ID, err != nil, e.d.Now())
 	// Marking is bookkeeping: it must not be lost to the job's context ending.
 	mctx := context.WithoutCancel(ctx)
 	if err != nil {
@@ -94,6 +98,9 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 	}
 	return id, nil
 }
+
+// errInFlight: the row is being delivered already (by the start-up backlog or a retry).
+var errInFlight = errors.New("delivery already in progress")
 
 // answer sends the answer of a read-only command (status, help, show, usage) and then
 // records the job's inbound event with a lazy commit. Such an answer is computed afresh
@@ -207,6 +214,16 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 // Deliver sends the backlog in order and returns how many went out. Rows of a session
 // whose turn another live process holds are left to that process.
 func (b Backlog) Deliver(ctx context.Context) int {
+	sent := b.deliver(ctx)
+	if sent > 0 {
+		b.e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
+	}
+	return sent
+}
+
+// deliver sends the rows in order, skipping sessions another live process holds, and
+// returns how many went out.
+func (b Backlog) deliver(ctx context.Context) int {
 	e := b.e
 	sent := 0
 	busy := map[string]bool{}
@@ -223,9 +240,6 @@ func (b Backlog) Deliver(ctx context.Context) int {
 		if _, err := e.deliver(ctx, o); err == nil {
 			sent++
 		}
-	}
-	if sent > 0 {
-		e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
 	}
 	return sent
 }

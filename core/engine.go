@@ -80,6 +80,7 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	pending  pendingReminders
+	sending  sending // outbox rows being delivered, and when each last failed
 	obs      observing
 }
 
