@@ -31,7 +31,7 @@ func (t *turnState) apply(ctx context.Context, o Outcome) error {
 		return err
 	}
 	if !changeEmpty(o.Change) {
-		t.queueReplies(&o)
+		t.queueReplies(ctx, &o)
 	}
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
@@ -105,7 +105,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 		case EffProgress:
 			t.postProgress(ctx, o, eff)
 		case EffForget:
-			e.progress.forget(eff.Plan.ID)
+			e.progress.forget(ctx, eff.Plan.ID)
 		case EffSay:
 			if _, err := t.sendEffect(ctx, o, eff); err != nil {
 				t.onFail(ctx, eff, &o, err)
@@ -155,13 +155,13 @@ func (t *turnState) notice(ctx context.Context, format string, args ...any) {
 // where the channel can.
 func (t *turnState) postProgress(ctx context.Context, o Outcome, eff Effect) {
 	if eff.row == 0 {
-		eff.Reply.ReplaceID = t.e.progress.get(eff.Plan.ID)
+		eff.Reply.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 	}
 	id, err := t.sendEffect(ctx, o, eff)
 	if err != nil {
 		return
 	}
 	if id != "" {
-		t.e.progress.set(eff.Plan.ID, id)
+		t.e.progress.set(ctx, eff.Plan.ID, id)
 	}
 }

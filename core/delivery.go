@@ -39,7 +39,7 @@ func hasReply(k EffectKind) bool { return k == EffSay || k == EffRetire || k == 
 
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.
-func (t *turnState) queueReplies(o *Outcome) {
+func (t *turnState) queueReplies(ctx context.Context, o *Outcome) {
 	if t.e.box == nil {
 		return
 	}
@@ -50,7 +50,7 @@ func (t *turnState) queueReplies(o *Outcome) {
 		}
 		r := t.address(eff.Reply)
 		if eff.Kind == EffProgress {
-			r.ReplaceID = t.e.progress.get(eff.Plan.ID)
+			r.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 		}
 		eff.Reply = r
 		o.Change.Outbox = append(o.Change.Outbox, t.row(r))

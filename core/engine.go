@@ -146,6 +146,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.box, _ = d.Store.(OutboxStore)
+	e.progress.st, _ = d.Store.(ProgressStore)
 	e.leases, _ = d.Store.(LeaseStore)
 	e.runs, _ = d.Store.(ToolRunStore)
 	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil

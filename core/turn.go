@@ -302,7 +302,7 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	next.Injections = tr.undrained(next.Injections)
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
-	t.queueReplies(&o)
+	t.queueReplies(ctx, &o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
 	}
