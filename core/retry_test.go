@@ -28,7 +28,7 @@ func (f *flakySender) Send(_ context.Context, r core.Reply) (string, error) {
 }
 
 func (f *flakySender) set(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
-func (f *flakySender) count() int   { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) }
+func (f *flakySender) count() int    { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) }
 
 // A reply whose send failed is sent again while the process runs, once its backoff has
 // passed on the engine's clock, and only then; a row that is sent is not sent again.
