@@ -3,13 +3,10 @@ package core
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -401,29 +398,6 @@ func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
 	return s, nil
 }
 
-// mayDecide applies the access rules of DESIGN.md section 4.
-func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
-	switch who {
-	case commands.Anyone:
-		return true
-	case commands.Approver, commands.ApproverOrOwner:
-		if m.Sender.Admin {
-			return true // the operator holds the admin token: authority over every session
-		}
-		if len(approvers) > 0 {
-			key := m.Address.Channel + ":" + m.Sender.ID
-			for _, a := range approvers {
-				if a == key || slices.Contains(m.Sender.Roles, a) {
-					return true
-				}
-			}
-			return who == commands.ApproverOrOwner && m.Sender.ID == s.Owner
-		}
-		return m.Sender.ID == s.Owner || m.Direct
-	}
-	return false
-}
-
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
 // decision.
 func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
@@ -465,32 +439,6 @@ func (e *Engine) Wait(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
-// proposal, a question id for a question.
-func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
-	var ids NewIDs
-	var err error
-	switch tr {
-	case TrigPropose, TrigAutoPropose:
-		if ids.Plan, err = newID(r, 6); err == nil {
-			ids.Plan = "p" + ids.Plan
-			ids.Approval, err = newID(r, 10)
-		}
-	case TrigAsk:
-		ids.Question, err = newID(r, 8)
-	}
-	return ids, err
-}
-
-// newID returns n random bytes as lower-case base32 without padding.
-func newID(r io.Reader, n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", fmt.Errorf("reading random bytes: %w", err)
-	}
-	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
 }
 
 // turnState is the state of one job: the session as last committed.
