@@ -380,7 +380,7 @@ func TestRegressionCrashMidTurnRedeliversApprovalAndLosesToolHistory(t *testing.
 	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
 	_ = eng.Enqueue(context.Background(), msg("main", "local", "/plan accept"))
 	<-reached // first model call answered, its tool ran; the second call never returns
-	h.open()     // restart
+	h.open()  // restart
 	s := h.session("main")
 	tr, err := h.st.Transcript(context.Background(), sid, 100)
 	if err != nil {
