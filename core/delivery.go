@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -127,24 +128,36 @@ func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
 // commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
 // Without an outbox it commits and sends directly.
 func (t *turnState) commitSaying(ctx context.Context, ch Change, rs ...Reply) error {
+	ch = t.withRows(ch, rs)
+	if err := t.commit(ctx, ch); err != nil {
+		return err
+	}
+	t.sayCommitted(ctx, ch, rs)
+	return nil
+}
+
+// withRows adds replies rs to ch as its outbox rows (none without an outbox).
+func (t *turnState) withRows(ch Change, rs []Reply) Change {
 	if t.e.box != nil {
+		ch.Outbox = slices.Clip(ch.Outbox)
 		for _, r := range rs {
 			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
 		}
 	}
-	if err := t.commit(ctx, ch); err != nil {
-		return err
-	}
+	return ch
+}
+
+// sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
+func (t *turnState) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
 	if t.e.box == nil {
 		for _, r := range rs {
 			_ = t.say(ctx, r)
 		}
-		return nil
+		return
 	}
 	for i := range ch.Outbox {
 		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
-	return nil
 }
 
 // post says what no transition produced (an error notice, the report of missed

@@ -190,21 +190,13 @@ func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error 
 // same commit, delivered after it.
 func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if len(tr.unsaved) == 0 && tr.drained == 0 {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return nil
+		return t.post(ctx, rs...)
 	}
 	drained := tr.drained
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}
-	if t.e.box != nil {
-		for _, r := range rs {
-			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
-		}
-	}
+	ch := t.withRows(Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}, rs)
 	err := t.commit(ctx, ch)
 	if errors.Is(err, ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
@@ -221,15 +213,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 		}
 		return err
 	}
-	if t.e.box == nil {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return nil
-	}
-	for i := range ch.Outbox {
-		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
-	}
+	t.sayCommitted(ctx, ch, rs)
 	return nil
 }
 

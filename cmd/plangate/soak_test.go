@@ -46,8 +46,8 @@ func TestSoakKill(t *testing.T) {
 	tg := newSoakTelegram()
 	tgSrv := httptest.NewServer(tg)
 	defer tgSrv.Close()
-	sl := newSoakSlack()
-	defer sl.srv.Close()
+	sl := newKillSlack(t)
+	sl.release() // users.info answers at once
 	model := httptest.NewServer(http.HandlerFunc(soakModel))
 	defer model.Close()
 
@@ -110,7 +110,7 @@ channels:
 				mu.Lock()
 				pushedSlack = append(pushedSlack, text)
 				mu.Unlock()
-				sl.message(d, text)
+				sl.soakMessage(d, text)
 			}
 			select {
 			case <-ctx.Done():
@@ -166,7 +166,7 @@ channels:
 			why = append(why, "envelopes not acknowledged")
 		}
 		for _, m := range allSlack {
-			if sl.count("echo: "+m+"\n") == 0 {
+			if sl.soakCount("echo: "+m+"\n") == 0 {
 				un = append(un, m)
 			}
 		}
@@ -224,7 +224,7 @@ channels:
 		}
 	}
 	for _, m := range allSlack {
-		switch n := sl.count("echo: " + m + "\n"); {
+		switch n := sl.soakCount("echo: " + m + "\n"); {
 		case n == 0:
 			lost = append(lost, m)
 		case n > 1:
