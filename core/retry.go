@@ -9,8 +9,9 @@ import (
 // Retrying failed sends while running. A reply whose delivery failed stays in the outbox
 // with its attempt counted; RetryUnsent sends such rows again once their backoff has
 // passed (by the engine's clock), so a platform outage of a few minutes does not wait for
-// the next start. Rows that were never tried are not touched: they belong to a delivery
-// in progress (committed, about to be sent) or to the start-up backlog.
+// the next start. Only rows whose send failed in this process are touched: a row never
+// tried belongs to a delivery in progress (committed, about to be sent), and one a killed
+// process left belongs to the start-up backlog.
 
 // Retry backoff: the first retry of a row waits retryBase after its failed attempt, each
 // further one twice as long, at most retryMax. After maxOutboxAttempts a row is dropped
@@ -57,19 +58,32 @@ func (s *sending) end(id int64, failed bool, at time.Time) {
 	}
 }
 
-// due reports whether row o may be tried again at now: it failed before, is not in flight,
-// and its backoff has passed. A row another process failed counts as failed at start.
+// due reports whether row o may be tried again at now: its last attempt failed in this
+// process, it is not in flight, and its backoff has passed. A row another process failed
+// is the start-up backlog's (Backlog.Deliver); only if that attempt fails too does it
+// become due here, so the two never send the same row.
 func (s *sending) due(o Outgoing, now time.Time) bool {
-	if o.Attempts <= 0 {
-		return false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, failed := s.failedAt[o.ID]
+	return failed && !s.inflight[o.ID] && !now.Before(at.Add(retryDelay(o.Attempts)))
+}
+
+// keep forgets the failures of rows no longer unsent (sent or dropped meanwhile): those
+// missing from unsent, listed at listed, that failed before it (a later failure may be of
+// a row committed after the listing).
+func (s *sending) keep(unsent []Outgoing, listed time.Time) {
+	ids := make(map[int64]bool, len(unsent))
+	for _, o := range unsent {
+		ids[o.ID] = true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight[o.ID] {
-		return false
+	for id, at := range s.failedAt {
+		if !ids[id] && at.Before(listed) {
+			delete(s.failedAt, id)
+		}
 	}
-	at, ok := s.failedAt[o.ID]
-	return !ok || !now.Before(at.Add(retryDelay(o.Attempts)))
 }
 
 // retryDelay is the wait after a row's attempts-th failed attempt.
@@ -85,12 +99,13 @@ func retryDelay(attempts int) time.Duration {
 // whose backoff has passed, dropping (with a log line) those older than maxAge (0 =
 // DefaultOutboxMaxAge) or tried too often. It returns how many went out.
 func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time.Duration) int {
+	now := e.d.Now()
 	b, err := e.Unsent(ctx, channels, maxAge, nil)
 	if err != nil {
 		e.d.Log.Warn("listing replies to retry", "err", err)
 		return 0
 	}
-	now := e.d.Now()
+	e.sending.keep(b.rows, now)
 	due := b.rows[:0]
 	for _, o := range b.rows {
 		if e.sending.due(o, now) {

@@ -88,3 +88,19 @@ func TestRetryUnsentDoublesAndRespectsMaxAge(t *testing.T) {
 		t.Fatalf("a row older than outbox_max_age: %d sent, sender %d, unsent %d; want it dropped", n, out.count(), len(unsent(t, h.st)))
 	}
 }
+
+// A row a killed process left, failed or not, is the start-up backlog's: the retry loop of
+// the next process does not send it beside the backlog.
+func TestRetryUnsentLeavesThePreviousProcessesRows(t *testing.T) {
+	h := newHarness(t)
+	a := h.process(failSender{}, nil, nil)
+	_ = a.eng.Handle(context.Background(), core.Message{ID: "ev-r3", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "/plan on", Time: h.clock})
+	b := h.process(nil, nil, nil)
+	h.clock = h.clock.Add(time.Hour - time.Minute)
+	if n := b.eng.RetryUnsent(context.Background(), nil, 0); n != 0 || b.out.count() != 0 {
+		t.Fatalf("the new process's retry sent %d rows of the old one's", n)
+	}
+	if n, err := b.eng.DeliverUnsent(context.Background(), nil, 0, nil); err != nil || n != 1 || b.out.count() != 1 {
+		t.Fatalf("the backlog: %d, %v; sender %d", n, err, b.out.count())
+	}
+}
