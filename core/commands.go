@@ -26,7 +26,7 @@ func (t *turnState) dispatch(ctx context.Context) error {
 		return t.answer(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
 	case commands.IsCommand:
 		if reply, bad := t.badNudgeSpec(r.Cmd); bad {
-			return t.say(ctx, Reply{Kind: ReplyNotice, Text: reply})
+			return t.answer(ctx, Reply{Kind: ReplyNotice, Text: reply})
 		}
 		return t.onCommand(ctx, r.Cmd)
 	}

@@ -170,7 +170,7 @@ func (t *turnState) tellRestart(ctx context.Context, runs []ToolRun) error {
 	}
 	chat, note := restartNotice(t.sess, cur, runs)
 	if note == nil {
-		return t.say(ctx, chat)
+		return t.post(ctx, chat)
 	}
 	next := t.sess
 	next.Injections = append(append([]Injection(nil), next.Injections...), *note)

@@ -207,9 +207,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
 			// What the turn wants to say is still true (a stop notice says what ran).
-			for _, r := range rs {
-				_ = t.say(ctx, r)
-			}
+			_ = t.post(ctx, rs...)
 		}
 		return err
 	}
