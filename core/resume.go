@@ -245,18 +245,26 @@ func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("loading transcript: %w", err)
 	}
-	for _, m := range h {
-		if m.Role != RoleUser || m.Name == "plangate" || t.seenUser[userKey(m)] {
-			continue
-		}
-		s, err := t.e.d.Store.Session(ctx, t.sess.ID)
-		if err != nil {
-			return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
-		}
-		t.sess = s
-		return true, nil
+	if !unseenPerson(h, t.seenUser) {
+		return false, nil
 	}
-	return false, nil
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil {
+		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
+	}
+	t.sess = s
+	return true, nil
+}
+
+// unseenPerson reports whether transcript window h holds a person's message that is not
+// among seen (the person messages the turn started with).
+func unseenPerson(h []ChatMessage, seen map[string]bool) bool {
+	for _, m := range h {
+		if m.Role == RoleUser && m.Name != "plangate" && !seen[userKey(m)] {
+			return true
+		}
+	}
+	return false
 }
 
 func userKey(m ChatMessage) string {
