@@ -46,7 +46,7 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan); err != nil {
+		if _, err := writeMarkedPlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, t.e.files.marks.destructive()); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}
@@ -96,6 +96,9 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 			// done by prepare
 		case EffRefreshFile:
 			e.files.refresh(t.sess, eff.Plan)
+		case EffWorkspaceCopy:
+			// Now, not in the background: the agent's next call may read it.
+			e.copyPlan(t.sess, eff.Plan)
 		case EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)

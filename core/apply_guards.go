@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -86,7 +87,8 @@ func (x *transition) validPlan() bool {
 		x.refusef("%v", err)
 		return false
 	}
-	if err := JudgePlan(body); err != nil {
+	// The spec, when one is sent, is judged with the rest: one list of every problem.
+	if err := errors.Join(JudgePlan(body), JudgeSpec(body)); err != nil {
 		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
 		return false
 	}

@@ -243,5 +243,6 @@ func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
 func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
-		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs}
+		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
+		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode}
 }

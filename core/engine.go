@@ -31,6 +31,12 @@ type Config struct {
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
 	ApprovalTimeout time.Duration
+	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
+	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
+	WorkspaceCopy bool
+	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
+	// goals become a product spec first.
+	Planner Planner
 	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
 }
@@ -140,7 +146,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log},
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.box, _ = d.Store.(OutboxStore)
 	e.progress.st, _ = d.Store.(ProgressStore)

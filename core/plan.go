@@ -126,6 +126,11 @@ type Plan struct {
 	File       string // path of the markdown file: plans.dir/<session dir>/<name>
 	Decision   *Decision
 	Approvals  []Approval // acceptances recorded so far, while more are required
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// RequestedBy is the person ("channel:user id") whose message or /plan on started the
+	// planning that produced this version; EditedBy the person who wrote it by editing the
+	// plan file. Empty when unknown (agent-only sessions, versions from before this was kept).
+	RequestedBy string
+	EditedBy    string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }

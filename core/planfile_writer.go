@@ -10,19 +10,26 @@ import (
 
 // writePlanFile renders a plan as session s sees it and writes it under plansDir.
 func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
+	return writeMarkedPlanFile(plansDir, s, p, nil)
+}
+
+// writeMarkedPlanFile is writePlanFile with the destructive tools of the plan's scope
+// marked (see RenderPlanMarkdownMarked).
+func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+	return WritePlanFile(plansDir, s.Address.Dir(), name, RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, destructive))
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
 // path: writes of one file are coalesced (the newest rendering wins) and applied by a
 // single goroutine. The database is the record; a failed write is logged, not fatal.
 type fileWriter struct {
-	dir string
-	log *slog.Logger
+	dir   string
+	log   *slog.Logger
+	marks *toolMarks // which allowed tools are marked destructive
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
@@ -34,13 +41,14 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
+	destructive := w.marks.destructive() // now: the toolbox is not the writer's to list later
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := writePlanFile(w.dir, s, p); err != nil {
+		if _, err := writeMarkedPlanFile(w.dir, s, p, destructive); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}

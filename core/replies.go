@@ -159,6 +159,9 @@ func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}
+	if line := specLine(p.Body.Spec); line != "" {
+		b.WriteString("\n" + line)
+	}
 	b.WriteString("\n" + scopeLine(p.Body.Scope))
 	if previous != nil {
 		if d := versionDiff(previous.Body, p.Body); d != "" {

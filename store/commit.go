@@ -309,19 +309,42 @@ func planStep(p core.Plan, sid string, now time.Time) (step, error) {
 		}
 		decision = sql.NullString{String: string(b), Valid: true}
 	}
+	approvals, err := approvalsJSON(p.Approvals)
+	if err != nil {
+		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
+	}
 	return step{
 		what: "saving plan " + p.ID,
 		q: `INSERT INTO plans (id, session_id, version, status, approval_id, body,
-		hash, file, decision, created_at, updated_at)
-		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?)
+		hash, file, decision, approvals, requested_by, edited_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET version = excluded.version, status = excluded.status,
 			approval_id = excluded.approval_id, body = excluded.body, hash = excluded.hash,
-			file = excluded.file, decision = excluded.decision, updated_at = excluded.updated_at
+			file = excluded.file, decision = excluded.decision, approvals = excluded.approvals,
+			requested_by = excluded.requested_by, edited_by = excluded.edited_by,
+			updated_at = excluded.updated_at
 		WHERE plans.session_id = excluded.session_id`,
 		args: []any{p.ID, p.SessionID, p.Version, string(p.Status), p.ApprovalID, string(body), p.Hash, p.File, decision,
-			formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
+			approvals, p.RequestedBy, p.EditedBy, formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
 		none: fmt.Errorf("saving plan %s: it belongs to another session than %q", p.ID, p.SessionID),
 	}, nil
+}
+
+// approvalsJSON encodes a plan's recorded approvals, NULL while there are none.
+func approvalsJSON(list []core.Approval) (sql.NullString, error) {
+	if len(list) == 0 {
+		return sql.NullString{}, nil
+	}
+	out := make([]core.Approval, len(list))
+	for i, a := range list {
+		a.At = a.At.UTC()
+		out[i] = a
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("encoding approvals: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
 // eventStep appends an audit row; the row id is assigned by the database.

@@ -96,7 +96,7 @@ func scanSession(sc scanner) (core.Session, error) {
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
-	created_at, updated_at`
+	approvals, requested_by, edited_by, created_at, updated_at`
 
 // Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
@@ -159,10 +159,10 @@ func scanPlan(sc scanner) (core.Plan, error) {
 	var (
 		p                     core.Plan
 		status, body, cr, upd string
-		decision              sql.NullString
+		decision, approvals   sql.NullString
 	)
 	if err := sc.Scan(&p.ID, &p.SessionID, &p.Version, &status, &p.ApprovalID, &body, &p.Hash, &p.File,
-		&decision, &cr, &upd); err != nil {
+		&decision, &approvals, &p.RequestedBy, &p.EditedBy, &cr, &upd); err != nil {
 		return core.Plan{}, err
 	}
 	p.Status = core.PlanStatus(status)
@@ -178,6 +178,14 @@ func scanPlan(sc scanner) (core.Plan, error) {
 			return core.Plan{}, fmt.Errorf("plan %q: decoding decision: %w", p.ID, err)
 		}
 		p.Decision.At = p.Decision.At.UTC()
+	}
+	if approvals.Valid {
+		if err := json.Unmarshal([]byte(approvals.String), &p.Approvals); err != nil {
+			return core.Plan{}, fmt.Errorf("plan %q: decoding approvals: %w", p.ID, err)
+		}
+		for i := range p.Approvals {
+			p.Approvals[i].At = p.Approvals[i].At.UTC()
+		}
 	}
 	var err error
 	if p.CreatedAt, err = parseTime(cr, "created_at"); err != nil {

@@ -156,7 +156,9 @@ func fullPlan(id, sessionID string, version int) core.Plan {
 			References:   []string{"https://keepachangelog.com"},
 		},
 		Hash: "sha256:abc", File: "slack-C2/plan-v1.md",
-		Decision:  &core.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
+		Decision:    &core.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
+		Approvals:   []core.Approval{{By: "slack:U9", ByName: "Bob", At: at(2), Version: version}},
+		RequestedBy: "slack:U7", EditedBy: "slack:U9",
 		CreatedAt: at(1), UpdatedAt: at(3),
 	}
 }
