@@ -33,6 +33,7 @@ type killSlack struct {
 	conns    int
 	acks     map[string]bool
 	posts    []string // texts of chat.postMessage
+	postGens []int    // the connection each post came in (which start sent it)
 	nextTS   int
 	userInfo int // users.info calls seen
 }
@@ -98,6 +99,7 @@ func (f *killSlack) api(w http.ResponseWriter, r *http.Request) {
 		f.nextTS++
 		ts := fmt.Sprintf("1800000000.%06d", f.nextTS)
 		f.posts = append(f.posts, r.PostForm.Get("text"))
+		f.postGens = append(f.postGens, f.conns)
 		f.bumpLocked()
 		f.mu.Unlock()
 		reply(map[string]any{"channel": r.PostForm.Get("channel"), "ts": ts})

@@ -45,3 +45,17 @@ func (f *killSlack) soakCount(sub string) int {
 	}
 	return n
 }
+
+// soakGens lists the connections whose process posted a text containing sub (with a
+// newline added), for the report of a duplicate.
+func (f *killSlack) soakGens(sub string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for i, p := range f.posts {
+		if strings.Contains(p+"\n", sub) {
+			out = append(out, f.postGens[i])
+		}
+	}
+	return out
+}
