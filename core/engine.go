@@ -365,7 +365,7 @@ func (e *Engine) runMessage(j *job) error {
 	sess, err := e.loadSession(ctx, m)
 	t := &turnState{e: e, j: j, sess: sess}
 	if err != nil {
-		t.sess.Address = m.Address
+		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
 		return err
 	}
