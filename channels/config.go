@@ -148,3 +148,32 @@ func APINote(apiURL string) string {
 	}
 	return ", api " + SafeURL(apiURL)
 }
+
+// CheckPlatform checks the keys every platform section has alike: long_reply_as_file,
+// api_url and the token (named tokenKey), which is required only when the channel is
+// enabled. The section appends its own checks.
+func CheckPlatform(enabled bool, tokenKey, token, apiURL string, longReplyAsFile int) []error {
+	errs := []error{
+		CheckLongReplyAsFile("long_reply_as_file", longReplyAsFile),
+		CheckURL("api_url", apiURL),
+	}
+	if enabled && token == "" {
+		errs = append(errs, Unset(tokenKey))
+	}
+	return errs
+}
+
+// ModeSecret reports a secret that mode needs but that is unset while the channel is
+// enabled; env is the variable that sets it.
+func ModeSecret(enabled bool, key, secret, mode, env string) error {
+	if enabled && secret == "" {
+		return Invalid(key, "is not set: mode %s needs it (set %s)", mode, env)
+	}
+	return nil
+}
+
+// Summary is a platform's line for `plangate config check`: whether its token is set
+// (never the token), the section's own notes (", webhook, …") and the API note.
+func Summary(name, tokenLabel, token, notes, apiURL string) string {
+	return name + " (" + tokenLabel + " " + SetOrNot(token) + notes + APINote(apiURL) + ")"
+}

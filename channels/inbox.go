@@ -26,11 +26,7 @@ type Inbox struct {
 	mu      sync.Mutex
 	seq     int64 // the last sequence number given out
 	pending map[string]InboxEntry
-	version int64 // bumped on every change
-	written int64 // the version last saved
-	soon    Later // the delayed save
-
-	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
+	saver   Saver
 }
 
 // InboxEntry is one event waiting in the inbox.
@@ -105,7 +101,7 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 		added[i] = true
 	}
 	if len(fresh) > 0 {
-		in.version++
+		in.saver.Changed()
 	}
 	in.mu.Unlock()
 	if len(fresh) == 0 {
@@ -118,7 +114,7 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 				delete(in.pending, e.Key)
 			}
 		}
-		in.version++
+		in.saver.Changed()
 		in.mu.Unlock()
 		return nil, err
 	}
@@ -149,32 +145,21 @@ func (in *Inbox) Len() int {
 func (in *Inbox) Done(key string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if _, ok := in.pending[key]; ok {
-		delete(in.pending, key)
-		in.version++
-	}
+	Delete(&in.saver, in.pending, key)
 }
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
-	in.soon.After(delay, func() {
-		if err := in.Flush(ctx); err != nil && onErr != nil {
-			onErr(err)
-		}
-	})
+	in.saver.SaveSoon(ctx, delay, in.write, onErr)
 }
 
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
 // whoever saves writes the newest state.
-func (in *Inbox) Flush(ctx context.Context) error {
-	in.writeMu.Lock()
-	defer in.writeMu.Unlock()
+func (in *Inbox) Flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
+
+// write stores a snapshot of the inbox.
+func (in *Inbox) write(ctx context.Context) error {
 	in.mu.Lock()
-	if in.written == in.version {
-		in.mu.Unlock()
-		return nil
-	}
-	v := in.version
 	s := savedInbox{Seq: in.seq}
 	for _, e := range in.pending {
 		s.Pending = append(s.Pending, e)
@@ -184,8 +169,5 @@ func (in *Inbox) Flush(ctx context.Context) error {
 	if err := SaveJSON(ctx, in.st, in.channel, in.account, inboxKey, s); err != nil {
 		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
 	}
-	in.mu.Lock()
-	in.written = max(in.written, v)
-	in.mu.Unlock()
 	return nil
 }

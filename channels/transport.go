@@ -58,11 +58,8 @@ type Lane interface {
 // Policy is how one platform's requests are tried: the classifier that reads its errors,
 // the scrubber that takes secrets out of them, and how often and how patiently to try.
 type Policy struct {
-	Platform    string        // "telegram": starts every error and log message
-	Attempts    int           // per request, rate limits included; below 1 means 1
-	Backoff     time.Duration // first pause after a temporary failure; doubles
-	MaxBackoff  time.Duration // bound on that pause
-	AttemptTime time.Duration // bound on one attempt; 0 = the caller's context only
+	Platform string // "telegram": starts every error and log message
+	Patience
 	// Classify answers ErrRateLimited (as a *RateLimitError), ErrTemporary or ErrPermanent
 	// for an error of the platform's library; nil means permanent.
 	Classify func(error) error
@@ -73,6 +70,20 @@ type Policy struct {
 	// Quiet reports failures the caller handles and logs itself (a formatting refusal it
 	// answers with plain text), so they are not logged here as failed requests.
 	Quiet func(name string, err error) bool
+}
+
+// Patience is how often and how patiently a request is tried.
+type Patience struct {
+	Attempts    int           // per request, rate limits included; below 1 means 1
+	Backoff     time.Duration // first pause after a temporary failure; doubles
+	MaxBackoff  time.Duration // bound on that pause
+	AttemptTime time.Duration // bound on one attempt; 0 = the caller's context only
+}
+
+// DefaultPatience is the platforms' default: five attempts, pauses from half a second
+// doubling up to ten, thirty seconds for one attempt.
+func DefaultPatience() Patience {
+	return Patience{Attempts: 5, Backoff: 500 * time.Millisecond, MaxBackoff: 10 * time.Second, AttemptTime: 30 * time.Second}
 }
 
 // Call is one request: its name in errors and logs, the conversation it concerns (a

@@ -39,7 +39,7 @@ func (l *testLane) Block(d time.Duration) {
 
 func testPolicy(logs *strings.Builder) Policy {
 	return Policy{
-		Platform: "test", Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+		Platform: "test", Patience: Patience{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 		Classify: func(err error) error {
 			var le *libError
 			switch {

@@ -31,7 +31,7 @@ func (t *turnState) apply(ctx context.Context, o Outcome) error {
 		return err
 	}
 	if !changeEmpty(o.Change) {
-		t.queueReplies(&o)
+		t.queueReplies(ctx, &o)
 	}
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
@@ -108,7 +108,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 		case EffProgress:
 			t.postProgress(ctx, o, eff)
 		case EffForget:
-			e.progress.forget(eff.Plan.ID)
+			e.progress.forget(ctx, eff.Plan.ID)
 		case EffSay:
 			if _, err := t.sendEffect(ctx, o, eff); err != nil {
 				t.onFail(ctx, eff, &o, err)
@@ -148,22 +148,23 @@ func (t *turnState) say(ctx context.Context, r Reply) error {
 	return nil
 }
 
-// notice sends a system message to the session.
+// notice tells the session what went wrong (or what a turn could not do), through the
+// outbox like every other reply (see post).
 func (t *turnState) notice(ctx context.Context, format string, args ...any) {
-	_, _ = t.send(ctx, Reply{Kind: ReplyNotice, Text: fmt.Sprintf(format, args...)})
+	_ = t.post(ctx, noticef(format, args...))
 }
 
 // postProgress sends the checklist, editing the plan's earlier checklist message in place
 // where the channel can.
 func (t *turnState) postProgress(ctx context.Context, o Outcome, eff Effect) {
 	if eff.row == 0 {
-		eff.Reply.ReplaceID = t.e.progress.get(eff.Plan.ID)
+		eff.Reply.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 	}
 	id, err := t.sendEffect(ctx, o, eff)
 	if err != nil {
 		return
 	}
 	if id != "" {
-		t.e.progress.set(eff.Plan.ID, id)
+		t.e.progress.set(ctx, eff.Plan.ID, id)
 	}
 }

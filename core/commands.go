@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/plangate/plangate/commands"
@@ -24,7 +26,7 @@ func (t *turnState) dispatch(ctx context.Context) error {
 		return t.answer(ctx, Reply{Kind: ReplyNotice, Text: r.Reply})
 	case commands.IsCommand:
 		if reply, bad := t.badNudgeSpec(r.Cmd); bad {
-			return t.say(ctx, Reply{Kind: ReplyNotice, Text: reply})
+			return t.answer(ctx, Reply{Kind: ReplyNotice, Text: reply})
 		}
 		return t.onCommand(ctx, r.Cmd)
 	}
@@ -52,7 +54,7 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 	in := t.personInput()
 	switch c.Name {
 	case commands.Status:
-		return t.answer(ctx, Reply{Text: t.statusText(ctx)})
+		return t.status(ctx)
 	case commands.Help:
 		return t.answer(ctx, Reply{Text: commands.HelpText()})
 	case commands.Show:
@@ -96,6 +98,40 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 	return fmt.Errorf("unhandled command %q", c.Name)
 }
 
+// unknownButton answers a button plangate does not know.
+var unknownButton = Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."}
+
+// status answers /plan status from the stored session, plan and schedules.
+func (t *turnState) status(ctx context.Context) error {
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		t.e.d.Log.Error("status: loading plan", "session", t.sess.ID, "err", err)
+	}
+	ns, err := t.e.d.Store.Nudges(ctx, t.sess.ID)
+	if err != nil {
+		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
+	}
+	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+}
+
+// show answers /plan show. The plan file is a rendering of the stored plan: it is written
+// again if it was lost (only then: show runs beside the session's queue and must not
+// overwrite a newer rendering).
+func (t *turnState) show(ctx context.Context) error {
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		if _, err := os.Stat(cur.File); errors.Is(err, fs.ErrNotExist) {
+			if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, *cur); err != nil {
+				t.e.d.Log.Error("writing plan file again", "plan", cur.ID, "err", err)
+			}
+		}
+	}
+	return t.answer(ctx, showReply(t.sess, cur))
+}
+
 func (t *turnState) onAction(ctx context.Context, a Action) error {
 	who := commands.Approver
 	if a.Kind == ActionAnswer {
@@ -118,7 +154,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 		in.Text = a.Value
 		return t.applyTrigger(ctx, TrigAnswer, in)
 	}
-	return t.answer(ctx, Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
+	return t.answer(ctx, unknownButton)
 }
 
 // onText hands a person's plain message to ApplyMessage.

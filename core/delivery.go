@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,7 +40,7 @@ func hasReply(k EffectKind) bool { return k == EffSay || k == EffRetire || k == 
 
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.
-func (t *turnState) queueReplies(o *Outcome) {
+func (t *turnState) queueReplies(ctx context.Context, o *Outcome) {
 	if t.e.box == nil {
 		return
 	}
@@ -50,7 +51,7 @@ func (t *turnState) queueReplies(o *Outcome) {
 		}
 		r := t.address(eff.Reply)
 		if eff.Kind == EffProgress {
-			r.ReplaceID = t.e.progress.get(eff.Plan.ID)
+			r.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 		}
 		eff.Reply = r
 		o.Change.Outbox = append(o.Change.Outbox, t.row(r))
@@ -77,10 +78,14 @@ func (t *turnState) address(r Reply) Reply {
 // deliver sends one committed outbox row and marks it sent. A failure is counted on the
 // row and returned; the row stays for the next start.
 func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
-	id, err := e.send(ctx, o.Reply)
 	if o.ID == 0 || e.box == nil {
-		return id, err
+		return e.send(ctx, o.Reply)
 	}
+	if !e.sending.start(o.ID) {
+		return "", errInFlight
+	}
+	id, err := e.send(ctx, o.Reply)
+	e.sending.end(o.ID, err != nil, e.d.Now())
 	// Marking is bookkeeping: it must not be lost to the job's context ending.
 	mctx := context.WithoutCancel(ctx)
 	if err != nil {
@@ -94,6 +99,9 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 	}
 	return id, nil
 }
+
+// errInFlight: the row is being delivered already (by the start-up backlog or a retry).
+var errInFlight = errors.New("delivery already in progress")
 
 // answer sends the answer of a read-only command (status, help, show, usage) and then
 // records the job's inbound event with a lazy commit. Such an answer is computed afresh
@@ -113,6 +121,56 @@ func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
 	t.j.inbound = nil
 	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, ErrDuplicate) {
 		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
+	}
+	return nil
+}
+
+// commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
+// Without an outbox it commits and sends directly.
+func (t *turnState) commitSaying(ctx context.Context, ch Change, rs ...Reply) error {
+	ch = t.withRows(ch, rs)
+	if err := t.commit(ctx, ch); err != nil {
+		return err
+	}
+	t.sayCommitted(ctx, ch, rs)
+	return nil
+}
+
+// withRows adds replies rs to ch as its outbox rows (none without an outbox).
+func (t *turnState) withRows(ch Change, rs []Reply) Change {
+	if t.e.box != nil {
+		ch.Outbox = slices.Clip(ch.Outbox)
+		for _, r := range rs {
+			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+		}
+	}
+	return ch
+}
+
+// sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
+func (t *turnState) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
+	if t.e.box == nil {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+		return
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	}
+}
+
+// post says what no transition produced (an error notice, the report of missed
+// reminders) like every other reply: as outbox rows of a lazy commit of their own,
+// delivered after it, so a kill before the send leaves them for the next start. The
+// failure being reported may be the store's own: when that commit fails, the replies are
+// sent directly. They answer no inbound event, so a redelivered message is still handled.
+func (t *turnState) post(ctx context.Context, rs ...Reply) error {
+	if err := t.commitSaying(ctx, Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
+		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
 	}
 	return nil
 }
@@ -169,6 +227,16 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 // Deliver sends the backlog in order and returns how many went out. Rows of a session
 // whose turn another live process holds are left to that process.
 func (b Backlog) Deliver(ctx context.Context) int {
+	sent := b.deliver(ctx)
+	if sent > 0 {
+		b.e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
+	}
+	return sent
+}
+
+// deliver sends the rows in order, skipping sessions another live process holds, and
+// returns how many went out.
+func (b Backlog) deliver(ctx context.Context) int {
 	e := b.e
 	sent := 0
 	busy := map[string]bool{}
@@ -185,9 +253,6 @@ func (b Backlog) Deliver(ctx context.Context) int {
 		if _, err := e.deliver(ctx, o); err == nil {
 			sent++
 		}
-	}
-	if sent > 0 {
-		e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
 	}
 	return sent
 }

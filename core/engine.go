@@ -3,13 +3,10 @@ package core
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +83,7 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	pending  pendingReminders
+	sending  sending // outbox rows being delivered, and when each last failed
 	obs      observing
 }
 
@@ -151,6 +149,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.box, _ = d.Store.(OutboxStore)
+	e.progress.st, _ = d.Store.(ProgressStore)
 	e.leases, _ = d.Store.(LeaseStore)
 	e.runs, _ = d.Store.(ToolRunStore)
 	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
@@ -366,7 +365,7 @@ func (e *Engine) runMessage(j *job) error {
 	sess, err := e.loadSession(ctx, m)
 	t := &turnState{e: e, j: j, sess: sess}
 	if err != nil {
-		t.sess.Address = m.Address
+		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
 		return err
 	}
@@ -403,29 +402,6 @@ func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
 		return Session{}, fmt.Errorf("loading session %s: %w", id, err)
 	}
 	return s, nil
-}
-
-// mayDecide applies the access rules of DESIGN.md section 4.
-func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
-	switch who {
-	case commands.Anyone:
-		return true
-	case commands.Approver, commands.ApproverOrOwner:
-		if m.Sender.Admin {
-			return true // the operator holds the admin token: authority over every session
-		}
-		if len(approvers) > 0 {
-			key := m.Address.Channel + ":" + m.Sender.ID
-			for _, a := range approvers {
-				if a == key || slices.Contains(m.Sender.Roles, a) {
-					return true
-				}
-			}
-			return who == commands.ApproverOrOwner && m.Sender.ID == s.Owner
-		}
-		return m.Sender.ID == s.Owner || m.Direct
-	}
-	return false
 }
 
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
@@ -469,32 +445,6 @@ func (e *Engine) Wait(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
-// proposal or an edited plan, a question id for a question.
-func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
-	var ids NewIDs
-	var err error
-	switch tr {
-	case TrigPropose, TrigAutoPropose, TrigEdit:
-		if ids.Plan, err = newID(r, 6); err == nil {
-			ids.Plan = "p" + ids.Plan
-			ids.Approval, err = newID(r, 10)
-		}
-	case TrigAsk:
-		ids.Question, err = newID(r, 8)
-	}
-	return ids, err
-}
-
-// newID returns n random bytes as lower-case base32 without padding.
-func newID(r io.Reader, n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", fmt.Errorf("reading random bytes: %w", err)
-	}
-	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
 }
 
 // turnState is the state of one job: the session as last committed.

@@ -88,11 +88,11 @@ func TestReviseInterruptsExecutionAtToolBoundary(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	h.model.hook = func(req core.ModelRequest) {
+	h.model.Hook(func(req core.ModelRequest) {
 		if strings.Contains(lastUser(req), "[PLAN_DECISION]: approved") {
 			once.Do(func() { close(started); <-release })
 		}
-	}
+	})
 	h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "in_progress"})))
 	accepted := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan accept"})
 	<-started
@@ -146,7 +146,7 @@ func TestDecisionsRetireButtons(t *testing.T) {
 func TestWaitReturnsWhenIdle(t *testing.T) {
 	h := newHarness(t)
 	release := make(chan struct{})
-	h.model.hook = func(core.ModelRequest) { <-release }
+	h.model.Hook(func(core.ModelRequest) { <-release })
 	done := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "work slowly"})
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -189,24 +189,11 @@ func (t *turnState) flushPending(ctx context.Context) {
 	if len(evs) == 0 && len(rs) == 0 {
 		return
 	}
-	ch := Change{SessionID: t.sess.ID, Events: evs, Lazy: true}
-	if t.e.box != nil {
-		for _, r := range rs {
-			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
-		}
-	}
+	ch := t.withRows(Change{SessionID: t.sess.ID, Events: evs, Lazy: true}, rs)
 	if err := t.commit(ctx, ch); err != nil {
 		t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
 	}
-	if t.e.box == nil {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return
-	}
-	for i := range ch.Outbox {
-		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
-	}
+	t.sayCommitted(ctx, ch, rs) // rows the commit did not store are sent directly
 }
 
 // sayBlocked sends the one notice that lists the calls the gate refused since the last

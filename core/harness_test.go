@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -58,42 +59,23 @@ type step struct {
 	err  error
 }
 
-// fakeModel answers from a queue; with the queue empty it answers the text "ok".
-type fakeModel struct {
-	mu    sync.Mutex
-	queue map[string][]step // per session
-	calls []core.ModelRequest
-	hook  func(req core.ModelRequest) // called before answering, outside the lock
-}
+// fakeModel is the shared scripted model (coretest.Model: a queue per session, "ok" when
+// it is empty, blocks and a hook) with this package's step helpers.
+type fakeModel struct{ *coretest.Model }
 
-func newFakeModel() *fakeModel { return &fakeModel{queue: map[string][]step{}} }
+func newFakeModel() *fakeModel { return &fakeModel{coretest.NewModel()} }
 
 func (m *fakeModel) push(session string, steps ...step) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queue[session] = append(m.queue[session], steps...)
+	for _, s := range steps {
+		if s.err != nil {
+			m.Fail(session, s.err)
+		} else {
+			m.Push(session, s.resp)
+		}
+	}
 }
 
-func (m *fakeModel) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	if m.hook != nil {
-		m.hook(req)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, req)
-	q := m.queue[req.SessionID]
-	if len(q) == 0 {
-		return core.ModelResponse{Text: "ok"}, nil
-	}
-	m.queue[req.SessionID] = q[1:]
-	return q[0].resp, q[0].err
-}
-
-func (m *fakeModel) requests() []core.ModelRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]core.ModelRequest(nil), m.calls...)
-}
+func (m *fakeModel) requests() []core.ModelRequest { return m.Calls() }
 
 func calls(tc ...core.ToolCall) step {
 	return step{resp: core.ModelResponse{ToolCalls: tc}}

@@ -91,12 +91,12 @@ func TestLeaseHolderRunsTheTurn(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	a := h.process(nil, nil, nil)
-	a.model.hook = func(core.ModelRequest) {
+	a.model.Hook(func(core.ModelRequest) {
 		once.Do(func() {
 			close(entered)
 			<-release
 		})
-	}
+	})
 	done := a.eng.Enqueue(context.Background(), evMsg(h, "a", "ev-a", "hello"))
 	<-entered
 
@@ -229,13 +229,13 @@ func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
 	toScopedPending(t, h, a, "a")
 	a.model.push(sessionID("a"), calls(writeNotes("one")), calls(writeNotes("two")))
 	n := 0
-	a.model.hook = func(core.ModelRequest) {
+	a.model.Hook(func(core.ModelRequest) {
 		if n++; n == 2 { // after the first write: a person turns the plan off in B
 			if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-off", "/plan off")); err != nil {
 				t.Error(err)
 			}
 		}
-	}
+	})
 	before := a.out.count()
 	if err := a.eng.Handle(context.Background(), evMsg(h, "a", "ev-acc", "/plan accept")); err != nil {
 		t.Fatal(err)
@@ -253,24 +253,18 @@ func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
 	}
 }
 
-// ctxModel blocks every call until its context ends.
-type ctxModel struct{ entered chan struct{} }
-
-func (m ctxModel) Complete(ctx context.Context, _ core.ModelRequest) (core.ModelResponse, error) {
-	close(m.entered)
-	<-ctx.Done()
-	return core.ModelResponse{}, ctx.Err()
-}
-
 // A turn whose lease was taken over (this process stalled past the ttl) is stopped: its
 // renewal is refused and its context cancelled, and the new holder's lease stays.
 func TestLostLeaseStopsTheTurn(t *testing.T) {
 	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = 30 * time.Millisecond })
-	m := ctxModel{entered: make(chan struct{})}
+	// The model blocks every call until its context ends.
+	m, entered := newFakeModel(), make(chan struct{})
+	m.Block(make(chan struct{}))
+	m.Hook(func(core.ModelRequest) { close(entered) })
 	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "stalled",
 		Now: func() time.Time { return h.clock }})
 	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
-	<-m.entered
+	<-entered
 	ctx := context.Background()
 	name := core.SessionLease(sessionID("a"))
 	// Another process, an hour later by its clock, finds the lease expired and takes it.

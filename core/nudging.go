@@ -13,11 +13,10 @@ const EventNudgeSet EventKind = "nudge_set"
 // NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
 const NudgeOff = "off"
 
-// nextNudgeLine is the "next nudge" part of /plan status.
-func (t *turnState) nextNudgeLine(ctx context.Context) string {
-	ns, err := t.e.d.Store.Nudges(ctx, t.sess.ID)
-	if err != nil {
-		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
+// nudgeLine is the "next nudge" part of /plan status from the session's schedules ns
+// (known is false when they could not be read).
+func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
+	if !known {
 		return "next nudge: unknown"
 	}
 	var remind, expire *Nudge
@@ -35,12 +34,12 @@ func (t *turnState) nextNudgeLine(ctx context.Context) string {
 	}
 	line := "next nudge: none"
 	if remind != nil {
-		line = fmt.Sprintf("next nudge: %s (in %s)", clock(remind.NextFireAt), humanDuration(remind.NextFireAt.Sub(t.e.d.Now())))
+		line = fmt.Sprintf("next nudge: %s (in %s)", clock(remind.NextFireAt), humanDuration(remind.NextFireAt.Sub(now)))
 	}
-	if t.sess.NudgeSpec == NudgeOff {
+	if s.NudgeSpec == NudgeOff {
 		line += " · reminders off"
-	} else if t.sess.NudgeSpec != "" {
-		line += " · reminders " + describeSpec(t.sess.NudgeSpec)
+	} else if s.NudgeSpec != "" {
+		line += " · reminders " + describeSpec(s.NudgeSpec)
 	}
 	if expire != nil {
 		line += fmt.Sprintf(" · expires %s", clock(expire.NextFireAt))
@@ -121,8 +120,7 @@ func (e *Engine) ReportMissed(ctx context.Context, sessionID string, missed []Mi
 		if err != nil {
 			cur = nil // the report is still worth sending
 		}
-		_, err = t.send(ctx, Reply{Kind: ReplyNudge, Text: missedText(t.sess, cur, missed)})
-		return err
+		return t.post(ctx, Reply{Kind: ReplyNudge, Text: missedText(t.sess, cur, missed)})
 	})
 }
 

@@ -95,35 +95,6 @@ func (w *fileWriter) run() {
 	}
 }
 
-// progressIDs remembers the platform message id of each plan's checklist, so progress is
-// one message edited in place. It is a presentation detail: after a restart the next
-// checklist is a new message.
-type progressIDs struct {
-	mu  sync.Mutex
-	ids map[string]string
-}
-
-func (p *progressIDs) get(planID string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ids[planID]
-}
-
-func (p *progressIDs) set(planID, id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ids == nil {
-		p.ids = map[string]string{}
-	}
-	p.ids[planID] = id
-}
-
-func (p *progressIDs) forget(planID string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.ids, planID)
-}
-
 // readPlanFile reads plansDir/sessionDir/name through an os.Root; nil if it cannot.
 func readPlanFile(plansDir, sessionDir, name string) []byte {
 	root, err := os.OpenRoot(plansDir)

@@ -28,11 +28,11 @@ func TestRegressionRefusedReviseInterruptsPlanningTurn(t *testing.T) {
 	h.say("main", "local", "/plan on")
 	var queued <-chan error
 	var once sync.Once
-	h.model.hook = func(req core.ModelRequest) {
+	h.model.Hook(func(req core.ModelRequest) {
 		once.Do(func() {
 			queued = h.eng.Enqueue(context.Background(), msg("main", "local", "/plan revise make it shorter"))
 		})
-	}
+	})
 	h.model.push(sid, calls(call("plan_status", map[string]any{})), text("investigation finished"))
 	n := h.out.count()
 	if err := h.eng.Handle(context.Background(), msg("main", "local", "look around")); err != nil {
@@ -83,11 +83,11 @@ func TestRegressionRefusedOffInterruptsChatTurn(t *testing.T) {
 	sid := sessionID("main")
 	var queued <-chan error
 	var once sync.Once
-	h.model.hook = func(req core.ModelRequest) {
+	h.model.Hook(func(req core.ModelRequest) {
 		once.Do(func() {
 			queued = h.eng.Enqueue(context.Background(), msg("main", "local", "/plan off"))
 		})
-	}
+	})
 	h.model.push(sid, calls(call("plan_status", map[string]any{})), text("here is your answer"))
 	n := h.out.count()
 	if err := h.eng.Handle(context.Background(), msg("main", "local", "hello")); err != nil {
@@ -117,7 +117,7 @@ func TestRegressionStaleReviseButtonInterruptsExecution(t *testing.T) {
 	p := h.toPending("main", "Long")
 	var queued <-chan error
 	var once sync.Once
-	h.model.hook = func(req core.ModelRequest) {
+	h.model.Hook(func(req core.ModelRequest) {
 		if strings.Contains(lastUser(req), "[PLAN_DECISION]: approved") {
 			once.Do(func() {
 				m := core.Message{Address: addr("main"), Sender: core.Person{ID: "local", Name: "local"},
@@ -125,7 +125,7 @@ func TestRegressionStaleReviseButtonInterruptsExecution(t *testing.T) {
 				queued = h.eng.Enqueue(context.Background(), m)
 			})
 		}
-	}
+	})
 	h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "in_progress"})), text("working"))
 	n := h.out.count()
 	h.say("main", "local", "/plan accept")
@@ -157,12 +157,12 @@ func TestRegressionBareAcceptBindsToVersionProposedAfterward(t *testing.T) {
 	v1 := h.toPending("main", "Docs")
 	var queued <-chan error
 	var once sync.Once
-	h.model.hook = func(req core.ModelRequest) {
+	h.model.Hook(func(req core.ModelRequest) {
 		once.Do(func() {
 			// The person accepts v1 while the agent is still thinking about their comment.
 			queued = h.eng.Enqueue(context.Background(), msg("main", "local", "/plan accept"))
 		})
-	}
+	})
 	h.model.push(sid, calls(propose("Rewrite everything", "Delete all docs")), text("ok"))
 	h.say("main", "local", "looks good, maybe mention the FAQ")
 	if err := <-queued; err != nil {
@@ -353,20 +353,18 @@ func TestRegressionCrashAfterAcceptCommitNothingResumes(t *testing.T) {
 	}
 }
 
-// blockingModel answers from a fakeModel but blocks forever on call number `at` (1-based).
-type blockingModel struct {
-	*fakeModel
-	n       atomic.Int32
-	at      int32
-	reached chan struct{}
-}
-
-func (b *blockingModel) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	if b.n.Add(1) == b.at {
-		close(b.reached)
-		select {} // the process dies here
-	}
-	return b.fakeModel.Complete(ctx, req)
+// blockAtCall makes m block forever on call number at (1-based): the process dies there.
+// The returned channel is closed when that call is reached.
+func blockAtCall(m *fakeModel, at int32) <-chan struct{} {
+	var n atomic.Int32
+	reached := make(chan struct{})
+	m.Hook(func(core.ModelRequest) {
+		if n.Add(1) == at {
+			close(reached)
+			select {}
+		}
+	})
+	return reached
 }
 
 // R7: the process dies in the middle of an execution turn (after tool calls ran). Nothing of
@@ -377,12 +375,12 @@ func TestRegressionCrashMidTurnRedeliversApprovalAndLosesToolHistory(t *testing.
 	h := newHarness(t)
 	sid := sessionID("main")
 	h.toPending("main", "Docs")
-	bm := &blockingModel{fakeModel: h.model, at: 2, reached: make(chan struct{})}
+	reached := blockAtCall(h.model, 2)
 	h.model.push(sid, calls(call("plan_status", map[string]any{}))) // stands for write_file/run_command
-	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: bm, Out: h.out, Now: func() time.Time { return h.clock }})
+	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: h.model, Out: h.out, Now: func() time.Time { return h.clock }})
 	_ = eng.Enqueue(context.Background(), msg("main", "local", "/plan accept"))
-	<-bm.reached // first model call answered, its tool ran; the second call never returns
-	h.open()     // restart
+	<-reached // first model call answered, its tool ran; the second call never returns
+	h.open()  // restart
 	s := h.session("main")
 	tr, err := h.st.Transcript(context.Background(), sid, 100)
 	if err != nil {

@@ -1,24 +1,17 @@
 package core
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
 
 // What plangate says: /plan status and /plan show, and the texts of plans, questions and
-// checklists. The builders are pure; status and show read the store.
+// checklists. Everything here is pure; commands.go loads what status and show need.
 
-func (t *turnState) statusText(ctx context.Context) string {
-	s := t.sess
-	cur, err := t.currentPlan(ctx)
-	if err != nil {
-		t.e.d.Log.Error("status: loading plan", "session", s.ID, "err", err)
-	}
+// statusText is the answer to /plan status: s with its current plan cur (nil for none)
+// and the "next nudge" line.
+func statusText(s Session, cur *Plan, nudgeLine string) string {
 	var p Plan
 	ok := cur != nil
 	if ok {
@@ -48,7 +41,7 @@ func (t *turnState) statusText(ctx context.Context) string {
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
 	}
-	lines = append(lines, t.nextNudgeLine(ctx))
+	lines = append(lines, nudgeLine)
 	return strings.Join(lines, "\n")
 }
 
@@ -103,28 +96,18 @@ func optionList(opts []string) string {
 	return b.String()
 }
 
-func (t *turnState) show(ctx context.Context) error {
-	cur, err := t.currentPlan(ctx)
-	if err != nil {
-		return err
-	}
+// showReply is the answer to /plan show of the current plan cur (nil for none).
+func showReply(s Session, cur *Plan) Reply {
 	if cur == nil {
-		return t.answer(ctx, Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."})
+		return Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."}
 	}
 	p := *cur
-	// The file is a rendering of the stored plan: write it again if it was lost. (Only
-	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
-	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
-		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p); err != nil {
-			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
-		}
-	}
-	r := planReply(t.sess, p)
+	r := planReply(s, p)
 	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, Checklist(p.Body.Steps))
 	if p.Status == PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
 	}
-	return t.answer(ctx, r)
+	return r
 }
 
 // planReply is the reply that carries a plan file, with decision buttons while pending.

@@ -52,11 +52,11 @@ func (e *Engine) StartResume(ctx context.Context, only func(Session) bool) (wait
 			e.resumeLater(ctx, s.ID, only, lease.ExpiresAt)
 			continue
 		}
-		need, err := e.unfinished(ctx, s)
+		last, err := e.lastEntry(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		if !need && !leftover {
+		if !needsTurn(s, last, e.d.Now()) && !leftover {
 			continue
 		}
 		dones = append(dones, e.resumeOne(ctx, s.ID, leftover))
@@ -96,7 +96,7 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Se
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
 	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *turnState) error {
 		err := t.withLease(ctx, func(ctx context.Context) error {
-			need, err := e.unfinished(ctx, t.sess)
+			last, err := e.lastEntry(ctx, t.sess)
 			if err != nil {
 				return err
 			}
@@ -104,11 +104,8 @@ func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool)
 			if err != nil {
 				return err
 			}
-			if leftover && !need && len(runs) == 0 && t.turnEnded(ctx) {
-				return nil // killed after the turn ended, before it let go of the lease
-			}
-			if !need && !leftover && len(runs) == 0 {
-				return nil // someone was quicker
+			if !resumeTurn(needsTurn(t.sess, last, e.d.Now()), leftover, len(runs) > 0, endedTurn(t.sess, last)) {
+				return nil
 			}
 			if err := t.tellRestart(ctx, runs); err != nil {
 				return err
@@ -122,14 +119,27 @@ func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool)
 	})
 }
 
-// turnEnded reports whether the session's last turn visibly ended: it waits for a
-// person's decision or answer, or the newest transcript entry is the agent's final answer.
-func (t *turnState) turnEnded(ctx context.Context) bool {
-	if t.sess.Phase == PhaseAwaitingApproval || t.sess.Question != nil {
+// resumeTurn decides whether a session gets its resumed turn, once its lease is held:
+// need (it was left with work, see needsTurn), leftover (another process's lease was
+// found), interrupted (tool runs were cut off), ended (its last turn visibly ended).
+func resumeTurn(need, leftover, interrupted, ended bool) bool {
+	switch {
+	case leftover && !need && !interrupted && ended:
+		return false // killed after the turn ended, before it let go of the lease
+	case !need && !leftover && !interrupted:
+		return false // someone was quicker
+	}
+	return true
+}
+
+// endedTurn reports whether the session's last turn visibly ended: it waits for a
+// person's decision or answer, or its newest transcript entry (last) is the agent's final
+// answer.
+func endedTurn(s Session, last []ChatMessage) bool {
+	if s.Phase == PhaseAwaitingApproval || s.Question != nil {
 		return true
 	}
-	last, err := t.e.d.Store.Transcript(ctx, t.sess.ID, 1)
-	return err == nil && (len(last) == 0 || (last[0].Role == RoleAssistant && len(last[0].ToolCalls) == 0))
+	return len(last) == 0 || (last[0].Role == RoleAssistant && len(last[0].ToolCalls) == 0)
 }
 
 // interruptedRuns closes the session's runs that started and never finished as
@@ -154,12 +164,25 @@ func (t *turnState) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
 // tellRestart tells the chat and the agent what the restart cut off, in one commit: the
 // notice is an outbox row, the agent's note an injection its resumed turn reads.
 func (t *turnState) tellRestart(ctx context.Context, runs []ToolRun) error {
-	var chat, agent []string
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err
 	}
-	if t.sess.Phase == PhaseExecuting && cur != nil && cur.Status == PlanAccepted {
+	chat, note := restartNotice(t.sess, cur, runs)
+	if note == nil {
+		return t.post(ctx, chat)
+	}
+	next := t.sess
+	next.Injections = append(append([]Injection(nil), next.Injections...), *note)
+	next.UpdatedAt = t.e.d.Now()
+	return t.commitSaying(ctx, Change{Session: &next}, chat)
+}
+
+// restartNotice is what a resumed turn tells the chat, and the injection that tells the
+// agent (nil when the agent need not know: nothing of its was cut off).
+func restartNotice(s Session, cur *Plan, runs []ToolRun) (Reply, *Injection) {
+	var chat, agent []string
+	if s.Phase == PhaseExecuting && cur != nil && cur.Status == PlanAccepted {
 		step := stepToContinue(*cur)
 		chat = append(chat, fmt.Sprintf("plangate restarted while working on plan v%d; continuing with step %d.", cur.Version, step))
 		agent = append(agent, fmt.Sprintf("plangate restarted while you were carrying out plan v%d %q; your turn was cut off. Continue with step %d; check the workspace before redoing anything.",
@@ -172,25 +195,10 @@ func (t *turnState) tellRestart(ctx context.Context, runs []ToolRun) error {
 		agent = append(agent, interruptedText(r)+" It is not run again; look at the workspace to see what it did.")
 	}
 	if len(agent) == 0 {
-		return t.say(ctx, noticef("%s", chat[0]))
+		return noticef("%s", chat[0]), nil
 	}
-	next := t.sess
-	next.Injections = append(append([]Injection(nil), next.Injections...),
-		Injection{Kind: InjectRestart, Text: "[" + string(InjectRestart) + "]: " + strings.Join(agent, " ")})
-	next.UpdatedAt = t.e.d.Now()
-	ch := Change{Session: &next}
-	r := noticef("%s", strings.Join(chat, " "))
-	if t.e.box != nil {
-		ch.Outbox = []Outgoing{t.row(t.address(r))}
-	}
-	if err := t.commit(ctx, ch); err != nil {
-		return err
-	}
-	if len(ch.Outbox) == 0 {
-		return t.say(ctx, r)
-	}
-	_, _ = t.e.deliver(ctx, &ch.Outbox[0])
-	return nil
+	return noticef("%s", strings.Join(chat, " ")),
+		&Injection{Kind: InjectRestart, Text: "[" + string(InjectRestart) + "]: " + strings.Join(agent, " ")}
 }
 
 // stepToContinue is the number of the first step of p that is neither completed nor cancelled.
@@ -203,18 +211,26 @@ func stepToContinue(p Plan) int {
 	return len(p.Body.Steps)
 }
 
-func (e *Engine) unfinished(ctx context.Context, s Session) (bool, error) {
-	if len(s.Injections) > 0 {
-		return true, nil
-	}
+// lastEntry reads the newest transcript entry of s, which needsTurn and endedTurn judge.
+func (e *Engine) lastEntry(ctx context.Context, s Session) ([]ChatMessage, error) {
 	last, err := e.d.Store.Transcript(ctx, s.ID, 1)
 	if err != nil {
-		return false, fmt.Errorf("reading the transcript of %s: %w", s.ID, err)
+		return nil, fmt.Errorf("reading the transcript of %s: %w", s.ID, err)
+	}
+	return last, nil
+}
+
+// needsTurn reports whether a killed process left s with work: injections still queued,
+// or a person's message (its newest transcript entry, last) under resumeWindow old that
+// was never answered.
+func needsTurn(s Session, last []ChatMessage, now time.Time) bool {
+	if len(s.Injections) > 0 {
+		return true
 	}
 	if len(last) != 1 || last[0].Role != RoleUser {
-		return false, nil
+		return false
 	}
-	return e.d.Now().Sub(last[0].At) < resumeWindow, nil
+	return now.Sub(last[0].At) < resumeWindow
 }
 
 // moreWork reports, after a turn, whether another process left work for this session
@@ -229,18 +245,26 @@ func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("loading transcript: %w", err)
 	}
-	for _, m := range h {
-		if m.Role != RoleUser || m.Name == "plangate" || t.seenUser[userKey(m)] {
-			continue
-		}
-		s, err := t.e.d.Store.Session(ctx, t.sess.ID)
-		if err != nil {
-			return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
-		}
-		t.sess = s
-		return true, nil
+	if !unseenPerson(h, t.seenUser) {
+		return false, nil
 	}
-	return false, nil
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil {
+		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
+	}
+	t.sess = s
+	return true, nil
+}
+
+// unseenPerson reports whether transcript window h holds a person's message that is not
+// among seen (the person messages the turn started with).
+func unseenPerson(h []ChatMessage, seen map[string]bool) bool {
+	for _, m := range h {
+		if m.Role == RoleUser && m.Name != "plangate" && !seen[userKey(m)] {
+			return true
+		}
+	}
+	return false
 }
 
 func userKey(m ChatMessage) string {

@@ -99,30 +99,38 @@ func (t *turnState) recheck(ctx context.Context, call ToolCall) (toolResult, boo
 	if err != nil {
 		return toolError("%s was not run: the session could not be read again (%v)", call.Name, err), false
 	}
-	why := ""
-	switch {
-	case s.Phase != PhaseExecuting:
-		why = fmt.Sprintf("the plan was turned off elsewhere (phase: %s)", s.Phase)
-		if s.Phase != PhaseOff {
-			why = fmt.Sprintf("the plan was sent back elsewhere (phase: %s)", s.Phase)
-		}
-	case s.PlanID != t.sess.PlanID:
-		why = "another plan was accepted elsewhere"
-	default:
-		p, err := t.e.d.Store.Plan(ctx, s.PlanID)
+	var p *Plan
+	if s.Phase == PhaseExecuting && s.PlanID == t.sess.PlanID {
+		stored, err := t.e.d.Store.Plan(ctx, s.PlanID)
 		if err != nil {
 			return toolError("%s was not run: the plan could not be read again (%v)", call.Name, err), false
 		}
-		if p.Status != PlanAccepted {
-			why = fmt.Sprintf("plan v%d is %s now", p.Version, p.Status)
-		}
+		p = &stored
 	}
+	why := changedWhy(t.sess, s, p)
 	if why == "" {
 		return toolResult{}, true
 	}
 	t.told = true
 	return toolResult{content: "error: " + call.Name + " was not run: " + why, isError: true,
 		stop: "Stopped: " + t.changedElsewhere(why) + "; " + describeCall(call.Name, call.Args) + " was not run."}, false
+}
+
+// changedWhy says why a mutating call of a turn that began on session cur may not run now
+// that the store holds s (and p, its plan, when s still executes cur's plan); "" when it
+// may.
+func changedWhy(cur, s Session, p *Plan) string {
+	switch {
+	case s.Phase != PhaseExecuting && s.Phase != PhaseOff:
+		return fmt.Sprintf("the plan was sent back elsewhere (phase: %s)", s.Phase)
+	case s.Phase != PhaseExecuting:
+		return fmt.Sprintf("the plan was turned off elsewhere (phase: %s)", s.Phase)
+	case s.PlanID != cur.PlanID:
+		return "another plan was accepted elsewhere"
+	case p != nil && p.Status != PlanAccepted:
+		return fmt.Sprintf("plan v%d is %s now", p.Version, p.Status)
+	}
+	return ""
 }
 
 // changedElsewhere is the truthful report of a change made elsewhere after this job's

@@ -195,21 +195,13 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 		rs = append(pending, rs...)
 	}
 	if len(tr.unsaved) == 0 && tr.drained == 0 {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return nil
+		return t.post(ctx, rs...)
 	}
 	drained := tr.drained
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Events: t.takeAudit(), Lazy: true}
-	if t.e.box != nil {
-		for _, r := range rs {
-			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
-		}
-	}
+	ch := t.withRows(Change{Session: &next, Messages: tr.takeUnsaved(), Events: t.takeAudit(), Lazy: true}, rs)
 	err := t.commit(ctx, ch)
 	if errors.Is(err, ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
@@ -220,21 +212,11 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
 			// What the turn wants to say is still true (a stop notice says what ran).
-			for _, r := range rs {
-				_ = t.say(ctx, r)
-			}
+			_ = t.post(ctx, rs...)
 		}
 		return err
 	}
-	if t.e.box == nil {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return nil
-	}
-	for i := range ch.Outbox {
-		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
-	}
+	t.sayCommitted(ctx, ch, rs)
 	return nil
 }
 
@@ -308,7 +290,7 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
 	o.Change.Events = append(o.Change.Events, t.takeAudit()...)
-	t.queueReplies(&o)
+	t.queueReplies(ctx, &o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err
 	}

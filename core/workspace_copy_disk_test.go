@@ -76,19 +76,19 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 				return call("run_command", map[string]any{"argv": []string{"sh", "-c", script}})
 			}
 			// Set before the calls run: links the tools could not make themselves.
-			h.model.hook = func(req core.ModelRequest) {
+			h.model.Hook(func(req core.ModelRequest) {
 				if req.SessionID == sid {
 					_ = os.Symlink(core.PlanCopyMarkdown, filepath.Join(ws, "alias.md"))
 					_ = os.Link(filepath.Join(ws, core.PlanCopyJSON), filepath.Join(ws, "hard.json"))
 				}
-			}
+			})
 			hostile := []core.ToolCall{write("PLAN.md"), write("plan.md"), write("./PLAN.json"), edit("PLAN.md"),
 				write("alias.md"), edit("hard.json"),
 				sh("echo replaced > PLAN.md; echo '{}' > PLAN.json; rm -f PLAN.md; mv PLAN.json moved.json"),
 				write("notes.md")}
 			h.model.push(sid, calls(hostile...), text("done trying"))
 			h.say("main", "local", "/plan accept")
-			h.model.hook = nil
+			h.model.Hook(nil)
 
 			md, js := readFile(t, filepath.Join(ws, core.PlanCopyMarkdown)), readFile(t, filepath.Join(ws, core.PlanCopyJSON))
 			p := h.plans("main")[0]

@@ -2,7 +2,6 @@ package nudges_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -41,20 +41,10 @@ func (r *recordingSender) all() []sentReply {
 }
 
 // proposingModel proposes a plan at its first call and answers "ok" afterwards.
-type proposingModel struct {
-	mu    sync.Mutex
-	calls int
-}
-
-func (m *proposingModel) Complete(context.Context, core.ModelRequest) (core.ModelResponse, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls++
-	if m.calls > 1 {
-		return core.ModelResponse{Text: "ok"}, nil
-	}
-	args, _ := json.Marshal(map[string]any{"title": "Add a changelog", "plan": []map[string]string{{"step": "Create CHANGELOG.md"}}})
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call_1", Name: "exit_plan_mode", Args: args}}}, nil
+func proposingModel() *coretest.Model {
+	m := coretest.NewModel()
+	m.Push(mainChat.SessionID(), coretest.Proposal("Add a changelog", "Create CHANGELOG.md"))
+	return m
 }
 
 // nudgerRef breaks the wiring cycle: the engine needs the scheduler as its Nudger, and
@@ -74,7 +64,7 @@ func newGateway(t *testing.T, st *store.Store, dir string, cfg core.Config, grac
 	cfg.PlansDir, cfg.WorkspaceRoot, cfg.PerSession, cfg.PlanMode = filepath.Join(dir, "plans"), filepath.Join(dir, "ws"), true, true
 	ref := &nudgerRef{}
 	g := &gateway{out: &recordingSender{}}
-	g.eng = core.NewEngine(cfg, core.Deps{Store: st, Model: &proposingModel{}, Out: g.out, Nudger: ref, Log: testLogger(t)})
+	g.eng = core.NewEngine(cfg, core.Deps{Store: st, Model: proposingModel(), Out: g.out, Nudger: ref, Log: testLogger(t)})
 	g.sched = nudges.New(st, g.eng, nudges.Config{Grace: grace}, testLogger(t))
 	ref.s = g.sched
 	return g

@@ -58,7 +58,7 @@ func TestClaimedReminderDeliveredAfterRestart(t *testing.T) {
 		st, _ := openStore(t)
 		ref := &nudgerRef{}
 		g := &gateway{out: &recordingSender{}}
-		g.eng = core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: &proposingModel{}, Out: &nudgeFailSender{}, Nudger: ref, Log: testLogger(t)})
+		g.eng = core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: proposingModel(), Out: &nudgeFailSender{}, Nudger: ref, Log: testLogger(t)})
 		g.sched = nudges.New(st, g.eng, nudges.Config{}, testLogger(t))
 		ref.s = g.sched
 		stop := start(t, g.sched)
@@ -73,7 +73,7 @@ func TestClaimedReminderDeliveredAfterRestart(t *testing.T) {
 		}
 
 		out := &recordingSender{}
-		restarted := core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: &proposingModel{}, Out: out, Log: testLogger(t)})
+		restarted := core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: proposingModel(), Out: out, Log: testLogger(t)})
 		if n, err := restarted.DeliverUnsent(t.Context(), []string{"terminal"}, 0, nil); err != nil || n != 1 {
 			t.Fatalf("DeliverUnsent = %d, %v", n, err)
 		}

@@ -2,183 +2,30 @@ package channeltest
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/json"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 )
 
-// Model is a scripted core.Model for adapter tests that run a real engine: it answers from
-// a queue per session, and with nothing queued it answers "ok". While a block channel is
-// set (Block), calls wait for it to be closed.
-//
-// Benchmarks make it echo (Echo) and hold one session's agent busy (Hold).
-type Model struct {
-	mu       sync.Mutex
-	queue    map[string][]core.ModelResponse
-	calls    []core.ModelRequest
-	block    chan struct{}
-	echo     string // with nothing queued, answer this and the last user text
-	echoing  bool
-	held     map[string]<-chan struct{}
-	finished atomic.Int64
-}
+// The scripted model is core's shared fake (coretest.Model); these names keep the adapter
+// tests' spelling.
+type Model = coretest.Model
 
 // NewModel returns an empty Model.
-func NewModel() *Model { return &Model{queue: map[string][]core.ModelResponse{}} }
-
-// Push queues answers for a session.
-func (m *Model) Push(session string, rs ...core.ModelResponse) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.queue[session] = append(m.queue[session], rs...)
-}
-
-// Complete implements core.Model.
-func (m *Model) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	defer m.finished.Add(1)
-	m.mu.Lock()
-	block, held := m.block, m.held[req.SessionID]
-	m.mu.Unlock()
-	for _, wait := range []<-chan struct{}{block, held} {
-		if wait == nil {
-			continue
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return core.ModelResponse{}, ctx.Err()
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.echoing {
-		m.calls = append(m.calls, req)
-	}
-	q := m.queue[req.SessionID]
-	if len(q) == 0 && m.echoing {
-		return core.ModelResponse{Text: m.echo + lastUser(req)}, nil
-	}
-	if len(q) == 0 {
-		return core.ModelResponse{Text: "ok"}, nil
-	}
-	m.queue[req.SessionID] = q[1:]
-	return q[0], nil
-}
-
-// Echo makes the model answer, when nothing is queued, with prefix and the last user text
-// of the request, so that a reply names the message it answers. An echoing model keeps
-// no calls: benchmarks make many.
-func (m *Model) Echo(prefix string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.echo, m.echoing = prefix, true
-}
-
-// Hold makes calls for session wait until release is closed (or their context ends): an
-// agent that is busy in the middle of a turn.
-func (m *Model) Hold(session string, release <-chan struct{}) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held == nil {
-		m.held = map[string]<-chan struct{}{}
-	}
-	m.held[session] = release
-}
-
-// lastUser is the newest user-role text of req.
-func lastUser(req core.ModelRequest) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == core.RoleUser {
-			return req.Messages[i].Content
-		}
-	}
-	return ""
-}
-
-// Block makes later calls wait until ch is closed.
-func (m *Model) Block(ch chan struct{}) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.block = ch
-}
-
-// Unblock closes the block channel, if one is set and still open.
-func (m *Model) Unblock() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.block == nil {
-		return
-	}
-	select {
-	case <-m.block:
-	default:
-		close(m.block)
-	}
-}
-
-// CallCount is how many calls got past the block.
-func (m *Model) CallCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.calls)
-}
-
-// Calls returns the requests received so far.
-func (m *Model) Calls() []core.ModelRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]core.ModelRequest(nil), m.calls...)
-}
-
-// Finished is how many calls have returned, answered or not.
-func (m *Model) Finished() int64 { return m.finished.Load() }
-
-// LastUser is the newest user-role text of the session's latest call.
-func (m *Model) LastUser(session string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := len(m.calls) - 1; i >= 0; i-- {
-		if m.calls[i].SessionID != session {
-			continue
-		}
-		if text := lastUser(m.calls[i]); text != "" {
-			return text
-		}
-	}
-	return ""
-}
+func NewModel() *Model { return coretest.NewModel() }
 
 // ToolCall is a model answer calling one tool with args.
-func ToolCall(name string, args any) core.ModelResponse {
-	b, err := json.Marshal(args)
-	if err != nil {
-		panic(err)
-	}
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call_" + name + "_" + rand.Text(), Name: name, Args: b}}}
-}
+func ToolCall(name string, args any) core.ModelResponse { return coretest.ToolCall(name, args) }
 
 // Proposal is an exit_plan_mode answer with the given steps.
 func Proposal(title string, steps ...string) core.ModelResponse {
-	var ss []map[string]any
-	for _, s := range steps {
-		ss = append(ss, map[string]any{"step": s})
-	}
-	return ToolCall("exit_plan_mode", map[string]any{"title": title, "summary": "Summary of " + title, "plan": ss})
+	return coretest.Proposal(title, steps...)
 }
 
 // Progress is an update_plan answer (merge) setting each step's status.
-func Progress(steps map[string]string) core.ModelResponse {
-	var ss []map[string]any
-	for s, st := range steps {
-		ss = append(ss, map[string]any{"step": s, "status": st})
-	}
-	return ToolCall("update_plan", map[string]any{"plan": ss, "merge": true})
-}
+func Progress(steps map[string]string) core.ModelResponse { return coretest.Progress(steps) }
 
 // LogBuffer is a slog destination tests can search (for leaked tokens, say).
 type LogBuffer struct {

@@ -54,13 +54,7 @@ func Defaults() Config {
 // Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
 // naming its key. The token is required only when the channel is enabled.
 func (c Config) Validate() error {
-	errs := []error{
-		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
-		channels.CheckURL("api_url", c.APIURL),
-	}
-	if c.Enabled && c.Token == "" {
-		errs = append(errs, channels.Unset("token"))
-	}
+	errs := channels.CheckPlatform(c.Enabled, "token", c.Token, c.APIURL, c.LongReplyAsFile)
 	switch c.Interactions {
 	case "", InteractionsGateway:
 		if c.PublicKey != "" {
@@ -104,5 +98,5 @@ func (c Config) Describe() string {
 	if c.Interactions == InteractionsHTTP {
 		ix = ", interactions over http"
 	}
-	return Name + " (token " + channels.SetOrNot(c.Token) + ix + channels.APINote(c.APIURL) + ")"
+	return channels.Summary(Name, "token", c.Token, ix, c.APIURL)
 }

@@ -47,22 +47,18 @@ type State = channels.State
 
 // tuning holds the limits that are Discord's, not the operator's; tests shrink them.
 type tuning struct {
-	maxAttempts  int           // per REST call, for network errors and 5xx (discordgo waits out 429s itself)
-	backoff      time.Duration // first wait after a failed attempt; doubles
-	maxBackoff   time.Duration
-	attemptTime  time.Duration // bound on one REST call
-	ackTime      time.Duration // bound on an interaction callback (Discord allows 3s)
-	ackWait      time.Duration // how long a reply waits for its interaction's callback to finish
-	reconnectMin time.Duration // first wait before reopening the gateway; doubles
+	retry        channels.Patience // per REST call, for network errors and 5xx (discordgo waits out 429s itself)
+	ackTime      time.Duration     // bound on an interaction callback (Discord allows 3s)
+	ackWait      time.Duration     // how long a reply waits for its interaction's callback to finish
+	reconnectMin time.Duration     // first wait before reopening the gateway; doubles
 	reconnectMax time.Duration
 }
 
 func defaultTuning() tuning {
+	retry := channels.DefaultPatience()
+	retry.Attempts = 4
 	return tuning{
-		maxAttempts:  4,
-		backoff:      500 * time.Millisecond,
-		maxBackoff:   10 * time.Second,
-		attemptTime:  30 * time.Second,
+		retry:        retry,
 		ackTime:      2500 * time.Millisecond,
 		ackWait:      5 * time.Second,
 		reconnectMin: time.Second,

@@ -35,7 +35,7 @@ func (c *Channel) editPrepare(ctx context.Context, m *discordgo.Message, msg cor
 	}
 	a := m.Attachments[0]
 	return func(w *work) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.attemptTime)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 		defer cancel()
 		f, err := channels.FetchPlanFile(ctx, a.Filename, a.ContentType, int64(a.Size), func(ctx context.Context) (io.ReadCloser, error) {
 			return c.download(ctx, a.URL)

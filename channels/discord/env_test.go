@@ -17,8 +17,8 @@ import (
 // testTuning keeps Discord's rules but not its patience.
 func testTuning() tuning {
 	return tuning{
-		maxAttempts: 3, backoff: 5 * time.Millisecond, maxBackoff: 20 * time.Millisecond,
-		attemptTime: 5 * time.Second, ackTime: 2500 * time.Millisecond, ackWait: 5 * time.Second,
+		retry:   channels.Patience{Attempts: 3, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, AttemptTime: 5 * time.Second},
+		ackTime: 2500 * time.Millisecond, ackWait: 5 * time.Second,
 		reconnectMin: 10 * time.Millisecond, reconnectMax: 50 * time.Millisecond,
 	}
 }

@@ -253,7 +253,7 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	if err != nil {
 		return fmt.Errorf("typing on discord: %w", err)
 	}
-	err = c.doWithin(ctx, c.tune.attemptTime, 1, "typing", func(opts ...discordgo.RequestOption) error {
+	err = c.doWithin(ctx, c.tune.retry.AttemptTime, 1, "typing", func(opts ...discordgo.RequestOption) error {
 		return c.s.ChannelTyping(ch, opts...)
 	})
 	if err != nil {

@@ -123,13 +123,13 @@ func classify(err error) error {
 // do runs one REST call with a bounded time per attempt, trying again after network
 // failures and 5xx answers with a doubling pause. The error it returns is scrubbed.
 func (c *Channel) do(ctx context.Context, what string, call func(opts ...discordgo.RequestOption) error) error {
-	return c.doWithin(ctx, c.tune.attemptTime, c.tune.maxAttempts, what, call)
+	return c.doWithin(ctx, c.tune.retry.AttemptTime, c.tune.retry.Attempts, what, call)
 }
 
 func (c *Channel) doWithin(ctx context.Context, per time.Duration, attempts int, what string, call func(opts ...discordgo.RequestOption) error) error {
 	p := channels.Policy{
-		Platform: Name, Attempts: attempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
-		AttemptTime: per, Classify: classify, Scrub: c.scrub, Log: c.log,
+		Platform: Name, Patience: channels.Patience{Attempts: attempts, Backoff: c.tune.retry.Backoff, MaxBackoff: c.tune.retry.MaxBackoff, AttemptTime: per},
+		Classify: classify, Scrub: c.scrub, Log: c.log,
 	}
 	return p.Do(ctx, channels.Call{Name: what}, func(ctx context.Context) error {
 		return call(discordgo.WithContext(ctx))

@@ -130,7 +130,7 @@ func (c *Channel) doIx(ctx context.Context, what string, call func(opts ...disco
 	if c.cfg.Interactions != InteractionsHTTP {
 		return err
 	}
-	for wait := c.tune.backoff; err != nil && unknownInteraction(err) && wait <= c.tune.maxBackoff; wait *= 2 {
+	for wait := c.tune.retry.Backoff; err != nil && unknownInteraction(err) && wait <= c.tune.retry.MaxBackoff; wait *= 2 {
 		if channels.Sleep(ctx, wait) != nil {
 			return err
 		}

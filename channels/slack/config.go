@@ -48,22 +48,14 @@ func Defaults() Config {
 // Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
 // naming its key. Both tokens are required only when the channel is enabled.
 func (c Config) Validate() error {
-	errs := []error{
-		channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile),
-		channels.CheckURL("api_url", c.APIURL),
-	}
-	if c.Enabled && c.BotToken == "" {
-		errs = append(errs, channels.Unset("bot_token"))
-	}
+	errs := channels.CheckPlatform(c.Enabled, "bot_token", c.BotToken, c.APIURL, c.LongReplyAsFile)
 	switch c.Mode {
 	case "", ModeSocket:
 		if c.Enabled && c.AppToken == "" {
 			errs = append(errs, channels.Unset("app_token"))
 		}
 	case ModeHTTP:
-		if c.Enabled && c.SigningSecret == "" {
-			errs = append(errs, channels.Invalid("signing_secret", "is not set: mode http needs it (set SLACK_SIGNING_SECRET)"))
-		}
+		errs = append(errs, channels.ModeSecret(c.Enabled, "signing_secret", c.SigningSecret, ModeHTTP, "SLACK_SIGNING_SECRET"))
 	default:
 		errs = append(errs, channels.Invalid("mode", "is %q: it must be socket or http", c.Mode))
 	}
@@ -77,7 +69,7 @@ func (c Config) Describe() string {
 	if c.Mode == ModeHTTP {
 		second = ", http, signing secret " + channels.SetOrNot(c.SigningSecret)
 	}
-	return Name + " (bot token " + channels.SetOrNot(c.BotToken) + second + channels.APINote(c.APIURL) + ")"
+	return channels.Summary(Name, "bot token", c.BotToken, second, c.APIURL)
 }
 
 // The values of mode.

@@ -40,7 +40,7 @@ func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
 // a download short (that would answer a good file with "could not download"); attemptTime
 // bounds it.
 func (c *Channel) editedFile(ctx context.Context, f slackgo.File) core.File {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.attemptTime)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 	defer cancel()
 	url := f.URLPrivateDownload
 	if url == "" {

@@ -18,8 +18,8 @@ import (
 // tens of milliseconds, short backoff, a fast ping check.
 func testTuning() tuning {
 	return tuning{
-		burst: 1, retryUnit: 10 * time.Millisecond, maxAttempts: 5,
-		backoff: 5 * time.Millisecond, maxBackoff: 20 * time.Millisecond, attemptTime: 5 * time.Second,
+		burst: 1, retryUnit: 10 * time.Millisecond, retry: channels.Patience{Attempts: 5, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, AttemptTime: 5 * time.Second},
+
 		pingInterval: 2 * time.Second, seenFor: time.Hour,
 	}
 }

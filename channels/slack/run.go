@@ -34,15 +34,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 		socketmode.OptionLog(libLog{c}),
 		socketmode.OptionPingInterval(c.tune.pingInterval),
 	)
-	d := &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx)}
-	if ah, ok := h.(channels.AsyncHandler); ok {
-		d.async = ah
-	}
-	c.disp.Store(d)
-	d.replay()
-	var wg sync.WaitGroup
-	wg.Go(func() { d.work(ctx) })
-
+	d, stop := c.start(ctx, h)
 	runDone := make(chan error, 1)
 	go func() { runDone <- smc.RunContext(ctx) }()
 	var runErr error
@@ -55,17 +47,33 @@ loop:
 			break loop
 		}
 	}
-	c.health.Down("stopped")
-	// What was acknowledged is handled, even on the way out.
-	d.q.close()
-	wg.Wait()
-	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
-		c.log.Error("saving the slack inbox", "err", err)
-	}
+	stop()
 	if runErr == nil || ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		return nil
 	}
 	return fmt.Errorf("receiving slack events: %w", explainAuth(c.scrub(runErr), "channels.slack.app_token (an xapp- token with connections:write)"))
+}
+
+// start makes the dispatcher of one Run, replays the inbox and starts the worker that
+// hands queued envelopes over. stop ends both: what was acknowledged is handled even on
+// the way out, and the inbox is saved.
+func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher, stop func()) {
+	d = &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx), ctx: ctx}
+	if ah, ok := h.(channels.AsyncHandler); ok {
+		d.async = ah
+	}
+	c.disp.Store(d)
+	d.replay()
+	var wg sync.WaitGroup
+	wg.Go(func() { d.work(ctx) })
+	return d, func() {
+		c.health.Down("stopped")
+		d.q.close()
+		wg.Wait()
+		if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
+			c.log.Error("saving the slack inbox", "err", err)
+		}
+	}
 }
 
 // maxBatch bounds how many envelopes one inbox save covers.

@@ -52,15 +52,12 @@ type State = channels.State
 
 // tuning holds the limits that are Slack's, not the operator's; tests shrink them.
 type tuning struct {
-	postEvery    time.Duration // pacing per channel: about one post a second
-	burst        int           // posts a channel may make at once before pacing applies
-	retryUnit    time.Duration // what one second of Retry-After is (a second at Slack)
-	maxAttempts  int           // per request, 429s and 5xx included
-	backoff      time.Duration // first wait after a 5xx or network error; doubles
-	maxBackoff   time.Duration
-	attemptTime  time.Duration // bound on one Web API request
-	pingInterval time.Duration // Socket Mode: reconnect when Slack sends no ping this long
-	seenFor      time.Duration // how long an event id is remembered against retries
+	postEvery    time.Duration     // pacing per channel: about one post a second
+	burst        int               // posts a channel may make at once before pacing applies
+	retryUnit    time.Duration     // what one second of Retry-After is (a second at Slack)
+	retry        channels.Patience // per request, 429s and 5xx included
+	pingInterval time.Duration     // Socket Mode: reconnect when Slack sends no ping this long
+	seenFor      time.Duration     // how long an event id is remembered against retries
 }
 
 func defaultTuning() tuning {
@@ -68,10 +65,7 @@ func defaultTuning() tuning {
 		postEvery:    time.Second,
 		burst:        3,
 		retryUnit:    time.Second,
-		maxAttempts:  5,
-		backoff:      500 * time.Millisecond,
-		maxBackoff:   10 * time.Second,
-		attemptTime:  30 * time.Second,
+		retry:        channels.DefaultPatience(),
 		pingInterval: 30 * time.Second,
 		seenFor:      time.Hour, // Slack retries for about five minutes
 	}
@@ -138,7 +132,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: tune.attemptTime}
+		hc = &http.Client{Timeout: tune.retry.AttemptTime}
 	}
 	c := &Channel{
 		cfg:     cfg,

@@ -56,8 +56,8 @@ func (c *Channel) classify(err error) error {
 // policy is how Slack's requests are tried.
 func (c *Channel) policy() channels.Policy {
 	return channels.Policy{
-		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
-		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log,
+		Platform: Name, Patience: c.tune.retry,
+		Classify: c.classify, Scrub: c.scrub, Log: c.log,
 		// The caller falls back to plain text and logs that.
 		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
 	}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
 	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -43,25 +42,13 @@ func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 
 // runHTTP is Run in mode http: the routes feed the same inbox and queue as Socket Mode.
 func (c *Channel) runHTTP(ctx context.Context, h channels.Handler) error {
-	d := &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx), ctx: ctx}
-	if ah, ok := h.(channels.AsyncHandler); ok {
-		d.async = ah
-	}
-	c.disp.Store(d)
-	d.replay()
-	var wg sync.WaitGroup
-	wg.Go(func() { d.work(ctx) })
+	d, stop := c.start(ctx, h)
 	d.accepting.Store(true)
 	c.health.Up()
 	c.log.Info("taking slack events over http")
 	<-ctx.Done()
 	d.accepting.Store(false)
-	c.health.Down("stopped")
-	d.q.close()
-	wg.Wait()
-	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
-		c.log.Error("saving the slack inbox", "err", err)
-	}
+	stop()
 	return nil
 }
 

@@ -58,17 +58,11 @@ func (c Config) Validate() error {
 	if c.PollTimeout < time.Second || c.PollTimeout > 5*time.Minute {
 		errs = append(errs, channels.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
 	}
-	errs = append(errs, channels.CheckLongReplyAsFile("long_reply_as_file", c.LongReplyAsFile))
-	errs = append(errs, channels.CheckURL("api_url", c.APIURL))
-	if c.Enabled && c.Token == "" {
-		errs = append(errs, channels.Unset("token"))
-	}
+	errs = append(errs, channels.CheckPlatform(c.Enabled, "token", c.Token, c.APIURL, c.LongReplyAsFile)...)
 	switch c.Mode {
 	case "", ModePolling:
 	case ModeWebhook:
-		if c.Enabled && c.WebhookSecret == "" {
-			errs = append(errs, channels.Invalid("webhook_secret", "is not set: mode webhook needs it (set TELEGRAM_WEBHOOK_SECRET)"))
-		}
+		errs = append(errs, channels.ModeSecret(c.Enabled, "webhook_secret", c.WebhookSecret, ModeWebhook, "TELEGRAM_WEBHOOK_SECRET"))
 	default:
 		errs = append(errs, channels.Invalid("mode", "is %q: it must be polling or webhook", c.Mode))
 	}
@@ -85,7 +79,7 @@ func (c Config) Describe() string {
 	if c.Mode == ModeWebhook {
 		mode = ", webhook, secret " + channels.SetOrNot(c.WebhookSecret)
 	}
-	return Name + " (token " + channels.SetOrNot(c.Token) + mode + channels.APINote(c.APIURL) + ")"
+	return channels.Summary(Name, "token", c.Token, mode, c.APIURL)
 }
 
 // The values of mode.

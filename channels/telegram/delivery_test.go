@@ -170,7 +170,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 			logs := &channeltest.LogBuffer{}
 			log := channeltest.NewLogger(logs)
 			tune := testTuning()
-			tune.maxAttempts = 2
+			tune.retry.Attempts = 2
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_, err := newChannel(ctx, Config{Token: token, APIURL: tc.url, PollTimeout: time.Second}, &channeltest.MemState{}, log, tune)

@@ -31,9 +31,9 @@ func (c *Channel) isPlanEdit(m *models.Message, rt *models.Message, text string)
 
 // editedFile downloads m's document. A failed download is logged and handed on without
 // data, so the person is told to send it again. A shutdown does not cut a download short
-// (that would answer a good file with "could not download"); attemptTime bounds it.
+// (that would answer a good file with "could not download"); the retry policy's AttemptTime bounds it.
 func (c *Channel) editedFile(ctx context.Context, m *models.Message) core.File {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.attemptTime)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 	defer cancel()
 	d := m.Document
 	f, err := channels.FetchPlanFile(ctx, d.FileName, d.MimeType, d.FileSize, func(ctx context.Context) (io.ReadCloser, error) {

@@ -17,8 +17,8 @@ import (
 // in milliseconds, short backoff.
 func testTuning() tuning {
 	return tuning{
-		burst: 1, retryUnit: 10 * time.Millisecond, maxAttempts: 5,
-		backoff: 5 * time.Millisecond, maxBackoff: 20 * time.Millisecond, attemptTime: 5 * time.Second,
+		burst: 1, retryUnit: 10 * time.Millisecond, retry: channels.Patience{Attempts: 5, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, AttemptTime: 5 * time.Second},
+
 		toastWait: 5 * time.Second, holdAfterErr: 5 * time.Millisecond, flushDelay: 20 * time.Millisecond,
 	}
 }

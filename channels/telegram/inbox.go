@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -25,11 +26,7 @@ type inbox struct {
 	mu      sync.Mutex
 	next    int64 // the offset of the next getUpdates: one past the newest update received
 	pending map[int64]json.RawMessage
-	version int64 // bumped on every change
-	written int64 // the version last saved
-
-	writeMu sync.Mutex     // one save at a time, so an older snapshot never overwrites a newer one
-	soon    channels.Later // the delayed save
+	saver   channels.Saver
 
 	// Webhooks deliver updates concurrently and out of order, so "below next" does not
 	// mean "seen": the ids received lately are remembered instead (saved, oldest first),
@@ -84,7 +81,6 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 		}
 		in.pending[head.ID] = raw
 	}
-	in.written = in.version
 	return in, nil
 }
 
@@ -102,12 +98,7 @@ func (in *inbox) replay() []json.RawMessage {
 
 // pendingIDs lists pending update ids in order; in.mu must be held.
 func (in *inbox) pendingIDs() []int64 {
-	ids := make([]int64, 0, len(in.pending))
-	for id := range in.pending {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(in.pending))
 }
 
 // offset is where the next getUpdates starts.
@@ -134,7 +125,7 @@ func (in *inbox) receive(id int64, raw json.RawMessage) bool {
 	}
 	in.next = id + 1
 	in.pending[id] = raw
-	in.version++
+	in.saver.Changed()
 	return true
 }
 
@@ -152,7 +143,7 @@ func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 	in.remember(id)
 	in.next = max(in.next, id+1)
 	in.pending[id] = raw
-	in.version++
+	in.saver.Changed()
 	return true
 }
 
@@ -187,41 +178,31 @@ func (in *inbox) unreceive(ids []int64, next int64) {
 	if next >= 0 {
 		in.next = next
 	}
-	in.version++
+	in.saver.Changed()
 }
 
 // done notes that an update is handled.
 func (in *inbox) done(id int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if _, ok := in.pending[id]; ok {
-		delete(in.pending, id)
-		in.version++
-	}
+	channels.Delete(&in.saver, in.pending, id)
 }
 
 // flushSoon saves the inbox after delay, coalescing the updates finished meanwhile. It is
 // for updates the engine finished: until the save they would only be replayed, and the
 // engine de-duplicates them, so under load they need not each cost a disk write.
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
-	in.soon.After(delay, func() {
-		if err := in.flush(ctx); err != nil {
-			in.c.log.Error("saving the update inbox", "err", err)
-		}
+	in.saver.SaveSoon(ctx, delay, in.write, func(err error) {
+		in.c.log.Error("saving the update inbox", "err", err)
 	})
 }
 
-// flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
-// whoever saves writes the newest state, and the others find nothing left to do.
-func (in *inbox) flush(ctx context.Context) error {
-	in.writeMu.Lock()
-	defer in.writeMu.Unlock()
+// flush saves the inbox if it changed since the last save.
+func (in *inbox) flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
+
+// write stores a snapshot of the inbox.
+func (in *inbox) write(ctx context.Context) error {
 	in.mu.Lock()
-	if in.written == in.version {
-		in.mu.Unlock()
-		return nil
-	}
-	v := in.version
 	s := savedInbox{Next: in.next, Handled: in.next - 1, Recent: slices.Clone(in.recent), Floor: in.floor}
 	for i, id := range in.pendingIDs() {
 		if i == 0 {
@@ -237,8 +218,5 @@ func (in *inbox) flush(ctx context.Context) error {
 	if err := in.c.st.SetChannelState(ctx, Name, in.c.account, inboxKey, string(data)); err != nil {
 		return fmt.Errorf("saving the update inbox: %w", err)
 	}
-	in.mu.Lock()
-	in.written = v
-	in.mu.Unlock()
 	return nil
 }

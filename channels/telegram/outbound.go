@@ -278,7 +278,7 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	if err != nil {
 		return fmt.Errorf("typing on telegram: %w", err)
 	}
-	actx, cancel := context.WithTimeout(ctx, c.tune.attemptTime)
+	actx, cancel := context.WithTimeout(ctx, c.tune.retry.AttemptTime)
 	defer cancel()
 	_, err = c.b.SendChatAction(actx, &bot.SendChatActionParams{ChatID: chat, MessageThreadID: thread, Action: models.ChatActionTyping})
 	if err != nil {

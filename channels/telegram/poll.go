@@ -47,7 +47,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			if errors.As(err, &ra) {
 				wait = ra.wait
 			} else {
-				pause = min(pause*2, c.tune.maxBackoff)
+				pause = min(pause*2, c.tune.retry.MaxBackoff)
 			}
 			c.health.Down("receiving updates fails: " + err.Error())
 			c.logLimited(slog.LevelWarn, "receiving telegram updates", err, "retry_in", wait)
@@ -70,7 +70,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 				if c.pause(ctx, stored) != nil {
 					return nil
 				}
-				stored = min(stored*2, c.tune.maxBackoff)
+				stored = min(stored*2, c.tune.retry.MaxBackoff)
 				continue
 			}
 			d.stored()
@@ -86,7 +86,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			if c.pause(ctx, stuck) != nil {
 				return nil
 			}
-			stuck = min(stuck*2, c.tune.maxBackoff)
+			stuck = min(stuck*2, c.tune.retry.MaxBackoff)
 			continue
 		}
 		stuck = c.tune.holdAfterErr

@@ -44,18 +44,15 @@ type State = channels.State
 
 // tuning holds the limits that are Telegram's, not the operator's; tests shrink them.
 type tuning struct {
-	privateEvery time.Duration // pacing of a private chat: one message per this
-	groupEvery   time.Duration // pacing of a group: 20 a minute
-	globalEvery  time.Duration // pacing across all chats: 30 a second
-	burst        int           // messages a chat may send at once before pacing applies
-	retryUnit    time.Duration // what one unit of retry_after is (a second at Telegram)
-	maxAttempts  int           // per request, 429s and 5xx included
-	backoff      time.Duration // first wait after a 5xx or network error; doubles
-	maxBackoff   time.Duration
-	attemptTime  time.Duration // bound on one request other than getUpdates
-	toastWait    time.Duration // how long a button's answer waits for the engine's outcome
-	holdAfterErr time.Duration // first pause after getUpdates fails; doubles up to maxBackoff
-	flushDelay   time.Duration // how long finished updates wait to be saved together
+	privateEvery time.Duration     // pacing of a private chat: one message per this
+	groupEvery   time.Duration     // pacing of a group: 20 a minute
+	globalEvery  time.Duration     // pacing across all chats: 30 a second
+	burst        int               // messages a chat may send at once before pacing applies
+	retryUnit    time.Duration     // what one unit of retry_after is (a second at Telegram)
+	retry        channels.Patience // per request, 429s and 5xx included; attemptTime bounds requests other than getUpdates
+	toastWait    time.Duration     // how long a button's answer waits for the engine's outcome
+	holdAfterErr time.Duration     // first pause after getUpdates fails; doubles up to maxBackoff
+	flushDelay   time.Duration     // how long finished updates wait to be saved together
 }
 
 func defaultTuning() tuning {
@@ -65,10 +62,7 @@ func defaultTuning() tuning {
 		globalEvery:  time.Second / 30,
 		burst:        3,
 		retryUnit:    time.Second,
-		maxAttempts:  5,
-		backoff:      500 * time.Millisecond,
-		maxBackoff:   10 * time.Second,
-		attemptTime:  30 * time.Second,
+		retry:        channels.DefaultPatience(),
 		toastWait:    3 * time.Second,
 		holdAfterErr: 500 * time.Millisecond,
 		flushDelay:   100 * time.Millisecond,

@@ -99,8 +99,8 @@ func (c *Channel) classify(err error) error {
 // policy is how Telegram's requests are tried.
 func (c *Channel) policy() channels.Policy {
 	return channels.Policy{
-		Platform: Name, Attempts: c.tune.maxAttempts, Backoff: c.tune.backoff, MaxBackoff: c.tune.maxBackoff,
-		AttemptTime: c.tune.attemptTime, Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
+		Platform: Name, Patience: c.tune.retry,
+		Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
 	}
 }
 

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -251,13 +251,8 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
 		http.NotFound(w, r)
 		return
 	}
-	p, err := c.d.Store.Plan(r.Context(), id)
-	if errors.Is(err, core.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
-	if err != nil {
-		http.Error(w, "The plan could not be read.", http.StatusInternalServerError)
+	p, ok := found(w, r, "plan", func(ctx context.Context) (core.Plan, error) { return c.d.Store.Plan(ctx, id) })
+	if !ok {
 		return
 	}
 	phase, chat := core.PhaseOff, ""

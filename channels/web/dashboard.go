@@ -211,13 +211,8 @@ type sessionView struct {
 
 func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	id := r.PathValue("id")
-	s, err := c.d.Store.Session(r.Context(), id)
-	if errors.Is(err, core.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
-	if err != nil {
-		http.Error(w, "The session could not be read.", http.StatusInternalServerError)
+	s, ok := found(w, r, "session", func(ctx context.Context) (core.Session, error) { return c.d.Store.Session(ctx, id) })
+	if !ok {
 		return
 	}
 	view := sessionView{User: v.Name, CSRF: v.CSRF, ID: s.ID, Channel: s.Address.Channel, Chat: s.Address.Chat, Phase: string(s.Phase)}
@@ -231,4 +226,19 @@ func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) 
 		c.log.Warn("reading events", "session", s.ID, "err", err)
 	}
 	c.write(w, http.StatusOK, "session", view)
+}
+
+// found reads what a page shows: a 404 when it does not exist, a 500 naming what could
+// not be read otherwise; ok is false when the answer has been written.
+func found[T any](w http.ResponseWriter, r *http.Request, what string, read func(context.Context) (T, error)) (v T, ok bool) {
+	v, err := read(r.Context())
+	if errors.Is(err, core.ErrNotFound) {
+		http.NotFound(w, r)
+		return v, false
+	}
+	if err != nil {
+		http.Error(w, "The "+what+" could not be read.", http.StatusInternalServerError)
+		return v, false
+	}
+	return v, true
 }

@@ -19,9 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,12 +108,7 @@ func (c *Config) Describe() string {
 }
 
 func (c *Config) userNames() []string {
-	names := make([]string, 0, len(c.Users))
-	for n := range c.Users {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(c.Users))
 }
 
 // Reader is what the pages read from the store; *store.Store satisfies it.

@@ -88,6 +88,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
 	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
+	go eng.RetryLoop(schedCtx, served, cfg.Channels.OutboxMaxAge, 0) // failed sends, while running
 	return g, nil
 }
 

@@ -21,20 +21,24 @@ import (
 
 // killSlack is a minimal Slack for killing a real serve process: the Web API methods a
 // DM and its answer need, with a users.info that can be made to hang, and a Socket Mode
-// websocket that sends queued envelopes and records their acks.
+// websocket that delivers every queued envelope until it is acknowledged, as Slack does:
+// one a killed process never acknowledged comes again on the next connection.
 type killSlack struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	changed  chan struct{}
 	hang     chan struct{} // users.info waits while this is open
-	outbox   []string      // envelopes for the next connection
+	envs     []slackEnvelope
 	conns    int
 	acks     map[string]bool
 	posts    []string // texts of chat.postMessage
+	postGens []int    // the connection each post came in (which start sent it)
 	nextTS   int
 	userInfo int // users.info calls seen
 }
+
+type slackEnvelope struct{ id, body string }
 
 func newKillSlack(t *testing.T) *killSlack {
 	f := &killSlack{changed: make(chan struct{}), hang: make(chan struct{}), acks: map[string]bool{}}
@@ -95,6 +99,7 @@ func (f *killSlack) api(w http.ResponseWriter, r *http.Request) {
 		f.nextTS++
 		ts := fmt.Sprintf("1800000000.%06d", f.nextTS)
 		f.posts = append(f.posts, r.PostForm.Get("text"))
+		f.postGens = append(f.postGens, f.conns)
 		f.bumpLocked()
 		f.mu.Unlock()
 		reply(map[string]any{"channel": r.PostForm.Get("channel"), "ts": ts})
@@ -112,31 +117,50 @@ func (f *killSlack) socket(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	f.mu.Lock()
 	f.conns++
-	out := f.outbox
-	f.outbox = nil
 	f.bumpLocked()
 	f.mu.Unlock()
 	if conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","num_connections":1}`)) != nil {
 		return
 	}
-	for _, env := range out {
-		if conn.WriteMessage(websocket.TextMessage, []byte(env)) != nil {
-			return
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for {
+			_, data, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var a struct {
+				ID string `json:"envelope_id"`
+			}
+			if json.Unmarshal(data, &a) == nil && a.ID != "" {
+				f.mu.Lock()
+				f.acks[a.ID] = true
+				f.bumpLocked()
+				f.mu.Unlock()
+			}
 		}
-	}
+	}()
+	sent := map[string]bool{} // on this connection
 	for {
-		_, data, err := conn.ReadMessage()
-		if err != nil {
+		f.mu.Lock()
+		var out []slackEnvelope
+		for _, e := range f.envs {
+			if !sent[e.id] && !f.acks[e.id] {
+				out = append(out, e)
+			}
+		}
+		f.mu.Unlock()
+		for _, e := range out {
+			if conn.WriteMessage(websocket.TextMessage, []byte(e.body)) != nil {
+				return
+			}
+			sent[e.id] = true
+		}
+		select {
+		case <-closed:
 			return
-		}
-		var a struct {
-			ID string `json:"envelope_id"`
-		}
-		if json.Unmarshal(data, &a) == nil && a.ID != "" {
-			f.mu.Lock()
-			f.acks[a.ID] = true
-			f.bumpLocked()
-			f.mu.Unlock()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -277,13 +301,15 @@ channels:
 	}
 }
 
-// queue adds an events_api envelope with the inner event for the next connection.
+// queue adds an events_api envelope with the inner event: sent at once while a process
+// is connected, else on the next connection.
 func (f *killSlack) queue(env, eventID, inner string) {
 	payload := `{"token":"v","team_id":"T0KILL","api_app_id":"A1","type":"event_callback","event_id":"` + eventID +
 		`","event_time":1800000000,"event":` + inner + `}`
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.outbox = append(f.outbox, `{"type":"events_api","envelope_id":"`+env+`","accepts_response_payload":false,"payload":`+payload+`}`)
+	f.envs = append(f.envs, slackEnvelope{env, `{"type":"events_api","envelope_id":"` + env + `","accepts_response_payload":false,"payload":` + payload + `}`})
+	f.bumpLocked()
 }
 
 // countLocked counts the posts containing s; f.mu must be held.

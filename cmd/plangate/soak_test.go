@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +21,10 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// TestSoakKill drives a real `plangate serve` against a fake Telegram Bot API and an echo
-// model behind the real openai client, across many chats, and kills it with SIGKILL at
-// random moments. Then it checks what people would see: every update the process
-// confirmed is answered exactly once, every plan is accepted once and announced once, and
+// TestSoakKill drives a real `plangate serve` against a fake Telegram Bot API and a fake
+// Slack (Socket Mode) and an echo model behind the real openai client, across many chats,
+// and kills it with SIGKILL at random moments. Then it checks what people would see: every
+// update or envelope the process confirmed is answered exactly once, every plan is accepted once and announced once, and
 // every reminder is delivered once. PLANGATE_SOAK_KILLS sets the number of kills (10 in
 // CI; the long form uses 100); the numbers are logged.
 func TestSoakKill(t *testing.T) {
@@ -48,6 +47,8 @@ func TestSoakKill(t *testing.T) {
 	tg := newSoakTelegram()
 	tgSrv := httptest.NewServer(tg)
 	defer tgSrv.Close()
+	sl := newKillSlack(t)
+	sl.release() // users.info answers at once
 	model := httptest.NewServer(http.HandlerFunc(soakModel))
 	defer model.Close()
 
@@ -59,7 +60,8 @@ plan_mode: {nudges: [2s], nudge_grace: 1h}
 channels:
   terminal: {enabled: false}
   telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
-`, model.URL+"/v1", tgSrv.URL)
+  slack: {enabled: true, bot_token: "${SLACK_BOT_TOKEN}", app_token: "${SLACK_APP_TOKEN}", api_url: %q}
+`, model.URL+"/v1", tgSrv.URL, sl.srv.URL+"/api/")
 	if os.Getenv("PLANGATE_SOAK_LOG") != "" {
 		cfg += "log: {level: debug}\n"
 	}
@@ -68,7 +70,7 @@ channels:
 	}
 	start := func() (stop func(sig syscall.Signal) error) {
 		cmd := plangateCmd(t, ctx, dir, "serve")
-		cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k")
+		cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "SLACK_BOT_TOKEN=xoxb-soak", "SLACK_APP_TOKEN=xapp-soak")
 		logf, _ := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		cmd.Stderr = logf
 		if err := cmd.Start(); err != nil {
@@ -80,10 +82,10 @@ channels:
 		}
 	}
 
-	const chats = 12
+	const chats, dms = 12, 4
 	// Chats 0..2 each ask for a plan: two of them accept it by button, one lets it wait
-	// for its reminder. The others chat.
-	var pushed []string // texts of plain messages
+	// for its reminder. The other chats and the Slack DMs chat.
+	var pushed, pushedSlack []string // texts of plain messages
 	var mu sync.Mutex
 	pusherDone := make(chan struct{})
 	go func() {
@@ -100,6 +102,16 @@ channels:
 				pushed = append(pushed, text)
 				mu.Unlock()
 				tg.message(c, text)
+			}
+			for d := range dms {
+				if k%3 != 0 {
+					break // Slack paces a conversation at a post a second: fewer there
+				}
+				text := fmt.Sprintf("s-%d-%d", d, k)
+				mu.Lock()
+				pushedSlack = append(pushedSlack, text)
+				mu.Unlock()
+				sl.soakMessage(d, text)
 			}
 			select {
 			case <-ctx.Done():
@@ -138,6 +150,7 @@ channels:
 	}
 	mu.Lock()
 	all := append([]string(nil), pushed...)
+	allSlack := append([]string(nil), pushedSlack...)
 	mu.Unlock()
 	missing := func() string {
 		var why []string
@@ -147,6 +160,14 @@ channels:
 		var un []string
 		for _, m := range all {
 			if tg.count("echo: "+m+"\n") == 0 {
+				un = append(un, m)
+			}
+		}
+		if !sl.drained() {
+			why = append(why, "envelopes not acknowledged")
+		}
+		for _, m := range allSlack {
+			if sl.soakCount("echo: "+m+"\n") == 0 {
 				un = append(un, m)
 			}
 		}
@@ -194,27 +215,42 @@ channels:
 		logs, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
 		_ = os.WriteFile(keep, logs, 0o644)
 	}
-	var lost, twice []string
-	for _, m := range all {
-		switch n := tg.count("echo: " + m + "\n"); {
+	var lost, twice, sameStart []string
+	tally := func(m string, n int, gens []int) {
+		switch {
 		case n == 0:
 			lost = append(lost, m)
 		case n > 1:
-			twice = append(twice, fmt.Sprintf("%s×%d%v", m, n, tg.gens("echo: "+m+"\n")))
+			twice = append(twice, fmt.Sprintf("%s×%d%v", m, n, gens))
+			if len(slices.Compact(slices.Sorted(slices.Values(gens)))) < len(gens) {
+				sameStart = append(sameStart, fmt.Sprintf("%s%v", m, gens))
+			}
 		}
+	}
+	for _, m := range all {
+		tally(m, tg.count("echo: "+m+"\n"), tg.gens("echo: "+m+"\n"))
+	}
+	for _, m := range allSlack {
+		tally("slack "+m, sl.soakCount("echo: "+m+"\n"), sl.soakGens("echo: "+m+"\n"))
 	}
 	accepted := tg.count("Accepted plan v1")
 	reminders := tg.countIn(2, "has waited")
-	t.Logf("soak: kills %d, messages pushed %d, answered %d, twice %d, lost %d, decisions announced %d (want 2), reminders %d (want 1)",
-		kills, len(all), len(all)-len(lost), len(twice), len(lost), accepted, reminders)
+	pushedAll := len(all) + len(allSlack)
+	t.Logf("soak: kills %d, messages pushed %d (telegram %d, slack %d), answered %d, twice %d, lost %d, decisions announced %d (want 2), reminders %d (want 1)",
+		kills, pushedAll, len(all), len(allSlack), pushedAll-len(lost), len(twice), len(lost), accepted, reminders)
 	if len(lost) > 0 {
 		t.Errorf("%d confirmed messages were never answered: %v", len(lost), lost)
 	}
 	// Delivery is at least once: a kill after the platform took a reply and before its
 	// outbox row was marked sent sends it again at the next start (no platform lets a
-	// sender de-duplicate). PLANGATE_SOAK_STRICT=1 fails on any such duplicate; by default
-	// one is tolerated per kill, the most that window can produce.
-	if len(twice) > 0 && (os.Getenv("PLANGATE_SOAK_STRICT") == "1" || len(twice) > kills) {
+	// sender de-duplicate). So a duplicate must come from two starts: one start answering
+	// a message twice is a bug. A kill can catch each conversation in that window (they
+	// deliver in parallel; a slow machine widens it), so that many are tolerated per kill;
+	// PLANGATE_SOAK_STRICT=1 fails on any duplicate.
+	if len(sameStart) > 0 {
+		t.Errorf("%d messages were answered twice by the same start: %v", len(sameStart), sameStart)
+	}
+	if len(twice) > 0 && (os.Getenv("PLANGATE_SOAK_STRICT") == "1" || len(twice) > kills*(chats+dms)) {
 		t.Errorf("%d messages were answered more than once: %v", len(twice), twice)
 	}
 	if accepted < 2 || accepted > 2+kills {
@@ -235,7 +271,7 @@ channels:
 func soakSession(t *testing.T, ctx context.Context, dir string, chat int) sessionJSON {
 	t.Helper()
 	cmd := plangateCmd(t, ctx, dir, "sessions", "show", fmt.Sprintf("telegram:4242:%d", soakChatID(chat)), "--json")
-	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k")
+	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "SLACK_BOT_TOKEN=xoxb-soak", "SLACK_APP_TOKEN=xapp-soak")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("sessions show: %v %s", err, out)
@@ -285,173 +321,6 @@ func soakModel(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "model": "echo",
 		"choices": []map[string]any{{"index": 0, "finish_reason": finish, "message": msg}}})
-}
-
-// soakTelegram is a Bot API fake that keeps every update until the client confirms it by
-// asking for a higher offset, as Telegram does, and records every message it was asked to
-// send.
-type soakTelegram struct {
-	mu        sync.Mutex
-	updates   []soakUpdate
-	nextID    int
-	confirmed int // updates with id < confirmed were confirmed
-	sent      []soakSent
-	msgID     int
-	gen       int
-	approvals map[int64]string // chat → approval id of the last plan posted
-	pollCount int
-}
-
-type soakUpdate struct {
-	id   int
-	body string
-}
-
-type soakSent struct {
-	chat int64
-	text string
-	gen  int // which start of plangate sent it (counted by getMe)
-}
-
-var soakCallback = regexp.MustCompile(`"callback_data":"a:([a-z0-9]+)"`)
-
-func newSoakTelegram() *soakTelegram {
-	return &soakTelegram{nextID: 1, confirmed: 1, approvals: map[int64]string{}}
-}
-
-func (f *soakTelegram) push(body func(id int) string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id := f.nextID
-	f.nextID++
-	f.updates = append(f.updates, soakUpdate{id, body(id)})
-}
-
-func (f *soakTelegram) message(chat int, text string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"P%d"},"text":%q}}`,
-			id, id, soakChatID(chat), 9000+chat, chat, text)
-	})
-}
-
-func (f *soakTelegram) click(chat int, data string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"callback_query":{"id":"cb%d","from":{"id":%d,"is_bot":false,"first_name":"P%d"},"chat_instance":"x","data":%q,"message":{"message_id":1,"date":1764500000,"chat":{"id":%d,"type":"private"}}}}`,
-			id, id, 9000+chat, chat, data, soakChatID(chat))
-	})
-}
-
-func (f *soakTelegram) approvalOf(chat int) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.approvals[soakChatID(chat)]
-}
-
-// drained reports whether every update was confirmed.
-func (f *soakTelegram) drained() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.confirmed >= f.nextID
-}
-
-// gens lists which starts sent a text, for the report of a duplicate.
-func (f *soakTelegram) gens(sub string) []int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []int
-	for _, s := range f.sent {
-		if strings.Contains(s.text+"\n", sub) {
-			out = append(out, s.gen)
-		}
-	}
-	return out
-}
-
-func (f *soakTelegram) count(sub string) int { return f.countIn(-1, sub) }
-
-func (f *soakTelegram) countIn(chat int, sub string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, s := range f.sent {
-		if (chat < 0 || s.chat == soakChatID(chat)) && strings.Contains(s.text+"\n", sub) {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *soakTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-	if method == "getUpdates" {
-		var q struct {
-			Offset int `json:"offset"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&q) // plangate polls with a JSON body
-		f.getUpdates(w, r, q.Offset)
-		return
-	}
-	_ = r.ParseMultipartForm(8 << 20)
-	_ = r.ParseForm()
-	w.Header().Set("Content-Type", "application/json")
-	switch method {
-	case "getMe":
-		f.mu.Lock()
-		f.gen++
-		f.mu.Unlock()
-		io.WriteString(w, `{"ok":true,"result":{"id":4242,"is_bot":true,"first_name":"Soak","username":"SoakBot"}}`)
-		return
-	}
-	chat, _ := strconv.ParseInt(r.FormValue("chat_id"), 10, 64)
-	text := r.FormValue("text") + r.FormValue("caption")
-	f.mu.Lock()
-	f.msgID++
-	id := f.msgID
-	switch method {
-	case "sendMessage", "sendDocument":
-		f.sent = append(f.sent, soakSent{chat, text, f.gen})
-		if m := soakCallback.FindStringSubmatch(r.FormValue("reply_markup")); m != nil {
-			f.approvals[chat] = m[1]
-		}
-	}
-	f.mu.Unlock()
-	switch method {
-	case "sendMessage", "sendDocument", "editMessageText", "editMessageCaption", "editMessageReplyMarkup":
-		fmt.Fprintf(w, `{"ok":true,"result":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"text":"x"}}`, id, chat)
-	default:
-		io.WriteString(w, `{"ok":true,"result":true}`)
-	}
-}
-
-func (f *soakTelegram) polls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pollCount
-}
-
-func (f *soakTelegram) getUpdates(w http.ResponseWriter, r *http.Request, offset int) {
-	f.mu.Lock()
-	f.pollCount++
-	f.mu.Unlock()
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for {
-		f.mu.Lock()
-		if offset > f.confirmed {
-			f.confirmed = offset
-		}
-		var out []string
-		for _, u := range f.updates {
-			if u.id >= f.confirmed && len(out) < 100 {
-				out = append(out, u.body)
-			}
-		}
-		f.mu.Unlock()
-		if len(out) > 0 || time.Now().After(deadline) || r.Context().Err() != nil {
-			io.WriteString(w, `{"ok":true,"result":[`+strings.Join(out, ",")+`]}`)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // soakCheckStore: decisions and reminders happen once in the store, whatever the

@@ -1,0 +1,30 @@
+package core
+
+import (
+	"slices"
+
+	"github.com/plangate/plangate/commands"
+)
+
+// mayDecide applies the access rules of DESIGN.md section 4.
+func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
+	switch who {
+	case commands.Anyone:
+		return true
+	case commands.Approver, commands.ApproverOrOwner:
+		if m.Sender.Admin {
+			return true // the operator holds the admin token: authority over every session
+		}
+		if len(approvers) > 0 {
+			key := m.Address.Channel + ":" + m.Sender.ID
+			for _, a := range approvers {
+				if a == key || slices.Contains(m.Sender.Roles, a) {
+					return true
+				}
+			}
+			return who == commands.ApproverOrOwner && m.Sender.ID == s.Owner
+		}
+		return m.Sender.ID == s.Owner || m.Direct
+	}
+	return false
+}
