@@ -39,6 +39,10 @@ type Config struct {
 	Planner Planner
 	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// TypingDelay is how long a model call runs before the chat is shown the typing
+	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
+	// background, for every call outside the indicator's window (see typing.go).
+	TypingDelay time.Duration
 }
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
@@ -74,6 +78,7 @@ type Engine struct {
 	inflight int // read-only jobs running outside a queue
 	files    *fileWriter
 	progress progressIDs
+	typer    typist
 
 	// Optional parts of the store (nil when Store lacks them): the outbox, session
 	// leases and the tool-run ledger.
@@ -148,6 +153,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
+	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.box, _ = d.Store.(OutboxStore)
 	e.progress.st, _ = d.Store.(ProgressStore)
 	e.leases, _ = d.Store.(LeaseStore)
@@ -413,17 +419,6 @@ func (e *Engine) send(ctx context.Context, r Reply) (string, error) {
 		return "", fmt.Errorf("delivering reply: %w", err)
 	}
 	return id, nil
-}
-
-// typing shows a typing indicator while the agent works, where the channel has one.
-func (e *Engine) typing(ctx context.Context, a Address) {
-	if ty, ok := e.d.Out.(interface {
-		Typing(ctx context.Context, a Address) error
-	}); ok {
-		if err := ty.Typing(ctx, a); err != nil {
-			e.d.Log.Debug("typing indicator", "channel", a.Channel, "err", err)
-		}
-	}
 }
 
 // Wait blocks until no job is queued or running in any session, or ctx ends: a clean

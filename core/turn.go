@@ -146,7 +146,6 @@ func (tr *turn) drain(queue []Injection, now time.Time) {
 // callModel asks the model for the next step of the turn.
 func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, error) {
 	e := t.e
-	e.typing(ctx, t.sess.Address)
 	req := ModelRequest{
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == PhasePlanning || t.sess.Phase == PhaseAwaitingApproval,
@@ -154,8 +153,10 @@ func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, err
 		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
+	stopTyping := e.typingSoon(ctx, t.sess.Address)
 	start := time.Now() // real time, not the injected clock: this is latency
 	resp, err := e.d.Model.Complete(ctx, req)
+	stopTyping()
 	e.observeModel(start, err)
 	return resp, err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/core"
 )
 
 // spacedGap is the idle time between two messages of a spaced run: longer than the test
@@ -90,6 +91,7 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	}, api.token)
 	e.Log = slog.New(slog.DiscardHandler)
 	e.Core.PerSession, e.Core.MaxIterations = false, 0
+	e.Core.TypingDelay = core.DefaultTypingDelay // as the gateway runs: an instant model needs no indicator
 	e.Model.Echo("re: ")
 	e.Echo = !withEngine
 	replies := channeltest.NewReplies()

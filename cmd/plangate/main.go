@@ -243,6 +243,7 @@ func engineConfig(cfg *Config) core.Config {
 		ApprovalTimeout: cfg.PlanMode.ApprovalTimeout,
 		WorkspaceCopy:   cfg.PlanMode.WorkspaceCopy,
 		Planner:         cfg.PlanMode.Planner.CorePlanner(),
+		TypingDelay:     core.DefaultTypingDelay,
 	}
 }
 
