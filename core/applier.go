@@ -75,9 +75,16 @@ func (t *turnState) commit(ctx context.Context, ch Change) error {
 	}
 	stored, err := t.e.d.Store.Commit(ctx, ch)
 	if err != nil {
+		t.e.windows.drop(ch.SessionID) // a conflict: another writer moved the transcript
 		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
 	}
 	t.observeCommit(ctx, ch)
+	switch {
+	case ch.Session != nil:
+		t.e.windows.committed(ch.SessionID, ch.Session.Version, stored.Version, ch.Messages, t.e.cfg.HistoryMessages, t.e.d.Now())
+	case len(ch.Messages) > 0:
+		t.e.windows.drop(ch.SessionID) // entries without a new row version: not tracked
+	}
 	if ch.Session != nil {
 		next := *ch.Session
 		next.Version = stored.Version

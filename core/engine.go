@@ -79,6 +79,7 @@ type Engine struct {
 	files    *fileWriter
 	progress progressIDs
 	typer    typist
+	windows  windowCache // transcript windows of recent sessions (see windows.go)
 
 	// Optional parts of the store (nil when Store lacks them): the outbox, session
 	// leases and the tool-run ledger.
@@ -456,8 +457,10 @@ type turnState struct {
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
 	told bool
-	// seenUser are the person messages the last turn loaded (see moreWork).
+	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
+	// flush since went on top of a row version whose transcript the turn did not load.
 	seenUser map[string]bool
+	rebased  bool
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

@@ -241,16 +241,22 @@ func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 	if t.e.leases == nil || t.seenUser == nil {
 		return false, nil
 	}
+	// Every transcript entry comes with a new row version: at the version this job last
+	// committed or read, nobody added one (the cheaper read of the two) — unless a flush
+	// was rebased onto another process's version.
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil {
+		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
+	}
+	if s.Version == t.sess.Version && !t.rebased {
+		return false, nil
+	}
 	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
 	if err != nil {
 		return false, fmt.Errorf("loading transcript: %w", err)
 	}
 	if !unseenPerson(h, t.seenUser) {
 		return false, nil
-	}
-	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
-	if err != nil {
-		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
 	}
 	t.sess = s
 	return true, nil

@@ -127,12 +127,27 @@ func noticef(format string, args ...any) Reply {
 
 // loadTurn reads the transcript window the model gets as history.
 func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
+	h, err := t.window(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.seenUser, t.rebased = userKeys(h), false
+	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
+}
+
+// window is the session's stored transcript window: kept in memory for the session's
+// current row version (see windows.go), else read from the store.
+func (t *turnState) window(ctx context.Context) ([]ChatMessage, error) {
+	now := t.e.d.Now()
+	if h, ok := t.e.windows.get(t.sess.ID, t.sess.Version, now); ok {
+		return h, nil
+	}
 	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
 	if err != nil {
 		return nil, fmt.Errorf("loading transcript: %w", err)
 	}
-	t.seenUser = userKeys(h)
-	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
+	t.e.windows.put(t.sess.ID, t.sess.Version, h, now)
+	return h, nil
 }
 
 // drain moves the session's queued injections that are not in the turn yet into it.
@@ -207,6 +222,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if errors.Is(err, ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
 			ch.Session = &rebased
+			t.rebased = true
 			err = t.commit(ctx, ch)
 		}
 	}
