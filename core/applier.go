@@ -24,6 +24,9 @@ func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
 		o.Change.Inbound = t.j.inbound
 		t.j.inbound = nil
 	}
+	if t.deferrable(o) {
+		return t.applyDeferred(ctx, o)
+	}
 	return t.apply(ctx, o)
 }
 
@@ -69,6 +72,9 @@ func changeEmpty(ch Change) bool {
 
 // commit stores ch; when it carries the session, t.sess becomes the stored session.
 func (t *turnState) commit(ctx context.Context, ch Change) error {
+	if t.deferred != nil {
+		ch = t.withDeferred(ch) // the turn's first commit carries the message (deferred.go)
+	}
 	if changeEmpty(ch) {
 		return nil
 	}
@@ -80,6 +86,7 @@ func (t *turnState) commit(ctx context.Context, ch Change) error {
 		t.e.windows.drop(ch.SessionID) // a conflict: another writer moved the transcript
 		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
 	}
+	t.deferred = nil
 	t.observeCommit(ctx, ch)
 	switch {
 	case ch.Session != nil:

@@ -461,6 +461,9 @@ type turnState struct {
 	// flush since went on top of a row version whose transcript the turn did not load.
 	seenUser map[string]bool
 	rebased  bool
+	// deferred is a person's plain message held back for the turn's first commit
+	// (deferred.go); nil once committed.
+	deferred *Change
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

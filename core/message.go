@@ -119,6 +119,10 @@ type Message struct {
 	Attachments []File
 	Action      *Action
 	Time        time.Time
+	// Replays: the adapter keeps the event until its handling returned and replays it
+	// after a crash (an inbox), so the engine may hold a plain message back for the
+	// turn's first commit (see core/deferred.go).
+	Replays bool
 }
 
 // ReplyKind tells an adapter what a reply is, so it can pick a native presentation.

@@ -101,6 +101,9 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			}
 			return len(t.sess.Injections) > 0, nil
 		}
+		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
+			return false, err
+		}
 		r, err := t.toolRound(ctx, tr, resp.ToolCalls)
 		if err != nil {
 			return false, err
@@ -130,6 +133,16 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 	h, err := t.window(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if d := t.deferred; d != nil { // the message held back for this turn's first commit
+		m, exact := storedForms(d.Messages)
+		if !exact {
+			m = d.Messages
+		}
+		h = append(h, m...)
+		if n := t.e.cfg.HistoryMessages; len(h) > n {
+			h = h[len(h)-n:]
+		}
 	}
 	t.seenUser, t.rebased = userKeys(h), false
 	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil

@@ -28,7 +28,8 @@ func (c *transcriptCounter) Transcript(ctx context.Context, id string, limit int
 // The transcript window an engine keeps in memory is what the store returns for the
 // session's current row version, through plain turns, tool calls (arguments with spaces:
 // the store compacts them), windows longer than HistoryMessages, a conflict with another
-// process's commit and a restart; and plain messages then read no transcript at all.
+// process's commit and a restart, with messages committed on their own and with their
+// turn; and plain messages then read no transcript at all.
 func TestKeptWindowIsTheStoredWindow(t *testing.T) {
 	h := newHarness(t, func(c *core.Config) { c.HistoryMessages = 7 })
 	ctx := context.Background()
@@ -45,7 +46,9 @@ func TestKeptWindowIsTheStoredWindow(t *testing.T) {
 	a := newEngine(cs, "a")
 	say := func(eng *core.Engine, text string) {
 		t.Helper()
-		m := core.Message{Address: addr(chat), Sender: core.Person{ID: "local", Name: "local"}, Text: text, Time: h.clock}
+		// Every other message held back for its turn's first commit (deferred.go).
+		m := core.Message{ID: fmt.Sprintf("ev-%d", seq.Add(1)), Address: addr(chat), Sender: core.Person{ID: "local", Name: "local"},
+			Text: text, Time: h.clock, Replays: seq.Load()%2 == 0}
 		if err := eng.Handle(ctx, m); err != nil {
 			t.Fatalf("handling %q: %v", text, err)
 		}

@@ -285,6 +285,7 @@ func (d *dispatcher) work(ctx context.Context) {
 
 // deliver hands a message to the handler; after, if set, runs once it is queued.
 func (d *dispatcher) deliver(ctx context.Context, key string, m core.Message, after func(ctx context.Context)) {
+	m.Replays = true // the inbox keeps the event until it is settled
 	if d.async == nil {
 		err := d.h.Handle(ctx, m)
 		d.settle(ctx, key, m, err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,12 +248,19 @@ func TestRestartContinuesFromSavedOffset(t *testing.T) {
 
 // TestRestartReplaysUnhandledUpdates kills the process while updates wait behind a
 // running turn: Telegram has been told they were received, so only the saved inbox can
-// bring them back. The one the engine had committed is not handled twice.
+// bring them back. The one the engine had committed (its turn called a tool, which
+// stores the message before the tool runs) is not handled twice.
 func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	e := newEnv(t)
 	sid := e.sessionID(private)
 	block := make(chan struct{})
-	e.Model.Block(block)
+	e.Model.Push(sid, core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "c1", Name: "no_such_tool", Args: []byte(`{}`)}}})
+	var calls atomic.Int32
+	e.Model.Hook(func(core.ModelRequest) {
+		if calls.Add(1) > 1 { // the turn's second call, after the tool round committed
+			<-block
+		}
+	})
 
 	first := e.api.say(private, alice, "first message")
 	second := e.api.say(private, alice, "second message")

@@ -275,6 +275,7 @@ func (d *dispatcher) dispatch(ctx context.Context, raw json.RawMessage) {
 		})
 		return
 	}
+	job.msg.Replays = true // the inbox keeps the update until it is settled
 	if d.async == nil {
 		err := d.h.Handle(ctx, job.msg)
 		if d.settle(ctx, job, u.ID, err) {
