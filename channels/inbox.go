@@ -150,15 +150,20 @@ func (in *Inbox) Done(key string) {
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
-	in.saver.SaveSoon(ctx, delay, in.write, onErr)
+	in.saver.SaveSoon(ctx, delay, in.writeLazy, onErr)
 }
 
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
 // whoever saves writes the newest state.
 func (in *Inbox) Flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
 
-// write stores a snapshot of the inbox.
-func (in *Inbox) write(ctx context.Context) error {
+// write stores a snapshot of the inbox durably; writeLazy without waiting for the disk
+// (for the save after events finished).
+func (in *Inbox) write(ctx context.Context) error { return in.store(ctx, false) }
+
+func (in *Inbox) writeLazy(ctx context.Context) error { return in.store(ctx, true) }
+
+func (in *Inbox) store(ctx context.Context, lazy bool) error {
 	in.mu.Lock()
 	s := savedInbox{Seq: in.seq}
 	for _, e := range in.pending {
@@ -166,8 +171,19 @@ func (in *Inbox) write(ctx context.Context) error {
 	}
 	in.mu.Unlock()
 	slices.SortFunc(s.Pending, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	if err := SaveJSON(ctx, in.st, in.channel, in.account, inboxKey, s); err != nil {
+	st := in.st
+	if lazy {
+		st = lazyState{in.st}
+	}
+	if err := SaveJSON(ctx, st, in.channel, in.account, inboxKey, s); err != nil {
 		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
 	}
 	return nil
+}
+
+// lazyState saves through its State's lazy save, where it has one.
+type lazyState struct{ State }
+
+func (l lazyState) SetChannelState(ctx context.Context, channel, account, key, value string) error {
+	return SetStateLazy(ctx, l.State, channel, account, key, value)
 }

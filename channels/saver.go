@@ -13,22 +13,61 @@ import (
 // value is ready to use.
 type Saver struct {
 	version atomic.Int64 // bumped by every change
+	must    atomic.Int64 // the newest version with a change that must be durable (Changed)
 	written atomic.Int64 // the version last saved
+	durable atomic.Int64 // the version last saved by Save (durably)
 
 	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
 	soon    Later      // the delayed save
 }
 
-// Changed notes a change that is not saved yet.
-func (s *Saver) Changed() { s.version.Add(1) }
+// Changed notes a change that is not saved yet and must reach the disk with the next
+// Save (an event received: the platform is told so once it is saved).
+func (s *Saver) Changed() {
+	v := s.version.Add(1)
+	for m := s.must.Load(); m < v && !s.must.CompareAndSwap(m, v); m = s.must.Load() {
+	}
+}
 
-// Save runs write (which takes its snapshot and stores it) unless nothing changed since
-// the last save. Concurrent calls coalesce: whoever saves writes the newest state, and the
-// others find nothing left to do.
+// Finished notes a change whose loss would only replay a finished event (see Delete):
+// a lazy save (SaveSoon) is enough for it.
+func (s *Saver) Finished() { s.version.Add(1) }
+
+// Save runs write (which takes its snapshot and stores it durably) unless nothing changed
+// since the last save, or a lazy save wrote a change that must be durable. Concurrent
+// calls coalesce: whoever saves writes the newest state, and the others find nothing
+// left to do.
 func (s *Saver) Save(ctx context.Context, write func(context.Context) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	// Read before the snapshot, so the snapshot holds at least this version.
+	v, m := s.version.Load(), s.must.Load()
+	if s.written.Load() == v && s.durable.Load() >= m {
+		return nil
+	}
+	if err := write(ctx); err != nil {
+		return err
+	}
+	s.written.Store(v)
+	s.durable.Store(v)
+	return nil
+}
+
+// SaveSoon saves after delay with write, which need not wait for the disk, coalescing
+// the changes made meanwhile; onErr (if not nil) gets a failed save's error. It is for
+// changes that may wait: finished events, whose loss would only replay them. A change
+// that must be durable and is written here is written again by the next Save.
+func (s *Saver) SaveSoon(ctx context.Context, delay time.Duration, write func(context.Context) error, onErr func(error)) {
+	s.soon.After(delay, func() {
+		if err := s.saveLazy(ctx, write); err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+func (s *Saver) saveLazy(ctx context.Context, write func(context.Context) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	v := s.version.Load()
 	if s.written.Load() == v {
 		return nil
@@ -40,22 +79,11 @@ func (s *Saver) Save(ctx context.Context, write func(context.Context) error) err
 	return nil
 }
 
-// SaveSoon is Save after delay, coalescing the changes made meanwhile; onErr (if not nil)
-// gets a failed save's error. It is for changes that may wait: finished events, whose loss
-// would only replay them.
-func (s *Saver) SaveSoon(ctx context.Context, delay time.Duration, write func(context.Context) error, onErr func(error)) {
-	s.soon.After(delay, func() {
-		if err := s.Save(ctx, write); err != nil && onErr != nil {
-			onErr(err)
-		}
-	})
-}
-
 // Delete removes key from m, noting the change when it was there; the caller holds the
-// lock that guards m.
+// lock that guards m. A removal is a finished event: it may be saved lazily.
 func Delete[K comparable, V any](s *Saver, m map[K]V, key K) {
 	if _, ok := m[key]; ok {
 		delete(m, key)
-		s.Changed()
+		s.Finished()
 	}
 }

@@ -31,3 +31,42 @@ func TestSaverWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("after a failed save: err %v, %d writes, want a retry (2)", err, writes)
 	}
 }
+
+// A lazy save (SaveSoon) is enough for finished events only: a change that must be
+// durable and was written lazily is written again by Save; finished events written
+// lazily are not.
+func TestSaverLazySaveKeepsDurableChangesDurable(t *testing.T) {
+	var s Saver
+	durable, lazy := 0, 0
+	write := func(context.Context) error { durable++; return nil }
+	writeLazy := func(context.Context) error { lazy++; return nil }
+	ctx := context.Background()
+
+	s.Changed() // an event received
+	if err := s.saveLazy(ctx, writeLazy); err != nil || lazy != 1 {
+		t.Fatalf("lazy save: err %v, %d lazy writes, want 1", err, lazy)
+	}
+	if err := s.Save(ctx, write); err != nil || durable != 1 {
+		t.Fatalf("a received event saved only lazily: Save made %d durable writes, want 1 (err %v)", durable, err)
+	}
+	if err := s.Save(ctx, write); err != nil || durable != 1 {
+		t.Fatalf("saved already: %d durable writes, want still 1 (err %v)", durable, err)
+	}
+
+	s.Finished() // the event handled
+	if err := s.saveLazy(ctx, writeLazy); err != nil || lazy != 2 {
+		t.Fatalf("lazy save of a finished event: err %v, %d lazy writes, want 2", err, lazy)
+	}
+	if err := s.Save(ctx, write); err != nil || durable != 1 {
+		t.Fatalf("a finished event written lazily was written again durably (%d), want not (err %v)", durable, err)
+	}
+	if err := s.saveLazy(ctx, writeLazy); err != nil || lazy != 2 {
+		t.Fatalf("nothing changed: %d lazy writes, want still 2 (err %v)", lazy, err)
+	}
+
+	m := map[string]int{"a": 1}
+	Delete(&s, m, "a")
+	if err := s.Save(ctx, write); err != nil || durable != 2 {
+		t.Fatalf("Save after a removal: %d durable writes, want 2: Save still writes what changed (err %v)", durable, err)
+	}
+}

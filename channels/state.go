@@ -14,6 +14,22 @@ type State interface {
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
 }
 
+// LazyState is a State that can also save without waiting for the disk (the store): for
+// records whose loss in an OS crash would only replay finished work, such as an inbox's
+// handled events. A process kill loses nothing either way.
+type LazyState interface {
+	State
+	SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error
+}
+
+// SetStateLazy saves value with st's lazy save if it has one, else durably.
+func SetStateLazy(ctx context.Context, st State, channel, account, key, value string) error {
+	if ls, ok := st.(LazyState); ok {
+		return ls.SetChannelStateLazy(ctx, channel, account, key, value)
+	}
+	return st.SetChannelState(ctx, channel, account, key, value)
+}
+
 // LoadJSON reads the JSON record stored under key and decodes it into a T. ok is false,
 // with a nil error, when nothing is stored there; a record that does not decode is an
 // error, so a caller can tell a damaged record from a missing one.

@@ -58,13 +58,23 @@ func (s *Store) ChannelState(ctx context.Context, channel, account, key string) 
 // when it returns (an adapter saves its platform offset with it), and shares its
 // transaction with commits in flight at the same time.
 func (s *Store) SetChannelState(ctx context.Context, channel, account, key, value string) error {
+	return s.setChannelState(ctx, channel, account, key, value, false)
+}
+
+// SetChannelStateLazy is SetChannelState without waiting for the disk (channels.LazyState):
+// the write is committed and seen at once, and synced by the next durable commit.
+func (s *Store) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	return s.setChannelState(ctx, channel, account, key, value, true)
+}
+
+func (s *Store) setChannelState(ctx context.Context, channel, account, key, value string, lazy bool) error {
 	if key == "" {
 		return errors.New("saving channel state: empty key")
 	}
 	err := s.runSteps(ctx, []step{{what: "saving", q: `INSERT INTO channel_state (channel, account, key, value, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (channel, account, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		args: []any{channel, account, key, value, formatTime(s.now())}}}, false)
+		args: []any{channel, account, key, value, formatTime(s.now())}}}, lazy)
 	if err != nil {
 		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
 	}

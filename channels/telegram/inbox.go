@@ -192,7 +192,7 @@ func (in *inbox) done(id int64) {
 // for updates the engine finished: until the save they would only be replayed, and the
 // engine de-duplicates them, so under load they need not each cost a disk write.
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
-	in.saver.SaveSoon(ctx, delay, in.write, func(err error) {
+	in.saver.SaveSoon(ctx, delay, in.writeLazy, func(err error) {
 		in.c.log.Error("saving the update inbox", "err", err)
 	})
 }
@@ -200,8 +200,13 @@ func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
 // flush saves the inbox if it changed since the last save.
 func (in *inbox) flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
 
-// write stores a snapshot of the inbox.
-func (in *inbox) write(ctx context.Context) error {
+// write stores a snapshot of the inbox durably; writeLazy without waiting for the disk
+// (the save after updates were handled: losing it only replays them).
+func (in *inbox) write(ctx context.Context) error { return in.store(ctx, false) }
+
+func (in *inbox) writeLazy(ctx context.Context) error { return in.store(ctx, true) }
+
+func (in *inbox) store(ctx context.Context, lazy bool) error {
 	in.mu.Lock()
 	s := savedInbox{Next: in.next, Handled: in.next - 1, Recent: slices.Clone(in.recent), Floor: in.floor}
 	for i, id := range in.pendingIDs() {
@@ -215,7 +220,13 @@ func (in *inbox) write(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encoding the update inbox: %w", err)
 	}
-	if err := in.c.st.SetChannelState(ctx, Name, in.c.account, inboxKey, string(data)); err != nil {
+	save := in.c.st.SetChannelState
+	if lazy {
+		save = func(ctx context.Context, channel, account, key, value string) error {
+			return channels.SetStateLazy(ctx, in.c.st, channel, account, key, value)
+		}
+	}
+	if err := save(ctx, Name, in.c.account, inboxKey, string(data)); err != nil {
 		return fmt.Errorf("saving the update inbox: %w", err)
 	}
 	return nil
