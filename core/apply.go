@@ -161,6 +161,7 @@ func (x *transition) by() string { return "by " + x.in.who() }
 func (x *transition) planOn() {
 	x.next.Phase = x.phase
 	x.next.Question = nil
+	x.next.RequestedBy = x.in.Requester
 	x.record(x.event(EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
 		x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
@@ -173,6 +174,7 @@ func (x *transition) planOff() error {
 	x.next.ApprovalID = ""
 	x.next.Question = nil
 	x.next.Injections = nil
+	x.next.RequestedBy = ""
 	x.o.Change.CancelNudges = true
 	text := "Plan mode is off."
 	status, decided := PlanStatus(""), false

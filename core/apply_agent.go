@@ -18,6 +18,7 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 
 func (x *transition) enter() {
 	x.next.Phase = x.phase
+	x.next.RequestedBy = x.in.Requester
 	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
 	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
@@ -38,7 +39,7 @@ func (x *transition) propose() error {
 		return fmt.Errorf("no plan status for a new version on %s", trig)
 	}
 	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
-		Body: body, Hash: hash, CreatedAt: in.Now, UpdatedAt: in.Now}
+		Body: body, Hash: hash, RequestedBy: requesterOf(x.s, in), CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
 		plan.Version = prev.Version + 1
 	}
@@ -76,6 +77,16 @@ func (x *transition) propose() error {
 	r.Text = proposalText(plan, superseded, prevIfRevised(prev), in.AutoHeld)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
+}
+
+// requesterOf is who asked for a version proposed now: the person who started the
+// session's planning, else (a session whose planning began before this was kept) the
+// person whose message started the running turn.
+func requesterOf(s Session, in Input) string {
+	if s.RequestedBy != "" {
+		return s.RequestedBy
+	}
+	return in.Requester
 }
 
 // prevIfRevised returns the previous version when it is the one the new version answers.
@@ -194,6 +205,7 @@ func (x *transition) progress(p Plan, steps []Step) error {
 	}
 	x.next.Phase = to
 	x.next.Question = nil
+	x.next.RequestedBy = ""
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
 		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is finished (%s). Post a short summary of what changed for the user.", p.Version, p.Body.Title, words)})
 	x.record(x.eventBy(AgentActor, EventCompleted, &p, words))

@@ -185,7 +185,19 @@ func (t *turnState) personInput() Input {
 	if m.Sender.Admin {
 		a = AdminActor(strings.TrimPrefix(m.Sender.ID, "admin:"))
 	}
-	return Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules()}
+	return Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules(), Requester: senderKey(m)}
+}
+
+// senderKey names the sender of m as approver lists and approvals do: "channel:user id",
+// or "admin:<by>" for an operator of the admin API.
+func senderKey(m Message) string {
+	if m.Sender.Admin {
+		return m.Sender.ID
+	}
+	if m.Sender.ID == "" {
+		return ""
+	}
+	return m.Address.Channel + ":" + m.Sender.ID
 }
 
 // currentPlan loads the session's current plan; nil if there is none.

@@ -156,6 +156,9 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("could not load the current plan: %v", err)
 	}
 	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if t.autoHeld() == "" {
+		in.Requester = senderKey(t.msg()) // a person's message started this turn
+	}
 	if trig == TrigPropose && t.sess.AutoApprove {
 		in.AutoHeld = t.autoHeld()
 	}
