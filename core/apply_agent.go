@@ -48,7 +48,9 @@ func (x *transition) propose() error {
 	n.Phase, n.PlanID, n.ApprovalID, n.Question = to, plan.ID, plan.ApprovalID, nil
 	var superseded *Plan
 	if prev != nil && prev.Status == PlanPending {
-		old, err := x.settle(*prev, trig, fmt.Sprintf("superseded by v%d", plan.Version))
+		old := *prev
+		voidApprovals(&old) // a new version needs its own approvals
+		old, err := x.settle(old, trig, fmt.Sprintf("superseded by v%d", plan.Version))
 		if err != nil {
 			return err
 		}

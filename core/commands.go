@@ -46,7 +46,7 @@ func (t *turnState) badNudgeSpec(c commands.Command) (string, bool) {
 }
 
 func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
-	if !mayDecide(t.e.cfg.Approvers, c.Spec.Who, t.sess, t.msg()) {
+	if !mayDecide(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
 	in := t.personInput()
@@ -93,7 +93,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 	if a.Kind == ActionAnswer {
 		who = commands.ApproverOrOwner
 	}
-	if !mayDecide(t.e.cfg.Approvers, who, t.sess, t.msg()) {
+	if !mayDecide(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(a.Kind))
 	}
 	in := t.personInput()
@@ -124,7 +124,7 @@ func (t *turnState) onText(ctx context.Context) error {
 		return err
 	}
 	in := t.personInput()
-	in.MayAnswer = mayDecide(t.e.cfg.Approvers, commands.ApproverOrOwner, t.sess, t.msg())
+	in.MayAnswer = mayDecide(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
 	o, err := ApplyMessage(t.sess, cur, text, in)
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan,
 
 // refuseUnauthorized answers a decision by someone who may not make it.
 func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
-	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.cfg.Approvers) > 0))
+	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.approvers(t.sess.Address)) > 0))
 }
 
 // personInput is the Input of the job's sender.
@@ -219,5 +219,12 @@ func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
 func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
-		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs}
+		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
+		Policies: c.Policies, AutoRules: c.AutoApproveRules}
+}
+
+// approvers is the approver list in force for a session at addr: its policy's, or the
+// global one.
+func (e *Engine) approvers(addr Address) []string {
+	return PolicyFor(e.cfg.Policies, addr).ApproverList(e.cfg.Approvers)
 }

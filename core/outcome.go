@@ -15,6 +15,12 @@ type Rules struct {
 	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
 	// makes recurring reminders unavailable.
 	Specs NudgeSpecs
+	// Policies are access.policies (DESIGN.md 12): the first that matches the session
+	// says how many distinct approvers a version needs and whether its requester may be one.
+	Policies []Policy
+	// AutoRules are plan_mode.auto_approve_rules: a proposal a rule covers is accepted
+	// without a person.
+	AutoRules []ApproveRule
 }
 
 // NewIDs are fresh random ids a transition may hand out (a new plan version, its
@@ -78,6 +84,7 @@ const (
 	EffRefreshFile   EffectKind = "refresh_file"    // rewrite a plan file after its status or steps changed
 	EffNudgesChanged EffectKind = "nudges_changed"  // tell the scheduler to re-read the session
 	EffRetire        EffectKind = "retire"          // ReplyDecided: take the buttons off a decided version
+	EffApprovals     EffectKind = "approvals"       // ReplyApprovals: show a pending version's approvals on its buttons' message
 	EffProgress      EffectKind = "progress"        // the step checklist, edited in place
 	EffForget        EffectKind = "forget_progress" // the plan's checklist message is done with
 	EffSay           EffectKind = "say"             // a reply or notice
@@ -85,7 +92,7 @@ const (
 )
 
 func effectRank(k EffectKind) int {
-	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffNudgesChanged, EffRetire,
+	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffNudgesChanged, EffRetire, EffApprovals,
 		EffProgress, EffForget, EffSay, EffRunTurn}, k)
 }
 

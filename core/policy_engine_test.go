@@ -1,6 +1,9 @@
 package core_test
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -42,5 +45,96 @@ func TestRequesterStampedOnVersions(t *testing.T) {
 	}
 	if p := h.plan(s.PlanID); p.RequestedBy != "terminal:bob" {
 		t.Errorf("plan RequestedBy = %q, want terminal:bob", p.RequestedBy)
+	}
+}
+
+func twoOfThree(c *core.Config) {
+	c.Approvers = []string{"terminal:local"}
+	c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+		Approvers: []string{"terminal:alice", "terminal:bob", "terminal:carol"}, Required: 2}}
+}
+
+// pendingFor drives chat to a pending two-step plan that alice asked for.
+func (h *harness) pendingFor(chat, title string) core.Plan {
+	h.t.Helper()
+	h.say(chat, "alice", "/plan on "+title)
+	h.model.push(sessionID(chat), calls(propose(title, "First step", "Second step")))
+	h.say(chat, "alice", "go on")
+	s := h.session(chat)
+	if s.Phase != core.PhaseAwaitingApproval {
+		h.t.Fatalf("setup: phase %s; replies:\n%s", s.Phase, joinTexts(h.out.all()))
+	}
+	return h.plan(s.PlanID)
+}
+
+func TestTwoOfThreeApprovals(t *testing.T) {
+	h := newHarness(t, twoOfThree)
+	p := h.pendingFor("prod", "Deploy")
+
+	mustContain(t, lastText(h.say("prod", "alice", "/plan accept")), "You asked for this plan; another approver must accept it.")
+	mustContain(t, lastText(h.say("prod", "local", "/plan accept")), "Only approvers can decide on plans here (local is not one).")
+
+	got := lastText(h.click("prod", "bob", core.Action{Kind: core.ActionAccept, ApprovalID: p.ApprovalID}))
+	mustContain(t, got, `Approval recorded for Plan v1 "Deploy": 1 of 2 approvals (bob). It needs 1 more approver before work starts.`)
+	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval || s.ApprovalID != p.ApprovalID {
+		t.Fatalf("after one approval: phase %s, approval id %q; want awaiting_approval with the same id", s.Phase, s.ApprovalID)
+	}
+	stored := h.plan(p.ID)
+	if stored.Status != core.PlanPending || len(stored.Approvals) != 1 || stored.Approvals[0].By != "terminal:bob" || stored.Approvals[0].Version != 1 {
+		t.Fatalf("after one approval: plan %s, approvals %+v", stored.Status, stored.Approvals)
+	}
+	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), "You already approved plan v1; 1 of 2 approvals (bob).")
+	mustContain(t, joinTexts(h.say("prod", "bob", "/plan status")), "approvals: 1 of 2 approvals (bob)")
+
+	mustContain(t, joinTexts(h.say("prod", "carol", "/plan accept")), `Accepted plan v1 "Deploy" (2 of 2 approvals (bob, carol)). Working on it.`)
+	if s := h.session("prod"); s.Phase != core.PhaseExecuting {
+		t.Fatalf("after two approvals: phase %s", s.Phase)
+	}
+	if stored := h.plan(p.ID); stored.Status != core.PlanAccepted || len(stored.Approvals) != 2 {
+		t.Fatalf("accepted plan: %s, approvals %+v", stored.Status, stored.Approvals)
+	}
+	evs, err := h.st.Events(context.Background(), sessionID("prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded, refused []string
+	for _, e := range evs {
+		switch e.Kind {
+		case core.EventApprovalRecorded:
+			recorded = append(recorded, e.Actor.String()+" "+e.Detail)
+		case core.EventRefused:
+			refused = append(refused, e.Actor.String()+" "+e.Detail)
+		}
+	}
+	if want := []string{"person:bob 1 of 2 approvals (bob)"}; !slices.Equal(recorded, want) {
+		t.Errorf("approval_recorded rows %q, want %q", recorded, want)
+	}
+	if len(refused) != 3 || !strings.Contains(refused[0], "person:alice accept by the requester refused") ||
+		!strings.Contains(refused[2], "person:bob duplicate approval") {
+		t.Errorf("refused rows %q", refused)
+	}
+	// Elsewhere the global list and one approval still hold.
+	h.toExecuting("other", "Docs")
+}
+
+func TestReviseVoidsPartialApprovals(t *testing.T) {
+	h := newHarness(t, twoOfThree)
+	p := h.pendingFor("prod", "Deploy")
+	h.say("prod", "bob", "/plan accept")
+	h.model.push(sessionID("prod"), calls(propose("Deploy", "First step", "Second step", "Third step")))
+	got := joinTexts(h.say("prod", "carol", "/plan revise add a third step"))
+	mustContain(t, got, "Sent plan v1 back for revision (1st time). I'll propose a new version. The approval it had (bob) no longer counts.")
+	if old := h.plan(p.ID); old.Status != core.PlanRevised || len(old.Approvals) != 0 {
+		t.Fatalf("revised plan: %s, approvals %+v", old.Status, old.Approvals)
+	}
+	s := h.session("prod")
+	v2 := h.plan(s.PlanID)
+	if v2.Version != 2 || len(v2.Approvals) != 0 || v2.RequestedBy != "terminal:alice" {
+		t.Fatalf("v2: version %d, approvals %+v, requested by %q", v2.Version, v2.Approvals, v2.RequestedBy)
+	}
+	// bob's approval of v1 does not carry over: his accept of v2 is the first again.
+	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), "1 of 2 approvals (bob)")
+	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("phase %s after one approval of v2", s.Phase)
 	}
 }

@@ -44,6 +44,9 @@ func (t *turnState) statusText(ctx context.Context) string {
 	}
 	if s.Phase == PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
+		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, PolicyFor(t.e.cfg.Policies, s.Address)); prog != "" {
+			lines = append(lines, "approvals: "+prog)
+		}
 	}
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))

@@ -224,20 +224,22 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
-		PlansDir:        cfg.Plans.Dir,
-		WorkspaceRoot:   cfg.Workspace.Root,
-		PerSession:      cfg.Workspace.PerSession,
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		MaxIterations:   cfg.Agent.MaxIterations,
-		HistoryMessages: cfg.Agent.HistoryMessages,
-		HistoryChars:    cfg.Agent.HistoryChars,
-		ToolResultChars: cfg.Agent.ToolResultChars,
-		PlanMode:        cfg.PlanMode.Enabled,
-		StartInPlan:     cfg.PlanMode.StartInPlan,
-		AutoApprove:     cfg.PlanMode.AutoApprove,
-		Approvers:       cfg.Access.Approvers,
-		Nudges:          cfg.PlanMode.Nudges,
-		ApprovalTimeout: cfg.PlanMode.ApprovalTimeout,
+		PlansDir:         cfg.Plans.Dir,
+		WorkspaceRoot:    cfg.Workspace.Root,
+		PerSession:       cfg.Workspace.PerSession,
+		SystemPrompt:     cfg.Agent.SystemPrompt,
+		MaxIterations:    cfg.Agent.MaxIterations,
+		HistoryMessages:  cfg.Agent.HistoryMessages,
+		HistoryChars:     cfg.Agent.HistoryChars,
+		ToolResultChars:  cfg.Agent.ToolResultChars,
+		PlanMode:         cfg.PlanMode.Enabled,
+		StartInPlan:      cfg.PlanMode.StartInPlan,
+		AutoApprove:      cfg.PlanMode.AutoApprove,
+		Approvers:        cfg.Access.Approvers,
+		Policies:         cfg.Access.CorePolicies(),
+		AutoApproveRules: cfg.PlanMode.CoreRules(),
+		Nudges:           cfg.PlanMode.Nudges,
+		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
 	}
 }
 
