@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -92,7 +91,10 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 		if err == nil {
 			card := c.dashCard(ctx, p, s, v)
 			row.Plan, row.Since = &card, p.CreatedAt
-			row.Approvals = c.approvals(ctx, s.ID, p.ID)
+			row.Approvals = c.progress(p, s.Address)
+			if row.Approvals == "" {
+				row.Approvals = "none yet"
+			}
 		}
 	}
 	if q := s.Question; q != nil {
@@ -121,24 +123,6 @@ func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v v
 	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.decider(v.Name, false)
 	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
 	return card
-}
-
-// approvals says who has accepted the plan version so far.
-func (c *Channel) approvals(ctx context.Context, sessionID, planID string) string {
-	evs, err := c.d.Store.Events(ctx, sessionID)
-	if err != nil {
-		return "unknown"
-	}
-	var who []string
-	for _, e := range evs {
-		if e.PlanID == planID && e.Kind == core.EventAccepted && !slices.Contains(who, e.Actor.ID) {
-			who = append(who, e.Actor.ID)
-		}
-	}
-	if len(who) == 0 {
-		return "none yet"
-	}
-	return fmt.Sprintf("%d (%s)", len(who), strings.Join(who, ", "))
 }
 
 // dashboardAction decides on a session of any channel as the signed-in user: it is the

@@ -134,8 +134,11 @@ type Deps struct {
 	// Approvers is access.approvers: who may decide from the dashboard, and whose chat
 	// shows decision buttons. The engine enforces the rules either way.
 	Approvers []string
-	Log       *slog.Logger
-	Now       func() time.Time // defaults to time.Now
+	// Policies are access.policies: the dashboard and the cards count approvals as the
+	// engine does.
+	Policies []core.Policy
+	Log      *slog.Logger
+	Now      func() time.Time // defaults to time.Now
 	// WrongToken is waited after a wrong sign-in token; defaults to one second. Tests
 	// inject one that does not sleep.
 	WrongToken func(ctx context.Context)

@@ -401,7 +401,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log})
 		if err != nil {
 			return nil, err
 		}
