@@ -34,6 +34,16 @@ func (x *transition) propose() error {
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
+	rule, ruleWhy, byRule := x.ruleFor(body)
+	if byRule {
+		// A rule covers the plan: it is accepted as if auto-approve were on, so the
+		// phase table decides again.
+		x.o.Trigger = TrigAutoPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
+		trig, to = TrigAutoPropose, x.phase
+	}
 	status, ok := x.m.PlanNext("", trig)
 	if !ok {
 		return fmt.Errorf("no plan status for a new version on %s", trig)
@@ -67,18 +77,33 @@ func (x *transition) propose() error {
 	if trig == TrigPropose {
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
-		plan.Decision = &Decision{By: decidedBy(AutoRule), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
+		actor, how := AutoRule, "auto-approve is on"
+		if byRule {
+			actor, how = rule.Actor(), ruleWhy
+		}
+		plan.Decision = &Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
 		n.ApprovalID = ""
-		n.Injections = append(n.Injections, approvedInjection(plan, "auto-approve is on"))
-		x.record(x.eventBy(AutoRule, EventAutoAccepted, &plan, "auto-approve is on"))
-		x.tool(true, "Plan v%d was auto-approved (auto-approve is on). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version)
+		n.Injections = append(n.Injections, approvedInjection(plan, how))
+		x.record(x.eventBy(actor, EventAutoAccepted, &plan, how))
+		x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version, how)
 	}
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev), in.AutoHeld)
+	r.Text = proposalText(plan, superseded, prevIfRevised(prev),
+		decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == ""))
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
+}
+
+// ruleFor finds the auto-approve rule that accepts a proposal made while auto-approve is
+// off, with why in words. A proposal no person's message led to is never taken: like
+// auto-approve, rules do not chain on the agent's own work.
+func (x *transition) ruleFor(body PlanBody) (ApproveRule, string, bool) {
+	if x.o.Trigger != TrigPropose || x.in.Unattended != "" {
+		return ApproveRule{}, "", false
+	}
+	return MatchAutoRule(x.in.Rules.AutoRules, body)
 }
 
 // requesterOf is who asked for a version proposed now: the person who started the

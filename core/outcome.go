@@ -60,6 +60,9 @@ type Input struct {
 	// AutoHeld, for a proposal while auto-approve is on, says why auto-approve may not
 	// take it (no person's message started the turn): it waits for a person. "" = none.
 	AutoHeld string
+	// Unattended, for a proposal, says why no person's message started the turn ("" when
+	// one did): auto-approve rules, like auto-approve, take only attended proposals.
+	Unattended string
 	// Requester is the person ("channel:user id") whose message started this job or the
 	// running turn, "" when none did (a restart, a reminder, the agent's own turn). Entering
 	// plan mode makes them the session's RequestedBy (DESIGN.md 12).

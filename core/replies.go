@@ -172,7 +172,7 @@ func questionReply(to Address, q *Question) Reply {
 
 // proposalText is a new version's chat message: what it does, what it may change, how it
 // differs from the version it answers, and who decides.
-func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
+func proposalText(p Plan, superseded, previous *Plan, decide string) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
@@ -188,15 +188,25 @@ func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
 	if superseded != nil {
 		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded.Version)
 	}
-	switch {
-	case p.Status == PlanAccepted:
-		b.WriteString("\nAuto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it.")
-	case autoHeld != "":
-		fmt.Fprintf(&b, "\nNot auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
-	default:
-		b.WriteString("\nDecide: /plan accept · /plan revise <feedback> · /plan auto")
-	}
+	b.WriteString("\n" + decide)
 	return b.String()
+}
+
+// decideLine is the last line of a proposal: how it was accepted, or who decides.
+// rule is the words of the auto-approve rule that accepted it ("" if none did);
+// noRule is set when rules are configured and none covers the plan.
+func decideLine(p Plan, autoHeld, rule string, noRule bool) string {
+	switch {
+	case p.Status == PlanAccepted && rule != "":
+		return "Auto-approved by " + rule + ". Working on it."
+	case p.Status == PlanAccepted:
+		return "Auto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it."
+	case autoHeld != "":
+		return fmt.Sprintf("Not auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
+	case noRule:
+		return "No auto-approve rule covers this plan, so a person decides: /plan accept · /plan revise <feedback> · /plan auto"
+	}
+	return "Decide: /plan accept · /plan revise <feedback> · /plan auto"
 }
 
 // scopeLine is a proposal's line about what it may change, in the words of the plan

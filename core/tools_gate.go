@@ -162,6 +162,7 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 	if trig == TrigPropose && t.sess.AutoApprove {
 		in.AutoHeld = t.autoHeld()
 	}
+	in.Unattended = t.autoHeld()
 	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
