@@ -46,7 +46,8 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan); err != nil {
+		prev := previousVersion(context.Background(), t.e.d.Store, t.e.d.Log, eff.Plan)
+		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, prev); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -75,5 +77,38 @@ func TestAutoApproveRuleRefusesSrcAndUnscoped(t *testing.T) {
 	h.say("long", "local", "tidy")
 	if s := h.session("long"); s.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("seven steps under a six-step rule: phase %s, want awaiting_approval", s.Phase)
+	}
+}
+
+// Every version after the first says what changed, in its file and in its chat message.
+func TestRevisedVersionRecordsChanges(t *testing.T) {
+	h := newHarness(t)
+	h.toPending("c", "Docs")
+	h.model.push(sessionID("c"), calls(propose("Docs", "First step slightly reworded", "Write the changelog")))
+	got := joinTexts(h.say("c", "local", "/plan revise change it"))
+	mustContain(t, got, "Changes from v1: + Write the changelog · ~ First step slightly reworded · − Second step")
+	s := h.session("c")
+	v2 := h.plan(s.PlanID)
+	want := "\n## Changes from v1\n\n- Added: Write the changelog\n- Reworded: First step → First step slightly reworded\n- Removed: Second step\n"
+	h.accept(t, "c")
+	_ = h.eng.Wait(context.Background()) // the refreshed file is written in the background
+	data, err := os.ReadFile(v2.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), want) || !strings.Contains(string(data), "status: accepted") {
+		t.Errorf("v2's file after acceptance:\n%s\nwant the status and\n%s", data, want)
+	}
+	v1 := h.plans("c")[0]
+	if data, err := os.ReadFile(v1.File); err != nil || strings.Contains(string(data), "Changes from") {
+		t.Errorf("v1's file has a changes section (or is unreadable: %v):\n%s", err, data)
+	}
+}
+
+func (h *harness) accept(t *testing.T, chat string) {
+	t.Helper()
+	h.say(chat, "local", "/plan accept")
+	if s := h.session(chat); s.Phase != core.PhaseExecuting {
+		t.Fatalf("accept: phase %s", s.Phase)
 	}
 }

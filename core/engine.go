@@ -147,7 +147,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log},
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, st: d.Store},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.box, _ = d.Store.(OutboxStore)
 	e.leases, _ = d.Store.(LeaseStore)

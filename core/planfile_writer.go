@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 )
@@ -8,13 +9,40 @@ import (
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten in the background by a fileWriter.
 
-// writePlanFile renders a plan as session s sees it and writes it under plansDir.
-func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
+// writePlanFile renders a plan as session s sees it and writes it under plansDir. prev is
+// the version p answers (nil for a first version): the file then says what changed.
+func writePlanFile(plansDir string, s Session, p Plan, prev *Plan) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+	body := RenderPlanMarkdown(p, s.Phase, s.Address.Chat)
+	if prev != nil {
+		d := DiffPlans(prev.Body, p.Body)
+		d.From = prev.Version
+		body = RenderPlanMarkdownChanges(p, s.Phase, s.Address.Chat, d)
+	}
+	return WritePlanFile(plansDir, s.Address.Dir(), name, body)
+}
+
+// previousVersion loads the version before p when p answers it (see prevIfRevised): a
+// version after one that was completed, aborted or abandoned starts afresh. A store that
+// cannot say is logged; the file is then written without its changes.
+func previousVersion(ctx context.Context, st Store, log *slog.Logger, p Plan) *Plan {
+	if p.Version <= 1 || st == nil {
+		return nil
+	}
+	plans, err := st.Plans(ctx, p.SessionID)
+	if err != nil {
+		log.Error("loading the previous plan version", "plan", p.ID, "err", err)
+		return nil
+	}
+	for _, q := range plans {
+		if q.Version == p.Version-1 {
+			return prevIfRevised(&q)
+		}
+	}
+	return nil
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
@@ -23,6 +51,7 @@ func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 type fileWriter struct {
 	dir string
 	log *slog.Logger
+	st  Store // for the version before a plan, whose changes its file lists
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
@@ -40,7 +69,8 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := writePlanFile(w.dir, s, p); err != nil {
+		prev := previousVersion(context.Background(), w.st, w.log, p)
+		if _, err := writePlanFile(w.dir, s, p, prev); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}

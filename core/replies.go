@@ -118,7 +118,7 @@ func (t *turnState) show(ctx context.Context) error {
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
 	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
 	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
-		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p); err != nil {
+		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p, previousVersion(ctx, t.e.d.Store, t.e.d.Log, p)); err != nil {
 			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
 		}
 	}
@@ -181,8 +181,10 @@ func proposalText(p Plan, superseded, previous *Plan, decide string) string {
 	}
 	b.WriteString("\n" + scopeLine(p.Body.Scope))
 	if previous != nil {
-		if d := versionDiff(previous.Body, p.Body); d != "" {
-			fmt.Fprintf(&b, "\nChanges from v%d: %s", previous.Version, d)
+		d := DiffPlans(previous.Body, p.Body)
+		d.From = previous.Version
+		if line := d.Summary(); line != "" {
+			b.WriteString("\n" + line)
 		}
 	}
 	if superseded != nil {
@@ -217,23 +219,6 @@ func scopeLine(s Scope) string {
 		return "May change: nothing (" + scopeNoFiles + ")"
 	}
 	return "May change: " + ScopeSummary(s)
-}
-
-// versionDiff says how a new version differs from the one it answers: steps added and
-// removed, the scope widened or narrowed, and otherwise which parts changed — never just
-// "details".
-func versionDiff(old, cur PlanBody) string {
-	parts := StepDiff(old.Steps, cur.Steps)
-	if d := ScopeChange(old.Scope, cur.Scope); d != "" {
-		parts = append(parts, d)
-	}
-	if len(parts) > 0 {
-		return strings.Join(parts, " · ")
-	}
-	if changed := changedParts(old, cur); len(changed) > 0 {
-		return "same steps; changed: " + strings.Join(changed, ", ")
-	}
-	return "same steps; only the wording changed"
 }
 
 // StepDiff lists added ("+ text") and removed ("− text") steps by text, as the chat's
