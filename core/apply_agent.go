@@ -34,6 +34,14 @@ func (x *transition) propose() error {
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
+	if trig == TrigAutoPropose && x.policy().strict() {
+		// The session's auto-approve flag does not hold under a strict policy: people decide.
+		x.o.Trigger = TrigPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
+		trig, to = TrigPropose, x.phase
+	}
 	rule, ruleWhy, byRule := x.ruleFor(body)
 	if byRule {
 		// A rule covers the plan: it is accepted as if auto-approve were on, so the
@@ -90,8 +98,11 @@ func (x *transition) propose() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev),
-		decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == ""))
+	decide := decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "")
+	if plan.Status == PlanPending {
+		decide += x.policy().needs()
+	}
+	r.Text = proposalText(plan, superseded, prevIfRevised(prev), decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }
@@ -100,7 +111,7 @@ func (x *transition) propose() error {
 // off, with why in words. A proposal no person's message led to is never taken: like
 // auto-approve, rules do not chain on the agent's own work.
 func (x *transition) ruleFor(body PlanBody) (ApproveRule, string, bool) {
-	if x.o.Trigger != TrigPropose || x.in.Unattended != "" {
+	if x.o.Trigger != TrigPropose || x.in.Unattended != "" || x.policy().strict() {
 		return ApproveRule{}, "", false
 	}
 	return MatchAutoRule(x.in.Rules.AutoRules, body)

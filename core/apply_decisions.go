@@ -24,7 +24,7 @@ func (x *transition) accept() error {
 	x.o.Change.CancelNudges = true
 	with := ""
 	if pol := x.policy(); pol.needed() > 1 {
-		with = " (" + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol) + ")"
+		with = " with " + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol)
 	}
 	x.o.say(ReplyText, fmt.Sprintf("Accepted plan v%d %q%s. Working on it.", p.Version, p.Body.Title, with))
 	return nil
@@ -82,6 +82,10 @@ func (x *transition) answer() {
 
 func (x *transition) auto(on bool) error {
 	to := x.phase
+	if on && x.policy().strict() {
+		x.refuse(x.policy().noAuto())
+		return nil
+	}
 	if x.s.AutoApprove == on && to == x.s.Phase {
 		x.refusef("Auto-approve is already %s for this conversation.", onOff(on))
 		return nil

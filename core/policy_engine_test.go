@@ -86,7 +86,7 @@ func TestTwoOfThreeApprovals(t *testing.T) {
 	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), "You already approved plan v1; 1 of 2 approvals (bob).")
 	mustContain(t, joinTexts(h.say("prod", "bob", "/plan status")), "approvals: 1 of 2 approvals (bob)")
 
-	mustContain(t, joinTexts(h.say("prod", "carol", "/plan accept")), `Accepted plan v1 "Deploy" (2 of 2 approvals (bob, carol)). Working on it.`)
+	mustContain(t, joinTexts(h.say("prod", "carol", "/plan accept")), `Accepted plan v1 "Deploy" with 2 of 2 approvals (bob, carol). Working on it.`)
 	if s := h.session("prod"); s.Phase != core.PhaseExecuting {
 		t.Fatalf("after two approvals: phase %s", s.Phase)
 	}
@@ -136,5 +136,23 @@ func TestReviseVoidsPartialApprovals(t *testing.T) {
 	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), "1 of 2 approvals (bob)")
 	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("phase %s after one approval of v2", s.Phase)
+	}
+}
+
+// Under a policy that needs more than one person's word, no switch or rule stands in for
+// them: /plan auto on is refused, a session flag set earlier and a matching rule do not
+// accept, and the plan waits.
+func TestStrictPolicyHasNoAutoApprove(t *testing.T) {
+	h := newHarness(t, twoOfThree, func(c *core.Config) {
+		c.AutoApproveRules = []core.ApproveRule{{Name: "all", Paths: []string{"**"}}}
+	})
+	h.say("prod", "alice", "/plan on")
+	mustContain(t, lastText(h.say("prod", "bob", "/plan auto")), "Auto-approve is not available in this conversation: its approval policy (access.policies) needs 2 approvals from different people.")
+	h.setAuto("prod", true)
+	h.model.push(sessionID("prod"), calls(proposeScoped("Deploy", []string{"docs/**"}, "First step", "Second step")))
+	got := joinTexts(h.say("prod", "alice", "go on"))
+	mustContain(t, got, "Needs 2 approvals from different people, not from whoever asked for it.")
+	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("phase %s, want awaiting_approval: neither the flag nor the rule may accept here", s.Phase)
 	}
 }
