@@ -40,6 +40,7 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 		TrigOn:          plain(x.planOn),
 		TrigOff:         x.planOff,
 		TrigAccept:      x.accept,
+		TrigApprove:     x.accept, // accept decides which of the two it is
 		TrigRevise:      x.revise,
 		TrigAnswer:      plain(x.answer),
 		TrigAutoOn:      func() error { return x.auto(true) },

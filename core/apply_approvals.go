@@ -15,7 +15,7 @@ func (x *transition) policy() Policy { return PolicyFor(x.in.Rules.Policies, x.s
 // approve records the acceptance of x.target under the session's policy. It returns true
 // when this acceptance completes the approvals, with the target carrying them all; false
 // when it was refused or counted (the outcome says which).
-func (x *transition) approve() bool {
+func (x *transition) approve() (bool, error) {
 	p, pol := x.target, x.policy()
 	a := Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
 	if a.By == "" {
@@ -24,7 +24,7 @@ func (x *transition) approve() bool {
 	if !pol.RequesterMayApprove && p.EditedBy != "" && a.By == p.EditedBy {
 		x.refuse(fmt.Sprintf("You edited %s; another approver must accept it.", planLabel(p)),
 			x.event(EventRefused, &p, "accept by the editor refused: requester_may_approve is false"))
-		return false
+		return false, nil
 	}
 	st, v := RecordApproval(ApprovalState{Version: p.Version, Approvals: p.Approvals}, a, p.RequestedBy, pol)
 	switch v.Kind {
@@ -34,32 +34,38 @@ func (x *transition) approve() bool {
 			text += fmt.Sprintf(" %s: %s.", planLabel(p), prog)
 		}
 		x.refuse(text, x.event(EventRefused, &p, "accept by the requester refused: requester_may_approve is false"))
-		return false
+		return false, nil
 	case VerdictDuplicate:
 		x.refuse(upperFirst(v.Text)+".", x.event(EventRefused, &p, "duplicate approval"))
-		return false
+		return false, nil
 	case VerdictCounted:
-		x.counted(p, st, pol, v)
-		return false
+		return false, x.counted(p, st, pol, v)
 	}
 	x.target.Approvals = st.Approvals
-	return true
+	return true, nil
 }
 
-// counted keeps the version pending with one more approval: the plan row is written (its
-// status does not change, so this is no settle) and the buttons stay where they are.
-func (x *transition) counted(p Plan, st ApprovalState, pol Policy, v ApprovalVerdict) {
+// counted keeps the version pending with one more approval (TrigApprove: the phase and
+// plan-status tables are asked again); the buttons stay where they are.
+func (x *transition) counted(p Plan, st ApprovalState, pol Policy, v ApprovalVerdict) error {
+	x.o.Trigger = TrigApprove
+	if ok, err := x.check(GuardPhase); err != nil || !ok {
+		return err
+	}
 	p.Approvals = st.Approvals
-	p.UpdatedAt = x.in.Now
+	p, err := x.settle(p, TrigApprove, "")
+	if err != nil {
+		return err
+	}
 	progress := ApprovalProgress(st, pol)
-	x.next.Phase = x.s.Phase
-	x.o.Change.Plans = append(x.o.Change.Plans, p)
+	x.next.Phase = x.phase
 	x.record(x.event(EventApprovalRecorded, &p, progress))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffApprovals, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyApprovals,
 		Ref: p.ApprovalID, Text: planLabel(p) + " — " + progress}})
 	more := v.Required - v.Count
 	x.o.say(ReplyText, fmt.Sprintf("Approval recorded for %s: %s. It needs %d more %s before work starts.",
 		planLabel(p), progress, more, plural(more, "approver", "approvers")))
+	return nil
 }
 
 // voidApprovals drops the partial approvals of p, which is being revised or replaced;

@@ -10,8 +10,15 @@ import (
 // or answers a question.
 
 func (x *transition) accept() error {
-	if !x.approve() {
-		return nil // refused, or counted and still waiting for more approvers
+	if done, err := x.approve(); err != nil || !done {
+		return err // refused, or counted and still waiting for more approvers
+	}
+	if x.o.Trigger != TrigAccept {
+		// The N-th approval: the phase table decides as for any acceptance.
+		x.o.Trigger = TrigAccept
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
 	}
 	p, err := x.decide(x.target, TrigAccept, "accepted", "", "accepted "+x.by())
 	if err != nil {

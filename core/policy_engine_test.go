@@ -156,3 +156,23 @@ func TestStrictPolicyHasNoAutoApprove(t *testing.T) {
 		t.Fatalf("phase %s, want awaiting_approval: neither the flag nor the rule may accept here", s.Phase)
 	}
 }
+
+// The person who wrote an edited version may not accept it when the requester may not.
+func TestEditorRefusedUnderPolicy(t *testing.T) {
+	s, cur := fixture(core.PhaseAwaitingApproval, core.TrigAccept)
+	cur.EditedBy, cur.RequestedBy = "terminal:bob", "terminal:carol"
+	in := input(core.TrigAccept)
+	in.Actor, in.Name, in.Requester = core.PersonActor("bob"), "bob", "terminal:bob"
+	in.Rules.Policies = []core.Policy{{Required: 1}}
+	o, err := core.Apply(s, cur, core.TrigAccept, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Refused() || !strings.Contains(o.Refusal.Text, `You edited Plan v1 "Docs"; another approver must accept it.`) || len(o.Refusal.Audit) != 1 {
+		t.Fatalf("the editor's accept: refusal %+v", o.Refusal)
+	}
+	in.Actor, in.Name, in.Requester = core.PersonActor("alice"), "alice", "terminal:alice"
+	if o, err = core.Apply(s, cur, core.TrigAccept, in); err != nil || o.Refused() || o.Session.Phase != core.PhaseExecuting {
+		t.Fatalf("another approver's accept: err %v, refusal %+v, phase %s", err, o.Refusal, o.Session.Phase)
+	}
+}
