@@ -98,9 +98,11 @@ func (x *transition) propose() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	decide := decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "")
-	if plan.Status == PlanPending {
-		decide += x.policy().needs()
+	pol := x.policy()
+	decide := decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
+	if plan.Status == PlanPending && pol.strict() {
+		// /plan auto is refused here: offer only what works.
+		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs()
 	}
 	r.Text = proposalText(plan, superseded, prevIfRevised(prev), decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
