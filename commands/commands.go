@@ -17,6 +17,7 @@ const (
 	Off    Name = "off"
 	Accept Name = "accept"
 	Revise Name = "revise"
+	Edit   Name = "edit"
 	Answer Name = "answer"
 	Auto   Name = "auto"
 	Nudge  Name = "nudge"

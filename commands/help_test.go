@@ -9,10 +9,10 @@ import (
 )
 
 func TestTableRows(t *testing.T) {
-	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Answer, Auto, Nudge}
+	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Nudge}
 	wantWho := map[Name]Who{Status: Anyone, Show: Anyone, Help: Anyone, Answer: ApproverOrOwner}
 	wantArgs := map[Name]string{
-		On: "[goal]", Accept: "[vN]", Revise: "<feedback>", Answer: "<text or option number>",
+		On: "[goal]", Accept: "[vN]", Edit: "[file]", Revise: "<feedback>", Answer: "<text or option number>",
 		Auto: "[on|off]", Nudge: "off | snooze <duration> | every <duration> | <cron spec>",
 	}
 	table := Table()

@@ -158,7 +158,7 @@ func TestParseSubcommands(t *testing.T) {
 }
 
 func TestParseUnknownSubcommand(t *testing.T) {
-	list := "Subcommands: status, show, help, on, off, accept, revise, answer, auto, nudge."
+	list := "Subcommands: status, show, help, on, off, accept, revise, edit, answer, auto, nudge."
 	tests := []struct {
 		name, text string
 		reply      []string
@@ -206,8 +206,8 @@ func TestUsageRepliesComeFromTable(t *testing.T) {
 				text = "/plan " + string(s.Name) + " unexpected"
 			case s.ArgRequired:
 				text = "/plan " + string(s.Name)
-			case s.Name == On:
-				t.Skip("on accepts any text")
+			case s.Name == On, s.Name == Edit:
+				t.Skip("on and edit accept any text (a goal, a path)")
 			case s.Name == Nudge:
 				text = "/plan nudge every" // any other text may be a cron spec, which nudges checks
 			default:
@@ -241,5 +241,20 @@ func TestEveryRowParses(t *testing.T) {
 				t.Errorf("Cmd.Spec = %+v, want %+v", got.Cmd.Spec, s)
 			}
 		})
+	}
+}
+
+// /plan edit carries the path as typed (the terminal reads it); on other platforms it is a
+// caption with no argument.
+func TestParseEdit(t *testing.T) {
+	for text, want := range map[string]string{
+		"/plan edit":                     "",
+		"/plan edit plans/my plan v2.md": "plans/my plan v2.md",
+		"/PLAN EDIT  ./x.md ":            "./x.md",
+	} {
+		got := Parse(text, "")
+		if got.Kind != IsCommand || got.Cmd.Name != Edit || got.Cmd.Args != want {
+			t.Errorf("Parse(%q) = %+v, want edit with args %q", text, got, want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ func Table() []Spec {
 		{Name: Off, Summary: "turn plan mode off and drop any pending plan", Who: Approver},
 		{Name: Accept, Args: "[vN]", Summary: "accept the pending plan", Who: Approver},
 		{Name: Revise, Args: "<feedback>", Summary: "send the plan back with feedback", Who: Approver, ArgRequired: true},
+		{Name: Edit, Args: "[file]", Summary: "make your edited copy of the plan file the next version", Who: Approver},
 		{Name: Answer, Args: "<text or option number>", Summary: "answer the agent's question", Who: ApproverOrOwner, ArgRequired: true},
 		{Name: Auto, Args: "[on|off]", Summary: "approve plans automatically, or stop", Who: Approver},
 		{Name: Nudge, Args: "off | snooze <duration> | every <duration> | <cron spec>", Summary: "change reminders for a pending decision", Who: Approver},

@@ -46,8 +46,7 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		prev := previousVersion(context.Background(), t.e.d.Store, t.e.d.Log, eff.Plan)
-		if _, err := writePlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, prev); err != nil {
+		if _, err := writeMarkedPlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, t.e.files.marks.destructive()); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}
@@ -97,6 +96,9 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 			// done by prepare
 		case EffRefreshFile:
 			e.files.refresh(t.sess, eff.Plan)
+		case EffWorkspaceCopy:
+			// Now, not in the background: the agent's next call may read it.
+			e.copyPlan(t.sess, eff.Plan)
 		case EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)

@@ -13,7 +13,7 @@ import (
 // row read around another process's commit (wrapping ErrConflict).
 func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
 	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
-		o: Outcome{Trigger: t, Session: s, before: s}}
+		o: Outcome{Trigger: t, Session: s, before: s, copies: in.Rules.WorkspaceCopy}}
 	run, ok := x.handler(t)
 	if !ok {
 		return Outcome{}, fmt.Errorf("unknown trigger %q", t)
@@ -52,6 +52,7 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 		TrigAsk:         plain(x.ask),
 		TrigUpdate:      x.update,
 		TrigComplete:    x.update,
+		TrigEdit:        x.edit,
 	}[t]
 	return h, ok
 }
@@ -72,6 +73,7 @@ type transition struct {
 	question   *Question      // GuardValidQuestion
 	stepUpdate UpdatePlanArgs // GuardValidUpdate
 	answerText string         // GuardOption: the option the answer picked
+	editDiff   PlanDiff       // GuardEditedFile: what the edited file changes (x.body is the new body)
 }
 
 // finish stores the next session in the outcome and derives the implied effects.
@@ -129,6 +131,9 @@ func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
 		// (a store read is not one snapshot). Committing would lose the compare-and-set on
 		// the session row anyway, so this is the same conflict.
 		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, ErrConflict)
+	}
+	if p.Status == PlanAccepted && to != PlanAccepted {
+		x.o.leftAccepted(p.ID)
 	}
 	p.Status = to
 	p.UpdatedAt = x.in.Now

@@ -62,6 +62,14 @@ func (x *transition) propose() error {
 		plan.Version = prev.Version + 1
 	}
 	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
+	if answered := prevIfRevised(prev); answered != nil {
+		// What changed from the version it answers: in its file and its chat message.
+		d := DiffPlans(answered.Body, body)
+		d.From = answered.Version
+		if !d.Empty() {
+			plan.Changes = &d
+		}
+	}
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID, n.Question = to, plan.ID, plan.ApprovalID, nil
 	var superseded *Plan
@@ -104,7 +112,7 @@ func (x *transition) propose() error {
 		// /plan auto is refused here: offer only what works.
 		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs()
 	}
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev), decide)
+	r.Text = proposalText(plan, superseded, decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -56,6 +57,8 @@ func (x *transition) check(g Guard) (bool, error) {
 		return x.validPlan(), nil
 	case GuardValidQuestion:
 		return x.validQuestion(), nil
+	case GuardEditedFile:
+		return x.editedFile(), nil
 	case GuardValidUpdate:
 		u, err := ParseUpdatePlan(in.Args)
 		if err != nil {
@@ -86,7 +89,8 @@ func (x *transition) validPlan() bool {
 		x.refusef("%v", err)
 		return false
 	}
-	if err := JudgePlan(body); err != nil {
+	// The spec, when one is sent, is judged with the rest: one list of every problem.
+	if err := errors.Join(JudgePlan(body), JudgeSpec(body)); err != nil {
 		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
 		return false
 	}
@@ -132,6 +136,8 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		x.refusePhase("revise")
 	case TrigAnswer:
 		x.refusePhase("answer")
+	case TrigEdit:
+		x.refusePhase("edit")
 	default:
 		x.refusePhase("auto-approve")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigExpire:      {noop: true},
 		core.TrigUpdate:      refused,
 		core.TrigComplete:    refused,
+		core.TrigEdit:        refused,
 	},
 	core.PhasePlanning: {
 		core.TrigOn:          refused,
@@ -76,6 +78,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigExpire:      {noop: true},
 		core.TrigUpdate:      {noop: true},                  // draft steps: "Noted"
 		core.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
+		core.TrigEdit:        refused,
 	},
 	core.PhaseAwaitingApproval: {
 		core.TrigOn:    refused,
@@ -97,6 +100,8 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigExpire:   {phase: core.PhasePlanning, cur: core.PlanExpired, audit: ev(core.EventExpired), effects: fx(rf, nc, rt, sy)},
 		core.TrigUpdate:   refused,
 		core.TrigComplete: refused,
+		core.TrigEdit: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
+			audit: ev(core.EventSuperseded, core.EventProposed), effects: fx(wf, rf, nc, rt, sy)},
 	},
 	core.PhaseExecuting: {
 		core.TrigOn:          refused,
@@ -115,6 +120,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigUpdate:      {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventStepUpdated), effects: fx(rf, pg)},
 		core.TrigComplete: {phase: core.PhaseOff, cur: core.PlanCompleted, audit: ev(core.EventStepUpdated, core.EventCompleted),
 			effects: fx(rf, nc, pg, fg, sy)},
+		core.TrigEdit: refused,
 	},
 }
 
@@ -181,6 +187,11 @@ func input(tr core.Trigger) core.Input {
 		in.Args = args(map[string]any{"plan": []map[string]any{{"step": "First step", "status": "in_progress"}}, "merge": true})
 	case core.TrigComplete:
 		in.Args = args(map[string]any{"plan": []map[string]any{{"step": "First step", "status": "completed"}, {"step": "Second step", "status": "cancelled"}}})
+	case core.TrigEdit:
+		_, cur := fixture(core.PhaseAwaitingApproval, tr)
+		file := strings.Replace(string(core.RenderPlanMarkdown(*cur, core.PhaseAwaitingApproval, "main")),
+			"- [ ] Second step\n", "- [ ] Second step\n- [ ] Third step\n", 1)
+		in.Files = []core.File{{Name: "v1.md", MIME: "text/markdown", Data: []byte(file)}}
 	}
 	return in
 }

@@ -70,6 +70,14 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 		in.Text = c.Args
 		in.SeenApproval = t.j.seenApproval
 		return t.applyTrigger(ctx, TrigRevise, in)
+	case commands.Edit:
+		in.Files = t.msg().Attachments
+		ids, err := newIDs(t.e.d.Random, TrigEdit)
+		if err != nil {
+			return err
+		}
+		in.IDs = ids
+		return t.applyTrigger(ctx, TrigEdit, in)
 	case commands.Answer:
 		in.Text = c.Args
 		return t.applyTrigger(ctx, TrigAnswer, in)
@@ -220,7 +228,7 @@ func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
-		Policies: c.Policies, AutoRules: c.AutoApproveRules}
+		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, AutoRules: c.AutoApproveRules}
 }
 
 // approvers is the approver list in force for a session at addr: its policy's, or the

@@ -39,6 +39,12 @@ type Config struct {
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
 	ApprovalTimeout time.Duration
+	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
+	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
+	WorkspaceCopy bool
+	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
+	// goals become a product spec first.
+	Planner Planner
 	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
 }
@@ -147,7 +153,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, st: d.Store},
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.box, _ = d.Store.(OutboxStore)
 	e.leases, _ = d.Store.(LeaseStore)
@@ -471,12 +477,12 @@ func (e *Engine) Wait(ctx context.Context) error {
 }
 
 // newIDs draws the fresh ids trigger tr may need: a plan id and its approval id for a
-// proposal, a question id for a question.
+// proposal or an edited plan, a question id for a question.
 func newIDs(r io.Reader, tr Trigger) (NewIDs, error) {
 	var ids NewIDs
 	var err error
 	switch tr {
-	case TrigPropose, TrigAutoPropose:
+	case TrigPropose, TrigAutoPropose, TrigEdit:
 		if ids.Plan, err = newID(r, 6); err == nil {
 			ids.Plan = "p" + ids.Plan
 			ids.Approval, err = newID(r, 10)

@@ -3,31 +3,60 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // What the gate tells people: every refused and every executed mutating call is an audit
-// row, and the refusals of a turn are listed in one notice.
+// row (so is every read-only MCP call), and the refusals of a turn are listed in one notice.
 
 // Audit kinds of the gate.
 const (
 	EventToolBlocked EventKind = "tool_blocked" // a mutating call the gate refused (scope stops included)
-	EventToolRan     EventKind = "tool_ran"     // a mutating call that was executed
+	EventToolRan     EventKind = "tool_ran"     // a mutating call (or a read-only MCP call) that was executed
 )
 
 // ToolAudit is the Detail of a tool_blocked or tool_ran row, as JSON.
 type ToolAudit struct {
 	Tool    string   `json:"tool"`
+	Server  string   `json:"server,omitempty"` // the MCP server of an MCP tool
 	Paths   []string `json:"paths,omitempty"`
 	Call    string   `json:"call,omitempty"` // the call in words ("write_file on README.md")
+	Gate    string   `json:"gate,omitempty"` // the gate's rule that decided (Rule*)
 	Outcome string   `json:"outcome"`        // ok, failed, refused
 	Why     string   `json:"why,omitempty"`  // why it was refused, or how it failed
+	// DurationMS is how long an executed call took, by the engine's clock.
+	DurationMS *int64 `json:"duration_ms,omitempty"`
+}
+
+// newToolAudit starts the audit of a call of tool.
+func newToolAudit(call ToolCall, rule string) ToolAudit {
+	a := ToolAudit{Tool: call.Name, Call: describeCall(call.Name, call.Args), Gate: rule}
+	if srv, _, ok := strings.Cut(call.Name, "__"); ok {
+		a.Server = srv // only MCP tools have "__" in their names
+	}
+	return a
+}
+
+// finished records how an executed call ended and how long it took.
+func (a *ToolAudit) finished(err error, d time.Duration) {
+	a.Outcome = "ok"
+	if err != nil {
+		a.Outcome, a.Why = "failed", oneLine(err.Error())
+	}
+	ms := d.Milliseconds()
+	a.DurationMS = &ms
 }
 
 // turnGate is what the gate keeps while a job runs the agent's turns.
 type turnGate struct {
-	blocked []blockedCall // refusals not shown in the chat yet
+	blocked []blockedCall   // refusals not shown in the chat yet
+	pending []Event         // audit rows of read-only MCP calls, for the next commit
+	inForce *Plan           // the accepted plan those rows name (see planInForce)
+	notices []Reply         // notices for the chat, delivered through the outbox with the next flush
+	down    map[string]bool // tool servers whose stop the chat was told of in this job
 	// chained: the running turn follows another turn of the same job, not a person's
 	// message (see autoHeld).
 	chained bool
@@ -39,39 +68,144 @@ type blockedCall struct{ call, why string }
 // blocked records a refused call: an audit row now, and an entry of the turn's notice
 // unless the refusal says so itself (a scope stop).
 func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list bool) {
-	desc := describeCall(in.call.Name, in.call.Args)
+	a := newToolAudit(in.call, in.rule)
+	a.Paths, a.Outcome, a.Why = in.paths, "refused", why
 	t.e.obs.obs.ToolCall(in.call.Name, "blocked")
-	t.audit(ctx, EventToolBlocked, in.plan, ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: desc, Outcome: "refused", Why: why})
+	t.audit(ctx, t.toolEvent(EventToolBlocked, in.plan, a))
 	if list {
-		t.gate.blocked = append(t.gate.blocked, blockedCall{call: desc, why: why})
+		t.gate.blocked = append(t.gate.blocked, blockedCall{call: a.Call, why: why})
 	}
 }
 
-// ran records an executed mutating call and how it ended.
-func (t *turnState) ran(ctx context.Context, in gateInput, err error) {
-	a := ToolAudit{Tool: in.call.Name, Paths: in.paths, Call: describeCall(in.call.Name, in.call.Args), Outcome: "ok"}
-	if err != nil {
-		a.Outcome, a.Why = "failed", oneLine(err.Error())
-	}
+// ran records an executed mutating call, how it ended and how long it took.
+func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Duration) {
+	a := newToolAudit(in.call, in.rule)
+	a.Paths = in.paths
+	a.finished(err, d)
 	t.e.obs.obs.ToolCall(in.call.Name, toolOutcome(err))
-	t.audit(ctx, EventToolRan, in.plan, a)
+	t.audit(ctx, t.toolEvent(EventToolRan, in.plan, a))
 }
 
-// audit commits one gate row, naming the accepted plan in force (nil: none). It records
-// no decision, so it need not wait for the disk; a failure is logged and never stops the
-// turn (the call's result stands either way).
-func (t *turnState) audit(ctx context.Context, kind EventKind, plan *Plan, a ToolAudit) {
+// auditReadOnly records an executed read-only MCP call. The row waits for the round's
+// flush (or the plan tool's commit) instead of a commit of its own: read-only calls are
+// the many, and they decide nothing.
+func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) {
+	a := newToolAudit(call, RuleReadOnly)
+	a.finished(err, d)
+	t.gate.pending = append(t.gate.pending, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
+}
+
+// planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
+// loaded), read once per plan: a plan id is one version, so its id and version never change.
+func (t *turnState) planInForce(ctx context.Context) *Plan {
+	if t.sess.Phase != PhaseExecuting {
+		return nil
+	}
+	if p := t.gate.inForce; p != nil && p.ID == t.sess.PlanID {
+		return p
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil {
+		return nil
+	}
+	t.gate.inForce = p
+	return p
+}
+
+// toolEvent is the audit row of one call, naming the accepted plan in force (nil: none).
+func (t *turnState) toolEvent(kind EventKind, plan *Plan, a ToolAudit) Event {
 	detail, err := json.Marshal(a)
 	if err != nil {
-		detail = []byte(a.Tool) // only strings: marshalling cannot fail
+		detail = []byte(a.Tool) // strings and a number: marshalling cannot fail
 	}
 	ev := Event{SessionID: t.sess.ID, Kind: kind, Actor: AgentActor, Channel: t.sess.Address.Channel,
 		Detail: string(detail), At: t.e.d.Now()}
 	if plan != nil {
 		ev.PlanID, ev.PlanVersion = plan.ID, plan.Version
 	}
+	return ev
+}
+
+// audit commits one gate row. It records no decision, so it need not wait for the disk;
+// a failure is logged and never stops the turn (the call's result stands either way).
+func (t *turnState) audit(ctx context.Context, ev Event) {
 	if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}, Lazy: true}); err != nil {
-		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "tool", a.Tool, "err", err)
+		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "event", ev.Kind, "err", err)
+	}
+}
+
+// serverDown tells the chat, once per job and server, that a tool server stopped during
+// a call (see ToolServerDown); the turn goes on without its tools.
+func (t *turnState) serverDown(err error) {
+	var down *ToolServerDown
+	if !errors.As(err, &down) || t.gate.down[down.Server] {
+		return
+	}
+	if t.gate.down == nil {
+		t.gate.down = map[string]bool{}
+	}
+	t.gate.down[down.Server] = true
+	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", oneLine(down.Msg))
+	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
+}
+
+// planServersDown tells the chat of a session executing a plan whose allowed tools
+// belong to a tool server that is down (it failed to start or died between turns): the
+// agent will not find those tools.
+func (t *turnState) planServersDown(ctx context.Context) {
+	ws, ok := t.e.d.Tools.(ToolServers)
+	if !ok || t.sess.Phase != PhaseExecuting {
+		return
+	}
+	p := t.planInForce(ctx)
+	if p == nil {
+		return
+	}
+	for _, tool := range p.Body.Scope.AllowedTools {
+		if srv, status, down := ws.Withdrawn(tool); down {
+			t.serverDown(&ToolServerDown{Server: srv, Msg: fmt.Sprintf("MCP server %s is %s", srv, status)})
+		}
+	}
+}
+
+// takeNotices hands the pending notices to the flush that queues them in the outbox.
+func (t *turnState) takeNotices() []Reply {
+	rs := t.gate.notices
+	t.gate.notices = nil
+	return rs
+}
+
+// takeAudit hands the pending read-only rows to the commit that stores them.
+func (t *turnState) takeAudit() []Event {
+	evs := t.gate.pending
+	t.gate.pending = nil
+	return evs
+}
+
+// flushPending commits the read-only rows and queues the notices no flush took (a turn
+// that ended without one), then delivers the notices.
+func (t *turnState) flushPending(ctx context.Context) {
+	evs, rs := t.takeAudit(), t.takeNotices()
+	if len(evs) == 0 && len(rs) == 0 {
+		return
+	}
+	ch := Change{SessionID: t.sess.ID, Events: evs, Lazy: true}
+	if t.e.box != nil {
+		for _, r := range rs {
+			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+		}
+	}
+	if err := t.commit(ctx, ch); err != nil {
+		t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
+	}
+	if t.e.box == nil {
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+		return
+	}
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
 }
 

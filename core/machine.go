@@ -21,12 +21,13 @@ const (
 	TrigExpire      Trigger = "expire"       // plan_mode.approval_timeout passed
 	TrigUpdate      Trigger = "update"       // agent update_plan
 	TrigComplete    Trigger = "complete"     // every step completed or cancelled
+	TrigEdit        Trigger = "edit"         // a person sends an edited copy of the plan file
 )
 
 // Triggers lists every trigger, for exhaustive tests.
 func Triggers() []Trigger {
 	return []Trigger{TrigOn, TrigEnter, TrigPropose, TrigAutoPropose, TrigAccept, TrigApprove, TrigRevise,
-		TrigAsk, TrigAnswer, TrigAutoOn, TrigAutoOff, TrigOff, TrigExpire, TrigUpdate, TrigComplete}
+		TrigAsk, TrigAnswer, TrigAutoOn, TrigAutoOff, TrigOff, TrigExpire, TrigUpdate, TrigComplete, TrigEdit}
 }
 
 // Phases lists every phase, for exhaustive tests.
@@ -68,6 +69,8 @@ func transitions() map[transitionKey]Phase {
 		{PhaseAwaitingApproval, TrigAutoOff}:     PhaseAwaitingApproval,
 		{PhaseAwaitingApproval, TrigOff}:         PhaseOff,
 		{PhaseAwaitingApproval, TrigExpire}:      PhasePlanning,
+		// An edited plan file replaces the pending version with one that waits too.
+		{PhaseAwaitingApproval, TrigEdit}: PhaseAwaitingApproval,
 
 		{PhaseExecuting, TrigRevise}:   PhasePlanning,
 		{PhaseExecuting, TrigAsk}:      PhaseExecuting,
@@ -119,6 +122,7 @@ const (
 	GuardValidPlan     Guard = "valid_plan"     // the proposal parses and the judge accepts it
 	GuardValidQuestion Guard = "valid_question" // a question with 2-6 options
 	GuardValidUpdate   Guard = "valid_update"   // the step update parses
+	GuardEditedFile    Guard = "edited_file"    // an edited plan file of the pending version that parses, passes the judge and changes something
 )
 
 // guards lists, per trigger, what Apply checks, in order.
@@ -140,6 +144,7 @@ func guards() map[Trigger][]Guard {
 		TrigExpire:      {GuardTimer, GuardPhase},
 		TrigUpdate:      {GuardValidUpdate, GuardPhase},
 		TrigComplete:    {GuardValidUpdate, GuardPhase},
+		TrigEdit:        {GuardPhase, GuardEditedFile},
 	}
 }
 
@@ -158,6 +163,7 @@ func planTransitions() map[planKey]PlanStatus {
 	return map[planKey]PlanStatus{
 		{"", TrigPropose}:     PlanPending,
 		{"", TrigAutoPropose}: PlanAccepted,
+		{"", TrigEdit}:        PlanPending,
 
 		{PlanPending, TrigPropose}:     PlanSuperseded,
 		{PlanPending, TrigAutoPropose}: PlanSuperseded,
@@ -167,6 +173,7 @@ func planTransitions() map[planKey]PlanStatus {
 		{PlanPending, TrigRevise}:      PlanRevised,
 		{PlanPending, TrigOff}:         PlanAbandoned,
 		{PlanPending, TrigExpire}:      PlanExpired,
+		{PlanPending, TrigEdit}:        PlanSuperseded,
 
 		{PlanAccepted, TrigRevise}:   PlanRevised,
 		{PlanAccepted, TrigOff}:      PlanAborted,

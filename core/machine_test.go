@@ -24,7 +24,7 @@ func TestMachineTable(t *testing.T) {
 			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
 			core.TrigAccept: core.PhaseExecuting, core.TrigApprove: core.PhaseAwaitingApproval, core.TrigRevise: core.PhasePlanning,
 			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseAwaitingApproval,
-			core.TrigOff: core.PhaseOff, core.TrigExpire: core.PhasePlanning,
+			core.TrigOff: core.PhaseOff, core.TrigExpire: core.PhasePlanning, core.TrigEdit: core.PhaseAwaitingApproval,
 		},
 		core.PhaseExecuting: {
 			core.TrigRevise: core.PhasePlanning, core.TrigAsk: core.PhaseExecuting, core.TrigAnswer: core.PhaseExecuting,
@@ -99,6 +99,8 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 						return h.say(chat, "local", "/plan auto off")
 					case core.TrigOff:
 						return h.say(chat, "local", "/plan off")
+					case core.TrigEdit:
+						return h.sayFiles(chat, "local", "/plan edit", editedCopy(t, h, chat, "- [ ] An added step"))
 					}
 					command = false
 					switch tr {

@@ -22,6 +22,14 @@ import (
 // tool cuts the connection, as a dying process would.
 func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts) {
 	t.Helper()
+	h, counts, _ := mcpServerHarness(t, nil, cfg...)
+	return h, counts
+}
+
+// mcpServerHarness is mcpHarness that also returns the server, with obs (may be nil) as
+// the manager's Observer.
+func mcpServerHarness(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts, *sdk.Server) {
+	t.Helper()
 	counts := &testserver.Counts{}
 	var mu sync.Mutex
 	var conn sdk.Connection
@@ -49,7 +57,7 @@ func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Co
 	}
 	sc.Name, sc.Command = "ts", []string{"in-memory"}
 	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
-	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never})
+	m, err := mcp.New(mcp.Config{sc}, mcp.Options{Transport: transport, Sleep: never, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,7 @@ func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Co
 	h := newHarness(t)
 	h.tools = core.CombineToolboxes(tools.New(tools.Config{}), m)
 	h.open()
-	return h, counts
+	return h, counts, srv
 }
 
 type connectFunc func(ctx context.Context) (sdk.Connection, error)
@@ -209,14 +217,135 @@ func TestMCPServerCrashMidTurn(t *testing.T) {
 	h, _ := mcpHarness(t)
 	sid := sessionID("main")
 	crash := call("ts__crash", map[string]any{})
-	h.model.push(sid, calls(crash), text("the server is gone; carrying on"))
+	again := call("ts__lookup", map[string]any{"text": "x"}) // from memory: it is not offered now
+	h.model.push(sid, calls(crash), calls(again), text("the server is gone; carrying on"))
 	rs := h.say("main", "local", "use the server")
 	mustContain(t, toolContent(t, h, crash.ID), "error: MCP server ts failed during ts__crash")
-	mustContain(t, joinTexts(rs), "the server is gone; carrying on")
+	mustContain(t, toolContent(t, h, again.ID), "error: MCP server ts is not available (down (", "its tools are withdrawn, go on without them")
+	got := joinTexts(rs)
+	const notice = "MCP server ts stopped; its tools are withdrawn, restarting."
+	mustContain(t, got, notice+"\n", "the server is gone; carrying on")
+	if strings.Count(got, notice) != 1 || strings.Index(got, notice) > strings.Index(got, "carrying on") {
+		t.Fatalf("want one notice before the agent's answer:\n%s", got)
+	}
+
 	reqs := h.model.requests()
 	for _, s := range reqs[len(reqs)-1].Tools {
 		if strings.HasPrefix(s.Name, "ts__") {
 			t.Fatalf("the dead server's tool %s is still offered", s.Name)
 		}
+	}
+}
+
+// TestMCPDestructiveToolMarkedInPlanFile: the plan file marks a destructive tool of
+// scope.allowed_tools, before and after the decision (the file is rewritten on accept).
+func TestMCPDestructiveToolMarkedInPlanFile(t *testing.T) {
+	h, _ := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Wipe and write", "ts__wipe", "ts__write")))
+	h.say("main", "local", "plan it")
+	read := func() string {
+		t.Helper()
+		if err := h.eng.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(h.plan(h.session("main").PlanID).File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	const want = "Allowed tools:\n\n- `ts__wipe` (destructive)\n- `ts__write`\n"
+	mustContain(t, read(), want, "status: pending")
+	h.model.push(sid, text("done"))
+	h.say("main", "local", "/plan accept")
+	mustContain(t, read(), want, "status: accepted")
+}
+
+// TestMCPServerDownNoticeIsAnOutboxRow: the notice of a crashed server is committed to
+// the outbox like every reply (a platform that is down gets it on the next start), and
+// the log says which session's call failed.
+func TestMCPServerDownNoticeIsAnOutboxRow(t *testing.T) {
+	h, _ := mcpHarness(t)
+	p := h.process(failSender{}, nil, h.tools)
+	sid := sessionID("a")
+	p.model.push(sid, calls(call("ts__crash", map[string]any{})), text("carrying on"))
+	_ = p.eng.Handle(context.Background(), core.Message{ID: "ev-1", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "use the server", Time: h.clock})
+	var texts []string
+	for _, r := range unsent(t, h.st) {
+		texts = append(texts, r.Reply.Text)
+	}
+	if !slices.Equal(texts, []string{"MCP server ts stopped; its tools are withdrawn, restarting.", "carrying on"}) {
+		t.Fatalf("outbox %q, want the notice, then the answer", texts)
+	}
+	mustContain(t, p.log.String(), "tool server stopped during a call", "server=ts")
+}
+
+// statusCh hears the MCP servers' status lines.
+type statusCh chan string
+
+func (statusCh) ToolCalled(mcp.CallRecord) {}
+func (c statusCh) ServerStatus(server, line string) {
+	select {
+	case c <- server + ": " + line:
+	default: // a test that stopped listening must not block the server
+	}
+}
+
+// TestMCPListChangedOffersTheNewTool: a tool the server adds while running
+// (notifications/tools/list_changed) is offered in the next model request and runs.
+func TestMCPListChangedOffersTheNewTool(t *testing.T) {
+	st := make(statusCh, 16)
+	h, _, srv := mcpServerHarness(t, st)
+	testserver.AddLate(srv)
+	for up := false; !up; {
+		select {
+		case line := <-st:
+			up = line == "ts: up, 10 tools"
+		case <-time.After(20 * time.Second): // a failure, not a timing assertion
+			t.Fatal("the server's new tool list never arrived")
+		}
+	}
+	late := call("ts__late", map[string]any{})
+	h.model.push(sessionID("main"), calls(late), text("done"))
+	h.say("main", "local", "use the new tool")
+	offered := false
+	for _, s := range h.model.requests()[0].Tools {
+		offered = offered || s.Name == "ts__late"
+	}
+	if !offered {
+		t.Fatal("the tool added by list_changed is not offered")
+	}
+	if got := toolContent(t, h, late.ID); got != "late ran" {
+		t.Fatalf("ts__late: %q", got)
+	}
+}
+
+// TestMCPServerDownToldToTheSessionExecutingWithIt: a server crashes in another session's
+// call; the session whose accepted plan names its tools hears of it when its next turn
+// starts, once, and the agent gets the server's state when it calls the tool anyway.
+func TestMCPServerDownToldToTheSessionExecutingWithIt(t *testing.T) {
+	h, counts := mcpHarness(t)
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeTools("Write", "ts__write")))
+	h.say("main", "local", "plan the write")
+	h.model.push(sid, text("waiting for your go"))
+	h.say("main", "local", "/plan accept")
+
+	h.model.push(sessionID("other"), calls(call("ts__crash", map[string]any{})), text("gone"))
+	h.say("other", "local", "crash it")
+
+	mut := call("ts__write", map[string]any{"text": "r"})
+	h.model.push(sid, calls(mut), text("could not write"))
+	got := joinTexts(h.say("main", "local", "go on"))
+	const notice = "MCP server ts stopped; its tools are withdrawn, restarting."
+	if strings.Count(got, notice) != 1 || !strings.HasPrefix(got, notice) {
+		t.Fatalf("want the notice once, first:\n%s", got)
+	}
+	mustContain(t, toolContent(t, h, mut.ID), "error: MCP server ts is not available (down (")
+	if counts.Get("write") != 0 {
+		t.Fatal("the write reached a server that is down")
 	}
 }

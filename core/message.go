@@ -102,6 +102,9 @@ type File struct {
 	MIME string
 	Data []byte
 	Path string // where the file lives on disk, when it does (plan files)
+	// Size is the size the platform declared for an inbound file that was not downloaded
+	// because it is over the limit (Data is then empty); 0 otherwise.
+	Size int64
 }
 
 // Message is one normalized inbound event.

@@ -12,6 +12,9 @@ type Rules struct {
 	Nudges          []time.Duration // one-shot reminders (plan_mode.nudges)
 	ApprovalTimeout time.Duration
 	PlansDir        string // where plan files go; Apply only computes their paths
+	// WorkspaceCopy writes an accepted plan into the workspace as PLAN.md and PLAN.json
+	// (plan_mode.workspace_copy): the outcome then carries workspace_copy effects.
+	WorkspaceCopy bool
 	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
 	// makes recurring reminders unavailable.
 	Specs NudgeSpecs
@@ -52,6 +55,8 @@ type Input struct {
 	Text string
 	// Args are an agent tool call's arguments (propose, update, ask).
 	Args []byte
+	// Files are the attachments of the person's message (edit: the edited plan file).
+	Files []File
 	// PlanID and Spec name the schedule that fired (expire): the plan it was made for and
 	// its spec, for the audit row.
 	PlanID, Spec string
@@ -85,6 +90,7 @@ type EffectKind string
 const (
 	EffWriteFile     EffectKind = "write_file"      // a new plan version's file, before the commit
 	EffRefreshFile   EffectKind = "refresh_file"    // rewrite a plan file after its status or steps changed
+	EffWorkspaceCopy EffectKind = "workspace_copy"  // rewrite PLAN.md and PLAN.json in the workspace
 	EffNudgesChanged EffectKind = "nudges_changed"  // tell the scheduler to re-read the session
 	EffRetire        EffectKind = "retire"          // ReplyDecided: take the buttons off a decided version
 	EffApprovals     EffectKind = "approvals"       // ReplyApprovals: show a pending version's approvals on its buttons' message
@@ -95,7 +101,7 @@ const (
 )
 
 func effectRank(k EffectKind) int {
-	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffNudgesChanged, EffRetire, EffApprovals,
+	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffWorkspaceCopy, EffNudgesChanged, EffRetire, EffApprovals,
 		EffProgress, EffForget, EffSay, EffRunTurn}, k)
 }
 
@@ -103,7 +109,7 @@ func effectRank(k EffectKind) int {
 // it can later become an outbox row of the same transaction.
 type Effect struct {
 	Kind  EffectKind
-	Plan  Plan  // write_file, refresh_file, progress, forget_progress
+	Plan  Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress
 	Reply Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
@@ -138,7 +144,10 @@ type Outcome struct {
 
 	retired map[string]string // plan id -> how it was decided, for its retire effect
 	newPlan string            // id of the plan version this outcome creates
-	before  Session
+	// copies is Rules.WorkspaceCopy; wasAccepted the plans settled away from accepted.
+	copies      bool
+	wasAccepted map[string]bool
+	before      Session
 }
 
 // Refused reports whether the transition was not taken.
@@ -165,7 +174,8 @@ func (o *Outcome) sayReply(r Reply, onFail string) {
 
 // seal derives the effects every transition implies from what it changes, so no
 // transition can forget one, and orders all effects the one way the applier runs them:
-// every plan written gets its file written or refreshed, every version that stopped
+// every plan written gets its file written or refreshed (and, when it is or was the
+// accepted one, its workspace copy), every version that stopped
 // being pending has its buttons retired, a plan that is over has its checklist message
 // forgotten, any schedule change is told to the scheduler, and a decision that leaves
 // work for the agent starts a turn.
@@ -193,6 +203,9 @@ func (o Outcome) seal() Outcome {
 			kind = EffWriteFile
 		}
 		o.Effects = append(o.Effects, Effect{Kind: kind, Plan: p})
+		if o.copiesPlan(p) {
+			o.Effects = append(o.Effects, Effect{Kind: EffWorkspaceCopy, Plan: p})
+		}
 		if how, ok := o.retired[p.ID]; ok && p.ApprovalID != "" {
 			o.Effects = append(o.Effects, Effect{Kind: EffRetire, Plan: p, Reply: Reply{To: o.before.Address, Kind: ReplyDecided,
 				Ref: p.ApprovalID, Text: planLabel(p) + " — " + how}})

@@ -131,6 +131,10 @@ type Plan struct {
 	// plan file. Empty when unknown (agent-only sessions, versions from before this was kept).
 	RequestedBy string
 	EditedBy    string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Changes is what this version changed from the one before, for the "## Changes from
+	// vN" section of the file written when the version is created. It is not stored: later
+	// rewrites of the file keep the section they find (see writePlanFile).
+	Changes   *PlanDiff
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }

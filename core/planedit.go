@@ -8,7 +8,8 @@ import (
 // ReadEditedPlan turns a plan file a person edited and sent back into the body of the
 // next version (DESIGN.md 13). It returns the body and what changed from prev, or a
 // refusal worded for the person, with nothing to change: the file does not parse (the
-// line is named), the judge refuses the plan, or it changes nothing.
+// line is named), the judge refuses the plan, or it changes nothing. Step progress in the
+// file is dropped: every step of the new version is pending.
 func ReadEditedPlan(prev PlanBody, file []byte) (PlanBody, PlanDiff, string) {
 	b, err := ParsePlanMarkdown(file)
 	if err != nil {
@@ -17,6 +18,10 @@ func ReadEditedPlan(prev PlanBody, file []byte) (PlanBody, PlanDiff, string) {
 			return PlanBody{}, PlanDiff{}, "I could not read the edited plan: " + pe.Error() + ". Nothing changed."
 		}
 		return PlanBody{}, PlanDiff{}, "I could not read the edited plan. Nothing changed."
+	}
+	// An edited file is a proposal, not progress: boxes ticked in it mark nothing done.
+	for i := range b.Steps {
+		b.Steps[i].Status, b.Steps[i].VerifiedCriteria = StepPending, nil
 	}
 	if err := errors.Join(JudgePlan(b), JudgeSpec(b)); err != nil {
 		return PlanBody{}, PlanDiff{}, "The edited plan is not valid:\n" + strings.TrimSpace(err.Error()) + "\nNothing changed."

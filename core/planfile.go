@@ -84,16 +84,30 @@ func Checklist(steps []Step) string {
 // Every string that came from the model (or from a person, for the decision) is escaped.
 // ParsePlanMarkdown reads the body back.
 func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
-	return renderPlan(p, phase, session, nil)
+	return renderPlan(p, phase, session, renderOpts{})
 }
 
 // RenderPlanMarkdownChanges is RenderPlanMarkdown with a "## Changes from vN" section
 // after the status line, for a version after the first (d.From is N).
 func RenderPlanMarkdownChanges(p Plan, phase Phase, session string, d PlanDiff) []byte {
-	return renderPlan(p, phase, session, &d)
+	return renderPlan(p, phase, session, renderOpts{changes: &d})
 }
 
-func renderPlan(p Plan, phase Phase, session string, changes *PlanDiff) []byte {
+// RenderPlanMarkdownMarked is RenderPlanMarkdown with the tools of scope.allowed_tools
+// that destructive reports marked "(destructive)" (MCP's destructiveHint). The mark is
+// the gateway's knowledge, not the plan's: ParsePlanMarkdown drops it, so an edited file
+// with marks reads back the same plan.
+func RenderPlanMarkdownMarked(p Plan, phase Phase, session string, destructive func(tool string) bool) []byte {
+	return renderPlan(p, phase, session, renderOpts{destructive: destructive})
+}
+
+// renderOpts are the optional parts of a rendering.
+type renderOpts struct {
+	changes     *PlanDiff              // a "## Changes from vN" section
+	destructive func(tool string) bool // allowed tools to mark destructive (nil: none)
+}
+
+func renderPlan(p Plan, phase Phase, session string, o renderOpts) []byte {
 	var b bytes.Buffer
 	title := EscapeMarkdown(p.Body.Title)
 	if title == "" {
@@ -102,8 +116,8 @@ func renderPlan(p Plan, phase Phase, session string, changes *PlanDiff) []byte {
 	fmt.Fprintf(&b, "# %s\n\nVersion %d · status: %s · phase: %s · session: %s\n",
 		title, p.Version, EscapeMarkdown(string(p.Status)), EscapeMarkdown(string(phase)), EscapeMarkdown(session))
 
-	if changes != nil {
-		b.WriteString(changes.Markdown())
+	if o.changes != nil {
+		b.WriteString(o.changes.Markdown())
 	}
 	if summary := escapeMarkdownBlock(p.Body.Summary); summary != "" {
 		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", summary)
@@ -131,7 +145,7 @@ func renderPlan(p Plan, phase Phase, session string, changes *PlanDiff) []byte {
 	}
 	writeSection(&b, "Risks", risks)
 	writeBullets(&b, "Verification", p.Body.Verification)
-	writeScope(&b, p.Body.Scope)
+	writeScope(&b, p.Body.Scope, o.destructive)
 	writeBullets(&b, "References", p.Body.References)
 	if d := p.Decision; d != nil {
 		writeSection(&b, "Decision", decisionLines(*d))
@@ -191,7 +205,12 @@ func writeSection(b *bytes.Buffer, heading string, lines []string) {
 	}
 }
 
-func writeScope(b *bytes.Buffer, sc Scope) {
+// destructiveMark follows a destructive tool in the file's "Allowed tools" list, after
+// its code span (only a name written verbatim in one is marked, so the parser can tell
+// the mark from the name).
+const destructiveMark = " (destructive)"
+
+func writeScope(b *bytes.Buffer, sc Scope, destructive func(string) bool) {
 	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 {
 		return
 	}
@@ -205,7 +224,11 @@ func writeScope(b *bytes.Buffer, sc Scope) {
 		}
 		fmt.Fprintf(b, "\n%s:\n\n", part.label)
 		for _, p := range part.paths {
-			fmt.Fprintf(b, "- %s\n", codeSpan(p))
+			mark := ""
+			if part.label == scopeTools && destructive != nil && codeSpanVerbatim(p) && destructive(p) {
+				mark = destructiveMark
+			}
+			fmt.Fprintf(b, "- %s%s\n", codeSpan(p), mark)
 		}
 	}
 }

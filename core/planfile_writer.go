@@ -1,57 +1,45 @@
 package core
 
 import (
-	"context"
+	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten in the background by a fileWriter.
 
-// writePlanFile renders a plan as session s sees it and writes it under plansDir. prev is
-// the version p answers (nil for a first version): the file then says what changed.
-func writePlanFile(plansDir string, s Session, p Plan, prev *Plan) (string, error) {
+// writePlanFile renders a plan as session s sees it and writes it under plansDir. A new
+// version that carries its changes gets the "## Changes from vN" section; a later rewrite
+// (p.Changes is not stored) keeps the section the file already has.
+func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
+	return writeMarkedPlanFile(plansDir, s, p, nil)
+}
+
+// writeMarkedPlanFile is writePlanFile with the destructive tools of the plan's scope
+// marked (see RenderPlanMarkdownMarked).
+func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	body := RenderPlanMarkdown(p, s.Phase, s.Address.Chat)
-	if prev != nil {
-		d := DiffPlans(prev.Body, p.Body)
-		d.From = prev.Version
-		body = RenderPlanMarkdownChanges(p, s.Phase, s.Address.Chat, d)
+	o := renderOpts{changes: p.Changes, destructive: destructive}
+	data := renderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, body)
-}
-
-// previousVersion loads the version before p when p answers it (see prevIfRevised): a
-// version after one that was completed, aborted or abandoned starts afresh. A store that
-// cannot say is logged; the file is then written without its changes.
-func previousVersion(ctx context.Context, st Store, log *slog.Logger, p Plan) *Plan {
-	if p.Version <= 1 || st == nil {
-		return nil
-	}
-	plans, err := st.Plans(ctx, p.SessionID)
-	if err != nil {
-		log.Error("loading the previous plan version", "plan", p.ID, "err", err)
-		return nil
-	}
-	for _, q := range plans {
-		if q.Version == p.Version-1 {
-			return prevIfRevised(&q)
-		}
-	}
-	return nil
+	return WritePlanFile(plansDir, s.Address.Dir(), name, data)
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
 // path: writes of one file are coalesced (the newest rendering wins) and applied by a
 // single goroutine. The database is the record; a failed write is logged, not fatal.
 type fileWriter struct {
-	dir string
-	log *slog.Logger
-	st  Store // for the version before a plan, whose changes its file lists
+	dir   string
+	log   *slog.Logger
+	marks *toolMarks // which allowed tools are marked destructive
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
@@ -63,14 +51,14 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
+	destructive := w.marks.destructive() // now: the toolbox is not the writer's to list later
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		prev := previousVersion(context.Background(), w.st, w.log, p)
-		if _, err := writePlanFile(w.dir, s, p, prev); err != nil {
+		if _, err := writeMarkedPlanFile(w.dir, s, p, destructive); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}
@@ -134,4 +122,46 @@ func (p *progressIDs) forget(planID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.ids, planID)
+}
+
+// readPlanFile reads plansDir/sessionDir/name through an os.Root; nil if it cannot.
+func readPlanFile(plansDir, sessionDir, name string) []byte {
+	root, err := os.OpenRoot(plansDir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	b, err := root.ReadFile(filepath.Join(sessionDir, name))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// keepChanges copies the "## Changes from vN" section of the old rendering of a file into
+// the new one, after the status line, where renderPlan puts it.
+func keepChanges(old, fresh []byte) []byte {
+	const heading = "\n## Changes from v"
+	i := bytes.Index(old, []byte(heading))
+	if i < 0 || bytes.Contains(fresh, []byte(heading)) {
+		return fresh
+	}
+	section := old[i:]
+	if j := bytes.Index(section[1:], []byte("\n## ")); j >= 0 {
+		section = section[:j+1]
+	} else if j := bytes.Index(section, []byte("\n---\n")); j >= 0 {
+		section = section[:j]
+	}
+	at := bytes.Index(fresh, []byte("\nVersion "))
+	if at < 0 {
+		return fresh
+	}
+	end := bytes.IndexByte(fresh[at+1:], '\n')
+	if end < 0 {
+		return fresh
+	}
+	at += end + 2
+	out := make([]byte, 0, len(fresh)+len(section))
+	out = append(append(append(out, fresh[:at]...), section...), fresh[at:]...)
+	return out
 }

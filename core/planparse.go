@@ -401,10 +401,23 @@ func (p *planParser) scopeLine(trimmed string) {
 	case p.scopeTo == nil:
 		p.fail("put the path under `Allowed:` or `Forbidden:`")
 	default:
+		if p.scopeTo == &p.body.Scope.AllowedTools {
+			item = unmarkTool(item)
+		}
 		if s := scopeText(item); s != "" {
 			*p.scopeTo = append(*p.scopeTo, s)
 		}
 	}
+}
+
+// unmarkTool drops the destructive mark the writer puts after a tool's code span.
+func unmarkTool(item string) string {
+	rest, ok := strings.CutSuffix(item, strings.TrimSpace(destructiveMark))
+	rest = strings.TrimRight(rest, " \t")
+	if ok && len(rest) >= 2 && rest[0] == '`' && rest[len(rest)-1] == '`' {
+		return rest
+	}
+	return item
 }
 
 // bulletText returns the text of a list item ("- text" or "* text").

@@ -76,6 +76,5 @@ func (e *Engine) systemPrompt(s Session) string {
 	case PhaseExecuting:
 		now = "Your plan was accepted: carry it out and report progress with update_plan."
 	}
-	// The engine's config carries no planner yet: the coordinator passes it here.
-	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, PlanModeCard(Planner{}), s.Phase, now)
+	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, PlanModeCard(e.cfg.Planner), s.Phase, now)
 }

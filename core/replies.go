@@ -118,7 +118,7 @@ func (t *turnState) show(ctx context.Context) error {
 	// The file is a rendering of the stored plan: write it again if it was lost. (Only
 	// then: show runs beside the session's queue and must not overwrite a newer rendering.)
 	if _, err := os.Stat(p.File); errors.Is(err, fs.ErrNotExist) {
-		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p, previousVersion(ctx, t.e.d.Store, t.e.d.Log, p)); err != nil {
+		if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, p); err != nil {
 			t.e.d.Log.Error("writing plan file again", "plan", p.ID, "err", err)
 		}
 	}
@@ -172,18 +172,19 @@ func questionReply(to Address, q *Question) Reply {
 
 // proposalText is a new version's chat message: what it does, what it may change, how it
 // differs from the version it answers, and who decides.
-func proposalText(p Plan, superseded, previous *Plan, decide string) string {
+func proposalText(p Plan, superseded *Plan, decide string) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}
+	if line := specLine(p.Body.Spec); line != "" {
+		b.WriteString("\n" + line)
+	}
 	b.WriteString("\n" + scopeLine(p.Body.Scope))
-	if previous != nil {
-		d := DiffPlans(previous.Body, p.Body)
-		d.From = previous.Version
-		if line := d.Summary(); line != "" {
+	if p.Changes != nil {
+		if line := p.Changes.Summary(); line != "" {
 			b.WriteString("\n" + line)
 		}
 	}

@@ -47,13 +47,15 @@ func (t *turnState) runMutating(ctx context.Context, gi gateInput, call ToolCall
 			return toolError("%s was not run: plangate could not record it (%v)", call.Name, err)
 		}
 	}
+	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	run.Outcome, run.FinishedAt = ToolRunOK, t.e.d.Now()
 	if err != nil {
 		run.Outcome = ToolRunFailed
 	}
 	t.done = append(t.done, ranText(call, err))
-	t.ran(ctx, gi, err)
+	t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
+	t.serverDown(err)
 	if t.e.runs != nil {
 		if ferr := t.e.runs.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 			t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)

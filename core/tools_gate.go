@@ -35,6 +35,9 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		}
 	}
 	if spec == nil {
+		if res, ok := t.withdrawn(call); ok {
+			return res
+		}
 		names := make([]string, 0)
 		for _, s := range t.e.toolSpecs() {
 			names = append(names, s.Name)
@@ -48,12 +51,33 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 		}
 		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
 	}
+	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
+	if IsMCPTool(call.Name) {
+		t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start))
+		t.serverDown(err)
+	}
 	if err != nil {
 		return toolError("%s", err.Error())
 	}
 	return toolResult{content: out}
+}
+
+// withdrawn answers a call of a tool whose server is down (its tools are not offered):
+// the model learns the server's state, the chat that the server stopped.
+func (t *turnState) withdrawn(call ToolCall) (toolResult, bool) {
+	ws, ok := t.e.d.Tools.(ToolServers)
+	if !ok {
+		return toolResult{}, false
+	}
+	srv, status, ok := ws.Withdrawn(call.Name)
+	if !ok {
+		return toolResult{}, false
+	}
+	msg := fmt.Sprintf("MCP server %s is not available (%s); its tools are withdrawn, go on without them", srv, status)
+	t.serverDown(&ToolServerDown{Server: srv, Msg: msg})
+	return toolError("%s", msg), true
 }
 
 // gateMutation is the default-deny gate for every tool that is not read-only: it loads
@@ -64,6 +88,7 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 	in := gateInput{sess: t.sess, spec: spec, call: call}
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
 	if !t.e.cfg.PlanMode {
+		in.rule = RulePlanOff
 		return in, toolResult{}, true
 	}
 	if t.sess.Phase == PhaseExecuting {
@@ -72,6 +97,7 @@ func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCa
 			in.plan = nil // "no accepted plan is loaded"
 		}
 	}
+	in.rule = gateRule(in)
 	res, why, ok := gate(in)
 	if !ok {
 		t.blocked(ctx, in, why, res.stop == "")
@@ -87,6 +113,30 @@ type gateInput struct {
 	plan     *Plan // the accepted plan, when executing
 	paths    []string
 	pathsErr error
+	rule     string // the gate's rule that decides the call (Rule*), for the audit row
+}
+
+// The gate's rules, named in the audit rows (ToolAudit.Gate).
+const (
+	RuleReadOnly     = "read_only"     // a read-only tool: runs in every phase
+	RulePlanOff      = "plan_off"      // plan mode is off: nothing is gated
+	RulePhase        = "phase"         // no accepted plan yet: every change is refused
+	RuleNoPlan       = "no_plan"       // executing, but the accepted plan could not be loaded
+	RuleAllowedTools = "allowed_tools" // an MCP tool: the plan's scope.allowed_tools must name it
+	RuleScope        = "scope"         // a workspace tool: its paths must be in the plan's scope
+)
+
+// gateRule says which rule of gate decides in.
+func gateRule(in gateInput) string {
+	switch {
+	case in.sess.Phase != PhaseExecuting:
+		return RulePhase
+	case in.plan == nil:
+		return RuleNoPlan
+	case IsMCPTool(in.spec.Name):
+		return RuleAllowedTools
+	}
+	return RuleScope
 }
 
 // gate decides whether a mutating call may run in plan mode: only while executing an

@@ -56,7 +56,8 @@ func (t *turnState) runTurns(ctx context.Context) error {
 		for i := range maxChainedTurns {
 			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 			again, err := t.runTurn(ctx)
-			t.sayBlocked(ctx) // one notice for the turn's refused calls
+			t.sayBlocked(ctx)   // one notice for the turn's refused calls
+			t.flushPending(ctx) // read-only rows and notices a flush did not take
 			if err != nil {
 				return err
 			}
@@ -78,6 +79,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
@@ -189,6 +191,9 @@ func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error 
 // Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
 // same commit, delivered after it.
 func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
+	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
+		rs = append(pending, rs...)
+	}
 	if len(tr.unsaved) == 0 && tr.drained == 0 {
 		for _, r := range rs {
 			_ = t.say(ctx, r)
@@ -199,7 +204,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}
+	ch := Change{Session: &next, Messages: tr.takeUnsaved(), Events: t.takeAudit(), Lazy: true}
 	if t.e.box != nil {
 		for _, r := range rs {
 			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
@@ -302,6 +307,7 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	next.Injections = tr.undrained(next.Injections)
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
+	o.Change.Events = append(o.Change.Events, t.takeAudit()...)
 	t.queueReplies(&o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err

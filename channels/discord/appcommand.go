@@ -20,7 +20,7 @@ const (
 )
 
 // planCommand is the /plan application command, generated from the command table: one
-// subcommand per row, each with one string option when the row takes arguments (required
+// subcommand per row (but edit, which needs a file), each with one string option when the row takes arguments (required
 // when the row says so). An argument that is a choice between words ("[on|off]") offers
 // them as choices.
 func planCommand() *discordgo.ApplicationCommand {
@@ -38,6 +38,9 @@ func planCommand() *discordgo.ApplicationCommand {
 		DMPermission: &dm,
 	}
 	for _, spec := range commands.Table() {
+		if spec.Name == commands.Edit {
+			continue // an edited plan file is an attachment on a reply to the plan, not an option
+		}
 		sub := &discordgo.ApplicationCommandOption{
 			Type:        discordgo.ApplicationCommandOptionSubCommand,
 			Name:        string(spec.Name),

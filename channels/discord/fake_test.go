@@ -46,6 +46,8 @@ type fakeDiscord struct {
 	gw gatewayState
 
 	hook *ixSender // when set, interactions go to the interactions endpoint instead
+
+	attachments map[string][]byte // CDN path -> content of a file a person attached
 }
 
 type fakeChan struct {
@@ -103,13 +105,14 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 			"C2": {ID: "C2", Guild: "G1", Type: 0},
 			"T1": {ID: "T1", Guild: "G1", Parent: "C1", Type: 11},
 		},
-		ixs: map[string]*fakeIx{}, commands: map[string]json.RawMessage{},
+		ixs: map[string]*fakeIx{}, commands: map[string]json.RawMessage{}, attachments: map[string][]byte{},
 	}
 	f.gw.init()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v9/", f.serveAPI)
 	mux.HandleFunc("/gw", f.serveGateway)
 	mux.HandleFunc("/gw/", f.serveGateway) // discordgo adds a slash to the URL it is given
+	mux.HandleFunc("/attachments/", f.serveAttachment)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.close)
 	return f

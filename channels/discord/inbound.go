@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 )
@@ -33,6 +34,9 @@ func (c *Channel) fromMessage(ctx context.Context, m *discordgo.Message) (core.M
 	}
 	text := c.stripMention(m.Content)
 	replyToBot := m.ReferencedMessage != nil && m.ReferencedMessage.Author != nil && m.ReferencedMessage.Author.ID == c.botID
+	if isPlanEdit(m, text, replyToBot) {
+		text = channels.EditCommand(text, "")
+	}
 	isCommand := commands.Parse(text, "").Kind != commands.NotCommand
 	if !direct && !mentioned && !replyToBot && !isCommand {
 		return core.Message{}, false

@@ -151,7 +151,7 @@ func (c *Channel) onMessage(ctx context.Context, d *dispatcher, m *discordgo.Mes
 	if m != nil && c.seen.add(m.ID) {
 		var msg core.Message
 		if msg, handled = c.fromMessage(ctx, m); handled {
-			d.deliver(work{msg: msg})
+			d.fetches.deliver(d, work{msg: msg}, c.editPrepare(d.ctx, m, msg))
 		}
 	} else if m != nil {
 		c.log.Debug("message delivered twice; handled once", "message", m.ID)
@@ -219,6 +219,7 @@ type dispatcher struct {
 	ctx   context.Context // outlives Run: queued work is finished, not abandoned
 
 	accepting atomic.Bool // Run is running: the interactions route may queue
+	fetches   fetchChain  // messages wait for an edited plan file's download before them
 
 	mu      sync.Mutex
 	queue   []work

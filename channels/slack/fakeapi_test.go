@@ -32,6 +32,7 @@ type fakeSlack struct {
 	msgs       []*shownMsg // every message posted, in order
 	ephemerals []ephemeral
 	uploads    map[string][]byte // file id -> uploaded bytes
+	shared     map[string][]byte // file id -> bytes of a file a person shared (served at url_private)
 	views      []openedView
 	names      map[string]string // user id -> display name for users.info
 	limits     map[string][]int  // method -> Retry-After seconds for the next calls (0 = no header)
@@ -142,13 +143,14 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 	f := &fakeSlack{
 		t: t, botToken: "xoxb-1111-2222-SECRETbot", appToken: "xapp-1-A1-3333-SECRETapp",
 		team: "T0TEAM", botUser: "UBOT",
-		changed: make(chan struct{}), uploads: map[string][]byte{}, names: map[string]string{},
+		changed: make(chan struct{}), uploads: map[string][]byte{}, shared: map[string][]byte{}, names: map[string]string{},
 		limits: map[string][]int{}, failures: map[string]string{}, nextTS: 1_700_000_100,
 		sentAt: map[string]time.Time{}, acks: map[string]ack{}, outbox: make(chan []byte, 4096),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)
 	mux.HandleFunc("/upload/", f.serveUpload)
+	mux.HandleFunc("/files-pri/", f.serveShared)
 	mux.HandleFunc("/ws", f.serveSocket)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.close)

@@ -77,6 +77,9 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 	if p.thread != "" && p.thread != p.ts {
 		m.ReplyTo = p.thread
 	}
+	if planEditFile(p, m.Text) {
+		c.editMessage(ctx, &m, p)
+	}
 	c.rememberRecent(ctx, p.ch, thread)
 	return job{msg: &m}, true
 }
@@ -95,9 +98,13 @@ func (c *Channel) eventMessage(ev slackevents.EventsAPIEvent) (p posted, eventID
 			return posted{}, "", false // an edited mention is not a new request
 		}
 		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel,
-			direct: strings.HasPrefix(in.Channel, "D")}
+			direct: strings.HasPrefix(in.Channel, "D"), files: in.Files}
 	case *slackevents.MessageEvent:
-		if in.ChannelType != "im" {
+		var files []slackgo.File
+		if in.Message != nil {
+			files = in.Message.Files
+		}
+		if in.ChannelType != "im" && !sharedInThread(in.SubType, in.ThreadTimeStamp, in.TimeStamp, files) {
 			return posted{}, "", false // channel chatter arrives as app_mention when it is for the bot
 		}
 		switch in.SubType {
@@ -105,7 +112,8 @@ func (c *Channel) eventMessage(ev slackevents.EventsAPIEvent) (p posted, eventID
 		default:
 			return posted{}, "", false // edits, deletions, joins, bot posts
 		}
-		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel, direct: true}
+		p = posted{user: in.User, bot: in.BotID, text: in.Text, ts: in.TimeStamp, thread: in.ThreadTimeStamp, ch: in.Channel,
+			direct: in.ChannelType == "im", files: files}
 	default:
 		return posted{}, "", false
 	}
@@ -126,6 +134,7 @@ func messageKey(ch, ts string) string { return "msg:" + ch + ":" + ts }
 type posted struct {
 	user, bot, text, ts, thread, ch string
 	direct                          bool
+	files                           []slackgo.File // shared with the message (an edited plan file)
 }
 
 // cleanText turns Slack's message text into what the person typed: the leading mention of

@@ -38,6 +38,7 @@ type fakeAPI struct {
 	served  map[int64]time.Time // when each update was first handed out
 	raws    map[int64]json.RawMessage
 	onSent  func(chat int64, text string, at time.Time) // called for every sendMessage
+	files   map[string][]byte                           // file_id -> content, for getFile and downloads
 }
 
 type fakeUpdate struct {
@@ -81,7 +82,7 @@ func newFakeAPI(t testing.TB) *fakeAPI {
 	f := &fakeAPI{
 		t: t, token: "424242:AAE-fake-token-Zx9", botID: 424242, botName: "PlanGateBot",
 		hold: 150 * time.Millisecond, changed: make(chan struct{}), nextUpd: 1000, nextMsg: 1,
-		msgs: map[int64][]*shownMsg{}, answers: map[string]string{}, served: map[int64]time.Time{}, raws: map[int64]json.RawMessage{},
+		msgs: map[int64][]*shownMsg{}, answers: map[string]string{}, served: map[int64]time.Time{}, raws: map[int64]json.RawMessage{}, files: map[string][]byte{},
 	}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
@@ -97,6 +98,10 @@ func (f *fakeAPI) notifyLocked() {
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+f.token+"/"); ok && r.Method == http.MethodGet {
+		f.download(w, path)
+		return
+	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+f.token+"/")
 	if r.Method != http.MethodPost || !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error_code": 404, "description": "Not Found"})
@@ -130,6 +135,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ok200(w, true)
 	case "getUpdates":
 		f.getUpdates(w, r, params)
+	case "getFile":
+		f.getFile(w, params)
 	case "answerCallbackQuery":
 		f.mu.Lock()
 		f.answers[params["callback_query_id"]] = params["text"]

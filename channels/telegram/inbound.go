@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -68,6 +69,12 @@ func (c *Channel) fromMessage(ctx context.Context, updateID int64, m *models.Mes
 	}
 	if rt != nil {
 		msg.ReplyTo = strconv.Itoa(rt.ID)
+	}
+	if c.isPlanEdit(m, rt, p.text) {
+		msg.Text = channels.EditCommand(p.text, c.username)
+		msg.Mentioned = true
+		msg.Attachments = []core.File{c.editedFile(ctx, m)}
+		return msg, true
 	}
 	if replyToBot && !p.planCommand {
 		// A reply to a "What should change?" prompt is the feedback of a Revise click.

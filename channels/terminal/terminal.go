@@ -173,6 +173,13 @@ func (c *Channel) handleLine(ctx context.Context, h channels.Handler, line strin
 		Mentioned: true,
 		Time:      c.now(),
 	}
+	if f, problem, ok := c.editFile(ctx, line); ok {
+		if problem != "" {
+			c.printLine(problem + "\n")
+			return
+		}
+		m.Attachments = []core.File{f}
+	}
 	if err := h.Handle(ctx, m); err != nil {
 		c.log.Error("handling terminal line", "session", c.cfg.Session, "sender", sender, "err", err)
 		c.printLine("error: " + oneLine(err.Error()))

@@ -35,6 +35,7 @@ func (c *Channel) routes() map[string]http.Handler {
 		"GET /c/{id}/events":            c.page(c.stream),
 		"POST /c/{id}/messages":         c.post(c.message),
 		"POST /c/{id}/actions":          c.post(c.action),
+		"POST /c/{id}/edit":             c.page(c.editUpload),
 		"GET /plans/{file}":             c.page(c.planFile),
 		"GET /dashboard":                c.page(c.dashboard),
 		"POST /dashboard/actions":       c.post(c.dashboardAction),

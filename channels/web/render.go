@@ -199,6 +199,8 @@ type cardView struct {
 	Approvals                                   string // "1 of 2 approvals (alice)" while more are needed
 	Buttons                                     bool
 	Approval, Action, CSRF, Session             string
+	Edit                                        string // where an edited plan file is uploaded ("" = not here)
+	EditedBy                                    string // the person who wrote this version by editing the file
 }
 
 // renderCard renders plan p's card as viewer (a web user name) sees it in a chat.
@@ -215,7 +217,7 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
 		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
-		CSRF: c.csrf(viewer)}
+		CSRF: c.csrf(viewer), EditedBy: p.EditedBy}
 	if v.Status == "" {
 		v.Status = string(p.Status)
 	}
@@ -249,8 +251,9 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		if err == nil && s.ApprovalID == p.ApprovalID && c.decider(viewer, ownWeb) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
+			v.Edit = "/c/" + s.Address.Chat + "/edit"
 			if s.Address.Channel != Name || s.Address.Account != viewer {
-				v.Action = "/dashboard/actions?session=" + s.ID
+				v.Action, v.Edit = "/dashboard/actions?session="+s.ID, ""
 			}
 		}
 	}

@@ -109,6 +109,9 @@ type PlanModeConfig struct {
 	// AutoApproveRules accept a proposal without a person when one fits (DESIGN.md 12).
 	AutoApproveRules []AutoApproveRuleConfig `yaml:"auto_approve_rules"`
 	Planner          PlannerConfig           `yaml:"planner"`
+	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json,
+	// which the agent may read and not change (DESIGN.md 13).
+	WorkspaceCopy bool `yaml:"workspace_copy"`
 }
 
 // ToolsConfig switches optional tools on and bounds the file tools.
@@ -228,10 +231,11 @@ func defaultConfig() *Config {
 		},
 		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
 		PlanMode: PlanModeConfig{
-			Enabled:    true,
-			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
-			NudgeGrace: 15 * time.Minute,
-			Planner:    PlannerConfig{Style: "conservative"}, // core.StyleConservative
+			Enabled:       true,
+			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
+			NudgeGrace:    15 * time.Minute,
+			Planner:       PlannerConfig{Style: "conservative"}, // core.StyleConservative
+			WorkspaceCopy: true,
 		},
 		Channels: ChannelsConfig{
 			Terminal: terminal.Defaults(),

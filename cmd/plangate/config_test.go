@@ -76,10 +76,11 @@ func wantDefaults(dir string) Config {
 		},
 		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
-			Enabled:    true,
-			Nudges:     []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},
-			NudgeGrace: 15 * time.Minute,
-			Planner:    PlannerConfig{Style: "conservative"},
+			Enabled:       true,
+			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},
+			NudgeGrace:    15 * time.Minute,
+			Planner:       PlannerConfig{Style: "conservative"},
+			WorkspaceCopy: true,
 		},
 		Channels: ChannelsConfig{
 			Terminal:     terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},

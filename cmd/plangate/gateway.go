@@ -193,7 +193,9 @@ func (g *gateway) shutdown(grace time.Duration, interrupt context.CancelFunc) er
 }
 
 // startMCP starts the configured MCP servers (none: nil). A server that fails to start is
-// logged and retried with backoff; its tools appear once it is up.
+// logged and retried with backoff; its tools appear once it is up. The servers outlive
+// receiving (ctx ends at SIGTERM): turns still running in the grace period use them, and
+// shutdown stops them after the turns.
 func startMCP(ctx context.Context, cfg *Config, log *slog.Logger) (*mcp.Manager, error) {
 	if len(cfg.Tools.MCP) == 0 {
 		return nil, nil
@@ -202,7 +204,7 @@ func startMCP(ctx context.Context, cfg *Config, log *slog.Logger) (*mcp.Manager,
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("starting MCP servers: %w", err)
 	}
 	log.Info("mcp servers", "status", mgr.Status())

@@ -201,6 +201,9 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
 		Hidden:        ownFiles(cfg),
 		Seed:          cfg.Workspace.Seed,
+		// The copy exists only where plan mode writes it; elsewhere a PLAN.md is the
+		// workspace's own file.
+		ProtectPlanCopy: cfg.PlanMode.Enabled && cfg.PlanMode.WorkspaceCopy,
 	}), nil
 }
 
@@ -240,6 +243,8 @@ func engineConfig(cfg *Config) core.Config {
 		AutoApproveRules: cfg.PlanMode.CoreRules(),
 		Nudges:           cfg.PlanMode.Nudges,
 		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
+		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
+		Planner:          cfg.PlanMode.Planner.CorePlanner(),
 	}
 }
 

@@ -177,6 +177,23 @@ func (m *Manager) Tools() []core.ToolSpec {
 	return specs
 }
 
+// Withdrawn reports the server of an MCP tool name whose server is configured but not up
+// (starting, down or stopped), and its status line.
+func (m *Manager) Withdrawn(name string) (string, string, bool) {
+	srvName, _, ok := strings.Cut(name, Separator)
+	s := m.byName[srvName]
+	if !ok || s == nil {
+		return "", "", false
+	}
+	sess, _, status := s.current("")
+	if sess != nil {
+		return "", "", false
+	}
+	return srvName, status, true
+}
+
+var _ core.ToolServers = (*Manager)(nil)
+
 // WritePaths is empty for MCP tools: they change no workspace path the gate could check;
 // the gate holds them with the plan's scope.allowed_tools instead.
 func (m *Manager) WritePaths(string, json.RawMessage) ([]string, error) { return nil, nil }
@@ -226,13 +243,17 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	case ctx.Err() != nil:
 		return "", OutcomeFailed, fmt.Errorf("%s was cancelled: %w", full, ctx.Err())
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		go s.probe(s.life, sess) // not the call's context: the turn may end first
+		if !s.probe(sess) {
+			return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+				"%s timed out after %s and MCP server %s does not answer a ping either; its tools are withdrawn until it restarts", full, s.cfg.callTimeout(), s.cfg.Name)}
+		}
 		return "", OutcomeTimeout, fmt.Errorf("%s timed out after %s", full, s.cfg.callTimeout())
 	case errors.As(err, &rpcErr):
 		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, oneLine(rpcErr.Message))
 	}
 	s.withdraw(sess, "failed during a call: "+oneLine(err.Error()))
-	return "", OutcomeFailed, fmt.Errorf("MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))
+	return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))}
 }
 
 func containsName(list []string, name string) bool {

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,12 +62,23 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 	if _, ok := got["ts__sneaky"]; ok {
 		t.Error("a denied tool is offered")
 	}
+	// The model reads what the gate will do with a mutating tool, and which destroy.
+	for name, want := range map[string]string{
+		"ts__wipe":   "Deletes everything. [Destructive: it may delete or overwrite. Runs only in an accepted plan that lists it in scope.allowed_tools.]",
+		"ts__lookup": "Looks something up.",
+		"ts__write":  "Writes a record.", // read-only by the operator: no note
+	} {
+		if d := got[name].Description; d != want {
+			t.Errorf("%s description %q, want %q", name, d, want)
+		}
+	}
 }
 
 func TestHintsWithoutOverrides(t *testing.T) {
 	m, _, _, _ := startMem(t, mcp.ServerConfig{})
 	got := specs(m)
-	if s := got["ts__write"]; s.Kind != core.ToolMutating || s.Destructive {
+	if s := got["ts__write"]; s.Kind != core.ToolMutating || s.Destructive ||
+		s.Description != "Writes a record. [Changes things: runs only in an accepted plan that lists it in scope.allowed_tools.]" {
 		t.Errorf("write (destructiveHint false): %+v", s)
 	}
 	if s := got["ts__sneaky"]; s.Kind != core.ToolReadOnly {
@@ -139,7 +151,8 @@ func TestListChangedAddsATool(t *testing.T) {
 func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	m, ms, rec, g := startMem(t, mcp.ServerConfig{})
 	_, err := call(t, m, "ts__crash", "")
-	if err == nil || !strings.Contains(err.Error(), "MCP server ts failed during ts__crash") {
+	var down *core.ToolServerDown
+	if !errors.As(err, &down) || down.Server != "ts" || !strings.Contains(err.Error(), "MCP server ts failed during ts__crash") {
 		t.Fatalf("crashing call: %v", err)
 	}
 	if d := <-g.waits; d != time.Second {
@@ -148,6 +161,12 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	rec.waitStatus(t, "ts: down (")
 	if tools := m.Tools(); len(tools) != 0 {
 		t.Fatalf("a dead server's tools are still offered: %v", tools)
+	}
+	if srv, st, ok := m.Withdrawn("ts__lookup"); !ok || srv != "ts" || !strings.HasPrefix(st, "down (") {
+		t.Fatalf("Withdrawn while down: %q %q %v", srv, st, ok)
+	}
+	if _, _, ok := m.Withdrawn("nope__lookup"); ok {
+		t.Fatal("a server that is not configured is withdrawn")
 	}
 	if st := m.Status(); !strings.Contains(st, "ts: down (") || !strings.Contains(st, "restarting in 1s") || strings.Contains(st, "\n") {
 		t.Fatalf("status %q", st)
@@ -159,6 +178,9 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	rec.waitStatus(t, "ts: up, 9 tools")
 	if out, err := call(t, m, "ts__lookup", "x"); err != nil || out != "found x" {
 		t.Fatalf("after the restart: %q, %v", out, err)
+	}
+	if _, _, ok := m.Withdrawn("ts__lookup"); ok {
+		t.Fatal("a server that is up is withdrawn")
 	}
 	ms.mu.Lock()
 	starts := ms.starts

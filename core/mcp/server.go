@@ -180,7 +180,26 @@ func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 	case a == nil || a.DestructiveHint == nil || *a.DestructiveHint:
 		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
 	}
+	spec.Description = describe(spec)
 	return spec, true
+}
+
+// describe adds to a mutating tool's description what the gate will do with it, so the
+// model plans for it instead of learning it from a refusal.
+func describe(spec core.ToolSpec) string {
+	note := ""
+	switch {
+	case spec.Kind == core.ToolReadOnly:
+		return spec.Description
+	case spec.Destructive:
+		note = "[Destructive: it may delete or overwrite. Runs only in an accepted plan that lists it in scope.allowed_tools.]"
+	default:
+		note = "[Changes things: runs only in an accepted plan that lists it in scope.allowed_tools.]"
+	}
+	if d := strings.TrimSpace(spec.Description); d != "" {
+		return d + " " + note
+	}
+	return note
 }
 
 func validToolName(n string) bool {
@@ -202,15 +221,18 @@ func (s *server) current(tool string) (*sdk.ClientSession, *sdk.Tool, string) {
 	return s.sess, s.tools[tool], s.status
 }
 
-// probe pings a server whose call timed out; one that does not answer is hung: its
-// session is closed, which withdraws its tools and restarts it.
-func (s *server) probe(ctx context.Context, sess *sdk.ClientSession) {
+// probe pings a server whose call timed out and says whether it answered; one that does
+// not is hung: its session is closed, which withdraws its tools and restarts it. The
+// ping runs in the server's lifetime, not the call's: the call's deadline is over.
+func (s *server) probe(sess *sdk.ClientSession) bool {
+	ctx := s.life
 	pctx, cancel := context.WithTimeout(ctx, min(s.cfg.callTimeout(), 10*time.Second))
 	defer cancel()
 	if err := sess.Ping(pctx, nil); err == nil || ctx.Err() != nil {
-		return
+		return true // alive, or plangate is stopping: nothing to restart
 	}
 	s.withdraw(sess, "not answering (a call timed out and a ping too)")
+	return false
 }
 
 // withdraw stops offering the tools of sess at once (the next model request must not see
@@ -218,13 +240,21 @@ func (s *server) probe(ctx context.Context, sess *sdk.ClientSession) {
 // not dead yet.
 func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 	s.mu.Lock()
+	line := ""
 	if s.sess == sess {
 		s.sess, s.tools, s.specs = nil, nil, nil
 		if s.why == "" {
 			s.why = why
 		}
+		// Down from now on (the supervisor adds when it restarts): under the lock, so its
+		// later status cannot be overwritten by this one.
+		line = "down (" + why + ")"
+		s.status = line
 	}
 	s.mu.Unlock()
+	if line != "" {
+		s.m.obs.ServerStatus(s.cfg.Name, line)
+	}
 	go func() { _ = sess.Close() }()
 }
 

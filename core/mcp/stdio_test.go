@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/mcp"
 )
 
@@ -109,7 +111,10 @@ func TestHungServerIsRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	if _, err := call(t, m, "bin__freeze", ""); err == nil || err.Error() != "bin__freeze timed out after 200ms" {
+	_, err = call(t, m, "bin__freeze", "")
+	var down *core.ToolServerDown
+	if !errors.As(err, &down) || down.Server != "bin" ||
+		err.Error() != "bin__freeze timed out after 200ms and MCP server bin does not answer a ping either; its tools are withdrawn until it restarts" {
 		t.Fatalf("freezing call: %v", err)
 	}
 	<-g.waits

@@ -23,6 +23,8 @@ type workspace struct {
 	maxWrite int
 	// hidden are plangate's own files (resolved), hiddenRel those inside the workspace.
 	hidden, hiddenRel []string
+	// protect refuses changes to the plan's workspace copy (Config.ProtectPlanCopy).
+	protect bool
 }
 
 // maxPathBytes is PATH_MAX: no longer path can be opened anyway.

@@ -55,7 +55,11 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newCappedBuffer(t.cfg.MaxOutput)
+	before := t.snapshotPlanCopy(home)
 	runErr := t.execute(cctx, home, exe, a.Argv, out)
+	// Put back what the command changed of the plan's copy before anything else: a
+	// timeout or a cancelled turn must not leave it changed either.
+	restored := before.restore()
 	shown := displayArgv(a.Argv)
 	var startErr *startError
 	switch {
@@ -64,8 +68,8 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s",
-			shown, timeout, out.String())
+		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s%s",
+			shown, timeout, out.String(), restored)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "$ %s\n", shown)
@@ -87,6 +91,9 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString("(no output)\n")
 	} else {
 		b.WriteString(out.String())
+	}
+	if restored != "" {
+		b.WriteString(restored + "\n")
 	}
 	return b.String(), nil
 }

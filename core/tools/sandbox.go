@@ -36,6 +36,7 @@ type sandbox struct {
 	bwrap   string // the bwrap executable
 	network bool
 	hidden  []string // plangate's own files, emptied for commands (Config.Hidden)
+	protect bool     // bind the plan's workspace copy read-only (Config.ProtectPlanCopy)
 }
 
 // args is bwrap's command line for running exe with args in the workspace ws (an
@@ -53,6 +54,9 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	a = append(a, hideBefore...)
 	a = append(a, "--bind", ws, ws)
 	a = append(a, hideAfter...)
+	if s.protect {
+		a = append(a, protectArgs(ws)...)
+	}
 	a = append(a,
 		"--chdir", ws,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",

@@ -21,6 +21,8 @@
 //     (PATH, HOME = an empty directory, LANG), a timeout, and capped output; when the
 //     sandbox cannot start, run_command is not offered. It is always a mutating tool and
 //     its WritePaths is WholeWorkspace.
+//   - With ProtectPlanCopy, the accepted plan's copy (PLAN.md, PLAN.json) is read-only to
+//     every tool, run_command included (see plancopy.go).
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
 // A Toolbox is safe for concurrent use by many sessions.
@@ -91,6 +93,10 @@ type Config struct {
 	// Hidden are absolute paths of plangate's own files (database, plans directory,
 	// config file): the file tools refuse them and sandboxed commands see them empty.
 	Hidden []string
+	// ProtectPlanCopy keeps the agent from changing the workspace copy of the accepted
+	// plan, PLAN.md and PLAN.json at the workspace root (plan_mode.workspace_copy; see
+	// plancopy.go). They stay readable.
+	ProtectPlanCopy bool
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
@@ -148,7 +154,7 @@ func (t *Toolbox) setUpSandbox() {
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
-		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
 	case SandboxNone:
 		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
 	default:
@@ -212,7 +218,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		return "", err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes}
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes, protect: t.cfg.ProtectPlanCopy}
 	if len(t.cfg.Hidden) > 0 {
 		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
 	}
@@ -272,6 +278,9 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 			return nil, err
 		}
 		p, err := writeTarget(name, a.Path)
+		if err == nil {
+			err = t.planCopyPath(p)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +291,9 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 			return nil, err
 		}
 		p, err := writeTarget(name, a.Path)
+		if err == nil {
+			err = t.planCopyPath(p)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -451,12 +463,12 @@ func toolSpecs(cfg Config) []core.ToolSpec {
 					`"path":{"type":"string","description":"directory or file to search, relative to the workspace root (default .)"},`+
 					`"glob":{"type":"string","description":"only files whose name matches this glob, e.g. *.go; with a / it matches the path from the workspace root"}`)},
 		{Name: ToolWriteFile, Kind: core.ToolMutating,
-			Description: "Create or overwrite a file of the workspace with the given content; parent directories are created. Only allowed while an accepted plan is executing, within its scope.",
+			Description: "Create or overwrite a file of the workspace with the given content; parent directories are created. Only allowed while an accepted plan is executing, within its scope." + copyNote(cfg),
 			Parameters: obj(`"path","content"`,
 				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
 					`"content":{"type":"string","description":"the complete new content of the file"}`)},
 		{Name: ToolEditFile, Kind: core.ToolMutating,
-			Description: "Replace one exact occurrence of old with new in a workspace file. old must match exactly once (including whitespace); include surrounding lines to make it unique. Only allowed while an accepted plan is executing, within its scope.",
+			Description: "Replace one exact occurrence of old with new in a workspace file. old must match exactly once (including whitespace); include surrounding lines to make it unique. Only allowed while an accepted plan is executing, within its scope." + copyNote(cfg),
 			Parameters: obj(`"path","old","new"`,
 				`"path":{"type":"string","description":"file path relative to the workspace root"},`+
 					`"old":{"type":"string","description":"the exact text to replace, as read_file shows it without the line numbers"},`+

@@ -46,6 +46,9 @@ func (w *workspace) writeFile(a writeArgs) (string, error) {
 	if err := w.refuseHidden(rel); err != nil {
 		return "", err
 	}
+	if err := w.refusePlanCopy(rel); err != nil {
+		return "", err
+	}
 	if err := w.refuseSymlinks(ToolWriteFile, rel); err != nil {
 		return "", err
 	}
@@ -92,6 +95,9 @@ func (w *workspace) editFile(ctx context.Context, a editArgs) (string, error) {
 		return "", errors.New("old and new are the same: nothing would change")
 	}
 	if err := w.refuseHidden(rel); err != nil {
+		return "", err
+	}
+	if err := w.refusePlanCopy(rel); err != nil {
 		return "", err
 	}
 	if err := w.refuseSymlinks(ToolEditFile, rel); err != nil {

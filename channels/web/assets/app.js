@@ -37,7 +37,8 @@
     if (!form.hasAttribute("data-fetch")) { return; }
     ev.preventDefault();
     posting++;
-    var body = new URLSearchParams(new FormData(form));
+    // A file upload (the card's Edit) goes as multipart; everything else as a plain form.
+    var body = form.enctype === "multipart/form-data" ? new FormData(form) : new URLSearchParams(new FormData(form));
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
     fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "X-Plangate-Fetch": "1" } })

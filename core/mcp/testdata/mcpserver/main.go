@@ -1,5 +1,6 @@
 // Command mcpserver is testserver over stdio, for the end-to-end tests of core/mcp. The
-// crash tool exits the process, freeze stops it (SIGSTOP); each start appends a line to $MCPSERVER_STARTS when set.
+// crash tool exits the process, freeze stops it (SIGSTOP); each start appends a line to
+// $MCPSERVER_STARTS and each call the tool's name to $MCPSERVER_CALLS, when set.
 package main
 
 import (
@@ -17,7 +18,11 @@ func main() {
 	if f := os.Getenv("MCPSERVER_STARTS"); f != "" {
 		appendLine(f, "start")
 	}
-	s := testserver.New(&testserver.Counts{}, func() { os.Exit(3) })
+	counts := &testserver.Counts{}
+	if f := os.Getenv("MCPSERVER_CALLS"); f != "" {
+		counts.OnCall = func(tool string) { appendLine(f, tool) }
+	}
+	s := testserver.New(counts, func() { os.Exit(3) })
 	testserver.AddFreeze(s, func() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) })
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		log.Print(err)

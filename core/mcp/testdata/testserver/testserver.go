@@ -13,6 +13,10 @@ import (
 // Counts counts the calls each tool received, so a test can prove a refused call never
 // reached the server.
 type Counts struct {
+	// OnCall, when set, hears of every call before the tool runs (the stdio binary
+	// writes the calls to a file, for tests outside its process).
+	OnCall func(tool string)
+
 	mu sync.Mutex
 	n  map[string]int
 }
@@ -24,6 +28,9 @@ func (c *Counts) add(tool string) {
 		c.n = map[string]int{}
 	}
 	c.n[tool]++
+	if c.OnCall != nil {
+		c.OnCall(tool)
+	}
 }
 
 // Get is how many calls tool received.

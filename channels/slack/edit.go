@@ -1,0 +1,68 @@
+package slack
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+)
+
+// An edited plan file (DESIGN.md 13) arrives as a file shared in the plan's thread (or with
+// a /plan edit message anywhere the bot hears it). It is downloaded from its url_private
+// with the bot token (the client sends it only to Slack's own hosts, or the configured API
+// host), within the size limit, and handed to the engine as /plan edit with the file.
+
+// planEditFile reports whether a posted message answers a plan with a file: /plan edit
+// with a file, or a text file shared in a thread.
+func planEditFile(p posted, text string) bool {
+	if len(p.files) == 0 {
+		return false
+	}
+	if channels.IsEditCommand(text, "") {
+		return true
+	}
+	return p.thread != "" && p.thread != p.ts && core.IsTextFile(p.files[0].Name, p.files[0].Mimetype)
+}
+
+// sharedInThread reports whether a channel message event is a file shared in a thread,
+// the one kind of channel message the bot reads without a mention.
+func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
+	return subtype == "file_share" && thread != "" && thread != ts && len(files) > 0 &&
+		core.IsTextFile(files[0].Name, files[0].Mimetype)
+}
+
+// editedFile downloads the first file of a message. A failed download is logged and
+// handed on without data, so the person is told to send it again. A shutdown does not cut
+// a download short (that would answer a good file with "could not download"); attemptTime
+// bounds it.
+func (c *Channel) editedFile(ctx context.Context, f slackgo.File) core.File {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.attemptTime)
+	defer cancel()
+	url := f.URLPrivateDownload
+	if url == "" {
+		url = f.URLPrivate
+	}
+	got, err := channels.FetchPlanFile(ctx, f.Name, f.Mimetype, int64(f.Size), func(ctx context.Context) (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			// A reader that stops at the limit closes the pipe, which ends the download.
+			pw.CloseWithError(c.api.GetFileContext(ctx, url, pw))
+		}()
+		return pr, nil
+	})
+	if err != nil {
+		c.log.Error("downloading an edited plan file", "file", f.ID, "err", c.scrub(err))
+		return core.File{Name: f.Name, MIME: f.Mimetype}
+	}
+	return got
+}
+
+// editMessage turns m into /plan edit with the downloaded file.
+func (c *Channel) editMessage(ctx context.Context, m *core.Message, p posted) {
+	m.Text = channels.EditCommand(strings.TrimSpace(m.Text), "")
+	m.Attachments = []core.File{c.editedFile(ctx, p.files[0])}
+}

@@ -1,0 +1,42 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
+)
+
+// editFile reads the file that "/plan edit PATH" names (relative to the working
+// directory), within the size limit, for the engine. ok is false when the line is not
+// such a command; a file that cannot be opened is reported with its reason.
+func (c *Channel) editFile(ctx context.Context, line string) (f core.File, problem string, ok bool) {
+	r := commands.Parse(line, "")
+	if r.Kind != commands.IsCommand || r.Cmd.Name != commands.Edit || r.Cmd.Args == "" {
+		return core.File{}, "", false
+	}
+	path := r.Cmd.Args
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return core.File{}, "There is no file " + path + ". Nothing changed.", true
+	}
+	if err != nil {
+		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+	}
+	if st.IsDir() {
+		return core.File{}, path + " is a directory; /plan edit needs the plan's .md file. Nothing changed.", true
+	}
+	f, err = channels.FetchPlanFile(ctx, filepath.Base(path), "", st.Size(), func(context.Context) (io.ReadCloser, error) {
+		return os.Open(path)
+	})
+	if err != nil {
+		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+	}
+	return f, "", true
+}

@@ -1,0 +1,78 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+)
+
+// editUpload is the card's Edit: an edited copy of the plan file, uploaded as multipart
+// (csrf first, then the file, in the form's order), read within the size limit and handed
+// to the engine as /plan edit. What the engine makes of it (a new version, or why not)
+// arrives in the conversation like any reply.
+func (c *Channel) editUpload(w http.ResponseWriter, r *http.Request, v viewer) {
+	id := r.PathValue("id")
+	if !convID.MatchString(id) {
+		http.NotFound(w, r)
+		return
+	}
+	back := "/c/" + id
+	f, status, why := c.readUpload(r, v)
+	if status != 0 {
+		c.answer(w, r, back, status, why)
+		return
+	}
+	a := address(v.Name, id)
+	said := "Edited plan: " + f.Name
+	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
+	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: "/plan edit",
+		Direct: true, Attachments: []core.File{f}, Time: c.d.Now()}
+	if err := c.deliver(r.Context(), m); err != nil {
+		c.undelivered(r, a)
+		c.answer(w, r, back, http.StatusServiceUnavailable, "The gateway is not taking messages right now; try again in a moment.")
+		return
+	}
+	c.answer(w, r, back, http.StatusNoContent, "")
+}
+
+// readUpload reads the csrf field and the file of an upload; a non-zero status is the
+// answer when they are not there.
+func (c *Channel) readUpload(r *http.Request, v viewer) (core.File, int, string) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return core.File{}, http.StatusBadRequest, "Choose the edited plan file first."
+	}
+	csrfOK := false
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return core.File{}, http.StatusBadRequest, "Choose the edited plan file first."
+		}
+		switch part.FormName() {
+		case "csrf":
+			got, _ := io.ReadAll(io.LimitReader(part, 256))
+			csrfOK = httpserver.SecretEqual(strings.TrimSpace(string(got)), v.CSRF)
+		case "file":
+			if !csrfOK {
+				return core.File{}, http.StatusForbidden, "This form is out of date or came from another site (CSRF check failed). Reload the page and try again."
+			}
+			if part.FileName() == "" {
+				return core.File{}, http.StatusBadRequest, "Choose the edited plan file first."
+			}
+			f, err := channels.FetchPlanFile(r.Context(), part.FileName(), part.Header.Get("Content-Type"), 0, func(context.Context) (io.ReadCloser, error) {
+				return io.NopCloser(part), nil
+			})
+			if err != nil {
+				return core.File{}, http.StatusBadRequest, "The file could not be read; try again."
+			}
+			return f, 0, ""
+		}
+	}
+}

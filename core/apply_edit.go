@@ -1,0 +1,175 @@
+package core
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A plan people can edit (DESIGN.md 13): an approver answers the pending version with an
+// edited copy of its file, and it becomes the next version, "edited by" them, which still
+// needs a decision. Who may edit is checked before Apply, as for any decision (the
+// command's row says approvers); Apply checks that a version is pending (GuardPhase) and
+// that the file is one (GuardEditedFile):
+//
+//   - exactly the first attachment of the message is read; none is a refusal;
+//   - over MaxPlanFileBytes (as downloaded, or as the platform declared it when the adapter
+//     did not download it), not a text file, not UTF-8, not parsing (the line is named),
+//     refused by the judge, or changing nothing: one refusal each, and nothing changes;
+//   - the file's status line ("Version N · ...") must name the pending version: an edit of
+//     an older version would silently drop what the newer one changed. A file without a
+//     status line is taken as an edit of the pending version.
+
+// editedFile is GuardEditedFile.
+func (x *transition) editedFile() bool {
+	if x.cur == nil {
+		x.refusePhase("edit")
+		return false
+	}
+	cur := *x.cur
+	if len(x.in.Files) == 0 {
+		x.refusef("Send the edited copy of plan v%d's file: %s. /plan show sends the file again.", cur.Version, editHow(x.s.Address.Channel))
+		return false
+	}
+	f := x.in.Files[0]
+	if f.Data == nil && f.Size == 0 {
+		x.refusef("I could not download %s; nothing changed. Send it again.", fileLabel(f))
+		return false
+	}
+	if size := max(f.Size, int64(len(f.Data))); size > MaxPlanFileBytes {
+		x.refusef("%s is %d KB; an edited plan file may be at most %d KB. Nothing changed.", fileLabel(f), (size+1023)/1024, MaxPlanFileBytes>>10)
+		return false
+	}
+	if !IsTextFile(f.Name, f.MIME) {
+		x.refusef("%s is not a text file; send the plan back as the .md file plangate wrote. Nothing changed.", fileLabel(f))
+		return false
+	}
+	if v, ok := fileVersion(f.Data); ok && v != cur.Version {
+		x.refusef("%s is plan v%d, but %s is the pending one; nothing changed. Edit the file of v%d (/plan show sends it).",
+			fileLabel(f), v, planLabel(cur), cur.Version)
+		return false
+	}
+	body, diff, refusal := ReadEditedPlan(cur.Body, f.Data)
+	if refusal != "" {
+		x.refuse(refusal)
+		return false
+	}
+	diff.From = cur.Version
+	x.body, x.editDiff = body, diff
+	return true
+}
+
+// edit stores the edited body as the next version, pending with a new approval id, and
+// supersedes the version it was edited from. The requester stays the one of the version
+// before: editing is not asking for the work.
+func (x *transition) edit() error {
+	prev, in := *x.cur, x.in
+	status, ok := x.m.PlanNext("", TrigEdit)
+	if !ok {
+		return fmt.Errorf("no plan status for an edited version")
+	}
+	diff := x.editDiff
+	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
+		Status: status, Body: x.body, Hash: HashPlan(x.body), RequestedBy: prev.RequestedBy,
+		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
+	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, plan.Body.Title, plan.Version))
+	voidApprovals(&prev) // the edited version needs its own approvals
+	old, err := x.settle(prev, TrigEdit, fmt.Sprintf("superseded by v%d (edited %s)", plan.Version, x.by()))
+	if err != nil {
+		return err
+	}
+	n := &x.next
+	n.Phase, n.PlanID, n.ApprovalID = x.phase, plan.ID, plan.ApprovalID
+	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", plan.Version, x.by())),
+		x.event(EventProposed, &plan, "edited "+x.by()+": "+plan.Body.Title))
+	x.o.Change.CancelNudges = true
+	x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
+	x.o.newPlan = plan.ID
+	x.o.Change.Plans = append(x.o.Change.Plans, plan)
+	r := planReply(x.next, plan)
+	r.Text = editedText(plan, diff, in.who())
+	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
+	return nil
+}
+
+// editedText is the chat message of an edited version: what it is, who edited it, what
+// changed, and that it still waits for a decision.
+func editedText(p Plan, d PlanDiff, editor string) string {
+	var b strings.Builder
+	n := len(p.Body.Steps)
+	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, plural(n, "step", "steps"), editor)
+	if p.Body.Summary != "" {
+		b.WriteString("\n" + oneLine(p.Body.Summary))
+	}
+	b.WriteString("\n" + scopeLine(p.Body.Scope))
+	if s := d.Summary(); s != "" {
+		b.WriteString("\n" + s)
+	}
+	fmt.Fprintf(&b, "\n(v%d is superseded.)", d.From)
+	b.WriteString("\nIt still needs a decision: /plan accept · /plan revise <feedback>")
+	return b.String()
+}
+
+// editHow says how an edited file is sent back on a channel.
+func editHow(channel string) string {
+	switch channel {
+	case "terminal":
+		return "/plan edit PATH"
+	case "telegram":
+		return "send it as a document in reply to the plan's message"
+	case "slack":
+		return "share it in the plan's thread"
+	case "discord":
+		return "attach it to a reply to the plan's message"
+	case "web":
+		return "use Edit on the plan's card"
+	}
+	return "attach it to /plan edit"
+}
+
+// fileVersion reads N from the status line "Version N · ..." that plangate writes under
+// the title; false when the file has none before its first section.
+func fileVersion(data []byte) (int, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), MaxPlanFileBytes+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "## ") {
+			return 0, false
+		}
+		rest, ok := strings.CutPrefix(line, "Version ")
+		if !ok {
+			continue
+		}
+		digits, _, _ := strings.Cut(rest, " ")
+		if v, err := strconv.Atoi(digits); err == nil && v > 0 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// IsTextFile reports whether an inbound file may be a plan file: platforms label .md files
+// variously (text/markdown, text/plain, application/octet-stream), so a text MIME type or a
+// text file name will do. Adapters do not download other files for /plan edit.
+func IsTextFile(name, mime string) bool {
+	if strings.HasPrefix(strings.ToLower(mime), "text/") {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".md", ".markdown", ".txt":
+		return true
+	}
+	return false
+}
+
+// fileLabel names an inbound file in a refusal.
+func fileLabel(f File) string {
+	if f.Name == "" {
+		return "The file"
+	}
+	return strconv.Quote(filepath.Base(f.Name))
+}
