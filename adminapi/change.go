@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
@@ -205,23 +206,18 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 	defer timeout.stop()
 	select {
 	case rep := <-answer:
-		if rep.Kind == core.ReplyText {
-			return rep.Text, true
-		}
-		// A notice is a refusal, unless the engine failed (then it says so on done).
-		select {
-		case err := <-done:
-			if err != nil {
-				a.failed(w, "applying the change", err)
-				return "", false
-			}
-		case <-timeout.c:
-		}
-		httpserver.WriteError(w, http.StatusConflict, rep.Text)
+		return a.answered(w, rep, done, timeout.c)
 	case err := <-done:
 		if err != nil {
 			a.failed(w, "applying the change", err)
 			return "", false
+		}
+		select {
+		case rep := <-answer:
+			// Answered before done was taken: the two were ready at once, and the
+			// engine did not fail.
+			return a.answered(w, rep, nil, nil)
+		default:
 		}
 		a.d.Log.Error("admin api: the engine handled a change without answering", "session", s.ID)
 		httpserver.WriteError(w, http.StatusInternalServerError, "the engine gave no answer; details are in the gateway log")
@@ -229,6 +225,27 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 		httpserver.WriteError(w, http.StatusGatewayTimeout, "the change is still being handled; read the session again shortly")
 	case <-r.Context().Done():
 	}
+	return "", false
+}
+
+// answered handles the engine's first answer to a change: a reply is the change made
+// (its text returned), a notice a refusal (409) unless the engine failed, which it says
+// on done (nil when done was read already and said nothing went wrong).
+func (a *API) answered(w http.ResponseWriter, rep core.Reply, done <-chan error, timeout <-chan time.Time) (string, bool) {
+	if rep.Kind == core.ReplyText {
+		return rep.Text, true
+	}
+	if done != nil {
+		select {
+		case err := <-done:
+			if err != nil {
+				a.failed(w, "applying the change", err)
+				return "", false
+			}
+		case <-timeout:
+		}
+	}
+	httpserver.WriteError(w, http.StatusConflict, rep.Text)
 	return "", false
 }
 
