@@ -120,7 +120,7 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 // they post to the dashboard.
 func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v viewer) cardView {
 	card := c.cardView(ctx, p, v.Name)
-	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.decider(v.Name, false)
+	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.deciderAt(v.Name, false, s.Address)
 	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
 	return card
 }
@@ -143,6 +143,10 @@ func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v view
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
 	if err != nil {
 		c.answer(w, r, back, http.StatusNotFound, "There is no such session.")
+		return
+	}
+	if !c.deciderAt(v.Name, false, s.Address) {
+		http.Error(w, fmt.Sprintf("Only approvers can decide on plans here (web:%s is not one).", v.Name), http.StatusForbidden)
 		return
 	}
 	if why := c.stale(r.Context(), s, act); why != "" {

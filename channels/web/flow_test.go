@@ -169,8 +169,9 @@ func TestDashboardAnswersAQuestion(t *testing.T) {
 // A counted approval from the dashboard (2 of 3 needed) keeps the plan pending and the
 // dashboard shows how many it has.
 func TestDashboardShowsCountedApprovals(t *testing.T) {
+	// bob is a global approver, but the policy's list replaces it on telegram.
 	e := newPolicyEnv(t, []core.Policy{{Match: core.PolicyMatch{Channel: "telegram"},
-		Approvers: []string{"web:alice", "telegram:42", "telegram:43"}, Required: 2}}, "web:alice")
+		Approvers: []string{"web:alice", "telegram:42", "telegram:43"}, Required: 2}}, "web:bob")
 	tgAddr := core.Address{Channel: "telegram", Account: "900", Chat: "555"}
 	e.model.Push(tgAddr.SessionID(), proposal("Rotate the logs", "Add logrotate config"))
 	ctx := context.Background()
@@ -202,5 +203,12 @@ func TestDashboardShowsCountedApprovals(t *testing.T) {
 	}
 	if got, _ := e.st.Session(ctx, s.ID); got.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("phase %s after one of two approvals", got.Phase)
+	}
+	bob := e.signIn("bob")
+	if page := bob.get("/dashboard"); strings.Contains(page, ">Accept<") {
+		t.Fatalf("bob, not an approver under the policy, is offered Accept: %s", page)
+	}
+	if res := bob.post("/dashboard/actions", url.Values{"session": {s.ID}, "kind": {"accept"}, "approval": {s.ApprovalID}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("bob's accept from the dashboard: %d %s", res.StatusCode, body(res))
 	}
 }

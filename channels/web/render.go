@@ -248,7 +248,7 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 			v.Approvals = c.progress(p, s.Address)
 		}
 		ownWeb := err == nil && s.Address.Channel == Name && s.Address.Account == viewer
-		if err == nil && s.ApprovalID == p.ApprovalID && c.decider(viewer, ownWeb) {
+		if err == nil && s.ApprovalID == p.ApprovalID && c.deciderAt(viewer, ownWeb, s.Address) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
 			v.Edit = "/c/" + s.Address.Chat + "/edit"
