@@ -176,3 +176,16 @@ func TestEditorRefusedUnderPolicy(t *testing.T) {
 		t.Fatalf("another approver's accept: err %v, refusal %+v, phase %s", err, o.Refusal, o.Session.Phase)
 	}
 }
+
+// A new version proposed while one is pending (after a comment) voids its approvals too.
+func TestNewVersionVoidsPartialApprovals(t *testing.T) {
+	h := newHarness(t, twoOfThree)
+	p := h.pendingFor("prod", "Deploy")
+	h.say("prod", "bob", "/plan accept")
+	h.model.push(sessionID("prod"), calls(propose("Deploy", "First step", "Second step", "Smoke test")))
+	h.say("prod", "carol", "please add a smoke test")
+	if old := h.plan(p.ID); old.Status != core.PlanSuperseded || len(old.Approvals) != 0 {
+		t.Fatalf("superseded v1: %s, approvals %+v", old.Status, old.Approvals)
+	}
+	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), `Approval recorded for Plan v2 "Deploy": 1 of 2 approvals (bob).`)
+}
