@@ -133,6 +133,16 @@ func (h *Hub) send(ctx context.Context, r core.Reply) (string, error) {
 		}
 		return "", nil
 	}
+	if r.Kind == core.ReplyApprovals {
+		// Only a channel that can show it on the buttons' message gets it; elsewhere the
+		// decision's own reply has said the same.
+		if an, ok := ch.(ApprovalNoter); ok && r.Ref != "" {
+			if err := an.NoteApprovals(ctx, r); err != nil {
+				return "", fmt.Errorf("showing approvals on %s: %w", ch.Name(), err)
+			}
+		}
+		return "", nil
+	}
 	if r.ReplaceID != "" {
 		if ed, ok := ch.(Editor); ok {
 			err := ed.Edit(ctx, r.ReplaceID, r)

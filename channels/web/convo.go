@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -250,6 +251,23 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	it.dom = ref.item.dom
 	cv.edit(ref.item, it.html, it.text, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	return nil
+}
+
+var _ channels.ApprovalNoter = (*Channel)(nil)
+
+// NoteApprovals implements channels.ApprovalNoter: the pending version's card is drawn
+// again from the store, with its approvals so far and its buttons.
+func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
+	if err := c.checkAddress(r.To); err != nil {
+		return fmt.Errorf("showing approvals on web: %w", err)
+	}
+	p, err := c.d.Store.PlanByApproval(ctx, r.Ref)
+	if err != nil {
+		return fmt.Errorf("showing approvals on web: %w", err)
+	}
+	html := c.renderCard(ctx, p, r.To.Account)
+	c.convo(ctx, r.To).card(p.ID, html, payload(map[string]string{"plan": p.ID, "html": string(html)}))
 	return nil
 }
 

@@ -227,22 +227,24 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
-		PlansDir:        cfg.Plans.Dir,
-		WorkspaceRoot:   cfg.Workspace.Root,
-		PerSession:      cfg.Workspace.PerSession,
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		MaxIterations:   cfg.Agent.MaxIterations,
-		HistoryMessages: cfg.Agent.HistoryMessages,
-		HistoryChars:    cfg.Agent.HistoryChars,
-		ToolResultChars: cfg.Agent.ToolResultChars,
-		PlanMode:        cfg.PlanMode.Enabled,
-		StartInPlan:     cfg.PlanMode.StartInPlan,
-		AutoApprove:     cfg.PlanMode.AutoApprove,
-		Approvers:       cfg.Access.Approvers,
-		Nudges:          cfg.PlanMode.Nudges,
-		ApprovalTimeout: cfg.PlanMode.ApprovalTimeout,
-		WorkspaceCopy:   cfg.PlanMode.WorkspaceCopy,
-		Planner:         cfg.PlanMode.Planner.CorePlanner(),
+		PlansDir:         cfg.Plans.Dir,
+		WorkspaceRoot:    cfg.Workspace.Root,
+		PerSession:       cfg.Workspace.PerSession,
+		SystemPrompt:     cfg.Agent.SystemPrompt,
+		MaxIterations:    cfg.Agent.MaxIterations,
+		HistoryMessages:  cfg.Agent.HistoryMessages,
+		HistoryChars:     cfg.Agent.HistoryChars,
+		ToolResultChars:  cfg.Agent.ToolResultChars,
+		PlanMode:         cfg.PlanMode.Enabled,
+		StartInPlan:      cfg.PlanMode.StartInPlan,
+		AutoApprove:      cfg.PlanMode.AutoApprove,
+		Approvers:        cfg.Access.Approvers,
+		Policies:         cfg.Access.CorePolicies(),
+		AutoApproveRules: cfg.PlanMode.CoreRules(),
+		Nudges:           cfg.PlanMode.Nudges,
+		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
+		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
+		Planner:          cfg.PlanMode.Planner.CorePlanner(),
 	}
 }
 
@@ -404,7 +406,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log})
 		if err != nil {
 			return nil, err
 		}
