@@ -111,7 +111,7 @@ func (t *turnState) status(ctx context.Context) error {
 	if err != nil {
 		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
 	}
-	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
 // show answers /plan show. The plan file is a rendering of the stored plan: it is written

@@ -10,8 +10,8 @@ import (
 // checklists. Everything here is pure; commands.go loads what status and show need.
 
 // statusText is the answer to /plan status: s with its current plan cur (nil for none)
-// and the "next nudge" line.
-func statusText(s Session, cur *Plan, nudgeLine string) string {
+// under the session's approval policy pol, and the "next nudge" line.
+func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	var p Plan
 	ok := cur != nil
 	if ok {
@@ -37,7 +37,7 @@ func statusText(s Session, cur *Plan, nudgeLine string) string {
 	}
 	if s.Phase == PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
-		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, PolicyFor(t.e.cfg.Policies, s.Address)); prog != "" {
+		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol); prog != "" {
 			lines = append(lines, "approvals: "+prog)
 		}
 	}

@@ -1,2 +1,0 @@
--- Who started the session's current planning (see ../0008_session_requester.sql).
-ALTER TABLE sessions ADD COLUMN requested_by TEXT NOT NULL DEFAULT '';
