@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +49,9 @@ func TestSoakKill(t *testing.T) {
 	tgSrv := httptest.NewServer(tg)
 	defer tgSrv.Close()
 	sl := newKillSlack(t)
-	sl.release() // users.info answers at once
+	sl.release()            // users.info answers at once
+	var starts atomic.Int64 // which start of plangate runs: a start is killed and waited for before the next
+	sl.startOf = func() int { return int(starts.Load()) }
 	model := httptest.NewServer(http.HandlerFunc(soakModel))
 	defer model.Close()
 
@@ -73,6 +76,7 @@ channels:
 		cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "SLACK_BOT_TOKEN=xoxb-soak", "SLACK_APP_TOKEN=xapp-soak")
 		logf, _ := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		cmd.Stderr = logf
+		starts.Add(1)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
