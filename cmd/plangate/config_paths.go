@@ -18,10 +18,11 @@ func (c *Config) ownFilesOutsideWorkspace() []problem {
 	}
 	realRoot := resolveExisting(root)
 	var ps []problem
-	for _, own := range []struct{ key, path, what string }{
-		{"store.path", c.Store.Path, "plangate's database"},
-		{"plans.dir", c.Plans.Dir, "the plan files"},
-	} {
+	own := []struct{ key, path, what string }{{"plans.dir", c.Plans.Dir, "the plan files"}}
+	if !c.Store.postgres() {
+		own = append(own, struct{ key, path, what string }{"store.path", c.Store.Path, "plangate's database"})
+	}
+	for _, own := range own {
 		if own.path == "" {
 			continue
 		}

@@ -154,13 +154,6 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func openStore(ctx context.Context, cfg *Config) (*store.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the store directory: %w", err)
-	}
-	return store.Open(ctx, cfg.Store.Path)
-}
-
 // newModel starts the configured model provider and says which one in a phrase.
 func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, error) {
 	provider, why := cfg.ResolvedProvider(e.getenv)
@@ -208,7 +201,7 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 // the database with its journal files, the plans directory and the config file.
 func ownFiles(cfg *Config) []string {
 	var out []string
-	if db := cfg.Store.Path; db != "" {
+	if db := cfg.Store.Path; db != "" && !cfg.Store.postgres() {
 		out = append(out, db, db+"-wal", db+"-shm", db+"-journal")
 	}
 	if cfg.Plans.Dir != "" {
