@@ -45,6 +45,8 @@ Usage:
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate store migrate [--config F]           apply pending database migrations and exit
+  plangate store copy --from sqlite:FILE --to postgres://...
+                                                copy a deployment's store into an empty one (either way)
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`

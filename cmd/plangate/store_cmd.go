@@ -9,9 +9,9 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F] | plangate store migrate [--config F]"
+const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F] | plangate store migrate [--config F] | " + storeCopyUsage
 
-// cmdStore is `plangate store check`, `plangate store backup FILE` and `plangate store migrate`.
+// cmdStore is `plangate store check`, `backup FILE`, `migrate` and `copy`.
 func cmdStore(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, storeUsage)
@@ -23,6 +23,8 @@ func cmdStore(ctx context.Context, args []string, e procEnv) error {
 		return cmdStoreBackup(ctx, args[1:], e)
 	case "migrate":
 		return cmdStoreMigrate(ctx, args[1:], e)
+	case "copy":
+		return cmdStoreCopy(ctx, args[1:], e)
 	}
 	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
 }

@@ -107,3 +107,54 @@ func TestStoreCommandsOnPostgres(t *testing.T) {
 		t.Errorf("unreachable server: %d %q", code, errOut)
 	}
 }
+
+// `plangate store copy` moves a deployment from its SQLite file into an empty PostgreSQL
+// database and back, refuses a target that holds anything, and never shows a password.
+func TestStoreCopyCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, "store: {path: "+dir+"/src.db}\nllm: {provider: script, script: \"${SCRIPT}\"}\n")
+	if code, _, errOut := cli(t, "/plan on tidy the docs\n", "chat", "--config", cfg); code != 0 {
+		t.Fatalf("chat: %d %s", code, errOut)
+	}
+	dsn := pgtest.Schema(t)
+	code, out, errOut := cli(t, "", "store", "copy", "--from", "sqlite:"+dir+"/src.db", "--to", "postgres:"+dsn)
+	if code != 0 || !regexp.MustCompile(`^copied \d+ rows from .*/src.db to postgres pg@.*/postgres \(sessions 1, plans 1, messages [1-9]\d*, plan_events [1-9]\d*, nudges [1-9]\d*, outbox [1-9]\d*\)\n$`).MatchString(out) {
+		t.Fatalf("copy to postgres: %d %q %s", code, out, errOut)
+	}
+	pgCfg := writeConfig(t, "store: {driver: postgres, dsn: \""+dsn+"\"}\n")
+	code, out, _ = cli(t, "", "sessions", "list", "--config", pgCfg)
+	if code != 0 || !strings.Contains(out, "terminal:local:main") || !strings.Contains(out, "awaiting_approval") {
+		t.Errorf("the copied session is not in PostgreSQL: %d %q", code, out)
+	}
+	code, _, errOut = cli(t, "", "store", "copy", "--from", "sqlite:"+dir+"/src.db", "--to", "postgres:"+dsn)
+	if code != 1 || !strings.Contains(errOut, "table sessions is not empty: copy into an empty database") {
+		t.Errorf("copy into a non-empty database: %d %q", code, errOut)
+	}
+	// And back into a new file.
+	code, out, errOut = cli(t, "", "store", "copy", "--from", "postgres:"+dsn, "--to", "sqlite:"+dir+"/back.db")
+	if code != 0 || !strings.HasPrefix(out, "copied ") {
+		t.Fatalf("copy back: %d %q %s", code, out, errOut)
+	}
+	backCfg := writeConfig(t, "store: {path: "+dir+"/back.db}\n")
+	if code, out, _ := cli(t, "", "sessions", "list", "--config", backCfg); code != 0 || !strings.Contains(out, "awaiting_approval") {
+		t.Errorf("the session did not come back: %d %q", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"store", "copy"}, 2, "plangate store copy --from sqlite:FILE --to postgres://"},
+		{[]string{"store", "copy", "--from", "sqlite:" + dir + "/src.db"}, 2, "plangate store copy --from"},
+		{[]string{"store", "copy", "--from", "sqlite:" + dir + "/missing.db", "--to", "postgres:" + dsn}, 1, "missing.db does not exist"},
+		{[]string{"store", "copy", "--from", "postgres:" + dsn, "--to", "sqlite:" + dir + "/src.db"}, 1, "src.db exists: copy into a new file"},
+		{[]string{"store", "copy", "--from", "mysql://u:s3cret@h/db", "--to", "sqlite:" + dir + "/x.db"}, 2, `not "mysql..."`},
+		{[]string{"store", "copy", "--from", "sqlite:" + dir + "/src.db", "--to", "postgres://u:s3cret@h:notaport/db"}, 1, "not a valid PostgreSQL connection string"},
+		{[]string{"store", "copy", "--from", "sqlite:" + dir + "/src.db", "--to", "sqlite:" + dir + "/src.db"}, 1, "exists"},
+	} {
+		code, _, errOut := cli(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "s3cret") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
