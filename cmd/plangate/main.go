@@ -342,7 +342,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	defer interrupt()
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
-	running := web.track(chans)
+	running := web.track(elect(chans, cfg, st, e.now, log))
 	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
 	go func() {
