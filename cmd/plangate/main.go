@@ -394,7 +394,11 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log}
+		if cfg.Store.postgres() {
+			deps.Sent = st // other replicas' replies reach the pages open here
+		}
+		wc, err := web.New(ch.Web, deps)
 		if err != nil {
 			return nil, err
 		}
