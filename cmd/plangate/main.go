@@ -297,8 +297,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
-	ch := cfg.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
+	if ch := cfg.Channels; !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
@@ -316,6 +315,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer web.close()
 
+	leaveReplica, err := startReplica(ctx, cfg, st, e.now, log) // PostgreSQL: this replica's lease, adopted inboxes
+	if err != nil {
+		return err
+	}
+	defer leaveReplica()
 	chans, err := openChannels(ctx, cfg, st, log)
 	if err != nil {
 		return err
@@ -370,7 +374,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 	var chans []channels.Channel
 	if ch.Telegram.Enabled {
 		ch.Telegram.PublicURL = cfg.HTTP.PublicURL // webhook mode registers it with Telegram
-		tg, err := telegram.New(ctx, ch.Telegram, st, log)
+		tg, err := telegram.New(ctx, ch.Telegram, stateFor(cfg, st, telegram.Name), log)
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +382,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, tg)
 	}
 	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, ch.Slack, st, log)
+		sl, err := slack.New(ctx, ch.Slack, stateFor(cfg, st, slack.Name), log)
 		if err != nil {
 			return nil, err
 		}
