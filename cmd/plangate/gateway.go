@@ -88,6 +88,9 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go pruneInbound(schedCtx, st, e.now, log)
 	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
+	if cfg.Store.postgres() {
+		go takeOver(schedCtx, eng, st, served, e.now, log)
+	}
 	return g, nil
 }
 

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +75,39 @@ func TestReplicaInboxes(t *testing.T) {
 	must(adoptInboxes(ctx, cfg, st, "elsewhere/4/next", t0.Add(20*time.Second), log))
 	if _, ok, _ := (replicaState{st: st, inbox: "updates", owner: "elsewhere/4/next"}).ChannelState(ctx, "telegram", "bot", "updates"); ok {
 		t.Error("a second replica adopted a record too")
+	}
+}
+
+// A replica takes over the sessions whose lease ran out or whose holder, a process of
+// this host, has ended; never a live holder's.
+func TestLeftSessions(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir()+"/plangate.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	host, _ := os.Hostname()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct {
+		session, owner string
+		at             time.Time
+	}{
+		{"live", "elsewhere/1/x", t0},
+		{"expired", "elsewhere/2/y", t0.Add(-time.Minute)},
+		{"gone", fmt.Sprintf("%s/%d/z", host, gone.Process.Pid), t0},
+	} {
+		if _, _, err := st.AcquireLease(ctx, "session:"+l.session, l.owner, l.at, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	got := leftSessions(ctx, st, t0.Add(time.Second), log)
+	if !slices.Equal(got, []string{"expired", "gone"}) {
+		t.Errorf("leftSessions = %v, want [expired gone]", got)
 	}
 }
