@@ -89,7 +89,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	go pruneInbound(schedCtx, st, e.now, log)
 	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	if cfg.Store.postgres() {
-		go takeOver(schedCtx, eng, st, served, e.now, log)
+		go takeOver(schedCtx, eng, st, served, cfg.Channels.OutboxMaxAge, e.now, log)
 	}
 	return g, nil
 }

@@ -251,7 +251,16 @@ func soakChatID(c int) int64 { return 5000 + int64(c) }
 
 // soakModel is an OpenAI-compatible endpoint: a goal starting with "plan:" gets a
 // one-step plan (exit_plan_mode), a decision gets a short text, anything else is echoed.
-func soakModel(w http.ResponseWriter, r *http.Request) {
+func soakModel(w http.ResponseWriter, r *http.Request) { echoModel(false)(w, r) }
+
+// echoModel is soakModel; with all, a turn echoes every person's message since the
+// agent's last answer, one line each, as a model answering the whole conversation would
+// (a turn that another replica's messages join sees them all).
+func echoModel(all bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { echoTurn(w, r, all) }
+}
+
+func echoTurn(w http.ResponseWriter, r *http.Request, all bool) {
 	var req struct {
 		Messages []struct {
 			Role    string `json:"role"`
@@ -262,14 +271,26 @@ func soakModel(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	last, lastRole := "", ""
+	last, lastRole, echo := "", "", ""
 	for _, m := range req.Messages {
 		if s, ok := m.Content.(string); ok && m.Role != "system" {
 			last, lastRole = s, m.Role
+			switch {
+			case m.Role != "user":
+				echo = ""
+			case all:
+				echo += "echo: " + s + "\n"
+			}
 		}
 	}
+	switch {
+	case !all:
+		echo = "echo: " + last + "\n"
+	case echo == "":
+		echo = "Nothing new." // a resumed turn with every message answered
+	}
 	w.Header().Set("Content-Type", "application/json")
-	msg := map[string]any{"role": "assistant", "content": "echo: " + last + "\n"}
+	msg := map[string]any{"role": "assistant", "content": echo}
 	finish := "stop"
 	switch {
 	case lastRole == "user" && strings.Contains(last, "plan: soak goal"):
@@ -328,17 +349,23 @@ func (f *soakTelegram) push(body func(id int) string) {
 }
 
 func (f *soakTelegram) message(chat int, text string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"P%d"},"text":%q}}`,
-			id, id, soakChatID(chat), 9000+chat, chat, text)
-	})
+	f.push(func(id int) string { return soakMessage(id, chat, text) })
 }
 
 func (f *soakTelegram) click(chat int, data string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"callback_query":{"id":"cb%d","from":{"id":%d,"is_bot":false,"first_name":"P%d"},"chat_instance":"x","data":%q,"message":{"message_id":1,"date":1764500000,"chat":{"id":%d,"type":"private"}}}}`,
-			id, id, 9000+chat, chat, data, soakChatID(chat))
-	})
+	f.push(func(id int) string { return soakClick(id, chat, data) })
+}
+
+// soakMessage is update id: a person's text in a private chat.
+func soakMessage(id, chat int, text string) string {
+	return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"P%d"},"text":%q}}`,
+		id, id, soakChatID(chat), 9000+chat, chat, text)
+}
+
+// soakClick is update id: a button press.
+func soakClick(id, chat int, data string) string {
+	return fmt.Sprintf(`{"update_id":%d,"callback_query":{"id":"cb%d","from":{"id":%d,"is_bot":false,"first_name":"P%d"},"chat_instance":"x","data":%q,"message":{"message_id":1,"date":1764500000,"chat":{"id":%d,"type":"private"}}}}`,
+		id, id, 9000+chat, chat, data, soakChatID(chat))
 }
 
 func (f *soakTelegram) approvalOf(chat int) string {
@@ -463,6 +490,13 @@ func soakCheckStore(t *testing.T, ctx context.Context, dir string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	checkDecisionsOnce(t, ctx, st)
+}
+
+// checkDecisionsOnce: chats 0 and 1 have one accepted audit row each, chat 2 none, and
+// the reminder of chat 2 fired once.
+func checkDecisionsOnce(t *testing.T, ctx context.Context, st *store.Store) {
+	t.Helper()
 	for c := range 3 {
 		evs, err := st.Events(ctx, fmt.Sprintf("telegram:4242:%d", soakChatID(c)))
 		if err != nil {
