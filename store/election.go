@@ -19,9 +19,9 @@ import (
 // most, or at once when the holder is a process of this host that is gone.
 //
 // A leader that cannot renew (the database is unreachable) steps down when its own lease
-// would have expired by its clock, before any other replica can take the lease by the
-// database's view of the same instant: the two never overlap as long as the replicas'
-// clocks agree to within ElectionTTL-ElectionEvery.
+// would have expired by its clock; another replica takes the lease once it has expired by
+// that replica's clock. So two replicas lead at once for at most the difference between
+// their clocks (NTP keeps that to milliseconds), never for the ttl.
 
 // Election timing: the takeover bound is ElectionTTL (15 s); renewing every 5 s lets two
 // renewals fail before the lease lapses.
