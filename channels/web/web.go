@@ -137,6 +137,9 @@ type Deps struct {
 	// WrongToken is waited after a wrong sign-in token; defaults to one second. Tests
 	// inject one that does not sleep.
 	WrongToken func(ctx context.Context)
+	// Sent, when set, lists the replies every replica sent, so that open pages show
+	// those another replica sent too (see stream.go); nil for a single process.
+	Sent SentReplies
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -159,6 +162,7 @@ type Channel struct {
 	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
 	revoked map[string]time.Time
 	queues  map[string]*serial
+	mirror  *mirror // nil without Deps.Sent
 
 	ids atomic.Uint64
 }
@@ -216,6 +220,9 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
 	}
+	if d.Sent != nil {
+		c.mirror = newMirror(d.Sent, d.Now)
+	}
 	return c, nil
 }
 
@@ -227,6 +234,9 @@ func (c *Channel) Name() string { return Name }
 // only has to be there for them.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setRunning(&running{ctx: ctx, h: h})
+	if c.mirror != nil {
+		go c.follow(ctx)
+	}
 	<-ctx.Done()
 	c.setRunning(nil)
 	return nil

@@ -123,7 +123,7 @@ func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 	}
 	out := make([]channels.Channel, 0, len(chans))
 	for _, ch := range chans {
-		switch r := ch.(type) {
+		switch r := unelected(ch).(type) {
 		case httpRoutes:
 			r.RegisterHTTP(w.srv)
 		case httpRegister:
