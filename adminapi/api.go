@@ -208,7 +208,7 @@ func (a *API) load(w http.ResponseWriter, r *http.Request) (core.Session, bool) 
 }
 
 // writeSession answers 200 with the session as stored now.
-func (a *API) writeSession(w http.ResponseWriter, ctx context.Context, id string) {
+func (a *API) writeSession(w http.ResponseWriter, ctx context.Context, id string, reply ...string) {
 	s, err := a.d.Store.Session(ctx, id)
 	if err != nil {
 		a.failed(w, "loading a session", err)
@@ -218,6 +218,9 @@ func (a *API) writeSession(w http.ResponseWriter, ctx context.Context, id string
 	if err != nil {
 		a.failed(w, "loading a session", err)
 		return
+	}
+	if len(reply) > 0 {
+		v.Reply = reply[0]
 	}
 	httpserver.WriteJSON(w, http.StatusOK, v)
 }

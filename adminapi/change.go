@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
@@ -96,7 +97,7 @@ func (a *API) postMode(w http.ResponseWriter, r *http.Request) {
 	// One command at a time, in order: plan mode first, so "on" with auto-approve starts
 	// planning and then accepts what it proposes.
 	for _, text := range cmds {
-		if !a.change(w, r, s, by, core.Message{Text: text}) {
+		if _, ok := a.change(w, r, s, by, core.Message{Text: text}); !ok {
 			return
 		}
 	}
@@ -160,8 +161,10 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, http.StatusBadRequest, why)
 		return
 	}
-	if a.change(w, r, s, by, core.Message{Action: &act}) {
-		a.writeSession(w, r.Context(), s.ID)
+	// A counted approval that still waits for more approvers is a success too: the reply
+	// says how many there are.
+	if reply, ok := a.change(w, r, s, by, core.Message{Action: &act}); ok {
+		a.writeSession(w, r.Context(), s.ID, reply)
 	}
 }
 
@@ -191,7 +194,7 @@ func (req decisionRequest) action() (core.Action, string) {
 // engine's answer. It returns true when the change was made; otherwise it has answered:
 // 409 with the engine's refusal, 500 when the engine failed, 504 when it did not answer
 // in time (the change may still happen; the session shows it).
-func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by string, m core.Message) bool {
+func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by string, m core.Message) (string, bool) {
 	m.ID = "admin-" + randomID()
 	m.Address = s.Address
 	m.Sender = core.Person{ID: "admin:" + by, Name: "admin:" + by, Admin: true}
@@ -203,23 +206,18 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 	defer timeout.stop()
 	select {
 	case rep := <-answer:
-		if rep.Kind == core.ReplyText {
-			return true
-		}
-		// A notice is a refusal, unless the engine failed (then it says so on done).
-		select {
-		case err := <-done:
-			if err != nil {
-				a.failed(w, "applying the change", err)
-				return false
-			}
-		case <-timeout.c:
-		}
-		httpserver.WriteError(w, http.StatusConflict, rep.Text)
+		return a.answered(w, rep, done, timeout.c)
 	case err := <-done:
 		if err != nil {
 			a.failed(w, "applying the change", err)
-			return false
+			return "", false
+		}
+		select {
+		case rep := <-answer:
+			// Answered before done was taken: the two were ready at once, and the
+			// engine did not fail.
+			return a.answered(w, rep, nil, nil)
+		default:
 		}
 		a.d.Log.Error("admin api: the engine handled a change without answering", "session", s.ID)
 		httpserver.WriteError(w, http.StatusInternalServerError, "the engine gave no answer; details are in the gateway log")
@@ -227,7 +225,28 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 		httpserver.WriteError(w, http.StatusGatewayTimeout, "the change is still being handled; read the session again shortly")
 	case <-r.Context().Done():
 	}
-	return false
+	return "", false
+}
+
+// answered handles the engine's first answer to a change: a reply is the change made
+// (its text returned), a notice a refusal (409) unless the engine failed, which it says
+// on done (nil when done was read already and said nothing went wrong).
+func (a *API) answered(w http.ResponseWriter, rep core.Reply, done <-chan error, timeout <-chan time.Time) (string, bool) {
+	if rep.Kind == core.ReplyText {
+		return rep.Text, true
+	}
+	if done != nil {
+		select {
+		case err := <-done:
+			if err != nil {
+				a.failed(w, "applying the change", err)
+				return "", false
+			}
+		case <-timeout:
+		}
+	}
+	httpserver.WriteError(w, http.StatusConflict, rep.Text)
+	return "", false
 }
 
 func randomID() string {

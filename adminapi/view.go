@@ -24,11 +24,25 @@ type SessionJSON struct {
 	Owner           string         `json:"owner"`
 	PendingQuestion *core.Question `json:"pending_question"`
 	// ApprovalID is the id a decision on the pending plan version carries; "" when none waits.
-	ApprovalID string    `json:"approval_id"`
-	Plan       *PlanJSON `json:"plan"`
-	Version    int64     `json:"version"`
-	CreatedAt  string    `json:"created_at"`
-	UpdatedAt  string    `json:"updated_at"`
+	ApprovalID string `json:"approval_id"`
+	// Approvals are the acceptances the current plan version has collected (DESIGN.md 12);
+	// never null.
+	Approvals []ApprovalJSON `json:"approvals"`
+	// Reply is the engine's answer to a change made through the admin API ("Approval
+	// recorded ...: 1 of 2 approvals (alice) ..."); empty elsewhere.
+	Reply     string    `json:"reply,omitempty"`
+	Plan      *PlanJSON `json:"plan"`
+	Version   int64     `json:"version"`
+	CreatedAt string    `json:"created_at"`
+	UpdatedAt string    `json:"updated_at"`
+}
+
+// ApprovalJSON is one recorded acceptance of a plan version.
+type ApprovalJSON struct {
+	By      string `json:"by"` // "channel:user id", or "admin:<by>"
+	Name    string `json:"name,omitempty"`
+	Version int    `json:"version"`
+	At      string `json:"at"`
 }
 
 // AddressJSON is a session's address.
@@ -99,11 +113,15 @@ func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSO
 		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
 		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,
 		CreatedAt: s.CreatedAt.UTC().Format(timeFormat), UpdatedAt: s.UpdatedAt.UTC().Format(timeFormat),
+		Approvals: []ApprovalJSON{},
 	}
 	if s.PlanID != "" {
 		p, err := st.Plan(ctx, s.PlanID)
 		if err != nil {
 			return j, fmt.Errorf("loading plan %s: %w", s.PlanID, err)
+		}
+		for _, a := range p.Approvals {
+			j.Approvals = append(j.Approvals, ApprovalJSON{By: a.By, Name: a.ByName, Version: a.Version, At: a.At.UTC().Format(timeFormat)})
 		}
 		pj := ToPlanJSON(p, true)
 		j.Plan = &pj

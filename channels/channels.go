@@ -54,7 +54,7 @@ type Channel interface {
 	// What the Hub guarantees: r.To.Channel is this channel's Name; r.ReplaceID is empty
 	// (the Hub edits through Editor, and clears ReplaceID when it falls back to a new
 	// message); r.Kind is not ReplyDecided when the channel is a Retirer (the Hub calls
-	// Retire instead). Send may be called from several goroutines at once, and after Run
+	// Retire instead), and never ReplyApprovals (see ApprovalNoter). Send may be called from several goroutines at once, and after Run
 	// has returned (a turn finishing during shutdown).
 	Send(ctx context.Context, r core.Reply) (string, error)
 }
@@ -67,6 +67,14 @@ type Channel interface {
 // ReplyDecided through Send.
 type Retirer interface {
 	Retire(ctx context.Context, r core.Reply) error
+}
+
+// ApprovalNoter is implemented by channels that can show a pending version's approvals so
+// far on the messages that carry its buttons (a ReplyApprovals: r.Ref is the approval id,
+// r.Text the progress), keeping the buttons: a counted approval decides nothing. The Hub
+// drops a ReplyApprovals for other channels.
+type ApprovalNoter interface {
+	NoteApprovals(ctx context.Context, r core.Reply) error
 }
 
 // Editor is implemented by channels that can change a message they sent earlier, so a

@@ -106,6 +106,18 @@ func (h *Hub) Send(ctx context.Context, r core.Reply) (string, error) {
 // /metrics; call it before the Hub is used.
 func (h *Hub) OnReply(fn func(channel, outcome string)) { h.onReply = fn }
 
+// OnInbound hands fn to every channel that drops events before the engine sees them
+// (InboundNoter), with the channel's name, so /metrics counts them beside the engine's.
+// Call it before the Hub's channels run.
+func (h *Hub) OnInbound(fn func(channel, outcome string)) {
+	for _, ch := range h.channels {
+		if n, ok := ch.(InboundNoter); ok {
+			name := ch.Name()
+			n.NoteInbound(func(outcome string) { fn(name, outcome) })
+		}
+	}
+}
+
 // errUnknownChannel is a reply addressed to a channel this Hub does not have.
 var errUnknownChannel = errors.New("unknown channel")
 
@@ -130,6 +142,16 @@ func (h *Hub) send(ctx context.Context, r core.Reply) (string, error) {
 		}
 		if err := rt.Retire(ctx, r); err != nil {
 			return "", fmt.Errorf("retiring buttons on %s: %w", ch.Name(), err)
+		}
+		return "", nil
+	}
+	if r.Kind == core.ReplyApprovals {
+		// Only a channel that can show it on the buttons' message gets it; elsewhere the
+		// decision's own reply has said the same.
+		if an, ok := ch.(ApprovalNoter); ok && r.Ref != "" {
+			if err := an.NoteApprovals(ctx, r); err != nil {
+				return "", fmt.Errorf("showing approvals on %s: %w", ch.Name(), err)
+			}
 		}
 		return "", nil
 	}

@@ -350,3 +350,25 @@ func TestHubOnReplyCountsOutcomes(t *testing.T) {
 		t.Errorf("outcomes: %s", s)
 	}
 }
+
+// dropper drops events itself and reports them (channels.InboundNoter).
+type dropper struct {
+	stub
+	dropped channels.Dropped
+}
+
+func (d *dropper) NoteInbound(fn func(string)) { d.dropped.Set(fn) }
+
+func TestHubOnInboundNamesTheChannel(t *testing.T) {
+	tg, plain := &dropper{stub: stub{name: "telegram"}}, &stub{name: "terminal"}
+	hub := channels.NewHub(nil, tg, plain)
+	var got []string
+	hub.OnInbound(func(channel, outcome string) { got = append(got, channel+"/"+outcome) })
+	tg.dropped.Note(channels.InboundDuplicate)
+	tg.dropped.Note(channels.InboundDuplicate)
+	if want := []string{"telegram/duplicate", "telegram/duplicate"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("reported %v, want %v", got, want)
+	}
+	var unset channels.Dropped
+	unset.Note(channels.InboundDuplicate) // reports nothing, and does not panic
+}

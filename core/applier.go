@@ -119,7 +119,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
 			}
-		case EffRetire:
+		case EffRetire, EffApprovals:
 			_, _ = t.sendEffect(ctx, o, eff)
 		case EffProgress:
 			t.postProgress(ctx, o, eff)

@@ -40,6 +40,7 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 		TrigOn:          plain(x.planOn),
 		TrigOff:         x.planOff,
 		TrigAccept:      x.accept,
+		TrigApprove:     x.accept, // accept decides which of the two it is
 		TrigRevise:      x.revise,
 		TrigAnswer:      plain(x.answer),
 		TrigAutoOn:      func() error { return x.auto(true) },
@@ -166,6 +167,7 @@ func (x *transition) by() string { return "by " + x.in.who() }
 func (x *transition) planOn() {
 	x.next.Phase = x.phase
 	x.next.Question = nil
+	x.next.RequestedBy = x.in.Requester
 	x.record(x.event(EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
 		x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
@@ -178,6 +180,7 @@ func (x *transition) planOff() error {
 	x.next.ApprovalID = ""
 	x.next.Question = nil
 	x.next.Injections = nil
+	x.next.RequestedBy = ""
 	x.o.Change.CancelNudges = true
 	text := "Plan mode is off."
 	status, decided := PlanStatus(""), false

@@ -18,6 +18,7 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 
 func (x *transition) enter() {
 	x.next.Phase = x.phase
+	x.next.RequestedBy = x.in.Requester
 	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
 	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
@@ -33,21 +34,49 @@ func (x *transition) propose() error {
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
+	if trig == TrigAutoPropose && x.policy().strict() {
+		// The session's auto-approve flag does not hold under a strict policy: people decide.
+		x.o.Trigger = TrigPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
+		trig, to = TrigPropose, x.phase
+	}
+	rule, ruleWhy, byRule := x.ruleFor(body)
+	if byRule {
+		// A rule covers the plan: it is accepted as if auto-approve were on, so the
+		// phase table decides again.
+		x.o.Trigger = TrigAutoPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
+		trig, to = TrigAutoPropose, x.phase
+	}
 	status, ok := x.m.PlanNext("", trig)
 	if !ok {
 		return fmt.Errorf("no plan status for a new version on %s", trig)
 	}
 	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
-		Body: body, Hash: hash, CreatedAt: in.Now, UpdatedAt: in.Now}
+		Body: body, Hash: hash, RequestedBy: requesterOf(x.s, in), CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
 		plan.Version = prev.Version + 1
 	}
 	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
+	if answered := prevIfRevised(prev); answered != nil {
+		// What changed from the version it answers: in its file and its chat message.
+		d := DiffPlans(answered.Body, body)
+		d.From = answered.Version
+		if !d.Empty() {
+			plan.Changes = &d
+		}
+	}
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID, n.Question = to, plan.ID, plan.ApprovalID, nil
 	var superseded *Plan
 	if prev != nil && prev.Status == PlanPending {
-		old, err := x.settle(*prev, trig, fmt.Sprintf("superseded by v%d", plan.Version))
+		old := *prev
+		voidApprovals(&old) // a new version needs its own approvals
+		old, err := x.settle(old, trig, fmt.Sprintf("superseded by v%d", plan.Version))
 		if err != nil {
 			return err
 		}
@@ -64,18 +93,48 @@ func (x *transition) propose() error {
 	if trig == TrigPropose {
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
-		plan.Decision = &Decision{By: decidedBy(AutoRule), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
+		actor, how := AutoRule, "auto-approve is on"
+		if byRule {
+			actor, how = rule.Actor(), ruleWhy
+		}
+		plan.Decision = &Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
 		n.ApprovalID = ""
-		n.Injections = append(n.Injections, approvedInjection(plan, "auto-approve is on"))
-		x.record(x.eventBy(AutoRule, EventAutoAccepted, &plan, "auto-approve is on"))
-		x.tool(true, "Plan v%d was auto-approved (auto-approve is on). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version)
+		n.Injections = append(n.Injections, approvedInjection(plan, how))
+		x.record(x.eventBy(actor, EventAutoAccepted, &plan, how))
+		x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version, how)
 	}
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = proposalText(plan, superseded, prevIfRevised(prev), in.AutoHeld)
+	pol := x.policy()
+	decide := decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
+	if plan.Status == PlanPending && pol.strict() {
+		// /plan auto is refused here: offer only what works.
+		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs()
+	}
+	r.Text = proposalText(plan, superseded, decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
+}
+
+// ruleFor finds the auto-approve rule that accepts a proposal made while auto-approve is
+// off, with why in words. A proposal no person's message led to is never taken: like
+// auto-approve, rules do not chain on the agent's own work.
+func (x *transition) ruleFor(body PlanBody) (ApproveRule, string, bool) {
+	if x.o.Trigger != TrigPropose || x.in.Unattended != "" || x.policy().strict() {
+		return ApproveRule{}, "", false
+	}
+	return MatchAutoRule(x.in.Rules.AutoRules, body)
+}
+
+// requesterOf is who asked for a version proposed now: the person who started the
+// session's planning, else (a session whose planning began before this was kept) the
+// person whose message started the running turn.
+func requesterOf(s Session, in Input) string {
+	if s.RequestedBy != "" {
+		return s.RequestedBy
+	}
+	return in.Requester
 }
 
 // prevIfRevised returns the previous version when it is the one the new version answers.
@@ -194,6 +253,7 @@ func (x *transition) progress(p Plan, steps []Step) error {
 	}
 	x.next.Phase = to
 	x.next.Question = nil
+	x.next.RequestedBy = ""
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
 		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is finished (%s). Post a short summary of what changed for the user.", p.Version, p.Body.Title, words)})
 	x.record(x.eventBy(AgentActor, EventCompleted, &p, words))

@@ -32,6 +32,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
 		if to, ok := x.to(TrigOn); ok {
 			x.next.Phase = to
+			x.next.RequestedBy = in.Requester
 			x.record(x.event(EventEntered, nil, "plan_mode.start_in_plan"))
 			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 			entered = true

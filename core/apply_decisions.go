@@ -10,6 +10,16 @@ import (
 // or answers a question.
 
 func (x *transition) accept() error {
+	if done, err := x.approve(); err != nil || !done {
+		return err // refused, or counted and still waiting for more approvers
+	}
+	if x.o.Trigger != TrigAccept {
+		// The N-th approval: the phase table decides as for any acceptance.
+		x.o.Trigger = TrigAccept
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return err
+		}
+	}
 	p, err := x.decide(x.target, TrigAccept, "accepted", "", "accepted "+x.by())
 	if err != nil {
 		return err
@@ -19,7 +29,11 @@ func (x *transition) accept() error {
 	x.next.Injections = append(x.next.Injections, approvedInjection(p, "approved by "+x.in.who()))
 	x.record(x.event(EventAccepted, &p, ""))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyText, fmt.Sprintf("Accepted plan v%d %q. Working on it.", p.Version, p.Body.Title))
+	with := ""
+	if pol := x.policy(); pol.needed() > 1 {
+		with = " with " + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol)
+	}
+	x.o.say(ReplyText, fmt.Sprintf("Accepted plan v%d %q%s. Working on it.", p.Version, p.Body.Title, with))
 	return nil
 }
 
@@ -37,7 +51,9 @@ func approvedInjection(p Plan, how string) Injection {
 
 func (x *transition) revise() error {
 	feedback := x.in.Text
-	p, err := x.decide(x.target, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
+	target := x.target
+	void := voidApprovals(&target)
+	p, err := x.decide(target, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
 	if err != nil {
 		return err
 	}
@@ -56,7 +72,7 @@ func (x *transition) revise() error {
 	n.Injections = append(n.Injections, Injection{Kind: InjectDecision, Text: text})
 	x.record(x.event(EventRevised, &p, feedback))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.", p.Version, ordinal(n.RejectionCount)))
+	x.o.say(ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.%s", p.Version, ordinal(n.RejectionCount), void))
 	return nil
 }
 
@@ -73,6 +89,10 @@ func (x *transition) answer() {
 
 func (x *transition) auto(on bool) error {
 	to := x.phase
+	if on && x.policy().strict() {
+		x.refuse(x.policy().noAuto())
+		return nil
+	}
 	if x.s.AutoApprove == on && to == x.s.Phase {
 		x.refusef("Auto-approve is already %s for this conversation.", onOff(on))
 		return nil

@@ -76,6 +76,7 @@ func (x *transition) edit() error {
 		Status: status, Body: x.body, Hash: HashPlan(x.body), RequestedBy: prev.RequestedBy,
 		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
 	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, plan.Body.Title, plan.Version))
+	voidApprovals(&prev) // the edited version needs its own approvals
 	old, err := x.settle(prev, TrigEdit, fmt.Sprintf("superseded by v%d (edited %s)", plan.Version, x.by()))
 	if err != nil {
 		return err

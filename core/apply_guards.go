@@ -130,7 +130,7 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		}
 	case TrigExpire:
 		// a timer is never refused: it finds nothing to do
-	case TrigAccept:
+	case TrigAccept, TrigApprove:
 		x.refusePhase("accept")
 	case TrigRevise:
 		x.refusePhase("revise")

@@ -29,6 +29,7 @@ const (
 	rf = core.EffRefreshFile
 	nc = core.EffNudgesChanged
 	rt = core.EffRetire
+	ap = core.EffApprovals
 	pg = core.EffProgress
 	fg = core.EffForget
 	sy = core.EffSay
@@ -49,6 +50,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigPropose:     refused,
 		core.TrigAutoPropose: refused,
 		core.TrigAccept:      refused,
+		core.TrigApprove:     refused,
 		core.TrigRevise:      refused,
 		core.TrigAsk:         refused,
 		core.TrigAnswer:      refused,
@@ -66,6 +68,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigPropose:     {phase: core.PhaseAwaitingApproval, created: core.PlanPending, audit: ev(core.EventProposed), effects: fx(wf, nc, sy)},
 		core.TrigAutoPropose: {phase: core.PhaseExecuting, created: core.PlanAccepted, audit: ev(core.EventProposed, core.EventAutoAccepted), effects: fx(wf, nc, sy)},
 		core.TrigAccept:      refused,
+		core.TrigApprove:     refused,
 		core.TrigRevise:      refused,
 		core.TrigAsk:         {phase: core.PhasePlanning, audit: ev(core.EventAsked), effects: fx(nc, sy)},
 		core.TrigAnswer:      {phase: core.PhasePlanning, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
@@ -85,9 +88,11 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigAutoPropose: {phase: core.PhaseExecuting, cur: core.PlanSuperseded, created: core.PlanAccepted,
 			audit: ev(core.EventSuperseded, core.EventProposed, core.EventAutoAccepted), effects: fx(wf, rf, nc, rt, sy)},
 		core.TrigAccept: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAccepted), effects: fx(rf, nc, rt, sy, tu)},
-		core.TrigRevise: {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
-		core.TrigAsk:    refused,
-		core.TrigAnswer: refused,
+		// One of two approvals: the version stays pending and keeps its buttons.
+		core.TrigApprove: {phase: core.PhaseAwaitingApproval, cur: core.PlanPending, audit: ev(core.EventApprovalRecorded), effects: fx(rf, ap, sy)},
+		core.TrigRevise:  {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
+		core.TrigAsk:     refused,
+		core.TrigAnswer:  refused,
 		core.TrigAutoOn: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAutoChanged, core.EventAutoAccepted),
 			effects: fx(rf, nc, rt, sy, tu)},
 		core.TrigAutoOff:  {phase: core.PhaseAwaitingApproval, audit: ev(core.EventAutoChanged), effects: fx(sy)},
@@ -104,6 +109,7 @@ var table = map[core.Phase]map[core.Trigger]want{
 		core.TrigPropose:     refused,
 		core.TrigAutoPropose: refused,
 		core.TrigAccept:      refused,
+		core.TrigApprove:     refused,
 		core.TrigRevise:      {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
 		core.TrigAsk:         {phase: core.PhaseExecuting, audit: ev(core.EventAsked), effects: fx(nc, sy)},
 		core.TrigAnswer:      {phase: core.PhaseExecuting, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
@@ -167,6 +173,8 @@ func input(tr core.Trigger) core.Input {
 		in.Text = "1"
 	case core.TrigExpire:
 		in.Actor, in.Name, in.PlanID, in.Spec = core.SystemActor, "", "p1", "1h"
+	case core.TrigApprove:
+		in.Rules.Policies = []core.Policy{{Required: 2, RequesterMayApprove: true}}
 	case core.TrigEnter, core.TrigPropose, core.TrigAutoPropose, core.TrigAsk, core.TrigUpdate, core.TrigComplete:
 		in.Actor, in.Name = core.AgentActor, ""
 	}

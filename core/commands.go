@@ -48,7 +48,7 @@ func (t *turnState) badNudgeSpec(c commands.Command) (string, bool) {
 }
 
 func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
-	if !mayDecide(t.e.cfg.Approvers, c.Spec.Who, t.sess, t.msg()) {
+	if !mayDecide(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
 	in := t.personInput()
@@ -111,7 +111,7 @@ func (t *turnState) status(ctx context.Context) error {
 	if err != nil {
 		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
 	}
-	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
 // show answers /plan show. The plan file is a rendering of the stored plan: it is written
@@ -137,7 +137,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 	if a.Kind == ActionAnswer {
 		who = commands.ApproverOrOwner
 	}
-	if !mayDecide(t.e.cfg.Approvers, who, t.sess, t.msg()) {
+	if !mayDecide(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(a.Kind))
 	}
 	in := t.personInput()
@@ -168,7 +168,7 @@ func (t *turnState) onText(ctx context.Context) error {
 		return err
 	}
 	in := t.personInput()
-	in.MayAnswer = mayDecide(t.e.cfg.Approvers, commands.ApproverOrOwner, t.sess, t.msg())
+	in.MayAnswer = mayDecide(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
 	o, err := ApplyMessage(t.sess, cur, text, in)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan,
 
 // refuseUnauthorized answers a decision by someone who may not make it.
 func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
-	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.cfg.Approvers) > 0))
+	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.approvers(t.sess.Address)) > 0))
 }
 
 // personInput is the Input of the job's sender.
@@ -229,7 +229,19 @@ func (t *turnState) personInput() Input {
 	if m.Sender.Admin {
 		a = AdminActor(strings.TrimPrefix(m.Sender.ID, "admin:"))
 	}
-	return Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules()}
+	return Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules(), Requester: senderKey(m)}
+}
+
+// senderKey names the sender of m as approver lists and approvals do: "channel:user id",
+// or "admin:<by>" for an operator of the admin API.
+func senderKey(m Message) string {
+	if m.Sender.Admin {
+		return m.Sender.ID
+	}
+	if m.Sender.ID == "" {
+		return ""
+	}
+	return m.Address.Channel + ":" + m.Sender.ID
 }
 
 // currentPlan loads the session's current plan; nil if there is none.
@@ -252,5 +264,11 @@ func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
-		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode}
+		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, AutoRules: c.AutoApproveRules}
+}
+
+// approvers is the approver list in force for a session at addr: its policy's, or the
+// global one.
+func (e *Engine) approvers(addr Address) []string {
+	return PolicyFor(e.cfg.Policies, addr).ApproverList(e.cfg.Approvers)
 }

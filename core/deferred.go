@@ -35,7 +35,8 @@ func (t *turnState) deferrable(o Outcome) bool {
 // applyDeferred runs the turn of deferrable o under the session's lease with o's change
 // held back for the turn's first commit. Only while this process holds the lease: no
 // other process can run a turn that would need the message. When another process holds
-// it, the message is stored for that process as without deferral (see moreWork).
+// it, the message is stored for that process as without deferral. As in runTurns, work
+// another process left meanwhile is looked for after the lease is released.
 func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
 	ran := false
 	err := t.withLease(ctx, func(ctx context.Context) error {
@@ -43,7 +44,7 @@ func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
 		ch := o.Change
 		t.deferred = &ch
 		t.sess = *ch.Session // as it will be stored; its Version is the stored row's
-		err := t.runTurns(ctx)
+		err := t.leasedTurns(ctx, false)
 		if t.deferred != nil { // the turn ended before any commit
 			if cerr := t.commitDeferred(context.WithoutCancel(ctx)); err == nil {
 				err = cerr
@@ -54,7 +55,13 @@ func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
 	if !ran && errors.Is(err, errLeaseHeld) {
 		return t.apply(ctx, o)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if again, err := t.moreWork(ctx); err != nil || !again {
+		return err
+	}
+	return t.runTurns(ctx)
 }
 
 // commitDeferred commits the held-back message on its own.

@@ -36,7 +36,9 @@ const DefaultOutboxMaxAge = time.Hour
 const maxOutboxAttempts = 5
 
 // hasReply reports whether an effect kind sends a reply.
-func hasReply(k EffectKind) bool { return k == EffSay || k == EffRetire || k == EffProgress }
+func hasReply(k EffectKind) bool {
+	return k == EffSay || k == EffRetire || k == EffApprovals || k == EffProgress
+}
 
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.

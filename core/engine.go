@@ -27,6 +27,11 @@ type Config struct {
 	StartInPlan     bool
 	AutoApprove     bool     // default for new sessions
 	Approvers       []string // "channel:user id"
+	// Policies are access.policies; where one matches a session, its approvers replace
+	// Approvers there (DESIGN.md 12).
+	Policies []Policy
+	// AutoApproveRules are plan_mode.auto_approve_rules.
+	AutoApproveRules []ApproveRule
 	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
@@ -297,14 +302,14 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" &&
 			sess.Phase == PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID &&
-			mayDecide(e.cfg.Approvers, commands.Approver, sess, m) {
+			mayDecide(e.approvers(sess.Address), commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
 			continue
 		}
 		r := j.parsed
-		if r.Kind != commands.IsCommand || !mayDecide(e.cfg.Approvers, r.Cmd.Spec.Who, sess, m) {
+		if r.Kind != commands.IsCommand || !mayDecide(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
 		switch {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
 )
 
 // One process runs a session's turn; mutating calls run at most once.
@@ -274,5 +277,59 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	<-done // the refused renewal cancelled the turn
 	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
 		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
+	}
+}
+
+// releaseHook runs before once, just before the first lease release: the moment after the
+// holder's last look for work another process left it.
+type releaseHook struct {
+	*store.Store
+	once   sync.Once
+	before func()
+}
+
+func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) error {
+	r.once.Do(r.before)
+	return r.Store.ReleaseLease(ctx, name, owner)
+}
+
+// A message another process stores between the holder's last look and its release is
+// left to the holder (the lease is still held), so the holder must look again once it has
+// released the lease, or nobody answers it.
+func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
+	h := newHarness(t)
+	b := h.process(nil, nil, nil)
+	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hooked := &releaseHook{Store: st, before: func() {
+		if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-b", "also this")); err != nil {
+			t.Error(err)
+		}
+	}}
+	model, out := newFakeModel(), &recorder{}
+	a := core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return h.clock }, Owner: "test-process-release-a"})
+	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-a", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(b.model.requests()); got != 0 {
+		t.Fatalf("B made %d model calls; the lease was A's when it stored its message", got)
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("A made %d model calls, want 2 (its turn, then the message B left it just before the release)", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != core.RoleUser || last.Content != "also this" {
+		t.Fatalf("A's second turn ended with %+v, want B's message", last)
+	}
+	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("lease after the turns: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ const (
 	TrigPropose     Trigger = "propose"      // agent exit_plan_mode with a valid plan
 	TrigAutoPropose Trigger = "auto_propose" // the same while auto-approve is on
 	TrigAccept      Trigger = "accept"       // /plan accept or the Accept button
+	TrigApprove     Trigger = "approve"      // an acceptance counted toward a policy that needs more (DESIGN.md 12)
 	TrigRevise      Trigger = "revise"       // /plan revise or the Revise button
 	TrigAsk         Trigger = "ask"          // agent ask_user_question
 	TrigAnswer      Trigger = "answer"       // /plan answer, an option button, or plain text
@@ -25,7 +26,7 @@ const (
 
 // Triggers lists every trigger, for exhaustive tests.
 func Triggers() []Trigger {
-	return []Trigger{TrigOn, TrigEnter, TrigPropose, TrigAutoPropose, TrigAccept, TrigRevise,
+	return []Trigger{TrigOn, TrigEnter, TrigPropose, TrigAutoPropose, TrigAccept, TrigApprove, TrigRevise,
 		TrigAsk, TrigAnswer, TrigAutoOn, TrigAutoOff, TrigOff, TrigExpire, TrigUpdate, TrigComplete, TrigEdit}
 }
 
@@ -62,6 +63,7 @@ func transitions() map[transitionKey]Phase {
 		{PhaseAwaitingApproval, TrigPropose}:     PhaseAwaitingApproval,
 		{PhaseAwaitingApproval, TrigAutoPropose}: PhaseExecuting,
 		{PhaseAwaitingApproval, TrigAccept}:      PhaseExecuting,
+		{PhaseAwaitingApproval, TrigApprove}:     PhaseAwaitingApproval, // more approvals needed
 		{PhaseAwaitingApproval, TrigRevise}:      PhasePlanning,
 		{PhaseAwaitingApproval, TrigAutoOn}:      PhaseExecuting, // accepts the pending plan
 		{PhaseAwaitingApproval, TrigAutoOff}:     PhaseAwaitingApproval,
@@ -132,6 +134,7 @@ func guards() map[Trigger][]Guard {
 		TrigPropose:     propose,
 		TrigAutoPropose: propose,
 		TrigAccept:      {GuardButton, GuardPending, GuardPhase},
+		TrigApprove:     {GuardButton, GuardPending, GuardPhase},
 		TrigRevise:      {GuardFeedback, GuardButton, GuardPending, GuardPhase},
 		TrigAsk:         {GuardValidQuestion, GuardPhase},
 		TrigAnswer:      {GuardQuestion, GuardPhase, GuardOption},
@@ -165,6 +168,7 @@ func planTransitions() map[planKey]PlanStatus {
 		{PlanPending, TrigPropose}:     PlanSuperseded,
 		{PlanPending, TrigAutoPropose}: PlanSuperseded,
 		{PlanPending, TrigAccept}:      PlanAccepted,
+		{PlanPending, TrigApprove}:     PlanPending, // the approval is recorded on it
 		{PlanPending, TrigAutoOn}:      PlanAccepted,
 		{PlanPending, TrigRevise}:      PlanRevised,
 		{PlanPending, TrigOff}:         PlanAbandoned,

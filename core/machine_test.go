@@ -22,7 +22,7 @@ func TestMachineTable(t *testing.T) {
 		},
 		core.PhaseAwaitingApproval: {
 			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
-			core.TrigAccept: core.PhaseExecuting, core.TrigRevise: core.PhasePlanning,
+			core.TrigAccept: core.PhaseExecuting, core.TrigApprove: core.PhaseAwaitingApproval, core.TrigRevise: core.PhasePlanning,
 			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseAwaitingApproval,
 			core.TrigOff: core.PhaseOff, core.TrigExpire: core.PhasePlanning, core.TrigEdit: core.PhaseAwaitingApproval,
 		},
@@ -56,7 +56,11 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 				continue // the approval timeout is driven by the nudge scheduler, not a message
 			}
 			t.Run(fmt.Sprintf("%s/%s", from, tr), func(t *testing.T) {
-				h := newHarness(t)
+				h := newHarness(t, func(c *core.Config) {
+					if tr == core.TrigApprove && from == core.PhaseAwaitingApproval { // one of two approvals; elsewhere refused as accept
+						c.Policies = []core.Policy{{Required: 2, RequesterMayApprove: true}}
+					}
+				})
 				const chat = "c"
 				sid := sessionID(chat)
 				switch from {
@@ -83,7 +87,7 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 					switch tr {
 					case core.TrigOn:
 						return h.say(chat, "local", "/plan on")
-					case core.TrigAccept:
+					case core.TrigAccept, core.TrigApprove:
 						return h.say(chat, "local", "/plan accept")
 					case core.TrigRevise:
 						return h.say(chat, "local", "/plan revise tighten the scope")

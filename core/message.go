@@ -140,6 +140,11 @@ const (
 	// the message that carried its buttons, show who decided and remove the buttons. A
 	// channel without such messages ignores it.
 	ReplyDecided ReplyKind = "decided"
+	// ReplyApprovals shows the approvals a pending version has so far (Ref is its approval
+	// id, Text "Plan v1 "X" — 1 of 2 approvals (alice)"): adapters show it on the message
+	// that carries the version's buttons and keep the buttons. A channel that cannot edit
+	// those messages ignores it (the decision's own reply says the same).
+	ReplyApprovals ReplyKind = "approvals"
 )
 
 // Button is one choice offered with a reply; clicking it produces a Message with Action set.

@@ -85,6 +85,8 @@ func (t *turnState) observeCommit(ctx context.Context, ch Change) {
 			if t.j != nil && t.j.sys == nil {
 				t.j.outcome = inboundRefused
 			}
+		case EventApprovalRecorded:
+			e.obs.obs.Decision(string(k)) // one of several approvals; the version stays pending
 		case EventAccepted, EventAutoAccepted, EventRevised, EventAbandoned, EventAborted, EventExpired:
 			e.obs.obs.Decision(string(k))
 			recount = true

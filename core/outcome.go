@@ -18,6 +18,12 @@ type Rules struct {
 	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
 	// makes recurring reminders unavailable.
 	Specs NudgeSpecs
+	// Policies are access.policies (DESIGN.md 12): the first that matches the session
+	// says how many distinct approvers a version needs and whether its requester may be one.
+	Policies []Policy
+	// AutoRules are plan_mode.auto_approve_rules: a proposal a rule covers is accepted
+	// without a person.
+	AutoRules []ApproveRule
 }
 
 // NewIDs are fresh random ids a transition may hand out (a new plan version, its
@@ -59,6 +65,13 @@ type Input struct {
 	// AutoHeld, for a proposal while auto-approve is on, says why auto-approve may not
 	// take it (no person's message started the turn): it waits for a person. "" = none.
 	AutoHeld string
+	// Unattended, for a proposal, says why no person's message started the turn ("" when
+	// one did): auto-approve rules, like auto-approve, take only attended proposals.
+	Unattended string
+	// Requester is the person ("channel:user id") whose message started this job or the
+	// running turn, "" when none did (a restart, a reminder, the agent's own turn). Entering
+	// plan mode makes them the session's RequestedBy (DESIGN.md 12).
+	Requester string
 }
 
 // who is the actor's name for replies: the display name, else the id.
@@ -80,6 +93,7 @@ const (
 	EffWorkspaceCopy EffectKind = "workspace_copy"  // rewrite PLAN.md and PLAN.json in the workspace
 	EffNudgesChanged EffectKind = "nudges_changed"  // tell the scheduler to re-read the session
 	EffRetire        EffectKind = "retire"          // ReplyDecided: take the buttons off a decided version
+	EffApprovals     EffectKind = "approvals"       // ReplyApprovals: show a pending version's approvals on its buttons' message
 	EffProgress      EffectKind = "progress"        // the step checklist, edited in place
 	EffForget        EffectKind = "forget_progress" // the plan's checklist message is done with
 	EffSay           EffectKind = "say"             // a reply or notice
@@ -87,7 +101,7 @@ const (
 )
 
 func effectRank(k EffectKind) int {
-	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffWorkspaceCopy, EffNudgesChanged, EffRetire,
+	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffWorkspaceCopy, EffNudgesChanged, EffRetire, EffApprovals,
 		EffProgress, EffForget, EffSay, EffRunTurn}, k)
 }
 

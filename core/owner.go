@@ -49,3 +49,11 @@ func ownerGone(owner string) bool {
 	err = p.Signal(syscall.Signal(0))
 	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
+
+// ProcessOwner is this process's lease owner id, for leases held outside the engine
+// (the polling election).
+func ProcessOwner() string { return processOwner() }
+
+// OwnerGone reports whether a lease owner is a process of this host that has ended, so
+// its lease can be taken over at once.
+func OwnerGone(owner string) bool { return ownerGone(owner) }

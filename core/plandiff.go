@@ -137,7 +137,7 @@ func (d PlanDiff) parts() []string {
 
 // Summary is the one-line chat message, "Changes from v1: + Add X · ~ Reword Y · − Z ·
 // scope widened: a → b", or "" when nothing changed; when only other parts changed it names
-// them, like the proposal reply's versionDiff.
+// them.
 // The step texts are the model's; the chat adapters escape them.
 func (d PlanDiff) Summary() string {
 	parts := d.parts()

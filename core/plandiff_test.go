@@ -59,22 +59,27 @@ func TestDiffPlans(t *testing.T) {
 	}
 }
 
-// TestDiffSummaryMatchesVersionDiff keeps the chat line of today's proposal reply
-// (versionDiff in replies.go) where steps were only added or removed, or the scope or other
-// parts changed, so switching proposalText to DiffPlans keeps those transcripts; only
-// rewordings ("~ ...") and MCP tools read differently.
-func TestDiffSummaryMatchesVersionDiff(t *testing.T) {
+// TestDiffSummaryKeepsTheOldChatLine keeps the chat line proposal replies had before
+// they used DiffPlans, where steps were only added or removed, or the scope or other parts
+// changed, so those transcripts read the same; only rewordings ("~ ...") and MCP tools
+// read differently.
+func TestDiffSummaryKeepsTheOldChatLine(t *testing.T) {
 	old := PlanBody{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link"), Scope: Scope{AllowedPaths: []string{"README.md"}}}
-	for _, cur := range []PlanBody{
-		{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link", "Start a CHANGELOG.md"), Scope: Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}},
-		{Steps: stepsOf("Fix the typos in README.md"), Scope: old.Scope},
-		{Steps: stepsOf("Fix the broken guide link", "Translate everything to French", "Fix the typos in README.md"), Scope: old.Scope},
-		{Summary: "new", Steps: old.Steps, Scope: old.Scope, Assumptions: []string{"a"}},
+	for _, tc := range []struct {
+		cur  PlanBody
+		want string
+	}{
+		{PlanBody{Steps: stepsOf("Fix the typos in README.md", "Fix the broken guide link", "Start a CHANGELOG.md"), Scope: Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}},
+			"+ Start a CHANGELOG.md · scope widened: README.md → README.md, CHANGELOG.md"},
+		{PlanBody{Steps: stepsOf("Fix the typos in README.md"), Scope: old.Scope}, "− Fix the broken guide link"},
+		{PlanBody{Steps: stepsOf("Fix the broken guide link", "Translate everything to French", "Fix the typos in README.md"), Scope: old.Scope},
+			"+ Translate everything to French"},
+		{PlanBody{Summary: "new", Steps: old.Steps, Scope: old.Scope, Assumptions: []string{"a"}}, "same steps; changed: summary, assumptions"},
 	} {
-		d := DiffPlans(old, cur)
+		d := DiffPlans(old, tc.cur)
 		d.From = 1
-		if got, want := d.Summary(), "Changes from v1: "+versionDiff(old, cur); got != want {
-			t.Errorf("Summary = %q, versionDiff gives %q", got, want)
+		if got, want := d.Summary(), "Changes from v1: "+tc.want; got != want {
+			t.Errorf("Summary = %q, want %q", got, want)
 		}
 	}
 }

@@ -57,6 +57,37 @@ func (p Policy) ApproverList(global []string) []string {
 	return global
 }
 
+// needs is the line a pending version's message adds under p: "" for one approval that
+// anyone allowed may give, else "\nNeeds 2 approvals from different people, not from
+// whoever asked for it."
+func (p Policy) needs() string {
+	n := p.needed()
+	switch {
+	case n > 1 && !p.RequesterMayApprove:
+		return fmt.Sprintf("\nNeeds %d approvals from different people, not from whoever asked for it.", n)
+	case n > 1:
+		return fmt.Sprintf("\nNeeds %d approvals from different people.", n)
+	case !p.RequesterMayApprove:
+		return "\nWhoever asked for it cannot approve it: another approver decides."
+	}
+	return ""
+}
+
+// strict reports whether p asks more than one person's word: several approvals, or not
+// the requester's. Such a session has no auto-approve and no auto-approve rules: no
+// single switch or rule may stand in for the people the policy names.
+func (p Policy) strict() bool { return p.needed() > 1 || !p.RequesterMayApprove }
+
+// noAuto is the refusal of /plan auto on under a strict policy.
+func (p Policy) noAuto() string {
+	why := "another approver than whoever asked for a plan"
+	if n := p.needed(); n > 1 {
+		why = fmt.Sprintf("%d approvals from different people", n)
+	}
+	return "Auto-approve is not available in this conversation: its approval policy (access.policies) needs " + why +
+		". Decide with /plan accept · /plan revise <feedback>."
+}
+
 // needed is the number of approvals p requires.
 func (p Policy) needed() int { return max(p.Required, 1) }
 

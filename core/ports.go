@@ -36,6 +36,9 @@ const (
 	EventCompleted    EventKind = "completed"
 	EventNudged       EventKind = "nudged"
 	EventRefused      EventKind = "refused" // an unauthorized or stale decision
+	// EventApprovalRecorded is one acceptance counted under a policy that needs more
+	// (DESIGN.md 12); the detail is the progress, "1 of 2 approvals (alice)".
+	EventApprovalRecorded EventKind = "approval_recorded"
 )
 
 // Event is one audit row.

@@ -10,8 +10,8 @@ import (
 // checklists. Everything here is pure; commands.go loads what status and show need.
 
 // statusText is the answer to /plan status: s with its current plan cur (nil for none)
-// and the "next nudge" line.
-func statusText(s Session, cur *Plan, nudgeLine string) string {
+// under the session's approval policy pol, and the "next nudge" line.
+func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	var p Plan
 	ok := cur != nil
 	if ok {
@@ -37,6 +37,9 @@ func statusText(s Session, cur *Plan, nudgeLine string) string {
 	}
 	if s.Phase == PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
+		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol); prog != "" {
+			lines = append(lines, "approvals: "+prog)
+		}
 	}
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
@@ -152,7 +155,7 @@ func questionReply(to Address, q *Question) Reply {
 
 // proposalText is a new version's chat message: what it does, what it may change, how it
 // differs from the version it answers, and who decides.
-func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
+func proposalText(p Plan, superseded *Plan, decide string) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
@@ -163,23 +166,33 @@ func proposalText(p Plan, superseded, previous *Plan, autoHeld string) string {
 		b.WriteString("\n" + line)
 	}
 	b.WriteString("\n" + scopeLine(p.Body.Scope))
-	if previous != nil {
-		if d := versionDiff(previous.Body, p.Body); d != "" {
-			fmt.Fprintf(&b, "\nChanges from v%d: %s", previous.Version, d)
+	if p.Changes != nil {
+		if line := p.Changes.Summary(); line != "" {
+			b.WriteString("\n" + line)
 		}
 	}
 	if superseded != nil {
 		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded.Version)
 	}
-	switch {
-	case p.Status == PlanAccepted:
-		b.WriteString("\nAuto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it.")
-	case autoHeld != "":
-		fmt.Fprintf(&b, "\nNot auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
-	default:
-		b.WriteString("\nDecide: /plan accept · /plan revise <feedback> · /plan auto")
-	}
+	b.WriteString("\n" + decide)
 	return b.String()
+}
+
+// decideLine is the last line of a proposal: how it was accepted, or who decides.
+// rule is the words of the auto-approve rule that accepted it ("" if none did);
+// noRule is set when rules are configured and none covers the plan.
+func decideLine(p Plan, autoHeld, rule string, noRule bool) string {
+	switch {
+	case p.Status == PlanAccepted && rule != "":
+		return "Auto-approved by " + rule + ". Working on it."
+	case p.Status == PlanAccepted:
+		return "Auto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it."
+	case autoHeld != "":
+		return fmt.Sprintf("Not auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
+	case noRule:
+		return "No auto-approve rule covers this plan, so a person decides: /plan accept · /plan revise <feedback> · /plan auto"
+	}
+	return "Decide: /plan accept · /plan revise <feedback> · /plan auto"
 }
 
 // scopeLine is a proposal's line about what it may change, in the words of the plan
@@ -190,23 +203,6 @@ func scopeLine(s Scope) string {
 		return "May change: nothing (" + scopeNoFiles + ")"
 	}
 	return "May change: " + ScopeSummary(s)
-}
-
-// versionDiff says how a new version differs from the one it answers: steps added and
-// removed, the scope widened or narrowed, and otherwise which parts changed — never just
-// "details".
-func versionDiff(old, cur PlanBody) string {
-	parts := StepDiff(old.Steps, cur.Steps)
-	if d := ScopeChange(old.Scope, cur.Scope); d != "" {
-		parts = append(parts, d)
-	}
-	if len(parts) > 0 {
-		return strings.Join(parts, " · ")
-	}
-	if changed := changedParts(old, cur); len(changed) > 0 {
-		return "same steps; changed: " + strings.Join(changed, ", ")
-	}
-	return "same steps; only the wording changed"
 }
 
 // StepDiff lists added ("+ text") and removed ("− text") steps by text, as the chat's

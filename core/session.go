@@ -63,10 +63,14 @@ type Session struct {
 	LastFeedback   string
 	// NudgeSpec is the session's own reminder schedule, set by /plan nudge: "" = the
 	// configured one-shot nudges, "off" = no reminders, else a cron spec ("@every 2h").
-	NudgeSpec  string
-	Question   *Question
-	Injections []Injection
-	Version    int64 // row version for optimistic locking; 0 = not stored yet
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	NudgeSpec string
+	// RequestedBy is the person ("channel:user id") whose message or /plan on started the
+	// current planning; each version proposed in it carries it as Plan.RequestedBy. ""
+	// when no person did (the agent's own turn) or the session is off.
+	RequestedBy string
+	Question    *Question
+	Injections  []Injection
+	Version     int64 // row version for optimistic locking; 0 = not stored yet
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }

@@ -206,9 +206,13 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 		return toolError("could not load the current plan: %v", err)
 	}
 	in := Input{Now: t.e.d.Now(), Actor: AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if t.autoHeld() == "" {
+		in.Requester = senderKey(t.msg()) // a person's message started this turn
+	}
 	if trig == TrigPropose && t.sess.AutoApprove {
 		in.AutoHeld = t.autoHeld()
 	}
+	in.Unattended = t.autoHeld()
 	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}

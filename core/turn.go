@@ -51,24 +51,45 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // agent (an auto-approved plan), up to maxChainedTurns.
 // The turns run under the session's lease (see leasing.go); work another process left for
 // the session meanwhile (a message it could not start a turn for) is picked up too.
+//
+// That process leaves a message to this one because the lease is held. So the look for
+// such work (moreWork) comes after the lease is released: a message stored before the
+// release is seen then, and one stored after it finds the lease free and gets its own
+// turn there. When there is work, this process takes the lease again for it.
 func (t *turnState) runTurns(ctx context.Context) error {
-	return t.withLease(ctx, func(ctx context.Context) error {
-		for i := range maxChainedTurns {
-			t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
-			again, err := t.runTurn(ctx)
-			t.sayBlocked(ctx)   // one notice for the turn's refused calls
-			t.flushPending(ctx) // read-only rows and notices a flush did not take
-			if err != nil {
-				return err
-			}
-			if !again {
-				if again, err = t.moreWork(ctx); err != nil || !again {
-					return err
-				}
-			}
+	if t.leased || t.e.leases == nil {
+		return t.leasedTurns(ctx, true) // an outer lease, or none to release
+	}
+	for range maxChainedTurns {
+		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil {
+			return err
 		}
-		return nil
-	})
+		if again, err := t.moreWork(ctx); err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// leasedTurns is runTurns under the lease; with look, it also looks for work another
+// process left (the lease is not released at the end: an outer call holds it).
+func (t *turnState) leasedTurns(ctx context.Context, look bool) error {
+	for i := range maxChainedTurns {
+		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
+		again, err := t.runTurn(ctx)
+		t.sayBlocked(ctx)   // one notice for the turn's refused calls
+		t.flushPending(ctx) // read-only rows and notices a flush did not take
+		if err != nil {
+			return err
+		}
+		if !again && look {
+			again, err = t.moreWork(ctx)
+		}
+		if err != nil || !again {
+			return err
+		}
+	}
+	return nil
 }
 
 // runTurn runs the agent loop once: model call, tool round, commit, until a final text,

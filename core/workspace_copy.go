@@ -13,7 +13,8 @@ import (
 )
 
 // The executor's copy of the plan (DESIGN.md 13): once a version is accepted it is written
-// into the session's workspace as PLAN.md (the plan file's markdown) and PLAN.json (the
+// into the session's workspace as PLAN.md (the plan file's markdown, without its "Changes
+// from vN" section: the executor needs the contract, not its history) and PLAN.json (the
 // shape below), and rewritten whenever that version changes (step progress, completion,
 // an abort or a revise), so the agent and anything it runs can read the contract it works
 // under. The workspace tools refuse to change either file (core/tools).

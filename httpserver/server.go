@@ -40,6 +40,12 @@ type Recorder interface {
 // text is shown on /readyz, so it must not contain a secret.
 type Check func(ctx context.Context) error
 
+// ReadyNote is a Check result that is ready and says something more than "ok", such as
+// "standby for telegram polling" on a replica that is not the elected poller.
+type ReadyNote string
+
+func (n ReadyNote) Error() string { return string(n) }
+
 // Server is the HTTP server. Register routes before Run.
 type Server struct {
 	cfg Config
@@ -225,7 +231,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		Checks map[string]string `json:"checks"`
 	}{Ready: true, Checks: map[string]string{}}
 	for _, n := range names {
-		if err := checks[n](ctx); err != nil {
+		err := checks[n](ctx)
+		var note ReadyNote
+		if errors.As(err, &note) {
+			out.Checks[n] = oneLine(string(note))
+			continue
+		}
+		if err != nil {
 			out.Ready = false
 			out.Checks[n] = oneLine(err.Error())
 			continue

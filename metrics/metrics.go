@@ -42,7 +42,7 @@ func New() *Metrics {
 		replies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_replies_total",
 			Help: "Replies by channel and outcome (sent, failed, dropped)."}, []string{"channel", "outcome"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_decisions_total",
-			Help: "Plan decisions by kind (accepted, auto_accepted, revised, abandoned, aborted, expired, refused)."}, []string{"kind"}),
+			Help: "Plan decisions by kind (accepted, auto_accepted, approval_recorded, revised, abandoned, aborted, expired, refused)."}, []string{"kind"}),
 		plansPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "plangate_plans_pending",
 			Help: "Plan versions waiting for a decision."}),
 		model: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plangate_model_request_seconds",

@@ -190,12 +190,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 			what: "inserting session",
 			q: `INSERT INTO sessions (id, channel, account, chat, thread, phase,
 			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, nudge_spec, question, injections,
-			version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, 1, ?, ?)
+			requested_by, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			args: []any{se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
 				se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
-				formatTime(created), formatTime(updated)},
+				se.RequestedBy, formatTime(created), formatTime(updated)},
 			none: fmt.Errorf("inserting session: already exists: %w", core.ErrConflict),
 		}, out, nil
 	}
@@ -208,12 +208,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 		what: "updating session",
 		q: `UPDATE sessions SET
 		phase = ?, auto_approve = ?, owner = ?, plan_id = NULLIF(?, ''), approval_id = NULLIF(?, ''),
-		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, version = version + 1,
+		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, requested_by = ?, version = version + 1,
 		updated_at = ?
 		WHERE id = ? AND version = ?
 		RETURNING version, created_at`,
 		args: []any{string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback,
-			se.NudgeSpec, q, inj, formatTime(updated), se.ID, se.Version},
+			se.NudgeSpec, q, inj, se.RequestedBy, formatTime(updated), se.ID, se.Version},
 		none: fmt.Errorf("updating session from version %d: %w", se.Version, core.ErrConflict),
 		dest: []any{&stored.Version, &created},
 		then: func() (err error) {

@@ -12,7 +12,7 @@ import (
 
 // MigrateResult is what Migrate found and did.
 type MigrateResult struct {
-	Path     string   // the database file, absolute
+	Path     string   // the database file, absolute (PostgreSQL: DescribeDSN's phrase)
 	From, To int      // schema versions before and after (From is 0 for a new file)
 	Applied  []string // the migrations recorded after From, e.g. "0002_leases_tool_runs"
 }
@@ -35,6 +35,11 @@ func Migrate(ctx context.Context, path string) (MigrateResult, error) {
 		return res, err
 	}
 	defer s.Close()
+	return s.appliedSince(ctx, res)
+}
+
+// appliedSince fills res.To and res.Applied with the migrations recorded after res.From.
+func (s *Store) appliedSince(ctx context.Context, res MigrateResult) (MigrateResult, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT version, name FROM schema_migrations WHERE version > ? ORDER BY version`, res.From)
 	if err != nil {
 		return res, fmt.Errorf("reading applied migrations: %w", err)

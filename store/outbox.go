@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -57,23 +58,7 @@ func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("listing unsent replies: %w", err)
 	}
-	defer rows.Close()
-	var out []core.Outgoing
-	for rows.Next() {
-		var o core.Outgoing
-		var body, created string
-		if err := rows.Scan(&o.ID, &o.SessionID, &body, &created, &o.Attempts); err != nil {
-			return nil, fmt.Errorf("listing unsent replies: %w", err)
-		}
-		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {
-			return nil, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
-		}
-		if o.CreatedAt, err = parseTime(created, "outbox time"); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return scanOutbox(rows, "unsent")
 }
 
 // MarkSent records that reply id reached its platform as message platformID. It is a
@@ -114,4 +99,47 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 		return 0, fmt.Errorf("pruning the outbox: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// SentSince lists the replies of channel marked sent after since, by any process, in the
+// order they were sent (at most limit; 0 = no limit). A follower on another replica (the
+// web channel's live pages) re-reads a window behind the newest it has seen: sent_at is
+// stamped before the commit that writes it, so rows appear in the table slightly out of
+// sent_at order, and the window catches them.
+func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error) {
+	q := `SELECT id, session_id, reply, created_at, attempts FROM outbox
+		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
+	args := []any{channel, formatTime(since)}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing sent replies: %w", err)
+	}
+	return scanOutbox(rows, "sent")
+}
+
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts).
+func scanOutbox(rows *sql.Rows, what string) ([]core.Outgoing, error) {
+	defer rows.Close()
+	var out []core.Outgoing
+	for rows.Next() {
+		var o core.Outgoing
+		var body, created string
+		if err := rows.Scan(&o.ID, &o.SessionID, &body, &created, &o.Attempts); err != nil {
+			return nil, fmt.Errorf("listing %s replies: %w", what, err)
+		}
+		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {
+			return nil, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
+		}
+		at, err := parseTime(created, "outbox time")
+		if err != nil {
+			return nil, err
+		}
+		o.CreatedAt = at
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }

@@ -101,7 +101,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse error repeats the DSN, password included: do not show it.
-		return nil, errors.New("opening store: store.dsn is not a valid PostgreSQL connection string")
+		return nil, fmt.Errorf("opening store: %w", errBadDSN)
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = defaultPoolConns

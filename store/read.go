@@ -20,7 +20,7 @@ type scanner interface {
 }
 
 const sessionCols = `id, channel, account, chat, thread, phase, auto_approve, owner, COALESCE(plan_id, ''),
-	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, version, created_at, updated_at`
+	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, requested_by, version, created_at, updated_at`
 
 // Session returns the stored session id, or an error wrapping core.ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (core.Session, error) {
@@ -65,7 +65,7 @@ func scanSession(sc scanner) (core.Session, error) {
 	)
 	if err := sc.Scan(&se.ID, &se.Address.Channel, &se.Address.Account, &se.Address.Chat, &se.Address.Thread,
 		&phase, &se.AutoApprove, &se.Owner, &se.PlanID, &se.ApprovalID, &se.RejectionCount, &se.LastFeedback,
-		&se.NudgeSpec, &question, &inj, &se.Version, &cr, &updated); err != nil {
+		&se.NudgeSpec, &question, &inj, &se.RequestedBy, &se.Version, &cr, &updated); err != nil {
 		return core.Session{}, err
 	}
 	se.Phase = core.Phase(phase)

@@ -80,3 +80,45 @@ func (s *Store) setChannelState(ctx context.Context, channel, account, key, valu
 	}
 	return nil
 }
+
+// StateKey names one channel_state row of a channel.
+type StateKey struct{ Account, Key string }
+
+// ChannelStateKeys lists the keys of channel's saved state that start with prefix, in
+// order.
+func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([]StateKey, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT account, key FROM channel_state
+		WHERE channel = ? AND key >= ? AND key < ? ORDER BY account, key`, channel, prefix, prefix+"\U0010FFFF")
+	if err != nil {
+		return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
+	}
+	defer rows.Close()
+	var out []StateKey
+	for rows.Next() {
+		var k StateKey
+		if err := rows.Scan(&k.Account, &k.Key); err != nil {
+			return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// errStateMoved: the row to move was gone (another process moved it first).
+var errStateMoved = errors.New("channel state already moved")
+
+// MoveChannelState renames the saved state from to to, in one statement, so that of two
+// processes adopting the same record one gets it; false when it was no longer there. A
+// value already under to is an error.
+func (s *Store) MoveChannelState(ctx context.Context, channel, account, from, to string) (bool, error) {
+	err := s.runSteps(ctx, []step{{what: "moving", q: `UPDATE channel_state SET key = ?, updated_at = ?
+		WHERE channel = ? AND account = ? AND key = ?`,
+		args: []any{to, formatTime(s.now()), channel, account, from}, none: errStateMoved}}, false)
+	if errors.Is(err, errStateMoved) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("moving channel state %s/%s/%s: %w", channel, account, from, err)
+	}
+	return true, nil
+}

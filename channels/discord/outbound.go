@@ -66,12 +66,13 @@ func (c *Channel) post(ctx context.Context, ch string, r core.Reply) (string, er
 		files = append(files, &discordgo.File{Name: "reply.md", ContentType: "text/markdown", Reader: strings.NewReader(text)})
 		text = longReplyHead(text)
 	}
-	return c.postChunks(ctx, ch, textChunks(text), rows, files, approvals(r))
+	return c.postChunks(ctx, ch, textChunks(text), rows, files, r.Buttons)
 }
 
 // postChunks sends rendered chunks in order, rows and files on the last, and records the
-// message with the buttons under the approvals it carries.
-func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, rows []discordgo.MessageComponent, files []*discordgo.File, approvalIDs []string) (string, error) {
+// message with the buttons (btns, laid out as rows) under the approvals they carry.
+func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, rows []discordgo.MessageComponent, files []*discordgo.File, btns []core.Button) (string, error) {
+	approvalIDs := approvals(core.Reply{Buttons: btns})
 	if len(chunks) == 0 && len(files) == 0 {
 		if len(rows) == 0 {
 			return "", nil // nothing to show
@@ -111,7 +112,7 @@ func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, ro
 			first = sent.ID
 		}
 		if last && len(rows) > 0 && len(approvalIDs) > 0 {
-			c.approvals.Add(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content})
+			c.approvals.Add(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content, Buttons: btns})
 		}
 	}
 	return first, nil
@@ -226,7 +227,7 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	if len(chunks) > 1 {
 		rest, _ := components(r.Buttons)
-		if _, err := c.postChunks(ctx, ch, chunks[1:], rest, nil, approvals(r)); err != nil {
+		if _, err := c.postChunks(ctx, ch, chunks[1:], rest, nil, r.Buttons); err != nil {
 			return fmt.Errorf("sending the rest of edited message %s in %s: %w", id, ch, err)
 		}
 	}
@@ -280,6 +281,29 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 		c.log.Error("buttons of a decided plan could not be removed", "err", err)
 	}
 	return err
+}
+
+var _ channels.ApprovalNoter = (*Channel)(nil)
+
+// NoteApprovals implements channels.ApprovalNoter: every message with the pending
+// version's buttons shows the approvals so far under its content and keeps its buttons.
+func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
+	rec, ok, err := c.loadApproval(ctx, r.Ref)
+	if err != nil || !ok || rec.Decided != "" {
+		return err
+	}
+	line := channels.DiscordMarkdown(r.Text)
+	var errs []error
+	for _, m := range rec.Msgs {
+		if len(m.Buttons) == 0 {
+			continue
+		}
+		rows, _ := components(m.Buttons)
+		if err := c.editMessage(ctx, m.Channel, m.ID, withDecision(m.Content, line), rows); err != nil {
+			errs = append(errs, fmt.Errorf("showing approvals on message %s in %s: %w", m.ID, m.Channel, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // withDecision appends the decision line to a message's content, shortening the content

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
 )
 
 // approvalRecord remembers the messages that carry one plan version's buttons (the plan
@@ -18,6 +19,9 @@ type sentMsg struct {
 	Channel string `json:"channel"`
 	ID      string `json:"id"`
 	Content string `json:"content"`
+	// Buttons are the message's buttons, so a counted approval can show its progress and
+	// keep them (NoteApprovals); records from before they were kept have none.
+	Buttons []core.Button `json:"buttons,omitempty"`
 }
 
 func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,6 +101,12 @@ func TestRetriedEventHandledOnce(t *testing.T) {
 		"type": "app_mention", "user": alice, "text": "<@UBOT> count me once",
 		"ts": thread, "channel": general, "event_ts": thread,
 	}
+	var dups atomic.Int32
+	e.Channel.NoteInbound(func(outcome string) {
+		if outcome == channels.InboundDuplicate {
+			dups.Add(1)
+		}
+	})
 	first := e.api.resend("EvRETRY1", inner, 0)
 	e.api.waitAck(first)
 	e.api.waitText(general, "ok")
@@ -119,6 +126,9 @@ func TestRetriedEventHandledOnce(t *testing.T) {
 	e.Idle()
 	if n := e.Model.CallCount(); n != 2 {
 		t.Errorf("model called %d times, want 2 (the retries of the first message handled once)", n)
+	}
+	if n := dups.Load(); n != 3 {
+		t.Errorf("%d dropped duplicates reported, want 3 (two retries and the same message under another event id)", n)
 	}
 }
 

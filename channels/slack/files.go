@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,6 +108,9 @@ type sentMsg struct {
 	TS       string   `json:"ts"`
 	Sections []string `json:"sections,omitempty"`
 	Plain    bool     `json:"plain,omitempty"`
+	// Buttons are the message's buttons, so a counted approval can show its progress and
+	// keep them (NoteApprovals); records from before they were kept have none.
+	Buttons []core.Button `json:"buttons,omitempty"`
 }
 
 // UpgradeChat implements channels.ChatUpgrader for records that kept the channel once.
@@ -143,4 +147,30 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 		}
 		return nil
 	})
+}
+
+var _ channels.ApprovalNoter = (*Channel)(nil)
+
+// NoteApprovals implements channels.ApprovalNoter: every message with the pending
+// version's buttons shows the approvals so far under its text and keeps its buttons. A
+// version decided meanwhile, or a record without its buttons, is left alone.
+func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
+	rec, ok := c.loadApproval(ctx, r.Ref)
+	if !ok || rec.Decided != "" {
+		return nil
+	}
+	note := channels.SlackMrkdwn(r.Text)
+	var errs []error
+	for _, m := range rec.Msgs {
+		if len(m.Buttons) == 0 {
+			continue
+		}
+		msg := message{sections: m.Sections, plain: m.Plain}
+		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_approvals", mrkdwn(clip(note, maxSection))))
+		blocks = append(blocks, c.buttonBlocks(m.Buttons)...)
+		if err := c.update(ctx, m.Chat, m.TS, fallbackOf(r.Text), blocks); err != nil {
+			errs = append(errs, fmt.Errorf("showing approvals on message %s in %s: %w", m.TS, m.Chat, err))
+		}
+	}
+	return errors.Join(errs...)
 }

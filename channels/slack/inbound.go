@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -52,6 +53,7 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 	// message.im and app_mention, with different event ids but the same message ts.
 	if !c.seen.first("event:"+eventID, messageKey(p.ch, p.ts)) {
 		c.log.Debug("slack event received before; skipped", "event", eventID, "retry", req.RetryAttempt)
+		c.dropped.Note(channels.InboundDuplicate)
 		return job{}, false
 	}
 	thread := p.thread

@@ -96,12 +96,16 @@ type Channel struct {
 	lookups  map[string]chan struct{} // user id -> closed when its users.info call ends
 	nameWait time.Duration            // how long a message waits for its sender's name
 
-	disp   atomic.Pointer[dispatcher] // the last Run's, for Drain and the HTTP routes
-	health *channels.Health           // what Ready reports
+	disp    atomic.Pointer[dispatcher] // the last Run's, for Drain and the HTTP routes
+	dropped channels.Dropped           // events received before, for /metrics
+	health  *channels.Health           // what Ready reports
 
 	storeLogMu sync.Mutex
 	storeLogAt time.Time // when a failed store was last logged
 }
+
+// NoteInbound makes fn hear of every event dropped as received before (channels.InboundNoter).
+func (c *Channel) NoteInbound(fn func(outcome string)) { c.dropped.Set(fn) }
 
 // New checks the bot token with auth.test, which also says which workspace and bot user
 // this is: the team id keys every session and every piece of saved state. The app token is

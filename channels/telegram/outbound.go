@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"strconv"
@@ -88,7 +89,7 @@ func idString(id int) string {
 // rememberSent records which message carries the buttons of r, for ReplyDecided and for
 // telling a stale question's buttons from the open one's.
 func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, msgID int, caption string) {
-	c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: chat, ID: msgID, Doc: caption != "", Caption: caption})
+	c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: chat, ID: msgID, Doc: caption != "", Caption: caption, Buttons: r.Buttons})
 	for _, b := range r.Buttons {
 		if b.Action.Kind == core.ActionAnswer {
 			c.setQuestionMsgs(ctx, r.To.SessionID(), msgID, r.Kind == core.ReplyNudge)
@@ -316,4 +317,34 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 		}
 		return nil
 	})
+}
+
+var _ channels.ApprovalNoter = (*Channel)(nil)
+
+// NoteApprovals implements channels.ApprovalNoter: a plan document that carries the
+// pending version's buttons gets the approvals so far under its caption and keeps its
+// keyboard. Other messages with those buttons (nudges) are left as they are.
+func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
+	rec, ok, err := c.approvals.Load(ctx, r.Ref)
+	if err != nil || !ok || rec.Decided != "" {
+		return err
+	}
+	line := toastText(r.Text)
+	var errs []error
+	for _, m := range rec.Msgs {
+		if !m.Doc || len(m.Buttons) == 0 {
+			continue
+		}
+		caption, _, _ := buildCaption(strings.Split(m.Caption, "\n"), line)
+		err := c.do(ctx, m.Chat, true, "editMessageCaption", func(ctx context.Context) error {
+			_, err := c.b.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{
+				ChatID: m.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: c.keyboard(m.Buttons),
+			})
+			return err
+		})
+		if err != nil && !isNotModified(err) {
+			errs = append(errs, fmt.Errorf("showing approvals on message %d in chat %d: %w", m.ID, m.Chat, err))
+		}
+	}
+	return errors.Join(errs...)
 }

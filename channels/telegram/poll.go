@@ -199,6 +199,7 @@ func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, ids 
 		}
 		if !d.in.receive(id, raw) {
 			d.c.log.Debug("update received before; skipped", "update", id)
+			d.c.dropped.Note(channels.InboundDuplicate)
 			continue
 		}
 		ids = append(ids, id)

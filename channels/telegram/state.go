@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
 )
 
 // approvalRecord remembers the messages that carry one plan version's buttons, so that
@@ -21,6 +22,9 @@ type sentMsg struct {
 	// line is added. Messages without one (nudges) only lose their buttons.
 	Caption string `json:"caption,omitempty"`
 	Doc     bool   `json:"doc,omitempty"`
+	// Buttons are the message's buttons, so a counted approval can show its progress in
+	// the caption and keep them (NoteApprovals); records from before they were kept have none.
+	Buttons []core.Button `json:"buttons,omitempty"`
 }
 
 // UpgradeChat implements channels.ChatUpgrader for records that kept the chat once.

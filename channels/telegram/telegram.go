@@ -99,7 +99,12 @@ type Channel struct {
 	health *channels.Health // what Ready reports
 
 	disp atomic.Pointer[dispatcher] // the last Run's, for Drain
+
+	dropped channels.Dropped // redelivered updates, for /metrics
 }
+
+// NoteInbound makes fn hear of every update dropped as received before (channels.InboundNoter).
+func (c *Channel) NoteInbound(fn func(outcome string)) { c.dropped.Set(fn) }
 
 // New connects to the Bot API and asks who the bot is (getMe): its id keys every session
 // and every piece of saved state, so a new bot token starts fresh. A nil log discards.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -95,6 +96,7 @@ func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle fu
 	raw := json.RawMessage(body)
 	if !d.in.receiveAny(id, raw) {
 		d.c.log.Debug("update received before; answered and skipped", "update", id)
+		d.c.dropped.Note(channels.InboundDuplicate)
 		return http.StatusOK, "", nil
 	}
 	if err := d.in.flush(context.WithoutCancel(d.ctx)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,6 +132,13 @@ func TestWebhookRegistersAndAnswersOnce(t *testing.T) {
 	if n := len(h.api.callsOf("getUpdates")); n != 0 {
 		t.Errorf("getUpdates called %d times in webhook mode", n)
 	}
+	var dropped []string
+	var droppedMu sync.Mutex
+	h.Channel.NoteInbound(func(outcome string) {
+		droppedMu.Lock()
+		defer droppedMu.Unlock()
+		dropped = append(dropped, outcome)
+	})
 	id, body := h.update(private, "hello by webhook")
 	if code, ans := h.post(hookSecret, body); code != http.StatusOK {
 		t.Fatalf("POST = %d %s, want 200", code, ans)
@@ -150,6 +158,11 @@ func TestWebhookRegistersAndAnswersOnce(t *testing.T) {
 	}
 	if n := countContaining(h.api.messages(private), "ok"); n != 1 {
 		t.Errorf("the reply was sent %d times, want once", n)
+	}
+	droppedMu.Lock()
+	defer droppedMu.Unlock()
+	if !slices.Equal(dropped, []string{channels.InboundDuplicate}) {
+		t.Errorf("dropped events reported %v, want the redelivery as one duplicate (for /metrics)", dropped)
 	}
 }
 

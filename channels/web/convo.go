@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -209,6 +210,14 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := c.checkAddress(r.To); err != nil {
 		return "", fmt.Errorf("sending on web: %w", err)
 	}
+	if c.mirror != nil {
+		c.mirror.sent(r)
+	}
+	return c.show(ctx, r), nil
+}
+
+// show adds a reply to its conversation and pushes it to every open page of it.
+func (c *Channel) show(ctx context.Context, r core.Reply) string {
 	n := c.ids.Add(1)
 	id := fmt.Sprintf("w%d", n)
 	cv := c.convo(ctx, r.To)
@@ -227,12 +236,20 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	default:
 		cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	}
-	return id, nil
+	return id
 }
 
 // Edit implements channels.Editor: the message is replaced on every open page. A progress
 // checklist of a plan re-renders the plan's card instead.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
+	err := c.edit(ctx, id, r)
+	if err == nil && c.mirror != nil {
+		c.mirror.sent(r)
+	}
+	return err
+}
+
+func (c *Channel) edit(ctx context.Context, id string, r core.Reply) error {
 	if err := c.checkAddress(r.To); err != nil {
 		return fmt.Errorf("editing on web: %w", err)
 	}
@@ -250,6 +267,23 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	it.dom = ref.item.dom
 	cv.edit(ref.item, it.html, it.text, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	return nil
+}
+
+var _ channels.ApprovalNoter = (*Channel)(nil)
+
+// NoteApprovals implements channels.ApprovalNoter: the pending version's card is drawn
+// again from the store, with its approvals so far and its buttons.
+func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
+	if err := c.checkAddress(r.To); err != nil {
+		return fmt.Errorf("showing approvals on web: %w", err)
+	}
+	p, err := c.d.Store.PlanByApproval(ctx, r.Ref)
+	if err != nil {
+		return fmt.Errorf("showing approvals on web: %w", err)
+	}
+	html := c.renderCard(ctx, p, r.To.Account)
+	c.convo(ctx, r.To).card(p.ID, html, payload(map[string]string{"plan": p.ID, "html": string(html)}))
 	return nil
 }
 

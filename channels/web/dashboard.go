@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -92,7 +91,10 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 		if err == nil {
 			card := c.dashCard(ctx, p, s, v)
 			row.Plan, row.Since = &card, p.CreatedAt
-			row.Approvals = c.approvals(ctx, s.ID, p.ID)
+			row.Approvals = c.progress(p, s.Address)
+			if row.Approvals == "" {
+				row.Approvals = "none yet"
+			}
 		}
 	}
 	if q := s.Question; q != nil {
@@ -118,27 +120,9 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 // they post to the dashboard.
 func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v viewer) cardView {
 	card := c.cardView(ctx, p, v.Name)
-	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.decider(v.Name, false)
+	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.deciderAt(v.Name, false, s.Address)
 	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
 	return card
-}
-
-// approvals says who has accepted the plan version so far.
-func (c *Channel) approvals(ctx context.Context, sessionID, planID string) string {
-	evs, err := c.d.Store.Events(ctx, sessionID)
-	if err != nil {
-		return "unknown"
-	}
-	var who []string
-	for _, e := range evs {
-		if e.PlanID == planID && e.Kind == core.EventAccepted && !slices.Contains(who, e.Actor.ID) {
-			who = append(who, e.Actor.ID)
-		}
-	}
-	if len(who) == 0 {
-		return "none yet"
-	}
-	return fmt.Sprintf("%d (%s)", len(who), strings.Join(who, ", "))
 }
 
 // dashboardAction decides on a session of any channel as the signed-in user: it is the
@@ -159,6 +143,10 @@ func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v view
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
 	if err != nil {
 		c.answer(w, r, back, http.StatusNotFound, "There is no such session.")
+		return
+	}
+	if !c.deciderAt(v.Name, false, s.Address) {
+		http.Error(w, fmt.Sprintf("Only approvers can decide on plans here (web:%s is not one).", v.Name), http.StatusForbidden)
 		return
 	}
 	if why := c.stale(r.Context(), s, act); why != "" {

@@ -40,6 +40,12 @@ type env struct {
 
 func newEnv(t *testing.T, approvers ...string) *env {
 	t.Helper()
+	return newPolicyEnv(t, nil, approvers...)
+}
+
+// newPolicyEnv is newEnv with access.policies in force for the engine and the channel.
+func newPolicyEnv(t *testing.T, policies []core.Policy, approvers ...string) *env {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
 	if err != nil {
@@ -48,14 +54,14 @@ func newEnv(t *testing.T, approvers ...string) *env {
 	t.Cleanup(func() { _ = st.Close() })
 	e := &env{t: t, st: st, tg: channeltest.NewFake("telegram"), model: channeltest.NewModel()}
 	log := slog.New(slog.DiscardHandler)
-	e.web, err = New(Config{Enabled: true, Users: testUsers}, Deps{Store: st, Approvers: approvers, Log: log,
+	e.web, err = New(Config{Enabled: true, Users: testUsers}, Deps{Store: st, Approvers: approvers, Policies: policies, Log: log,
 		WrongToken: func(context.Context) { e.waited.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub := channels.NewHub(log, e.web, e.tg)
 	e.eng = core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
-		PerSession: true, PlanMode: true, Approvers: approvers, Nudges: []time.Duration{10 * time.Minute}},
+		PerSession: true, PlanMode: true, Approvers: approvers, Policies: policies, Nudges: []time.Duration{10 * time.Minute}},
 		core.Deps{Store: st, Model: e.model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
 	e.web.Register(hs)

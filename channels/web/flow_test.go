@@ -165,3 +165,50 @@ func TestDashboardAnswersAQuestion(t *testing.T) {
 		t.Fatal("the answered question is still listed")
 	}
 }
+
+// A counted approval from the dashboard (2 of 3 needed) keeps the plan pending and the
+// dashboard shows how many it has.
+func TestDashboardShowsCountedApprovals(t *testing.T) {
+	// bob is a global approver, but the policy's list replaces it on telegram.
+	e := newPolicyEnv(t, []core.Policy{{Match: core.PolicyMatch{Channel: "telegram"},
+		Approvers: []string{"web:alice", "telegram:42", "telegram:43"}, Required: 2}}, "web:bob")
+	tgAddr := core.Address{Channel: "telegram", Account: "900", Chat: "555"}
+	e.model.Push(tgAddr.SessionID(), proposal("Rotate the logs", "Add logrotate config"))
+	ctx := context.Background()
+	go func() {
+		_ = e.tg.Deliver(ctx, core.Message{ID: "1", Address: tgAddr, Sender: core.Person{ID: "42", Name: "tg-user"}, Text: "/plan on rotate the logs", Direct: true})
+	}()
+	var s core.Session
+	waitFor(t, "the telegram plan", func() bool {
+		s, _ = e.st.Session(ctx, tgAddr.SessionID())
+		return s.Phase == core.PhaseAwaitingApproval
+	})
+	alice := e.signIn("alice")
+	if page := alice.get("/dashboard"); !strings.Contains(page, "approvals so far: 0 of 2 approvals") {
+		t.Fatalf("the dashboard before any approval: %s", page)
+	}
+	res := alice.post("/dashboard/actions", url.Values{"session": {s.ID}, "kind": {"accept"}, "approval": {s.ApprovalID}})
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("accept from the dashboard: %d %s", res.StatusCode, body(res))
+	}
+	waitFor(t, "the approval to be recorded", func() bool {
+		p, err := e.st.Plan(ctx, s.PlanID)
+		return err == nil && len(p.Approvals) == 1
+	})
+	page := alice.get("/dashboard")
+	for _, want := range []string{"approvals so far: 1 of 2 approvals (alice)", "Approvals: 1 of 2 approvals (alice)", ">Accept<"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the dashboard after one approval lacks %q: %s", want, page)
+		}
+	}
+	if got, _ := e.st.Session(ctx, s.ID); got.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("phase %s after one of two approvals", got.Phase)
+	}
+	bob := e.signIn("bob")
+	if page := bob.get("/dashboard"); strings.Contains(page, ">Accept<") {
+		t.Fatalf("bob, not an approver under the policy, is offered Accept: %s", page)
+	}
+	if res := bob.post("/dashboard/actions", url.Values{"session": {s.ID}, "kind": {"accept"}, "approval": {s.ApprovalID}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("bob's accept from the dashboard: %d %s", res.StatusCode, body(res))
+	}
+}

@@ -196,6 +196,7 @@ type cardView struct {
 	Changes                                     string
 	Download                                    string
 	Decision                                    string
+	Approvals                                   string // "1 of 2 approvals (alice)" while more are needed
 	Buttons                                     bool
 	Approval, Action, CSRF, Session             string
 	Edit                                        string // where an edited plan file is uploaded ("" = not here)
@@ -243,8 +244,11 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 	}
 	if p.Status == core.PlanPending {
 		s, err := c.d.Store.Session(ctx, p.SessionID)
+		if err == nil {
+			v.Approvals = c.progress(p, s.Address)
+		}
 		ownWeb := err == nil && s.Address.Channel == Name && s.Address.Account == viewer
-		if err == nil && s.ApprovalID == p.ApprovalID && c.decider(viewer, ownWeb) {
+		if err == nil && s.ApprovalID == p.ApprovalID && c.deciderAt(viewer, ownWeb, s.Address) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
 			v.Edit = "/c/" + s.Address.Chat + "/edit"
@@ -254,6 +258,12 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		}
 	}
 	return v
+}
+
+// progress is a pending version's approvals under its session's policy, "" when it
+// needs one and has none.
+func (c *Channel) progress(p core.Plan, a core.Address) string {
+	return core.ApprovalProgress(core.ApprovalState{Version: p.Version, Approvals: p.Approvals}, core.PolicyFor(c.d.Policies, a))
 }
 
 // stepChanges says which steps a version added and removed compared with the one

@@ -1,10 +1,15 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // keepAlive is how often an idle stream sends a comment, so proxies keep it open.
@@ -81,4 +86,153 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 			return
 		}
 	}
+}
+
+// Several replicas on one database (DESIGN.md section 14): a page's stream is served by
+// the replica the browser is connected to, but the reply it waits for may be sent by
+// another one — the replica that holds the session's lease runs its turn, and an admin
+// API decision is answered by the replica it reached. Every reply a commit produces is an
+// outbox row, marked sent by whichever replica delivered it, so each replica follows the
+// web channel's sent rows (SentReplies) and shows on its open pages those it did not
+// send itself.
+//
+// Why polling the outbox rather than LISTEN/NOTIFY: the outbox row is exactly what the
+// page would have got from Send (no second rendering of events), a poll works the same on
+// both drivers and needs no dedicated connection per replica, and a missed notification
+// cannot lose a reply. The cost is up to mirrorEvery of delay and one indexed query a
+// second per replica.
+//
+// Ordering: ids and sent_at are assigned before their transactions commit, so on
+// PostgreSQL a row can become visible after a later one. The follower therefore re-reads
+// every row sent in the last mirrorWindow on each poll and remembers which ids it has
+// handled, rather than following "id > last seen". Replies a replica sends itself are
+// recognised by their content (session, reply, inbound event) and skipped once.
+// Read-only answers (status, help) are not outbox rows: they are answered by the
+// replica that received the command, the one the page posted to.
+
+const (
+	mirrorEvery  = time.Second
+	mirrorWindow = 30 * time.Second
+	mirrorLimit  = 500
+)
+
+// SentReplies lists the replies of a channel marked sent after a time, by any replica
+// (*store.Store's SentSince).
+type SentReplies interface {
+	SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error)
+}
+
+// mirror is the follower of one web channel.
+type mirror struct {
+	src   SentReplies
+	every time.Duration
+	now   func() time.Time
+
+	mu    sync.Mutex
+	seen  map[int64]time.Time    // outbox ids handled -> when first read
+	local map[string][]time.Time // replies this replica sent -> when, not matched yet
+}
+
+func newMirror(src SentReplies, now func() time.Time) *mirror {
+	return &mirror{src: src, every: mirrorEvery, now: now, seen: map[int64]time.Time{}, local: map[string][]time.Time{}}
+}
+
+// replyKey identifies a reply by content, the same for the Reply given to Send or Edit
+// and the one decoded from its outbox row (the Hub clears ReplaceID when an edit falls
+// back to a new message).
+func replyKey(r core.Reply) string {
+	r.ReplaceID = ""
+	b, _ := json.Marshal(r) // a Reply always encodes
+	return string(b)
+}
+
+// sent records a reply this replica shows through Send.
+func (m *mirror) sent(r core.Reply) {
+	k := replyKey(r)
+	m.mu.Lock()
+	m.local[k] = append(m.local[k], m.now())
+	m.mu.Unlock()
+}
+
+// fresh returns the rows not handled before and not sent by this replica, and forgets
+// what has left the window.
+func (m *mirror) fresh(rows []core.Outgoing, baseline bool) []core.Outgoing {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var out []core.Outgoing
+	for _, o := range rows {
+		if _, ok := m.seen[o.ID]; ok {
+			continue
+		}
+		m.seen[o.ID] = now
+		k := replyKey(o.Reply)
+		if ts := m.local[k]; len(ts) > 0 {
+			if m.local[k] = ts[1:]; len(ts) == 1 {
+				delete(m.local, k)
+			}
+			continue
+		}
+		if !baseline {
+			out = append(out, o)
+		}
+	}
+	old := now.Add(-2 * mirrorWindow)
+	for id, at := range m.seen {
+		if at.Before(old) {
+			delete(m.seen, id)
+		}
+	}
+	for k, ts := range m.local {
+		for len(ts) > 0 && ts[0].Before(old) {
+			ts = ts[1:]
+		}
+		if len(ts) == 0 {
+			delete(m.local, k)
+		} else {
+			m.local[k] = ts
+		}
+	}
+	return out
+}
+
+// follow polls the sent replies until ctx ends and shows those of other replicas on the
+// pages open here. The first poll only takes note: what was sent before this replica
+// started is on the pages it builds from the store.
+func (c *Channel) follow(ctx context.Context) {
+	m := c.mirror
+	tick := time.NewTicker(m.every)
+	defer tick.Stop()
+	for first := true; ; first = false {
+		rows, err := m.src.SentSince(ctx, Name, m.now().Add(-mirrorWindow), mirrorLimit)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("reading replies sent by other replicas", "err", err)
+		}
+		for _, o := range m.fresh(rows, first) {
+			c.showRemote(ctx, o.Reply)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// showRemote shows another replica's reply on the pages of its conversation open here;
+// a conversation nobody opened here is left alone (a page opened later is built from the
+// store). An edit of a message this replica never had is shown as a new message, except
+// plan replies, which re-render the plan's card.
+func (c *Channel) showRemote(ctx context.Context, r core.Reply) {
+	if c.checkAddress(r.To) != nil {
+		return
+	}
+	c.mu.Lock()
+	_, open := c.convos[r.To.SessionID()]
+	c.mu.Unlock()
+	if !open {
+		return
+	}
+	r.ReplaceID = ""
+	c.show(ctx, r)
 }

@@ -129,11 +129,17 @@ type Deps struct {
 	// Approvers is access.approvers: who may decide from the dashboard, and whose chat
 	// shows decision buttons. The engine enforces the rules either way.
 	Approvers []string
-	Log       *slog.Logger
-	Now       func() time.Time // defaults to time.Now
+	// Policies are access.policies: the dashboard and the cards count approvals as the
+	// engine does.
+	Policies []core.Policy
+	Log      *slog.Logger
+	Now      func() time.Time // defaults to time.Now
 	// WrongToken is waited after a wrong sign-in token; defaults to one second. Tests
 	// inject one that does not sleep.
 	WrongToken func(ctx context.Context)
+	// Sent, when set, lists the replies every replica sent, so that open pages show
+	// those another replica sent too (see stream.go); nil for a single process.
+	Sent SentReplies
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -156,6 +162,7 @@ type Channel struct {
 	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
 	revoked map[string]time.Time
 	queues  map[string]*serial
+	mirror  *mirror // nil without Deps.Sent
 
 	ids atomic.Uint64
 }
@@ -213,6 +220,9 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
 	}
+	if d.Sent != nil {
+		c.mirror = newMirror(d.Sent, d.Now)
+	}
 	return c, nil
 }
 
@@ -224,6 +234,9 @@ func (c *Channel) Name() string { return Name }
 // only has to be there for them.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setRunning(&running{ctx: ctx, h: h})
+	if c.mirror != nil {
+		go c.follow(ctx)
+	}
 	<-ctx.Done()
 	c.setRunning(nil)
 	return nil
@@ -278,10 +291,25 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 // decider reports whether the web user name may decide on plans in a session of channel
 // ch, as far as the page needs to know (the engine decides for real).
 func (c *Channel) decider(name string, ownWeb bool) bool {
-	if len(c.d.Approvers) == 0 {
+	for _, p := range c.d.Policies {
+		if slices.Contains(p.Approvers, Name+":"+name) {
+			return true // an approver somewhere: the sessions say where
+		}
+	}
+	return c.listed(c.d.Approvers, name, ownWeb)
+}
+
+// deciderAt reports whether name may decide in the session at a: the approvers of its
+// policy (access.policies), else access.approvers.
+func (c *Channel) deciderAt(name string, ownWeb bool, a core.Address) bool {
+	return c.listed(core.PolicyFor(c.d.Policies, a).ApproverList(c.d.Approvers), name, ownWeb)
+}
+
+func (c *Channel) listed(approvers []string, name string, ownWeb bool) bool {
+	if len(approvers) == 0 {
 		return ownWeb // the owner of a direct conversation decides when no list is set
 	}
-	return slices.Contains(c.d.Approvers, Name+":"+name)
+	return slices.Contains(approvers, Name+":"+name)
 }
 
 // person is the signed-in user as the sender of a message to a session of channel ch.

@@ -24,6 +24,7 @@ import (
 	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/store"
 )
 
 // Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
@@ -46,10 +47,16 @@ type Config struct {
 	origins map[string][]string // key path -> the environment variables its value came from
 }
 
-// StoreConfig locates the SQLite database.
+// StoreConfig selects the database: a SQLite file (the default) or a PostgreSQL database
+// that several replicas may share (DESIGN.md section 14).
 type StoreConfig struct {
-	Path string `yaml:"path" config:"path"`
+	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
+	Path   string `yaml:"path" config:"path"` // the SQLite file
+	DSN    string `yaml:"dsn"`                // PostgreSQL; secret: it may carry the password
 }
+
+// postgres reports whether the store is a PostgreSQL database.
+func (s StoreConfig) postgres() bool { return s.Driver == store.DriverPostgres }
 
 // PlansConfig locates the plan markdown files.
 type PlansConfig struct {
@@ -217,7 +224,7 @@ type LogConfig struct {
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{
-		Store:     StoreConfig{Path: "plangate.db"},
+		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}"},
 		Plans:     PlansConfig{Dir: "plans"},
 		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
 		LLM: LLMConfig{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core/tools"
+	"github.com/plangate/plangate/store"
 )
 
 // ResolvedProvider says which model provider to start and why, in a phrase for the
@@ -45,7 +46,7 @@ func (c *Config) Describe() string {
 		fmt.Fprintf(&b, "%-11s%s\n", label, fmt.Sprintf(format, args...))
 	}
 	line("config", "%s", c.file)
-	line("store", "%s", c.Store.Path)
+	line("store", "%s", c.describeStore())
 	line("plans", "%s", c.Plans.Dir)
 	if c.Workspace.Seed != "" {
 		line("seed", "%s (copied into a new workspace)", c.Workspace.Seed)
@@ -175,4 +176,20 @@ func (c *Config) openApprovalWarning() string {
 	return "access.approvers is empty: on " + strings.Join(open, ", ") +
 		" the first person who writes in each chat owns its session and decides on its plans;" +
 		" list who may decide in access.approvers (e.g. telegram:123456789)"
+}
+
+// describeStore names the database: the SQLite file, or the PostgreSQL server and
+// database without the DSN's password.
+func (c *Config) describeStore() string {
+	if !c.Store.postgres() {
+		return c.Store.Path
+	}
+	where, err := store.DescribeDSN(c.Store.DSN)
+	if err != nil {
+		return "postgres (" + err.Error() + ")"
+	}
+	if vars := c.origins["store.dsn"]; len(vars) > 0 {
+		return where + " (dsn from " + strings.Join(vars, " and ") + ")"
+	}
+	return where
 }

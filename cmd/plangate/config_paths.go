@@ -18,10 +18,13 @@ func (c *Config) ownFilesOutsideWorkspace() []problem {
 	}
 	realRoot := resolveExisting(root)
 	var ps []problem
-	for _, own := range []struct{ key, path, what string }{
-		{"store.path", c.Store.Path, "plangate's database"},
-		{"plans.dir", c.Plans.Dir, "the plan files"},
-	} {
+	type ownPath struct{ key, path, what string }
+	var own []ownPath
+	if !c.Store.postgres() {
+		own = append(own, ownPath{"store.path", c.Store.Path, "plangate's database"})
+	}
+	own = append(own, ownPath{"plans.dir", c.Plans.Dir, "the plan files"})
+	for _, own := range own {
 		if own.path == "" {
 			continue
 		}

@@ -36,6 +36,9 @@ plan_mode:
 	if got := cfg.PlanMode.CoreRules(); !reflect.DeepEqual(got, rules) {
 		t.Errorf("CoreRules = %+v, want %+v", got, rules)
 	}
+	if ec := engineConfig(cfg); !reflect.DeepEqual(ec.Policies, want) || !reflect.DeepEqual(ec.AutoApproveRules, rules) {
+		t.Errorf("engine config: policies %+v, rules %+v; want what the config says", ec.Policies, ec.AutoApproveRules)
+	}
 	if got := cfg.PlanMode.Planner.CorePlanner(); got != (core.Planner{Style: core.StyleAmbitious, ExpandShortGoals: true}) {
 		t.Errorf("CorePlanner = %+v", got)
 	}

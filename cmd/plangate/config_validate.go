@@ -12,6 +12,7 @@ import (
 	"github.com/plangate/plangate/channels/discord"
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
+	"github.com/plangate/plangate/store"
 )
 
 // validate checks values the YAML types cannot, and returns every problem at once: each
@@ -142,8 +143,23 @@ func checkNotNegative(key string, d time.Duration) error {
 // themselves.
 func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_age", c.OutboxMaxAge) }
 
-// Validate checks the store section.
-func (s StoreConfig) Validate() error { return checkPath("path", s.Path) }
+// Validate checks the store section: the driver, and the key that driver needs. A bad
+// DSN is never quoted: it may carry a password.
+func (s StoreConfig) Validate() error {
+	switch s.Driver {
+	case store.DriverSQLite:
+		return checkPath("path", s.Path)
+	case store.DriverPostgres:
+		if strings.TrimSpace(s.DSN) == "" {
+			return channels.Unset("dsn")
+		}
+		if _, err := store.DescribeDSN(s.DSN); err != nil {
+			return channels.Invalid("dsn", "is not a valid PostgreSQL connection string: write postgres://USER:PASSWORD@HOST:5432/DBNAME or host=HOST dbname=DBNAME ...")
+		}
+		return nil
+	}
+	return channels.OneOf("driver", s.Driver, store.DriverSQLite, store.DriverPostgres)
+}
 
 // Validate checks the plans section.
 func (p PlansConfig) Validate() error { return checkPath("dir", p.Dir) }

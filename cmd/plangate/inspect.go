@@ -128,6 +128,13 @@ func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w
 	if q := v.PendingQuestion; q != nil {
 		fmt.Fprintf(w, "question:       %s (%s)\n", q.Text, strings.Join(q.Options, " | "))
 	}
+	if len(v.Approvals) > 0 {
+		names := make([]string, len(v.Approvals))
+		for i, a := range v.Approvals {
+			names[i] = a.By
+		}
+		fmt.Fprintf(w, "approvals:      %s\n", strings.Join(names, ", "))
+	}
 	if p := v.Plan; p != nil {
 		fmt.Fprintf(w, "plan:           v%d %q (%s) %s\n%s\n", p.Version, p.Title, p.Status, p.File, core.Checklist(p.Steps))
 	} else {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/store/pgtest"
 )
 
 // TestMain lets the test binary stand in for the plangate binary: with PLANGATE_TEST_MAIN
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 func plangateCmd(t *testing.T, ctx context.Context, dir string, args ...string) *exec.Cmd {

@@ -45,6 +45,8 @@ Usage:
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate store migrate [--config F]           apply pending database migrations and exit
+  plangate store copy --from sqlite:FILE --to postgres://...
+                                                copy a deployment's store into an empty one (either way)
   plangate version
 
 Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
@@ -154,13 +156,6 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func openStore(ctx context.Context, cfg *Config) (*store.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the store directory: %w", err)
-	}
-	return store.Open(ctx, cfg.Store.Path)
-}
-
 // newModel starts the configured model provider and says which one in a phrase.
 func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, error) {
 	provider, why := cfg.ResolvedProvider(e.getenv)
@@ -211,7 +206,7 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 // the database with its journal files, the plans directory and the config file.
 func ownFiles(cfg *Config) []string {
 	var out []string
-	if db := cfg.Store.Path; db != "" {
+	if db := cfg.Store.Path; db != "" && !cfg.Store.postgres() {
 		out = append(out, db, db+"-wal", db+"-shm", db+"-journal")
 	}
 	if cfg.Plans.Dir != "" {
@@ -227,23 +222,25 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
-		PlansDir:        cfg.Plans.Dir,
-		WorkspaceRoot:   cfg.Workspace.Root,
-		PerSession:      cfg.Workspace.PerSession,
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		MaxIterations:   cfg.Agent.MaxIterations,
-		HistoryMessages: cfg.Agent.HistoryMessages,
-		HistoryChars:    cfg.Agent.HistoryChars,
-		ToolResultChars: cfg.Agent.ToolResultChars,
-		PlanMode:        cfg.PlanMode.Enabled,
-		StartInPlan:     cfg.PlanMode.StartInPlan,
-		AutoApprove:     cfg.PlanMode.AutoApprove,
-		Approvers:       cfg.Access.Approvers,
-		Nudges:          cfg.PlanMode.Nudges,
-		ApprovalTimeout: cfg.PlanMode.ApprovalTimeout,
-		WorkspaceCopy:   cfg.PlanMode.WorkspaceCopy,
-		Planner:         cfg.PlanMode.Planner.CorePlanner(),
-		TypingDelay:     core.DefaultTypingDelay,
+		PlansDir:         cfg.Plans.Dir,
+		WorkspaceRoot:    cfg.Workspace.Root,
+		PerSession:       cfg.Workspace.PerSession,
+		SystemPrompt:     cfg.Agent.SystemPrompt,
+		MaxIterations:    cfg.Agent.MaxIterations,
+		HistoryMessages:  cfg.Agent.HistoryMessages,
+		HistoryChars:     cfg.Agent.HistoryChars,
+		ToolResultChars:  cfg.Agent.ToolResultChars,
+		PlanMode:         cfg.PlanMode.Enabled,
+		StartInPlan:      cfg.PlanMode.StartInPlan,
+		AutoApprove:      cfg.PlanMode.AutoApprove,
+		Approvers:        cfg.Access.Approvers,
+		Policies:         cfg.Access.CorePolicies(),
+		AutoApproveRules: cfg.PlanMode.CoreRules(),
+		Nudges:           cfg.PlanMode.Nudges,
+		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
+		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
+		Planner:          cfg.PlanMode.Planner.CorePlanner(),
+		TypingDelay:      core.DefaultTypingDelay,
 	}
 }
 
@@ -308,8 +305,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
-	ch := cfg.Channels
-	if !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
+	if ch := cfg.Channels; !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
 		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
@@ -327,6 +323,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	}
 	defer web.close()
 
+	leaveReplica, err := startReplica(ctx, cfg, st, e.now, log) // PostgreSQL: this replica's lease, adopted inboxes
+	if err != nil {
+		return err
+	}
+	defer leaveReplica()
 	chans, err := openChannels(ctx, cfg, st, log)
 	if err != nil {
 		return err
@@ -353,7 +354,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	defer interrupt()
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
-	running := web.track(chans)
+	running := web.track(elect(chans, cfg, st, e.now, log))
 	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
 	go func() {
@@ -381,7 +382,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 	var chans []channels.Channel
 	if ch.Telegram.Enabled {
 		ch.Telegram.PublicURL = cfg.HTTP.PublicURL // webhook mode registers it with Telegram
-		tg, err := telegram.New(ctx, ch.Telegram, st, log)
+		tg, err := telegram.New(ctx, ch.Telegram, stateFor(cfg, st, telegram.Name), log)
 		if err != nil {
 			return nil, err
 		}
@@ -389,7 +390,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, tg)
 	}
 	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, ch.Slack, st, log)
+		sl, err := slack.New(ctx, ch.Slack, stateFor(cfg, st, slack.Name), log)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +406,11 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		wc, err := web.New(ch.Web, web.Deps{Store: st, Approvers: cfg.Access.Approvers, Log: log})
+		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log}
+		if cfg.Store.postgres() {
+			deps.Sent = st // other replicas' replies reach the pages open here
+		}
+		wc, err := web.New(ch.Web, deps)
 		if err != nil {
 			return nil, err
 		}

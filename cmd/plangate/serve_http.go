@@ -79,7 +79,7 @@ func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func
 // core.Observer is what the engine reports to; the one Metrics of serve satisfies it.
 var _ core.Observer = (*metrics.Metrics)(nil)
 
-// observe hands the server's Metrics to the Hub (replies) and returns it for the engine
+// observe hands the server's Metrics to the Hub (replies, events the adapters drop) and returns it for the engine
 // (everything else; listenHTTP gave it to the store). Without the HTTP server there is
 // no /metrics, so nothing is counted: nil.
 func (w *webServer) observe(hub *channels.Hub) core.Observer {
@@ -87,6 +87,7 @@ func (w *webServer) observe(hub *channels.Hub) core.Observer {
 		return nil
 	}
 	hub.OnReply(w.metrics.Reply)
+	hub.OnInbound(w.metrics.Inbound)
 	return w.metrics
 }
 
@@ -123,7 +124,7 @@ func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 	}
 	out := make([]channels.Channel, 0, len(chans))
 	for _, ch := range chans {
-		switch r := ch.(type) {
+		switch r := unelected(ch).(type) {
 		case httpRoutes:
 			r.RegisterHTTP(w.srv)
 		case httpRegister:

@@ -33,7 +33,11 @@ type killSlack struct {
 	conns    int
 	acks     map[string]bool
 	posts    []string // texts of chat.postMessage
-	postGens []int    // the connection each post came in (which start sent it)
+	postGens []int    // which start sent each post: startOf, or the Socket Mode connections so far
+	// startOf, when set, names the plangate start that is running. A start posts its
+	// outbox backlog before it connects, so counting connections can credit one start
+	// with another's posts.
+	startOf  func() int
 	nextTS   int
 	userInfo int // users.info calls seen
 }
@@ -99,7 +103,11 @@ func (f *killSlack) api(w http.ResponseWriter, r *http.Request) {
 		f.nextTS++
 		ts := fmt.Sprintf("1800000000.%06d", f.nextTS)
 		f.posts = append(f.posts, r.PostForm.Get("text"))
-		f.postGens = append(f.postGens, f.conns)
+		gen := f.conns
+		if f.startOf != nil {
+			gen = f.startOf()
+		}
+		f.postGens = append(f.postGens, gen)
 		f.bumpLocked()
 		f.mu.Unlock()
 		reply(map[string]any{"channel": r.PostForm.Get("channel"), "ts": ts})

@@ -55,17 +55,23 @@ func (f *soakTelegram) push(body func(id int) string) {
 }
 
 func (f *soakTelegram) message(chat int, text string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"P%d"},"text":%q}}`,
-			id, id, soakChatID(chat), 9000+chat, chat, text)
-	})
+	f.push(func(id int) string { return soakMessage(id, chat, text) })
 }
 
 func (f *soakTelegram) click(chat int, data string) {
-	f.push(func(id int) string {
-		return fmt.Sprintf(`{"update_id":%d,"callback_query":{"id":"cb%d","from":{"id":%d,"is_bot":false,"first_name":"P%d"},"chat_instance":"x","data":%q,"message":{"message_id":1,"date":1764500000,"chat":{"id":%d,"type":"private"}}}}`,
-			id, id, 9000+chat, chat, data, soakChatID(chat))
-	})
+	f.push(func(id int) string { return soakClick(id, chat, data) })
+}
+
+// soakMessage is update id: a person's text in a private chat.
+func soakMessage(id, chat int, text string) string {
+	return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1764500000,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"P%d"},"text":%q}}`,
+		id, id, soakChatID(chat), 9000+chat, chat, text)
+}
+
+// soakClick is update id: a button press.
+func soakClick(id, chat int, data string) string {
+	return fmt.Sprintf(`{"update_id":%d,"callback_query":{"id":"cb%d","from":{"id":%d,"is_bot":false,"first_name":"P%d"},"chat_instance":"x","data":%q,"message":{"message_id":1,"date":1764500000,"chat":{"id":%d,"type":"private"}}}}`,
+		id, id, 9000+chat, chat, data, soakChatID(chat))
 }
 
 func (f *soakTelegram) approvalOf(chat int) string {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +49,9 @@ func TestSoakKill(t *testing.T) {
 	tgSrv := httptest.NewServer(tg)
 	defer tgSrv.Close()
 	sl := newKillSlack(t)
-	sl.release() // users.info answers at once
+	sl.release()            // users.info answers at once
+	var starts atomic.Int64 // which start of plangate runs: a start is killed and waited for before the next
+	sl.startOf = func() int { return int(starts.Load()) }
 	model := httptest.NewServer(http.HandlerFunc(soakModel))
 	defer model.Close()
 
@@ -73,6 +76,7 @@ channels:
 		cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "SLACK_BOT_TOKEN=xoxb-soak", "SLACK_APP_TOKEN=xapp-soak")
 		logf, _ := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		cmd.Stderr = logf
+		starts.Add(1)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +291,16 @@ func soakChatID(c int) int64 { return 5000 + int64(c) }
 
 // soakModel is an OpenAI-compatible endpoint: a goal starting with "plan:" gets a
 // one-step plan (exit_plan_mode), a decision gets a short text, anything else is echoed.
-func soakModel(w http.ResponseWriter, r *http.Request) {
+func soakModel(w http.ResponseWriter, r *http.Request) { echoModel(false)(w, r) }
+
+// echoModel is soakModel; with all, a turn echoes every person's message since the
+// agent's last answer, one line each, as a model answering the whole conversation would
+// (a turn that another replica's messages join sees them all).
+func echoModel(all bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { echoTurn(w, r, all) }
+}
+
+func echoTurn(w http.ResponseWriter, r *http.Request, all bool) {
 	var req struct {
 		Messages []struct {
 			Role    string `json:"role"`
@@ -298,14 +311,26 @@ func soakModel(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	last, lastRole := "", ""
+	last, lastRole, echo := "", "", ""
 	for _, m := range req.Messages {
 		if s, ok := m.Content.(string); ok && m.Role != "system" {
 			last, lastRole = s, m.Role
+			switch {
+			case m.Role != "user":
+				echo = ""
+			case all:
+				echo += "echo: " + s + "\n"
+			}
 		}
 	}
+	switch {
+	case !all:
+		echo = "echo: " + last + "\n"
+	case echo == "":
+		echo = "Nothing new." // a resumed turn with every message answered
+	}
 	w.Header().Set("Content-Type", "application/json")
-	msg := map[string]any{"role": "assistant", "content": "echo: " + last + "\n"}
+	msg := map[string]any{"role": "assistant", "content": echo}
 	finish := "stop"
 	switch {
 	case lastRole == "user" && strings.Contains(last, "plan: soak goal"):
@@ -332,6 +357,13 @@ func soakCheckStore(t *testing.T, ctx context.Context, dir string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	checkDecisionsOnce(t, ctx, st)
+}
+
+// checkDecisionsOnce: chats 0 and 1 have one accepted audit row each, chat 2 none, and
+// the reminder of chat 2 fired once.
+func checkDecisionsOnce(t *testing.T, ctx context.Context, st *store.Store) {
+	t.Helper()
 	for c := range 3 {
 		evs, err := st.Events(ctx, fmt.Sprintf("telegram:4242:%d", soakChatID(c)))
 		if err != nil {

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/plangate/plangate/store"
 )
 
-const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F] | plangate store migrate [--config F]"
+const storeUsage = "plangate store check [--config F] [--full] | plangate store backup FILE [--config F] | plangate store migrate [--config F] | " + storeCopyUsage
 
-// cmdStore is `plangate store check`, `plangate store backup FILE` and `plangate store migrate`.
+// cmdStore is `plangate store check`, `backup FILE`, `migrate` and `copy`.
 func cmdStore(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, storeUsage)
@@ -25,6 +23,8 @@ func cmdStore(ctx context.Context, args []string, e procEnv) error {
 		return cmdStoreBackup(ctx, args[1:], e)
 	case "migrate":
 		return cmdStoreMigrate(ctx, args[1:], e)
+	case "copy":
+		return cmdStoreCopy(ctx, args[1:], e)
 	}
 	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
 }
@@ -41,6 +41,9 @@ func cmdStoreCheck(ctx context.Context, args []string, e procEnv) error {
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
 		return err
+	}
+	if cfg.Store.postgres() {
+		return checkPostgres(ctx, cfg, e)
 	}
 	res, err := store.Check(ctx, cfg.Store.Path, *full)
 	if errors.Is(err, store.ErrDamaged) {
@@ -74,6 +77,9 @@ func cmdStoreBackup(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Store.postgres() {
+		return errors.New("plangate store backup copies a SQLite file; store.driver is postgres: back it up with PostgreSQL's own tools, e.g. pg_dump --format=custom --file=plangate.dump DBNAME (restore with pg_restore)")
+	}
 	res, err := store.Backup(ctx, cfg.Store.Path, rest[0])
 	if err != nil {
 		return err
@@ -83,22 +89,16 @@ func cmdStoreBackup(ctx context.Context, args []string, e procEnv) error {
 	return nil
 }
 
-// openCheckedStore opens the store for chat and serve after PRAGMA quick_check: a file
-// with a damaged page would otherwise start and then answer every message "something
-// went wrong". A missing file is created as usual.
-func openCheckedStore(ctx context.Context, cfg *Config) (*store.Store, error) {
-	if _, err := os.Stat(cfg.Store.Path); err == nil {
-		res, err := store.Check(ctx, cfg.Store.Path, false)
-		if errors.Is(err, store.ErrDamaged) {
-			return nil, damagedError(res)
-		}
-		if err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("checking the store: %w", err)
+// checkPostgres is `plangate store check` on PostgreSQL: the server answers and the
+// schema is one this plangate knows. PostgreSQL checks its own pages (data checksums,
+// amcheck); there is no quick_check to run.
+func checkPostgres(ctx context.Context, cfg *Config, e procEnv) error {
+	st, err := store.CheckPostgres(ctx, cfg.Store.DSN)
+	if err != nil {
+		return err
 	}
-	return openStore(ctx, cfg)
+	fmt.Fprintf(e.stdout, "%s: ok (server %s answers, schema version %d)\n", st.Where, st.Server, st.SchemaVersion)
+	return nil
 }
 
 // damagedError is the refusal to start on a damaged file: what is wrong, where, and how

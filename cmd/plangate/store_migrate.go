@@ -11,7 +11,7 @@ import (
 )
 
 // cmdStoreMigrate is `plangate store migrate`: apply the pending schema migrations to
-// store.path and exit, so an upgrade runs (and can fail) before the service starts.
+// the configured store and exit, so an upgrade runs (and can fail) before the service starts.
 func cmdStoreMigrate(ctx context.Context, args []string, e procEnv) error {
 	fs := newFlags("store migrate")
 	configPath := fs.String("config", "", "configuration file")
@@ -24,10 +24,7 @@ func cmdStoreMigrate(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return fmt.Errorf("creating the store directory: %w", err)
-	}
-	res, err := store.Migrate(ctx, cfg.Store.Path)
+	res, err := migrateStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -37,4 +34,15 @@ func cmdStoreMigrate(ctx context.Context, args []string, e procEnv) error {
 	}
 	fmt.Fprintf(e.stdout, "%s: schema version %d -> %d (applied %s)\n", res.Path, res.From, res.To, strings.Join(res.Applied, ", "))
 	return nil
+}
+
+// migrateStore applies the pending migrations of the configured driver.
+func migrateStore(ctx context.Context, cfg *Config) (store.MigrateResult, error) {
+	if cfg.Store.postgres() {
+		return store.MigratePostgres(ctx, cfg.Store.DSN)
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
+		return store.MigrateResult{}, fmt.Errorf("creating the store directory: %w", err)
+	}
+	return store.Migrate(ctx, cfg.Store.Path)
 }

@@ -120,6 +120,7 @@ func fullSession(id string) core.Session {
 		RejectionCount: 2,
 		LastFeedback:   "smaller steps, please",
 		NudgeSpec:      "@every 2h",
+		RequestedBy:    "slack:U7",
 		Question: &core.Question{ID: "q1", Text: "Which database?", Options: []string{"sqlite", "postgres"},
 			AllowFreeText: true, AskedAt: at(1)},
 		Injections: []core.Injection{

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/discord"
+	"github.com/plangate/plangate/channels/telegram"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/store"
+)
+
+// elect wraps the channels whose receiving must run on one replica of those sharing the
+// database: Telegram polling (getUpdates has one consumer; a second poller steals updates
+// and gets 409) and the Discord gateway (every connection receives every message). Each
+// wrapped channel receives only while its replica holds the channel's election lease
+// (store.Elector). Webhooks, Slack (Socket Mode spreads envelopes over connections, the
+// Events API is plain HTTP) and the web channel run on every replica; so does sending:
+// replies go through the channels themselves, whichever replica leads.
+func elect(chans []channels.Channel, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger) []channels.Channel {
+	out := make([]channels.Channel, 0, len(chans))
+	for _, ch := range chans {
+		name, what := electionFor(ch, cfg)
+		if name == "" {
+			out = append(out, ch)
+			continue
+		}
+		el := &store.Elector{Name: name, Owner: core.ProcessOwner(), St: st, Now: now, Gone: core.OwnerGone, Log: log}
+		out = append(out, &electedChannel{Channel: ch, el: el, what: what, log: log})
+	}
+	return out
+}
+
+// electionFor names the lease a channel's receiving needs, "" for none.
+func electionFor(ch channels.Channel, cfg *Config) (lease, what string) {
+	switch c := ch.(type) {
+	case *telegram.Channel:
+		if cfg.Channels.Telegram.Mode != telegram.ModeWebhook {
+			return "poller:telegram:" + c.Username(), "telegram polling"
+		}
+	case *discord.Channel:
+		return "gateway:discord:" + c.BotID(), "the discord gateway"
+	}
+	return "", ""
+}
+
+// electedChannel runs its channel's Run only while this replica leads the election, and
+// stops it when the lease is lost (another replica took it after this one could not renew).
+type electedChannel struct {
+	channels.Channel
+	el   *store.Elector
+	what string
+	log  *slog.Logger
+}
+
+// Run campaigns until ctx ends; the lease is released after the channel has stopped, so
+// another replica takes over at once after a clean shutdown.
+func (c *electedChannel) Run(ctx context.Context, h channels.Handler) error {
+	ectx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { c.el.Run(ectx); close(done) }()
+	defer func() { stop(); <-done }()
+	for {
+		lctx, cancel, err := c.el.Lead(ctx)
+		if err != nil {
+			return nil // ctx ended while standing by
+		}
+		c.log.Info("elected: running "+c.what, "lease", c.el.Name)
+		err = c.Channel.Run(lctx, h)
+		lost := lctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !lost {
+			return err
+		}
+		c.log.Warn("lost the election lease: standing by for "+c.what, "lease", c.el.Name, "holder", c.el.Holder().Owner)
+	}
+}
+
+// Ready is the channel's own readiness while leading; a standby replica is ready (it
+// serves everything else) and says whom it stands by for.
+func (c *electedChannel) Ready() error {
+	if c.el.Leading() {
+		if r, ok := c.Channel.(readier); ok {
+			return r.Ready()
+		}
+		return nil
+	}
+	note := "standby for " + c.what
+	if h := c.el.Holder(); h.Owner != "" {
+		note += fmt.Sprintf(" (held by %s)", h.Owner)
+	}
+	return httpserver.ReadyNote(note)
+}
+
+// unelected is the channel an election wraps, for the route registration in track.
+func unelected(ch channels.Channel) channels.Channel {
+	if e, ok := ch.(*electedChannel); ok {
+		return e.Channel
+	}
+	return ch
+}
