@@ -181,3 +181,23 @@ func TestEditWhoAndWhen(t *testing.T) {
 		t.Errorf("edit while executing: %+v", r)
 	}
 }
+
+// An edited file naming something that is not an MCP tool in "Allowed tools:" (it would
+// allow nothing yet read as if it did) is refused: no new version is stored. (Direction
+// overrides are stripped by the parser; the judge refuses them in agent proposals.)
+func TestEditRefusesBadAllowedTools(t *testing.T) {
+	for _, tool := range []string{"run_command", "write_file"} {
+		h := newHarness(t)
+		h.toPending("main", "Docs")
+		file := editedCopy(t, h, "main", "")
+		file.Data = []byte(strings.Replace(string(file.Data), "\n---\n", "\n## Scope\n\nAllowed:\n- docs/**\n\nAllowed tools:\n- "+tool+"\n\n---\n", 1))
+		plans := len(h.plans("main"))
+		r := h.sayFiles("main", "local", "/plan edit", file)
+		if n := len(h.plans("main")); n != plans {
+			t.Errorf("allowed tool %q: %d plans stored, want %d; replies:\n%s", tool, n, plans, joinTexts(r))
+		}
+		if len(r) != 1 || !strings.Contains(r[0].Text, "scope.allowed_tools") {
+			t.Errorf("allowed tool %q: replies %s", tool, joinTexts(r))
+		}
+	}
+}
