@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,5 +55,46 @@ func TestStreamableHTTPServer(t *testing.T) {
 		if a != "Bearer s3cret" {
 			t.Fatalf("request %d had Authorization %q", i, a)
 		}
+	}
+}
+
+// TestHeadersStayOnTheConfiguredHost: a server's URL that redirects elsewhere (an open
+// redirect, a moved endpoint) must not carry the configured secret headers to the other
+// host; Go's client drops Authorization on such a redirect, and the header transport
+// must not add it back.
+func TestHeadersStayOnTheConfiguredHost(t *testing.T) {
+	srv := testserver.New(&testserver.Counts{}, func() {})
+	var mu sync.Mutex
+	var leaked []string
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if a := r.Header.Get("Authorization") + r.Header.Get("X-Key"); a != "" {
+			leaked = append(leaked, a)
+		}
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(other.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	cfg := mcp.Config{{Name: "web", URL: redirect.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret", "X-Key": "k3y"}}}
+	m, err := mcp.New(cfg, mcp.Options{Observer: newRecorder(), Sleep: func(ctx context.Context, _ time.Duration) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Fatalf("the redirect target got the configured headers: %q", leaked)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +28,11 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", 
 func DefaultTransport(log *slog.Logger) TransportFunc {
 	return func(_ context.Context, s ServerConfig) (sdk.Transport, error) {
 		if s.URL != "" {
-			hc := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
+			u, err := url.Parse(s.URL)
+			if err != nil {
+				return nil, fmt.Errorf("parsing the url: %w", err)
+			}
+			hc := &http.Client{Transport: headerTransport{headers: s.Headers, scheme: u.Scheme, host: u.Host, base: http.DefaultTransport}}
 			return &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1}, nil
 		}
 		argv := slices.Concat(s.Command, s.Args)
@@ -45,14 +51,17 @@ func DefaultTransport(log *slog.Logger) TransportFunc {
 	}
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request to the configured server
+// (scheme and host), and to no other: a redirect elsewhere must not carry the secrets
+// they usually hold (Go's client drops Authorization there; this must not add it back).
 type headerTransport struct {
-	headers map[string]string
-	base    http.RoundTripper
+	headers      map[string]string
+	scheme, host string
+	base         http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && r.URL.Scheme == t.scheme && strings.EqualFold(r.URL.Host, t.host) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)
