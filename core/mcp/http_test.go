@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +97,48 @@ func TestHeadersStayOnTheConfiguredHost(t *testing.T) {
 	defer mu.Unlock()
 	if len(leaked) > 0 {
 		t.Fatalf("the redirect target got the configured headers: %q", leaked)
+	}
+}
+
+// TestHTTPResponseIsBounded: a server over HTTP that answers with an endless JSON body
+// is cut off (as a stdio server's frame is, at 16 MB) instead of being read into memory
+// whole; the server fails to start and the gateway goes on.
+func TestHTTPResponseIsBounded(t *testing.T) {
+	const total = 48 << 20
+	served := make(chan int, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(`{"jsonrpc":"2.0","id":1,"result":{"pad":"` + strings.Repeat("x", 1<<20))
+		n := 0
+		for n < total {
+			k, err := w.Write(chunk)
+			n += k
+			if err != nil {
+				break
+			}
+			chunk = chunk[len(chunk)-1<<20:]
+		}
+		select {
+		case served <- n:
+		default:
+		}
+	}))
+	t.Cleanup(ts.Close)
+	m, err := mcp.New(mcp.Config{{Name: "big", URL: ts.URL}}, mcp.Options{Observer: newRecorder(), Sleep: func(ctx context.Context, _ time.Duration) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Close()
+	if n := <-served; n >= total {
+		t.Errorf("the client read all %d MB of the answer", n>>20)
+	}
+	if len(m.Tools()) != 0 {
+		t.Errorf("tools from a server that never answered properly: %v", m.Tools())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -71,7 +72,34 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("requesting %s: %w", r.URL.Host, err)
 	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The SDK reads a JSON answer whole: bound it as its stdio transport bounds a
+		// frame, so a hostile or broken server cannot fill the gateway's memory. (An
+		// event stream is long-lived; the SDK bounds each of its events.)
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: sdk.DefaultMaxLineLength}
+	}
 	return resp, nil
+}
+
+// errTooLarge ends the read of an answer over the bound.
+var errTooLarge = fmt.Errorf("the server's answer is larger than %d MB", sdk.DefaultMaxLineLength>>20)
+
+// cappedBody fails a read past left bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooLarge
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= n
+	return n, err
 }
 
 // stderrLog logs what a server writes to stderr, a line at a time, at debug level: that
