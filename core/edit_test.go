@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -199,5 +200,39 @@ func TestEditRefusesBadAllowedTools(t *testing.T) {
 		if len(r) != 1 || !strings.Contains(r[0].Text, "scope.allowed_tools") {
 			t.Errorf("allowed tool %q: replies %s", tool, joinTexts(r))
 		}
+	}
+}
+
+// TestEditRacesABareAccept: an edit and a bare /plan accept typed while v1 was on screen
+// queue up behind a running turn; the accept was meant for v1, so it must not accept the
+// edited v2 (which widens the scope) that was handled between them.
+func TestEditRacesABareAccept(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) { c.Approvers = []string{"terminal:local", "terminal:alice"} })
+	sid := sessionID("main")
+	h.toPending("main", "Docs")
+	file := editedCopy(t, h, "main", "")
+	file.Data = []byte(strings.Replace(string(file.Data), "\n---\n", "\n## Scope\n\nAllowed:\n- **\n\n---\n", 1))
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.model.Hook(func(req core.ModelRequest) {
+		if strings.Contains(lastUser(req), "hold on") {
+			once.Do(func() { close(started); <-release })
+		}
+	})
+	h.model.push(sid, calls())
+	comment := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "hold on"})
+	<-started
+	edit := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "alice"}, Text: "/plan edit", Attachments: []core.File{file}})
+	accept := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan accept"})
+	close(release)
+	for _, done := range []<-chan error{comment, edit, accept} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := h.session("main")
+	p := h.plan(s.PlanID)
+	if p.Version != 2 || p.Status != core.PlanPending || s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("after edit + accept: v%d %s, phase %s; replies:\n%s", p.Version, p.Status, s.Phase, joinTexts(h.out.all()))
 	}
 }
