@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -179,5 +180,59 @@ func TestEditWhoAndWhen(t *testing.T) {
 	r = h2.sayFiles("main", "local", "/plan edit", editedCopy(t, h2, "main", ""))
 	if len(r) != 1 || !strings.Contains(r[0].Text, "already accepted and being carried out (phase: executing)") {
 		t.Errorf("edit while executing: %+v", r)
+	}
+}
+
+// An edited file naming something that is not an MCP tool in "Allowed tools:" (it would
+// allow nothing yet read as if it did) is refused: no new version is stored. (Direction
+// overrides are stripped by the parser; the judge refuses them in agent proposals.)
+func TestEditRefusesBadAllowedTools(t *testing.T) {
+	for _, tool := range []string{"run_command", "write_file"} {
+		h := newHarness(t)
+		h.toPending("main", "Docs")
+		file := editedCopy(t, h, "main", "")
+		file.Data = []byte(strings.Replace(string(file.Data), "\n---\n", "\n## Scope\n\nAllowed:\n- docs/**\n\nAllowed tools:\n- "+tool+"\n\n---\n", 1))
+		plans := len(h.plans("main"))
+		r := h.sayFiles("main", "local", "/plan edit", file)
+		if n := len(h.plans("main")); n != plans {
+			t.Errorf("allowed tool %q: %d plans stored, want %d; replies:\n%s", tool, n, plans, joinTexts(r))
+		}
+		if len(r) != 1 || !strings.Contains(r[0].Text, "scope.allowed_tools") {
+			t.Errorf("allowed tool %q: replies %s", tool, joinTexts(r))
+		}
+	}
+}
+
+// TestEditRacesABareAccept: an edit and a bare /plan accept typed while v1 was on screen
+// queue up behind a running turn; the accept was meant for v1, so it must not accept the
+// edited v2 (which widens the scope) that was handled between them.
+func TestEditRacesABareAccept(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) { c.Approvers = []string{"terminal:local", "terminal:alice"} })
+	sid := sessionID("main")
+	h.toPending("main", "Docs")
+	file := editedCopy(t, h, "main", "")
+	file.Data = []byte(strings.Replace(string(file.Data), "\n---\n", "\n## Scope\n\nAllowed:\n- **\n\n---\n", 1))
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.model.Hook(func(req core.ModelRequest) {
+		if strings.Contains(lastUser(req), "hold on") {
+			once.Do(func() { close(started); <-release })
+		}
+	})
+	h.model.push(sid, calls())
+	comment := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "hold on"})
+	<-started
+	edit := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "alice"}, Text: "/plan edit", Attachments: []core.File{file}})
+	accept := h.eng.Enqueue(context.Background(), core.Message{Address: addr("main"), Sender: core.Person{ID: "local"}, Text: "/plan accept"})
+	close(release)
+	for _, done := range []<-chan error{comment, edit, accept} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := h.session("main")
+	p := h.plan(s.PlanID)
+	if p.Version != 2 || p.Status != core.PlanPending || s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("after edit + accept: v%d %s, phase %s; replies:\n%s", p.Version, p.Status, s.Phase, joinTexts(h.out.all()))
 	}
 }

@@ -86,6 +86,7 @@ func JudgePlan(b PlanBody) error {
 
 	j.scope("allowed_paths", b.Scope.AllowedPaths)
 	j.scope("forbidden_paths", b.Scope.ForbiddenPaths)
+	j.tools(b.Scope.AllowedTools)
 
 	if len(j) == 0 {
 		return nil
@@ -147,9 +148,51 @@ func (j *judgeNotes) scope(field string, paths []string) {
 	j.count("scope."+field+" entries", len(paths))
 	for _, p := range paths {
 		if problem := scopePathProblem(p); problem != "" {
-			j.add("scope.%s entry %q %s", field, p, problem)
+			j.add("scope.%s entry %s %s", field, clipQuote(p), problem)
 		}
 	}
+}
+
+// tools checks scope.allowed_tools: each entry must be a name an MCP tool can have
+// ("<server>__<tool>", the characters model APIs carry), because the gate compares it
+// exactly and a person reads it in the chat. "run_command" there would allow nothing yet
+// read as if it did; an invisible or direction character would reorder the chat line.
+func (j *judgeNotes) tools(names []string) {
+	j.count("scope.allowed_tools entries", len(names))
+	for _, n := range names {
+		if !IsMCPToolName(n) {
+			j.add("scope.allowed_tools entry %s is not an MCP tool's name (<server>__<tool>, at most %d of A-Z, a-z, 0-9, _ and -); run_command and the file tools are allowed by scope.allowed_paths",
+				clipQuote(n), maxToolNameLen)
+		}
+	}
+}
+
+// maxToolNameLen is the longest tool name the model APIs accept.
+const maxToolNameLen = 64
+
+// IsMCPToolName reports whether name can be an MCP tool as offered to the model:
+// "<server>__<tool>", both parts non-empty, within maxToolNameLen of [A-Za-z0-9_-].
+func IsMCPToolName(name string) bool {
+	srv, tool, ok := strings.Cut(name, "__")
+	if !ok || srv == "" || tool == "" || len(name) > maxToolNameLen {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// clipQuote quotes s for a problem line, cut to a readable length: a refusal goes to the
+// chat or the model and must not echo a hostile 200 KB value.
+func clipQuote(s string) string {
+	const max = 120
+	if r := []rune(s); len(r) > max {
+		return strconv.Quote(string(r[:max])) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // scopePathProblem says why p cannot be a scope glob, or returns "". Scope globs are matched

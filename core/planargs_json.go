@@ -161,4 +161,29 @@ func quoteList(in []string) string {
 // problemList is an error made of one problem per line.
 type problemList []string
 
-func (p problemList) Error() string { return strings.Join(p, "\n") }
+// maxProblems and maxProblemLen bound the text of a problemList: it goes back to the
+// model or to the chat, and a hostile plan (10,000 identical steps) must not turn into a
+// megabyte of refusal.
+const (
+	maxProblems   = 20
+	maxProblemLen = 500 // characters per problem line
+)
+
+func (p problemList) Error() string {
+	lines := make([]string, 0, min(len(p), maxProblems)+1)
+	for _, l := range p[:min(len(p), maxProblems)] {
+		lines = append(lines, clipLine(l, maxProblemLen))
+	}
+	if n := len(p) - maxProblems; n > 0 {
+		lines = append(lines, fmt.Sprintf("(and %d more problems; fix these first)", n))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clipLine cuts s to at most n characters, marking the cut.
+func clipLine(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -23,10 +23,11 @@ type PlanParseError struct {
 }
 
 func (e *PlanParseError) Error() string {
+	msg := clipLine(e.Msg, maxProblemLen) // it may quote a hostile 200 KB heading
 	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+		return fmt.Sprintf("line %d: %s", e.Line, msg)
 	}
-	return e.Msg
+	return msg
 }
 
 // Scope labels in the file.

@@ -178,11 +178,17 @@ func WritePlanCopy(dir string, md, js []byte) error {
 // ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
 var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
 
+// MaxPlanCopyBytes bounds what is read back of the copy's files (to recognise plangate's
+// own PLAN.json, and for run_command's put-back). It is above anything the judge lets a
+// plan render to: 50 steps of 50 criteria of 2000 characters, listed twice in PLAN.json
+// when verified, is about 42 MB at 4 bytes a character.
+const MaxPlanCopyBytes = 64 << 20
+
 // ownCopy reports whether the workspace's PLAN.json is one plangate wrote: a regular
 // file that reads as a PlanDocument with a format and a plan id.
 func ownCopy(root *os.Root) bool {
 	fi, err := root.Lstat(PlanCopyJSON)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<20 {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxPlanCopyBytes {
 		return false
 	}
 	data, err := root.ReadFile(PlanCopyJSON)

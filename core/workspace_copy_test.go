@@ -162,3 +162,35 @@ func TestWritePlanCopyLeavesForeignFilesAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestWritePlanCopyKeepsALargeCopyCurrent: a plan at the judge's limits renders to more
+// than 4 MB; its own PLAN.json must still be recognised, or every later step update would
+// leave the copy stale as a "foreign" file.
+func TestWritePlanCopyKeepsALargeCopyCurrent(t *testing.T) {
+	s := core.Session{ID: "terminal:local:main"}
+	p := core.Plan{ID: "p1", Version: 1, Status: core.PlanAccepted, Body: core.PlanBody{Title: "Big"}}
+	crit := strings.Repeat("c", core.MaxFieldLen)
+	for i := 0; i < core.MaxSteps; i++ {
+		st := core.Step{ID: fmt.Sprint(i + 1), Text: fmt.Sprint("step ", i), Status: core.StepPending}
+		for j := 0; j < 50; j++ {
+			st.AcceptanceCriteria = append(st.AcceptanceCriteria, fmt.Sprint(j, crit))
+		}
+		p.Body.Steps = append(p.Body.Steps, st)
+	}
+	js, err := core.RenderPlanJSON(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) <= 4<<20 {
+		t.Fatalf("PLAN.json is only %d bytes", len(js))
+	}
+	dir := t.TempDir()
+	for i, md := range []string{"# first\n", "# second\n"} {
+		if err := core.WritePlanCopy(dir, []byte(md), js); err != nil {
+			t.Fatalf("write %d: %v", i+1, err)
+		}
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "PLAN.md")); string(md) != "# second\n" {
+		t.Errorf("PLAN.md = %q, want the second copy", md)
+	}
+}

@@ -2,8 +2,10 @@ package slack
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/channels/channeltest"
@@ -26,6 +28,10 @@ func (f *fakeSlack) serveShared(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if to, moved := strings.CutPrefix(string(data), "REDIRECT "); moved {
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
 	w.Header().Set("Content-Type", "text/markdown")
 	_, _ = w.Write(data)
 }
@@ -33,6 +39,11 @@ func (f *fakeSlack) serveShared(w http.ResponseWriter, r *http.Request) {
 // share makes user share a file in thread of ch (a message event with subtype file_share,
 // no mention); size is the size Slack announces (the content's length when 0).
 func (f *fakeSlack) share(ch, user, thread, name, mime string, data []byte, size int, text string) said {
+	return f.shareAt(ch, user, thread, name, mime, data, size, text, "")
+}
+
+// shareAt is share with the file's url_private on another server (url; "" = the fake).
+func (f *fakeSlack) shareAt(ch, user, thread, name, mime string, data []byte, size int, text, url string) said {
 	ts := f.userTS()
 	f.mu.Lock()
 	f.nextFile++
@@ -42,8 +53,11 @@ func (f *fakeSlack) share(ch, user, thread, name, mime string, data []byte, size
 	if size == 0 {
 		size = len(data)
 	}
+	if url == "" {
+		url = f.srv.URL + "/files-pri/" + id
+	}
 	file := map[string]any{"id": id, "name": name, "title": name, "mimetype": mime, "filetype": "markdown", "size": size,
-		"url_private": f.srv.URL + "/files-pri/" + id, "url_private_download": f.srv.URL + "/files-pri/" + id}
+		"url_private": url, "url_private_download": url}
 	inner := map[string]any{
 		"type": "message", "subtype": "file_share", "channel_type": "channel", "user": user, "text": text,
 		"ts": ts, "channel": ch, "event_ts": ts, "thread_ts": thread, "files": []any{file},
@@ -146,4 +160,71 @@ func TestEditedPlanFileInThread(t *testing.T) {
 	if len(e.current(general, plan.TS).buttons()) != 0 {
 		t.Errorf("v1 still has buttons after it was superseded")
 	}
+}
+
+// TestEditedPlanFileTokenStaysWithSlack: a file whose url_private is on another host, or
+// that redirects there, is not fetched with the bot token: the other host never sees it,
+// and the person is told the file could not be downloaded. Nothing changes.
+func TestEditedPlanFileTokenStaysWithSlack(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(other.Close)
+	e := newEnv(t, func(e *env) { e.Core.Approvers = []string{"slack:" + alice} })
+	e.api.name(alice, "alice")
+	thread := e.api.userTS()
+	sid := e.sid(general, thread)
+	e.Model.Push(sid, channeltest.Proposal("Docs cleanup", "Reword intro", "Fix links"))
+	e.api.mentionTS(thread, general, alice, "/plan on tidy the docs", "")
+	e.waitPhase(general, thread, core.PhaseAwaitingApproval)
+	e.Idle()
+	for _, tc := range []struct{ name, data, url string }{
+		{"other host", "# x\n", other.URL + "/elsewhere"},
+		// Go keeps Authorization on a redirect to the same host name on another port, so
+		// the other server is named differently, as any host outside Slack is.
+		{"redirect", "REDIRECT " + strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/moved", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plans, notices := len(e.Plans(sid)), e.api.countText(general, "could not download")
+			e.api.shareAt(general, alice, thread, "plan.md", "text/markdown", []byte(tc.data), 4, "", tc.url)
+			e.api.waitFor("another download notice", func() bool { return e.api.countTextLocked(general, "could not download") > notices })
+			e.Idle()
+			if n := len(e.Plans(sid)); n != plans {
+				t.Errorf("%d plans, want %d", n, plans)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || !strings.HasPrefix(seen[0], "/moved") {
+		t.Errorf("the other host saw %q, want the redirected request only (without the token)", seen)
+	}
+	for _, s := range seen {
+		if strings.Contains(s, e.api.botToken) {
+			t.Errorf("the other host got the bot token: %q", s)
+		}
+	}
+}
+
+// countText counts the messages in ch containing s.
+func (f *fakeSlack) countText(ch, s string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.countTextLocked(ch, s)
+}
+
+// countTextLocked is countText for a caller holding f.mu (waitFor's condition).
+func (f *fakeSlack) countTextLocked(ch, s string) int {
+	n := 0
+	for _, m := range f.msgs {
+		if m.Channel == ch && strings.Contains(m.shown(), s) {
+			n++
+		}
+	}
+	return n
 }

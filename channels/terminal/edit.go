@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/plangate/plangate/channels"
@@ -22,18 +21,27 @@ func (c *Channel) editFile(ctx context.Context, line string) (f core.File, probl
 		return core.File{}, "", false
 	}
 	path := r.Cmd.Args
-	st, err := os.Stat(path)
+	// Open first, then look at what was opened (a name can change between a stat and an
+	// open); without blocking, so a FIFO or a device never hangs the console.
+	file, err := openNoBlock(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return core.File{}, "There is no file " + path + ". Nothing changed.", true
 	}
 	if err != nil {
 		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
 	}
-	if st.IsDir() {
+	defer file.Close()
+	st, err := file.Stat()
+	switch {
+	case err != nil:
+		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+	case st.IsDir():
 		return core.File{}, path + " is a directory; /plan edit needs the plan's .md file. Nothing changed.", true
+	case !st.Mode().IsRegular():
+		return core.File{}, path + " is not a regular file (a pipe or a device); /plan edit needs the plan's .md file. Nothing changed.", true
 	}
 	f, err = channels.FetchPlanFile(ctx, filepath.Base(path), "", st.Size(), func(context.Context) (io.ReadCloser, error) {
-		return os.Open(path)
+		return io.NopCloser(file), nil
 	})
 	if err != nil {
 		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true

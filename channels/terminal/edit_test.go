@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
@@ -47,6 +48,40 @@ func TestPlanEditReadsTheFile(t *testing.T) {
 	for _, want := range []string{"There is no file " + filepath.Join(dir, "nope.md") + ". Nothing changed.", dir + " is a directory"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// /plan edit on a FIFO or a device (even behind a .md name) is refused without blocking:
+// opening a FIFO with no writer, or reading a terminal, would hang the operator's console.
+func TestPlanEditRefusesFIFOAndDevices(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.md")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	dev := filepath.Join(dir, "zero.md")
+	if err := os.Symlink("/dev/zero", dev); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{}, strings.NewReader(""), &bytes.Buffer{}, nil)
+	for _, p := range []string{fifo, dev} {
+		done := make(chan string, 1)
+		go func() {
+			f, problem, ok := c.editFile(context.Background(), "/plan edit "+p)
+			if !ok || f.Data != nil {
+				problem = "handed on"
+			}
+			done <- problem
+		}()
+		select {
+		case problem := <-done:
+			if !strings.Contains(problem, "is not a regular file") {
+				t.Errorf("%s: problem %q", p, problem)
+			}
+		case <-time.After(20 * time.Second): // a deadlock guard, not a timing assertion
+			unblockFIFO(fifo)
+			t.Fatalf("/plan edit %s hung", p)
 		}
 	}
 }

@@ -30,7 +30,7 @@ type Config []ServerConfig
 // ServerConfig is one MCP server: a command speaking MCP over stdio, or a streamable HTTP
 // endpoint. ${ENV} references are expanded by the config loader before Validate.
 type ServerConfig struct {
-	Name string `yaml:"name"` // [a-z0-9_-]+, without "__"; the tools' name prefix
+	Name string `yaml:"name"` // [a-z0-9_-]+, without "__", not ending in "_"; the tools' name prefix
 	// Command is the program and its first arguments; Args are appended to it.
 	Command []string          `yaml:"command"`
 	Args    []string          `yaml:"args"`
@@ -72,6 +72,9 @@ func (s ServerConfig) validate(key string) error {
 		errs = append(errs, channels.Invalid(key+".name", "is empty: name the server (its tools are offered as <name>__<tool>)"))
 	case !nameRE.MatchString(s.Name) || strings.Contains(s.Name, Separator):
 		errs = append(errs, channels.BadValue(key+".name", s.Name, "may hold only a-z, 0-9, _ and - (and not %q)", Separator))
+	case strings.HasSuffix(s.Name, "_"):
+		// Its tools' names would split elsewhere: "a_" + "__" + "b" reads as server "a".
+		errs = append(errs, channels.BadValue(key+".name", s.Name, "may not end with \"_\": its tools, <name>__<tool>, would read as another server's"))
 	}
 	hasCmd, hasURL := len(s.Command) > 0, s.URL != ""
 	switch {

@@ -19,6 +19,9 @@ func TestConfigValidate(t *testing.T) {
 		{"empty name", mcp.Config{{Command: cmd}}, []string{"mcp[0].name is empty"}},
 		{"bad name", mcp.Config{{Name: "Fs", Command: cmd}}, []string{`mcp[0].name is "Fs": may hold only a-z`}},
 		{"double underscore", mcp.Config{{Name: "a__b", Command: cmd}}, []string{`mcp[0].name is "a__b"`}},
+		// "a_" + "__" + "b" is "a___b", which reads as server "a", tool "_b": a call of the
+		// one server's (read-only) tool would run the other's.
+		{"trailing underscore", mcp.Config{{Name: "a", Command: cmd}, {Name: "a_", Command: cmd}}, []string{`mcp[1].name is "a_": may not end with "_"`}},
 		{"duplicate", mcp.Config{{Name: "fs", Command: cmd}, {Name: "fs", URL: "http://x"}}, []string{`mcp[1].name is "fs": is also the name of mcp[0]`}},
 		{"neither", mcp.Config{{Name: "fs"}}, []string{"mcp[0] needs exactly one of command (stdio) and url"}},
 		{"both", mcp.Config{{Name: "fs", Command: cmd, URL: "http://x"}}, []string{"mcp[0] needs exactly one"}},

@@ -43,6 +43,9 @@ type server struct {
 	status string
 	why    string          // set before closing a live session on purpose (a hung server)
 	life   context.Context // the server's lifetime: Start to Close
+
+	relisting bool               // a re-list after list_changed is running
+	again     *sdk.ClientSession // list_changed came meanwhile (from this session): list once more
 }
 
 // run keeps the server running; ready is called once the first attempt is over, whether
@@ -81,7 +84,7 @@ func (s *server) session(ctx context.Context, ready func()) error {
 		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			// The handler runs on the connection's reader: list from elsewhere.
-			go s.relist(ctx, req.Session)
+			s.relistSoon(ctx, req.Session)
 		},
 	})
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
@@ -146,6 +149,28 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) 
 	}
 	s.setStatus(fmt.Sprintf("up, %d tools", len(specs)))
 	return nil
+}
+
+// relistSoon re-lists the tools after the server said they changed, one re-list at a
+// time: notifications that come while one runs are answered by one more, so a server
+// that floods list_changed costs two lists, not a goroutine and a request each.
+func (s *server) relistSoon(ctx context.Context, sess *sdk.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.relisting {
+		s.again = sess
+		return
+	}
+	s.relisting = true
+	go func() {
+		for sess != nil {
+			s.relist(ctx, sess)
+			s.mu.Lock()
+			sess, s.again = s.again, nil
+			s.relisting = sess != nil
+			s.mu.Unlock()
+		}
+	}()
 }
 
 // relist re-lists the tools after the server said they changed.

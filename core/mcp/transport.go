@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +29,11 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", 
 func DefaultTransport(log *slog.Logger) TransportFunc {
 	return func(_ context.Context, s ServerConfig) (sdk.Transport, error) {
 		if s.URL != "" {
-			hc := &http.Client{Transport: headerTransport{headers: s.Headers, base: http.DefaultTransport}}
+			u, err := url.Parse(s.URL)
+			if err != nil {
+				return nil, fmt.Errorf("parsing the url: %w", err)
+			}
+			hc := &http.Client{Transport: headerTransport{headers: s.Headers, scheme: u.Scheme, host: u.Host, base: http.DefaultTransport}}
 			return &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1}, nil
 		}
 		argv := slices.Concat(s.Command, s.Args)
@@ -45,14 +52,17 @@ func DefaultTransport(log *slog.Logger) TransportFunc {
 	}
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request to the configured server
+// (scheme and host), and to no other: a redirect elsewhere must not carry the secrets
+// they usually hold (Go's client drops Authorization there; this must not add it back).
 type headerTransport struct {
-	headers map[string]string
-	base    http.RoundTripper
+	headers      map[string]string
+	scheme, host string
+	base         http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && r.URL.Scheme == t.scheme && strings.EqualFold(r.URL.Host, t.host) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)
@@ -62,7 +72,34 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("requesting %s: %w", r.URL.Host, err)
 	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The SDK reads a JSON answer whole: bound it as its stdio transport bounds a
+		// frame, so a hostile or broken server cannot fill the gateway's memory. (An
+		// event stream is long-lived; the SDK bounds each of its events.)
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: sdk.DefaultMaxLineLength}
+	}
 	return resp, nil
+}
+
+// errTooLarge ends the read of an answer over the bound.
+var errTooLarge = fmt.Errorf("the server's answer is larger than %d MB", sdk.DefaultMaxLineLength>>20)
+
+// cappedBody fails a read past left bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooLarge
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= n
+	return n, err
 }
 
 // stderrLog logs what a server writes to stderr, a line at a time, at debug level: that

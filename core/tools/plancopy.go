@@ -82,7 +82,10 @@ func (t *Toolbox) snapshotPlanCopy(dir string) *copySnapshot {
 	return s
 }
 
-// readCopyFile reads a regular file name at the root of dir, not following a link.
+// readCopyFile reads a regular file name at the root of dir, not following a link. The
+// bound is core.MaxPlanCopyBytes, not the file tools' 4 MB: a large accepted plan's copy
+// that the snapshot skipped would be the command's to rewrite. A file over it after a
+// command is taken as changed and put back.
 func readCopyFile(dir, name string) ([]byte, bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -90,7 +93,7 @@ func readCopyFile(dir, name string) ([]byte, bool) {
 	}
 	defer root.Close()
 	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCountBytes {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > core.MaxPlanCopyBytes {
 		return nil, false
 	}
 	data, err := root.ReadFile(name)

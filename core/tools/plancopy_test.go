@@ -114,3 +114,22 @@ func TestRunCommandPutsPlanCopyBack(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCommandPutsLargePlanCopyBack: an accepted plan can render to more than the file
+// tools' 4 MB (50 steps of 50 criteria of 2000 characters each); its copy is still
+// protected: a copy the snapshot skipped for its size would be the agent's to rewrite.
+func TestRunCommandPutsLargePlanCopyBack(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	big := "# Plan\n" + strings.Repeat("- [ ] criterion\n", (maxCountBytes/16)+1)
+	ws := testWS(t, map[string]string{"PLAN.md": big, "PLAN.json": "{\"format\": 1}\n"})
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: SandboxNone, ProtectPlanCopy: true})
+	got, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", "echo mine > PLAN.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws.Dir, "PLAN.md")); string(b) != big {
+		t.Errorf("PLAN.md of %d bytes is %d bytes after the command (%q); result %q", len(big), len(b), b[:min(len(b), 20)], got)
+	}
+}
