@@ -27,51 +27,24 @@ func (x *transition) enter() {
 // propose stores a valid proposal as a new plan version and posts it for a decision, or
 // accepts it at once when the trigger is TrigAutoPropose (auto-approve is on).
 func (x *transition) propose() error {
-	trig, in, to, body := x.o.Trigger, x.in, x.phase, x.body
+	in, body := x.in, x.body
 	prev, hash := x.cur, HashPlan(body)
 	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
 		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", planLabel(*prev)))
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
-	if trig == TrigAutoPropose && x.policy().strict() {
-		// The session's auto-approve flag does not hold under a strict policy: people decide.
-		x.o.Trigger = TrigPropose
-		if ok, err := x.check(GuardPhase); err != nil || !ok {
-			return err
-		}
-		trig, to = TrigPropose, x.phase
+	how, ok, err := x.howTaken(body)
+	if err != nil || !ok {
+		return err
 	}
-	rule, ruleWhy, byRule := x.ruleFor(body)
-	if byRule {
-		// A rule covers the plan: it is accepted as if auto-approve were on, so the
-		// phase table decides again.
-		x.o.Trigger = TrigAutoPropose
-		if ok, err := x.check(GuardPhase); err != nil || !ok {
-			return err
-		}
-		trig, to = TrigAutoPropose, x.phase
-	}
-	status, ok := x.m.PlanNext("", trig)
-	if !ok {
-		return fmt.Errorf("no plan status for a new version on %s", trig)
-	}
-	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
-		Body: body, Hash: hash, RequestedBy: requesterOf(x.s, in), CreatedAt: in.Now, UpdatedAt: in.Now}
-	if prev != nil {
-		plan.Version = prev.Version + 1
-	}
-	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
-	if answered := prevIfRevised(prev); answered != nil {
-		// What changed from the version it answers: in its file and its chat message.
-		d := DiffPlans(answered.Body, body)
-		d.From = answered.Version
-		if !d.Empty() {
-			plan.Changes = &d
-		}
+	trig := how.trig
+	plan, err := x.newVersion(trig, hash)
+	if err != nil {
+		return err
 	}
 	n := &x.next
-	n.Phase, n.PlanID, n.ApprovalID, n.Question = to, plan.ID, plan.ApprovalID, nil
+	n.Phase, n.PlanID, n.ApprovalID, n.Question = how.to, plan.ID, plan.ApprovalID, nil
 	var superseded *Plan
 	if prev != nil && prev.Status == PlanPending {
 		old := *prev
@@ -93,21 +66,13 @@ func (x *transition) propose() error {
 	if trig == TrigPropose {
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
-		actor, how := AutoRule, "auto-approve is on"
-		if byRule {
-			actor, how = rule.Actor(), ruleWhy
-		}
-		plan.Decision = &Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
-		n.ApprovalID = ""
-		n.Injections = append(n.Injections, approvedInjection(plan, how))
-		x.record(x.eventBy(actor, EventAutoAccepted, &plan, how))
-		x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version, how)
+		x.autoAccept(&plan, how)
 	}
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
 	pol := x.policy()
-	decide := decideLine(plan, in.AutoHeld, ruleWhy, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
+	decide := decideLine(plan, in.AutoHeld, how.why, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
 	if plan.Status == PlanPending && pol.strict() {
 		// /plan auto is refused here: offer only what works.
 		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs()
@@ -115,6 +80,78 @@ func (x *transition) propose() error {
 	r.Text = proposalText(plan, superseded, decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
+}
+
+// taken is how a proposal is taken: waiting for people (TrigPropose) or accepted at once
+// (TrigAutoPropose) by auto-approve or by a rule, and the phase that leads to.
+type taken struct {
+	trig   Trigger
+	to     Phase
+	rule   ApproveRule
+	why    string // the rule's reason, in words
+	byRule bool
+}
+
+// howTaken decides how the proposal is taken. The session's auto-approve flag does not
+// hold under a strict policy (people decide); a rule that covers the plan accepts it as
+// if auto-approve were on. Either change of trigger asks the phase table again; ok is
+// false when it refuses (the refusal is set).
+func (x *transition) howTaken(body PlanBody) (taken, bool, error) {
+	how := taken{trig: x.o.Trigger, to: x.phase}
+	if how.trig == TrigAutoPropose && x.policy().strict() {
+		x.o.Trigger = TrigPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return how, false, err
+		}
+		how.trig, how.to = TrigPropose, x.phase
+	}
+	how.rule, how.why, how.byRule = x.ruleFor(body)
+	if how.byRule {
+		x.o.Trigger = TrigAutoPropose
+		if ok, err := x.check(GuardPhase); err != nil || !ok {
+			return how, false, err
+		}
+		how.trig, how.to = TrigAutoPropose, x.phase
+	}
+	return how, true, nil
+}
+
+// newVersion is the plan version the proposal makes, with what changed from the version
+// it answers (in its file and its chat message).
+func (x *transition) newVersion(trig Trigger, hash string) (Plan, error) {
+	in, body, prev := x.in, x.body, x.cur
+	status, ok := x.m.PlanNext("", trig)
+	if !ok {
+		return Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
+	}
+	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
+		Body: body, Hash: hash, RequestedBy: requesterOf(x.s, in), CreatedAt: in.Now, UpdatedAt: in.Now}
+	if prev != nil {
+		plan.Version = prev.Version + 1
+	}
+	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
+	if answered := prevIfRevised(prev); answered != nil {
+		d := DiffPlans(answered.Body, body)
+		d.From = answered.Version
+		if !d.Empty() {
+			plan.Changes = &d
+		}
+	}
+	return plan, nil
+}
+
+// autoAccept accepts plan as it is proposed, by auto-approve or by how's rule.
+func (x *transition) autoAccept(plan *Plan, how taken) {
+	in, n := x.in, &x.next
+	actor, why := AutoRule, "auto-approve is on"
+	if how.byRule {
+		actor, why = how.rule.Actor(), how.why
+	}
+	plan.Decision = &Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
+	n.ApprovalID = ""
+	n.Injections = append(n.Injections, approvedInjection(*plan, why))
+	x.record(x.eventBy(actor, EventAutoAccepted, plan, why))
+	x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version, why)
 }
 
 // ruleFor finds the auto-approve rule that accepts a proposal made while auto-approve is

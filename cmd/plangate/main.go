@@ -294,19 +294,9 @@ func cmdChat(ctx context.Context, args []string, e procEnv) error {
 }
 
 func cmdServe(ctx context.Context, args []string, e procEnv) error {
-	fs := newFlags("serve")
-	configPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: plangate serve takes no arguments (got %q)", errUsage, rest[0])
-	}
-	cfg, err := loadConfig(*configPath, e)
+	cfg, err := serveConfig(args, e)
 	if err != nil {
 		return err
-	}
-	if ch := cfg.Channels; !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
-		return errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
 	}
 	log := newLogger(cfg, e.stderr)
 	if w := cfg.openApprovalWarning(); w != "" {
@@ -374,6 +364,25 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		log.Warn("stopped; messages left unanswered are handled at the next start", "left", left)
 	}
 	return errors.Join(runErr, stopErr)
+}
+
+// serveConfig reads serve's flags and its configuration, which must enable a channel.
+func serveConfig(args []string, e procEnv) (*Config, error) {
+	fs := newFlags("serve")
+	configPath := fs.String("config", "", "configuration file")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return nil, err
+	} else if len(rest) > 0 {
+		return nil, fmt.Errorf("%w: plangate serve takes no arguments (got %q)", errUsage, rest[0])
+	}
+	cfg, err := loadConfig(*configPath, e)
+	if err != nil {
+		return nil, err
+	}
+	if ch := cfg.Channels; !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
+		return nil, errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
+	}
+	return cfg, nil
 }
 
 // openChannels connects every enabled chat channel, each with its own config section.
