@@ -95,8 +95,12 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 		if cb, ok := evt.Data.(slackgo.InteractionCallback); ok && cb.Type == slackgo.InteractionTypeViewSubmission {
 			payload = viewAnswer(cb) // a modal with no feedback stays open with a hint
 		}
+		dup := keys[i] != "" && !fresh[i]
+		if dup {
+			c.dropped.Note(channels.InboundDuplicate) // before the ack, which tests wait for
+		}
 		ack(i, payload)
-		if keys[i] != "" && !fresh[i] {
+		if dup {
 			c.log.Debug("slack envelope waiting already; acknowledged again", "envelope", evt.Request.EnvelopeID, "key", keys[i])
 			continue
 		}
