@@ -109,6 +109,9 @@ type job struct {
 	// platform redelivers it and it is read again then (a version proposed just before the
 	// crash is then taken as seen: the one case this does not cover).
 	seenApproval *string
+	// seenAtStart: j was queued in an idle session, so seenApproval is read when it
+	// starts, with the session (see enqueueIdle).
+	seenAtStart bool
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
@@ -193,9 +196,28 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	}
 	id := m.Address.SessionID()
 	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
+		if done, ok := e.enqueueIdle(id, j); ok {
+			return done
+		}
 		j.seenApproval = e.pendingApproval(ctx, id)
 	}
 	return e.enqueue(id, j, j.readOnly())
+}
+
+// enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
+// once and what it finds pending when it loads the session is what the person could have
+// seen (seenAtStart): one read of the session instead of two, on PostgreSQL a round trip.
+func (e *Engine) enqueueIdle(id string, j *job) (<-chan error, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queues[id] != nil {
+		return nil, false
+	}
+	j.seenAtStart = true
+	q := &queue{jobs: []*job{j}, running: true}
+	e.queues[id] = q
+	go e.drain(id, q)
+	return j.done, true
 }
 
 // pendingApproval reads the approval id pending in a session ("" if none); nil if the
@@ -368,6 +390,10 @@ func (e *Engine) runMessage(j *job) error {
 		}
 	}
 	sess, err := e.loadSession(ctx, m)
+	if err == nil && j.seenAtStart {
+		seen := sess.ApprovalID
+		j.seenApproval = &seen
+	}
 	t := &turnState{e: e, j: j, sess: sess}
 	if err != nil {
 		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
