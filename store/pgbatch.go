@@ -24,10 +24,12 @@ import (
 // store's statements divides, so it cannot come from anything else.
 const noRowCode = "22012"
 
-// pgText is the step's statement as sent to PostgreSQL, guarded when checked.
-func (st step) pgText() string {
+// pgText is the step's statement as sent to PostgreSQL, guarded when checked and guard
+// is set.
+func (st step) pgText(guard bool) string {
 	q := postgresDialect.q(st.q)
 	switch {
+	case !guard:
 	case st.dest != nil:
 		// "... RETURNING a, b" → each column as a scalar subquery, plus the guard.
 		i := strings.LastIndex(q, "RETURNING ")
@@ -57,7 +59,7 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 		b.Queue("SET LOCAL synchronous_commit = off")
 	}
 	for _, st := range steps {
-		b.Queue(st.pgText(), st.args...)
+		b.Queue(st.pgText(true), st.args...)
 	}
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
@@ -102,7 +104,7 @@ func readBatch(br pgx.BatchResults, steps []step, lazy bool) (stepErr, commitErr
 		}
 	}
 	for _, st := range steps {
-		first(readStep(br, st))
+		first(readStep(br, st, true))
 	}
 	tag, err := br.Exec()
 	switch {
@@ -116,14 +118,16 @@ func readBatch(br pgx.BatchResults, steps []step, lazy bool) (stepErr, commitErr
 
 // readStep reads one step's result and checks its outcome; a guarded step that raised
 // noRowCode affected no row.
-func readStep(br pgx.BatchResults, st step) error {
+func readStep(br pgx.BatchResults, st step, guarded bool) error {
 	var err error
 	n := int64(1) // a guarded step that did not raise affected a row
 	switch {
+	case !guarded && st.dest != nil:
+		err = br.QueryRow().Scan(st.dest...)
 	case st.dest != nil:
 		var guard int
 		err = br.QueryRow().Scan(append(st.dest[:len(st.dest):len(st.dest)], &guard)...)
-	case st.none != nil:
+	case guarded && st.none != nil:
 		_, err = br.Exec()
 	default:
 		var tag pgconn.CommandTag
