@@ -389,12 +389,12 @@ func (e *Engine) runMessage(j *job) error {
 			return nil
 		}
 	}
-	sess, err := e.loadSession(ctx, m)
+	sess, plan, err := e.loadSession(ctx, m)
 	if err == nil && j.seenAtStart {
 		seen := sess.ApprovalID
 		j.seenApproval = &seen
 	}
-	t := &turnState{e: e, j: j, sess: sess}
+	t := &turnState{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
 	if err != nil {
 		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
@@ -419,20 +419,29 @@ func (e *Engine) runMessage(j *job) error {
 	return err
 }
 
-func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
+func (e *Engine) loadSession(ctx context.Context, m Message) (Session, *Plan, error) {
 	id := m.Address.SessionID()
-	s, err := e.d.Store.Session(ctx, id)
+	var (
+		s    Session
+		plan *Plan
+		err  error
+	)
+	if sp, ok := e.d.Store.(SessionPlanReader); ok {
+		s, plan, err = sp.SessionPlan(ctx, id)
+	} else {
+		s, err = e.d.Store.Session(ctx, id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		now := e.d.Now()
 		return Session{
 			ID: id, Address: m.Address, Phase: PhaseOff, AutoApprove: e.cfg.AutoApprove,
 			Owner: m.Sender.ID, CreatedAt: now, UpdatedAt: now,
-		}, nil
+		}, nil, nil
 	}
 	if err != nil {
-		return Session{}, fmt.Errorf("loading session %s: %w", id, err)
+		return Session{}, nil, fmt.Errorf("loading session %s: %w", id, err)
 	}
-	return s, nil
+	return s, plan, nil
 }
 
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
@@ -492,6 +501,10 @@ type turnState struct {
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
 	told bool
+	// loaded is the current plan read with the session (version loadedAt), handed out
+	// once by currentPlan: a plan changes only with a new session version.
+	loaded   *Plan
+	loadedAt int64
 	// seenUser are the person messages the last turn loaded (see moreWork).
 	seenUser map[string]bool
 }
