@@ -46,11 +46,14 @@ package store
 // once, and is flushed by the next durable commit or the WAL writer, which is what
 // SQLite's synchronous=NORMAL gives.
 //
-// Round trips: a transition and a nudge claim are one pipelined batch (BEGIN and every
-// statement) and a COMMIT, two round trips whatever the change holds (steps.go); the
-// other writes are single statements. Concurrent commits are grouped by PostgreSQL's WAL
-// flush: commits waiting for the same flush complete together, so the pool size
-// (pool_max_conns in the DSN) bounds how many transitions share an fsync.
+// Round trips: every transaction the store writes is one pipelined batch — BEGIN, every
+// statement and COMMIT — so one round trip whatever the change holds (pgbatch.go: a
+// checked statement is guarded to fail on the server, so an unexpected outcome aborts the
+// transaction before the COMMIT that follows it). Concurrent durable commits are grouped
+// by PostgreSQL's WAL flush (commits waiting for the same flush complete together, so the
+// pool size, pool_max_conns in the DSN, bounds how many share an fsync); concurrent lazy
+// writes share one transaction through the writer's queue (pglazy.go). A person's message
+// reads its session and current plan in one round trip (SessionPlan).
 //
 // Reads and the single-statement writes go through database/sql on the same pool
 // (pgx's stdlib adapter), so they share their code with the SQLite driver.
