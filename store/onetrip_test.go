@@ -66,3 +66,17 @@ func TestPostgresOneTrip(t *testing.T) {
 		t.Fatalf("RETURNING step gave %q, %v", got, err)
 	}
 }
+
+// A step that scans a row which does not come from a RETURNING list is refused before
+// anything is sent: it could not be guarded.
+func TestPostgresUnguardableStep(t *testing.T) {
+	var n int
+	bad := []step{{what: "counting", q: `SELECT count(*) FROM leases`, dest: []any{&n}}}
+	if err := checkGuardable(bad); err == nil {
+		t.Fatal("a SELECT step was taken as guardable")
+	}
+	ok := []step{{what: "saving", q: "INSERT INTO outbox (a) VALUES (?)\n\tRETURNING id", dest: []any{&n}}}
+	if err := checkGuardable(ok); err != nil {
+		t.Fatal(err)
+	}
+}

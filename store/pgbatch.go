@@ -31,7 +31,8 @@ func (st step) pgText(guard bool) string {
 	switch {
 	case !guard:
 	case st.dest != nil:
-		// "... RETURNING a, b" → each column as a scalar subquery, plus the guard.
+		// "... RETURNING a, b" → each column as a scalar subquery, plus the guard
+		// (checkGuardable made sure there is a RETURNING list of plain columns).
 		i := strings.LastIndex(q, "RETURNING ")
 		var cols []string
 		for _, c := range strings.Split(q[i+len("RETURNING "):], ",") {
@@ -44,9 +45,28 @@ func (st step) pgText(guard bool) string {
 	return q
 }
 
+// checkGuardable refuses a step that scans a row it cannot guard: the row must come from
+// "INSERT/UPDATE/DELETE ... RETURNING col, col" (a programming error, found by any test
+// that runs the step on PostgreSQL).
+func checkGuardable(steps []step) error {
+	for _, st := range steps {
+		if st.dest == nil {
+			continue
+		}
+		i := strings.LastIndex(st.q, "RETURNING ")
+		if i < 0 || strings.ContainsAny(st.q[i:], "()") || len(strings.Split(st.q[i:], ",")) != len(st.dest) {
+			return fmt.Errorf("%s: a scanned row must come from RETURNING with one plain column per destination", st.what)
+		}
+	}
+	return nil
+}
+
 // runBatch is runSteps on PostgreSQL: one batch of BEGIN, the steps and COMMIT. When the
 // server did not commit, the transaction is rolled back; nothing of it remains.
 func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
+	if err := checkGuardable(steps); err != nil {
+		return err
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("getting a connection: %w", err)

@@ -35,6 +35,10 @@ func (s *Store) runPGGroup(batch []*writeJob) {
 			j.err = err
 			continue
 		}
+		if err := checkGuardable(j.steps); err != nil {
+			j.err = err
+			continue
+		}
 		live = append(live, j)
 	}
 	if len(live) > 1 && s.runShared(live) {
