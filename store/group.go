@@ -18,8 +18,6 @@ type writeJob struct {
 	ctx  context.Context // checked once before the job runs; statements never see it
 	lazy bool
 	run  writeFunc
-	// steps is the write on PostgreSQL, where only lazy writes are grouped (see pglazy.go).
-	steps []step
 
 	// Set by the leader before it wakes the caller (the channel send orders them).
 	err      error
@@ -47,11 +45,7 @@ type groupCommit struct {
 // the whole shared transaction, and a caller whose change may already be committed must
 // learn the outcome rather than stop waiting.
 func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
-	return s.queueWrite(&writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)})
-}
-
-// queueWrite puts j in the writer's queue and waits until its batch has run.
-func (s *Store) queueWrite(j *writeJob) error {
+	j := &writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)}
 	g := s.gc
 	g.mu.Lock()
 	g.queue = append(g.queue, j)
@@ -83,10 +77,6 @@ func (s *Store) lead() {
 	g.mu.Unlock()
 
 	defer s.handOff(batch)
-	if s.pool != nil {
-		s.runPGGroup(batch)
-		return
-	}
 	s.runGroup(batch)
 }
 
@@ -225,8 +215,6 @@ func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) e
 // fsyncs (checkpoints add their own).
 type GroupStats struct {
 	Batches, Writes, Durable int64
-	// Shared counts PostgreSQL's lazy batches of several writes that committed as one.
-	Shared int64
 }
 
 // GroupStats reports the writer's counts, for benchmarks and tests of the sharing.

@@ -24,12 +24,10 @@ import (
 // store's statements divides, so it cannot come from anything else.
 const noRowCode = "22012"
 
-// pgText is the step's statement as sent to PostgreSQL, guarded when checked and guard
-// is set.
-func (st step) pgText(guard bool) string {
+// pgText is the step's statement as sent to PostgreSQL, guarded when checked.
+func (st step) pgText() string {
 	q := postgresDialect.q(st.q)
 	switch {
-	case !guard:
 	case st.dest != nil:
 		// "... RETURNING a, b" → each column as a scalar subquery, plus the guard
 		// (checkGuardable made sure there is a RETURNING list of plain columns).
@@ -79,7 +77,7 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 		b.Queue("SET LOCAL synchronous_commit = off")
 	}
 	for _, st := range steps {
-		b.Queue(st.pgText(true), st.args...)
+		b.Queue(st.pgText(), st.args...)
 	}
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
@@ -124,7 +122,7 @@ func readBatch(br pgx.BatchResults, steps []step, lazy bool) (stepErr, commitErr
 		}
 	}
 	for _, st := range steps {
-		first(readStep(br, st, true))
+		first(readStep(br, st))
 	}
 	tag, err := br.Exec()
 	switch {
@@ -138,16 +136,14 @@ func readBatch(br pgx.BatchResults, steps []step, lazy bool) (stepErr, commitErr
 
 // readStep reads one step's result and checks its outcome; a guarded step that raised
 // noRowCode affected no row.
-func readStep(br pgx.BatchResults, st step, guarded bool) error {
+func readStep(br pgx.BatchResults, st step) error {
 	var err error
 	n := int64(1) // a guarded step that did not raise affected a row
 	switch {
-	case !guarded && st.dest != nil:
-		err = br.QueryRow().Scan(st.dest...)
 	case st.dest != nil:
 		var guard int
 		err = br.QueryRow().Scan(append(st.dest[:len(st.dest):len(st.dest)], &guard)...)
-	case guarded && st.none != nil:
+	case st.none != nil:
 		_, err = br.Exec()
 	default:
 		var tag pgconn.CommandTag

@@ -49,11 +49,13 @@ package store
 // Round trips: every transaction the store writes is one pipelined batch — BEGIN, every
 // statement and COMMIT — so one round trip whatever the change holds (pgbatch.go: a
 // checked statement is guarded to fail on the server, so an unexpected outcome aborts the
-// transaction before the COMMIT that follows it). Concurrent durable commits are grouped
-// by PostgreSQL's WAL flush (commits waiting for the same flush complete together, so the
-// pool size, pool_max_conns in the DSN, bounds how many share an fsync); concurrent lazy
-// writes share one transaction through the writer's queue (pglazy.go). A person's message
-// reads its session and current plan in one round trip (SessionPlan).
+// transaction before the COMMIT that follows it). Concurrent commits are grouped by
+// PostgreSQL's WAL flush: commits waiting for the same flush complete together, so the
+// pool size (pool_max_conns in the DSN) bounds how many transitions share an fsync. Lazy
+// writes are not queued to share a transaction as on SQLite: with the server a network
+// hop away, waiting for the batch in flight cost more than the shared commit saved
+// (docs/performance.md). A person's message reads its session and current plan in one
+// round trip (SessionPlan).
 //
 // Reads and the single-statement writes go through database/sql on the same pool
 // (pgx's stdlib adapter), so they share their code with the SQLite driver.
@@ -131,7 +133,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 		w.Close()
 		return nil, err
 	}
-	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, gc: &groupCommit{}}, nil
+	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool}, nil
 }
 
 // Ping checks that the database answers, for /readyz: on PostgreSQL an unreachable server

@@ -58,10 +58,6 @@ func (st step) outcome(n int64, err error) error {
 // expected; otherwise nothing of it remains.
 func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {
-		if lazy {
-			// Concurrent lazy writes share one transaction (pglazy.go).
-			return asConflict(s.queueWrite(&writeJob{ctx: ctx, lazy: true, steps: steps, wake: make(chan struct{}, 1)}))
-		}
 		return asConflict(s.runBatch(ctx, steps, lazy))
 	}
 	// SQLite: through the writer's queue, so concurrent transitions share one transaction
