@@ -16,9 +16,9 @@ import (
 // A transition is built as a list of steps first and executed second, so that the SQL of
 // a Commit is written once and each engine runs it the way it is fastest: SQLite
 // statement by statement on its writer connection (a round trip costs nothing there),
-// PostgreSQL as one pipelined batch (BEGIN, every statement and COMMIT in a single round
-// trip, see pgbatch.go), which costs fewer round trips than a transaction inserting one
-// row through BEGIN, INSERT and COMMIT. Either way the checks run in step order, so
+// PostgreSQL as one pipelined batch (BEGIN and every statement in a single round trip,
+// then COMMIT or ROLLBACK after the outcomes were checked), which costs as many round
+// trips as a transaction inserting one row. Either way the checks run in step order, so
 // a duplicate inbound event is reported before anything later in the change could fail.
 
 // step is one statement of a transition with the check of its outcome.
@@ -29,9 +29,7 @@ type step struct {
 	// Exec steps: unless nil, zero affected rows fails the transition with this error.
 	none error
 	// QueryRow steps (dest != nil): the returned row is scanned into dest; no row fails
-	// the transition with none; then, unless nil, runs after a successful scan. then may
-	// fail only on a stored value it cannot read: on PostgreSQL it runs after the COMMIT
-	// was sent (a failure is then reported as committed but unreadable).
+	// the transition with none; then, unless nil, runs after a successful scan.
 	dest []any
 	then func() error
 }
@@ -83,6 +81,111 @@ func execSteps(ctx context.Context, tx *sqlTx, steps []step) error {
 			n, err = res.RowsAffected()
 		}
 		if err := st.outcome(n, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runBatch is runSteps on PostgreSQL: BEGIN and the steps in one pipelined batch, then
+// COMMIT, or ROLLBACK when an outcome is not as expected. When no outcome can call for a
+// rollback (oneTrip), COMMIT goes in the same batch: one round trip.
+func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("getting a connection: %w", err)
+	}
+	defer c.Release()
+	trip := oneTrip(steps)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if lazy {
+		// SET LOCAL ends with the transaction: no later commit can run relaxed.
+		b.Queue("SET LOCAL synchronous_commit = off")
+	}
+	for _, st := range steps {
+		b.Queue(postgresDialect.q(st.q), st.args...)
+	}
+	if trip {
+		b.Queue("COMMIT")
+	}
+	br := c.SendBatch(ctx, b)
+	err = checkBatch(br, steps, lazy)
+	committed, commitErr := false, errors.New("the server did not commit")
+	if trip && (err == nil || len(steps) == 1) {
+		// A single statement's unexpected outcome (no row) changed nothing: its COMMIT,
+		// already sent, is as good as a rollback. Any other failure aborted the
+		// transaction, and the server skipped the COMMIT.
+		tag, cerr := br.Exec()
+		committed = cerr == nil && tag.String() == "COMMIT"
+		if cerr != nil {
+			commitErr = cerr
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("running the transaction: %w", cerr)
+	}
+	if committed {
+		return err
+	}
+	if trip && err == nil {
+		err = fmt.Errorf("committing transaction: %w", commitErr)
+	}
+	if err != nil {
+		if _, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			// The connection is in an unknown state: do not give it back to the pool.
+			c.Conn().Close(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	// A deferred constraint (sessions.plan_id) is checked here. The tag is checked too:
+	// PostgreSQL answers COMMIT in a failed transaction with ROLLBACK, not an error.
+	tag, err := c.Exec(ctx, "COMMIT")
+	if err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("committing transaction: the server answered %s", tag)
+	}
+	return nil
+}
+
+// oneTrip reports whether steps may be committed in the batch that runs them, before
+// their outcomes are read: when no step checks its outcome (only a statement's own error,
+// which aborts the transaction, can fail them), or when the transaction is one statement
+// without a Go check, which changed nothing when it affected no row. Transitions (a
+// compare-and-set among other writes) keep their separate COMMIT.
+func oneTrip(steps []step) bool {
+	if len(steps) == 1 && steps[0].then == nil {
+		return true
+	}
+	for _, st := range steps {
+		if st.none != nil || st.then != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBatch reads the batch's results in order and returns the first unexpected one.
+func checkBatch(br pgx.BatchResults, steps []step, lazy bool) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	if lazy {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("relaxing synchronous_commit for a lazy commit: %w", err)
+		}
+	}
+	for _, st := range steps {
+		if st.dest != nil {
+			if err := st.outcome(1, br.QueryRow().Scan(st.dest...)); err != nil {
+				return err
+			}
+			continue
+		}
+		tag, err := br.Exec()
+		if err := st.outcome(tag.RowsAffected(), err); err != nil {
 			return err
 		}
 	}
