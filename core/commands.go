@@ -249,6 +249,12 @@ func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
 	if t.sess.PlanID == "" {
 		return nil, nil
 	}
+	if p := t.loaded; p != nil {
+		t.loaded = nil
+		if p.ID == t.sess.PlanID && t.loadedAt == t.sess.Version {
+			return p, nil
+		}
+	}
 	p, err := t.e.d.Store.Plan(ctx, t.sess.PlanID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil

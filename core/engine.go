@@ -115,6 +115,9 @@ type job struct {
 	// platform redelivers it and it is read again then (a version proposed just before the
 	// crash is then taken as seen: the one case this does not cover).
 	seenApproval *string
+	// seenAtStart: j was queued in an idle session, so seenApproval is read when it
+	// starts, with the session (see enqueueIdle).
+	seenAtStart bool
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
@@ -200,9 +203,28 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	}
 	id := m.Address.SessionID()
 	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
+		if done, ok := e.enqueueIdle(id, j); ok {
+			return done
+		}
 		j.seenApproval = e.pendingApproval(ctx, id)
 	}
 	return e.enqueue(id, j, j.readOnly())
+}
+
+// enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
+// once and what it finds pending when it loads the session is what the person could have
+// seen (seenAtStart): one read of the session instead of two, on PostgreSQL a round trip.
+func (e *Engine) enqueueIdle(id string, j *job) (<-chan error, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queues[id] != nil {
+		return nil, false
+	}
+	j.seenAtStart = true
+	q := &queue{jobs: []*job{j}, running: true}
+	e.queues[id] = q
+	go e.drain(id, q)
+	return j.done, true
 }
 
 // pendingApproval reads the approval id pending in a session ("" if none); nil if the
@@ -374,8 +396,12 @@ func (e *Engine) runMessage(j *job) error {
 			return nil
 		}
 	}
-	sess, err := e.loadSession(ctx, m)
-	t := &turnState{e: e, j: j, sess: sess}
+	sess, plan, err := e.loadSession(ctx, m)
+	if err == nil && j.seenAtStart {
+		seen := sess.ApprovalID
+		j.seenApproval = &seen
+	}
+	t := &turnState{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
 	if err != nil {
 		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
@@ -400,20 +426,29 @@ func (e *Engine) runMessage(j *job) error {
 	return err
 }
 
-func (e *Engine) loadSession(ctx context.Context, m Message) (Session, error) {
+func (e *Engine) loadSession(ctx context.Context, m Message) (Session, *Plan, error) {
 	id := m.Address.SessionID()
-	s, err := e.d.Store.Session(ctx, id)
+	var (
+		s    Session
+		plan *Plan
+		err  error
+	)
+	if sp, ok := e.d.Store.(SessionPlanReader); ok {
+		s, plan, err = sp.SessionPlan(ctx, id)
+	} else {
+		s, err = e.d.Store.Session(ctx, id)
+	}
 	if errors.Is(err, ErrNotFound) {
 		now := e.d.Now()
 		return Session{
 			ID: id, Address: m.Address, Phase: PhaseOff, AutoApprove: e.cfg.AutoApprove,
 			Owner: m.Sender.ID, CreatedAt: now, UpdatedAt: now,
-		}, nil
+		}, nil, nil
 	}
 	if err != nil {
-		return Session{}, fmt.Errorf("loading session %s: %w", id, err)
+		return Session{}, nil, fmt.Errorf("loading session %s: %w", id, err)
 	}
-	return s, nil
+	return s, plan, nil
 }
 
 // send delivers a reply; a delivery failure is logged and returned, never taken as a
@@ -462,6 +497,10 @@ type turnState struct {
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
 	told bool
+	// loaded is the current plan read with the session (version loadedAt), handed out
+	// once by currentPlan: a plan changes only with a new session version.
+	loaded   *Plan
+	loadedAt int64
 	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
 	// flush since went on top of a row version whose transcript the turn did not load.
 	seenUser map[string]bool

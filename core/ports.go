@@ -142,6 +142,13 @@ type Store interface {
 	Commit(ctx context.Context, ch Change) (Session, error)
 }
 
+// SessionPlanReader is an optional Store method: a session and its current plan (nil if
+// none) read together, in one round trip on a database server; the error wraps
+// ErrNotFound when there is no such session.
+type SessionPlanReader interface {
+	SessionPlan(ctx context.Context, id string) (Session, *Plan, error)
+}
+
 // ToolKind is how the gate treats a tool. The zero value is not a kind.
 type ToolKind string
 

@@ -47,10 +47,15 @@ package store
 // SQLite's synchronous=NORMAL gives.
 //
 // Round trips: a transition and a nudge claim are one pipelined batch (BEGIN and every
-// statement) and a COMMIT, two round trips whatever the change holds (steps.go); the
-// other writes are single statements. Concurrent commits are grouped by PostgreSQL's WAL
+// statement) and a COMMIT sent after the outcomes were checked, two round trips whatever
+// the change holds (steps.go); a one-statement write (a lease, an outbox mark) sends its
+// COMMIT in the batch, one round trip. Sending a transition's COMMIT before its outcomes
+// are known (guarding the checks on the server) was tried and dropped: a killed process's
+// batch then still commits on the server after its death was seen and its work taken
+// over, and replies were sent twice. Concurrent commits are grouped by PostgreSQL's WAL
 // flush: commits waiting for the same flush complete together, so the pool size
-// (pool_max_conns in the DSN) bounds how many transitions share an fsync.
+// (pool_max_conns in the DSN) bounds how many transitions share an fsync. A person's
+// message reads its session and current plan in one round trip (SessionPlan).
 //
 // Reads and the single-statement writes go through database/sql on the same pool
 // (pgx's stdlib adapter), so they share their code with the SQLite driver.

@@ -88,13 +88,15 @@ func execSteps(ctx context.Context, tx *sqlTx, steps []step) error {
 }
 
 // runBatch is runSteps on PostgreSQL: BEGIN and the steps in one pipelined batch, then
-// COMMIT, or ROLLBACK when an outcome is not as expected.
+// COMMIT, or ROLLBACK when an outcome is not as expected. When no outcome can call for a
+// rollback (oneTrip), COMMIT goes in the same batch: one round trip.
 func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("getting a connection: %w", err)
 	}
 	defer c.Release()
+	trip := oneTrip(steps)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	if lazy {
@@ -104,10 +106,30 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 	for _, st := range steps {
 		b.Queue(postgresDialect.q(st.q), st.args...)
 	}
+	if trip {
+		b.Queue("COMMIT")
+	}
 	br := c.SendBatch(ctx, b)
 	err = checkBatch(br, steps, lazy)
+	committed, commitErr := false, errors.New("the server did not commit")
+	if trip && (err == nil || len(steps) == 1) {
+		// A single statement's unexpected outcome (no row) changed nothing: its COMMIT,
+		// already sent, is as good as a rollback. Any other failure aborted the
+		// transaction, and the server skipped the COMMIT.
+		tag, cerr := br.Exec()
+		committed = cerr == nil && tag.String() == "COMMIT"
+		if cerr != nil {
+			commitErr = cerr
+		}
+	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("running the transaction: %w", cerr)
+	}
+	if committed {
+		return err
+	}
+	if trip && err == nil {
+		err = fmt.Errorf("committing transaction: %w", commitErr)
 	}
 	if err != nil {
 		if _, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
@@ -126,6 +148,23 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 		return fmt.Errorf("committing transaction: the server answered %s", tag)
 	}
 	return nil
+}
+
+// oneTrip reports whether steps may be committed in the batch that runs them, before
+// their outcomes are read: when no step checks its outcome (only a statement's own error,
+// which aborts the transaction, can fail them), or when the transaction is one statement
+// without a Go check, which changed nothing when it affected no row. Transitions (a
+// compare-and-set among other writes) keep their separate COMMIT.
+func oneTrip(steps []step) bool {
+	if len(steps) == 1 && steps[0].then == nil {
+		return true
+	}
+	for _, st := range steps {
+		if st.none != nil || st.then != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // checkBatch reads the batch's results in order and returns the first unexpected one.
