@@ -89,11 +89,12 @@ func (c *electedChannel) Ready() error {
 		}
 		return nil
 	}
-	note := "standby for " + c.what
-	if h := c.el.Holder(); h.Owner != "" {
-		note += fmt.Sprintf(" (held by %s)", h.Owner)
+	h := c.el.Holder()
+	if h.Owner == "" {
+		// No campaign has told who leads yet (just started): not ready, not standby.
+		return fmt.Errorf("campaigning for %s", c.what)
 	}
-	return httpserver.ReadyNote(note)
+	return httpserver.ReadyNote(fmt.Sprintf("standby for %s (held by %s)", c.what, h.Owner))
 }
 
 // unelected is the channel an election wraps, for the route registration in track.

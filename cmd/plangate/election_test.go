@@ -102,6 +102,10 @@ func TestElectedChannelTakeover(t *testing.T) {
 	a, b := mk("host/1/a"), mk("host/2/b")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	var early httpserver.ReadyNote
+	if err := a.ch.Ready(); err == nil || errors.As(err, &early) || !strings.Contains(err.Error(), "campaigning for telegram polling") {
+		t.Errorf("Ready() before any campaign = %v; want not ready (campaigning), not standby", err)
+	}
 	var wg sync.WaitGroup
 	for _, r := range []replica{a, b} {
 		wg.Go(func() {
