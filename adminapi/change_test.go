@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/core"
@@ -131,6 +132,13 @@ func TestModeChangesAreAudited(t *testing.T) {
 		t.Fatalf("auto_accepted: %+v", ev)
 	}
 
+	// The accept started an agent turn; its commits would move the version under the
+	// next check, so let it finish first.
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.eng.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
 	version := e.session().Version
 	if code, body, _ = e.do("POST", path, `{"auto_approve":true,"plan_mode":"on","by":"ops"}`); code != 200 || e.session().Version != version {
 		t.Fatalf("asking for the current mode: %d %s, version %d -> %d", code, body, version, e.session().Version)
