@@ -191,11 +191,19 @@ func TestModeRefusalIs409(t *testing.T) {
 	}
 }
 
+// chatSaw reports whether the chat got a reply containing text, waiting a while for it: a
+// decision's replies are delivered from the outbox after the API has answered.
 func (e *env) chatSaw(text string) bool {
-	for _, r := range e.chat.Replies() {
-		if strings.Contains(r.Text, text) {
-			return true
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, r := range e.chat.Replies() {
+			if strings.Contains(r.Text, text) {
+				return true
+			}
 		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return false
 }
