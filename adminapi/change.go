@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -87,9 +88,7 @@ func (a *API) postMode(w http.ResponseWriter, r *http.Request) {
 	}
 	cmds, why := modeCommands(s, req)
 	by, byWhy := checkBy(req.By)
-	if why == "" {
-		why = byWhy
-	}
+	why = cmp.Or(why, byWhy)
 	if why != "" {
 		httpserver.WriteError(w, http.StatusBadRequest, why)
 		return
@@ -154,9 +153,7 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	act, why := req.action()
 	by, byWhy := checkBy(req.By)
-	if why == "" {
-		why = byWhy
-	}
+	why = cmp.Or(why, byWhy)
 	if why != "" {
 		httpserver.WriteError(w, http.StatusBadRequest, why)
 		return

@@ -3,8 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"github.com/plangate/plangate/store"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,40 +102,7 @@ func TestPlainMessageIsOneCommit(t *testing.T) {
 // commit: the holder looks for work another process left after releasing the lease.
 func TestDeferredMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	h := newHarness(t)
-	b := h.process(nil, nil, nil)
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	hooked := &releaseHook{Store: st, before: func() {
-		m := evMsg(h, "a", "ev-b", "also this")
-		m.Replays = true
-		if err := b.eng.Handle(context.Background(), m); err != nil {
-			t.Error(err)
-		}
-	}}
-	model, out := newFakeModel(), &recorder{}
-	a := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out,
-		Now: func() time.Time { return h.clock }, Owner: "test-process-deferred-a"}))
-	m := evMsg(h, "a", "ev-a", "hello")
-	m.Replays = true
-	if err := <-a.Enqueue(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(b.model.requests()); got != 0 {
-		t.Fatalf("B made %d model calls; the lease was A's when it stored its message", got)
-	}
-	reqs := model.requests()
-	if len(reqs) != 2 {
-		t.Fatalf("A made %d model calls, want 2 (its turn, then the message B left it just before the release)", len(reqs))
-	}
-	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != core.RoleUser || last.Content != "also this" {
-		t.Fatalf("A's second turn ended with %+v, want B's message", last)
-	}
+	leftJustBeforeRelease(t, h, true)
 	tr, err := h.st.Transcript(context.Background(), sessionID("a"), 0)
 	if err != nil || len(tr) != 4 || tr[0].Content != "hello" {
 		t.Fatalf("transcript %+v (%v), want hello, its answer, B's message and its answer", roles(tr), err)

@@ -298,6 +298,22 @@ func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) erro
 // released the lease, or nobody answers it.
 func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	h := newHarness(t)
+	leftJustBeforeRelease(t, h, false)
+	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("lease after the turns: %v", err)
+	}
+}
+
+// leftJustBeforeRelease has process A answer "hello" while process B stores "also this"
+// just before A releases the lease (replays: both as messages an adapter replays), and
+// checks that A answered B's message in a second turn and B ran none.
+func leftJustBeforeRelease(t *testing.T, h *harness, replays bool) {
+	t.Helper()
+	msg := func(id, text string) core.Message {
+		m := evMsg(h, "a", id, text)
+		m.Replays = replays
+		return m
+	}
 	b := h.process(nil, nil, nil)
 	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
 	if err != nil {
@@ -305,14 +321,14 @@ func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	hooked := &releaseHook{Store: st, before: func() {
-		if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-b", "also this")); err != nil {
+		if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
 			t.Error(err)
 		}
 	}}
 	model, out := newFakeModel(), &recorder{}
-	a := core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out, Log: slog.New(slog.DiscardHandler),
-		Now: func() time.Time { return h.clock }, Owner: "test-process-release-a"})
-	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-a", "hello")); err != nil {
+	a := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return h.clock }, Owner: "test-process-release-a"}))
+	if err := <-a.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Wait(context.Background()); err != nil {
@@ -325,11 +341,7 @@ func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("A made %d model calls, want 2 (its turn, then the message B left it just before the release)", len(reqs))
 	}
-	last := reqs[1].Messages[len(reqs[1].Messages)-1]
-	if last.Role != core.RoleUser || last.Content != "also this" {
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != core.RoleUser || last.Content != "also this" {
 		t.Fatalf("A's second turn ended with %+v, want B's message", last)
-	}
-	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
-		t.Fatalf("lease after the turns: %v", err)
 	}
 }

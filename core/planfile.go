@@ -288,10 +288,16 @@ func EscapeMarkdown(s string) string {
 // EscapeMarkdown, and paragraph breaks survive as single blank lines.
 func escapeMarkdownBlock(s string) string {
 	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	return paragraphs(strings.Split(s, "\n"), EscapeMarkdown)
+}
+
+// paragraphs maps each line with f and joins the results, a run of empty ones kept as a
+// single blank line between paragraphs (none at the start or the end).
+func paragraphs(lines []string, f func(string) string) string {
 	var out []string
 	blank := false
-	for line := range strings.SplitSeq(s, "\n") {
-		e := EscapeMarkdown(line)
+	for _, line := range lines {
+		e := f(line)
 		if e == "" {
 			blank = len(out) > 0
 			continue

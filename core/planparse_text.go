@@ -20,21 +20,7 @@ func fileText(raw string, emDash bool) string {
 // fileBlock reads the lines of a multi-line text part (the summary): each line as
 // fileText, with runs of blank lines kept as one paragraph break.
 func fileBlock(lines []string) string {
-	var out []string
-	blank := false
-	for _, l := range lines {
-		t := fileText(l, false)
-		if t == "" {
-			blank = len(out) > 0
-			continue
-		}
-		if blank {
-			out = append(out, "")
-			blank = false
-		}
-		out = append(out, t)
-	}
-	return strings.Join(out, "\n")
+	return paragraphs(lines, func(l string) string { return fileText(l, false) })
 }
 
 // scopeText reads one scope entry: a code span is verbatim, anything else escaped text.
