@@ -152,3 +152,35 @@ func SpacedTrips(b *testing.B, convs int, gap time.Duration, trip func(conv, n i
 	b.StopTimer()
 	return latencies
 }
+
+// ModelCalls records when the model was asked about each user text, for the share of a
+// round trip after the model answered: reply arrival less the call's start and the
+// model's own time. The model's hook runs at the start of every call.
+type ModelCalls struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// RecordModelCalls sets m's hook to record, per last user text, when it was asked.
+func RecordModelCalls(m *Model) *ModelCalls {
+	c := &ModelCalls{at: map[string]time.Time{}}
+	m.Hook(func(req core.ModelRequest) {
+		now := time.Now()
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if msg := req.Messages[i]; msg.Role == core.RoleUser {
+				c.mu.Lock()
+				c.at[msg.Content] = now
+				c.mu.Unlock()
+				return
+			}
+		}
+	})
+	return c
+}
+
+// At is when the model was last asked about text (zero: never).
+func (c *ModelCalls) At(text string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at[text]
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +36,9 @@ const spacedGap = 25 * time.Millisecond
 // reply arriving; own-p50/own-p99, the same less the fake model's time (ModelTime);
 // cpu-ms/msg and disk-KB/msg of the whole test process (the fake API and the benchmark
 // driver included); syncs/msg, the store's durable (fsynced) transactions per message;
-// writes/batch, the store writes that shared one transaction.
+// writes/batch, the store writes that shared one transaction; after-model-p50/p99, from
+// the model being asked to the reply arriving, less the model's time (the issue's "model
+// answered → reply sent").
 //
 // The no-engine case replaces the engine with a handler that answers at once, which
 // leaves the adapter's own share: receiving, the inbox save, formatting and sending.
@@ -95,16 +98,26 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	e.Model.Echo("re: ")
 	e.Echo = !withEngine
 	replies := channeltest.NewReplies()
+	asked := channeltest.RecordModelCalls(e.Model)
 	api.mu.Lock()
 	api.onSent = func(_ int64, text string, at time.Time) { replies.Seen(text, at) }
 	api.mu.Unlock()
 	e.Start()
 
+	var (
+		afterMu    sync.Mutex
+		afterModel []time.Duration // reply arrival less the model call's start
+	)
 	roundTrip := func(chat int64, n int) (time.Duration, error) {
 		text := fmt.Sprintf("message %d in chat %d", n, chat)
 		reply := replies.Expect(text)
 		id := api.say(chat, user{id: chat, name: "bench"}, text)
 		at, err := reply()
+		if called := asked.At(text); err == nil && !called.IsZero() {
+			afterMu.Lock()
+			afterModel = append(afterModel, at.Sub(called))
+			afterMu.Unlock()
+		}
 		return at.Sub(api.servedAt(id)), err
 	}
 	// Warm up every session (first messages create them) before timing.
@@ -119,6 +132,9 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	}
 
 	trip := func(w, n int) (time.Duration, error) { return roundTrip(int64(1000+w), n) }
+	afterMu.Lock()
+	afterModel = nil // not the warm-up's
+	afterMu.Unlock()
 	st0, use0, dials0 := e.Store.GroupStats(), channeltest.ReadUsage(), dials.Load()
 	var latencies []time.Duration
 	if spaced {
@@ -142,4 +158,9 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	own := channeltest.Less(latencies, model)
 	b.ReportMetric(channeltest.Percentile(own, 0.50), "own-p50_ms")
 	b.ReportMetric(channeltest.Percentile(own, 0.99), "own-p99_ms")
+	if withEngine {
+		after := channeltest.Less(afterModel, model)
+		b.ReportMetric(channeltest.Percentile(after, 0.50), "after-model-p50_ms")
+		b.ReportMetric(channeltest.Percentile(after, 0.99), "after-model-p99_ms")
+	}
 }
