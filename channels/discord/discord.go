@@ -89,7 +89,7 @@ type Channel struct {
 	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
 
 	pubKey ed25519.PublicKey          // interactions http: verifies every request
-	disp   atomic.Pointer[dispatcher] // the running Run's, for the interactions route
+	disp   atomic.Pointer[dispatcher] // the running Run's or RunInteractions', for the interactions route
 	health *channels.Health           // the gateway connection, for Ready
 }
 
