@@ -12,7 +12,9 @@
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
 // With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
 // verified with the application's Ed25519 key, and take the same path, the deferred
-// response being the HTTP answer; messages still come over the gateway.
+// response being the HTTP answer; messages still come over the gateway. Run is both
+// halves; with several replicas RunInteractions serves the endpoint on every one of them
+// and RunGateway runs only on the replica elected for the gateway.
 //
 // discordgo reads the API base from package variables; changing them would change every
 // session in the process, so api_url is applied by a transport that rewrites the scheme
