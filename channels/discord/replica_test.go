@@ -80,7 +80,7 @@ func newFollower(e *env) *follower {
 // it verifies the request, answers with the deferred update, its engine decides and runs
 // the turn, and the follow-up, the decided plan's edit and the progress reach Discord
 // through its own REST client. A forged request to it is 401 and stores nothing.
-func TestFollowerHandlesHTTPInteractionsWithoutTheGateway(t *testing.T) {
+func TestReplicaWithoutTheGatewayHandlesHTTPInteractions(t *testing.T) {
 	e := newEnv(t, httpInteractions)
 	e.Model.Push(sid("C1"),
 		channeltest.Proposal("Docs cleanup", "Reword intro"),
