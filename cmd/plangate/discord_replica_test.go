@@ -173,6 +173,9 @@ func TestDiscordInteractionsOnAFollowerReplica(t *testing.T) {
 	if code, _ := signedPost(t, url, other, command(forged)); code != http.StatusUnauthorized {
 		t.Errorf("a forged interaction on the follower: %d, want 401", code)
 	}
+	if ss, err := st.Sessions(ctx); err != nil || len(ss) != 0 {
+		t.Errorf("a forged interaction made sessions: %v (%v)", ss, err)
+	}
 	code, body := signedPost(t, url, key, command(signed))
 	if code != 200 || !strings.Contains(body, `"type":5`) {
 		t.Errorf("the /plan command on the follower: %d %s, want 200 with the deferred answer (type 5)", code, body)
