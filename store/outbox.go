@@ -101,14 +101,19 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
+// sentSinceQuery is SentSince's query without its LIMIT. The index outbox_sent (migration
+// 0008) makes it a range scan of one channel's rows sent in the window, already in the
+// order asked for; without it every poll of every replica read the whole outbox.
+const sentSinceQuery = `SELECT id, session_id, reply, created_at, attempts FROM outbox
+		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
+
 // SentSince lists the replies of channel marked sent after since, by any process, in the
 // order they were sent (at most limit; 0 = no limit). A follower on another replica (the
 // web channel's live pages) re-reads a window behind the newest it has seen: sent_at is
 // stamped before the commit that writes it, so rows appear in the table slightly out of
 // sent_at order, and the window catches them.
 func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error) {
-	q := `SELECT id, session_id, reply, created_at, attempts FROM outbox
-		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
+	q := sentSinceQuery
 	args := []any{channel, formatTime(since)}
 	if limit > 0 {
 		q += ` LIMIT ?`
