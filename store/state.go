@@ -104,6 +104,17 @@ func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([
 	return out, rows.Err()
 }
 
+// DeleteChannelState removes a saved value, durably (an adopted inbox's record, once
+// its events are in the adopter's own); removing one that is not there changes nothing.
+func (s *Store) DeleteChannelState(ctx context.Context, channel, account, key string) error {
+	err := s.runSteps(ctx, []step{{what: "deleting", q: `DELETE FROM channel_state WHERE channel = ? AND account = ? AND key = ?`,
+		args: []any{channel, account, key}}}, false)
+	if err != nil {
+		return fmt.Errorf("deleting channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return nil
+}
+
 // errStateMoved: the row to move was gone (another process moved it first).
 var errStateMoved = errors.New("channel state already moved")
 

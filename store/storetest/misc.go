@@ -33,6 +33,17 @@ func testChannelState(t *testing.T, open func() Store) {
 	if err := s.SetChannelState(ctx, "telegram", "bot1", "", "x"); err == nil {
 		t.Fatal("an empty key was accepted")
 	}
+	for range 2 { // deleting what is gone changes nothing
+		if err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := open().ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || ok {
+		t.Fatalf("deleted state still there: %v, %v", ok, err)
+	}
+	if v, ok, err := s.ChannelState(ctx, "telegram", "bot2", "offset"); err != nil || !ok || v != "7" {
+		t.Fatalf("another account's state after a delete = %q, %v, %v", v, ok, err)
+	}
 }
 
 func testLeases(t *testing.T, open func() Store) {

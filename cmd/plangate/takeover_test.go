@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
+	"github.com/plangate/plangate/store/pgtest"
+)
+
+// fakeAdopter is a running adapter that records the inbox records it is handed.
+type fakeAdopter struct {
+	name, account string
+
+	mu      sync.Mutex
+	refuse  error // AdoptInbox's answer while set
+	adopted []string
+	got     chan string
+}
+
+func newFakeAdopter(name, account string) *fakeAdopter {
+	return &fakeAdopter{name: name, account: account, got: make(chan string, 16)}
+}
+
+func (f *fakeAdopter) Name() string                                { return f.name }
+func (f *fakeAdopter) Run(context.Context, channels.Handler) error { return nil }
+func (f *fakeAdopter) Send(context.Context, core.Reply) (string, error) {
+	return "", nil
+}
+func (f *fakeAdopter) InboxAccount() string { return f.account }
+
+func (f *fakeAdopter) AdoptInbox(_ context.Context, saved string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse != nil {
+		return 0, f.refuse
+	}
+	f.adopted = append(f.adopted, saved)
+	f.got <- saved
+	return 1, nil
+}
+
+func (f *fakeAdopter) records() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(slices.Values(f.adopted))
+}
+
+// fakeEngine records what takeover asks of the engine.
+type fakeEngine struct {
+	mu        sync.Mutex
+	delivered int
+	resumed   []func(core.Session) bool
+}
+
+func (e *fakeEngine) DeliverLeft(context.Context, []string, time.Duration) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.delivered++
+	return 0, nil
+}
+
+func (e *fakeEngine) StartResume(_ context.Context, only func(core.Session) bool) (func() int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.resumed = append(e.resumed, only)
+	return func() int { return 0 }, nil
+}
+
+// takeoverTest is one PostgreSQL database with replica leases and inbox records, and a
+// running replica's takeover over fake adapters, on a clock the test moves.
+type takeoverTest struct {
+	t     *testing.T
+	ctx   context.Context
+	st    *store.Store
+	t0    time.Time
+	tg    *fakeAdopter
+	sl    *fakeAdopter
+	eng   *fakeEngine
+	clock time.Time
+}
+
+func newTakeoverTest(t *testing.T) *takeoverTest {
+	ctx := context.Background()
+	st, err := store.OpenPostgres(ctx, pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &takeoverTest{t: t, ctx: ctx, st: st, t0: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC),
+		tg: newFakeAdopter("telegram", "bot"), sl: newFakeAdopter("slack", "T1"), eng: &fakeEngine{}}
+}
+
+func (x *takeoverTest) lease(owner string, at time.Time) {
+	x.t.Helper()
+	if _, ok, err := x.st.AcquireLease(x.ctx, replicaLease(owner), owner, at, store.ElectionTTL); err != nil || !ok {
+		x.t.Fatalf("the lease of %s: %v %v", owner, ok, err)
+	}
+}
+
+func (x *takeoverTest) record(channel, account, key, value string) {
+	x.t.Helper()
+	if err := x.st.SetChannelState(x.ctx, channel, account, key, value); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+func (x *takeoverTest) has(channel, account, key string) bool {
+	x.t.Helper()
+	_, ok, err := x.st.ChannelState(x.ctx, channel, account, key)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	return ok
+}
+
+// replica is the takeover of the running replica me.
+func (x *takeoverTest) replica(me string) *takeover {
+	return &takeover{eng: x.eng, st: x.st, served: []string{"telegram", "slack"}, now: func() time.Time { return x.clock },
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), me: me,
+		inboxes:  map[string]string{"telegram": "updates", "slack": "inbox"},
+		adopters: map[string]channels.InboxAdopter{"telegram": x.tg, "slack": x.sl}}
+}
+
+// A replica dies with events it acknowledged in its inbox records and never comes back:
+// at the next tick a running replica claims it, hands each of its records (of the accounts
+// it serves) to its running adapter, deletes them once adopted, releases the claim and
+// resumes every session; a live replica's record, its own and another account's are left.
+func TestTakeoverAdoptsADeadReplicasInbox(t *testing.T) {
+	x := newTakeoverTest(t)
+	const dead, live, me = "elsewhere/1/dead", "elsewhere/2/live", "elsewhere/3/me"
+	x.lease(dead, x.t0)
+	x.lease(live, x.t0.Add(10*time.Second))
+	x.lease(me, x.t0.Add(20*time.Second))
+	x.record("telegram", "bot", "updates@"+dead, "tg-dead")
+	x.record("telegram", "otherbot", "updates@"+dead, "tg-dead-other-bot")
+	x.record("slack", "T1", "inbox@"+dead, "sl-dead")
+	x.record("telegram", "bot", "updates@"+live, "tg-live")
+	x.record("telegram", "bot", "updates@"+me, "tg-mine")
+	x.record("telegram", "bot", "updates-other", "not an inbox")
+	x.clock = x.t0.Add(20 * time.Second) // the dead lease expired at +15 s, the live one at +25 s
+
+	tick := make(chan time.Time)
+	ctx, cancel := context.WithCancel(x.ctx)
+	done := make(chan struct{})
+	go func() { x.replica(me).run(ctx, ctx, tick); close(done) }()
+	tick <- x.clock
+	tick <- x.clock // the first tick has ended once the second is taken
+	cancel()
+	<-done
+
+	if got := x.tg.records(); !slices.Equal(got, []string{"tg-dead"}) {
+		t.Errorf("telegram adopted %q, want the dead replica's record of its own bot", got)
+	}
+	if got := x.sl.records(); !slices.Equal(got, []string{"sl-dead"}) {
+		t.Errorf("slack adopted %q, want the dead replica's record", got)
+	}
+	if x.has("telegram", "bot", "updates@"+dead) || x.has("slack", "T1", "inbox@"+dead) {
+		t.Error("an adopted record is still there")
+	}
+	for _, k := range []struct{ account, key string }{{"otherbot", "updates@" + dead}, {"bot", "updates@" + live}, {"bot", "updates@" + me}, {"bot", "updates-other"}} {
+		if !x.has("telegram", k.account, k.key) {
+			t.Errorf("the record %s/%s was taken", k.account, k.key)
+		}
+	}
+	if _, err := x.st.Lease(x.ctx, replicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("the dead replica's lease after the takeover: %v, want the claim released", err)
+	}
+	if l, err := x.st.Lease(x.ctx, replicaLease(live)); err != nil || l.Owner != live {
+		t.Errorf("the live replica's lease: %+v %v", l, err)
+	}
+	x.eng.mu.Lock()
+	defer x.eng.mu.Unlock()
+	if x.eng.delivered != 1 || len(x.eng.resumed) != 1 {
+		t.Fatalf("delivered %d times, resumed %d times; want once each (the second tick finds nothing)", x.eng.delivered, len(x.eng.resumed))
+	}
+	only := x.eng.resumed[0]
+	if !only(core.Session{ID: "a", Address: core.Address{Channel: "slack"}}) || only(core.Session{ID: "b", Address: core.Address{Channel: "discord"}}) {
+		t.Error("after a replica died every session of the channels served here is resumed, and only those")
+	}
+}
+
+// Of two survivors only one claims a dead replica. A record its adapter cannot take now
+// (not receiving yet) stays, and is adopted at a later tick though the dead replica's
+// lease is gone by then; so is a record a replica left without a lease (it stopped
+// cleanly with events left), which resumes no session.
+func TestTakeoverClaimsOnceAndRetriesARecordLeft(t *testing.T) {
+	x := newTakeoverTest(t)
+	const dead, stopped, me, other = "elsewhere/1/dead", "elsewhere/5/stopped", "elsewhere/3/me", "elsewhere/4/other"
+	x.lease(dead, x.t0)
+	x.record("slack", "T1", "inbox@"+dead, "sl-dead")
+	x.record("slack", "T1", "inbox@"+stopped, "sl-stopped")
+	x.clock = x.t0.Add(20 * time.Second)
+
+	if ok, err := claimReplica(x.ctx, x.st, dead, other, x.clock); err != nil || !ok {
+		t.Fatalf("the first claim: %v %v", ok, err)
+	}
+	if ok, err := claimReplica(x.ctx, x.st, dead, me, x.clock); err != nil || ok {
+		t.Fatalf("a second survivor claimed the dead replica too: %v %v", ok, err)
+	}
+	releaseClaim(x.ctx, x.st, dead, other, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	x.sl.refuse = channels.ErrNotReceiving
+	tk := x.replica(me)
+	tk.once(x.ctx)
+	if !x.has("slack", "T1", "inbox@"+dead) || !x.has("slack", "T1", "inbox@"+stopped) {
+		t.Fatal("a record the adapter did not take was deleted")
+	}
+	if _, err := x.st.Lease(x.ctx, replicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("the claim is kept after a failed adoption: %v", err)
+	}
+	x.sl.refuse = nil
+	x.eng.resumed = nil
+	tk.once(x.ctx)
+	if got := x.sl.records(); !slices.Equal(got, []string{"sl-dead", "sl-stopped"}) {
+		t.Errorf("adopted %q at the next tick, want both records", got)
+	}
+	if x.has("slack", "T1", "inbox@"+dead) || x.has("slack", "T1", "inbox@"+stopped) {
+		t.Error("an adopted record is still there")
+	}
+	if len(x.eng.resumed) != 0 {
+		t.Error("records without a lease resumed every session")
+	}
+}
