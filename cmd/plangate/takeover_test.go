@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
@@ -228,5 +235,93 @@ func TestTakeoverClaimsOnceAndRetriesARecordLeft(t *testing.T) {
 	}
 	if len(x.eng.resumed) != 0 {
 		t.Error("records without a lease resumed every session")
+	}
+}
+
+// Replica A acknowledged a Telegram webhook update and died before it handled it, and
+// never comes back. Replica B runs (a real webhook adapter, engine and store): at its next
+// takeover tick it adopts A's inbox record and answers the update, once, and A's record
+// is gone.
+func TestTakeoverAnswersWhatADeadReplicaAcknowledged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := newSoakTelegram()
+	tgSrv := httptest.NewServer(tg)
+	defer tgSrv.Close()
+	model := httptest.NewServer(echoModel(true))
+	defer model.Close()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `store: {driver: postgres, dsn: %q}
+plans: {dir: %q}
+llm: {provider: openai, base_url: %q, api_key: k, model: echo, max_retries: 0, timeout: 10s}
+channels:
+  terminal: {enabled: false}
+  telegram: {enabled: true, token: "4242:soak-token", api_url: %q, mode: webhook, webhook_secret: s}
+http: {listen: "127.0.0.1:0", public_url: "http://127.0.0.1:1"}
+`, pgtest.Schema(t), filepath.Join(dir, "plans"), model.URL+"/v1", tgSrv.URL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	e := procEnv{stderr: &stderr, now: time.Now, getenv: func(string) string { return "" }}
+	cfg, err := loadConfig(cfgPath, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openCheckedStore(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	const dead, me = "elsewhere/1/dead", "elsewhere/2/me"
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if _, _, err := st.AcquireLease(ctx, replicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := json.Marshal(map[string]any{"next": 8, "pending": []json.RawMessage{json.RawMessage(soakMessage(7, 3, "left by A"))}})
+	if err := st.SetChannelState(ctx, "telegram", "4242", "updates@"+dead, string(left)); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Channels.Telegram.PublicURL = cfg.HTTP.PublicURL
+	ch, err := telegram.New(ctx, cfg.Channels.Telegram, replicaState{st: st, inbox: "updates", owner: me}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := channels.NewHub(log, ch)
+	g, err := startGateway(ctx, cfg, e, log, st, hub, []string{"telegram"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.shutdown(5*time.Second, nil) }()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go func() { _ = hub.Run(runCtx, workHandler{eng: g.eng, ctx: ctx}) }()
+	for ch.Ready() != nil { // the webhook registered: receiving
+		if ctx.Err() != nil {
+			t.Fatal("the webhook adapter never ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	tk := newTakeover(cfg, g, st, []channels.Channel{ch}, func() time.Time { return t0.Add(20 * time.Second) }, log)
+	tk.me = me
+	tick := make(chan time.Time)
+	go tk.run(runCtx, ctx, tick)
+	tick <- t0.Add(20 * time.Second) // one tick
+	for tg.countIn(3, "echo: left by A\n") == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("the update the dead replica acknowledged was never answered\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, ok, err := st.ChannelState(ctx, "telegram", "4242", "updates@"+dead); err != nil || ok {
+		t.Errorf("the dead replica's record after the adoption: %v %v, want it deleted", ok, err)
+	}
+	tick <- t0.Add(30 * time.Second) // the first tick has ended; this one finds nothing
+	if n := tg.countIn(3, "echo: left by A\n"); n != 1 {
+		t.Errorf("answered %d times, want once", n)
 	}
 }
