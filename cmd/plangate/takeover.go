@@ -172,8 +172,10 @@ func (tk *takeover) adopt(ctx context.Context, holder string) {
 			}
 			continue
 		}
-		if err := tk.st.DeleteChannelState(context.WithoutCancel(ctx), r.channel, r.account, r.key); err != nil {
-			// Adopted again later: replayed twice, which the inbound keys make harmless.
+		// Only as adopted: a replica thought dead that saved its record again meanwhile
+		// keeps it (adopted again later if it is gone: replayed twice, which the inbound
+		// keys make harmless).
+		if _, err := tk.st.DeleteChannelState(context.WithoutCancel(ctx), r.channel, r.account, r.key, saved); err != nil {
 			tk.log.Warn("deleting an adopted inbox", "channel", r.channel, "record", r.key, "err", err)
 		}
 		tk.log.Info("adopted the inbox of a replica that is gone", "channel", r.channel, "record", r.key, "events", n)
