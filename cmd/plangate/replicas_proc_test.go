@@ -332,6 +332,7 @@ func TestReplicasWebhooksKill(t *testing.T) {
 	texts = append(append(texts, slackTexts...), "hold-tg", "hold-sl")
 	logs := func() string { return reps[0].logs.String() + reps[1].logs.String() }
 	rt.settle(texts, func(c int, data string) { send(func(id int) string { return soakClick(id, c, data) }) }, logs)
+	t.Logf("telegram updates taken per replica %v, slack events %v", took, slackTook)
 	if took[0] == 0 || took[1] == 0 || slackTook[0] == 0 || slackTook[1] == 0 {
 		t.Errorf("updates taken per replica: %v, slack events %v; want them spread over both", took, slackTook)
 	}

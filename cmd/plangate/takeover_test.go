@@ -28,7 +28,8 @@ type fakeAdopter struct {
 	name, account string
 
 	mu      sync.Mutex
-	refuse  error // AdoptInbox's answer while set
+	refuse  error  // AdoptInbox's answer while set
+	during  func() // called in AdoptInbox, when set
 	adopted []string
 	got     chan string
 }
@@ -52,6 +53,9 @@ func (f *fakeAdopter) AdoptInbox(_ context.Context, saved string) (int, error) {
 	}
 	f.adopted = append(f.adopted, saved)
 	f.got <- saved
+	if f.during != nil {
+		f.during()
+	}
 	return 1, nil
 }
 
@@ -235,6 +239,15 @@ func TestTakeoverClaimsOnceAndRetriesARecordLeft(t *testing.T) {
 	}
 	if len(x.eng.resumed) != 0 {
 		t.Error("records without a lease resumed every session")
+	}
+
+	// A replica thought gone that saves its inbox again while it is adopted keeps the
+	// new record: only the value adopted is deleted.
+	x.record("slack", "T1", "inbox@"+stopped, "sl-stopped-2")
+	x.sl.during = func() { x.record("slack", "T1", "inbox@"+stopped, "sl-stopped-3") }
+	tk.once(x.ctx)
+	if v, ok, err := x.st.ChannelState(x.ctx, "slack", "T1", "inbox@"+stopped); err != nil || v != "sl-stopped-3" {
+		t.Errorf("the record saved again during the adoption: %q %v %v, want it kept", v, ok, err)
 	}
 }
 
