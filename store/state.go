@@ -104,7 +104,23 @@ func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([
 	return out, rows.Err()
 }
 
-// errStateMoved: the row to move was gone (another process moved it first).
+// DeleteChannelState removes a saved value, durably, if it is still value (an adopted
+// inbox's record, once its events are in the adopter's own: a record written again
+// meanwhile is kept). false when it was changed or gone.
+func (s *Store) DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error) {
+	err := s.runSteps(ctx, []step{{what: "deleting", q: `DELETE FROM channel_state WHERE channel = ? AND account = ? AND key = ? AND value = ?`,
+		args: []any{channel, account, key, value}, none: errStateMoved}}, false)
+	if errors.Is(err, errStateMoved) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return true, nil
+}
+
+// errStateMoved: the row to move or delete was gone (another process moved it first) or
+// changed.
 var errStateMoved = errors.New("channel state already moved")
 
 // MoveChannelState renames the saved state from to to, in one statement, so that of two

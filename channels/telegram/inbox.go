@@ -147,6 +147,35 @@ func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 	return true
 }
 
+// adopt merges the pending updates of saved, another replica's inbox record, into this
+// inbox (not yet saved) and returns those that were new here, oldest first, with their
+// ids. One pending here, or received here lately, is not taken twice; the floor is not
+// asked, since the other replica's ids interleave with this one's.
+func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
+	var s savedInbox
+	if err := json.Unmarshal([]byte(saved), &s); err != nil {
+		return nil, nil, fmt.Errorf("decoding an adopted update inbox: %w", err)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var raws []json.RawMessage
+	var ids []int64
+	for _, raw := range s.Pending {
+		id, _, err := updateID(raw)
+		if _, pending := in.pending[id]; err != nil || pending || in.seen[id] {
+			continue
+		}
+		in.remember(id)
+		in.next = max(in.next, id+1)
+		in.pending[id] = raw
+		raws, ids = append(raws, raw), append(ids, id)
+	}
+	if len(ids) > 0 {
+		in.saver.Changed()
+	}
+	return raws, ids, nil
+}
+
 // remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
 func (in *inbox) remember(id int64) {
 	if in.seen[id] {

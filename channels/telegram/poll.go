@@ -171,6 +171,7 @@ type dispatcher struct {
 
 	ctx       context.Context // Run's: dispatching webhook updates
 	accepting atomic.Bool     // Run is taking webhook updates
+	receiving atomic.Bool     // Run is past its replay and dispatching (AdoptInbox may add updates)
 
 	inflight sync.WaitGroup // updates handed over and not yet settled
 	left     atomic.Int64   // updates the handler gave up on while stopping

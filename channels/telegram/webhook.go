@@ -67,6 +67,44 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// InboxAccount implements channels.InboxAdopter: the bot whose inbox records this
+// adapter keeps.
+func (c *Channel) InboxAccount() string { return c.account }
+
+// AdoptInbox implements channels.InboxAdopter: the updates another replica saved in its
+// inbox and never handled join this Run's inbox, saved before it returns, and are
+// dispatched as a replayed update is.
+func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
+	d := c.disp.Load()
+	if d == nil || !d.receiving.Load() {
+		return 0, channels.ErrNotReceiving
+	}
+	raws, ids, err := d.in.adopt(saved)
+	if err != nil {
+		c.log.Error("dropping an adopted update inbox that cannot be read", "err", err)
+		return 0, nil
+	}
+	if len(raws) == 0 {
+		return 0, nil
+	}
+	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
+		d.in.unreceive(ids, -1)
+		return 0, err
+	}
+	if d.async == nil {
+		d.inflight.Go(func() {
+			for _, raw := range raws {
+				d.dispatch(d.ctx, raw)
+			}
+		})
+		return len(raws), nil
+	}
+	for _, raw := range raws {
+		d.dispatch(d.ctx, raw)
+	}
+	return len(raws), nil
+}
+
 // decodeUpdate reads a webhook body as one update; the error is a one-line reason.
 func decodeUpdate(body []byte) (int64, *models.Update, error) {
 	id, exact, err := updateID(body)

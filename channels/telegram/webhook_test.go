@@ -321,3 +321,65 @@ func TestWebhookBeforeRunAnd503(t *testing.T) {
 		t.Errorf("Run without public_url = %v", err)
 	}
 }
+
+// A running webhook adapter adopts the inbox another replica left: the updates it held
+// (one also pending here) are saved in this inbox before AdoptInbox returns, answered once
+// each, and adopting the record again (a crash before its deletion) answers nothing more.
+// While the store refuses the save nothing is adopted, and nothing handled.
+func TestWebhookAdoptsAnotherReplicasInbox(t *testing.T) {
+	h := newHookEnv(t)
+	ctx := context.Background()
+	var raws []json.RawMessage
+	var ids []int64
+	for i := range 3 {
+		id, b := h.update(private+int64(i), "left "+strconv.Itoa(i))
+		raws, ids = append(raws, b), append(ids, id)
+	}
+	saved, err := json.Marshal(savedInbox{Pending: raws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.disk.full.Store(true)
+	if n, err := h.Channel.AdoptInbox(ctx, string(saved)); err == nil || n != 0 {
+		t.Fatalf("AdoptInbox on a full disk = %d, %v; want an error", n, err)
+	}
+	h.disk.full.Store(false)
+	if code, ans := h.post(hookSecret, raws[2]); code != http.StatusOK { // delivered here too
+		t.Fatalf("POST = %d %s", code, ans)
+	}
+	h.api.waitText(private+2, "ok")
+	n, err := h.Channel.AdoptInbox(ctx, string(saved))
+	if err != nil || n != 2 {
+		t.Fatalf("AdoptInbox = %d, %v; want the 2 updates not received here", n, err)
+	}
+	if got := h.savedIDs(); !slices.Contains(got, ids[0]) || !slices.Contains(got, ids[1]) {
+		t.Errorf("the stored inbox knows %v after AdoptInbox returned, want %v among them", got, ids[:2])
+	}
+	for i := range 3 {
+		h.api.waitText(private+int64(i), "ok")
+	}
+	h.Idle()
+	if n, err := h.Channel.AdoptInbox(ctx, string(saved)); err != nil || n != 0 {
+		t.Errorf("adopting the record again = %d, %v; want nothing new", n, err)
+	}
+	if n, err := h.Channel.AdoptInbox(ctx, "{damaged"); err != nil || n != 0 {
+		t.Errorf("adopting a damaged record = %d, %v; want it dropped", n, err)
+	}
+	h.Idle()
+	for i := range 3 {
+		if n := countContaining(h.api.messages(private+int64(i)), "ok"); n != 1 {
+			t.Errorf("chat %d answered %d times, want once", i, n)
+		}
+	}
+	if n := h.Model.CallCount(); n != 3 {
+		t.Errorf("the model was called %d times for 3 updates", n)
+	}
+}
+
+// Before Run (or after it) there is no inbox to adopt into: the record must stay.
+func TestAdoptInboxBeforeRun(t *testing.T) {
+	c := &Channel{}
+	if _, err := c.AdoptInbox(context.Background(), `{"pending":[]}`); !errors.Is(err, channels.ErrNotReceiving) {
+		t.Errorf("AdoptInbox without Run = %v, want ErrNotReceiving", err)
+	}
+}

@@ -33,6 +33,21 @@ func testChannelState(t *testing.T, open func() Store) {
 	if err := s.SetChannelState(ctx, "telegram", "bot1", "", "x"); err == nil {
 		t.Fatal("an empty key was accepted")
 	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "41"); err != nil || ok {
+		t.Fatalf("deleting a value that changed since = %v, %v; want it kept", ok, err)
+	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "42"); err != nil || !ok {
+		t.Fatalf("deleting the value = %v, %v", ok, err)
+	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "42"); err != nil || ok {
+		t.Fatalf("deleting what is gone = %v, %v; want false", ok, err)
+	}
+	if _, ok, err := open().ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || ok {
+		t.Fatalf("deleted state still there: %v, %v", ok, err)
+	}
+	if v, ok, err := s.ChannelState(ctx, "telegram", "bot2", "offset"); err != nil || !ok || v != "7" {
+		t.Fatalf("another account's state after a delete = %q, %v, %v", v, ok, err)
+	}
 }
 
 func testLeases(t *testing.T, open func() Store) {

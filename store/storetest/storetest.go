@@ -30,6 +30,7 @@ type Store interface {
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
+	DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error)
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
