@@ -33,23 +33,31 @@ func (s *Saver) Changed() {
 // a lazy save (SaveSoon) is enough for it.
 func (s *Saver) Finished() { s.version.Add(1) }
 
-// Save runs write (which takes its snapshot and stores it durably) unless nothing changed
-// since the last save, or a lazy save wrote a change that must be durable. Concurrent
-// calls coalesce: whoever saves writes the newest state, and the others find nothing
-// left to do.
+// Save runs write (which takes its snapshot and stores it durably) unless every change
+// made before the call is saved already: durably, or lazily when the changes that must be
+// durable were durable. Concurrent calls coalesce: whoever saves writes the newest state,
+// and the callers whose changes it held return once it is durable without writing again,
+// even when newer changes arrived meanwhile (those are their own callers' to save). Under
+// a steady stream of changes every waiter used to write once more in turn.
 func (s *Saver) Save(ctx context.Context, write func(context.Context) error) error {
+	// Read before the lock: the caller's changes are at most this version.
+	return s.saveFrom(ctx, s.version.Load(), s.must.Load(), write)
+}
+
+// saveFrom is Save for the changes up to version v, of which those up to m must be durable.
+func (s *Saver) saveFrom(ctx context.Context, v, m int64, write func(context.Context) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	// Read before the snapshot, so the snapshot holds at least this version.
-	v, m := s.version.Load(), s.must.Load()
-	if s.written.Load() == v && s.durable.Load() >= m {
+	if s.durable.Load() >= v || (s.written.Load() >= v && s.durable.Load() >= m) {
 		return nil
 	}
+	// Read before the snapshot, so the snapshot holds at least this version.
+	now := s.version.Load()
 	if err := write(ctx); err != nil {
 		return err
 	}
-	s.written.Store(v)
-	s.durable.Store(v)
+	s.written.Store(now)
+	s.durable.Store(now)
 	return nil
 }
 

@@ -70,3 +70,26 @@ func TestSaverLazySaveKeepsDurableChangesDurable(t *testing.T) {
 		t.Fatalf("Save after a removal: %d durable writes, want 2: Save still writes what changed (err %v)", durable, err)
 	}
 }
+
+// A Save whose changes an earlier save already made durable returns without writing,
+// though newer changes arrived since (they are their own Save's): under a steady stream
+// of changes each waiting caller wrote the whole record again in turn.
+func TestSaverSkipsChangesSavedMeanwhile(t *testing.T) {
+	var s Saver
+	writes := 0
+	write := func(context.Context) error { writes++; return nil }
+	ctx := context.Background()
+	s.Changed() // caller A's change
+	v, m := s.version.Load(), s.must.Load()
+	s.Changed() // caller B's change
+	if err := s.Save(ctx, write); err != nil || writes != 1 {
+		t.Fatalf("B's save: err %v, %d writes, want 1", err, writes)
+	}
+	s.Changed() // caller C's change, after B's save
+	if err := s.saveFrom(ctx, v, m, write); err != nil || writes != 1 {
+		t.Fatalf("A's save after B's held A's change: err %v, %d writes, want still 1", err, writes)
+	}
+	if err := s.Save(ctx, write); err != nil || writes != 2 {
+		t.Fatalf("C's save: err %v, %d writes, want 2", err, writes)
+	}
+}
