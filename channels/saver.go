@@ -17,8 +17,14 @@ type Saver struct {
 	written atomic.Int64 // the version last saved
 	durable atomic.Int64 // the version last saved by Save (durably)
 
-	writeMu sync.Mutex // one save at a time, so an older snapshot never overwrites a newer one
-	soon    Later      // the delayed save
+	// One save at a time, so an older snapshot never overwrites a newer one: busy is
+	// closed when the save in flight ends (nil when none is), which wakes every caller
+	// waiting for it at once to see whether it held their changes. (A mutex handed
+	// the callers on one at a time, each needing the CPU in turn to find it had nothing
+	// to do: on two busy cores a queue of 20 webhook requests took milliseconds.)
+	mu   sync.Mutex
+	busy chan struct{}
+	soon Later // the delayed save
 }
 
 // Changed notes a change that is not saved yet and must reach the disk with the next
@@ -46,19 +52,50 @@ func (s *Saver) Save(ctx context.Context, write func(context.Context) error) err
 
 // saveFrom is Save for the changes up to version v, of which those up to m must be durable.
 func (s *Saver) saveFrom(ctx context.Context, v, m int64, write func(context.Context) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.durable.Load() >= v || (s.written.Load() >= v && s.durable.Load() >= m) {
-		return nil
+	return s.run(ctx, true, func() bool {
+		return s.durable.Load() >= v || (s.written.Load() >= v && s.durable.Load() >= m)
+	}, write)
+}
+
+// run waits for the save in flight until saved reports that it needs none, or runs
+// write as the next one, with a snapshot at least as new as the version when it starts.
+func (s *Saver) run(ctx context.Context, durable bool, saved func() bool, write func(context.Context) error) error {
+	s.mu.Lock()
+	for !saved() {
+		busy := s.busy
+		if busy == nil {
+			return s.lead(ctx, durable, write)
+		}
+		s.mu.Unlock()
+		<-busy
+		s.mu.Lock()
 	}
-	// Read before the snapshot, so the snapshot holds at least this version.
-	now := s.version.Load()
-	if err := write(ctx); err != nil {
-		return err
-	}
-	s.written.Store(now)
-	s.durable.Store(now)
+	s.mu.Unlock()
 	return nil
+}
+
+// lead runs write as the save in flight; s.mu is held on entry and released.
+func (s *Saver) lead(ctx context.Context, durable bool, write func(context.Context) error) (err error) {
+	end := make(chan struct{})
+	s.busy = end
+	s.mu.Unlock()
+	now := s.version.Load() // read before the snapshot, so the snapshot holds at least this
+	wrote := false
+	defer func() { // even when write panics, or every later save would wait forever
+		s.mu.Lock()
+		if wrote {
+			s.written.Store(now)
+			if durable {
+				s.durable.Store(now)
+			}
+		}
+		s.busy = nil
+		close(end)
+		s.mu.Unlock()
+	}()
+	err = write(ctx)
+	wrote = err == nil
+	return err
 }
 
 // SaveSoon saves after delay with write, which need not wait for the disk, coalescing
@@ -74,17 +111,8 @@ func (s *Saver) SaveSoon(ctx context.Context, delay time.Duration, write func(co
 }
 
 func (s *Saver) saveLazy(ctx context.Context, write func(context.Context) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	v := s.version.Load()
-	if s.written.Load() == v {
-		return nil
-	}
-	if err := write(ctx); err != nil {
-		return err
-	}
-	s.written.Store(v)
-	return nil
+	return s.run(ctx, false, func() bool { return s.written.Load() >= v }, write)
 }
 
 // Delete removes key from m, noting the change when it was there; the caller holds the

@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -91,5 +92,53 @@ func TestSaverSkipsChangesSavedMeanwhile(t *testing.T) {
 	}
 	if err := s.Save(ctx, write); err != nil || writes != 2 {
 		t.Fatalf("C's save: err %v, %d writes, want 2", err, writes)
+	}
+}
+
+// Saves while one is in flight wait for it: one whose changes it held returns without
+// writing, one with a newer change writes after it, never beside it; a save that
+// panicked leaves the next one free to run.
+func TestSaverWaitersShareTheSaveInFlight(t *testing.T) {
+	var s Saver
+	ctx := context.Background()
+	var writes, inFlight atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	write := func(context.Context) error {
+		if inFlight.Add(1) != 1 {
+			t.Error("two saves ran at once")
+		}
+		defer inFlight.Add(-1)
+		if writes.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	}
+	s.Changed()
+	s.Changed()
+	first := make(chan error, 1)
+	go func() { first <- s.Save(ctx, write) }()
+	<-started
+	held := make(chan error, 1)
+	go func() { held <- s.Save(ctx, write) }() // its changes are in the snapshot in flight
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil || writes.Load() != 1 {
+		t.Fatalf("a save whose changes the one in flight held: err %v, %d writes, want 1", err, writes.Load())
+	}
+	s.Changed()
+	if err := s.Save(ctx, write); err != nil || writes.Load() != 2 {
+		t.Fatalf("a newer change: err %v, %d writes, want 2", err, writes.Load())
+	}
+
+	s.Changed()
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.Save(ctx, func(context.Context) error { panic("boom") })
+	}()
+	if err := s.Save(ctx, write); err != nil || writes.Load() != 3 {
+		t.Fatalf("after a save panicked: err %v, %d writes, want 3 (the change was not saved)", err, writes.Load())
 	}
 }
