@@ -152,3 +152,27 @@ func SpacedTrips(b *testing.B, convs int, gap time.Duration, trip func(conv, n i
 	b.StopTimer()
 	return latencies
 }
+
+// ReportWebhook reports a webhook benchmark: req/s over elapsed; p50_200_ms/p99_200_ms,
+// the time to the 200 of the requests sent over HTTP (of the direct ones when none
+// were); when both kinds ran, direct_p50_ms/direct_p99_ms for those handed to the
+// handler without the network, and http_p50_ms/http_p99_ms, what HTTP added at each
+// percentile in the same run; p50_reply_ms/p99_reply_ms to the reply.
+func ReportWebhook(b *testing.B, elapsed time.Duration, viaHTTP, direct, replies []time.Duration) {
+	b.Helper()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	answered := viaHTTP
+	if len(answered) == 0 {
+		answered = direct
+	}
+	b.ReportMetric(Percentile(answered, 0.50), "p50_200_ms")
+	b.ReportMetric(Percentile(answered, 0.99), "p99_200_ms")
+	if len(viaHTTP) > 0 && len(direct) > 0 {
+		b.ReportMetric(Percentile(direct, 0.50), "direct_p50_ms")
+		b.ReportMetric(Percentile(direct, 0.99), "direct_p99_ms")
+		b.ReportMetric(Percentile(viaHTTP, 0.50)-Percentile(direct, 0.50), "http_p50_ms")
+		b.ReportMetric(Percentile(viaHTTP, 0.99)-Percentile(direct, 0.99), "http_p99_ms")
+	}
+	b.ReportMetric(Percentile(replies, 0.50), "p50_reply_ms")
+	b.ReportMetric(Percentile(replies, 0.99), "p99_reply_ms")
+}

@@ -29,6 +29,7 @@ type diskState struct {
 	channels.State
 	full   atomic.Bool
 	failed atomic.Int64
+	saves  atomic.Int64 // durable saves that succeeded
 }
 
 func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
@@ -36,7 +37,21 @@ func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string
 		s.failed.Add(1)
 		return errors.New("saving channel state: database or disk is full")
 	}
-	return s.State.SetChannelState(ctx, ch, acct, key, v)
+	err := s.State.SetChannelState(ctx, ch, acct, key, v)
+	if err == nil {
+		s.saves.Add(1)
+	}
+	return err
+}
+
+// SetChannelStateLazy keeps the store's lazy save (the save after updates were handled):
+// without it every such save was durable, as it is on no real store.
+func (s *diskState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v string) error {
+	if s.full.Load() {
+		s.failed.Add(1)
+		return errors.New("saving channel state: database or disk is full")
+	}
+	return channels.SetStateLazy(ctx, s.State, ch, acct, key, v)
 }
 
 // hookEnv is the adapter in webhook mode behind a real httpserver.Server.
