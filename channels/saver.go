@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,95 @@ func (s *Saver) lead(ctx context.Context, durable bool, write func(context.Conte
 	err = write(ctx)
 	wrote = err == nil
 	return err
+}
+
+// Record is what a Saver saves: the record under (Channel, Account, Key) in St, whose
+// value Encode takes from the owner's current state (a snapshot, under its lock).
+type Record struct {
+	St                    State
+	Channel, Account, Key string
+	Encode                func() (string, error)
+}
+
+// SaveRecord is Save for a record: through St's SetChannelStateWith when it is a
+// SnapshotState (the snapshot is taken when the store runs the save, so concurrent
+// callers need not take turns), else one save at a time as Save does.
+func (s *Saver) SaveRecord(ctx context.Context, r Record) error {
+	v, m := s.version.Load(), s.must.Load()
+	ss, ok := r.St.(SnapshotState)
+	if !ok {
+		return s.saveFrom(ctx, v, m, func(ctx context.Context) error { return r.save(ctx, false) })
+	}
+	if s.durable.Load() >= v || (s.written.Load() >= v && s.durable.Load() >= m) {
+		return nil
+	}
+	return s.saveIn(ctx, ss, r, false, v)
+}
+
+// SaveRecordSoon is SaveSoon for a record (see SaveRecord); the save need not wait
+// for the disk.
+func (s *Saver) SaveRecordSoon(ctx context.Context, delay time.Duration, r Record, onErr func(error)) {
+	s.soon.After(delay, func() {
+		err := s.saveRecordLazy(ctx, r)
+		if err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+func (s *Saver) saveRecordLazy(ctx context.Context, r Record) error {
+	ss, ok := r.St.(SnapshotState)
+	if !ok {
+		return s.saveLazy(ctx, func(ctx context.Context) error { return r.save(ctx, true) })
+	}
+	v := s.version.Load()
+	if s.written.Load() >= v {
+		return nil
+	}
+	return s.saveIn(ctx, ss, r, true, v)
+}
+
+// saveIn saves r through the store, which takes the snapshot when the save runs: at
+// least version v, the newest when the caller came (a save merged into a later one
+// holds it too).
+func (s *Saver) saveIn(ctx context.Context, ss SnapshotState, r Record, lazy bool, v int64) error {
+	var ran atomic.Int64
+	err := ss.SetChannelStateWith(ctx, r.Channel, r.Account, r.Key, lazy, func() (string, error) {
+		ran.Store(s.version.Load()) // before the snapshot, so the snapshot holds at least this
+		return r.Encode()
+	})
+	if err != nil {
+		return fmt.Errorf("saving channel state %q: %w", r.Key, err)
+	}
+	v = max(v, ran.Load())
+	raise(&s.written, v)
+	if !lazy {
+		raise(&s.durable, v)
+	}
+	return nil
+}
+
+// save encodes and stores r, lazily (when St can) or durably.
+func (r Record) save(ctx context.Context, lazy bool) error {
+	value, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	if lazy {
+		err = SetStateLazy(ctx, r.St, r.Channel, r.Account, r.Key, value)
+	} else {
+		err = r.St.SetChannelState(ctx, r.Channel, r.Account, r.Key, value)
+	}
+	if err != nil {
+		return fmt.Errorf("saving channel state %q: %w", r.Key, err)
+	}
+	return nil
+}
+
+// raise sets a to v unless it holds more already.
+func raise(a *atomic.Int64, v int64) {
+	for cur := a.Load(); cur < v && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
 }
 
 // SaveSoon saves after delay with write, which need not wait for the disk, coalescing

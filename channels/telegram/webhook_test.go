@@ -29,7 +29,8 @@ type diskState struct {
 	channels.State
 	full   atomic.Bool
 	failed atomic.Int64
-	saves  atomic.Int64 // durable saves that succeeded
+	saves  atomic.Int64 // durable writes of a record that succeeded
+	mu     sync.Mutex
 }
 
 func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
@@ -39,6 +40,33 @@ func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string
 	}
 	err := s.State.SetChannelState(ctx, ch, acct, key, v)
 	if err == nil {
+		s.saves.Add(1)
+	}
+	return err
+}
+
+// SetChannelStateWith keeps the store's save that takes its snapshot when it runs.
+func (s *diskState) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if s.full.Load() {
+		s.failed.Add(1)
+		return errors.New("saving channel state: database or disk is full")
+	}
+	var err error
+	if ss, ok := s.State.(channels.SnapshotState); ok {
+		ran := false // a save merged into a later one writes nothing itself
+		err = ss.SetChannelStateWith(ctx, ch, acct, key, lazy, func() (string, error) { ran = true; return value() })
+		if !ran {
+			return err
+		}
+	} else { // a memory store: one save at a time keeps them in order
+		s.mu.Lock()
+		var v string
+		if v, err = value(); err == nil {
+			err = s.State.SetChannelState(ctx, ch, acct, key, v)
+		}
+		s.mu.Unlock()
+	}
+	if err == nil && !lazy {
 		s.saves.Add(1)
 	}
 	return err

@@ -30,6 +30,7 @@ type Store interface {
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
+	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -76,6 +77,7 @@ func Run(t *testing.T, f Factory) {
 		{"Nudges", testNudges},
 		{"FireNudge", testFireNudge},
 		{"ChannelState", testChannelState},
+		{"ChannelStateWith", testChannelStateWith},
 		{"Leases", testLeases},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
