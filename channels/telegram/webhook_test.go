@@ -85,8 +85,9 @@ func (s *diskState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v st
 // hookEnv is the adapter in webhook mode behind a real httpserver.Server.
 type hookEnv struct {
 	*env
-	srv  *httptest.Server
-	disk *diskState
+	srv    *httptest.Server
+	disk   *diskState
+	stamps channeltest.Stamps // when the server had its 200 out (benchmarks)
 }
 
 func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
@@ -103,7 +104,7 @@ func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
 	})
 	srv := httpserver.New(httpserver.Config{}, nil, nil)
 	h.Channel.RegisterHTTP(srv)
-	h.srv = httptest.NewServer(srv.Handler())
+	h.srv = httptest.NewServer(h.stamps.Wrap(srv.Handler()))
 	t.Cleanup(h.srv.Close)
 	h.Eventually("the webhook registered", func() bool { return h.Channel.Ready() == nil })
 	return h
