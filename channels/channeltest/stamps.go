@@ -11,10 +11,10 @@ import (
 const StampHeader = "X-Bench-Stamp"
 
 // Stamps notes when a server had written the answer to each request that carries
-// StampHeader: at the first flush, or when the handler returned (net/http then sends what
-// is buffered). Benchmarks whose client runs in the same process use it to tell the
-// server's time to the 200, what a platform sees, from the time the client's goroutines
-// take to be scheduled and read it.
+// StampHeader: when it first flushed, or when the handler returned (net/http then sends
+// what is buffered), just before the bytes are written. Benchmarks whose client runs in
+// the same process use it to tell the server's time to the 200, what a platform sees,
+// from the time the client's goroutines take to be scheduled and read it.
 type Stamps struct {
 	mu sync.Mutex
 	at map[string]time.Time
@@ -59,9 +59,11 @@ type stampingWriter struct {
 	note func()
 }
 
+// Flush notes the stamp first: once flushed, a complete answer may reach the client
+// before Flush returns, and the client then asks for the stamp.
 func (w *stampingWriter) Flush() {
+	w.once.Do(w.note)
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
-	w.once.Do(w.note)
 }
