@@ -155,7 +155,7 @@ func (s *Saver) saveIn(ctx context.Context, ss SnapshotState, r Record, lazy boo
 		return r.Encode()
 	})
 	if err != nil {
-		return fmt.Errorf("saving channel state %q: %w", r.Key, err)
+		return err // the store's error names the record
 	}
 	v = max(v, ran.Load())
 	raise(&s.written, v)
