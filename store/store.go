@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,6 +57,8 @@ type Store struct {
 	now  func() time.Time
 	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
+	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
+	stateMu *sync.Mutex
 	// onCommit, when set, is told each Commit's duration (see OnCommit).
 	onCommit func(durable bool, d time.Duration)
 }

@@ -264,7 +264,12 @@ func (d *dispatcher) dispatch(ctx context.Context, raw json.RawMessage) {
 		}
 		return
 	}
-	job, ok := d.c.inbound(ctx, &u)
+	d.dispatchUpdate(ctx, &u)
+}
+
+// dispatchUpdate is dispatch for an update already decoded.
+func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
+	job, ok := d.c.inbound(ctx, u)
 	// Updates finished here are saved with their batch, before the next poll.
 	if !ok {
 		d.in.done(u.ID)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +49,53 @@ func testChannelState(t *testing.T, open func() Store) {
 	}
 	if v, ok, err := s.ChannelState(ctx, "telegram", "bot2", "offset"); err != nil || !ok || v != "7" {
 		t.Fatalf("another account's state after a delete = %q, %v, %v", v, ok, err)
+	}
+}
+
+// SetChannelStateWith saves what value returns when the save runs: concurrent saves of
+// one record, each after a change, end with the newest value (an older snapshot never
+// overwrites a newer one), and a failing value fails its save alone.
+func testChannelStateWith(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	var mu sync.Mutex
+	changes := 0
+	snapshot := func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return strconv.Itoa(changes), nil
+	}
+	const savers = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, savers)
+	for i := range savers {
+		wg.Go(func() {
+			mu.Lock()
+			changes++
+			mu.Unlock()
+			errs <- s.SetChannelStateWith(ctx, "telegram", "bot1", "updates", i%2 == 0, snapshot)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("SetChannelStateWith: %v", err)
+		}
+	}
+	want := strconv.Itoa(savers)
+	if v, ok, err := open().ChannelState(ctx, "telegram", "bot1", "updates"); err != nil || !ok || v != want {
+		t.Fatalf("after %d racing saves the record is %q, %v, %v; want the newest, %s", savers, v, ok, err, want)
+	}
+	boom := errors.New("cannot encode")
+	if err := s.SetChannelStateWith(ctx, "telegram", "bot1", "updates", false, func() (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Fatalf("a failing value: err %v, want %v", err, boom)
+	}
+	if v, _, err := s.ChannelState(ctx, "telegram", "bot1", "updates"); err != nil || v != want {
+		t.Fatalf("after a failed save the record is %q (%v), want still %s", v, err, want)
+	}
+	if err := s.SetChannelStateWith(ctx, "telegram", "bot1", "", false, snapshot); err == nil {
+		t.Fatal("an empty key was accepted")
 	}
 }
 

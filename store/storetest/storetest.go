@@ -31,6 +31,7 @@ type Store interface {
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
 	DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error)
+	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -77,6 +78,7 @@ func Run(t *testing.T, f Factory) {
 		{"Nudges", testNudges},
 		{"FireNudge", testFireNudge},
 		{"ChannelState", testChannelState},
+		{"ChannelStateWith", testChannelStateWith},
 		{"Leases", testLeases},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
