@@ -43,7 +43,7 @@ import (
 // inbox stays shared, and the next leader replays it.
 
 // replicaLease is the lease a running replica holds.
-func replicaLease(owner string) string { return "replica:" + owner }
+func replicaLease(owner string) string { return core.ReplicaLease(owner) }
 
 // replicaInboxes names the inbox keys of the enabled channels that receive on every
 // replica: channel -> key.

@@ -200,7 +200,7 @@ func testOutbox(t *testing.T, open func() Store) {
 	out := []core.Outgoing{
 		{Reply: core.Reply{To: cur.Address, Kind: core.ReplyText, Text: "one"}, CreatedAt: at(1)},
 		{Reply: core.Reply{To: tg, Text: "two", Buttons: []core.Button{{Label: "Accept"}}}, CreatedAt: at(2)},
-		{Reply: core.Reply{To: tg, Text: "three"}, CreatedAt: at(3)},
+		{Reply: core.Reply{To: tg, Text: "three"}, CreatedAt: at(3), Owner: "host/1/abc"},
 	}
 	commit(t, s, core.Change{SessionID: "s1", Outbox: out})
 	if out[0].ID <= 0 || out[1].ID <= out[0].ID || out[2].ID <= out[1].ID || out[0].SessionID != "s1" {
@@ -211,8 +211,8 @@ func testOutbox(t *testing.T, open func() Store) {
 		t.Fatalf("UnsentOutbox(telegram) = %+v, %v", unsent, err)
 	}
 	jsonEq(t, "outbox reply", unsent[0].Reply, out[1].Reply)
-	if !unsent[0].CreatedAt.Equal(at(2)) || unsent[0].SessionID != "s1" {
-		t.Fatalf("outbox row = %+v", unsent[0])
+	if !unsent[0].CreatedAt.Equal(at(2)) || unsent[0].SessionID != "s1" || unsent[0].Owner != "" || unsent[1].Owner != "host/1/abc" {
+		t.Fatalf("outbox rows = %+v", unsent)
 	}
 	if lim, _ := s.UnsentOutbox(ctx, nil, 1); len(lim) != 1 || lim[0].ID != out[0].ID {
 		t.Fatalf("UnsentOutbox limit 1 = %+v", lim)
@@ -232,6 +232,23 @@ func testOutbox(t *testing.T, open func() Store) {
 	left, err := s.UnsentOutbox(ctx, []string{"telegram", cur.Address.Channel}, 0)
 	if err != nil || len(left) != 1 || left[0].ID != out[2].ID || left[0].Attempts != 1 {
 		t.Fatalf("after sending and dropping: %+v, %v", left, err)
+	}
+	// A claim compares the attempts the row was listed with: of two handles that listed
+	// it, one gets it; sent and dropped rows are never claimed.
+	other := open()
+	if got, err := s.ClaimOutbox(ctx, out[2].ID, 1); err != nil || !got {
+		t.Fatalf("ClaimOutbox(listed with 1 attempt) = %v, %v; want true", got, err)
+	}
+	if got, err := other.ClaimOutbox(ctx, out[2].ID, 1); err != nil || got {
+		t.Fatalf("a second ClaimOutbox with the same attempts = %v, %v; want false", got, err)
+	}
+	for _, id := range []int64{out[0].ID, out[1].ID} {
+		if got, err := other.ClaimOutbox(ctx, id, 1); err != nil || got {
+			t.Fatalf("ClaimOutbox of sent or dropped row %d = %v, %v; want false", id, got, err)
+		}
+	}
+	if left, _ := s.UnsentOutbox(ctx, nil, 0); len(left) != 1 || left[0].Attempts != 2 {
+		t.Fatalf("after the claim: %+v; want the row unsent with 2 attempts", left)
 	}
 	// Pruning removes finished rows created before the cut, never unsent ones.
 	if n, err := s.PruneOutbox(ctx, at(2)); err != nil || n != 1 {

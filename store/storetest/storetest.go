@@ -45,6 +45,7 @@ type Store interface {
 
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 	PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error)
