@@ -52,6 +52,7 @@ type tuning struct {
 	retry        channels.Patience // per REST call, for network errors and 5xx (discordgo waits out 429s itself)
 	ackTime      time.Duration     // bound on an interaction callback (Discord allows 3s)
 	ackWait      time.Duration     // how long a reply waits for its interaction's callback to finish
+	storeWait    time.Duration     // bound on saving an interaction before its callback (inbox.go)
 	reconnectMin time.Duration     // first wait before reopening the gateway; doubles
 	reconnectMax time.Duration
 }
@@ -63,6 +64,7 @@ func defaultTuning() tuning {
 		retry:        retry,
 		ackTime:      2500 * time.Millisecond,
 		ackWait:      5 * time.Second,
+		storeWait:    1500 * time.Millisecond,
 		reconnectMin: time.Second,
 		reconnectMax: 2 * time.Minute,
 	}
@@ -93,6 +95,11 @@ type Channel struct {
 	pubKey ed25519.PublicKey          // interactions http: verifies every request
 	disp   atomic.Pointer[dispatcher] // the running Run's or RunInteractions', for the interactions route
 	health *channels.Health           // the gateway connection, for Ready
+
+	now   func() time.Time           // cfg.Now or time.Now: when an interaction's token expires
+	boxMu sync.Mutex                 // guards box
+	box   *ixInbox                   // interactions saved before their callback (inbox.go)
+	ixd   atomic.Pointer[dispatcher] // the dispatcher interactions go to (replays, AdoptInbox)
 }
 
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
@@ -147,6 +154,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		seen:    newRecent(8192),
 		chans:   newChannelCache(),
 		health:  channels.NewHealth(Name, "gateway not connected"),
+		now:     cfg.Now,
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	if cfg.Interactions == InteractionsHTTP {
 		if c.pubKey, err = parsePublicKey(cfg.PublicKey); err != nil {

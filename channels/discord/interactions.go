@@ -38,9 +38,10 @@ type pendingIx struct {
 	kind  ixKind
 	acked chan struct{} // closed once the callback was answered (or failed: ackErr)
 
-	ackErr error
-	mu     sync.Mutex
-	used   bool // a reply went to it
+	ackErr   error
+	replayed bool // acknowledged before a restart: its outcome follows the saved token up
+	mu       sync.Mutex
+	used     bool // a reply went to it
 }
 
 // ixJob is what an interaction asks for: a message for the engine, acknowledged with ack,
@@ -325,8 +326,10 @@ func (c *Channel) editOriginal(ctx context.Context, i *discordgo.Interaction, co
 }
 
 // finish forgets a handled interaction. A /plan command the engine said nothing about (a
-// duplicate delivery) loses its "thinking…" placeholder.
-func (c *Channel) finish(ctx context.Context, p *pendingIx) {
+// duplicate delivery) loses its "thinking…" placeholder; not one kept for the next start
+// (kept), which answers it then, nor a replayed one, whose answer may be what the process
+// before the restart had shown.
+func (c *Channel) finish(ctx context.Context, p *pendingIx, kept bool) {
 	c.mu.Lock()
 	delete(c.pending, p.ix.ID)
 	c.mu.Unlock()
@@ -334,7 +337,7 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx) {
 	used := p.used
 	p.used = true
 	p.mu.Unlock()
-	if used || p.kind != ixCommand {
+	if used || kept || p.replayed || p.kind != ixCommand {
 		return
 	}
 	<-p.acked
