@@ -115,7 +115,7 @@ func (c *Channel) admit(ctx context.Context, i *discordgo.Interaction, raw []byt
 	}
 	if raw == nil {
 		var err error
-		if raw, err = json.Marshal(i); err != nil {
+		if raw, err = encodeInteraction(i); err != nil {
 			return fmt.Errorf("encoding a discord interaction: %w", err)
 		}
 	}
@@ -169,6 +169,30 @@ func (c *Channel) replay(ctx context.Context, d *dispatcher, es []channels.Inbox
 		c.log.Info("replaying discord interactions acknowledged before a restart", "count", n)
 	}
 	b.in.FlushSoon(context.WithoutCancel(ctx), doneFlushDelay, c.logSaveErr)
+}
+
+// encodeInteraction is i as JSON that decodes to the same interaction: the gateway hands
+// the adapter a decoded one, and the library leaves a modal's fields out of its encoding
+// (ModalSubmitInteractionData.Components is "-"), so they are put back.
+func encodeInteraction(i *discordgo.Interaction) ([]byte, error) {
+	raw, err := json.Marshal(i)
+	if err != nil || i.Type != discordgo.InteractionModalSubmit {
+		return raw, err
+	}
+	data := i.ModalSubmitData()
+	d, err := json.Marshal(struct {
+		CustomID   string                       `json:"custom_id"`
+		Components []discordgo.MessageComponent `json:"components"`
+	}{data.CustomID, data.Components})
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m["data"] = d
+	return json.Marshal(m)
 }
 
 // decodeSaved reads a saved interaction and when it arrived.
