@@ -10,6 +10,8 @@
 // Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
 // seconds are never at risk however busy the agent is; the engine's first reply to it
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
+// Discord never delivers an interaction again, so one the engine handles is saved in a
+// durable inbox before it is acknowledged and replayed after a crash (inbox.go).
 // With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
 // verified with the application's Ed25519 key, and take the same path, the deferred
 // response being the HTTP answer; messages still come over the gateway. Run is both

@@ -199,21 +199,24 @@ func (c *Channel) register(i *discordgo.Interaction, kind ixKind) *pendingIx {
 
 // acknowledge answers the callback of p; it runs off the gateway goroutine, as the
 // callback may take a moment and the gateway must not wait. Replies to p wait for it.
-func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse) {
-	p.ackErr = c.respond(ctx, p.ix, resp)
+func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse, arrived time.Time) {
+	p.ackErr = c.respond(ctx, p.ix, resp, arrived)
 	close(p.acked)
 }
 
-// respond answers an interaction's callback within Discord's three seconds, trying again
-// once within them after a network failure.
-func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) error {
-	start := time.Now()
-	err := c.doWithin(ctx, c.tune.ackTime, 2, "answering an interaction", func(opts ...discordgo.RequestOption) error {
-		if time.Since(start) > c.tune.ackTime {
-			return context.DeadlineExceeded // too late to matter; do not answer twice
-		}
-		return c.s.InteractionRespond(i, resp, opts...)
-	})
+// respond answers an interaction's callback within Discord's three seconds of its arrival
+// (saving it in the inbox took some of them), trying again once within them after a
+// network failure.
+func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) error {
+	err := context.DeadlineExceeded
+	if left := c.tune.ackTime - time.Since(arrived); left > 0 {
+		err = c.doWithin(ctx, left, 2, "answering an interaction", func(opts ...discordgo.RequestOption) error {
+			if time.Since(arrived) > c.tune.ackTime {
+				return context.DeadlineExceeded // too late to matter; do not answer twice
+			}
+			return c.s.InteractionRespond(i, resp, opts...)
+		})
+	}
 	if err != nil {
 		c.log.Error("an interaction could not be answered", "chat", i.ChannelID, "interaction", i.ID, "err", err)
 	}
@@ -353,6 +356,6 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx, kept bool) {
 }
 
 // answerLocally answers an interaction the adapter settles itself.
-func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) {
-	_ = c.respond(ctx, i, resp) // logged by respond
+func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) {
+	_ = c.respond(ctx, i, resp, arrived) // logged by respond
 }

@@ -219,9 +219,9 @@ func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo
 	switch {
 	case resp == nil:
 	case p == nil:
-		go c.answerLocally(d.ctx, i, resp)
+		go c.answerLocally(d.ctx, i, resp, start)
 	default:
-		go c.acknowledge(d.ctx, p, resp)
+		go c.acknowledge(d.ctx, p, resp, start)
 	}
 }
 
