@@ -349,3 +349,33 @@ func TestInteractionNotSavedIsNotAcknowledged(t *testing.T) {
 		})
 	}
 }
+
+// With interactions gateway the inbox is one record that the replica holding the gateway
+// keeps. A replica that held it before, lost it, and is elected again after the other
+// leader died with an acknowledged click merges that leader's record into its own inbox
+// and answers the click once, as a follow-up.
+func TestGatewayLeaderElectedAgainReplaysTheSharedInbox(t *testing.T) {
+	clk := newTestClock()
+	e := newEnv(t, func(e *env) { e.cfg.Now = clk.now })
+	plan, s := e.proposePlan("Docs cleanup", "Reword intro")
+	click := e.crashAfterAck(func() string { return e.fd.click(alice, plan, "plan:a:"+s.ApprovalID) }, 6)
+
+	e.Model.Push(sid("C1"), channeltest.Progress(map[string]string{"Reword intro": "completed"}),
+		core.ModelResponse{Text: "All done: the intro is reworded."})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Channel.RunGateway(ctx, e.Engine) }() // the first adapter, elected again
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	e.fd.waitText("C1", "All done: the intro is reworded")
+	e.Idle()
+	if fu := e.followups(click); len(fu) != 1 || !strings.Contains(fu[0].Content, "Accepted plan v1") {
+		t.Errorf("follow-ups of the click %q, want one saying the plan was accepted", contents(fu))
+	}
+	if n := strings.Count(strings.Join(contents(e.fd.all()), "\n"), "Accepted plan v1"); n != 1 {
+		t.Errorf("the acceptance is shown %d times, want once", n)
+	}
+	e.Eventually("the inbox emptied on disk", func() bool { return len(e.savedInbox()) == 0 })
+}
