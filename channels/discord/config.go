@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/plangate/plangate/channels"
 )
@@ -43,6 +44,9 @@ type Config struct {
 	PublicKey string `yaml:"public_key"`
 	// HTTPClient is optional; its Timeout is kept and its transport wrapped.
 	HTTPClient *http.Client `yaml:"-"`
+	// Now is the clock that tells whether a saved interaction's token is still valid
+	// after a restart; nil = time.Now.
+	Now func() time.Time `yaml:"-"`
 }
 
 // Defaults is the section a config file that leaves it out gets. The token is a ${VAR}

@@ -10,6 +10,8 @@
 // Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
 // seconds are never at risk however busy the agent is; the engine's first reply to it
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
+// Discord never delivers an interaction again, so one the engine handles is saved in a
+// durable inbox before it is acknowledged and replayed after a crash (inbox.go).
 // With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
 // verified with the application's Ed25519 key, and take the same path, the deferred
 // response being the HTTP answer; messages still come over the gateway. Run is both
@@ -52,6 +54,7 @@ type tuning struct {
 	retry        channels.Patience // per REST call, for network errors and 5xx (discordgo waits out 429s itself)
 	ackTime      time.Duration     // bound on an interaction callback (Discord allows 3s)
 	ackWait      time.Duration     // how long a reply waits for its interaction's callback to finish
+	storeWait    time.Duration     // bound on saving an interaction before its callback (inbox.go)
 	reconnectMin time.Duration     // first wait before reopening the gateway; doubles
 	reconnectMax time.Duration
 }
@@ -63,6 +66,7 @@ func defaultTuning() tuning {
 		retry:        retry,
 		ackTime:      2500 * time.Millisecond,
 		ackWait:      5 * time.Second,
+		storeWait:    1500 * time.Millisecond,
 		reconnectMin: time.Second,
 		reconnectMax: 2 * time.Minute,
 	}
@@ -93,6 +97,11 @@ type Channel struct {
 	pubKey ed25519.PublicKey          // interactions http: verifies every request
 	disp   atomic.Pointer[dispatcher] // the running Run's or RunInteractions', for the interactions route
 	health *channels.Health           // the gateway connection, for Ready
+
+	now   func() time.Time           // cfg.Now or time.Now: when an interaction's token expires
+	boxMu sync.Mutex                 // guards box
+	box   *ixInbox                   // interactions saved before their callback (inbox.go)
+	ixd   atomic.Pointer[dispatcher] // the dispatcher interactions go to (replays, AdoptInbox)
 }
 
 // New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
@@ -147,6 +156,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		seen:    newRecent(8192),
 		chans:   newChannelCache(),
 		health:  channels.NewHealth(Name, "gateway not connected"),
+		now:     cfg.Now,
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	if cfg.Interactions == InteractionsHTTP {
 		if c.pubKey, err = parsePublicKey(cfg.PublicKey); err != nil {

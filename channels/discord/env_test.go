@@ -18,7 +18,7 @@ import (
 func testTuning() tuning {
 	return tuning{
 		retry:   channels.Patience{Attempts: 3, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, AttemptTime: 5 * time.Second},
-		ackTime: 2500 * time.Millisecond, ackWait: 5 * time.Second,
+		ackTime: 2500 * time.Millisecond, ackWait: 5 * time.Second, storeWait: 1500 * time.Millisecond,
 		reconnectMin: 10 * time.Millisecond, reconnectMax: 50 * time.Millisecond,
 	}
 }

@@ -38,9 +38,10 @@ type pendingIx struct {
 	kind  ixKind
 	acked chan struct{} // closed once the callback was answered (or failed: ackErr)
 
-	ackErr error
-	mu     sync.Mutex
-	used   bool // a reply went to it
+	ackErr   error
+	replayed bool // acknowledged before a restart: its outcome follows the saved token up
+	mu       sync.Mutex
+	used     bool // a reply went to it
 }
 
 // ixJob is what an interaction asks for: a message for the engine, acknowledged with ack,
@@ -198,21 +199,24 @@ func (c *Channel) register(i *discordgo.Interaction, kind ixKind) *pendingIx {
 
 // acknowledge answers the callback of p; it runs off the gateway goroutine, as the
 // callback may take a moment and the gateway must not wait. Replies to p wait for it.
-func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse) {
-	p.ackErr = c.respond(ctx, p.ix, resp)
+func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse, arrived time.Time) {
+	p.ackErr = c.respond(ctx, p.ix, resp, arrived)
 	close(p.acked)
 }
 
-// respond answers an interaction's callback within Discord's three seconds, trying again
-// once within them after a network failure.
-func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) error {
-	start := time.Now()
-	err := c.doWithin(ctx, c.tune.ackTime, 2, "answering an interaction", func(opts ...discordgo.RequestOption) error {
-		if time.Since(start) > c.tune.ackTime {
-			return context.DeadlineExceeded // too late to matter; do not answer twice
-		}
-		return c.s.InteractionRespond(i, resp, opts...)
-	})
+// respond answers an interaction's callback within Discord's three seconds of its arrival
+// (saving it in the inbox took some of them), trying again once within them after a
+// network failure.
+func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) error {
+	err := context.DeadlineExceeded
+	if left := c.tune.ackTime - time.Since(arrived); left > 0 {
+		err = c.doWithin(ctx, left, 2, "answering an interaction", func(opts ...discordgo.RequestOption) error {
+			if time.Since(arrived) > c.tune.ackTime {
+				return context.DeadlineExceeded // too late to matter; do not answer twice
+			}
+			return c.s.InteractionRespond(i, resp, opts...)
+		})
+	}
 	if err != nil {
 		c.log.Error("an interaction could not be answered", "chat", i.ChannelID, "interaction", i.ID, "err", err)
 	}
@@ -325,8 +329,10 @@ func (c *Channel) editOriginal(ctx context.Context, i *discordgo.Interaction, co
 }
 
 // finish forgets a handled interaction. A /plan command the engine said nothing about (a
-// duplicate delivery) loses its "thinking…" placeholder.
-func (c *Channel) finish(ctx context.Context, p *pendingIx) {
+// duplicate delivery) loses its "thinking…" placeholder; not one kept for the next start
+// (kept), which answers it then, nor a replayed one, whose answer may be what the process
+// before the restart had shown.
+func (c *Channel) finish(ctx context.Context, p *pendingIx, kept bool) {
 	c.mu.Lock()
 	delete(c.pending, p.ix.ID)
 	c.mu.Unlock()
@@ -334,7 +340,7 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx) {
 	used := p.used
 	p.used = true
 	p.mu.Unlock()
-	if used || p.kind != ixCommand {
+	if used || kept || p.replayed || p.kind != ixCommand {
 		return
 	}
 	<-p.acked
@@ -350,6 +356,6 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx) {
 }
 
 // answerLocally answers an interaction the adapter settles itself.
-func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse) {
-	_ = c.respond(ctx, i, resp) // logged by respond
+func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) {
+	_ = c.respond(ctx, i, resp, arrived) // logged by respond
 }

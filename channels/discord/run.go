@@ -26,8 +26,8 @@ import (
 // turns finish (the caller bounds that with Engine.Wait). A plain Handler is called from one
 // worker goroutine, in order.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
-	d := c.accept(ctx, h)
-	defer d.release()
+	d, release := c.accept(ctx, h)
+	defer release()
 	return c.runGateway(ctx, d)
 }
 
@@ -38,8 +38,8 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 // replicas it runs on every one of them, and RunGateway only on the replica elected for
 // it. Run together with RunGateway, a plain Handler may be called from both at once.
 func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error {
-	d := c.accept(ctx, h)
-	defer d.release()
+	_, release := c.accept(ctx, h)
+	defer release()
 	<-ctx.Done()
 	return nil
 }
@@ -48,23 +48,27 @@ func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error
 // interactions, with interactions gateway) until ctx ends, for the replica that holds the
 // gateway while every replica runs RunInteractions.
 func (c *Channel) RunGateway(ctx context.Context, h channels.Handler) error {
-	d := newDispatcher(c, h, context.WithoutCancel(ctx))
+	d := newDispatcher(c, h, ctx)
 	defer d.stop()
+	if !c.HTTPInteractions() { // the gateway brings the interactions: their inbox is here
+		defer c.receiveInteractions(ctx, d)()
+	}
 	return c.runGateway(ctx, d)
 }
 
-// accept makes d the dispatcher of the interactions route until release.
-func (c *Channel) accept(ctx context.Context, h channels.Handler) *dispatcher {
-	d := newDispatcher(c, h, context.WithoutCancel(ctx))
+// accept makes a dispatcher the one of the interactions route, with the inbox open and
+// replayed, until release: release stops the route taking requests, saves the inbox and
+// stops the dispatcher's worker.
+func (c *Channel) accept(ctx context.Context, h channels.Handler) (*dispatcher, func()) {
+	d := newDispatcher(c, h, ctx)
+	stopInbox := c.receiveInteractions(ctx, d)
 	d.accepting.Store(true)
 	c.disp.Store(d)
-	return d
-}
-
-// release stops the route taking requests for d, then d's worker.
-func (d *dispatcher) release() {
-	d.accepting.Store(false)
-	d.stop()
+	return d, func() {
+		d.accepting.Store(false)
+		stopInbox()
+		d.stop()
+	}
 }
 
 // runGateway connects to the gateway and hands its events to d until ctx ends.
@@ -211,13 +215,13 @@ func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo
 	if i == nil {
 		return
 	}
-	resp, p := c.takeInteraction(ctx, d, i)
+	resp, p := c.takeInteraction(ctx, d, i, nil)
 	switch {
 	case resp == nil:
 	case p == nil:
-		go c.answerLocally(d.ctx, i, resp)
+		go c.answerLocally(d.ctx, i, resp, start)
 	default:
-		go c.acknowledge(d.ctx, p, resp)
+		go c.acknowledge(d.ctx, p, resp, start)
 	}
 }
 
@@ -226,7 +230,7 @@ func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo
 // queues its message, if any, before anyone answers. It returns the callback to answer
 // with (nil: none) and, for one the engine handles, the pending interaction that the
 // answer acknowledges, which the caller must settle (acknowledge, or close acked).
-func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discordgo.Interaction) (*discordgo.InteractionResponse, *pendingIx) {
+func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discordgo.Interaction, raw []byte) (*discordgo.InteractionResponse, *pendingIx) {
 	if !c.seen.add(i.ID) {
 		c.log.Debug("interaction delivered twice; answered once", "interaction", i.ID)
 		return nil, nil
@@ -238,9 +242,15 @@ func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discord
 	if j.local != nil {
 		return j.local, nil
 	}
+	// Saved before anyone answers (inbox.go): Discord will not deliver it again. One
+	// that cannot be saved is not acknowledged; the person is told nothing changed.
+	if err := c.admit(ctx, i, raw, j.kind); err != nil || !c.inbox().take(i.ID) {
+		return ephemeral(replyNotStored), nil
+	}
 	// Queued first, so the engine has the message by the time Discord sees the answer.
 	p := c.register(i, j.kind)
-	d.deliver(work{msg: j.msg, ix: p})
+	j.msg.Replays = true // the inbox keeps it until it is settled
+	d.deliver(work{msg: j.msg, ix: p, key: i.ID})
 	return j.ack, p
 }
 
@@ -248,6 +258,7 @@ func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discord
 type work struct {
 	msg core.Message
 	ix  *pendingIx
+	key string // its inbox entry (an interaction), "" for a message
 }
 
 // dispatcher hands messages to the handler in gateway order.
@@ -256,6 +267,7 @@ type dispatcher struct {
 	h     channels.Handler
 	async channels.AsyncHandler
 	ctx   context.Context // outlives Run: queued work is finished, not abandoned
+	run   context.Context // Run's own: once it ends, a stopped handler's work is kept
 
 	accepting atomic.Bool // Run or RunInteractions is running: the interactions route may queue
 	fetches   fetchChain  // messages wait for an edited plan file's download before them
@@ -267,8 +279,8 @@ type dispatcher struct {
 	stopped bool
 }
 
-func newDispatcher(c *Channel, h channels.Handler, ctx context.Context) *dispatcher {
-	d := &dispatcher{c: c, h: h, ctx: ctx}
+func newDispatcher(c *Channel, h channels.Handler, run context.Context) *dispatcher {
+	d := &dispatcher{c: c, h: h, ctx: context.WithoutCancel(run), run: run}
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 		return d
@@ -281,13 +293,17 @@ func newDispatcher(c *Channel, h channels.Handler, ctx context.Context) *dispatc
 func (d *dispatcher) deliver(w work) {
 	if d.async != nil {
 		done := d.async.Enqueue(d.ctx, w.msg)
-		go func() { d.c.handled(d.ctx, w, <-done) }()
+		go func() { d.handled(w, <-done) }()
 		return
 	}
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
 		d.c.log.Warn("a message arrived while stopping; not handled", "message", w.msg.ID)
+		if w.key != "" { // kept in the inbox for the next start
+			d.c.inbox().left.Add(1)
+			d.c.inbox().untake(w.key)
+		}
 		return
 	}
 	d.queue = append(d.queue, w)
@@ -321,7 +337,7 @@ func (d *dispatcher) work() {
 				return
 			}
 		}
-		d.c.handled(d.ctx, w, d.h.Handle(d.ctx, w.msg))
+		d.handled(w, d.h.Handle(d.ctx, w.msg))
 	}
 }
 
@@ -337,6 +353,13 @@ func (d *dispatcher) stop() {
 	}
 	d.stopped = true
 	left := len(d.queue)
+	for _, w := range d.queue {
+		if w.key != "" { // kept in the inbox for the next start
+			d.c.inbox().left.Add(1)
+			d.c.inbox().untake(w.key)
+		}
+	}
+	d.queue = nil
 	d.mu.Unlock()
 	close(d.quit)
 	if left > 0 {
@@ -344,12 +367,15 @@ func (d *dispatcher) stop() {
 	}
 }
 
-// handled logs a handler failure and settles the interaction the message came from.
-func (c *Channel) handled(ctx context.Context, w work, err error) {
+// handled logs a handler failure, retires the interaction the message came from from the
+// inbox and settles its answer.
+func (d *dispatcher) handled(w work, err error) {
+	c := d.c
 	if err != nil {
 		c.log.Error("handling discord event", "event", w.msg.ID, "chat", w.msg.Address.Chat, "err", err)
 	}
+	kept := w.key != "" && !d.settle(w, err)
 	if w.ix != nil {
-		c.finish(ctx, w.ix)
+		c.finish(d.ctx, w.ix, kept)
 	}
 }

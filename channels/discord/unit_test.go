@@ -1,11 +1,14 @@
 package discord
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +226,39 @@ func TestRoleKeys(t *testing.T) {
 	}
 	if roleKeys(nil) != nil {
 		t.Error("roleKeys(nil) is not empty")
+	}
+}
+
+// What the gateway path saves of an interaction decodes to the same message, for each
+// kind the engine handles: a /plan command, a button, the Revise modal's submit.
+func TestSavedInteractionRoundTrip(t *testing.T) {
+	c := &Channel{botID: "900", chans: newChannelCache(), seen: newRecent(8), log: slog.New(slog.DiscardHandler)}
+	c.chans.put("C1", chanInfo{})
+	member := `"guild_id":"G1","member":{"user":{"id":"111","username":"alice"},"roles":["R1"]}`
+	for _, raw := range []string{
+		`{"id":"5","application_id":"9","type":2,"token":"tk",` + member + `,"channel_id":"C1","data":{"id":"c","name":"plan","type":1,"options":[{"name":"revise","type":1,"options":[{"name":"feedback","type":3,"value":"less"}]}]}}`,
+		`{"id":"6","application_id":"9","type":3,"token":"tk",` + member + `,"channel_id":"C1","data":{"custom_id":"plan:a:ap1","component_type":2},"message":{"id":"77","channel_id":"C1","content":"Plan v1","type":0}}`,
+		`{"id":"7","application_id":"9","type":5,"token":"tk",` + member + `,"channel_id":"C1","data":{"custom_id":"` + modalID("ap1") + `","components":[{"type":1,"components":[{"type":4,"custom_id":"feedback","value":"shorter, please"}]}]}}`,
+	} {
+		var i discordgo.Interaction
+		if err := json.Unmarshal([]byte(raw), &i); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := c.fromInteraction(t.Context(), &i)
+		enc, err := encodeInteraction(&i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, _, err := decodeSaved(channels.InboxEntry{Key: i.ID, Ref: "2026-03-01T10:00:00Z", Data: enc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := c.fromInteraction(t.Context(), back)
+		if !reflect.DeepEqual(got.msg, want.msg) || want.msg.ID == "" || back.Token != "tk" || back.AppID != "9" {
+			t.Errorf("interaction %s saved and read back is %+v (token %q, app %q); want %+v", i.ID, got.msg, back.Token, back.AppID, want.msg)
+		}
+		if a := want.msg.Action; a != nil && a.Kind == core.ActionRevise && a.Value != "shorter, please" {
+			t.Errorf("the modal's feedback is %q", a.Value)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, http.StatusServiceUnavailable, "discord is not taking interactions yet; try again")
 		return
 	}
-	resp, p := c.takeInteraction(d.ctx, d, i)
+	resp, p := c.takeInteraction(d.ctx, d, i, body)
 	if resp == nil {
 		httpserver.WriteError(w, http.StatusBadRequest, "an interaction plangate does not answer, or answered already")
 		return

@@ -318,6 +318,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer leaveReplica()
+	cfg.Channels.Discord.Now = e.now // whether a saved interaction's token is still valid
 	chans, err := openChannels(ctx, cfg, st, log)
 	if err != nil {
 		return err
@@ -412,7 +413,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, sl)
 	}
 	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, ch.Discord, st, log)
+		dc, err := discord.New(ctx, ch.Discord, stateFor(cfg, st, discord.Name), log)
 		if err != nil {
 			return nil, err
 		}

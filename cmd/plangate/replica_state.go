@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/discord"
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
@@ -16,7 +17,8 @@ import (
 
 // Inboxes on several replicas. An adapter keeps the events it acknowledged to the platform
 // but has not handled yet in one channel-state record (its inbox). Where every replica
-// receives events of its own — Telegram webhooks, Slack Socket Mode and the Events API —
+// receives events of its own — Telegram webhooks, Slack Socket Mode and the Events API,
+// Discord interactions over HTTP —
 // one shared record would be overwritten by each replica's saves, and the events a killed
 // replica had acknowledged would be gone. So on PostgreSQL each replica keeps its inbox
 // under its own key, "<key>@<replica>", and holds the lease "replica:<replica>" while it
@@ -40,7 +42,9 @@ import (
 //     moved to several replicas.
 //
 // Polling and the Discord gateway run on the elected replica only (election.go); their
-// inbox stays shared, and the next leader replays it.
+// inbox stays shared, and the next leader replays it. So Discord's interactions inbox is
+// per replica with interactions http (the endpoint runs on every replica) and shared
+// with interactions gateway (they come over the gateway, on the leader).
 
 // replicaLease is the lease a running replica holds.
 func replicaLease(owner string) string { return core.ReplicaLease(owner) }
@@ -54,6 +58,9 @@ func replicaInboxes(cfg *Config) map[string]string {
 	}
 	if cfg.Channels.Slack.Enabled {
 		out[slack.Name] = "inbox" // channels/inbox.go
+	}
+	if ch := cfg.Channels.Discord; ch.Enabled && ch.Interactions == discord.InteractionsHTTP {
+		out[discord.Name] = "inbox" // channels/discord/inbox.go: the interactions endpoint runs on every replica
 	}
 	return out
 }
