@@ -133,7 +133,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 		w.Close()
 		return nil, err
 	}
-	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool}, nil
+	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, riders: &riders{}}, nil
 }
 
 // Ping checks that the database answers, for /readyz: on PostgreSQL an unreachable server

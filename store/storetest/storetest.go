@@ -43,6 +43,8 @@ type Store interface {
 
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	MarkSentSoon(id int64, platformID string, at time.Time)
+	FlushSent(ctx context.Context) error
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 	PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error)
@@ -79,6 +81,7 @@ func Run(t *testing.T, f Factory) {
 		{"Leases", testLeases},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
+		{"SentSoon", testSentSoon},
 		{"Pruning", testPruning},
 		{"RacingCommits", testRacingCommits},
 		{"RacingInserts", testRacingInserts},
