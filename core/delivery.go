@@ -29,12 +29,12 @@ type OutboxStore interface {
 }
 
 // SentMarker is an OutboxStore that records deliveries without a transaction of their
-// own: MarkSentSoon's mark rides the store's next write, FlushSent writes what no write
-// carried. The engine flushes before it waits on anything outside the process (a model
+// own: MarkSentSoon's mark rides the store's next write (the SQLite store; PostgreSQL's
+// writes it at once), FlushSent writes what no write carried. The engine flushes before it waits on anything outside the process (a model
 // call, a tool run) and when a job ends, so the window in which a kill re-sends a reply
 // stays the local work between the send and that point. *store.Store satisfies it.
 type SentMarker interface {
-	MarkSentSoon(id int64, platformID string, at time.Time)
+	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
 	FlushSent(ctx context.Context) error
 }
 
@@ -106,11 +106,11 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 		}
 		return "", err
 	}
+	mark := e.box.MarkSent
 	if e.marker != nil {
-		e.marker.MarkSentSoon(o.ID, id, e.d.Now()) // see SentMarker
-		return id, nil
+		mark = e.marker.MarkSentSoon // see SentMarker
 	}
-	if merr := e.box.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
+	if merr := mark(mctx, o.ID, id, e.d.Now()); merr != nil {
 		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
 	}
 	return id, nil

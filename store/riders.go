@@ -9,7 +9,7 @@ import (
 )
 
 // Riders are bookkeeping writes that need no transaction of their own: a reply's
-// mark-sent. MarkSentSoon queues one and returns; the next write of this process, of any
+// mark-sent, on SQLite. MarkSentSoon queues one and returns; the next write of this process, of any
 // session, carries every queued rider in its transaction (after its own statements, so
 // inside its savepoint of a group commit), and FlushSent writes what is still queued on
 // its own. The engine flushes before it waits on anything outside the process (a model
@@ -46,11 +46,19 @@ func (r *riders) add(steps ...step) {
 }
 
 // MarkSentSoon is MarkSent riding the next write (see riders): it records that reply id
-// reached its platform as message platformID once that write or FlushSent commits.
-func (s *Store) MarkSentSoon(id int64, platformID string, at time.Time) {
+// reached its platform as message platformID once that write or FlushSent commits. On
+// PostgreSQL it is MarkSent, at once: there a write's COMMIT may come a round trip after
+// its statements (a transition's checks) or wait for the server's WAL flush (a durable
+// one), so a mark riding it would wait longer than its own one-trip lazy commit, and
+// there is no single writer whose transactions it could share anyway.
+func (s *Store) MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error {
+	if s.pool != nil {
+		return s.MarkSent(ctx, id, platformID, at)
+	}
 	s.riders.add(step{what: fmt.Sprintf("marking outbox reply %d sent", id),
 		q:    `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
 		args: []any{formatTime(at), platformID, id}})
+	return nil
 }
 
 // FlushSent writes the queued riders that no write carried yet, as one lazy commit.

@@ -44,7 +44,7 @@ type Store interface {
 
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
-	MarkSentSoon(id int64, platformID string, at time.Time)
+	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
 	FlushSent(ctx context.Context) error
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
