@@ -498,9 +498,6 @@ type turnState struct {
 	gate turnGate
 	// leased: this job holds the session's lease (see withLease).
 	leased bool
-	// released: the session row's version read with the last lease release (0: not read),
-	// consumed by the next moreWork.
-	released int64
 	// done lists the mutating calls that ran in this job, so a conflict after them is
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string

@@ -293,11 +293,6 @@ func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) erro
 	return r.Store.ReleaseLease(ctx, name, owner)
 }
 
-func (r *releaseHook) ReleaseSessionLease(ctx context.Context, name, owner, sessionID string) (int64, error) {
-	r.once.Do(r.before)
-	return r.Store.ReleaseSessionLease(ctx, name, owner, sessionID)
-}
-
 // A message another process stores between the holder's last look and its release is
 // left to the holder (the lease is still held), so the holder must look again once it has
 // released the lease, or nobody answers it.

@@ -22,14 +22,6 @@ type LeaseStore interface {
 	Lease(ctx context.Context, name string) (Lease, error)
 }
 
-// LeaseReleaser is a LeaseStore that releases a session's lease and reads the session
-// row's version in one transaction; *store.Store satisfies it. The look for work another
-// process left the holder (moreWork) then reads nothing when the version is the one the
-// turn last committed: nobody stored anything for the session meanwhile.
-type LeaseReleaser interface {
-	ReleaseSessionLease(ctx context.Context, name, owner, sessionID string) (version int64, err error)
-}
-
 // DefaultLeaseTTL is how long a session lease lasts without renewal.
 const DefaultLeaseTTL = 30 * time.Second
 
@@ -86,29 +78,17 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 		defer close(renewed)
 		t.e.renew(lctx, name, sid, stop, cancel)
 	}()
-	t.leased, t.released = true, 0
+	t.leased = true
 	defer func() {
 		t.leased = false
 		close(stop)
 		<-renewed
 		cancel()
-		t.release(context.WithoutCancel(ctx), name)
+		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
+			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
+		}
 	}()
 	return fn(lctx)
-}
-
-// release lets go of the session's lease, noting the session row's version at that
-// moment when the store reads it in the same transaction (see moreWork).
-func (t *turnState) release(ctx context.Context, name string) {
-	var err error
-	if rl, ok := t.e.leases.(LeaseReleaser); ok {
-		t.released, err = rl.ReleaseSessionLease(ctx, name, t.e.owner, t.sess.ID)
-	} else {
-		err = t.e.leases.ReleaseLease(ctx, name, t.e.owner)
-	}
-	if err != nil {
-		t.e.d.Log.Warn("releasing the session lease", "session", t.sess.ID, "err", err)
-	}
 }
 
 // renew keeps the lease until stop closes; a refused renewal cancels the turn. It runs

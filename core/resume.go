@@ -238,18 +238,12 @@ func needsTurn(s Session, last []ChatMessage, now time.Time) bool {
 // process held the lease). The session is read again, so the next turn commits on top of
 // what is stored.
 func (t *turnState) moreWork(ctx context.Context) (bool, error) {
-	released := t.released
-	t.released = 0
 	if t.e.leases == nil || t.seenUser == nil {
 		return false, nil
 	}
 	// Every transcript entry comes with a new row version: at the version this job last
 	// committed or read, nobody added one (the cheaper read of the two) — unless a flush
-	// was rebased onto another process's version. The release read the version already
-	// when the store could do it in the same transaction.
-	if released == t.sess.Version && !t.rebased {
-		return false, nil
-	}
+	// was rebased onto another process's version.
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
 	if err != nil {
 		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)

@@ -55,24 +55,6 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 	return nil
 }
 
-// ReleaseSessionLease is ReleaseLease that also reads the version of session sessionID's
-// row (0 when there is none) in the same transaction (core.LeaseReleaser): what another
-// process committed before the release is in that version, and what it commits after
-// finds the lease free, so a holder that compares it with the version it last wrote
-// knows without another read whether it was left work.
-func (s *Store) ReleaseSessionLease(ctx context.Context, name, owner, sessionID string) (int64, error) {
-	var v int64
-	err := s.runSteps(ctx, []step{
-		{what: "deleting the lease", q: `DELETE FROM leases WHERE name = ? AND owner = ?`, args: []any{name, owner}},
-		{what: "reading the session's version", q: `SELECT COALESCE(MAX(version), 0) FROM sessions WHERE id = ?`,
-			args: []any{sessionID}, dest: []any{&v}},
-	}, true)
-	if err != nil {
-		return 0, fmt.Errorf("releasing lease %s: %w", name, explain(err))
-	}
-	return v, nil
-}
-
 // Lease returns the lease called name as stored (expired or not), or core.ErrNotFound.
 func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 	return s.lease(ctx, s.r, name)

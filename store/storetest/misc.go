@@ -199,25 +199,3 @@ func testPruning(t *testing.T, open func() Store) {
 	}
 	commit(t, s, core.Change{SessionID: "s1", Inbound: &old}) // forgotten, so accepted again
 }
-
-// testReleaseSessionLease: the release reads the session row's version in its
-// transaction, including what another instance committed before it (0 for no row).
-func testReleaseSessionLease(t *testing.T, open func() Store) {
-	ctx := context.Background()
-	s, other := open(), open()
-	cur := seed(t, s, "s1")
-	if _, ok, err := s.AcquireLease(ctx, "session:s1", "a", at(0), time.Minute); err != nil || !ok {
-		t.Fatalf("AcquireLease = %v, %v", ok, err)
-	}
-	next := commit(t, other, core.Change{Session: &cur, Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "left for a"}}})
-	v, err := s.ReleaseSessionLease(ctx, "session:s1", "a", "s1")
-	if err != nil || v != next.Version || v == cur.Version {
-		t.Fatalf("ReleaseSessionLease = %d, %v; want %d (the other instance's commit)", v, err, next.Version)
-	}
-	if _, err := other.Lease(ctx, "session:s1"); !errors.Is(err, core.ErrNotFound) {
-		t.Fatalf("lease after the release: %v", err)
-	}
-	if v, err := s.ReleaseSessionLease(ctx, "session:none", "a", "none"); err != nil || v != 0 {
-		t.Fatalf("releasing for a session with no row = %d, %v; want 0", v, err)
-	}
-}

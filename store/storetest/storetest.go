@@ -33,7 +33,6 @@ type Store interface {
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
-	ReleaseSessionLease(ctx context.Context, name, owner, sessionID string) (int64, error)
 	Lease(ctx context.Context, name string) (core.Lease, error)
 	ExpiredLeases(ctx context.Context, prefix string, now time.Time) ([]core.Lease, error)
 
@@ -80,7 +79,6 @@ func Run(t *testing.T, f Factory) {
 		{"FireNudge", testFireNudge},
 		{"ChannelState", testChannelState},
 		{"Leases", testLeases},
-		{"ReleaseSessionLease", testReleaseSessionLease},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
 		{"SentSoon", testSentSoon},
