@@ -150,20 +150,29 @@ func (in *Inbox) Done(key string) {
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
-	in.saver.SaveSoon(ctx, delay, in.writeLazy, onErr)
+	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {
+		if onErr != nil {
+			onErr(fmt.Errorf("saving the %s inbox: %w", in.channel, err))
+		}
+	})
 }
 
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
 // whoever saves writes the newest state.
-func (in *Inbox) Flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
+func (in *Inbox) Flush(ctx context.Context) error {
+	if err := in.saver.SaveRecord(ctx, in.record()); err != nil {
+		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
+	}
+	return nil
+}
 
-// write stores a snapshot of the inbox durably; writeLazy without waiting for the disk
-// (for the save after events finished).
-func (in *Inbox) write(ctx context.Context) error { return in.store(ctx, false) }
+// record is the inbox as its Saver stores it.
+func (in *Inbox) record() Record {
+	return Record{St: in.st, Channel: in.channel, Account: in.account, Key: inboxKey, Encode: in.encode}
+}
 
-func (in *Inbox) writeLazy(ctx context.Context) error { return in.store(ctx, true) }
-
-func (in *Inbox) store(ctx context.Context, lazy bool) error {
+// encode is a snapshot of the inbox in its stored form.
+func (in *Inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Seq: in.seq}
 	for _, e := range in.pending {
@@ -171,19 +180,9 @@ func (in *Inbox) store(ctx context.Context, lazy bool) error {
 	}
 	in.mu.Unlock()
 	slices.SortFunc(s.Pending, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	st := in.st
-	if lazy {
-		st = lazyState{in.st}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encoding the %s inbox: %w", in.channel, err)
 	}
-	if err := SaveJSON(ctx, st, in.channel, in.account, inboxKey, s); err != nil {
-		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
-	}
-	return nil
-}
-
-// lazyState saves through its State's lazy save, where it has one.
-type lazyState struct{ State }
-
-func (l lazyState) SetChannelState(ctx context.Context, channel, account, key, value string) error {
-	return SetStateLazy(ctx, l.State, channel, account, key, value)
+	return string(data), nil
 }

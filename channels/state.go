@@ -22,6 +22,16 @@ type LazyState interface {
 	SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error
 }
 
+// SnapshotState is a State that computes a record's value when its save runs, keeping
+// the saves of one record in the order they run (the store: on SQLite inside the
+// writer's batch, where saves of one record that share a batch are merged into one). A
+// Saver saving through it has no save of its own to wait for: a caller waits for the
+// store's batch in flight and its own, not for another caller's whole save first.
+type SnapshotState interface {
+	State
+	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
+}
+
 // SetStateLazy saves value with st's lazy save if it has one, else durably.
 func SetStateLazy(ctx context.Context, st State, channel, account, key, value string) error {
 	if ls, ok := st.(LazyState); ok {

@@ -73,7 +73,7 @@ func (t *turnState) queueReplies(ctx context.Context, o *Outcome) {
 
 // row is the outbox entry of reply r of this session.
 func (t *turnState) row(r Reply) Outgoing {
-	return Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now()}
+	return Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.owner}
 }
 
 // address fills in where a reply goes and which event it answers.
@@ -220,8 +220,10 @@ type Backlog struct {
 // Unsent lists the replies a previous process committed and never sent, for the given
 // channels (those this process serves) and the sessions only selects (nil = all), oldest
 // first. Call it before receiving, so no reply of this process is among them; the
-// backlog may then be delivered while new messages are handled. Rows older than maxAge
-// (0 = DefaultOutboxMaxAge), or that failed too often, are dropped with a log line.
+// backlog may then be delivered while new messages are handled. Rows another replica
+// that still runs committed are its own to send and are not listed (see ownerLive).
+// Rows older than maxAge (0 = DefaultOutboxMaxAge), or that failed too often, are
+// dropped with a log line.
 func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
 	if e.box == nil {
 		return Backlog{e: e}, nil
@@ -234,8 +236,17 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 		return Backlog{}, fmt.Errorf("listing unsent replies: %w", err)
 	}
 	b := Backlog{e: e}
+	live := map[string]bool{}
 	for _, o := range rows {
 		if only != nil && !only(o.SessionID) {
+			continue
+		}
+		l, seen := live[o.Owner]
+		if !seen {
+			l = e.ownerLive(ctx, o.Owner)
+			live[o.Owner] = l
+		}
+		if l {
 			continue
 		}
 		if why := e.dropReason(o, maxAge); why != "" {
@@ -276,12 +287,64 @@ func (b Backlog) deliver(ctx context.Context) int {
 		if held {
 			continue
 		}
-		if _, err := e.deliver(ctx, o); err == nil {
+		if _, err := e.deliverLeft(ctx, o); err == nil {
 			sent++
 		}
 	}
 	e.flushSent(ctx)
 	return sent
+}
+
+// ReplicaLease is the lease a running replica holds under its owner id (cmd/plangate
+// takes it at start and renews it); a survivor that finds the replica gone takes it over
+// to claim its leftovers, so a lease held by anyone else means the replica is gone.
+func ReplicaLease(owner string) string { return "replica:" + owner }
+
+// ownerLive reports whether owner, the engine that committed an outbox row, is another
+// replica that still runs: it holds its replica lease, unexpired, and is not a process
+// of this host that has ended. Its unsent rows are its own: it is sending them, or will
+// retry them (RetryLoop). "" (rows from before owners were recorded), this engine, a
+// store without leases (one process) and an owner with no replica lease (a process
+// without replicas, e.g. on SQLite) are not.
+func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
+	if owner == "" || owner == e.owner || e.leases == nil || ownerGone(owner) {
+		return false
+	}
+	l, err := e.leases.Lease(ctx, ReplicaLease(owner))
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			e.d.Log.Warn("reading a replica lease", "replica", owner, "err", err)
+		}
+		return false
+	}
+	return l.Owner == owner && l.ExpiresAt.After(e.d.Now())
+}
+
+// OutboxClaimer is the optional part of an OutboxStore that lets two processes deliver
+// the same left-over rows without both sending one: a row is claimed (its attempts
+// compared and counted) before it is sent.
+type OutboxClaimer interface {
+	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
+}
+
+// deliverLeft delivers a row another engine committed and left unsent: claimed first, so
+// that of two replicas delivering one dead replica's leftovers (a survivor's takeover and
+// the restarted replica's start-up) one sends it. A row claimed by another is skipped
+// (errInFlight). This engine's own rows (a restarted engine of the same process) need no
+// claim.
+func (e *Engine) deliverLeft(ctx context.Context, o *Outgoing) (string, error) {
+	if c, ok := e.box.(OutboxClaimer); ok && o.ID != 0 && o.Owner != e.owner {
+		got, err := c.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
+		if err != nil {
+			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
+			return "", err
+		}
+		if !got {
+			return "", errInFlight
+		}
+		o.Attempts++
+	}
+	return e.deliver(ctx, o)
 }
 
 func (e *Engine) dropReason(o Outgoing, maxAge time.Duration) string {

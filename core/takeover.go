@@ -36,7 +36,7 @@ func (e *Engine) DeliverLeft(ctx context.Context, channels []string, maxAge time
 				return err
 			}
 			for i := range left.rows {
-				if _, err := e.deliver(ctx, &left.rows[i]); err == nil {
+				if _, err := e.deliverLeft(ctx, &left.rows[i]); err == nil {
 					sent.Add(1)
 				}
 			}

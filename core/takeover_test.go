@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,5 +36,69 @@ func TestDeliverLeft(t *testing.T) {
 	}
 	if again, err := h.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour); err != nil || again != 0 {
 		t.Errorf("a second DeliverLeft sent %d (%v), want 0: the row is marked sent", again, err)
+	}
+}
+
+// The unsent replies another replica committed are its own while it runs (it holds its
+// replica lease): a start-up or takeover elsewhere leaves them, and delivers those of a
+// replica that is gone (its lease taken over by a survivor) and rows without an owner.
+// Of two deliverers that listed the same left-over row, the one that claims it first
+// sends it.
+func TestLeftRepliesOfALiveReplicaAreItsOwn(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	owners := map[string]string{"live": "elsewhere/1/live", "dead": "elsewhere/2/dead", "old": ""}
+	for chat, owner := range owners {
+		h.say(chat, "local", "/plan on")
+		s := h.session(chat)
+		row := core.Outgoing{Reply: core.Reply{To: addr(chat), Text: "left unsent in " + chat}, CreatedAt: h.clock, Owner: owner}
+		if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: []core.Outgoing{row}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, holder := range map[string]string{owners["live"]: owners["live"], owners["dead"]: "elsewhere/3/claimer"} {
+		if _, ok, err := h.st.AcquireLease(ctx, core.ReplicaLease(name), holder, h.clock, time.Minute); err != nil || !ok {
+			t.Fatalf("taking the replica lease of %s: %v %v", name, ok, err)
+		}
+	}
+	n := h.out.count()
+	sent, err := h.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, r := range h.out.since(n) {
+		texts = append(texts, r.Text)
+	}
+	slices.Sort(texts)
+	if want := []string{"left unsent in dead", "left unsent in old"}; sent != 2 || !slices.Equal(texts, want) {
+		t.Fatalf("DeliverLeft sent %d: %q; want %q (the live replica's row is its own)", sent, texts, want)
+	}
+	if left, err := h.st.UnsentOutbox(ctx, nil, 0); err != nil || len(left) != 1 || left[0].Owner != owners["live"] {
+		t.Fatalf("unsent after the takeover: %+v, %v; want the live replica's row only", left, err)
+	}
+
+	// The live replica's lease expires: its row is left over now, and listed. Another
+	// replica claims it between this listing and the send: it is not sent here.
+	h.clock = h.clock.Add(2 * time.Minute)
+	b, err := h.eng.Unsent(ctx, []string{"terminal"}, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := h.st.UnsentOutbox(ctx, nil, 0)
+	if got, err := h.st.ClaimOutbox(ctx, left[0].ID, left[0].Attempts); err != nil || !got {
+		t.Fatalf("the other replica's claim: %v %v", got, err)
+	}
+	n = h.out.count()
+	if sent := b.Deliver(ctx); sent != 0 || len(h.out.since(n)) != 0 {
+		t.Fatalf("a row another replica claimed was sent again (%d): %+v", sent, h.out.since(n))
+	}
+	// That replica died before sending: listed again, with the attempt it counted, the
+	// row is sent here.
+	if sent, err := h.eng.DeliverUnsent(ctx, []string{"terminal"}, time.Hour, nil); err != nil || sent != 1 {
+		t.Fatalf("delivering the row left by the claimer: %d, %v; want 1", sent, err)
+	}
+	if got := h.out.since(n); len(got) != 1 || got[0].Text != "left unsent in live" {
+		t.Fatalf("sent %+v; want the formerly live replica's row", got)
 	}
 }

@@ -245,3 +245,22 @@ func TestRunEndsEventStreams(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// ReadBody reads a body whole whatever its Content-Length says it is: over the 64 KB its
+// first buffer is sized to, unknown (chunked), or exact.
+func TestReadBodyWhole(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		length int64
+	}{{"small", `{"update_id":1}`, 15}, {"over 64 KB", big, int64(len(big))}, {"unknown length", big, -1}} {
+		r := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(tc.body))
+		r.ContentLength = tc.length
+		w := httptest.NewRecorder()
+		got, ok := httpserver.ReadBody(w, r)
+		if !ok || string(got) != tc.body {
+			t.Errorf("%s: read %d bytes (ok %v, answered %d), want %d", tc.name, len(got), ok, w.Code, len(tc.body))
+		}
+	}
+}

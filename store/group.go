@@ -18,6 +18,10 @@ type writeJob struct {
 	ctx  context.Context // checked once before the job runs; statements never see it
 	lazy bool
 	run  writeFunc
+	// merge, when set, names a record the job replaces whole: of the jobs of one batch
+	// with the same merge, only the last runs and the others share its outcome (see
+	// writeMerged).
+	merge string
 
 	// Set by the leader before it wakes the caller (the channel send orders them).
 	err      error
@@ -47,7 +51,17 @@ type groupCommit struct {
 // the whole shared transaction, and a caller whose change may already be committed must
 // learn the outcome rather than stop waiting.
 func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
-	j := &writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)}
+	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)})
+}
+
+// writeMerged is write for a job that replaces the record named merge whole, with a
+// value fn computes when it runs: when several such jobs share a batch only the last
+// runs, and its value, computed last, holds whatever the earlier ones would have written.
+func (s *Store) writeMerged(ctx context.Context, lazy bool, merge string, fn writeFunc) error {
+	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, merge: merge, wake: make(chan struct{}, 1)})
+}
+
+func (s *Store) enqueue(j *writeJob) error {
 	g := s.gc
 	g.mu.Lock()
 	g.queue = append(g.queue, j)
@@ -131,6 +145,12 @@ func (s *Store) runGroup(batch []*writeJob) {
 	if len(live) == 0 {
 		return
 	}
+	live, merged := mergeJobs(live)
+	defer func() {
+		for j, last := range merged {
+			j.err = last.err
+		}
+	}()
 	if !lazy {
 		s.gc.mu.Lock()
 		s.gc.stats.Durable++
@@ -180,6 +200,32 @@ func (s *Store) runGroup(batch []*writeJob) {
 			j.err = err
 		}
 	}
+}
+
+// mergeJobs drops from live every job that a later job with the same merge replaces;
+// merged maps each dropped job to the one that runs for it.
+func mergeJobs(live []*writeJob) (kept []*writeJob, merged map[*writeJob]*writeJob) {
+	last := map[string]*writeJob{}
+	for _, j := range live {
+		if j.merge != "" {
+			last[j.merge] = j
+		}
+	}
+	if len(last) == 0 {
+		return live, nil
+	}
+	kept = live[:0:0]
+	for _, j := range live {
+		if l := last[j.merge]; j.merge != "" && l != j {
+			if merged == nil {
+				merged = map[*writeJob]*writeJob{}
+			}
+			merged[j] = l
+			continue
+		}
+		kept = append(kept, j)
+	}
+	return kept, merged
 }
 
 // runJobs runs each job, alone (no savepoint needed: the transaction is its own) or in a

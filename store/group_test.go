@@ -329,3 +329,64 @@ func TestGroupCommitPanic(t *testing.T) {
 		t.Errorf("the panicking write was kept: %v, %v", ok, err)
 	}
 }
+
+// TestGroupCommitMergesStateSaves: saves of one channel-state record queued behind the
+// same batch are merged into the last, whose value is computed once, when it runs; every
+// caller gets its outcome, and a save of another record in the batch still runs.
+func TestGroupCommitMergesStateSaves(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var mu sync.Mutex
+	calls, version := 0, 0
+	value := func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return strconv.Itoa(version), nil
+	}
+	const n = 8
+	release := holdWriter(t, s)
+	errs := make(chan error, n+1)
+	var wg sync.WaitGroup
+	for range n {
+		mu.Lock()
+		version++
+		mu.Unlock()
+		wg.Go(func() { errs <- s.SetChannelStateWith(ctx, "telegram", "1", "updates", false, value) })
+	}
+	wg.Go(func() {
+		errs <- s.SetChannelStateWith(ctx, "slack", "1", "inbox", true, func() (string, error) { return "other", nil })
+	})
+	waitQueued(t, s, n+1)
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the value of %d merged saves was computed %d times, want once", n, calls)
+	}
+	if v, _, err := s.ChannelState(ctx, "telegram", "1", "updates"); err != nil || v != strconv.Itoa(n) {
+		t.Errorf("record = %q (%v), want %d", v, err, n)
+	}
+	if v, _, err := s.ChannelState(ctx, "slack", "1", "inbox"); err != nil || v != "other" {
+		t.Errorf("the other record = %q (%v), want other", v, err)
+	}
+}
+
+func TestMergeJobs(t *testing.T) {
+	a, b, c, d := &writeJob{merge: "x"}, &writeJob{}, &writeJob{merge: "x"}, &writeJob{merge: "y"}
+	kept, merged := mergeJobs([]*writeJob{a, b, c, d})
+	if len(kept) != 3 || kept[0] != b || kept[1] != c || kept[2] != d {
+		t.Errorf("kept %v, want b, c, d", kept)
+	}
+	if len(merged) != 1 || merged[a] != c {
+		t.Errorf("merged %v, want a into c", merged)
+	}
+	if kept, merged := mergeJobs([]*writeJob{b}); len(kept) != 1 || merged != nil {
+		t.Errorf("nothing to merge: kept %v, merged %v", kept, merged)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,9 +29,9 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error)
 		// RETURNING rather than LastInsertId, which PostgreSQL does not have.
 		steps = append(steps, step{
 			what: "saving reply to the outbox",
-			q: `INSERT INTO outbox (session_id, channel, reply, created_at) VALUES (?, ?, ?, ?)
+			q: `INSERT INTO outbox (session_id, channel, reply, created_at, owner) VALUES (?, ?, ?, ?, ?)
 			RETURNING id`,
-			args: []any{session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now))},
+			args: []any{session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now)), o.Owner},
 			dest: []any{&o.ID},
 			then: func() error { o.SessionID = session; return nil },
 		})
@@ -41,7 +42,7 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error)
 // UnsentOutbox lists undelivered, not dropped replies for the given channels (all for
 // none), oldest first, at most limit (0 = no limit).
 func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
-	q := `SELECT id, session_id, reply, created_at, attempts FROM outbox WHERE sent_at IS NULL AND dropped = ''`
+	q := `SELECT id, session_id, reply, created_at, attempts, owner FROM outbox WHERE sent_at IS NULL AND dropped = ''`
 	args := make([]any, 0, len(channels)+1)
 	if len(channels) > 0 {
 		q += ` AND channel IN (?` + strings.Repeat(`, ?`, len(channels)-1) + `)`
@@ -78,6 +79,26 @@ func (s *Store) DropOutbox(ctx context.Context, id int64, why string) error {
 	return s.updateOutbox(ctx, id, `UPDATE outbox SET dropped = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`, why, id)
 }
 
+// ClaimOutbox counts a delivery attempt of reply id before it is sent, only while the row
+// is unsent and still has the attempts it was listed with: of two processes delivering
+// the same left-over row, one gets it (true) and the other skips it. The claim is lazy,
+// like the other bookkeeping: a kill after it and before the send only leaves the row
+// for the next delivery with one attempt more.
+func (s *Store) ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error) {
+	err := s.runSteps(ctx, []step{{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
+		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}, none: errOutboxClaimed}}, true)
+	if errors.Is(err, errOutboxClaimed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claiming outbox reply %d: %w", id, explain(err))
+	}
+	return true, nil
+}
+
+// errOutboxClaimed: the row was sent, dropped or claimed by another process meanwhile.
+var errOutboxClaimed = errors.New("outbox reply already claimed")
+
 // NoteOutboxAttempt counts a failed delivery attempt of reply id.
 func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
 	return s.updateOutbox(ctx, id, `UPDATE outbox SET attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL`, id)
@@ -101,14 +122,19 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
+// sentSinceQuery is SentSince's query without its LIMIT. The index outbox_sent (migration
+// 0008) makes it a range scan of one channel's rows sent in the window, already in the
+// order asked for; without it every poll of every replica read the whole outbox.
+const sentSinceQuery = `SELECT id, session_id, reply, created_at, attempts FROM outbox
+		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
+
 // SentSince lists the replies of channel marked sent after since, by any process, in the
 // order they were sent (at most limit; 0 = no limit). A follower on another replica (the
 // web channel's live pages) re-reads a window behind the newest it has seen: sent_at is
 // stamped before the commit that writes it, so rows appear in the table slightly out of
 // sent_at order, and the window catches them.
 func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error) {
-	q := `SELECT id, session_id, reply, created_at, attempts FROM outbox
-		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
+	q := sentSinceQuery
 	args := []any{channel, formatTime(since)}
 	if limit > 0 {
 		q += ` LIMIT ?`
@@ -121,14 +147,22 @@ func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, 
 	return scanOutbox(rows, "sent")
 }
 
-// scanOutbox reads rows of (id, session_id, reply, created_at, attempts).
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]).
 func scanOutbox(rows *sql.Rows, what string) ([]core.Outgoing, error) {
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("listing %s replies: %w", what, err)
+	}
 	var out []core.Outgoing
 	for rows.Next() {
 		var o core.Outgoing
 		var body, created string
-		if err := rows.Scan(&o.ID, &o.SessionID, &body, &created, &o.Attempts); err != nil {
+		dest := []any{&o.ID, &o.SessionID, &body, &created, &o.Attempts}
+		if len(cols) > len(dest) {
+			dest = append(dest, &o.Owner)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("listing %s replies: %w", what, err)
 		}
 		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {

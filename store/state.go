@@ -71,14 +71,53 @@ func (s *Store) setChannelState(ctx context.Context, channel, account, key, valu
 	if key == "" {
 		return errors.New("saving channel state: empty key")
 	}
-	err := s.runSteps(ctx, []step{{what: "saving", q: `INSERT INTO channel_state (channel, account, key, value, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (channel, account, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		args: []any{channel, account, key, value, formatTime(s.now())}}}, lazy)
+	err := s.runSteps(ctx, []step{setStateStep(channel, account, key, value, s.now())}, lazy)
 	if err != nil {
 		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
 	}
 	return nil
+}
+
+// SetChannelStateWith saves the value that value returns when the write runs, durably
+// unless lazy, so that a caller who changes what value reads before calling never has
+// the change overwritten by an older value, and need not keep its saves one at a time
+// itself. On SQLite value runs inside the writer's batch, and of the saves of one record
+// that share a batch only the last runs (its value, computed last, is the newest): a
+// caller waits for the batch in flight and its own. On PostgreSQL the saves of a store
+// run one at a time. An error from value fails this save alone.
+func (s *Store) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
+	if key == "" {
+		return errors.New("saving channel state: empty key")
+	}
+	if s.pool != nil {
+		s.stateMu.Lock()
+		defer s.stateMu.Unlock()
+		v, err := value()
+		if err != nil {
+			return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
+		}
+		return s.setChannelState(ctx, channel, account, key, v, lazy)
+	}
+	merge := "channel_state\x00" + channel + "\x00" + account + "\x00" + key
+	err := s.writeMerged(ctx, lazy, merge, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+		v, err := value()
+		if err != nil {
+			return err
+		}
+		return execSteps(ctx, &sqlTx{Tx: tx, d: sqliteDialect}, []step{setStateStep(channel, account, key, v, now)})
+	})
+	if err != nil {
+		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return nil
+}
+
+// setStateStep is the upsert of one channel_state row.
+func setStateStep(channel, account, key, value string, now time.Time) step {
+	return step{what: "saving", q: `INSERT INTO channel_state (channel, account, key, value, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (channel, account, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		args: []any{channel, account, key, value, formatTime(now)}}
 }
 
 // StateKey names one channel_state row of a channel.
@@ -104,7 +143,23 @@ func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([
 	return out, rows.Err()
 }
 
-// errStateMoved: the row to move was gone (another process moved it first).
+// DeleteChannelState removes a saved value, durably, if it is still value (an adopted
+// inbox's record, once its events are in the adopter's own: a record written again
+// meanwhile is kept). false when it was changed or gone.
+func (s *Store) DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error) {
+	err := s.runSteps(ctx, []step{{what: "deleting", q: `DELETE FROM channel_state WHERE channel = ? AND account = ? AND key = ? AND value = ?`,
+		args: []any{channel, account, key, value}, none: errStateMoved}}, false)
+	if errors.Is(err, errStateMoved) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting channel state %s/%s/%s: %w", channel, account, key, err)
+	}
+	return true, nil
+}
+
+// errStateMoved: the row to move or delete was gone (another process moved it first) or
+// changed.
 var errStateMoved = errors.New("channel state already moved")
 
 // MoveChannelState renames the saved state from to to, in one statement, so that of two

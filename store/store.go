@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,6 +59,8 @@ type Store struct {
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
 	// riders: bookkeeping writes waiting for the next transaction (riders.go).
 	riders *riders
+	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
+	stateMu *sync.Mutex
 	// onCommit, when set, is told each Commit's duration (see OnCommit).
 	onCommit func(durable bool, d time.Duration)
 }

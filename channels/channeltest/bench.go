@@ -184,3 +184,46 @@ func (c *ModelCalls) At(text string) time.Time {
 	defer c.mu.Unlock()
 	return c.at[text]
 }
+
+// WebhookTimes are a webhook benchmark's times from each request being sent: to its 200
+// as the client saw it (HTTP) and as the server had it out (Server), both for requests
+// over HTTP; to the 200 of those handed to the handler without the network (Direct); to
+// the reply (Replies).
+type WebhookTimes struct {
+	HTTP, Server, Direct, Replies []time.Duration
+}
+
+// ReportWebhook reports a webhook benchmark: req/s over elapsed; p50_200_ms/p99_200_ms,
+// the time to the 200 of the requests over HTTP as the client saw it (of the direct ones
+// when none went over HTTP); srv_p50_ms/srv_p99_ms, the time until the server had it out
+// (what a platform sees: the rest is the benchmark's own client goroutines waiting for
+// the CPU); when both kinds ran, direct_p50_ms/direct_p99_ms and what HTTP added at each
+// percentile in the same run, to the client (http_p50_ms, http_p99_ms) and to the
+// server's answer (srv_http_p50_ms, srv_http_p99_ms); p50_reply_ms/p99_reply_ms.
+func ReportWebhook(b *testing.B, elapsed time.Duration, t WebhookTimes) {
+	b.Helper()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	answered := t.HTTP
+	if len(answered) == 0 {
+		answered = t.Direct
+	}
+	b.ReportMetric(Percentile(answered, 0.50), "p50_200_ms")
+	b.ReportMetric(Percentile(answered, 0.99), "p99_200_ms")
+	if len(t.Server) > 0 {
+		b.ReportMetric(Percentile(t.Server, 0.50), "srv_p50_ms")
+		b.ReportMetric(Percentile(t.Server, 0.99), "srv_p99_ms")
+	}
+	if len(t.HTTP) > 0 && len(t.Direct) > 0 {
+		d50, d99 := Percentile(t.Direct, 0.50), Percentile(t.Direct, 0.99)
+		b.ReportMetric(d50, "direct_p50_ms")
+		b.ReportMetric(d99, "direct_p99_ms")
+		b.ReportMetric(Percentile(t.HTTP, 0.50)-d50, "http_p50_ms")
+		b.ReportMetric(Percentile(t.HTTP, 0.99)-d99, "http_p99_ms")
+		if len(t.Server) > 0 {
+			b.ReportMetric(Percentile(t.Server, 0.50)-d50, "srv_http_p50_ms")
+			b.ReportMetric(Percentile(t.Server, 0.99)-d99, "srv_http_p99_ms")
+		}
+	}
+	b.ReportMetric(Percentile(t.Replies, 0.50), "p50_reply_ms")
+	b.ReportMetric(Percentile(t.Replies, 0.99), "p99_reply_ms")
+}

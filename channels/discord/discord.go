@@ -12,7 +12,9 @@
 // (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
 // With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
 // verified with the application's Ed25519 key, and take the same path, the deferred
-// response being the HTTP answer; messages still come over the gateway.
+// response being the HTTP answer; messages still come over the gateway. Run is both
+// halves; with several replicas RunInteractions serves the endpoint on every one of them
+// and RunGateway runs only on the replica elected for the gateway.
 //
 // discordgo reads the API base from package variables; changing them would change every
 // session in the process, so api_url is applied by a transport that rewrites the scheme
@@ -89,7 +91,7 @@ type Channel struct {
 	gateHook  func(time.Duration, bool) // tests: time spent on the gateway goroutine per event
 
 	pubKey ed25519.PublicKey          // interactions http: verifies every request
-	disp   atomic.Pointer[dispatcher] // the running Run's, for the interactions route
+	disp   atomic.Pointer[dispatcher] // the running Run's or RunInteractions', for the interactions route
 	health *channels.Health           // the gateway connection, for Ready
 }
 

@@ -16,20 +16,59 @@ import (
 )
 
 // Run opens the gateway, registers /plan, and hands events to h until ctx ends (returning
-// nil). A lost connection is reopened with a growing pause, resuming the gateway session so
-// Discord replays what was missed; Run returns an error only when Discord refuses the bot
-// for good (a bad token, intents that are not enabled).
+// nil); with interactions http it also takes interaction requests (RunInteractions and
+// RunGateway in one). A lost connection is reopened with a growing pause, resuming the
+// gateway session so Discord replays what was missed; Run returns an error only when
+// Discord refuses the bot for good (a bad token, intents that are not enabled).
 //
 // With an AsyncHandler (the engine) messages are queued in gateway order and the gateway
 // goroutine goes on at once; the queued work outlives Run, so a shutdown lets in-flight
 // turns finish (the caller bounds that with Engine.Wait). A plain Handler is called from one
 // worker goroutine, in order.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
+	d := c.accept(ctx, h)
+	defer d.release()
+	return c.runGateway(ctx, d)
+}
+
+// RunInteractions takes requests on the interactions endpoint (interactions http) until
+// ctx ends, without the gateway. Nothing on that path needs the gateway: the request is
+// verified with the public key, the deferred answer is the HTTP response and the
+// follow-ups go through the webhook API with the interaction's token. So with several
+// replicas it runs on every one of them, and RunGateway only on the replica elected for
+// it. Run together with RunGateway, a plain Handler may be called from both at once.
+func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error {
+	d := c.accept(ctx, h)
+	defer d.release()
+	<-ctx.Done()
+	return nil
+}
+
+// RunGateway is Run without the interactions endpoint: the gateway's messages (and its
+// interactions, with interactions gateway) until ctx ends, for the replica that holds the
+// gateway while every replica runs RunInteractions.
+func (c *Channel) RunGateway(ctx context.Context, h channels.Handler) error {
 	d := newDispatcher(c, h, context.WithoutCancel(ctx))
 	defer d.stop()
+	return c.runGateway(ctx, d)
+}
+
+// accept makes d the dispatcher of the interactions route until release.
+func (c *Channel) accept(ctx context.Context, h channels.Handler) *dispatcher {
+	d := newDispatcher(c, h, context.WithoutCancel(ctx))
 	d.accepting.Store(true)
 	c.disp.Store(d)
-	defer d.accepting.Store(false)
+	return d
+}
+
+// release stops the route taking requests for d, then d's worker.
+func (d *dispatcher) release() {
+	d.accepting.Store(false)
+	d.stop()
+}
+
+// runGateway connects to the gateway and hands its events to d until ctx ends.
+func (c *Channel) runGateway(ctx context.Context, d *dispatcher) error {
 	defer c.health.Down("stopped")
 	lost := make(chan struct{}, 1)
 	removers := []func(){
@@ -218,7 +257,7 @@ type dispatcher struct {
 	async channels.AsyncHandler
 	ctx   context.Context // outlives Run: queued work is finished, not abandoned
 
-	accepting atomic.Bool // Run is running: the interactions route may queue
+	accepting atomic.Bool // Run or RunInteractions is running: the interactions route may queue
 	fetches   fetchChain  // messages wait for an edited plan file's download before them
 
 	mu      sync.Mutex

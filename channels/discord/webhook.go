@@ -21,7 +21,8 @@ import (
 const InteractionsPath = "/webhooks/discord"
 
 // RegisterHTTP adds POST /webhooks/discord to srv with interactions http (with gateway
-// it adds nothing). Call it before srv runs; until Run is running the route answers 503.
+// it adds nothing). Call it before srv runs; until Run or RunInteractions is running the
+// route answers 503.
 func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	if c.cfg.Interactions != InteractionsHTTP {
 		return
@@ -30,17 +31,28 @@ func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 }
 
 // Ready is nil while the gateway is connected (messages always come over it) and, with
-// interactions http, Run takes interaction requests; otherwise an error naming the
-// problem, for /readyz.
+// interactions http, the endpoint takes requests (InteractionsReady); otherwise an error
+// naming the problem, for /readyz.
 func (c *Channel) Ready() error {
-	err := c.health.Err()
-	if c.cfg.Interactions == InteractionsHTTP {
-		if d := c.disp.Load(); d == nil || !d.accepting.Load() {
-			err = errors.Join(err, errors.New("discord: the interactions endpoint is not taking requests"))
-		}
-	}
-	return err
+	return errors.Join(c.health.Err(), c.InteractionsReady())
 }
+
+// InteractionsReady is nil when nothing is to be taken over HTTP (interactions gateway)
+// or the interactions endpoint takes requests (Run or RunInteractions is running): the
+// readiness of a replica that does not hold the gateway.
+func (c *Channel) InteractionsReady() error {
+	if c.cfg.Interactions != InteractionsHTTP {
+		return nil
+	}
+	if d := c.disp.Load(); d == nil || !d.accepting.Load() {
+		return errors.New("discord: the interactions endpoint is not taking requests")
+	}
+	return nil
+}
+
+// HTTPInteractions tells whether interactions arrive on the HTTP endpoint (interactions
+// http), so that every replica should take them, not only the one holding the gateway.
+func (c *Channel) HTTPInteractions() bool { return c.cfg.Interactions == InteractionsHTTP }
 
 // serveHTTP verifies an interaction request with the application's public key, answers a
 // PING, and hands the rest to takeInteraction, the path gateway interactions take: the
@@ -67,7 +79,7 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d := c.disp.Load()
 	if d == nil || !d.accepting.Load() {
-		httpserver.WriteError(w, http.StatusServiceUnavailable, "discord is not running yet; try again")
+		httpserver.WriteError(w, http.StatusServiceUnavailable, "discord is not taking interactions yet; try again")
 		return
 	}
 	resp, p := c.takeInteraction(d.ctx, d, i)

@@ -33,6 +33,8 @@ type env struct {
 	// wrap, when set, is put between the adapter and the store (a full disk, say).
 	wrap func(channels.State) channels.State
 	hook *hookSender // mode http: how the fake delivers
+	// stamps: when the server had each benchmark request's 200 out
+	stamps channeltest.Stamps
 }
 
 // overHTTP makes every newEnv run in mode http, its fake delivering envelopes as signed
@@ -66,7 +68,7 @@ func newEnv(t testing.TB, mutate ...func(*env)) *env {
 	if e.cfg.Mode == ModeHTTP {
 		srv := httpserver.New(httpserver.Config{}, nil, nil)
 		e.Channel.RegisterHTTP(srv)
-		hs := httptest.NewServer(srv.Handler())
+		hs := httptest.NewServer(e.stamps.Wrap(srv.Handler()))
 		t.Cleanup(hs.Close)
 		e.hook = newHookSender(hs.URL, testSigningSecret)
 		t.Cleanup(e.hook.wg.Wait)

@@ -34,6 +34,7 @@ func slackSign(secret, ts string, body []byte) string {
 type hookSender struct {
 	base   string
 	secret string
+	client *http.Client // nil: http.DefaultClient
 
 	mu     sync.Mutex
 	status map[string]int // envelope id -> the answer's status
@@ -89,10 +90,22 @@ func (h *hookSender) send(f *fakeSlack, id, kind string, payload any, retry int)
 
 // post sends one signed request; ts is X-Slack-Request-Timestamp.
 func (h *hookSender) post(path, ctype string, body []byte, ts string, retry int) (int, string, error) {
-	req, err := http.NewRequest(http.MethodPost, h.base+path, strings.NewReader(string(body)))
+	client := h.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(h.request(path, ctype, body, ts, retry))
 	if err != nil {
 		return 0, "", err
 	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// request is the signed request post sends.
+func (h *hookSender) request(path, ctype string, body []byte, ts string, retry int) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, h.base+path, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
 	req.Header.Set("X-Slack-Signature", slackSign(h.secret, ts, body))
@@ -100,13 +113,7 @@ func (h *hookSender) post(path, ctype string, body []byte, ts string, retry int)
 		req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 		req.Header.Set("X-Slack-Retry-Reason", "http_timeout")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
+	return req
 }
 
 // statusOf is the answer to envelope id's request, 0 while there is none.

@@ -163,14 +163,17 @@ func unescape(s string) string {
 }
 
 // rememberRecent saves thread as the most recent session of channel ch, for a /plan typed
-// at the channel's top level. It writes only when that changes.
+// at the channel's top level. It writes only when that changes, and without waiting for
+// the disk: an OS crash can only lose the hint (a top-level /plan then finds the thread
+// before), and every mention that starts a thread changes it, so a durable save was one
+// more fsync per mention.
 func (c *Channel) rememberRecent(ctx context.Context, ch, thread string) {
 	c.recentMu.Lock()
 	defer c.recentMu.Unlock()
 	if c.recent[ch] == thread {
 		return
 	}
-	if err := c.st.SetChannelState(ctx, Name, c.team, recentKey(ch), thread); err != nil {
+	if err := channels.SetStateLazy(ctx, c.st, Name, c.team, recentKey(ch), thread); err != nil {
 		c.log.Error("saving the channel's most recent session", "slack_channel", ch, "err", err)
 		return
 	}

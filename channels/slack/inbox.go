@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,6 +49,38 @@ func (d *dispatcher) replay() {
 	if len(pending) > 0 {
 		d.c.log.Info("replaying slack envelopes received before the restart", "count", len(pending))
 	}
+}
+
+// InboxAccount implements channels.InboxAdopter: the team whose inbox records this
+// adapter keeps.
+func (c *Channel) InboxAccount() string { return c.team }
+
+// AdoptInbox implements channels.InboxAdopter: the envelopes another replica saved in
+// its inbox and never handled join this Run's inbox (saved before it returns) and its
+// queue, after what waits there already.
+func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
+	d := c.disp.Load()
+	if d == nil || !d.receiving.Load() {
+		return 0, channels.ErrNotReceiving
+	}
+	es, err := d.in.Adopt(ctx, saved)
+	if err != nil {
+		if errors.Is(err, channels.ErrUnreadable) {
+			c.log.Error("dropping an adopted slack inbox that cannot be read", "err", err)
+			return 0, nil
+		}
+		return 0, err
+	}
+	for _, e := range es {
+		it, err := decodeEntry(e)
+		if err != nil {
+			c.log.Error("dropping an adopted slack envelope that cannot be read", "key", e.Key, "err", err)
+			d.in.Done(e.Key)
+			continue
+		}
+		d.q.push(it)
+	}
+	return len(es), nil
 }
 
 // accept stores the envelopes worth handling (those that came together with one

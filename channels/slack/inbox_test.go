@@ -287,3 +287,57 @@ func TestSlowUserInfoDoesNotHoldMessages(t *testing.T) {
 		t.Errorf("the next message's sender: %+v", m.Sender)
 	}
 }
+
+// A running adapter adopts the inbox another replica left (a DM it acknowledged and never
+// handled): the envelope is in this adapter's saved inbox when AdoptInbox returns and is
+// handled here. Before Run nothing is adopted.
+func TestAdoptInboxOfAnotherReplica(t *testing.T) {
+	f := newFakeSlack(t)
+	logs := &channeltest.LogBuffer{}
+	deadSt := &channeltest.MemState{}
+	dying := asyncFunc(func(context.Context, core.Message) <-chan error { return make(chan error) })
+	cfg := Config{BotToken: f.botToken, AppToken: f.appToken, APIURL: f.URL()}
+	_, stop := runChannel(t, f, cfg, deadSt, logs, dying)
+	msg := f.dm("D0ALICE", alice, "left by a dead replica", "")
+	f.waitAck(msg.Envelope)
+	stop()
+	saved, ok, err := deadSt.ChannelState(context.Background(), Name, f.team, "inbox")
+	if err != nil || !ok {
+		t.Fatalf("the dead replica's inbox: %v %v", ok, err)
+	}
+
+	st := &channeltest.MemState{}
+	early, err := newChannel(context.Background(), cfg, st, channeltest.NewLogger(logs), testTuning())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := early.AdoptInbox(context.Background(), saved); !errors.Is(err, channels.ErrNotReceiving) {
+		t.Errorf("AdoptInbox before Run = %v, want ErrNotReceiving", err)
+	}
+	gate := make(chan struct{})
+	got := make(chan core.Message, 4)
+	h := channels.HandlerFunc(func(_ context.Context, m core.Message) error { <-gate; got <- m; return nil })
+	c, _ := runChannel(t, f, cfg, st, logs, h)
+	for d := c.disp.Load(); d == nil || !d.receiving.Load(); d = c.disp.Load() {
+		time.Sleep(time.Millisecond) // until Run has replayed its own inbox
+	}
+	if n, err := c.AdoptInbox(context.Background(), `{"pending":[{"key":"x"`); err != nil || n != 0 {
+		t.Errorf("adopting a damaged record = %d, %v; want it dropped", n, err)
+	}
+	n, err := c.AdoptInbox(context.Background(), saved)
+	if err != nil || n != 1 {
+		t.Fatalf("AdoptInbox = %d, %v; want the one envelope", n, err)
+	}
+	if mine, _, _ := st.ChannelState(context.Background(), Name, f.team, "inbox"); !strings.Contains(mine, msg.TS) {
+		t.Errorf("the adopted envelope is not in this adapter's saved inbox: %q", mine)
+	}
+	close(gate)
+	select {
+	case m := <-got:
+		if m.Text != "left by a dead replica" || !m.Replays {
+			t.Errorf("handled %q (replays %v), want the adopted DM as a replay", m.Text, m.Replays)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the adopted DM was never handled\n%s", logs.String())
+	}
+}

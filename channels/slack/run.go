@@ -66,7 +66,9 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher,
 	d.replay()
 	var wg sync.WaitGroup
 	wg.Go(func() { d.work(ctx) })
+	d.receiving.Store(true)
 	return d, func() {
+		d.receiving.Store(false)
 		c.health.Down("stopped")
 		d.q.close()
 		wg.Wait()
@@ -250,6 +252,7 @@ type dispatcher struct {
 
 	ctx       context.Context // Run's, in mode http: what the routes accept with
 	accepting atomic.Bool     // mode http: Run is taking requests
+	receiving atomic.Bool     // the worker takes queued envelopes (AdoptInbox may add to them)
 
 	inflight sync.WaitGroup // messages handed over and not yet settled
 	left     atomic.Int64   // messages the handler gave up on while stopping

@@ -147,6 +147,35 @@ func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 	return true
 }
 
+// adopt merges the pending updates of saved, another replica's inbox record, into this
+// inbox (not yet saved) and returns those that were new here, oldest first, with their
+// ids. One pending here, or received here lately, is not taken twice; the floor is not
+// asked, since the other replica's ids interleave with this one's.
+func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
+	var s savedInbox
+	if err := json.Unmarshal([]byte(saved), &s); err != nil {
+		return nil, nil, fmt.Errorf("decoding an adopted update inbox: %w", err)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var raws []json.RawMessage
+	var ids []int64
+	for _, raw := range s.Pending {
+		id, _, err := updateID(raw)
+		if _, pending := in.pending[id]; err != nil || pending || in.seen[id] {
+			continue
+		}
+		in.remember(id)
+		in.next = max(in.next, id+1)
+		in.pending[id] = raw
+		raws, ids = append(raws, raw), append(ids, id)
+	}
+	if len(ids) > 0 {
+		in.saver.Changed()
+	}
+	return raws, ids, nil
+}
+
 // remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
 func (in *inbox) remember(id int64) {
 	if in.seen[id] {
@@ -190,23 +219,29 @@ func (in *inbox) done(id int64) {
 
 // flushSoon saves the inbox after delay, coalescing the updates finished meanwhile. It is
 // for updates the engine finished: until the save they would only be replayed, and the
-// engine de-duplicates them, so under load they need not each cost a disk write.
+// engine de-duplicates them, so under load they need not each cost a disk write. The save
+// does not wait for the disk (losing it only replays them).
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
-	in.saver.SaveSoon(ctx, delay, in.writeLazy, func(err error) {
+	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {
 		in.c.log.Error("saving the update inbox", "err", err)
 	})
 }
 
-// flush saves the inbox if it changed since the last save.
-func (in *inbox) flush(ctx context.Context) error { return in.saver.Save(ctx, in.write) }
+// flush saves the inbox durably if it changed since the last save.
+func (in *inbox) flush(ctx context.Context) error {
+	if err := in.saver.SaveRecord(ctx, in.record()); err != nil {
+		return fmt.Errorf("saving the update inbox: %w", err)
+	}
+	return nil
+}
 
-// write stores a snapshot of the inbox durably; writeLazy without waiting for the disk
-// (the save after updates were handled: losing it only replays them).
-func (in *inbox) write(ctx context.Context) error { return in.store(ctx, false) }
+// record is the inbox as its Saver stores it.
+func (in *inbox) record() channels.Record {
+	return channels.Record{St: in.c.st, Channel: Name, Account: in.c.account, Key: inboxKey, Encode: in.encode}
+}
 
-func (in *inbox) writeLazy(ctx context.Context) error { return in.store(ctx, true) }
-
-func (in *inbox) store(ctx context.Context, lazy bool) error {
+// encode is a snapshot of the inbox in its stored form.
+func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Next: in.next, Handled: in.next - 1, Recent: slices.Clone(in.recent), Floor: in.floor}
 	for i, id := range in.pendingIDs() {
@@ -218,16 +253,7 @@ func (in *inbox) store(ctx context.Context, lazy bool) error {
 	in.mu.Unlock()
 	data, err := json.Marshal(s)
 	if err != nil {
-		return fmt.Errorf("encoding the update inbox: %w", err)
+		return "", fmt.Errorf("encoding the update inbox: %w", err)
 	}
-	save := in.c.st.SetChannelState
-	if lazy {
-		save = func(ctx context.Context, channel, account, key, value string) error {
-			return channels.SetStateLazy(ctx, in.c.st, channel, account, key, value)
-		}
-	}
-	if err := save(ctx, Name, in.c.account, inboxKey, string(data)); err != nil {
-		return fmt.Errorf("saving the update inbox: %w", err)
-	}
-	return nil
+	return string(data), nil
 }

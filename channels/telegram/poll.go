@@ -171,6 +171,7 @@ type dispatcher struct {
 
 	ctx       context.Context // Run's: dispatching webhook updates
 	accepting atomic.Bool     // Run is taking webhook updates
+	receiving atomic.Bool     // Run is past its replay and dispatching (AdoptInbox may add updates)
 
 	inflight sync.WaitGroup // updates handed over and not yet settled
 	left     atomic.Int64   // updates the handler gave up on while stopping
@@ -263,7 +264,12 @@ func (d *dispatcher) dispatch(ctx context.Context, raw json.RawMessage) {
 		}
 		return
 	}
-	job, ok := d.c.inbound(ctx, &u)
+	d.dispatchUpdate(ctx, &u)
+}
+
+// dispatchUpdate is dispatch for an update already decoded.
+func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
+	job, ok := d.c.inbound(ctx, u)
 	// Updates finished here are saved with their batch, before the next poll.
 	if !ok {
 		d.in.done(u.ID)

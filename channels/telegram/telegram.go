@@ -228,12 +228,14 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if err := in.flush(context.WithoutCancel(ctx)); err != nil {
 		c.log.Error("saving the update inbox", "err", err)
 	}
+	d.receiving.Store(true)
 	if c.cfg.Mode == ModeWebhook {
 		err = c.serveWebhook(ctx, d)
 	} else {
 		c.deleteWebhook(ctx)
 		err = c.poll(ctx, d)
 	}
+	d.receiving.Store(false)
 	c.health.Down("stopped")
 	// Updates finished since the last save are saved now, not replayed after a restart.
 	if ferr := in.flush(context.WithoutCancel(ctx)); ferr != nil {

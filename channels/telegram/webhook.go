@@ -67,8 +67,51 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// decodeUpdate reads a webhook body as one update; the error is a one-line reason.
+// InboxAccount implements channels.InboxAdopter: the bot whose inbox records this
+// adapter keeps.
+func (c *Channel) InboxAccount() string { return c.account }
+
+// AdoptInbox implements channels.InboxAdopter: the updates another replica saved in its
+// inbox and never handled join this Run's inbox, saved before it returns, and are
+// dispatched as a replayed update is.
+func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
+	d := c.disp.Load()
+	if d == nil || !d.receiving.Load() {
+		return 0, channels.ErrNotReceiving
+	}
+	raws, ids, err := d.in.adopt(saved)
+	if err != nil {
+		c.log.Error("dropping an adopted update inbox that cannot be read", "err", err)
+		return 0, nil
+	}
+	if len(raws) == 0 {
+		return 0, nil
+	}
+	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
+		d.in.unreceive(ids, -1)
+		return 0, err
+	}
+	if d.async == nil {
+		d.inflight.Go(func() {
+			for _, raw := range raws {
+				d.dispatch(d.ctx, raw)
+			}
+		})
+		return len(raws), nil
+	}
+	for _, raw := range raws {
+		d.dispatch(d.ctx, raw)
+	}
+	return len(raws), nil
+}
+
+// decodeUpdate reads a webhook body as one update; the error is a one-line reason. A
+// well-formed update is decoded once; the checks below only name what is wrong.
 func decodeUpdate(body []byte) (int64, *models.Update, error) {
+	var u models.Update
+	if json.Unmarshal(body, &u) == nil && u.ID > 0 {
+		return u.ID, &u, nil
+	}
 	id, exact, err := updateID(body)
 	if err != nil {
 		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
@@ -76,7 +119,7 @@ func decodeUpdate(body []byte) (int64, *models.Update, error) {
 	if !exact {
 		return 0, nil, errors.New("not a telegram update: update_id is not an integer")
 	}
-	var u models.Update
+	u = models.Update{}
 	if err := json.Unmarshal(body, &u); err != nil {
 		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
 	}
@@ -89,7 +132,7 @@ func decodeUpdate(body []byte) (int64, *models.Update, error) {
 // fails, so that Telegram delivers it again. Concurrent requests share their commits
 // (the inbox's flush writes the newest state for all who wait).
 func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle func()) {
-	id, _, err := decodeUpdate(body)
+	id, u, err := decodeUpdate(body)
 	if err != nil {
 		return http.StatusBadRequest, strings.Join(strings.Fields(err.Error()), " "), nil
 	}
@@ -107,9 +150,9 @@ func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle fu
 	d.stored()
 	if d.async == nil {
 		// A plain handler runs the turn itself: not in the request.
-		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatch(d.ctx, raw) }) }
+		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatchUpdate(d.ctx, u) }) }
 	}
-	return http.StatusOK, "", func() { d.dispatch(d.ctx, raw) }
+	return http.StatusOK, "", func() { d.dispatchUpdate(d.ctx, u) }
 }
 
 // serveWebhook registers the webhook with Telegram and takes updates from the HTTP route

@@ -29,6 +29,8 @@ type diskState struct {
 	channels.State
 	full   atomic.Bool
 	failed atomic.Int64
+	saves  atomic.Int64 // durable writes of a record that succeeded
+	mu     sync.Mutex
 }
 
 func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
@@ -36,14 +38,56 @@ func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string
 		s.failed.Add(1)
 		return errors.New("saving channel state: database or disk is full")
 	}
-	return s.State.SetChannelState(ctx, ch, acct, key, v)
+	err := s.State.SetChannelState(ctx, ch, acct, key, v)
+	if err == nil {
+		s.saves.Add(1)
+	}
+	return err
+}
+
+// SetChannelStateWith keeps the store's save that takes its snapshot when it runs.
+func (s *diskState) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if s.full.Load() {
+		s.failed.Add(1)
+		return errors.New("saving channel state: database or disk is full")
+	}
+	var err error
+	if ss, ok := s.State.(channels.SnapshotState); ok {
+		ran := false // a save merged into a later one writes nothing itself
+		err = ss.SetChannelStateWith(ctx, ch, acct, key, lazy, func() (string, error) { ran = true; return value() })
+		if !ran {
+			return err
+		}
+	} else { // a memory store: one save at a time keeps them in order
+		s.mu.Lock()
+		var v string
+		if v, err = value(); err == nil {
+			err = s.State.SetChannelState(ctx, ch, acct, key, v)
+		}
+		s.mu.Unlock()
+	}
+	if err == nil && !lazy {
+		s.saves.Add(1)
+	}
+	return err
+}
+
+// SetChannelStateLazy keeps the store's lazy save (the save after updates were handled):
+// without it every such save was durable, as it is on no real store.
+func (s *diskState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v string) error {
+	if s.full.Load() {
+		s.failed.Add(1)
+		return errors.New("saving channel state: database or disk is full")
+	}
+	return channels.SetStateLazy(ctx, s.State, ch, acct, key, v)
 }
 
 // hookEnv is the adapter in webhook mode behind a real httpserver.Server.
 type hookEnv struct {
 	*env
-	srv  *httptest.Server
-	disk *diskState
+	srv    *httptest.Server
+	disk   *diskState
+	stamps channeltest.Stamps // when the server had its 200 out (benchmarks)
 }
 
 func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
@@ -60,7 +104,7 @@ func newHookEnv(t testing.TB, mutate ...func(*env)) *hookEnv {
 	})
 	srv := httpserver.New(httpserver.Config{}, nil, nil)
 	h.Channel.RegisterHTTP(srv)
-	h.srv = httptest.NewServer(srv.Handler())
+	h.srv = httptest.NewServer(h.stamps.Wrap(srv.Handler()))
 	t.Cleanup(h.srv.Close)
 	h.Eventually("the webhook registered", func() bool { return h.Channel.Ready() == nil })
 	return h
@@ -319,5 +363,67 @@ func TestWebhookBeforeRunAnd503(t *testing.T) {
 	}
 	if err := w.Run(context.Background(), channels.HandlerFunc(func(context.Context, core.Message) error { return nil })); err == nil || !strings.Contains(err.Error(), "http.public_url is not set") {
 		t.Errorf("Run without public_url = %v", err)
+	}
+}
+
+// A running webhook adapter adopts the inbox another replica left: the updates it held
+// (one also pending here) are saved in this inbox before AdoptInbox returns, answered once
+// each, and adopting the record again (a crash before its deletion) answers nothing more.
+// While the store refuses the save nothing is adopted, and nothing handled.
+func TestWebhookAdoptsAnotherReplicasInbox(t *testing.T) {
+	h := newHookEnv(t)
+	ctx := context.Background()
+	var raws []json.RawMessage
+	var ids []int64
+	for i := range 3 {
+		id, b := h.update(private+int64(i), "left "+strconv.Itoa(i))
+		raws, ids = append(raws, b), append(ids, id)
+	}
+	saved, err := json.Marshal(savedInbox{Pending: raws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.disk.full.Store(true)
+	if n, err := h.Channel.AdoptInbox(ctx, string(saved)); err == nil || n != 0 {
+		t.Fatalf("AdoptInbox on a full disk = %d, %v; want an error", n, err)
+	}
+	h.disk.full.Store(false)
+	if code, ans := h.post(hookSecret, raws[2]); code != http.StatusOK { // delivered here too
+		t.Fatalf("POST = %d %s", code, ans)
+	}
+	h.api.waitText(private+2, "ok")
+	n, err := h.Channel.AdoptInbox(ctx, string(saved))
+	if err != nil || n != 2 {
+		t.Fatalf("AdoptInbox = %d, %v; want the 2 updates not received here", n, err)
+	}
+	if got := h.savedIDs(); !slices.Contains(got, ids[0]) || !slices.Contains(got, ids[1]) {
+		t.Errorf("the stored inbox knows %v after AdoptInbox returned, want %v among them", got, ids[:2])
+	}
+	for i := range 3 {
+		h.api.waitText(private+int64(i), "ok")
+	}
+	h.Idle()
+	if n, err := h.Channel.AdoptInbox(ctx, string(saved)); err != nil || n != 0 {
+		t.Errorf("adopting the record again = %d, %v; want nothing new", n, err)
+	}
+	if n, err := h.Channel.AdoptInbox(ctx, "{damaged"); err != nil || n != 0 {
+		t.Errorf("adopting a damaged record = %d, %v; want it dropped", n, err)
+	}
+	h.Idle()
+	for i := range 3 {
+		if n := countContaining(h.api.messages(private+int64(i)), "ok"); n != 1 {
+			t.Errorf("chat %d answered %d times, want once", i, n)
+		}
+	}
+	if n := h.Model.CallCount(); n != 3 {
+		t.Errorf("the model was called %d times for 3 updates", n)
+	}
+}
+
+// Before Run (or after it) there is no inbox to adopt into: the record must stay.
+func TestAdoptInboxBeforeRun(t *testing.T) {
+	c := &Channel{}
+	if _, err := c.AdoptInbox(context.Background(), `{"pending":[]}`); !errors.Is(err, channels.ErrNotReceiving) {
+		t.Errorf("AdoptInbox without Run = %v, want ErrNotReceiving", err)
 	}
 }

@@ -89,9 +89,6 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	go pruneInbound(schedCtx, st, e.now, log)
 	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	go eng.RetryLoop(schedCtx, served, cfg.Channels.OutboxMaxAge, 0) // failed sends, while running
-	if cfg.Store.postgres() {
-		go takeOver(schedCtx, eng, st, served, cfg.Channels.OutboxMaxAge, e.now, log)
-	}
 	return g, nil
 }
 

@@ -347,6 +347,11 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	running := web.track(elect(chans, cfg, st, e.now, log))
 	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
 	web.start(recvCtx, stopReceiving)
+	if cfg.Store.postgres() { // the work of replicas that die while this one runs
+		tick := time.NewTicker(takeOverEvery)
+		defer tick.Stop()
+		go newTakeover(cfg, g, st, chans, e.now, log).run(recvCtx, workCtx, tick.C)
+	}
 	go func() {
 		backlog.Deliver(workCtx)
 		resumed()

@@ -20,18 +20,30 @@ import (
 // one shared record would be overwritten by each replica's saves, and the events a killed
 // replica had acknowledged would be gone. So on PostgreSQL each replica keeps its inbox
 // under its own key, "<key>@<replica>", and holds the lease "replica:<replica>" while it
-// runs. A replica that starts adopts the inbox of a replica that is gone (its lease
-// expired, or its process ended on this host) by renaming that record to its own key
-// before its channels start: the adapter then replays it as it replays its own after a
-// restart, and the engine's inbound keys drop what had been handled already. One record
-// is adopted per channel account and start, so the record of a killed replica is picked
-// up when a replica (typically its restarted self) next starts.
+// runs.
+//
+// The record of a replica that is gone (its lease expired, or its process ended on this
+// host) is adopted by a live one, so what it acknowledged is answered even if it never
+// comes back:
+//
+//   - while replicas run, their takeover (takeover.go, every 10 s) claims the dead
+//     replica's lease, so that of several survivors exactly one adopts; the running
+//     adapter (channels.InboxAdopter) merges the record's pending events into its own
+//     inbox, saved durably, and replays them, and only then is the dead record deleted.
+//     A crash between the two only adopts the record again: the inbox keys and the
+//     engine's inbound keys make the second replay harmless. A record whose replica
+//     left no lease (it stopped cleanly with events left, or a claimer died midway) is
+//     claimed and adopted the same way;
+//   - a replica that starts renames one such record per channel account to its own key
+//     before its channels start (under the same claim), and replays it as its own after
+//     a restart; so does the shared record a single process left before the deployment
+//     moved to several replicas.
 //
 // Polling and the Discord gateway run on the elected replica only (election.go); their
 // inbox stays shared, and the next leader replays it.
 
 // replicaLease is the lease a running replica holds.
-func replicaLease(owner string) string { return "replica:" + owner }
+func replicaLease(owner string) string { return core.ReplicaLease(owner) }
 
 // replicaInboxes names the inbox keys of the enabled channels that receive on every
 // replica: channel -> key.
@@ -85,46 +97,94 @@ func stateFor(cfg *Config, st *store.Store, channel string) channels.State {
 // adoptInboxes renames one orphaned inbox per channel account to this replica's key: a
 // record of a replica that is gone, or the shared record a single process left (before
 // the deployment moved to several replicas). It runs after this replica holds its own
-// lease and before its channels start.
+// lease and before its channels start; the other orphaned records are adopted by the
+// running takeover.
 func adoptInboxes(ctx context.Context, cfg *Config, st *store.Store, owner string, now time.Time, log *slog.Logger) error {
-	for channel, key := range replicaInboxes(cfg) {
-		keys, err := st.ChannelStateKeys(ctx, channel, key)
+	recs, err := inboxRecords(ctx, st, replicaInboxes(cfg))
+	if err != nil {
+		return err
+	}
+	adopted := map[string]bool{}
+	for _, r := range recs {
+		if adopted[r.channel+"\x00"+r.account] || r.holder == owner {
+			continue
+		}
+		if r.holder != "" {
+			if ok, err := claimReplica(ctx, st, r.holder, owner, now); err != nil || !ok {
+				continue // live, or another replica adopts it
+			}
+		}
+		ok, err := st.MoveChannelState(ctx, r.channel, r.account, r.key, r.base+"@"+owner)
+		if r.holder != "" {
+			releaseClaim(ctx, st, r.holder, owner, log)
+		}
 		if err != nil {
 			return err
 		}
-		adopted := map[string]bool{}
-		for _, k := range keys {
-			holder, scoped := strings.CutPrefix(k.Key, key+"@")
-			if k.Key != key && !scoped || adopted[k.Account] || holder == owner {
-				continue
-			}
-			if scoped && !replicaGone(ctx, st, holder, now) {
-				continue
-			}
-			ok, err := st.MoveChannelState(ctx, channel, k.Account, k.Key, key+"@"+owner)
-			if err != nil {
-				return err
-			}
-			if ok {
-				adopted[k.Account] = true
-				log.Info("adopted the inbox of a replica that is gone", "channel", channel, "record", k.Key)
-			}
+		if ok {
+			adopted[r.channel+"\x00"+r.account] = true
+			log.Info("adopted the inbox of a replica that is gone", "channel", r.channel, "record", r.key)
 		}
 	}
 	return nil
 }
 
-// replicaGone reports whether the replica named owner no longer runs: its lease is gone
-// or expired, or it was a process of this host that has ended.
-func replicaGone(ctx context.Context, st *store.Store, owner string, now time.Time) bool {
-	if core.OwnerGone(owner) {
-		return true
+// inboxRecord is one saved inbox of a channel that keeps one per replica.
+type inboxRecord struct {
+	channel, account, key string
+	base                  string // the adapter's own name for it ("updates", "inbox")
+	holder                string // the replica it belongs to; "" for the shared record
+}
+
+// inboxRecords lists the saved inboxes of the channels in inboxes (channel -> key).
+func inboxRecords(ctx context.Context, st *store.Store, inboxes map[string]string) ([]inboxRecord, error) {
+	var out []inboxRecord
+	for channel, key := range inboxes {
+		keys, err := st.ChannelStateKeys(ctx, channel, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			holder, scoped := strings.CutPrefix(k.Key, key+"@")
+			if k.Key == key || scoped && holder != "" {
+				out = append(out, inboxRecord{channel: channel, account: k.Account, key: k.Key, base: key, holder: holder})
+			}
+		}
 	}
-	l, err := st.Lease(ctx, replicaLease(owner))
-	if errors.Is(err, core.ErrNotFound) {
-		return true
+	return out, nil
+}
+
+// claimReplica takes the lease of replica holder, which must be gone, for me: of the
+// replicas that find it gone exactly one gets it, and adopts what it left. false when the
+// holder runs or another replica's claim is live.
+func claimReplica(ctx context.Context, st *store.Store, holder, me string, now time.Time) (bool, error) {
+	name := replicaLease(holder)
+	l, err := st.Lease(ctx, name)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+	case err != nil:
+		return false, err
+	case l.Owner == me:
+	case l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner):
+		return false, nil
+	case l.ExpiresAt.After(now):
+		// A process of this host that has ended: free its lease before it expires.
+		if err := st.ReleaseLease(ctx, name, l.Owner); err != nil {
+			return false, err
+		}
 	}
-	return err == nil && !l.ExpiresAt.After(now)
+	_, ok, err := st.AcquireLease(ctx, name, me, now, claimTTL)
+	return ok, err
+}
+
+// claimTTL bounds how long a claimer that dies keeps others from a dead replica's work.
+const claimTTL = time.Minute
+
+// releaseClaim gives up the claim on a dead replica once its work is taken over.
+func releaseClaim(ctx context.Context, st *store.Store, holder, me string, log *slog.Logger) {
+	if err := st.ReleaseLease(context.WithoutCancel(ctx), replicaLease(holder), me); err != nil {
+		log.Warn("releasing a dead replica's lease", "replica", holder, "err", err)
+	}
 }
 
 // startReplica takes this replica's lease and adopts the inboxes of replicas that are

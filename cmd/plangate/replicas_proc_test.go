@@ -101,23 +101,35 @@ func (p *replicaProc) readyWith(t *testing.T, ctx context.Context, want func(che
 }
 
 // replicaTest is the set-up the multi-replica tests share: one PostgreSQL database, a fake
-// Telegram, the echo model, and two replica directories with the same configuration.
+// Telegram (and, with slackHTTP, a fake Slack's Web API for mode http), the echo model
+// (holding turns that mention "hold-" until released), and two replica directories with
+// the same configuration.
 type replicaTest struct {
 	t    *testing.T
 	ctx  context.Context
 	dsn  string
 	tg   *soakTelegram
+	sl   *killSlack // nil without slackHTTP
+	hold *modelHold
 	dirs [2]string
 	env  []string
 }
 
-func newReplicaTest(t *testing.T, ctx context.Context, mode string) *replicaTest {
-	rt := &replicaTest{t: t, ctx: ctx, dsn: pgtest.Schema(t), tg: newSoakTelegram(),
-		env: []string{"TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "TG_SECRET=replica-secret"}}
+func newReplicaTest(t *testing.T, ctx context.Context, mode string, slackHTTP bool) *replicaTest {
+	rt := &replicaTest{t: t, ctx: ctx, dsn: pgtest.Schema(t), tg: newSoakTelegram(), hold: newModelHold(),
+		env: []string{"TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "TG_SECRET=replica-secret",
+			"SLACK_BOT_TOKEN=xoxb-replica-test", "SLACK_SIGNING_SECRET=" + replicaSigningSecret}}
+	t.Cleanup(rt.hold.release)
 	tgSrv := httptest.NewServer(rt.tg)
 	t.Cleanup(tgSrv.Close)
-	model := httptest.NewServer(echoModel(true))
+	model := httptest.NewServer(rt.hold.wrap(echoModel(true)))
 	t.Cleanup(model.Close)
+	slackCfg := "slack: {enabled: false}"
+	if slackHTTP {
+		rt.sl = newKillSlack(t)
+		rt.sl.release() // users.info answers at once
+		slackCfg = fmt.Sprintf(`slack: {enabled: true, mode: http, bot_token: "${SLACK_BOT_TOKEN}", signing_secret: "${SLACK_SIGNING_SECRET}", api_url: %q}`, rt.sl.srv.URL+"/api/")
+	}
 	cfg := fmt.Sprintf(`store: {driver: postgres, dsn: %q}
 plans: {dir: plans}
 llm: {provider: openai, base_url: %q, api_key: "${SOAK_KEY}", model: echo, max_retries: 0, timeout: 10s}
@@ -125,8 +137,9 @@ plan_mode: {nudges: [2s], nudge_grace: 1h}
 channels:
   terminal: {enabled: false}
   telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s, mode: %s, webhook_secret: "${TG_SECRET}"}
+  %s
 http: {listen: "127.0.0.1:0", public_url: "http://127.0.0.1:1"}
-`, rt.dsn, model.URL+"/v1", tgSrv.URL, mode)
+`, rt.dsn, model.URL+"/v1", tgSrv.URL, mode, slackCfg)
 	for i := range rt.dirs {
 		rt.dirs[i] = t.TempDir()
 		if err := os.WriteFile(filepath.Join(rt.dirs[i], "config.yaml"), []byte(cfg), 0o644); err != nil {
@@ -172,7 +185,7 @@ func (rt *replicaTest) settle(texts []string, click func(chat int, data string),
 		}
 		var un []string
 		for _, m := range texts {
-			if rt.tg.count("echo: "+m+"\n") == 0 {
+			if rt.answered(m) == 0 {
 				un = append(un, m)
 			}
 		}
@@ -189,21 +202,32 @@ func (rt *replicaTest) settle(texts []string, click func(chat int, data string),
 	}
 }
 
-// check: every text answered exactly once (one duplicate tolerated per kill: delivery is
-// at least once, see docs/decisions.md), every decision once in the store and in the chat
-// (give or take that window), the reminder once.
-func (rt *replicaTest) check(texts []string, kills int) {
+// answered counts the answers to text: on Slack for texts sent there ("s-…", "hold-sl"),
+// else on Telegram.
+func (rt *replicaTest) answered(text string) int {
+	if strings.HasPrefix(text, "s-") || text == "hold-sl" {
+		return rt.sl.soakCount("echo: " + text + "\n")
+	}
+	return rt.tg.count("echo: " + text + "\n")
+}
+
+// check: every text answered exactly once (on each platform twicePerKill duplicates
+// tolerated per kill: delivery is at least once, see docs/decisions.md), every decision once in the
+// store and in the chat (give or take that window), the reminder once.
+func (rt *replicaTest) check(texts []string, kills, twicePerKill int) {
 	t := rt.t
 	var twice []string
+	twiceOn := map[bool]int{} // on Slack?
 	for _, m := range texts {
-		if n := rt.tg.count("echo: " + m + "\n"); n > 1 {
+		if n := rt.answered(m); n > 1 {
 			twice = append(twice, fmt.Sprintf("%s×%d", m, n))
+			twiceOn[strings.HasPrefix(m, "s-") || m == "hold-sl"]++
 		}
 	}
 	accepted := rt.tg.count("Accepted plan v1")
 	t.Logf("replicas: %d messages, %d answered twice, decisions announced %d (want 2), reminders %d",
 		len(texts), len(twice), accepted, rt.tg.countIn(2, "has waited"))
-	if len(twice) > kills || (len(twice) > 0 && os.Getenv("PLANGATE_SOAK_STRICT") == "1") {
+	if twiceOn[false] > kills*twicePerKill || twiceOn[true] > kills*twicePerKill || (len(twice) > 0 && os.Getenv("PLANGATE_SOAK_STRICT") == "1") {
 		t.Errorf("answered more than once: %v", twice)
 	}
 	if accepted > 2+kills {
@@ -217,14 +241,18 @@ func (rt *replicaTest) check(texts []string, kills int) {
 	checkDecisionsOnce(t, rt.ctx, st)
 }
 
-// Two `plangate serve` replicas on one PostgreSQL database take Telegram webhooks spread
-// over both; one is killed with SIGKILL in the middle (Telegram, getting no answer,
-// delivers to the other) and started again, adopting the inbox it left. Every update is
-// answered once, every decision and reminder happens once.
+// Two `plangate serve` replicas on one PostgreSQL database take Telegram webhooks and
+// Slack events (mode http, signed) spread over both. In the middle one of them is killed
+// with SIGKILL while it holds a Telegram update and a Slack event it acknowledged and had
+// not answered (their turns wait at the model), and it never comes back: Telegram and
+// Slack, getting no answer, deliver to the other (Slack as a retry). The survivor adopts
+// the dead replica's inboxes at its next takeover tick and answers those two. Every update
+// and event is answered once, every decision and reminder happens once; an event Slack
+// retries after it was answered is not answered again.
 func TestReplicasWebhooksKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rt := newReplicaTest(t, ctx, telegram.ModeWebhook)
+	rt := newReplicaTest(t, ctx, telegram.ModeWebhook, true)
 	var mu sync.Mutex
 	reps := [2]*replicaProc{rt.start(0), rt.start(1)}
 	defer func() {
@@ -237,30 +265,18 @@ func TestReplicasWebhooksKill(t *testing.T) {
 			t.Fatalf("telegram check %q, want ok on every replica in webhook mode", c)
 		}
 	}
-	nextID := 1
-	var idMu sync.Mutex
-	var took [2]int // updates each replica answered 200
-	send := func(body func(id int) string) {
-		idMu.Lock()
-		id := nextID
-		nextID++
-		idMu.Unlock()
-		b := body(id)
-		for i := 0; ; i++ { // as Telegram: until a replica answers 200
+	var nextID, nextEvent int
+	var took, slackTook [2]int // updates and events each replica answered 200
+	// deliver posts to the replicas, starting with first, until one answers 200, as the
+	// platforms do; it returns the one that did.
+	deliver := func(first int, post func(r *replicaProc, attempt int) (int, error)) int {
+		for i := 0; ; i++ {
 			mu.Lock()
-			r := reps[(id+i)%2]
+			n := (first + i) % 2
+			r := reps[n]
 			mu.Unlock()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.base+telegram.WebhookPath, strings.NewReader(b))
-			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "replica-secret")
-			req.Header.Set("Content-Type", "application/json")
-			if res, err := http.DefaultClient.Do(req); err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					mu.Lock()
-					took[(id+i)%2]++
-					mu.Unlock()
-					return
-				}
+			if code, err := post(r, i); err == nil && code == http.StatusOK {
+				return n
 			}
 			if ctx.Err() != nil {
 				t.Fatal("timed out delivering an update")
@@ -268,27 +284,94 @@ func TestReplicasWebhooksKill(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	send := func(body func(id int) string) {
+		mu.Lock()
+		nextID++
+		id := nextID
+		mu.Unlock()
+		b := body(id)
+		n := deliver(id, func(r *replicaProc, _ int) (int, error) { return postTelegramUpdate(ctx, r.base, b) })
+		mu.Lock()
+		took[n]++
+		mu.Unlock()
+	}
+	var slackBodies []string
+	sendSlack := func(dm int, text string, first int) {
+		mu.Lock()
+		nextEvent++
+		b := slackDM(nextEvent, dm, text)
+		slackBodies = append(slackBodies, b)
+		mu.Unlock()
+		n := deliver(first, func(r *replicaProc, attempt int) (int, error) { return postSlackEvent(ctx, r.base, b, attempt) })
+		mu.Lock()
+		slackTook[n]++
+		mu.Unlock()
+	}
+	var slackTexts []string
 	texts := rt.push(16, send, func(k int) {
-		switch k {
-		case 5:
-			reps[0].signal(syscall.SIGKILL)
-		case 10:
-			r := rt.start(0)
-			r.ready(t, ctx)
-			mu.Lock()
-			reps[0] = r
-			mu.Unlock()
+		if k == 5 {
+			// Held at the model: acknowledged by replica 0, unanswered when it dies.
+			if code, err := postTelegramUpdate(ctx, reps[0].base, soakMessage(10_000, 9, "hold-tg")); err != nil || code != http.StatusOK {
+				t.Fatalf("the held update: %d %v", code, err)
+			}
+			if code, err := postSlackEvent(ctx, reps[0].base, slackDM(10_000, 9, "hold-sl"), 0); err != nil || code != http.StatusOK {
+				t.Fatalf("the held event: %d %v", code, err)
+			}
+			rt.hold.wait(t, ctx, "hold-tg", "hold-sl")
+			reps[0].signal(syscall.SIGKILL) // and never started again
+			rt.hold.release()
+		}
+		if k%2 == 0 {
+			for dm := range 4 {
+				text := fmt.Sprintf("s-%d-%d", dm, k)
+				slackTexts = append(slackTexts, text)
+				sendSlack(dm, text, k/2+dm)
+			}
 		}
 	})
+	texts = append(append(texts, slackTexts...), "hold-tg", "hold-sl")
 	logs := func() string { return reps[0].logs.String() + reps[1].logs.String() }
 	rt.settle(texts, func(c int, data string) { send(func(id int) string { return soakClick(id, c, data) }) }, logs)
-	if took[0] == 0 || took[1] == 0 {
-		t.Errorf("updates taken per replica: %v; want them spread over both", took)
+	t.Logf("telegram updates taken per replica %v, slack events %v", took, slackTook)
+	if took[0] == 0 || took[1] == 0 || slackTook[0] == 0 || slackTook[1] == 0 {
+		t.Errorf("updates taken per replica: %v, slack events %v; want them spread over both", took, slackTook)
 	}
+	if !strings.Contains(reps[1].logs.String(), "adopted the inbox of a replica that is gone") {
+		t.Errorf("the survivor never adopted the dead replica's inbox:\n%s", reps[1].logs)
+	}
+	// Slack retries events whose answer it did not see in time: the survivor does not
+	// answer them again (the last DM, answered after them, shows they were dropped).
+	for _, b := range slackBodies[:4] {
+		if code, err := postSlackEvent(ctx, reps[1].base, b, 1); err != nil || code != http.StatusOK {
+			t.Fatalf("a late retry: %d %v", code, err)
+		}
+	}
+	for dm := range 4 {
+		sendSlack(dm, fmt.Sprintf("s-%d-last", dm), 1)
+	}
+	last := []string{"s-0-last", "s-1-last", "s-2-last", "s-3-last"}
+	rt.settle(append(texts, last...), func(int, string) {}, logs)
 	if os.Getenv("PLANGATE_SOAK_LOG") != "" {
 		t.Log(logs())
 	}
-	rt.check(texts, 1)
+	rt.check(append(texts, last...), 1, 1)
+}
+
+// postTelegramUpdate sends body to a replica's webhook as Telegram does and returns the
+// answer's status.
+func postTelegramUpdate(ctx context.Context, base, body string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+telegram.WebhookPath, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "replica-secret")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	res.Body.Close()
+	return res.StatusCode, nil
 }
 
 // Two replicas with Telegram polling: the first polls, the second stands by (and says so
@@ -297,7 +380,7 @@ func TestReplicasWebhooksKill(t *testing.T) {
 func TestReplicasPollingTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rt := newReplicaTest(t, ctx, telegram.ModePolling)
+	rt := newReplicaTest(t, ctx, telegram.ModePolling, false)
 	first := rt.start(0)
 	first.ready(t, ctx)
 	second := rt.start(1)
@@ -308,10 +391,12 @@ func TestReplicasPollingTakeover(t *testing.T) {
 	}
 	send := func(body func(id int) string) { rt.tg.push(body) }
 	var restarted *replicaProc
+	killedAt := -1 // messages the fake had received when the first replica was dead
 	texts := rt.push(16, send, func(k int) {
 		switch k {
 		case 5:
 			first.signal(syscall.SIGKILL)
+			killedAt = rt.tg.settledCount(ctx)
 		case 10:
 			// The second replica takes the lease over at its next campaign (within
 			// store.ElectionEvery, the holder being a process of this host that is gone).
@@ -340,7 +425,21 @@ func TestReplicasPollingTakeover(t *testing.T) {
 	if err != nil || !strings.Contains(l.Owner, "/"+strconv.Itoa(second.cmd.Process.Pid)+"/") {
 		t.Errorf("the polling lease is %+v (%v), want the second replica's", l, err)
 	}
-	rt.check(texts, 1)
+	rt.checkAcrossKill(texts, killedAt)
+}
+
+// checkAcrossKill is check for a run with one kill whose replies are all on Telegram:
+// a reply may go out twice only across the kill (at least once: the killed replica sent
+// it and died before marking it sent; the survivor sent it again), never twice on one
+// side of it, and at most once per chat, since a session's replies go out one at a time.
+func (rt *replicaTest) checkAcrossKill(texts []string, killedAt int) {
+	t := rt.t
+	for _, m := range texts {
+		if at := rt.tg.positions("echo: " + m + "\n"); len(at) > 1 && (len(at) > 2 || at[0] >= killedAt || at[1] < killedAt) {
+			t.Errorf("%q answered at %v of the messages received (the kill at %d): twice on one side of the kill", m, at, killedAt)
+		}
+	}
+	rt.check(texts, 1, 6) // chats 3..8, one reply in flight each
 }
 
 // dump logs the transcript of the chats with unanswered texts.
@@ -353,7 +452,9 @@ func (rt *replicaTest) dump(un []string) {
 	defer st.Close()
 	for _, m := range un[:min(len(un), 2)] {
 		var c int
-		fmt.Sscanf(m, "m-%d-", &c)
+		if _, err := fmt.Sscanf(m, "m-%d-", &c); err != nil {
+			continue // not a Telegram text
+		}
 		tr, _ := st.Transcript(context.Background(), fmt.Sprintf("telegram:4242:%d", soakChatID(c)), 200)
 		for _, e := range tr {
 			rt.t.Logf("chat %d: %s %q", c, e.Role, e.Content)

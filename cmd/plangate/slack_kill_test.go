@@ -312,12 +312,18 @@ channels:
 // queue adds an events_api envelope with the inner event: sent at once while a process
 // is connected, else on the next connection.
 func (f *killSlack) queue(env, eventID, inner string) {
-	payload := `{"token":"v","team_id":"T0KILL","api_app_id":"A1","type":"event_callback","event_id":"` + eventID +
-		`","event_time":1800000000,"event":` + inner + `}`
+	payload := slackEventCallback(eventID, inner)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.envs = append(f.envs, slackEnvelope{env, `{"type":"events_api","envelope_id":"` + env + `","accepts_response_payload":false,"payload":` + payload + `}`})
 	f.bumpLocked()
+}
+
+// slackEventCallback is the Events API payload of the inner event: what the Socket Mode
+// envelope carries, and the body of an HTTP request to the Events URL.
+func slackEventCallback(eventID, inner string) string {
+	return `{"token":"v","team_id":"T0KILL","api_app_id":"A1","type":"event_callback","event_id":"` + eventID +
+		`","event_time":1800000000,"event":` + inner + `}`
 }
 
 // countLocked counts the posts containing s; f.mu must be held.

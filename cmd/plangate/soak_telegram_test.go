@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type soakTelegram struct {
 	gen       int
 	approvals map[int64]string // chat → approval id of the last plan posted
 	pollCount int
+	sending   int // requests other than getUpdates being handled
 }
 
 type soakUpdate struct {
@@ -102,6 +104,33 @@ func (f *soakTelegram) gens(sub string) []int {
 
 func (f *soakTelegram) count(sub string) int { return f.countIn(-1, sub) }
 
+// settledCount is how many messages the fake has received, once no request other than a
+// long poll is being handled: after a replica was killed, what it had sent is counted.
+func (f *soakTelegram) settledCount(ctx context.Context) int {
+	for {
+		f.mu.Lock()
+		n, busy := len(f.sent), f.sending > 0
+		f.mu.Unlock()
+		if !busy || ctx.Err() != nil {
+			return n
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// positions lists where the messages containing sub are in the order received.
+func (f *soakTelegram) positions(sub string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for i, s := range f.sent {
+		if strings.Contains(s.text+"\n", sub) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 func (f *soakTelegram) countIn(chat int, sub string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -124,6 +153,14 @@ func (f *soakTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.getUpdates(w, r, q.Offset)
 		return
 	}
+	f.mu.Lock()
+	f.sending++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.sending--
+		f.mu.Unlock()
+	}()
 	_ = r.ParseMultipartForm(8 << 20)
 	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")

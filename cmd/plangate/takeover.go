@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -17,48 +19,166 @@ import (
 // the ttl plus this.
 const takeOverEvery = 10 * time.Second
 
-// takeOver resumes, every takeOverEvery until ctx ends, the sessions whose lease was left
-// by a replica that died while running their turn (the lease expired, or its process on
-// this host has ended): the same Resume a start-up runs, so the turn continues here and
-// the chat is told it restarted. When it finds a replica dead (its replica lease, see
-// replica_state.go), one survivor claims that and does what the dead replica's next
-// start would: it delivers the replies left unsent and resumes every session, so a
-// person's message it stored but never started a turn for is answered. At start-up Resume covers everything; this covers the replicas that die
-// while this one runs. A session another replica is about to answer may be answered
-// twice in that moment (delivery is at least once). Only on PostgreSQL: a SQLite file
-// has one process.
-func takeOver(ctx context.Context, eng *core.Engine, st *store.Store, served []string, maxAge time.Duration, now func() time.Time, log *slog.Logger) {
-	tick := time.NewTicker(takeOverEvery)
-	defer tick.Stop()
+// takeover is what a replica does, every takeOverEvery, with the work of replicas that
+// died while it runs. Only on PostgreSQL: a SQLite file has one process.
+type takeover struct {
+	eng    takeoverEngine
+	st     *store.Store
+	served []string
+	maxAge time.Duration // channels.outbox_max_age
+	now    func() time.Time
+	log    *slog.Logger
+	me     string // this replica (core.ProcessOwner)
+	// The channels that keep an inbox per replica (replicaInboxes: channel -> key), and
+	// their running adapters that can adopt another replica's.
+	inboxes  map[string]string
+	adopters map[string]channels.InboxAdopter
+}
+
+// takeoverEngine is what takeover asks of the engine (*core.Engine).
+type takeoverEngine interface {
+	DeliverLeft(ctx context.Context, channels []string, maxAge time.Duration) (int, error)
+	StartResume(ctx context.Context, only func(core.Session) bool) (wait func() int, err error)
+}
+
+// newTakeover is serve's takeover over its running channels.
+func newTakeover(cfg *Config, g *gateway, st *store.Store, chans []channels.Channel, now func() time.Time, log *slog.Logger) *takeover {
+	tk := &takeover{eng: g.eng, st: st, served: g.served, maxAge: cfg.Channels.OutboxMaxAge, now: now, log: log,
+		me: core.ProcessOwner(), inboxes: replicaInboxes(cfg), adopters: map[string]channels.InboxAdopter{}}
+	for _, c := range chans {
+		if a, ok := c.(channels.InboxAdopter); ok && tk.inboxes[c.Name()] != "" {
+			tk.adopters[c.Name()] = a
+		}
+	}
+	return tk
+}
+
+// run calls once at every tick until ctx (receiving) ends; the work it starts runs under
+// work, which outlives receiving as a start-up's resumed turns do.
+func (tk *takeover) run(ctx, work context.Context, tick <-chan time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick:
 		}
-		ids := leftSessions(ctx, st, now(), log)
-		dead := claimDeadReplicas(ctx, st, core.ProcessOwner(), now(), log)
-		if len(ids) == 0 && dead == 0 {
-			continue
+		tk.once(work)
+	}
+}
+
+// once resumes the sessions whose lease was left by a replica that died while running
+// their turn (the lease expired, or its process on this host has ended): the same Resume a
+// start-up runs, so the turn continues here and the chat is told it restarted. When it
+// finds a replica dead (its replica lease, see replica_state.go), it claims it — of
+// several survivors one wins — and does what the dead replica's next start would: it
+// delivers the replies left unsent, resumes every session (a person's message it stored
+// but never started a turn for is answered), and adopts its inbox records, so the events
+// it acknowledged and never handled are answered here. Records a replica left without a
+// lease are claimed and adopted too. At start-up Resume covers everything; this covers
+// the replicas that die while this one runs. A session another replica is about to
+// answer may be answered twice in that moment (delivery is at least once).
+func (tk *takeover) once(ctx context.Context) {
+	now := tk.now()
+	ids := leftSessions(ctx, tk.st, now, tk.log)
+	dead := claimDeadReplicas(ctx, tk.st, tk.me, now, tk.log)
+	claimed := append(slices.Clone(dead), tk.claimOrphans(ctx, now)...)
+	if len(ids) == 0 && len(claimed) == 0 {
+		return
+	}
+	if len(dead) > 0 {
+		// What it committed and never sent, before the resumed turns answer anew.
+		if n, err := tk.eng.DeliverLeft(ctx, tk.served, tk.maxAge); err != nil && ctx.Err() == nil {
+			tk.log.Warn("delivering replies a replica that is gone left unsent", "err", err)
+		} else if n > 0 {
+			tk.log.Info("delivered replies a replica that is gone left unsent", "count", n)
 		}
-		if dead > 0 {
-			// What it committed and never sent, before the resumed turns answer anew.
-			if n, err := eng.DeliverLeft(ctx, served, maxAge); err != nil && ctx.Err() == nil {
-				log.Warn("delivering replies a replica that is gone left unsent", "err", err)
-			} else if n > 0 {
-				log.Info("delivered replies a replica that is gone left unsent", "count", n)
-			}
-		}
-		n, err := eng.Resume(ctx, func(s core.Session) bool {
+	}
+	wait := func() int { return 0 }
+	if len(ids) > 0 || len(dead) > 0 {
+		var err error
+		// As at a start: the resumed turns are queued before the adopted events.
+		wait, err = tk.eng.StartResume(ctx, func(s core.Session) bool {
 			// After a replica died, every session: it may have stored a message it
 			// never started a turn for (no lease to find).
-			return (dead > 0 || slices.Contains(ids, s.ID)) && slices.Contains(served, s.Address.Channel)
+			return (len(dead) > 0 || slices.Contains(ids, s.ID)) && slices.Contains(tk.served, s.Address.Channel)
 		})
 		if err != nil && ctx.Err() == nil {
-			log.Warn("taking over work of a replica that is gone", "err", err)
-		} else if n > 0 {
-			log.Info("took over work of a replica that is gone", "sessions", n)
+			tk.log.Warn("taking over work of a replica that is gone", "err", err)
 		}
+		if wait == nil {
+			wait = func() int { return 0 }
+		}
+	}
+	for _, holder := range claimed {
+		tk.adopt(ctx, holder)
+		releaseClaim(ctx, tk.st, holder, tk.me, tk.log)
+	}
+	if n := wait(); n > 0 {
+		tk.log.Info("took over work of a replica that is gone", "sessions", n)
+	}
+}
+
+// claimOrphans claims the replicas whose inbox records are left without a lease (one
+// that stopped with events left in its inbox, or a claimer that died before it deleted
+// what it adopted) and returns them.
+func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
+	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
+	if err != nil {
+		if ctx.Err() == nil {
+			tk.log.Warn("listing replica inboxes", "err", err)
+		}
+		return nil
+	}
+	var out []string
+	for _, r := range recs {
+		if r.holder == "" || r.holder == tk.me || slices.Contains(out, r.holder) || tk.adopters[r.channel] == nil {
+			continue
+		}
+		if _, err := tk.st.Lease(ctx, replicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
+			continue // a replica with a lease: live, or claimDeadReplicas' to find
+		}
+		if ok, err := claimReplica(ctx, tk.st, r.holder, tk.me, now); err == nil && ok {
+			out = append(out, r.holder)
+		}
+	}
+	return out
+}
+
+// adopt hands the inbox records of the dead replica holder to this replica's running
+// adapters, and deletes each once its events are saved in the adapter's own inbox. A
+// record the adapter cannot take now (not receiving, the store failing) stays, and is
+// claimed again at the next tick.
+func (tk *takeover) adopt(ctx context.Context, holder string) {
+	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
+	if err != nil {
+		if ctx.Err() == nil {
+			tk.log.Warn("listing replica inboxes", "err", err)
+		}
+		return
+	}
+	for _, r := range recs {
+		a := tk.adopters[r.channel]
+		if r.holder != holder || a == nil || a.InboxAccount() != r.account {
+			continue
+		}
+		saved, ok, err := tk.st.ChannelState(ctx, r.channel, r.account, r.key)
+		if err != nil || !ok {
+			continue
+		}
+		n, err := a.AdoptInbox(ctx, saved)
+		if err != nil {
+			if ctx.Err() == nil {
+				tk.log.Warn("adopting the inbox of a replica that is gone; trying again later", "channel", r.channel, "record", r.key, "err", err)
+			}
+			continue
+		}
+		// Only as adopted: a replica thought dead that saved its record again meanwhile
+		// keeps it (adopted again later if it is gone: replayed twice, which the inbound
+		// keys make harmless).
+		if _, err := tk.st.DeleteChannelState(context.WithoutCancel(ctx), r.channel, r.account, r.key, saved); err != nil {
+			tk.log.Warn("deleting an adopted inbox", "channel", r.channel, "record", r.key, "err", err)
+		}
+		tk.log.Info("adopted the inbox of a replica that is gone", "channel", r.channel, "record", r.key, "events", n)
 	}
 }
 
@@ -81,35 +201,29 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 	return ids
 }
 
-// claimDeadReplicas removes the leases of replicas that are gone (expired, or a process
-// of this host that has ended) and reports how many this replica removed: of several
-// survivors, the one whose claim wins resumes the dead replica's work.
-func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) int {
+// claimDeadReplicas claims the leases of replicas that are gone (expired, or a process of
+// this host that has ended) and returns the replicas this replica claimed: of several
+// survivors, the one whose claim wins takes over the dead replica's work, and releases
+// the claim when it is done (releaseClaim).
+func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
 	ls, err := st.ExpiredLeases(ctx, "replica:", now.Add(store.ElectionTTL+time.Minute))
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("listing replica leases", "err", err)
 		}
-		return 0
+		return nil
 	}
-	n := 0
+	var out []string
 	for _, l := range ls {
-		if l.Owner == me || (l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner)) {
+		holder := strings.TrimPrefix(l.Name, "replica:")
+		if holder == me || l.Owner == me || (l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner)) {
 			continue
 		}
-		if l.ExpiresAt.After(now) {
-			if err := st.ReleaseLease(ctx, l.Name, l.Owner); err != nil {
-				continue
-			}
-		}
-		if _, ok, err := st.AcquireLease(ctx, l.Name, me, now, time.Minute); err != nil || !ok {
+		if ok, err := claimReplica(ctx, st, holder, me, now); err != nil || !ok {
 			continue
 		}
-		if err := st.ReleaseLease(ctx, l.Name, me); err != nil {
-			log.Warn("releasing a dead replica's lease", "lease", l.Name, "err", err)
-		}
-		log.Info("a replica is gone: resuming its work", "replica", l.Owner)
-		n++
+		log.Info("a replica is gone: resuming its work", "replica", holder)
+		out = append(out, holder)
 	}
-	return n
+	return out
 }

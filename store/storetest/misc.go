@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,68 @@ func testChannelState(t *testing.T, open func() Store) {
 		t.Fatalf("state = %q, %v, %v; want the latest value 42", v, ok, err)
 	}
 	if err := s.SetChannelState(ctx, "telegram", "bot1", "", "x"); err == nil {
+		t.Fatal("an empty key was accepted")
+	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "41"); err != nil || ok {
+		t.Fatalf("deleting a value that changed since = %v, %v; want it kept", ok, err)
+	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "42"); err != nil || !ok {
+		t.Fatalf("deleting the value = %v, %v", ok, err)
+	}
+	if ok, err := s.DeleteChannelState(ctx, "telegram", "bot1", "offset", "42"); err != nil || ok {
+		t.Fatalf("deleting what is gone = %v, %v; want false", ok, err)
+	}
+	if _, ok, err := open().ChannelState(ctx, "telegram", "bot1", "offset"); err != nil || ok {
+		t.Fatalf("deleted state still there: %v, %v", ok, err)
+	}
+	if v, ok, err := s.ChannelState(ctx, "telegram", "bot2", "offset"); err != nil || !ok || v != "7" {
+		t.Fatalf("another account's state after a delete = %q, %v, %v", v, ok, err)
+	}
+}
+
+// SetChannelStateWith saves what value returns when the save runs: concurrent saves of
+// one record, each after a change, end with the newest value (an older snapshot never
+// overwrites a newer one), and a failing value fails its save alone.
+func testChannelStateWith(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	var mu sync.Mutex
+	changes := 0
+	snapshot := func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return strconv.Itoa(changes), nil
+	}
+	const savers = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, savers)
+	for i := range savers {
+		wg.Go(func() {
+			mu.Lock()
+			changes++
+			mu.Unlock()
+			errs <- s.SetChannelStateWith(ctx, "telegram", "bot1", "updates", i%2 == 0, snapshot)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("SetChannelStateWith: %v", err)
+		}
+	}
+	want := strconv.Itoa(savers)
+	if v, ok, err := open().ChannelState(ctx, "telegram", "bot1", "updates"); err != nil || !ok || v != want {
+		t.Fatalf("after %d racing saves the record is %q, %v, %v; want the newest, %s", savers, v, ok, err, want)
+	}
+	boom := errors.New("cannot encode")
+	if err := s.SetChannelStateWith(ctx, "telegram", "bot1", "updates", false, func() (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Fatalf("a failing value: err %v, want %v", err, boom)
+	}
+	if v, _, err := s.ChannelState(ctx, "telegram", "bot1", "updates"); err != nil || v != want {
+		t.Fatalf("after a failed save the record is %q (%v), want still %s", v, err, want)
+	}
+	if err := s.SetChannelStateWith(ctx, "telegram", "bot1", "", false, snapshot); err == nil {
 		t.Fatal("an empty key was accepted")
 	}
 }
@@ -136,7 +200,7 @@ func testOutbox(t *testing.T, open func() Store) {
 	out := []core.Outgoing{
 		{Reply: core.Reply{To: cur.Address, Kind: core.ReplyText, Text: "one"}, CreatedAt: at(1)},
 		{Reply: core.Reply{To: tg, Text: "two", Buttons: []core.Button{{Label: "Accept"}}}, CreatedAt: at(2)},
-		{Reply: core.Reply{To: tg, Text: "three"}, CreatedAt: at(3)},
+		{Reply: core.Reply{To: tg, Text: "three"}, CreatedAt: at(3), Owner: "host/1/abc"},
 	}
 	commit(t, s, core.Change{SessionID: "s1", Outbox: out})
 	if out[0].ID <= 0 || out[1].ID <= out[0].ID || out[2].ID <= out[1].ID || out[0].SessionID != "s1" {
@@ -147,8 +211,8 @@ func testOutbox(t *testing.T, open func() Store) {
 		t.Fatalf("UnsentOutbox(telegram) = %+v, %v", unsent, err)
 	}
 	jsonEq(t, "outbox reply", unsent[0].Reply, out[1].Reply)
-	if !unsent[0].CreatedAt.Equal(at(2)) || unsent[0].SessionID != "s1" {
-		t.Fatalf("outbox row = %+v", unsent[0])
+	if !unsent[0].CreatedAt.Equal(at(2)) || unsent[0].SessionID != "s1" || unsent[0].Owner != "" || unsent[1].Owner != "host/1/abc" {
+		t.Fatalf("outbox rows = %+v", unsent)
 	}
 	if lim, _ := s.UnsentOutbox(ctx, nil, 1); len(lim) != 1 || lim[0].ID != out[0].ID {
 		t.Fatalf("UnsentOutbox limit 1 = %+v", lim)
@@ -168,6 +232,23 @@ func testOutbox(t *testing.T, open func() Store) {
 	left, err := s.UnsentOutbox(ctx, []string{"telegram", cur.Address.Channel}, 0)
 	if err != nil || len(left) != 1 || left[0].ID != out[2].ID || left[0].Attempts != 1 {
 		t.Fatalf("after sending and dropping: %+v, %v", left, err)
+	}
+	// A claim compares the attempts the row was listed with: of two handles that listed
+	// it, one gets it; sent and dropped rows are never claimed.
+	other := open()
+	if got, err := s.ClaimOutbox(ctx, out[2].ID, 1); err != nil || !got {
+		t.Fatalf("ClaimOutbox(listed with 1 attempt) = %v, %v; want true", got, err)
+	}
+	if got, err := other.ClaimOutbox(ctx, out[2].ID, 1); err != nil || got {
+		t.Fatalf("a second ClaimOutbox with the same attempts = %v, %v; want false", got, err)
+	}
+	for _, id := range []int64{out[0].ID, out[1].ID} {
+		if got, err := other.ClaimOutbox(ctx, id, 1); err != nil || got {
+			t.Fatalf("ClaimOutbox of sent or dropped row %d = %v, %v; want false", id, got, err)
+		}
+	}
+	if left, _ := s.UnsentOutbox(ctx, nil, 0); len(left) != 1 || left[0].Attempts != 2 {
+		t.Fatalf("after the claim: %+v; want the row unsent with 2 attempts", left)
 	}
 	// Pruning removes finished rows created before the cut, never unsent ones.
 	if n, err := s.PruneOutbox(ctx, at(2)); err != nil || n != 1 {

@@ -30,6 +30,8 @@ type Store interface {
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
+	DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error)
+	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -45,6 +47,7 @@ type Store interface {
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
 	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
 	FlushSent(ctx context.Context) error
+	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 	PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error)
@@ -78,6 +81,7 @@ func Run(t *testing.T, f Factory) {
 		{"Nudges", testNudges},
 		{"FireNudge", testFireNudge},
 		{"ChannelState", testChannelState},
+		{"ChannelStateWith", testChannelStateWith},
 		{"Leases", testLeases},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
