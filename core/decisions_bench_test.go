@@ -14,7 +14,9 @@ import (
 
 // benchDecisions sets up b.N pending plans, then accepts them from sessions goroutines,
 // each taking the next plan when its last decision is handled. syncs/decision counts the
-// store's fsynced transactions per decision, writes/decision its writes (commits).
+// store's fsynced transactions per decision, writes/decision its writes (commits),
+// txs/decision the transactions they took (writes arriving together share one),
+// pragmas/decision the switches of the writer's synchronous level.
 func benchDecisions(b *testing.B, sessions int) {
 	h := newHarness(b)
 	ctx := context.Background()
@@ -70,6 +72,8 @@ func benchDecisions(b *testing.B, sessions int) {
 	b.ReportMetric(rate/raw, "ratio")
 	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
 	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
+	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
+	b.ReportMetric(float64(st.Switches-st0.Switches)/float64(b.N), "pragmas/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's

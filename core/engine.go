@@ -89,6 +89,7 @@ type Engine struct {
 	// Optional parts of the store (nil when Store lacks them): the outbox, session
 	// leases and the tool-run ledger.
 	box      OutboxStore
+	marker   SentMarker // the outbox's marks ride the next write (nil: MarkSent each)
 	leases   LeaseStore
 	runs     ToolRunStore
 	owner    string
@@ -164,6 +165,9 @@ func NewEngine(cfg Config, d Deps) *Engine {
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.box, _ = d.Store.(OutboxStore)
+	if e.box != nil {
+		e.marker, _ = d.Store.(SentMarker)
+	}
 	e.progress.st, _ = d.Store.(ProgressStore)
 	e.leases, _ = d.Store.(LeaseStore)
 	e.runs, _ = d.Store.(ToolRunStore)
@@ -361,6 +365,7 @@ func (j *job) readOnly() bool {
 // run handles one job. Failures are reported to the chat and returned.
 func (e *Engine) run(j *job) error {
 	ctx := j.ctx
+	defer e.flushSent(ctx) // the job's deliveries are marked before it is done
 	if j.sys != nil {
 		sess, err := e.d.Store.Session(ctx, j.sessionID)
 		if err != nil {

@@ -37,7 +37,9 @@ type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeJob
 	busy  bool // a leader is running a batch
-	stats GroupStats
+	// relaxed: the writer connection was left at synchronous=NORMAL (see syncFor).
+	relaxed bool
+	stats   GroupStats
 }
 
 // write runs fn on the writer connection as part of the next batch and returns once the
@@ -167,13 +169,9 @@ func (s *Store) runGroup(batch []*writeJob) {
 		return
 	}
 	defer conn.Close()
-	if lazy {
-		restore, err := relaxSync(ctx, conn)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer restore()
+	if err := s.syncFor(ctx, conn, lazy); err != nil {
+		fail(err)
+		return
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -258,9 +256,10 @@ func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) e
 // GroupStats counts what the writer ran since the store was opened: Writes callers in
 // Batches transactions, of which Durable were synced (the others were all lazy). Writes
 // per batch is how many callers shared each transaction; Durable is the number of WAL
-// fsyncs (checkpoints add their own).
+// fsyncs (checkpoints add their own). Switches counts the PRAGMAs that changed the
+// writer's synchronous level between a lazy and a durable transaction (see syncFor).
 type GroupStats struct {
-	Batches, Writes, Durable int64
+	Batches, Writes, Durable, Switches int64
 }
 
 // GroupStats reports the writer's counts, for benchmarks and tests of the sharing.

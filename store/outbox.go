@@ -115,7 +115,7 @@ func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...an
 // PruneOutbox deletes sent or dropped replies created before olderThan and returns how
 // many it removed.
 func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, false, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning the outbox: %w", err)
 	}

@@ -134,7 +134,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 		w.Close()
 		return nil, err
 	}
-	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}}, nil
+	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}, riders: &riders{}}, nil
 }
 
 // Ping checks that the database answers, for /readyz: on PostgreSQL an unreachable server

@@ -28,7 +28,7 @@ func (s *Store) SeenInbound(ctx context.Context, key core.InboundKey) (bool, err
 // PruneInbound forgets inbound event ids recorded before olderThan and returns how many
 // it removed. Platforms stop redelivering after a while, so the table need not grow.
 func (s *Store) PruneInbound(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, false, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning inbound events: %w", err)
 	}

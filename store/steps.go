@@ -53,8 +53,14 @@ func (st step) outcome(n int64, err error) error {
 }
 
 // runSteps executes steps in one transaction and commits it if every outcome is as
-// expected; otherwise nothing of it remains.
+// expected; otherwise nothing of it remains. The transaction also carries the queued
+// riders (riders.go).
 func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
+	return s.withRiders(ctx, steps, lazy)
+}
+
+// runOwn is runSteps without riders.
+func (s *Store) runOwn(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {
 		return asConflict(s.runBatch(ctx, steps, lazy))
 	}
@@ -190,33 +196,6 @@ func checkBatch(br pgx.BatchResults, steps []step, lazy bool) error {
 		}
 	}
 	return nil
-}
-
-// beginWrite starts a write transaction on SQLite's writer connection. A lazy one may
-// commit without waiting for the disk (see Change.Lazy). done rolls back what was not
-// committed and undoes the relaxation; call it (deferred) in every case.
-func (s *Store) beginWrite(ctx context.Context, lazy bool) (t *sqlTx, done func(), err error) {
-	c, err := s.w.Conn(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("getting the writer connection: %w", err)
-	}
-	restore := func() {}
-	if lazy {
-		if restore, err = relaxSync(ctx, c); err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-	}
-	if t, err = c.BeginTx(ctx, nil); err != nil {
-		restore()
-		c.Close()
-		return nil, nil, fmt.Errorf("beginning transaction: %w", err)
-	}
-	return t, func() {
-		_ = t.Rollback() // a no-op after Commit
-		restore()
-		c.Close()
-	}, nil
 }
 
 // asConflict adds core.ErrConflict to a PostgreSQL deadlock or serialization failure: the

@@ -57,6 +57,8 @@ type Store struct {
 	now  func() time.Time
 	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
+	// riders: bookkeeping writes waiting for the next transaction (riders.go).
+	riders *riders
 	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
 	stateMu *sync.Mutex
 	// onCommit, when set, is told each Commit's duration (see OnCommit).
@@ -125,14 +127,15 @@ func open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}}, nil
+	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, riders: &riders{}}, nil
 }
 
 // Close closes the read pool and then the writer, so the last connection to close is
 // the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
+	errF := s.FlushSent(context.Background())
 	if s.pool != nil {
-		err := s.w.Close()
+		err := errors.Join(errF, s.w.Close())
 		s.pool.Close()
 		if err != nil {
 			return fmt.Errorf("closing store %s: %w", s.path, err)
@@ -141,7 +144,7 @@ func (s *Store) Close() error {
 	}
 	errR := s.r.Close()
 	errW := s.w.Close()
-	if err := errors.Join(errR, errW); err != nil {
+	if err := errors.Join(errF, errR, errW); err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
 	}
 	return nil

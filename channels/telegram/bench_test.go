@@ -36,6 +36,8 @@ const spacedGap = 25 * time.Millisecond
 // reply arriving; own-p50/own-p99, the same less the fake model's time (ModelTime);
 // cpu-ms/msg and disk-KB/msg of the whole test process (the fake API and the benchmark
 // driver included); syncs/msg, the store's durable (fsynced) transactions per message;
+// txs/msg and writes/msg, its transactions and the writes they carried per message;
+// pragmas/msg, the switches of the writer's synchronous level between lazy and durable;
 // writes/batch, the store writes that shared one transaction; after-model-p50/p99, from
 // the model being asked to the reply arriving, less the model's time (the issue's "model
 // answered → reply sent").
@@ -150,6 +152,9 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	}
 	st := e.Store.GroupStats()
 	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/msg")
+	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/msg")
+	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/msg")
+	b.ReportMetric(float64(st.Switches-st0.Switches)/float64(b.N), "pragmas/msg")
 	if st.Batches > st0.Batches {
 		b.ReportMetric(float64(st.Writes-st0.Writes)/float64(st.Batches-st0.Batches), "writes/batch")
 	}

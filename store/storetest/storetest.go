@@ -45,6 +45,8 @@ type Store interface {
 
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
+	FlushSent(ctx context.Context) error
 	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
@@ -83,6 +85,7 @@ func Run(t *testing.T, f Factory) {
 		{"Leases", testLeases},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
+		{"SentSoon", testSentSoon},
 		{"Pruning", testPruning},
 		{"RacingCommits", testRacingCommits},
 		{"RacingInserts", testRacingInserts},

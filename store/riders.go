@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Riders are bookkeeping writes that need no transaction of their own: a reply's
+// mark-sent, on SQLite. MarkSentSoon queues one and returns; the next write of this process, of any
+// session, carries every queued rider in its transaction (after its own statements, so
+// inside its savepoint of a group commit), and FlushSent writes what is still queued on
+// its own. The engine flushes before it waits on anything outside the process (a model
+// call, a tool) and when a job ends, so a mark waits at most for local work: the
+// at-least-once window between a platform accepting a reply and its row being marked
+// stays what it was. In a turn the lease release carries the answer's mark, and the lease
+// acquire the marks of the decision that started the turn, so the row is marked in the
+// same transaction that lets another replica near the session.
+//
+// A rider is idempotent (a mark only changes a row that is neither sent nor dropped), so
+// running it with a later write, or again, is harmless. When the write carrying riders
+// fails (a conflict, a refused lease), they are undone with it and written at once on
+// their own.
+type riders struct {
+	mu     sync.Mutex
+	queued []step
+}
+
+// take hands every queued rider to the write that will carry it.
+func (r *riders) take() []step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.queued
+	r.queued = nil
+	return out
+}
+
+// add queues riders (again, when the write that carried them failed: they go first, being
+// the older).
+func (r *riders) add(steps ...step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queued = append(slices.Clip(steps), r.queued...)
+}
+
+// MarkSentSoon is MarkSent riding the next write (see riders): it records that reply id
+// reached its platform as message platformID once that write or FlushSent commits. On
+// PostgreSQL it is MarkSent, at once: there a write's COMMIT may come a round trip after
+// its statements (a transition's checks) or wait for the server's WAL flush (a durable
+// one), so a mark riding it would wait longer than its own one-trip lazy commit, and
+// there is no single writer whose transactions it could share anyway.
+func (s *Store) MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error {
+	if s.pool != nil {
+		return s.MarkSent(ctx, id, platformID, at)
+	}
+	s.riders.add(step{what: fmt.Sprintf("marking outbox reply %d sent", id),
+		q:    `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
+		args: []any{formatTime(at), platformID, id}})
+	return nil
+}
+
+// FlushSent writes the queued riders that no write carried yet, as one lazy commit.
+func (s *Store) FlushSent(ctx context.Context) error {
+	r := s.riders.take()
+	if len(r) == 0 {
+		return nil
+	}
+	if err := s.runOwn(ctx, r, true); err != nil {
+		s.riders.add(r...)
+		return fmt.Errorf("marking replies sent: %w", explain(err))
+	}
+	return nil
+}
+
+// withRiders runs steps with the queued riders after them in one transaction (see
+// runSteps). When that fails, the riders are written on their own, so a conflict of
+// the carrier does not leave them waiting for another write.
+func (s *Store) withRiders(ctx context.Context, steps []step, lazy bool) error {
+	r := s.riders.take()
+	if len(r) == 0 {
+		return s.runOwn(ctx, steps, lazy)
+	}
+	err := s.runOwn(ctx, append(slices.Clip(steps), r...), lazy)
+	if err != nil {
+		s.riders.add(r...)
+		_ = s.FlushSent(context.WithoutCancel(ctx)) // a failure leaves them queued for the next write
+	}
+	return err
+}
