@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,13 +18,23 @@ import (
 // store's fsynced transactions per decision, writes/decision its writes (commits),
 // txs/decision the transactions they took (writes arriving together share one),
 // pragmas/decision the switches of the writer's synchronous level.
-func benchDecisions(b *testing.B, sessions int) {
+//
+// acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
+// the model until the timer stops (see BenchmarkEngineDecisions).
+func benchDecisions(b *testing.B, sessions int, acked bool) {
 	h := newHarness(b)
 	ctx := context.Background()
 	chats := make([]string, b.N)
 	for i := range chats {
 		chats[i] = fmt.Sprintf("d-%d", i)
 		h.toPending(chats[i], "Decision bench")
+	}
+	decide := func(chat string) error {
+		return h.eng.Handle(ctx, core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: "/plan accept"})
+	}
+	var turns []<-chan error
+	if acked {
+		decide, turns = ackedDecisions(b, h, chats)
 	}
 	raw := rawCommitRate(b, h.dir)
 	st0 := h.st.GroupStats()
@@ -46,8 +57,7 @@ func benchDecisions(b *testing.B, sessions int) {
 				chat := chats[next]
 				next++
 				mu.Unlock()
-				m := core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: "/plan accept"}
-				if err := h.eng.Handle(ctx, m); err != nil {
+				if err := decide(chat); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
@@ -58,13 +68,21 @@ func benchDecisions(b *testing.B, sessions int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	st := h.st.GroupStats()
 	if failed != nil {
 		b.Fatal(failed)
+	}
+	if acked {
+		h.model.Unblock()
+		for _, done := range turns {
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
-	st := h.st.GroupStats()
 	raw = (raw + rawCommitRate(b, h.dir)) / 2
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "decisions/s")
@@ -110,4 +128,39 @@ func rawCommitRate(b *testing.B, dir string) float64 {
 		}
 	}
 	return n / time.Since(start).Seconds()
+}
+
+// ackedDecisions blocks the model and returns a decide that enqueues /plan accept for a
+// chat and returns once "Accepted plan" was sent there, and the jobs it enqueued (each
+// ends when its turn, released by Unblock, has).
+func ackedDecisions(b *testing.B, h *harness, chats []string) (func(string) error, []<-chan error) {
+	h.model.Block(make(chan struct{}))
+	b.Cleanup(h.model.Unblock)
+	acks := make(map[string]chan struct{}, len(chats))
+	for _, c := range chats {
+		acks[addr(c).Chat] = make(chan struct{}, 1)
+	}
+	h.out.mu.Lock()
+	h.out.onSend = func(r core.Reply) {
+		if ch := acks[r.To.Chat]; ch != nil && strings.HasPrefix(r.Text, "Accepted plan") {
+			ch <- struct{}{}
+		}
+	}
+	h.out.mu.Unlock()
+	jobs := make([]<-chan error, len(chats))
+	var mu sync.Mutex
+	next := 0
+	return func(chat string) error {
+		done := h.eng.Enqueue(context.Background(), core.Message{Address: addr(chat), Sender: core.Person{ID: "local"}, Text: "/plan accept"})
+		mu.Lock()
+		jobs[next] = done
+		next++
+		mu.Unlock()
+		select {
+		case <-acks[addr(chat).Chat]:
+			return nil
+		case err := <-done:
+			return fmt.Errorf("the decision in %s ended before its acknowledgement: %v", chat, err)
+		}
+	}, jobs
 }

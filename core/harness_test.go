@@ -20,13 +20,18 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	replies []core.Reply
+	onSend  func(core.Reply) // nil: none; called outside the lock
 }
 
 func (r *recorder) Send(_ context.Context, rep core.Reply) (string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.replies = append(r.replies, rep)
-	return fmt.Sprintf("m%d", len(r.replies)), nil
+	id, hook := fmt.Sprintf("m%d", len(r.replies)), r.onSend
+	r.mu.Unlock()
+	if hook != nil {
+		hook(rep)
+	}
+	return id, nil
 }
 
 func (r *recorder) all() []core.Reply {
