@@ -76,6 +76,10 @@ func readSessionPlan(br pgx.BatchResults, id string) (core.Session, *core.Plan, 
 	return se, plan, nil
 }
 
+// betweenSessionPlanReads runs between the two reads of sessionPlanSQLite: a test commits
+// another process's decision there to show the plan still comes from the session's snapshot.
+var betweenSessionPlanReads = func() {}
+
 // sessionPlanSQLite reads the session and its plan in one read transaction.
 func (s *Store) sessionPlanSQLite(ctx context.Context, id string) (core.Session, *core.Plan, error) {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -93,6 +97,7 @@ func (s *Store) sessionPlanSQLite(ctx context.Context, id string) (core.Session,
 	if se.PlanID == "" {
 		return se, nil, nil
 	}
+	betweenSessionPlanReads()
 	p, err := scanPlan(tx.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE id = ?`, se.PlanID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return se, nil, nil
