@@ -237,6 +237,11 @@ func (x *transition) pending() (bool, error) {
 		return false, fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
 	}
 	p := *x.cur
+	if p.Status != PlanPending {
+		// Read around another process's decision (see settle): refusing on this state
+		// ("you already approved", counted approvals) would answer one that never existed.
+		return false, fmt.Errorf("session %s awaits approval but plan %s is %s: %w", x.s.ID, p.ID, p.Status, ErrConflict)
+	}
 	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
 		// The person could not have seen this version when they sent a bare decision.
 		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", planLabel(p), p.Version)

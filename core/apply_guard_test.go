@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -140,5 +141,24 @@ func TestApplierOrderOnAccept(t *testing.T) {
 	}
 	if s := h.session("main"); s.Phase != core.PhaseExecuting || len(s.Injections) != 0 || h.plan(p.ID).Status != core.PlanAccepted {
 		t.Fatalf("after accept: phase %s, %d injections queued, plan %s", s.Phase, len(s.Injections), h.plan(p.ID).Status)
+	}
+}
+
+// A session awaiting approval whose plan row is already decided was read around another
+// process's decision (a store read that is not one snapshot): every decision on it is the
+// conflict the compare-and-set would report, never a refusal computed on that state — the
+// approval counter would otherwise answer "you already approved plan v1" to the loser.
+func TestApplyDecisionOnTornReadIsConflict(t *testing.T) {
+	for _, tr := range []core.Trigger{core.TrigAccept, core.TrigApprove, core.TrigRevise} {
+		s, cur := fixture(core.PhaseAwaitingApproval, tr)
+		in := input(tr)
+		cur.Status = core.PlanAccepted
+		in.Requester = "terminal:alice"
+		cur.Approvals = []core.Approval{{By: in.Requester, Version: cur.Version}}
+		in.ApprovalID = cur.ApprovalID
+		o, err := core.Apply(s, cur, tr, in)
+		if !errors.Is(err, core.ErrConflict) {
+			t.Errorf("%s: err %v, refusal %+v; want ErrConflict", tr, err, o.Refusal)
+		}
 	}
 }

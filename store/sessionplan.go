@@ -12,23 +12,16 @@ import (
 )
 
 // SessionPlan returns the stored session id and its current plan (nil when it has none),
-// or an error wrapping core.ErrNotFound: what a person's message reads first. On
-// PostgreSQL both come from one snapshot (a read-only REPEATABLE READ transaction) in one
-// round trip; on SQLite they are two reads of the read pool, which cost no round trip.
+// or an error wrapping core.ErrNotFound: what a person's message reads first. Both come
+// from one snapshot, so the plan is the one the session row names at that version: two
+// separate reads could see the session before another process's decision and the plan
+// after it, and refuse on a state that never existed (a pending session whose plan is
+// already accepted). On PostgreSQL it is a read-only REPEATABLE READ transaction in one
+// round trip; on SQLite a deferred read transaction on the read pool, whose WAL snapshot
+// is taken at the first SELECT and held until the end.
 func (s *Store) SessionPlan(ctx context.Context, id string) (core.Session, *core.Plan, error) {
 	if s.pool == nil {
-		se, err := s.Session(ctx, id)
-		if err != nil || se.PlanID == "" {
-			return se, nil, err
-		}
-		p, err := s.Plan(ctx, se.PlanID)
-		if errors.Is(err, core.ErrNotFound) {
-			return se, nil, nil
-		}
-		if err != nil {
-			return core.Session{}, nil, err
-		}
-		return se, &p, nil
+		return s.sessionPlanSQLite(ctx, id)
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -81,4 +74,36 @@ func readSessionPlan(br pgx.BatchResults, id string) (core.Session, *core.Plan, 
 		return core.Session{}, nil, fmt.Errorf("loading session %q: ending the read: %w", id, err)
 	}
 	return se, plan, nil
+}
+
+// betweenSessionPlanReads runs between the two reads of sessionPlanSQLite: a test commits
+// another process's decision there to show the plan still comes from the session's snapshot.
+var betweenSessionPlanReads = func() {}
+
+// sessionPlanSQLite reads the session and its plan in one read transaction.
+func (s *Store) sessionPlanSQLite(ctx context.Context, id string) (core.Session, *core.Plan, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading session %q: beginning the read: %w", id, err)
+	}
+	defer tx.Rollback() // it only read: ending it releases the snapshot
+	se, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
+	}
+	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, err)
+	}
+	if se.PlanID == "" {
+		return se, nil, nil
+	}
+	betweenSessionPlanReads()
+	p, err := scanPlan(tx.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE id = ?`, se.PlanID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return se, nil, nil
+	}
+	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading plan %q of session %q: %w", se.PlanID, id, err)
+	}
+	return se, &p, nil
 }

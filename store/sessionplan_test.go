@@ -51,3 +51,47 @@ func TestSessionPlan(t *testing.T) {
 		})
 	}
 }
+
+// A decision another process commits between SessionPlan's two SQLite reads is not seen
+// by the second: the plan comes from the snapshot the session row was read in, so a
+// racing decision never sees a pending session whose plan is already decided (the loser
+// of core's TestRacingDecisionsTwoProcesses was once told "you already approved").
+func TestSessionPlanOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	pending := fullPlan("s1-p1", "s1", 1)
+	pending.Status, pending.Decision, pending.Approvals = core.PlanPending, nil, nil
+	se := fullSession("s1")
+	se, err := s.Commit(ctx, core.Change{Session: &se, Plans: []core.Plan{pending}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := false
+	betweenSessionPlanReads = func() {
+		if committed {
+			return
+		}
+		committed = true
+		next := se
+		next.Phase, next.ApprovalID = core.PhaseExecuting, ""
+		accepted := pending
+		accepted.Status = core.PlanAccepted
+		accepted.Decision = &core.Decision{By: "U123", Outcome: "accepted", At: at(9), Channel: "slack"}
+		if _, err := s.Commit(ctx, core.Change{Session: &next, Plans: []core.Plan{accepted}}); err != nil {
+			t.Errorf("committing the other decision: %v", err)
+		}
+	}
+	defer func() { betweenSessionPlanReads = func() {} }()
+	got, p, err := s.SessionPlan(ctx, "s1")
+	if err != nil || !committed {
+		t.Fatalf("SessionPlan: %v (other decision committed: %v)", err, committed)
+	}
+	if got.Version != se.Version || got.Phase != core.PhaseAwaitingApproval || p == nil || p.Status != core.PlanPending {
+		t.Fatalf("torn read: session v%d %s with plan %v; want v%d awaiting_approval with the pending plan",
+			got.Version, got.Phase, p, se.Version)
+	}
+	got, p, err = s.SessionPlan(ctx, "s1")
+	if err != nil || got.Phase != core.PhaseExecuting || p == nil || p.Status != core.PlanAccepted {
+		t.Fatalf("after the decision: session %s, plan %v, %v", got.Phase, p, err)
+	}
+}

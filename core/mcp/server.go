@@ -107,10 +107,24 @@ func (s *server) session(ctx context.Context, ready func()) error {
 	err = sess.Wait()
 	_ = sess.Close() // reaps a command that exited; idempotent
 	s.mu.Lock()
-	s.sess, s.tools, s.specs = nil, nil, nil
-	why := s.why
+	ended := endReason(s.why, err)
 	s.why = ""
+	s.sess, s.tools, s.specs = nil, nil, nil
+	line := ""
+	if ctx.Err() == nil {
+		// Down with the session, under the same lock: a call that finds no session must
+		// not read the "up" line of the one that just ended (the supervisor adds when it
+		// restarts).
+		line = s.statusLocked("down (" + oneLine(ended.Error()) + ")")
+	}
 	s.mu.Unlock()
+	s.notifyStatus(line)
+	return ended
+}
+
+// endReason says why a session ended: why it was closed on purpose, else how the
+// connection ended (err from Wait).
+func endReason(why string, err error) error {
 	switch {
 	case why != "":
 		return errors.New(why)
@@ -148,11 +162,14 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) 
 		return nil
 	}
 	s.sess, s.tools, s.specs = sess, tools, specs
+	// Up with the session, under the same lock: set after unlocking, a re-list's line
+	// could overwrite the "down" of a withdraw that came in between.
+	line := s.statusLocked(fmt.Sprintf("up, %d tools", len(specs)))
 	s.mu.Unlock()
 	if first {
 		s.m.log.Info("mcp server up", "server", s.cfg.Name, "tools", len(specs))
 	}
-	s.setStatus(fmt.Sprintf("up, %d tools", len(specs)))
+	s.notifyStatus(line)
 	return nil
 }
 
@@ -315,10 +332,24 @@ func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 
 func (s *server) setStatus(line string) {
 	s.mu.Lock()
-	changed := s.status != line
-	s.status = line
+	line = s.statusLocked(line)
 	s.mu.Unlock()
-	if changed {
+	s.notifyStatus(line)
+}
+
+// statusLocked sets the status line with s.mu held; it returns the line for
+// notifyStatus, or "" when it did not change.
+func (s *server) statusLocked(line string) string {
+	if s.status == line {
+		return ""
+	}
+	s.status = line
+	return line
+}
+
+// notifyStatus tells the observer a changed line (outside s.mu: it may call back).
+func (s *server) notifyStatus(line string) {
+	if line != "" {
 		s.m.obs.ServerStatus(s.cfg.Name, line)
 	}
 }
