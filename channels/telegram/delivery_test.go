@@ -287,6 +287,7 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	select {
 	case <-parked:
 	case <-time.After(10 * time.Second):
+		close(block) // so that the engine can stop
 		t.Fatalf("the first turn never reached its second model call; the model was called %d times", calls.Load())
 	}
 
