@@ -256,8 +256,12 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 	block := make(chan struct{})
 	e.Model.Push(sid, core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "c1", Name: "no_such_tool", Args: []byte(`{}`)}}})
 	var calls atomic.Int32
+	parked := make(chan struct{})
 	e.Model.Hook(func(core.ModelRequest) {
-		if calls.Add(1) > 1 { // the turn's second call, after the tool round committed
+		if n := calls.Add(1); n > 1 { // the turn's second call, after the tool round committed
+			if n == 2 {
+				close(parked)
+			}
 			<-block
 		}
 	})
@@ -274,6 +278,18 @@ func TestRestartReplaysUnhandledUpdates(t *testing.T) {
 		}
 		return false
 	})
+
+	// The crash comes once the first turn is parked in its second model call: the first
+	// message and its tool round are committed, and the old engine writes nothing more.
+	// Crashing sooner (under load the inbox is saved well before the turn gets there)
+	// would leave the old engine, which the test keeps alive where a killed process is
+	// gone, racing the restarted one over the first message: both would handle it.
+	select {
+	case <-parked:
+	case <-time.After(10 * time.Second):
+		close(block) // so that the engine can stop
+		t.Fatalf("the first turn never reached its second model call; the model was called %d times", calls.Load())
+	}
 
 	// The process dies: its adapter stops, its engine is left hanging in the model.
 	crashed := e.Engine
