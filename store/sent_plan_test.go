@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,22 +13,9 @@ import (
 // The web follower polls SentSince on every replica every second or so, for the last
 // 30 s: on a day's outbox of several channels that must be a range scan of one channel's
 // recent rows in outbox_sent, in its order (no sort), not a scan of the table. Migration
-// 0008 is applied here to a database at version 7 with that outbox in it.
-func TestSentSincePlanSQLite(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "plangate.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	before, after := sentSincePlans(t, s, "EXPLAIN QUERY PLAN ", func(rows []any) string { return fmt.Sprint(rows[3]) })
-	if !strings.Contains(before, "SCAN outbox") {
-		t.Errorf("before 0008 the plan was not a scan; the test's data does not show what the index is for:\n%s", before)
-	}
-	if !strings.Contains(after, "SEARCH outbox USING INDEX outbox_sent (channel=? AND sent_at>?)") || strings.Contains(after, "TEMP B-TREE") {
-		t.Errorf("SentSince's plan is not a range scan of outbox_sent in order:\n%s", after)
-	}
-}
-
+// 0008 is applied here to a database at version 7 with that outbox in it. Only on
+// PostgreSQL: the follower runs where replicas share a database, and SQLite's 0008 adds
+// no index (it would cost a page write per reply marked sent for nothing).
 func TestSentSincePlanPostgres(t *testing.T) {
 	s, err := OpenPostgres(context.Background(), pgtest.Schema(t))
 	if err != nil {
