@@ -241,12 +241,7 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 		if only != nil && !only(o.SessionID) {
 			continue
 		}
-		l, seen := live[o.Owner]
-		if !seen {
-			l = e.ownerLive(ctx, o.Owner)
-			live[o.Owner] = l
-		}
-		if l {
+		if once(live, o.Owner, func(owner string) bool { return e.ownerLive(ctx, owner) }) {
 			continue
 		}
 		if why := e.dropReason(o, maxAge); why != "" {
@@ -279,12 +274,7 @@ func (b Backlog) deliver(ctx context.Context) int {
 	busy := map[string]bool{}
 	for i := range b.rows {
 		o := &b.rows[i]
-		held, seen := busy[o.SessionID]
-		if !seen {
-			held = e.heldElsewhere(ctx, o.SessionID)
-			busy[o.SessionID] = held
-		}
-		if held {
+		if once(busy, o.SessionID, func(sid string) bool { return e.heldElsewhere(ctx, sid) }) {
 			continue
 		}
 		if _, err := e.deliverLeft(ctx, o); err == nil {
@@ -293,6 +283,17 @@ func (b Backlog) deliver(ctx context.Context) int {
 	}
 	e.flushSent(ctx)
 	return sent
+}
+
+// once returns f(k), computed the first time k is asked for and kept in m: a store read
+// per owner or session of a listing, not per row.
+func once[K comparable, V any](m map[K]V, k K, f func(K) V) V {
+	v, ok := m[k]
+	if !ok {
+		v = f(k)
+		m[k] = v
+	}
+	return v
 }
 
 // ReplicaLease is the lease a running replica holds under its owner id (cmd/plangate
