@@ -67,3 +67,35 @@ func (w *stampingWriter) Flush() {
 		f.Flush()
 	}
 }
+
+// StampWriter is a ResponseWriter for a handler called without the network: it keeps the
+// first status written (Code) and when (At), and discards the body.
+type StampWriter struct {
+	header http.Header
+	Code   int
+	At     time.Time
+}
+
+// NewStampWriter returns an empty StampWriter.
+func NewStampWriter() *StampWriter { return &StampWriter{header: http.Header{}} }
+
+// Header implements http.ResponseWriter.
+func (w *StampWriter) Header() http.Header { return w.header }
+
+// Write implements http.ResponseWriter.
+func (w *StampWriter) Write(p []byte) (int, error) {
+	if w.Code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return len(p), nil
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (w *StampWriter) WriteHeader(code int) {
+	if w.Code == 0 {
+		w.Code, w.At = code, time.Now()
+	}
+}
+
+// Flush implements http.Flusher.
+func (w *StampWriter) Flush() {}

@@ -73,9 +73,9 @@ func benchSlackWebhook(b *testing.B, overHTTP func(n int) bool) {
 				return 0, err
 			}
 		} else {
-			sw := &stampWriter{header: http.Header{}}
+			sw := channeltest.NewStampWriter()
 			events.ServeHTTP(sw, req)
-			code, ok = sw.code, sw.at
+			code, ok = sw.Code, sw.At
 		}
 		if code != http.StatusOK {
 			return 0, fmt.Errorf("event answered %d", code)
@@ -109,27 +109,3 @@ func stampOf(e *env, id string) (time.Time, error) {
 	}
 	return at, nil
 }
-
-// stampWriter is a ResponseWriter that notes when the status was written.
-type stampWriter struct {
-	header http.Header
-	code   int
-	at     time.Time
-}
-
-func (w *stampWriter) Header() http.Header { return w.header }
-
-func (w *stampWriter) Write(p []byte) (int, error) {
-	if w.code == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	return len(p), nil
-}
-
-func (w *stampWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code, w.at = code, time.Now()
-	}
-}
-
-func (w *stampWriter) Flush() {}

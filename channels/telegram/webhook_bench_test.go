@@ -66,37 +66,13 @@ func postOverHTTP(h *hookEnv, client *http.Client, body []byte, id string) (at, 
 func serveDirect(h *hookEnv, _ *http.Client, body []byte, _ string) (at, out time.Time, err error) {
 	req, _ := http.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(string(body)))
 	req.Header.Set(secretHeader, hookSecret)
-	w := &stampWriter{header: http.Header{}}
+	w := channeltest.NewStampWriter()
 	h.Channel.serveHTTP(w, req)
-	if w.code != http.StatusOK {
-		return at, out, fmt.Errorf("answered %d", w.code)
+	if w.Code != http.StatusOK {
+		return at, out, fmt.Errorf("answered %d", w.Code)
 	}
-	return w.at, w.at, nil
+	return w.At, w.At, nil
 }
-
-// stampWriter is a ResponseWriter that notes when the status was written.
-type stampWriter struct {
-	header http.Header
-	code   int
-	at     time.Time
-}
-
-func (w *stampWriter) Header() http.Header { return w.header }
-
-func (w *stampWriter) Write(p []byte) (int, error) {
-	if w.code == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	return len(p), nil
-}
-
-func (w *stampWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code, w.at = code, time.Now()
-	}
-}
-
-func (w *stampWriter) Flush() {}
 
 // benchWebhook runs the benchmark; overHTTP says which requests (by their number) go
 // over HTTP, the others are served directly.
