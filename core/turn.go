@@ -9,6 +9,35 @@ import (
 	"time"
 )
 
+// turnState is the state of one job: the session as last committed.
+type turnState struct {
+	e    *Engine
+	j    *job
+	sess Session
+	// gate: the calls the gate refused in the running turn, and whether the turn was
+	// started by a person's message (see gate_audit.go).
+	gate turnGate
+	// leased: this job holds the session's lease (see withLease).
+	leased bool
+	// done lists the mutating calls that ran in this job, so a conflict after them is
+	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
+	done []string
+	told bool
+	// loaded is the current plan read with the session (version loadedAt), handed out
+	// once by currentPlan: a plan changes only with a new session version.
+	loaded   *Plan
+	loadedAt int64
+	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
+	// flush since went on top of a row version whose transcript the turn did not load.
+	seenUser map[string]bool
+	rebased  bool
+	// deferred is a person's plain message held back for the turn's first commit
+	// (deferred.go); nil once committed.
+	deferred *Change
+}
+
+func (t *turnState) msg() Message { return t.j.msg }
+
 // maxChainedTurns bounds how many agent turns one message can start back to back (an
 // auto-approved plan starts executing right after it was proposed).
 const maxChainedTurns = 4
