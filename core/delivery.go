@@ -308,17 +308,27 @@ func ReplicaLease(owner string) string { return "replica:" + owner }
 // store without leases (one process) and an owner with no replica lease (a process
 // without replicas, e.g. on SQLite) are not.
 func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
-	if owner == "" || owner == e.owner || e.leases == nil || ownerGone(owner) {
+	if owner == "" || owner == e.owner || ownerGone(owner) {
 		return false
+	}
+	live, _ := e.replicaLive(ctx, owner)
+	return live
+}
+
+// replicaLive reads owner's replica lease: known is false when there is none (or no
+// lease store, or it cannot be read); live, that owner holds it unexpired.
+func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known bool) {
+	if e.leases == nil || owner == "" {
+		return false, false
 	}
 	l, err := e.leases.Lease(ctx, ReplicaLease(owner))
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			e.d.Log.Warn("reading a replica lease", "replica", owner, "err", err)
 		}
-		return false
+		return false, false
 	}
-	return l.Owner == owner && l.ExpiresAt.After(e.d.Now())
+	return l.Owner == owner && l.ExpiresAt.After(e.d.Now()), true
 }
 
 // OutboxClaimer is the optional part of an OutboxStore that lets two processes deliver
@@ -338,6 +348,10 @@ func (e *Engine) deliverLeft(ctx context.Context, o *Outgoing) (string, error) {
 		got, err := c.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
 		if err != nil {
 			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
+			// A failed attempt of this process, so the retry loop tries it again.
+			if e.sending.start(o.ID) {
+				e.sending.end(o.ID, true, e.d.Now())
+			}
 			return "", err
 		}
 		if !got {

@@ -117,10 +117,24 @@ func (e *Engine) renew(ctx context.Context, name, sid string, stop <-chan struct
 	}
 }
 
-// heldElsewhere reports whether another process holds an unexpired lease on the session.
+// heldElsewhere reports whether another process holds an unexpired lease on the session,
+// for delivering the replies left in it: a session lease of a replica known to be gone
+// (replicaGone) does not count, though it has not expired yet. A replica's lease lapses
+// (15 s) before the session leases it held (30 s), and the survivor that claims it
+// delivers what it left while the claim lasts; waiting for the session lease would leave
+// a reply of a turn that had ended unsent until some replica's next start.
 func (e *Engine) heldElsewhere(ctx context.Context, sessionID string) bool {
 	l, ok := e.foreignLease(ctx, sessionID)
-	return ok && e.live(l)
+	return ok && e.live(l) && !e.replicaGone(ctx, l.Owner)
+}
+
+// replicaGone reports whether owner ran as a replica (it took a replica lease) that is
+// known to be gone: its replica lease expired, or another replica took it over to claim
+// its leftovers. No replica lease at all says nothing (a process without replicas, or a
+// claim already released), so false.
+func (e *Engine) replicaGone(ctx context.Context, owner string) bool {
+	live, known := e.replicaLive(ctx, owner)
+	return known && !live
 }
 
 // live reports whether a lease still binds others: unexpired, and its holder not gone.

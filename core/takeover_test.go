@@ -102,3 +102,40 @@ func TestLeftRepliesOfALiveReplicaAreItsOwn(t *testing.T) {
 		t.Fatalf("sent %+v; want the formerly live replica's row", got)
 	}
 }
+
+// A replica on another host dies after committing a reply and before sending it. Its
+// replica lease lapses (and a survivor claims it) while the session lease it held has not
+// expired yet: the survivor's DeliverLeft sends the reply then, rather than leaving it for
+// some replica's next start.
+func TestDeliverLeftDuringTheClaimOfADeadReplica(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const dead, claimer = "otherhost/7/dead", "otherhost/8/claimer"
+	h.say("left", "local", "/plan on")
+	s := h.session("left")
+	row := core.Outgoing{Reply: core.Reply{To: addr("left"), Text: "the dead replica's answer"}, CreatedAt: h.clock, Owner: dead}
+	if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: []core.Outgoing{row}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("left")), dead, h.clock, time.Minute); err != nil || !ok {
+		t.Fatalf("the dead replica's session lease: %v %v", ok, err)
+	}
+	// While its replica lease is its own and unexpired, the session is its business.
+	if _, ok, err := h.st.AcquireLease(ctx, core.ReplicaLease(dead), dead, h.clock, 15*time.Second); err != nil || !ok {
+		t.Fatalf("the replica lease: %v %v", ok, err)
+	}
+	n := h.out.count()
+	if sent, err := h.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour); err != nil || sent != 0 || len(h.out.since(n)) != 0 {
+		t.Fatalf("DeliverLeft sent %d (%v) for a replica that still runs: %+v", sent, err, h.out.since(n))
+	}
+	// 20 s later its replica lease has expired and a survivor claims it; the session
+	// lease has 40 s to go.
+	h.clock = h.clock.Add(20 * time.Second)
+	if _, ok, err := h.st.AcquireLease(ctx, core.ReplicaLease(dead), claimer, h.clock, 15*time.Second); err != nil || !ok {
+		t.Fatalf("the survivor's claim: %v %v", ok, err)
+	}
+	sent, err := h.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour)
+	if got := h.out.since(n); err != nil || sent != 1 || len(got) != 1 || got[0].Text != "the dead replica's answer" {
+		t.Fatalf("DeliverLeft during the claim sent %d (%v): %+v; want the dead replica's answer", sent, err, got)
+	}
+}
