@@ -27,6 +27,10 @@ type Inbox struct {
 	seq     int64 // the last sequence number given out
 	pending map[string]InboxEntry
 	saver   Saver
+	// unread: the saved record could not be read at load (the store failed, not the
+	// record), so it may hold acknowledged events. No save may overwrite it until a read
+	// succeeds and its events are merged in (see Flush).
+	unread bool
 }
 
 // InboxEntry is one event waiting in the inbox.
@@ -50,6 +54,12 @@ type savedInbox struct {
 // error: the caller decides whether to go on without what it held.
 func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, error) {
 	in := &Inbox{st: st, channel: channel, account: account, pending: map[string]InboxEntry{}}
+	if _, _, err := st.ChannelState(ctx, channel, account, inboxKey); err != nil {
+		// The store, not the record: what it holds must not be overwritten by an empty
+		// inbox. Saves read it first (Flush) and fail until they can.
+		in.unread = true
+		return in, fmt.Errorf("loading the %s inbox: %w", channel, err)
+	}
 	s, ok, err := LoadJSON[savedInbox](ctx, st, channel, account, inboxKey)
 	if err != nil {
 		return in, fmt.Errorf("loading the %s inbox: %w", channel, err)
@@ -150,6 +160,12 @@ func (in *Inbox) Done(key string) {
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
+	in.mu.Lock()
+	unread := in.unread
+	in.mu.Unlock()
+	if unread {
+		return // the next Flush reads the saved record back first
+	}
 	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {
 		if onErr != nil {
 			onErr(fmt.Errorf("saving the %s inbox: %w", in.channel, err))
@@ -160,9 +176,52 @@ func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
 // whoever saves writes the newest state.
 func (in *Inbox) Flush(ctx context.Context) error {
+	if err := in.readBack(ctx); err != nil {
+		return err
+	}
 	if err := in.saver.SaveRecord(ctx, in.record()); err != nil {
 		return fmt.Errorf("saving the %s inbox: %w", in.channel, err)
 	}
+	return nil
+}
+
+// readBack merges the saved record into an inbox whose load could not read it (unread),
+// before anything is saved over it: its events stay pending (replayed at the next start).
+// While the store cannot be read, saving fails, so nothing is acknowledged.
+func (in *Inbox) readBack(ctx context.Context) error {
+	in.mu.Lock()
+	unread := in.unread
+	in.mu.Unlock()
+	if !unread {
+		return nil
+	}
+	v, ok, err := in.st.ChannelState(ctx, in.channel, in.account, inboxKey)
+	if err != nil {
+		return fmt.Errorf("saving the %s inbox: its saved record could not be read, so it is not overwritten: %w", in.channel, err)
+	}
+	var s savedInbox
+	if ok && json.Unmarshal([]byte(v), &s) != nil {
+		s = savedInbox{} // damaged: lost, as at a load
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.unread = false
+	// The saved events are older than any taken since the load: renumber these after them.
+	base := s.Seq
+	for _, e := range s.Pending {
+		base = max(base, e.Seq)
+	}
+	for k, e := range in.pending {
+		e.Seq += base
+		in.pending[k] = e
+	}
+	in.seq += base
+	for _, e := range s.Pending {
+		if _, have := in.pending[e.Key]; e.Key != "" && !have {
+			in.pending[e.Key] = e
+		}
+	}
+	in.saver.Changed()
 	return nil
 }
 

@@ -10,10 +10,18 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// flakyState is a State over the real store whose writes can be made to fail.
+// flakyState is a State over the real store whose writes (fail) or reads (failRead) can
+// be made to fail.
 type flakyState struct {
 	State
-	fail bool
+	fail, failRead bool
+}
+
+func (s *flakyState) ChannelState(ctx context.Context, ch, acc, key string) (string, bool, error) {
+	if s.failRead {
+		return "", false, errors.New("connection reset")
+	}
+	return s.State.ChannelState(ctx, ch, acc, key)
 }
 
 func (s *flakyState) SetChannelState(ctx context.Context, ch, acc, key, value string) error {
@@ -97,5 +105,61 @@ func TestInboxAddThatCannotBeSavedRecordsNothing(t *testing.T) {
 	// The redelivery is stored now, not taken for a duplicate.
 	if added, err := in.Add(ctx, InboxEntry{Key: "k"}); err != nil || !added {
 		t.Fatalf("Add after the store recovered = %v, %v", added, err)
+	}
+}
+
+// An inbox whose saved record could not be read at load (the store failed, not the
+// record) never overwrites it: saves fail, so nothing new is acknowledged, until a read
+// succeeds and merges the record's events in.
+func TestInboxUnreadAtLoadIsNotOverwritten(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := LoadInbox(ctx, st, "discord", "B1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, err := first.Add(ctx, InboxEntry{Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := func() []string {
+		t.Helper()
+		s, _, err := LoadJSON[savedInbox](ctx, st, "discord", "B1", inboxKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, e := range s.Pending {
+			keys = append(keys, e.Key)
+		}
+		return keys
+	}
+	fs := &flakyState{State: st, failRead: true}
+	in, err := LoadInbox(ctx, fs, "discord", "B1")
+	if err == nil {
+		t.Fatal("a load whose read failed reported no error")
+	}
+	if added, err := in.Add(ctx, InboxEntry{Key: "c"}); err == nil || added {
+		t.Fatalf("Add while the record cannot be read = %v, %v; want an error (not acknowledged)", added, err)
+	}
+	in.Done("a")
+	in.FlushSoon(ctx, 0, nil)
+	if err := in.Flush(ctx); err == nil {
+		t.Fatal("Flush while the record cannot be read succeeded")
+	}
+	if got := saved(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("the saved record was overwritten: %v, want [a b]", got)
+	}
+	fs.failRead = false
+	if added, err := in.Add(ctx, InboxEntry{Key: "c"}); err != nil || !added {
+		t.Fatalf("Add after the store recovered = %v, %v", added, err)
+	}
+	if got := saved(); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("after the read back: saved %v, want [a b c]", got)
 	}
 }

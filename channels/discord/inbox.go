@@ -83,7 +83,7 @@ func (c *Channel) openInbox(ctx context.Context) []channels.InboxEntry {
 	if c.box == nil {
 		in, err := channels.LoadInbox(ctx, c.st, Name, c.botID)
 		if err != nil {
-			c.log.Error("the saved discord inbox is unreadable; starting with an empty one", "err", err)
+			c.log.Error("loading the saved discord inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
 		}
 		c.box = &ixInbox{in: in, busy: map[string]bool{}}
 		return in.Pending()

@@ -25,11 +25,12 @@ const ackStoreWait = 2 * time.Second
 const doneFlushDelay = 100 * time.Millisecond
 
 // loadInbox reads the saved inbox. A damaged record must not stop the bot: what it held
-// is lost, and said so.
+// is lost, and said so. One the store could not read is not lost: channels.Inbox reads it
+// again before its first save and refuses new events (unacknowledged) until it can.
 func (c *Channel) loadInbox(ctx context.Context) *channels.Inbox {
 	in, err := channels.LoadInbox(ctx, c.st, Name, c.team)
 	if err != nil {
-		c.log.Error("the saved slack inbox is unreadable; starting with an empty one", "err", err)
+		c.log.Error("loading the saved slack inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
 	}
 	return in
 }
