@@ -90,6 +90,12 @@ func (t *turnState) address(r Reply) Reply {
 // deliver sends one committed outbox row and marks it sent. A failure is counted on the
 // row and returned; the row stays for the next start.
 func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
+	return e.deliverRow(ctx, o, false)
+}
+
+// deliverRow is deliver for a row whose attempt may have been counted already (claimed:
+// ClaimOutbox counted it), so a failure does not count it twice.
+func (e *Engine) deliverRow(ctx context.Context, o *Outgoing, claimed bool) (string, error) {
 	if o.ID == 0 || e.box == nil {
 		return e.send(ctx, o.Reply)
 	}
@@ -101,6 +107,9 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 	// Marking is bookkeeping: it must not be lost to the job's context ending.
 	mctx := context.WithoutCancel(ctx)
 	if err != nil {
+		if claimed {
+			return "", err
+		}
 		if nerr := e.box.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
 			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
 		}
@@ -358,6 +367,7 @@ func (e *Engine) deliverLeft(ctx context.Context, o *Outgoing) (string, error) {
 			return "", errInFlight
 		}
 		o.Attempts++
+		return e.deliverRow(ctx, o, true)
 	}
 	return e.deliver(ctx, o)
 }

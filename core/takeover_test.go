@@ -139,3 +139,24 @@ func TestDeliverLeftDuringTheClaimOfADeadReplica(t *testing.T) {
 		t.Fatalf("DeliverLeft during the claim sent %d (%v): %+v; want the dead replica's answer", sent, err, got)
 	}
 }
+
+// A left-over row that is claimed and then fails to send counts one attempt, not two:
+// the claim counted it.
+func TestClaimedRowThatFailsCountsOneAttempt(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.say("left", "local", "/plan on")
+	s := h.session("left")
+	row := core.Outgoing{Reply: core.Reply{To: addr("left"), Text: "left unsent"}, CreatedAt: h.clock, Owner: "elsewhere/9/gone"}
+	if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: []core.Outgoing{row}}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.process(failSender{}, nil, nil)
+	if sent, err := p.eng.DeliverUnsent(ctx, []string{"terminal"}, time.Hour, nil); err != nil || sent != 0 {
+		t.Fatalf("DeliverUnsent with a failing platform = %d, %v; want 0 sent", sent, err)
+	}
+	left, err := h.st.UnsentOutbox(ctx, nil, 0)
+	if err != nil || len(left) != 1 || left[0].Attempts != 1 {
+		t.Fatalf("after the failed attempt: %+v, %v; want the row unsent with 1 attempt", left, err)
+	}
+}
