@@ -1,9 +1,6 @@
 package slack
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,19 +10,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plangate/plangate/channels/channeltest"
 )
 
 // testSigningSecret is the app's signing secret in mode http tests.
 const testSigningSecret = "8f742231b10e8888abcd99yyyzzz85a5SECRETsign"
-
-// slackSign is X-Slack-Signature as Slack computes it: v0= and the hex HMAC-SHA256 of
-// "v0:{timestamp}:{raw body}" with the signing secret.
-func slackSign(secret, ts string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "v0:%s:", ts)
-	m.Write(body)
-	return "v0=" + hex.EncodeToString(m.Sum(nil))
-}
 
 // hookSender delivers the fake's envelopes as Slack's HTTP requests: events as JSON to
 // /events, slash commands as a form to /commands, interactions as payload= to
@@ -108,7 +98,7 @@ func (h *hookSender) request(path, ctype string, body []byte, ts string, retry i
 	req, _ := http.NewRequest(http.MethodPost, h.base+path, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slackSign(h.secret, ts, body))
+	req.Header.Set("X-Slack-Signature", channeltest.SlackSignature(h.secret, ts, body))
 	if retry > 0 {
 		req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 		req.Header.Set("X-Slack-Retry-Reason", "http_timeout")

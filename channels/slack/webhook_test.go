@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -75,12 +76,12 @@ func TestHTTPForgedRequestsAre401AndStoreNothing(t *testing.T) {
 			skipTS     bool
 			wantReason string
 		}{
-			{name: "wrong secret", sig: slackSign("not-the-secret", fresh, body), ts: fresh, sendBody: body},
-			{name: "10 minutes old", sig: slackSign(testSigningSecret, strconv.FormatInt(now-600, 10), body), ts: strconv.FormatInt(now-600, 10), sendBody: body},
-			{name: "tampered after signing", sig: slackSign(testSigningSecret, fresh, body), ts: fresh, sendBody: append([]byte(nil), append(body[:len(body)-1:len(body)-1], ' ', body[len(body)-1])...)},
+			{name: "wrong secret", sig: channeltest.SlackSignature("not-the-secret", fresh, body), ts: fresh, sendBody: body},
+			{name: "10 minutes old", sig: channeltest.SlackSignature(testSigningSecret, strconv.FormatInt(now-600, 10), body), ts: strconv.FormatInt(now-600, 10), sendBody: body},
+			{name: "tampered after signing", sig: channeltest.SlackSignature(testSigningSecret, fresh, body), ts: fresh, sendBody: append([]byte(nil), append(body[:len(body)-1:len(body)-1], ' ', body[len(body)-1])...)},
 			{name: "no signature", ts: fresh, sendBody: body, skipSig: true},
-			{name: "no timestamp", sig: slackSign(testSigningSecret, fresh, body), sendBody: body, skipTS: true},
-			{name: "signed for another timestamp", sig: slackSign(testSigningSecret, strconv.FormatInt(now-1, 10), body), ts: fresh, sendBody: body},
+			{name: "no timestamp", sig: channeltest.SlackSignature(testSigningSecret, fresh, body), sendBody: body, skipTS: true},
+			{name: "signed for another timestamp", sig: channeltest.SlackSignature(testSigningSecret, strconv.FormatInt(now-1, 10), body), ts: fresh, sendBody: body},
 		} {
 			req, _ := http.NewRequest(http.MethodPost, e.hook.base+path, strings.NewReader(string(c.sendBody)))
 			req.Header.Set("Content-Type", ctype)

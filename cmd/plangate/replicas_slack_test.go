@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/channels/slack"
 )
 
@@ -25,15 +23,6 @@ import (
 
 // replicaSigningSecret is the Slack app's signing secret in the replica tests.
 const replicaSigningSecret = "replica-slack-signing-secret"
-
-// slackSignature is X-Slack-Signature as Slack computes it: v0= and the hex HMAC-SHA256
-// of "v0:{timestamp}:{raw body}" with the signing secret.
-func slackSignature(secret, ts string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "v0:%s:", ts)
-	m.Write(body)
-	return "v0=" + hex.EncodeToString(m.Sum(nil))
-}
 
 // slackDM is the Events API body of event n: person dm's text in their DM with the bot.
 func slackDM(n, dm int, text string) string {
@@ -53,7 +42,7 @@ func postSlackEvent(ctx context.Context, base, body string, retry int) (int, err
 	ts := strconv.FormatInt(time.Now().Unix(), 10) // the replica checks Slack's 5-minute window
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slackSignature(replicaSigningSecret, ts, []byte(body)))
+	req.Header.Set("X-Slack-Signature", channeltest.SlackSignature(replicaSigningSecret, ts, []byte(body)))
 	if retry > 0 {
 		req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 		req.Header.Set("X-Slack-Retry-Reason", "http_error")
