@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 )
 
@@ -63,4 +64,16 @@ func (in *Inbox) Adopt(ctx context.Context, saved string) ([]InboxEntry, error) 
 		}
 	}
 	return out, nil
+}
+
+// AdoptReadable is Adopt as an adapter's AdoptInbox uses it: a record that does not decode
+// is logged and dropped (no entries, no error), as a damaged inbox is at start, so the
+// takeover deletes it instead of trying again for ever.
+func (in *Inbox) AdoptReadable(ctx context.Context, saved string, log *slog.Logger) ([]InboxEntry, error) {
+	es, err := in.Adopt(ctx, saved)
+	if errors.Is(err, ErrUnreadable) {
+		log.Error("dropping an adopted "+in.channel+" inbox that cannot be read", "err", err)
+		return nil, nil
+	}
+	return es, err
 }

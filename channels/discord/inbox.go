@@ -247,12 +247,8 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	if d == nil || b == nil {
 		return 0, channels.ErrNotReceiving
 	}
-	es, err := b.in.Adopt(ctx, saved)
+	es, err := b.in.AdoptReadable(ctx, saved, c.log)
 	if err != nil {
-		if errors.Is(err, channels.ErrUnreadable) {
-			c.log.Error("dropping an adopted discord inbox that cannot be read", "err", err)
-			return 0, nil
-		}
 		return 0, err
 	}
 	c.replay(context.WithoutCancel(ctx), d, es)

@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,12 +63,8 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	if d == nil || !d.receiving.Load() {
 		return 0, channels.ErrNotReceiving
 	}
-	es, err := d.in.Adopt(ctx, saved)
+	es, err := d.in.AdoptReadable(ctx, saved, c.log)
 	if err != nil {
-		if errors.Is(err, channels.ErrUnreadable) {
-			c.log.Error("dropping an adopted slack inbox that cannot be read", "err", err)
-			return 0, nil
-		}
 		return 0, err
 	}
 	for _, e := range es {
