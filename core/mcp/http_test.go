@@ -82,10 +82,7 @@ func TestHeadersStayOnTheConfiguredHost(t *testing.T) {
 	}))
 	t.Cleanup(redirect.Close)
 	cfg := mcp.Config{{Name: "web", URL: redirect.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret", "X-Key": "k3y"}}}
-	m, err := mcp.New(cfg, mcp.Options{Observer: newRecorder(), Sleep: func(ctx context.Context, _ time.Duration) error {
-		<-ctx.Done()
-		return ctx.Err()
-	}})
+	m, err := mcp.New(cfg, mcp.Options{Observer: newRecorder(), Sleep: sleepForever})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +121,7 @@ func TestHTTPResponseIsBounded(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ts.Close)
-	m, err := mcp.New(mcp.Config{{Name: "big", URL: ts.URL}}, mcp.Options{Observer: newRecorder(), Sleep: func(ctx context.Context, _ time.Duration) error {
-		<-ctx.Done()
-		return ctx.Err()
-	}})
+	m, err := mcp.New(mcp.Config{{Name: "big", URL: ts.URL}}, mcp.Options{Observer: newRecorder(), Sleep: sleepForever})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +135,11 @@ func TestHTTPResponseIsBounded(t *testing.T) {
 	if len(m.Tools()) != 0 {
 		t.Errorf("tools from a server that never answered properly: %v", m.Tools())
 	}
+}
+
+// sleepForever is a restart backoff that never ends (until the manager closes): a server
+// that failed is not tried again during the test.
+func sleepForever(ctx context.Context, _ time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
 }
