@@ -54,18 +54,19 @@ type savedInbox struct {
 // error: the caller decides whether to go on without what it held.
 func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, error) {
 	in := &Inbox{st: st, channel: channel, account: account, pending: map[string]InboxEntry{}}
-	if _, _, err := st.ChannelState(ctx, channel, account, inboxKey); err != nil {
+	v, ok, err := st.ChannelState(ctx, channel, account, inboxKey)
+	if err != nil {
 		// The store, not the record: what it holds must not be overwritten by an empty
 		// inbox. Saves read it first (Flush) and fail until they can.
 		in.unread = true
 		return in, fmt.Errorf("loading the %s inbox: %w", channel, err)
 	}
-	s, ok, err := LoadJSON[savedInbox](ctx, st, channel, account, inboxKey)
-	if err != nil {
-		return in, fmt.Errorf("loading the %s inbox: %w", channel, err)
-	}
 	if !ok {
 		return in, nil
+	}
+	var s savedInbox
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return in, fmt.Errorf("loading the %s inbox: decoding channel state %q: %w", channel, inboxKey, err)
 	}
 	in.seq = s.Seq
 	for _, e := range s.Pending {
