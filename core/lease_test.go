@@ -259,7 +259,7 @@ func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
 // A turn whose lease was taken over (this process stalled past the ttl) is stopped: its
 // renewal is refused and its context cancelled, and the new holder's lease stays.
 func TestLostLeaseStopsTheTurn(t *testing.T) {
-	h := newHarness(t, func(c *core.Config) { c.LeaseTTL, c.LeaseLinger = 30*time.Millisecond, time.Second })
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL, c.LeaseLinger = 30*time.Millisecond, time.Millisecond })
 	// The model blocks every call until its context ends.
 	m, entered := newFakeModel(), make(chan struct{})
 	m.Block(make(chan struct{}))
