@@ -301,3 +301,43 @@ func TestCancelledTurnReleasesAtOnce(t *testing.T) {
 		t.Fatalf("a cancelled turn lingered: %v", p.timers.delays)
 	}
 }
+
+// A decision another process commits while this one lingers queues the agent's turn,
+// which that process cannot start (the lease is held): this one runs it once the linger
+// ends.
+func TestDecisionLeftWhileLingeringStartsItsTurn(t *testing.T) {
+	h := newHarness(t)
+	a := newLingerer(t, h, "test-lingerer-a")
+	b := h.process(nil, nil, nil)
+	h.waitOnCleanup(b.eng)
+	a.say(t, h, "ev-on", "/plan on")
+	a.model.push(sessionID("a"), calls(propose("Notes", "Write the notes", "Check them")))
+	a.say(t, h, "ev-plan", "plan the notes")
+	if s := h.session("a"); s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("setup: phase %s", s.Phase)
+	}
+	if _, ok := leaseOf(t, h, "a"); !ok {
+		t.Fatal("setup: A's lease is not kept")
+	}
+	if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-accept", "/plan accept")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.model.requests()); n != 0 {
+		t.Fatalf("B made %d model calls while A held the lease", n)
+	}
+	if s := h.session("a"); s.Phase != core.PhaseExecuting || len(s.Injections) == 0 {
+		t.Fatalf("after B's accept: phase %s, %d injections; want executing with the turn queued", s.Phase, len(s.Injections))
+	}
+	before := len(a.model.requests())
+	a.endLingers(t)
+	if n := len(a.model.requests()) - before; n != 1 {
+		t.Fatalf("A made %d model calls after its linger, want 1 (the accepted plan's turn)", n)
+	}
+	if s := h.session("a"); len(s.Injections) != 0 {
+		t.Fatalf("injections left: %+v", s.Injections)
+	}
+	a.endLingers(t)
+	if n := len(a.model.requests()) - before; n != 1 || len(b.model.requests()) != 0 {
+		t.Fatalf("model calls after the linger: A %d, B %d; want 1, 0", n, len(b.model.requests()))
+	}
+}
