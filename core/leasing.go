@@ -9,9 +9,9 @@ import (
 
 // One process runs a session's turn: the turn runs only while this process holds the
 // session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
-// ends, or kept for a short linger first for the session's next turn (linger.go). A person's command that changes state needs no lease (its commit is a
-// compare-and-set on the session's version); only agent turns do, since they act on the
-// workspace. A lease left behind by a killed process marks a turn that did not end:
+// ends, or kept for a short linger first for the session's next turn (linger.go). A
+// person's command that changes state needs no lease (its commit is a compare-and-set on
+// the session's version); only agent turns do, since they act on the workspace. A lease left behind by a killed process marks a turn that did not end:
 // Resume takes it over once it has expired.
 
 // LeaseStore is the part of the store leases need; *store.Store satisfies it. A Store
