@@ -55,7 +55,7 @@ func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
 	if !ran && errors.Is(err, errLeaseHeld) {
 		return t.apply(ctx, o)
 	}
-	if err != nil {
+	if err != nil || t.kept { // kept: the linger's end looks (see linger.go)
 		return err
 	}
 	if again, err := t.moreWork(ctx); err != nil || !again {

@@ -48,6 +48,10 @@ type Config struct {
 	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
 	// background, for every call outside the indicator's window (see typing.go).
 	TypingDelay time.Duration
+	// LeaseLinger is how long a session's lease is kept after a turn ends normally, for
+	// the session's next turn to reuse without a store write (DefaultLeaseLinger in the
+	// gateway); 0 releases it at once (see linger.go).
+	LeaseLinger time.Duration
 }
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
@@ -94,6 +98,7 @@ type Engine struct {
 	runs     ToolRunStore
 	owner    string
 	leaseTTL time.Duration
+	linger   lingering // session leases kept after a turn (see linger.go)
 	pending  pendingReminders
 	sending  sending // outbox rows being delivered, and when each last failed
 	obs      observing
@@ -123,6 +128,9 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *turnState) error
 	sessionID string
+	// bare: sys loads the session itself (the linger's end reads it after the release);
+	// person: a person's message started the work sys continues (see autoHeld).
+	bare, person bool
 	// outcome is what became of the message, for the Observer ("" until it is known).
 	outcome string
 }
@@ -164,6 +172,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	e.linger.after = e.typer.after
 	e.box, _ = d.Store.(OutboxStore)
 	if e.box != nil {
 		e.marker, _ = d.Store.(SentMarker)
@@ -367,11 +376,15 @@ func (e *Engine) run(j *job) error {
 	ctx := j.ctx
 	defer e.flushSent(ctx) // the job's deliveries are marked before it is done
 	if j.sys != nil {
-		sess, err := e.d.Store.Session(ctx, j.sessionID)
-		if err != nil {
-			return fmt.Errorf("loading session %s: %w", j.sessionID, err)
+		var sess Session
+		if !j.bare {
+			s, err := e.d.Store.Session(ctx, j.sessionID)
+			if err != nil {
+				return fmt.Errorf("loading session %s: %w", j.sessionID, err)
+			}
+			sess = s
 		}
-		err = j.sys(ctx, &turnState{e: e, j: j, sess: sess})
+		err := j.sys(ctx, &turnState{e: e, j: j, sess: sess})
 		if err != nil && !errors.Is(err, ErrConflict) {
 			e.d.Log.Error("system job", "session", j.sessionID, "err", err)
 		}

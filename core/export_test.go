@@ -1,7 +1,15 @@
 package core
 
+import "time"
+
 // WindowOf is the transcript window engine e keeps for session id at row version, if any
 // (see windows.go).
 func WindowOf(e *Engine, id string, version int64) ([]ChatMessage, bool) {
 	return e.windows.get(id, version, e.d.Now())
+}
+
+// SetLingerTimer replaces the timer that ends a kept lease's linger (time.AfterFunc):
+// after schedules f after d and returns its cancel.
+func SetLingerTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
+	e.linger.after = after
 }

@@ -9,9 +9,9 @@ import (
 
 // One process runs a session's turn: the turn runs only while this process holds the
 // session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
-// ends. A person's command that changes state needs no lease (its commit is a
-// compare-and-set on the session's version); only agent turns do, since they act on the
-// workspace. A lease left behind by a killed process marks a turn that did not end:
+// ends, or kept for a short linger first for the session's next turn (linger.go). A
+// person's command that changes state needs no lease (its commit is a compare-and-set on
+// the session's version); only agent turns do, since they act on the workspace. A lease left behind by a killed process marks a turn that did not end:
 // Resume takes it over once it has expired.
 
 // LeaseStore is the part of the store leases need; *store.Store satisfies it. A Store
@@ -56,34 +56,40 @@ var errLeaseHeld = errors.New("session lease held by another process")
 // outer lease. When another process holds it, fn does not run and errLeaseHeld is
 // returned. Losing the lease while fn runs (a renewal refused: another process took it
 // over after this one stalled past the ttl) cancels fn's context.
-func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) error) error {
+//
+// A lease this process kept after the session's last turn (see linger.go) is taken with
+// no store write; when fn ends normally after a turn ran, the lease is kept again
+// (t.kept: the release and the look for work another process left are then the linger's
+// end's). A failed turn, a lost lease or a cancelled context release it at once.
+func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	ls := t.e.leases
 	if ls == nil || t.leased {
 		return fn(ctx)
 	}
 	sid := t.sess.ID
 	name := SessionLease(sid)
-	held, ok, err := t.e.acquire(ctx, name)
+	until, err := t.e.takeLease(ctx, name, sid)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		t.e.d.Log.Info("session turn left to the process holding its lease", "session", t.sess.ID, "holder", held.Owner, "until", held.ExpiresAt)
-		return errLeaseHeld
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	stop := make(chan struct{})
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		t.e.renew(lctx, name, sid, stop, cancel)
+		until = t.e.renew(lctx, name, sid, until, stop, cancel)
 	}()
-	t.leased = true
+	t.leased, t.kept = true, false
 	defer func() {
 		t.leased = false
 		close(stop)
 		<-renewed
+		lost := lctx.Err() != nil // the lease lost, or the job's context ended
 		cancel()
+		if err == nil && !lost && t.keep(ctx, until) {
+			t.kept = true
+			return
+		}
 		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
 			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
 		}
@@ -91,28 +97,49 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 	return fn(lctx)
 }
 
+// takeLease takes the session's lease for a turn: the one this process kept, when its
+// expiry leaves ample time, else from the store. It returns the lease's expiry, or
+// errLeaseHeld when another process holds it.
+func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, error) {
+	if until, ok := e.reuse(sid); ok {
+		return until, nil
+	}
+	held, ok, err := e.acquire(ctx, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ok {
+		e.d.Log.Info("session turn left to the process holding its lease", "session", sid, "holder", held.Owner, "until", held.ExpiresAt)
+		return time.Time{}, errLeaseHeld
+	}
+	return held.ExpiresAt, nil
+}
+
 // renew keeps the lease until stop closes; a refused renewal cancels the turn. It runs
-// beside the turn, so it touches nothing of the turn's state.
-func (e *Engine) renew(ctx context.Context, name, sid string, stop <-chan struct{}, lost context.CancelFunc) {
+// beside the turn, so it touches nothing of the turn's state. It returns the lease's
+// expiry as last written (until: as taken).
+func (e *Engine) renew(ctx context.Context, name, sid string, until time.Time, stop <-chan struct{}, lost context.CancelFunc) time.Time {
 	ttl := e.leaseTTL
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
-			return
+			return until
 		case <-ctx.Done():
-			return
+			return until
 		case <-tick.C:
 		}
-		_, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), ttl)
+		l, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), ttl)
 		switch {
 		case err != nil:
 			e.d.Log.Warn("renewing the session lease", "session", sid, "err", err)
 		case !ok:
 			e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", sid)
 			lost()
-			return
+			return until
+		default:
+			until = l.ExpiresAt
 		}
 	}
 }

@@ -235,8 +235,9 @@ func needsTurn(s Session, last []ChatMessage, now time.Time) bool {
 
 // moreWork reports, after a turn, whether another process left work for this session
 // meanwhile: a person's message it committed but could not start a turn for (this
-// process held the lease). The session is read again, so the next turn commits on top of
-// what is stored.
+// process held the lease), or injections a decision it committed queued for a turn it
+// could not start. The session is read again, so the next turn commits on top of what
+// is stored.
 func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 	if t.e.leases == nil || t.seenUser == nil {
 		return false, nil
@@ -250,6 +251,10 @@ func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 	}
 	if s.Version == t.sess.Version && !t.rebased {
 		return false, nil
+	}
+	if len(s.Injections) > len(t.sess.Injections) {
+		t.sess = s
+		return true, nil
 	}
 	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
 	if err != nil {

@@ -17,8 +17,9 @@ type turnState struct {
 	// gate: the calls the gate refused in the running turn, and whether the turn was
 	// started by a person's message (see gate_audit.go).
 	gate turnGate
-	// leased: this job holds the session's lease (see withLease).
-	leased bool
+	// leased: this job holds the session's lease (see withLease); kept: its last
+	// withLease kept the lease lingering rather than releasing it (see linger.go).
+	leased, kept bool
 	// done lists the mutating calls that ran in this job, so a conflict after them is
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
@@ -84,13 +85,14 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // That process leaves a message to this one because the lease is held. So the look for
 // such work (moreWork) comes after the lease is released: a message stored before the
 // release is seen then, and one stored after it finds the lease free and gets its own
-// turn there. When there is work, this process takes the lease again for it.
+// turn there. When there is work, this process takes the lease again for it. A lease kept
+// lingering (see linger.go) is looked after when the linger ends and it is released.
 func (t *turnState) runTurns(ctx context.Context) error {
 	if t.leased || t.e.leases == nil {
 		return t.leasedTurns(ctx, true) // an outer lease, or none to release
 	}
 	for range maxChainedTurns {
-		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil {
+		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil || t.kept {
 			return err
 		}
 		if again, err := t.moreWork(ctx); err != nil || !again {

@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
@@ -53,6 +54,9 @@ type StoreConfig struct {
 	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
 	Path   string `yaml:"path" config:"path"` // the SQLite file
 	DSN    string `yaml:"dsn"`                // PostgreSQL; secret: it may carry the password
+	// LeaseLinger is how long a session's lease is kept after a turn for the session's
+	// next turn (core.Config.LeaseLinger); 0 = released at once.
+	LeaseLinger time.Duration `yaml:"lease_linger"`
 }
 
 // postgres reports whether the store is a PostgreSQL database.
@@ -224,7 +228,7 @@ type LogConfig struct {
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{
-		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}"},
+		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}", LeaseLinger: core.DefaultLeaseLinger},
 		Plans:     PlansConfig{Dir: "plans"},
 		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
 		LLM: LLMConfig{

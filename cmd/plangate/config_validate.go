@@ -146,6 +146,9 @@ func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_a
 // Validate checks the store section: the driver, and the key that driver needs. A bad
 // DSN is never quoted: it may carry a password.
 func (s StoreConfig) Validate() error {
+	if err := checkNotNegative("lease_linger", s.LeaseLinger); err != nil {
+		return err
+	}
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)

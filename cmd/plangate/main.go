@@ -241,6 +241,7 @@ func engineConfig(cfg *Config) core.Config {
 		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
 		Planner:          cfg.PlanMode.Planner.CorePlanner(),
 		TypingDelay:      core.DefaultTypingDelay,
+		LeaseLinger:      cfg.Store.LeaseLinger,
 	}
 }
 
