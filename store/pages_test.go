@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/core"
 )
@@ -115,5 +117,74 @@ func TestExistingPageSizeKept(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Migration 0010 takes a database at version 9 with channel state and inbound keys in
+// it: the rows are kept, channel_state is a rowid table (a value updates in its row's
+// own page), inbound_at is gone, and saving, moving, pruning and de-duplication work.
+func TestMigration0010(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "plangate.db")
+	ms, err := loadMigrations(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[9].version != 10 {
+		t.Fatalf("migration 10 is %04d_%s", ms[9].version, ms[9].name)
+	}
+	db, err := sql.Open("sqlite3", writerDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sqlDB{DB: db, d: sqliteDialect}
+	if err := apply(ctx, w, ms[:9], func() time.Time { return at(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at) VALUES
+		('telegram', 'bot', 'updates', ?, ?), ('slack', 'T1', 'inbox', 'small', ?);
+		INSERT INTO inbound (channel, account, event_id, at) VALUES ('telegram', 'bot', '1', ?), ('telegram', 'bot', '2', ?)`,
+		strings.Repeat("u", 700), formatTime(at(1)), formatTime(at(1)), formatTime(at(1)), formatTime(at(5))); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var schema string
+	if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'channel_state'`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToUpper(schema), "WITHOUT ROWID") || !strings.Contains(schema, "PRIMARY KEY (channel, account, key)") {
+		t.Errorf("channel_state after 0010:\n%s", schema)
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE name = 'inbound_at'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("inbound_at: %d, %v; want it dropped", n, err)
+	}
+	if v, ok, err := s.ChannelState(ctx, "telegram", "bot", "updates"); err != nil || !ok || v != strings.Repeat("u", 700) {
+		t.Fatalf("kept value: %d bytes, %v, %v", len(v), ok, err)
+	}
+	if err := s.SetChannelState(ctx, "telegram", "bot", "updates", "next"); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := s.MoveChannelState(ctx, "slack", "T1", "inbox", "inbox.old"); err != nil || !moved {
+		t.Fatalf("move: %v, %v", moved, err)
+	}
+	keys, err := s.ChannelStateKeys(ctx, "slack", "inbox")
+	if err != nil || len(keys) != 1 || keys[0].Key != "inbox.old" {
+		t.Fatalf("keys after the move: %v, %v", keys, err)
+	}
+	if v, _, err := s.ChannelState(ctx, "telegram", "bot", "updates"); err != nil || v != "next" {
+		t.Fatalf("saved value %q, %v", v, err)
+	}
+	if pruned, err := s.PruneInbound(ctx, at(3)); err != nil || pruned != 1 {
+		t.Fatalf("PruneInbound = %d, %v; want the key from before at(3)", pruned, err)
+	}
+	if seen, err := s.SeenInbound(ctx, core.InboundKey{Channel: "telegram", Account: "bot", EventID: "2"}); err != nil || !seen {
+		t.Fatalf("the newer key: seen %v, %v", seen, err)
 	}
 }
