@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/core"
 )
@@ -63,6 +66,92 @@ func BenchmarkBigRows(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMessagePages is a spaced plain message's five store transactions on their own
+// (the durable inbox save, the lease acquire, the turn's lazy commit of the session, two
+// messages, the inbound key and the answer's outbox row, the release carrying the
+// mark-sent, the lazy inbox save), on files of three page sizes (made as an earlier
+// plangate or an operator would: existing files keep theirs) and with two sets of row
+// sizes: rows=bench as in BenchmarkTelegramRoundTrip, rows=real with a 700-byte update
+// in the inbox record, a 35-byte lease owner and a 400-byte answer. With checkpoints
+// off, the WAL's growth is what the message wrote: wal-KB/msg and frames/msg (pages).
+func BenchmarkMessagePages(b *testing.B) {
+	type rows struct{ update, owner, answer int }
+	for _, rs := range []struct {
+		name string
+		rows
+	}{{"bench", rows{270, 20, 80}}, {"real", rows{700, 35, 400}}} {
+		for _, size := range []int{4096, 1024, 512} {
+			b.Run(fmt.Sprintf("rows=%s/pages=%d", rs.name, size), func(b *testing.B) { benchMessagePages(b, size, rs.update, rs.owner, rs.answer) })
+		}
+	}
+}
+
+func benchMessagePages(b *testing.B, pageSize, update, ownerLen, answer int) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "plangate.db")
+	db, err := sql.Open("sqlite3", fileURI(path))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(fmt.Sprintf(`PRAGMA page_size = %d; PRAGMA journal_mode = WAL`, pageSize)); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
+		b.Fatal(err)
+	}
+	const sid = "telegram:123456789:987654321"
+	cur, err := s.Commit(ctx, core.Change{Session: &core.Session{ID: sid, Phase: core.PhaseOff}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	owner, lease := strings.Repeat("o", ownerLen), "session:"+sid
+	pending, done := `{"handled":1,"pending":"`+strings.Repeat("u", update-30)+`"}`, `{"handled":1,"next":2}`
+	now := time.Now()
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fi.Size()
+	}
+	from := walSize()
+	for i := 0; b.Loop(); i++ {
+		if err := s.SetChannelState(ctx, "telegram", "123456789", "updates", pending); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok, err := s.AcquireLease(ctx, lease, owner, now, time.Minute); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		out := []core.Outgoing{{SessionID: sid, Owner: owner, Reply: core.Reply{To: core.Address{Channel: "telegram"}, Text: strings.Repeat("a", answer)}}}
+		next, err := s.Commit(ctx, core.Change{Session: &cur, Lazy: true, Outbox: out,
+			Inbound: &core.InboundKey{Channel: "telegram", Account: "123456789", EventID: strconv.Itoa(700000000 + i)},
+			Messages: []core.ChatMessage{{Role: core.RoleUser, Content: strings.Repeat("q", 100)},
+				{Role: core.RoleAssistant, Content: strings.Repeat("a", answer)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur = next
+		if err := s.MarkSentSoon(ctx, out[0].ID, "12345", now); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.ReleaseLease(ctx, lease, owner); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.SetChannelStateLazy(ctx, "telegram", "123456789", "updates", done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	grown := float64(walSize() - from)
+	b.ReportMetric(grown/1024/float64(b.N), "wal-KB/msg")
+	b.ReportMetric(grown/float64(pageSize+24)/float64(b.N), "frames/msg")
 }
 
 // writeBytes is the process's write_bytes from /proc/self/io: what it caused to be

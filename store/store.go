@@ -157,12 +157,14 @@ func (s *Store) Close() error {
 // every page a transaction changes in full, and a plain message's five transactions
 // change a few small rows each (the inbox save, the lease, the turn's commit, the
 // mark-sent): at SQLite's default 4096 a spaced message wrote 61.6 KB, at 1024 26.6 KB,
-// with no CPU cost we could measure. 512 wrote less still in the benchmark (18.5 KB), but
+// with no CPU cost we could measure on a message (reading long answers is about 6%
+// slower: they are chains of pages). 512 wrote less still in the benchmark (18.5 KB), but
 // its pages hold a row of at most 477 bytes (102 in a WITHOUT ROWID table such as leases)
 // before the rest goes to overflow pages: a real Telegram update in the inbox record, a
-// long answer or a lease owner with a pod-length host name spill, and with rows of those
-// sizes 512 wrote about as much as 1024 in twice the pages (docs/decisions.md). An
-// existing file keeps the page size it was created with: in WAL mode it cannot change.
+// long answer or a lease owner with a pod-length host name spill, and with rows of real
+// sizes 512 wrote 13% less than 1024 in 70% more pages (BenchmarkMessagePages,
+// docs/decisions.md). An existing file keeps the page size it was created with: in WAL
+// mode it cannot change.
 const PageSize = 1024
 
 // setPageSize gives a new database file (missing or empty) its page size, which SQLite
