@@ -86,6 +86,9 @@ func open(ctx context.Context, path string) (*Store, error) {
 	if err := checkPath(abs); err != nil {
 		return nil, err
 	}
+	if err := setPageSize(ctx, abs); err != nil {
+		return nil, explain(err)
+	}
 
 	wdb, err := sql.Open("sqlite3", writerDSN(abs))
 	if err != nil {
@@ -146,6 +149,43 @@ func (s *Store) Close() error {
 	errW := s.w.Close()
 	if err := errors.Join(errF, errR, errW); err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// PageSize is the page size of a database file plangate creates. SQLite's WAL writes
+// every page a transaction changes in full, and a plain message's five transactions
+// change a few small rows each (the inbox save, the lease, the turn's commit, the
+// mark-sent): at SQLite's default 4096 a spaced message wrote 61.6 KB, at 1024 26.6 KB,
+// with no CPU cost we could measure on a message (reading long answers is about 6%
+// slower: they are chains of pages). 512 wrote less still in the benchmark (18.5 KB), but
+// its pages hold a row of at most 477 bytes (102 in a WITHOUT ROWID table such as leases)
+// before the rest goes to overflow pages: a real Telegram update in the inbox record, a
+// long answer or a lease owner with a pod-length host name spill, and with rows of real
+// sizes 512 wrote 13% less than 1024 in 70% more pages (BenchmarkMessagePages,
+// docs/decisions.md). An existing file keeps the page size it was created with: in WAL
+// mode it cannot change.
+const PageSize = 1024
+
+// setPageSize gives a new database file (missing or empty) its page size, which SQLite
+// takes only before the file's first write: the mattn driver has no DSN key for it, and
+// the writer's DSN switches the file to WAL at connect, which is such a write. So a
+// connection of its own sets the page size and then makes that first write itself.
+// Two processes opening a new path at once both get here; whichever writes first
+// creates the file with PageSize, and the other's page_size then changes nothing. A
+// file with content is left alone (its page size stays, whatever it is).
+func setPageSize(ctx context.Context, abs string) error {
+	if fi, err := os.Stat(abs); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	db, err := sql.Open("sqlite3", fileURI(abs)+"?_busy_timeout=5000")
+	if err != nil {
+		return fmt.Errorf("creating the database file: %w", err)
+	}
+	defer db.Close()
+	// One Exec: both statements run on the same connection, where page_size is kept.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d; PRAGMA journal_mode = WAL", PageSize)); err != nil {
+		return fmt.Errorf("creating the database file: %w", err)
 	}
 	return nil
 }
