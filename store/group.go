@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // writeFunc is one caller's write: it runs inside the batch's transaction (inside its own
@@ -80,11 +82,23 @@ func (s *Store) enqueue(j *writeJob) error {
 		}
 		s.lead() // handed the lead: j is in the batch this runs
 	}
-	if j.err != nil || j.lazy || s.ws == nil {
+	if j.lazy || s.ws == nil || !reportsCommitted(j.err) {
 		return j.err
 	}
 	// Outside the writer: the next batch is already running.
-	return s.ws.wait(j.ticket)
+	if err := s.ws.wait(j.ticket); err != nil {
+		return err
+	}
+	return j.err
+}
+
+// reportsCommitted tells whether a durable write's outcome speaks of committed state: its
+// own commit (nil), or a conflict or duplicate with a commit made before it. Either
+// waits for the fsync, so that no caller tells anyone of a change that may not be on disk
+// yet: a redelivered event is not acknowledged on the strength of an original that a
+// power loss could still take.
+func reportsCommitted(err error) bool {
+	return err == nil || errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrDuplicate)
 }
 
 // lead runs one batch: everything queued now. Then it hands the lead to the first job
@@ -100,7 +114,11 @@ func (s *Store) lead() {
 	g.mu.Unlock()
 
 	defer s.handOff(batch)
-	if t := s.runGroup(batch); t != 0 {
+	s.runGroup(batch)
+	if s.ws != nil {
+		// Taken after the batch, committed or not: it covers the batch's commit and every
+		// commit its writes saw.
+		t := s.ws.ticket()
 		for _, j := range batch {
 			j.ticket = t
 		}
@@ -140,10 +158,9 @@ func (s *Store) handOff(batch []*writeJob) {
 // runGroup commits the batch's writes in one IMMEDIATE transaction. Each write is atomic
 // on its own: with more than one in the batch each runs inside a SAVEPOINT, so one that
 // fails (a version conflict, a duplicate event) is rolled back alone and the others
-// commit. Every job's err is set: its own failure, or the transaction's. It returns the
-// ticket of the fsync that covers the commit, 0 when nothing was committed. Once an fsync
+// commit. Every job's err is set: its own failure, or the transaction's. Once an fsync
 // failed, durable jobs fail without running (see walSync); lazy ones still commit.
-func (s *Store) runGroup(batch []*writeJob) (ticket uint64) {
+func (s *Store) runGroup(batch []*writeJob) {
 	ctx := context.Background()
 	live := batch[:0:0]
 	var unsynced error
@@ -162,7 +179,7 @@ func (s *Store) runGroup(batch []*writeJob) (ticket uint64) {
 		live = append(live, j)
 	}
 	if len(live) == 0 {
-		return 0
+		return
 	}
 	live, merged := mergeJobs(live)
 	defer func() {
@@ -180,20 +197,20 @@ func (s *Store) runGroup(batch []*writeJob) (ticket uint64) {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
 		fail(fmt.Errorf("getting the writer connection: %w", err))
-		return 0
+		return
 	}
 	defer conn.Close()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		fail(fmt.Errorf("beginning transaction: %w", explain(err)))
-		return 0
+		return
 	}
 	defer tx.Rollback() // a no-op after Commit
 
 	now := s.now().UTC()
 	if err := runJobs(ctx, tx.Tx, live, now); err != nil {
 		fail(err)
-		return 0
+		return
 	}
 	var ok []*writeJob
 	for _, j := range live {
@@ -202,19 +219,14 @@ func (s *Store) runGroup(batch []*writeJob) (ticket uint64) {
 		}
 	}
 	if len(ok) == 0 {
-		return 0
+		return
 	}
 	if err := tx.Commit(); err != nil {
 		err = fmt.Errorf("committing transaction: %w", explain(err))
 		for _, j := range ok {
 			j.err = err
 		}
-		return 0
 	}
-	if s.ws == nil {
-		return 0
-	}
-	return s.ws.ticket()
 }
 
 // mergeJobs drops from live every job that a later job with the same merge replaces;

@@ -161,6 +161,34 @@ func TestLazyWriteDoesNotWaitForFsync(t *testing.T) {
 	}
 }
 
+// TestDuplicateWaitsForFsync: a durable write that finds its event recorded already
+// (a redelivery racing the original) reports the duplicate only once the original is on
+// disk, so the platform is not told "handled" on the strength of a commit a power loss
+// could still take.
+func TestDuplicateWaitsForFsync(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	key := core.InboundKey{Channel: "telegram", Account: "1", EventID: "42"}
+	entered, release := blockFsync(s, nil)
+	original, again := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := s.Commit(ctx, core.Change{Inbound: &key}); original <- err }()
+	<-entered
+	go func() { _, err := s.Commit(ctx, core.Change{Inbound: &key}); again <- err }()
+	waitWaiting(t, s, 2)
+	select {
+	case err := <-again:
+		t.Fatalf("the redelivery returned (%v) before the original's fsync completed", err)
+	default:
+	}
+	release()
+	if err := <-original; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-again; !errors.Is(err, core.ErrDuplicate) {
+		t.Fatalf("the redelivery: err = %v, want ErrDuplicate", err)
+	}
+}
+
 // TestFsyncErrorFailsDurableCallers: a failed fsync fails the durable callers waiting for
 // it with a clear error, and every durable write after it without running (no retry
 // that would report a lost page as written), while lazy writes go on.
