@@ -147,7 +147,7 @@ type gatewayProc struct {
 	logBytes int64 // bytes it wrote to stderr
 }
 
-// startGateway starts bin in a fresh directory against api and model and returns once
+// startServeProc starts bin in a fresh directory against api and model and returns once
 // it polls.
 func startServeProc(b *testing.B, bin string, api *benchBotAPI, model *benchModel) *gatewayProc {
 	b.Helper()
@@ -158,7 +158,7 @@ llm: {provider: openai, base_url: %q, api_key: "${BENCH_MODEL_KEY}", model: benc
 channels:
   terminal: {enabled: false}
   telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q}
-`, model.srv.URL+"/v1", api.srv.URL)
+`, model.srv.URL+"/v1", api.srv.URL) + profileConfig()
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -282,6 +282,11 @@ func benchGateway(b *testing.B, bin string, c gatewayCase) {
 	s.record = true
 	s.mu.Unlock()
 	u0, dials0, log0 := gw.usage(b), api.dials.Load(), gw.logged()
+	estimate := time.Duration(b.N) * time.Millisecond
+	if c.gap > 0 {
+		estimate = time.Duration(b.N) * (c.gap + 3*time.Millisecond)
+	}
+	profiled := gw.profile(b, estimate)
 	if c.gap > 0 {
 		channeltest.SpacedTrips(b, chats, c.gap, trip)
 	} else {
@@ -289,6 +294,7 @@ func benchGateway(b *testing.B, bin string, c gatewayCase) {
 		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 	}
 	u1 := gw.usage(b)
+	profiled()
 	reportGateway(b, &s, idle0, idle1, u0, u1)
 	b.ReportMetric(float64(api.dials.Load()-dials0)/float64(b.N), "dials/msg")
 	b.ReportMetric(float64(gw.logged()-log0)/float64(b.N), "log-B/msg")
