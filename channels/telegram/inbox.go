@@ -191,9 +191,10 @@ func (in *inbox) remember(id int64) {
 	}
 }
 
-// unreceive undoes receive or receiveAny for updates whose save failed: they were not
+// unreceive undoes receiveAny for webhook updates whose save failed: they were not
 // stored, so they are not confirmed (the offset goes back to next) and count as unseen
-// when Telegram delivers them again. A negative next leaves the offset as it is.
+// when Telegram delivers them again. A negative next leaves the offset as it is. (The
+// poller does not undo: it keeps a batch it handed over and retries the save.)
 func (in *inbox) unreceive(ids []int64, next int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
