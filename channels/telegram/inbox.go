@@ -218,9 +218,10 @@ func (in *inbox) done(id int64) {
 	channels.Delete(&in.saver, in.pending, id)
 }
 
-// flushSoon saves the inbox after delay, coalescing the updates finished meanwhile. It is
-// for updates the engine finished: until the save they would only be replayed, and the
-// engine de-duplicates them, so under load they need not each cost a disk write. The save
+// flushSoon saves the inbox after delay (sooner when an earlier save was asked for),
+// coalescing the updates finished meanwhile. It is for finished updates: until the save
+// they would only be replayed, so they need not each cost a disk write, and the durable
+// save before the next getUpdates drops them anyway (channels.DoneSaveDelay). The save
 // does not wait for the disk (losing it only replays them).
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
 	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {

@@ -288,7 +288,7 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 	if job.local != nil {
 		d.inflight.Go(func() {
 			job.local(context.WithoutCancel(ctx))
-			d.finish(ctx, u.ID)
+			d.finish(ctx, u.ID, d.c.tune.flushLocal)
 		})
 		return
 	}
@@ -304,18 +304,21 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
 	d.inflight.Go(func() {
 		if d.settle(ctx, job, u.ID, <-done) {
-			d.finish(ctx, u.ID)
+			d.finish(ctx, u.ID, d.c.tune.flushDelay)
 		}
 	})
 }
 
-// finish retires an update handled off the polling loop and saves the inbox shortly.
-// Once Run has ended (a shutdown waiting for the engine) it saves at once, before the
-// store closes.
-func (d *dispatcher) finish(ctx context.Context, id int64) {
+// finish retires an update handled off the polling loop and saves the inbox after delay,
+// unless a save carries it sooner: the one before the next getUpdates does. An update the
+// engine finished may wait long (flushDelay: its replay after a kill is de-duplicated by
+// its inbound key); one the adapter settled itself, a Revise prompt say, has no such key
+// and waits briefly (flushLocal), as every update did before. Once Run has ended (a
+// shutdown waiting for the engine) it saves at once, before the store closes.
+func (d *dispatcher) finish(ctx context.Context, id int64, delay time.Duration) {
 	d.in.done(id)
 	if ctx.Err() == nil {
-		d.in.flushSoon(context.WithoutCancel(ctx), d.c.tune.flushDelay)
+		d.in.flushSoon(context.WithoutCancel(ctx), delay)
 		return
 	}
 	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {

@@ -1,9 +1,16 @@
 package telegram
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/plangate/plangate/channels/channeltest"
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
@@ -106,4 +113,83 @@ func TestSaveAndTurnOverlap(t *testing.T) {
 	if len(calls) != 0 {
 		t.Errorf("the model was called %d more times, want once in all", len(calls))
 	}
+}
+
+// countedState counts the durable and the lazy saves that reach a memory store.
+type countedState struct {
+	channeltest.MemState
+	durable, lazy atomic.Int64
+}
+
+func (s *countedState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
+	s.durable.Add(1)
+	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
+}
+
+func (s *countedState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v string) error {
+	s.lazy.Add(1)
+	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
+}
+
+// A finished update leaves the saved inbox with the durable save of the next batch, so
+// its lazy save, due flushDelay later, finds nothing to write; an update the adapter
+// settled itself asks for a sooner save (flushLocal), which brings the scheduled one
+// forward and drops every finished update at once. (synctest's clock: no waiting.)
+func TestFinishedUpdatesRideTheNextSave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := testChannel(t)
+		st := &countedState{}
+		c.st = st
+		ctx := context.Background()
+		in, err := c.loadInbox(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &dispatcher{c: c, in: in}
+		saved := func() savedInbox {
+			v, _, _ := st.ChannelState(ctx, Name, c.account, inboxKey)
+			var s savedInbox
+			if err := json.Unmarshal([]byte(v), &s); err != nil {
+				t.Fatalf("the saved inbox %q: %v", v, err)
+			}
+			return s
+		}
+		batch := func(id int64) { // what the poller does with a batch of one
+			in.receive(id, json.RawMessage(`{"update_id":`+strconv.FormatInt(id, 10)+`}`))
+			if err := in.flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const hour = time.Hour
+		batch(101)
+		d.finish(ctx, 101, hour) // the engine answered it
+		time.Sleep(hour / 2)
+		synctest.Wait()
+		if s := saved(); len(s.Pending) != 1 || st.lazy.Load() != 0 {
+			t.Fatalf("before the delay: %d pending, %d lazy saves; want the finished update kept, no save", len(s.Pending), st.lazy.Load())
+		}
+		batch(102) // the next message's save carries the first one's removal
+		if s := saved(); len(s.Pending) != 1 || s.Handled != 101 {
+			t.Fatalf("after the next batch's save: pending %d, handled %d; want only 102 pending", len(s.Pending), s.Handled)
+		}
+		time.Sleep(hour)
+		synctest.Wait()
+		if n := st.lazy.Load(); n != 0 {
+			t.Errorf("the lazy save wrote %d times although the durable one had carried its change", n)
+		}
+
+		d.finish(ctx, 102, hour)                 // answered: a save an hour away
+		batch(103)                               // a button the adapter answers itself
+		d.finish(ctx, 103, 100*time.Millisecond) // brings that save forward
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s := saved(); len(s.Pending) != 0 || s.Handled != 103 || st.lazy.Load() != 1 {
+			t.Errorf("a second after the local update: pending %d, handled %d, %d lazy saves; want all dropped by one save", len(s.Pending), s.Handled, st.lazy.Load())
+		}
+		time.Sleep(2 * hour)
+		synctest.Wait()
+		if n := st.lazy.Load(); n != 1 {
+			t.Errorf("%d lazy saves in all, want the one brought forward", n)
+		}
+	})
 }
