@@ -55,14 +55,18 @@ type keptLease struct {
 	person   bool    // a person's message started it (see autoHeld)
 }
 
-// keep keeps the lease t's turn held (until: its expiry; ctx: the turn's), if the engine lingers and the
-// lease leaves ample time; it reports whether it did. The release and the look for work
-// are then the linger's end's.
+// keep keeps the lease t's turn held (until: its expiry; ctx: the turn's), if the engine
+// lingers, the lease leaves ample time and the turn left nothing a kept lease would make
+// look cut off (see leftResumable); it reports whether it did. The release and the look
+// for work are then the linger's end's.
 func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 	e := t.e
 	d := e.cfg.LeaseLinger
 	if d <= 0 || t.seenUser == nil || until.Sub(e.d.Now()) < e.leaseTTL/2+d {
 		return false // no linger, no turn ran (nothing to compare a look with), or too late
+	}
+	if t.leftResumable(ctx) {
+		return false
 	}
 	k := &keptLease{until: until, ctx: ctx, sess: t.sess, seenUser: t.seenUser, rebased: t.rebased,
 		msg: t.j.msg, person: t.j.sys == nil || t.j.person}
@@ -79,6 +83,21 @@ func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 	l.kept[id] = k
 	k.stop = l.after(d, func() { e.endLingerSoon(id, k) })
 	return true
+}
+
+// leftResumable reports whether a lease this process left behind (killed while it
+// lingers) would make the next start's Resume run the session's turn again when a
+// released lease would not: the turn stopped short of a visible end (agent.max_iterations,
+// a tool round's stop, the model failing after tool calls), so its newest entry is a tool
+// round, and the chat was told to send a message to go on. Such a turn releases at once.
+// A store it cannot read counts as resumable (release: the safe side).
+func (t *turnState) leftResumable(ctx context.Context) bool {
+	last, err := t.e.lastEntry(ctx, t.sess)
+	if err != nil {
+		t.e.d.Log.Warn("reading the session's last entry before keeping its lease", "session", t.sess.ID, "err", err)
+		return true
+	}
+	return !needsTurn(t.sess, last, t.e.d.Now()) && !endedTurn(t.sess, last)
 }
 
 // take hands the session's kept lease to the caller, which then owns it (its release
