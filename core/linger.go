@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -86,18 +87,36 @@ func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 }
 
 // leftResumable reports whether a lease this process left behind (killed while it
-// lingers) would make the next start's Resume run the session's turn again when a
-// released lease would not: the turn stopped short of a visible end (agent.max_iterations,
-// a tool round's stop, the model failing after tool calls), so its newest entry is a tool
-// round, and the chat was told to send a message to go on. Such a turn releases at once.
+// lingers) would leave the next start something a released lease would not, so the turn
+// releases at once instead:
+//   - the turn stopped short of a visible end (agent.max_iterations, a tool round's stop,
+//     the model failing after tool calls): its newest entry is a tool round, the chat was
+//     told to send a message to go on, and Resume would take a leftover lease for a turn
+//     cut off and run the agent again, unasked;
+//   - a reply of this process to the session is unsent (its send failed): the start-up
+//     backlog leaves a session's rows to the holder of its live lease, which is dead.
+//
 // A store it cannot read counts as resumable (release: the safe side).
 func (t *turnState) leftResumable(ctx context.Context) bool {
-	last, err := t.e.lastEntry(ctx, t.sess)
+	e := t.e
+	last, err := e.lastEntry(ctx, t.sess)
 	if err != nil {
-		t.e.d.Log.Warn("reading the session's last entry before keeping its lease", "session", t.sess.ID, "err", err)
+		e.d.Log.Warn("reading the session's last entry before keeping its lease", "session", t.sess.ID, "err", err)
 		return true
 	}
-	return !needsTurn(t.sess, last, t.e.d.Now()) && !endedTurn(t.sess, last)
+	if !needsTurn(t.sess, last, e.d.Now()) && !endedTurn(t.sess, last) {
+		return true
+	}
+	if e.box == nil {
+		return false
+	}
+	e.flushSent(ctx) // the marks of the turn's sent replies, which the job's end would write
+	rows, err := e.box.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
+	if err != nil {
+		e.d.Log.Warn("listing unsent replies before keeping the session's lease", "session", t.sess.ID, "err", err)
+		return true
+	}
+	return slices.ContainsFunc(rows, func(o Outgoing) bool { return o.SessionID == t.sess.ID && o.Owner == e.owner })
 }
 
 // take hands the session's kept lease to the caller, which then owns it (its release
