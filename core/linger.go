@@ -132,6 +132,13 @@ func (l *lingering) take(id string) (*keptLease, bool) {
 	return k, ok
 }
 
+// holds reports whether this process keeps the session's lease from its last turn.
+func (l *lingering) holds(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kept[id] != nil
+}
+
 // takeIf takes the session's kept lease only if it is still k (no turn took it since).
 func (l *lingering) takeIf(id string, k *keptLease) bool {
 	l.mu.Lock()
