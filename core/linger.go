@@ -89,34 +89,37 @@ func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 // leftResumable reports whether a lease this process left behind (killed while it
 // lingers) would leave the next start something a released lease would not, so the turn
 // releases at once instead:
-//   - the turn stopped short of a visible end (agent.max_iterations, a tool round's stop,
-//     the model failing after tool calls): its newest entry is a tool round, the chat was
-//     told to send a message to go on, and Resume would take a leftover lease for a turn
-//     cut off and run the agent again, unasked;
+//   - the turn stopped short of a visible end (t.cut: agent.max_iterations, a tool round's
+//     stop, an interruption, the model failing): its newest entry may be a tool round, the
+//     chat was told to send a message to go on, and Resume would take a leftover lease
+//     for a turn cut off and run the agent again, unasked;
 //   - a reply of this process to the session is unsent (its send failed): the start-up
 //     backlog leaves a session's rows to the holder of its live lease, which is dead.
 //
-// A store it cannot read counts as resumable (release: the safe side).
+// Both are known in memory as a rule; the store is read only after a send failed here. A
+// store it cannot read counts as resumable (release: the safe side).
 func (t *turnState) leftResumable(ctx context.Context) bool {
 	e := t.e
-	last, err := e.lastEntry(ctx, t.sess)
-	if err != nil {
-		e.d.Log.Warn("reading the session's last entry before keeping its lease", "session", t.sess.ID, "err", err)
+	if t.cut {
 		return true
 	}
-	if !needsTurn(t.sess, last, e.d.Now()) && !endedTurn(t.sess, last) {
-		return true
-	}
-	if e.box == nil {
+	if e.box == nil || !e.sending.anyFailed() {
 		return false
 	}
-	e.flushSent(ctx) // the marks of the turn's sent replies, which the job's end would write
+	e.flushSent(ctx) // the marks of the sends that went through, which the job's end would write
 	rows, err := e.box.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
 	if err != nil {
 		e.d.Log.Warn("listing unsent replies before keeping the session's lease", "session", t.sess.ID, "err", err)
 		return true
 	}
 	return slices.ContainsFunc(rows, func(o Outgoing) bool { return o.SessionID == t.sess.ID && o.Owner == e.owner })
+}
+
+// anyFailed reports whether a delivery of this process failed and was not sent since.
+func (s *sending) anyFailed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.failedAt) > 0
 }
 
 // take hands the session's kept lease to the caller, which then owns it (its release
