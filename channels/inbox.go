@@ -159,6 +159,18 @@ func (in *Inbox) Done(key string) {
 	Delete(&in.saver, in.pending, key)
 }
 
+// DoneSaveDelay is how long an event the handler finished may stay in a saved inbox before
+// a lazy save drops it. That save carries nothing a restart needs: an adapter saves its
+// inbox durably before it tells the platform of every new event, and that save drops the
+// finished ones too, so at more than one event per DoneSaveDelay (one a second, say) the
+// finished ones ride those saves and the lazy save runs once per DoneSaveDelay instead of
+// once per event; an idle bot pays it once after its last burst. What the delay bounds is
+// staleness: a process killed within it replays the finished events of its last
+// DoneSaveDelay at the next start, and the engine recognises each by its inbound key
+// (kept 48 h) with one indexed read. It was 100 ms, which made every message spaced wider
+// than that pay a transaction of its own (docs/decisions.md).
+const DoneSaveDelay = 10 * time.Second
+
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
 func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(error)) {
 	in.mu.Lock()

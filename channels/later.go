@@ -6,25 +6,44 @@ import (
 )
 
 // Later runs a function once after a delay, however often it is asked to meanwhile: the
-// inboxes use it to coalesce the saves of events finished close together. The zero value
-// is ready to use.
+// inboxes use it to coalesce the saves of events finished close together. A request due
+// sooner than the run scheduled brings that run forward (an update whose replay would be
+// visible asks for its save sooner than those the engine de-duplicates); one due later
+// joins it. The zero value is ready to use.
 type Later struct {
-	mu      sync.Mutex
-	pending bool
+	mu    sync.Mutex
+	timer *time.Timer // the scheduled run; nil when none is
+	due   time.Time
+	gen   int // which timer is the scheduled one
 }
 
-// After schedules fn to run after delay unless a run is already scheduled.
+// After schedules fn to run after delay unless a run is already scheduled by then; a
+// run scheduled for later is moved to delay from now. The run brought forward is the
+// function of the request that scheduled it: the callers of one Later ask for the same
+// work.
 func (l *Later) After(delay time.Duration, fn func()) {
+	due := time.Now().Add(delay)
 	l.mu.Lock()
-	if l.pending {
-		l.mu.Unlock()
-		return
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		if !due.Before(l.due) {
+			return
+		}
+		if l.timer.Stop() {
+			l.due = due
+			l.timer.Reset(delay)
+			return
+		}
+		// Stop lost the race with the run, which is starting: schedule another.
 	}
-	l.pending = true
-	l.mu.Unlock()
-	time.AfterFunc(delay, func() {
+	l.gen++
+	gen := l.gen
+	l.due = due
+	l.timer = time.AfterFunc(delay, func() {
 		l.mu.Lock()
-		l.pending = false
+		if l.gen == gen {
+			l.timer = nil
+		}
 		l.mu.Unlock()
 		fn()
 	})

@@ -275,15 +275,24 @@ func (b Backlog) Deliver(ctx context.Context) int {
 	return sent
 }
 
-// deliver sends the rows in order, skipping sessions another live process holds, and
-// returns how many went out.
+// deliver sends the rows in order, leaving those of sessions another live process holds
+// to the retry loop (retryWhenFree), and returns how many went out.
 func (b Backlog) deliver(ctx context.Context) int {
 	e := b.e
 	sent := 0
-	busy := map[string]bool{}
+	type holding struct {
+		owner string
+		held  bool
+	}
+	busy := map[string]holding{}
 	for i := range b.rows {
 		o := &b.rows[i]
-		if once(busy, o.SessionID, func(sid string) bool { return e.heldElsewhere(ctx, sid) }) {
+		h := once(busy, o.SessionID, func(sid string) holding {
+			owner, held := e.holderElsewhere(ctx, sid)
+			return holding{owner, held}
+		})
+		if h.held {
+			e.retryWhenFree(b.rows[i:i+1], h.owner)
 			continue
 		}
 		if _, err := e.deliverLeft(ctx, o); err == nil {

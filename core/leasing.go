@@ -151,8 +151,17 @@ func (e *Engine) renew(ctx context.Context, name, sid string, until time.Time, s
 // delivers what it left while the claim lasts; waiting for the session lease would leave
 // a reply of a turn that had ended unsent until some replica's next start.
 func (e *Engine) heldElsewhere(ctx context.Context, sessionID string) bool {
+	_, held := e.holderElsewhere(ctx, sessionID)
+	return held
+}
+
+// holderElsewhere is heldElsewhere with the holder's owner id.
+func (e *Engine) holderElsewhere(ctx context.Context, sessionID string) (string, bool) {
 	l, ok := e.foreignLease(ctx, sessionID)
-	return ok && e.live(l) && !e.replicaGone(ctx, l.Owner)
+	if ok && e.live(l) && !e.replicaGone(ctx, l.Owner) {
+		return l.Owner, true
+	}
+	return "", false
 }
 
 // replicaGone reports whether owner ran as a replica (it took a replica lease) that is

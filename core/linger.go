@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -55,14 +56,18 @@ type keptLease struct {
 	person   bool    // a person's message started it (see autoHeld)
 }
 
-// keep keeps the lease t's turn held (until: its expiry; ctx: the turn's), if the engine lingers and the
-// lease leaves ample time; it reports whether it did. The release and the look for work
-// are then the linger's end's.
+// keep keeps the lease t's turn held (until: its expiry; ctx: the turn's), if the engine
+// lingers, the lease leaves ample time and the turn left nothing a kept lease would make
+// look cut off (see leftResumable); it reports whether it did. The release and the look
+// for work are then the linger's end's.
 func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 	e := t.e
 	d := e.cfg.LeaseLinger
 	if d <= 0 || t.seenUser == nil || until.Sub(e.d.Now()) < e.leaseTTL/2+d {
 		return false // no linger, no turn ran (nothing to compare a look with), or too late
+	}
+	if t.leftResumable(ctx) {
+		return false
 	}
 	k := &keptLease{until: until, ctx: ctx, sess: t.sess, seenUser: t.seenUser, rebased: t.rebased,
 		msg: t.j.msg, person: t.j.sys == nil || t.j.person}
@@ -81,6 +86,42 @@ func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 	return true
 }
 
+// leftResumable reports whether a lease this process left behind (killed while it
+// lingers) would leave the next start something a released lease would not, so the turn
+// releases at once instead:
+//   - the turn stopped short of a visible end (t.cut: agent.max_iterations, a tool round's
+//     stop, an interruption, the model failing): its newest entry may be a tool round, the
+//     chat was told to send a message to go on, and Resume would take a leftover lease
+//     for a turn cut off and run the agent again, unasked;
+//   - a reply of this process to the session is unsent (its send failed): the start-up
+//     backlog leaves a session's rows to the holder of its live lease, which is dead.
+//
+// Both are known in memory as a rule; the store is read only after a send failed here. A
+// store it cannot read counts as resumable (release: the safe side).
+func (t *turnState) leftResumable(ctx context.Context) bool {
+	e := t.e
+	if t.cut {
+		return true
+	}
+	if e.box == nil || !e.sending.anyFailed() {
+		return false
+	}
+	e.flushSent(ctx) // the marks of the sends that went through, which the job's end would write
+	rows, err := e.box.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
+	if err != nil {
+		e.d.Log.Warn("listing unsent replies before keeping the session's lease", "session", t.sess.ID, "err", err)
+		return true
+	}
+	return slices.ContainsFunc(rows, func(o Outgoing) bool { return o.SessionID == t.sess.ID && o.Owner == e.owner })
+}
+
+// anyFailed reports whether a delivery of this process failed and was not sent since.
+func (s *sending) anyFailed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.failedAt) > 0
+}
+
 // take hands the session's kept lease to the caller, which then owns it (its release
 // included), and stops its linger.
 func (l *lingering) take(id string) (*keptLease, bool) {
@@ -92,6 +133,13 @@ func (l *lingering) take(id string) (*keptLease, bool) {
 		k.stop()
 	}
 	return k, ok
+}
+
+// holds reports whether this process keeps the session's lease from its last turn.
+func (l *lingering) holds(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kept[id] != nil
 }
 
 // takeIf takes the session's kept lease only if it is still k (no turn took it since).

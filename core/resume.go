@@ -95,6 +95,10 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Se
 // another process was found, so a turn may have been cut off.
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
 	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *turnState) error {
+		// This process keeps the session's lease from its last turn: nothing restarted, the
+		// work found (left by another process meanwhile) is the linger's look. Stable here:
+		// only a job of the session's queue takes a kept lease.
+		lingering := !leftover && e.linger.holds(sessionID)
 		err := t.withLease(ctx, func(ctx context.Context) error {
 			last, err := e.lastEntry(ctx, t.sess)
 			if err != nil {
@@ -106,6 +110,9 @@ func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool)
 			}
 			if !resumeTurn(needsTurn(t.sess, last, e.d.Now()), leftover, len(runs) > 0, endedTurn(t.sess, last)) {
 				return nil
+			}
+			if lingering && len(runs) == 0 {
+				return t.runTurns(ctx)
 			}
 			if err := t.tellRestart(ctx, runs); err != nil {
 				return err

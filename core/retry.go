@@ -58,6 +58,19 @@ func (s *sending) end(id int64, failed bool, at time.Time) {
 	}
 }
 
+// retryLater makes row id due like a row whose attempt failed at at, unless it is in
+// flight or already waiting for a retry (its backoff is kept).
+func (s *sending) retryLater(id int64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight == nil {
+		s.inflight, s.failedAt = map[int64]bool{}, map[int64]time.Time{}
+	}
+	if _, waiting := s.failedAt[id]; !waiting && !s.inflight[id] {
+		s.failedAt[id] = at
+	}
+}
+
 // due reports whether row o may be tried again at now: its last attempt failed in this
 // process, it is not in flight, and its backoff has passed. A row another process failed
 // is the start-up backlog's (Backlog.Deliver); only if that attempt fails too does it

@@ -160,3 +160,54 @@ func TestClaimedRowThatFailsCountsOneAttempt(t *testing.T) {
 		t.Fatalf("after the failed attempt: %+v, %v; want the row unsent with 1 attempt", left, err)
 	}
 }
+
+// A dead replica's reply in a session another live process holds the lease of (a
+// chatty session, its lease kept between turns) is not the holder's to send: the
+// survivor's DeliverLeft leaves it while the lease is held and its retry loop sends it,
+// once, when the lease is free. The holder's own row stays the holder's.
+func TestDeliverLeftInASessionBusyElsewhereIsSentWhenFree(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const dead, claimer, holder = "otherhost/7/dead", "otherhost/8/claimer", "otherhost/9/live"
+	h.say("busy", "local", "/plan on")
+	s := h.session("busy")
+	rows := []core.Outgoing{
+		{Reply: core.Reply{To: addr("busy"), Text: "the dead replica's answer"}, CreatedAt: h.clock, Owner: dead},
+		{Reply: core.Reply{To: addr("busy"), Text: "the holder's own answer"}, CreatedAt: h.clock, Owner: holder},
+	}
+	if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: rows}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := h.st.AcquireLease(ctx, core.ReplicaLease(dead), claimer, h.clock, time.Minute); err != nil || !ok {
+		t.Fatalf("the survivor's claim of the dead replica: %v %v", ok, err)
+	}
+	name := core.SessionLease(sessionID("busy"))
+	if _, ok, err := h.st.AcquireLease(ctx, name, holder, h.clock, time.Minute); err != nil || !ok {
+		t.Fatalf("the live holder's session lease: %v %v", ok, err)
+	}
+	n := h.out.count()
+	if sent, err := h.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour); err != nil || sent != 0 {
+		t.Fatalf("DeliverLeft sent %d (%v) in a session another live process holds", sent, err)
+	}
+	h.clock = h.clock.Add(40 * time.Second) // past the retry's backoff, the lease still held
+	if sent := h.eng.RetryUnsent(ctx, []string{"terminal"}, time.Hour); sent != 0 {
+		t.Fatalf("the retry sent %d while the session's lease is held elsewhere: %+v", sent, h.out.since(n))
+	}
+	if err := h.st.ReleaseLease(ctx, name, holder); err != nil {
+		t.Fatal(err)
+	}
+	if sent := h.eng.RetryUnsent(ctx, []string{"terminal"}, time.Hour); sent != 1 {
+		t.Fatalf("the retry sent %d once the lease was free; want the dead replica's answer", sent)
+	}
+	if again := h.eng.RetryUnsent(ctx, []string{"terminal"}, time.Hour); again != 0 {
+		t.Errorf("a second retry sent %d, want 0", again)
+	}
+	got := h.out.since(n)
+	if len(got) != 1 || got[0].Text != "the dead replica's answer" {
+		t.Fatalf("sent %+v; want the dead replica's answer once (the holder's own row is its own)", got)
+	}
+	left, err := h.st.UnsentOutbox(ctx, nil, 0)
+	if err != nil || len(left) != 1 || left[0].Owner != holder {
+		t.Fatalf("unsent after the retry: %+v, %v; want the holder's own row only", left, err)
+	}
+}

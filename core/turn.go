@@ -18,8 +18,9 @@ type turnState struct {
 	// started by a person's message (see gate_audit.go).
 	gate turnGate
 	// leased: this job holds the session's lease (see withLease); kept: its last
-	// withLease kept the lease lingering rather than releasing it (see linger.go).
-	leased, kept bool
+	// withLease kept the lease lingering rather than releasing it (see linger.go); cut:
+	// the last turn stopped short of a visible end (see leftResumable).
+	leased, kept, cut bool
 	// done lists the mutating calls that ran in this job, so a conflict after them is
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
@@ -132,6 +133,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
+	t.cut = true           // until it ends with an answer, a plan or a question
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
@@ -151,6 +153,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			if err := t.flush(ctx, tr, rs...); err != nil {
 				return false, err
 			}
+			t.cut = false
 			return len(t.sess.Injections) > 0, nil
 		}
 		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
@@ -170,6 +173,7 @@ func (t *turnState) runTurn(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if r.ended != "" {
+			t.cut = false
 			return len(t.sess.Injections) > 0, nil
 		}
 	}

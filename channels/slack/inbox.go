@@ -20,8 +20,10 @@ import (
 const ackStoreWait = 2 * time.Second
 
 // doneFlushDelay is how long finished envelopes wait to leave the saved inbox together:
-// until then a crash only replays them, and the engine de-duplicates those.
-const doneFlushDelay = 100 * time.Millisecond
+// until then a crash only replays them, and the engine de-duplicates those. Every new
+// envelope's durable save (before its ack) drops them too, so at more than one envelope
+// per delay this lazy save is not one per message (channels.DoneSaveDelay).
+const doneFlushDelay = channels.DoneSaveDelay
 
 // loadInbox reads the saved inbox. A damaged record must not stop the bot: what it held
 // is lost, and said so. One the store could not read is not lost: channels.Inbox reads it

@@ -16,10 +16,17 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// spacedGap is the idle time between two messages of a spaced run: longer than the test
-// tuning's inbox flushDelay (20 ms), so each message's save runs alone, as at one
-// message a second with the real 100 ms.
+// spacedGap is the idle time between two messages of a spaced or sparse run. spaced
+// models one message a second: the inbox's flushDelay is scaled from the real one as one
+// second is to spacedGap (10 s becomes 250 ms), so the lazy save after handling runs as
+// often per message as at one message a second. sparse keeps the test tuning's 20 ms, less
+// than the gap: every message comes after more idleness than the delay and pays that save
+// of its own, as at one message every 12 s or more with the real 10 s (and as spaced did
+// while the real delay was 100 ms).
 const spacedGap = 25 * time.Millisecond
+
+// spacedFlushDelay is the real flushDelay scaled as one second is to spacedGap.
+func spacedFlushDelay() time.Duration { return defaultTuning().flushDelay * spacedGap / time.Second }
 
 // BenchmarkTelegramRoundTrip measures the gateway between a served update and its reply:
 // the fake Bot API serves a message, the adapter receives it, the engine (on SQLite, with
@@ -27,9 +34,9 @@ const spacedGap = 25 * time.Millisecond
 // lifted (testTuning's rates are zero: no limit).
 //
 // saturated: each chat sends its next message when the last was answered, so messages
-// queue for the store's single writer. spaced: one message at a time, round-robin over
-// the chats, with spacedGap of idleness after each reply. chats=1 is one conversation,
-// chats=20 twenty sessions.
+// queue for the store's single writer. spaced and sparse: one message at a time,
+// round-robin over the chats, with spacedGap of idleness after each reply (see spacedGap
+// for what each models). chats=1 is one conversation, chats=20 twenty sessions.
 //
 // Reported: msgs/s (saturated only: a spaced run's time is mostly the gaps); p50/p99 ms
 // from the update being served (the long-poll wait before it is not counted) to the
@@ -45,10 +52,10 @@ const spacedGap = 25 * time.Millisecond
 // The no-engine case replaces the engine with a handler that answers at once, which
 // leaves the adapter's own share: receiving, the inbox save, formatting and sending.
 func BenchmarkTelegramRoundTrip(b *testing.B) {
-	for _, mode := range []string{"saturated", "spaced"} {
+	for _, mode := range []string{"saturated", "spaced", "sparse"} {
 		for _, chats := range []int{1, 20} {
 			b.Run(fmt.Sprintf("%s/chats=%d", mode, chats), func(b *testing.B) {
-				benchRoundTrip(b, benchCase{chats: chats, spaced: mode == "spaced", engine: true})
+				benchRoundTrip(b, benchCase{chats: chats, spaced: mode != "saturated", sparse: mode == "sparse", engine: true})
 			})
 		}
 	}
@@ -73,6 +80,7 @@ func BenchmarkTelegramThroughput(b *testing.B) {
 type benchCase struct {
 	chats     int
 	spaced    bool            // one message at a time with gaps, rather than saturated
+	sparse    bool            // with gaps longer than the inbox's flushDelay (see spacedGap)
 	engine    bool            // the real engine, rather than an echo handler
 	transport *http.Transport // nil: the adapter's default client
 }
@@ -91,8 +99,12 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 		cfg.HTTPClient = &http.Client{Transport: tr}
 		b.Cleanup(tr.CloseIdleConnections)
 	}
+	tune := testTuning()
+	if spaced && !bc.sparse {
+		tune.flushDelay = spacedFlushDelay()
+	}
 	e := channeltest.NewEnv(b, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
-		return newChannel(ctx, cfg, st, log, testTuning())
+		return newChannel(ctx, cfg, st, log, tune)
 	}, api.token)
 	e.Log = slog.New(slog.DiscardHandler)
 	e.Core.PerSession, e.Core.MaxIterations = false, 0

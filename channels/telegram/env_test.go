@@ -19,7 +19,7 @@ func testTuning() tuning {
 	return tuning{
 		burst: 1, retryUnit: 10 * time.Millisecond, retry: channels.Patience{Attempts: 5, Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, AttemptTime: 5 * time.Second},
 
-		toastWait: 5 * time.Second, holdAfterErr: 5 * time.Millisecond, flushDelay: 20 * time.Millisecond,
+		toastWait: 5 * time.Second, holdAfterErr: 5 * time.Millisecond, flushDelay: 20 * time.Millisecond, flushLocal: 20 * time.Millisecond,
 	}
 }
 
@@ -31,16 +31,17 @@ type env struct {
 	cfg Config
 	// wrap, when set, is put between the adapter and the store (a full disk, say).
 	wrap func(channels.State) channels.State
+	tune tuning // testTuning unless a mutator changes it
 }
 
 func newEnv(t testing.TB, mutate ...func(*env)) *env {
 	t.Helper()
-	e := &env{api: newFakeAPI(t)}
+	e := &env{api: newFakeAPI(t), tune: testTuning()}
 	e.Env = channeltest.NewEnv(t, func(ctx context.Context, st channels.State, log *slog.Logger) (*Channel, error) {
 		if e.wrap != nil {
 			st = e.wrap(st)
 		}
-		return newChannel(ctx, e.cfg, st, log, testTuning())
+		return newChannel(ctx, e.cfg, st, log, e.tune)
 	}, e.api.token)
 	e.Describe = e.api.describeCalls
 	e.cfg = Config{Token: e.api.token, APIURL: e.api.URL(), RequireMentionInGroups: true, PollTimeout: time.Second}

@@ -191,9 +191,10 @@ func (in *inbox) remember(id int64) {
 	}
 }
 
-// unreceive undoes receive or receiveAny for updates whose save failed: they were not
+// unreceive undoes receiveAny for webhook updates whose save failed: they were not
 // stored, so they are not confirmed (the offset goes back to next) and count as unseen
-// when Telegram delivers them again. A negative next leaves the offset as it is.
+// when Telegram delivers them again. A negative next leaves the offset as it is. (The
+// poller does not undo: it keeps a batch it handed over and retries the save.)
 func (in *inbox) unreceive(ids []int64, next int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -217,9 +218,10 @@ func (in *inbox) done(id int64) {
 	channels.Delete(&in.saver, in.pending, id)
 }
 
-// flushSoon saves the inbox after delay, coalescing the updates finished meanwhile. It is
-// for updates the engine finished: until the save they would only be replayed, and the
-// engine de-duplicates them, so under load they need not each cost a disk write. The save
+// flushSoon saves the inbox after delay (sooner when an earlier save was asked for),
+// coalescing the updates finished meanwhile. It is for finished updates: until the save
+// they would only be replayed, so they need not each cost a disk write, and the durable
+// save before the next getUpdates drops them anyway (channels.DoneSaveDelay). The save
 // does not wait for the disk (losing it only replays them).
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
 	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {

@@ -25,8 +25,7 @@ import (
 // in the inbox before the next call confirms it.
 func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 	pause := c.tune.holdAfterErr
-	stuck := c.tune.holdAfterErr  // the wait while an unreadable update holds the offset
-	stored := c.tune.holdAfterErr // the wait while saving the inbox fails
+	stuck := c.tune.holdAfterErr // the wait while an unreadable update holds the offset
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -58,26 +57,17 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 		}
 		pause = c.tune.holdAfterErr
 		c.health.Up()
-		fresh, ids, blocked := d.take(raws)
-		if len(raws) > 0 {
-			// Saved before the next getUpdates tells Telegram these were received, and
-			// before they are handled. A failed save (a full disk) confirms nothing:
-			// the offset stays, Telegram serves the batch again after a pause, and the
-			// failure shows on Ready until a save succeeds.
-			if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
-				d.in.unreceive(ids, offset)
-				d.storeFailed(err)
-				if c.pause(ctx, stored) != nil {
-					return nil
-				}
-				stored = min(stored*2, c.tune.retry.MaxBackoff)
-				continue
-			}
-			d.stored()
-		}
-		stored = c.tune.holdAfterErr
+		fresh, blocked := d.take(raws)
+		// Handed over before the save, so that the engine's work overlaps the disk's:
+		// the guarantee is that Telegram is told of an update only once it is stored,
+		// and the next getUpdates waits for the save below. Until then a killed process
+		// has confirmed nothing, Telegram serves the update again at the next start, and
+		// the engine de-duplicates it if it had committed its answer.
 		for _, raw := range fresh {
 			d.dispatch(ctx, raw)
+		}
+		if len(raws) > 0 && !c.storeBatch(ctx, d) {
+			return nil
 		}
 		// An update whose id cannot be read cannot be confirmed: Telegram serves it
 		// again on every call until a later update moves the offset past it. Wait, longer
@@ -90,6 +80,29 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			continue
 		}
 		stuck = c.tune.holdAfterErr
+	}
+}
+
+// storeBatch saves the inbox durably before the next getUpdates confirms the batch just
+// received, retrying until it works; false when ctx ended first. A failed save (a full
+// disk) confirms nothing: no getUpdates is made meanwhile, and the failure shows on Ready
+// until a save succeeds. The batch is handed over already and is not handed over again:
+// Telegram is not asked for it a second time in this process, so a redelivery cannot
+// race the first turn. (What the engine finishes meanwhile leaves the inbox as usual, a
+// handler's error included: it was answered with its notice.)
+func (c *Channel) storeBatch(ctx context.Context, d *dispatcher) bool {
+	wait := c.tune.holdAfterErr
+	for {
+		err := d.in.flush(context.WithoutCancel(ctx))
+		if err == nil {
+			d.stored()
+			return true
+		}
+		d.storeFailed(err)
+		if c.pause(ctx, wait) != nil {
+			return false
+		}
+		wait = min(wait*2, c.tune.retry.MaxBackoff)
 	}
 }
 
@@ -178,10 +191,9 @@ type dispatcher struct {
 }
 
 // take notes a polled batch in the inbox, not yet saved. fresh are the updates to
-// dispatch once it is; ids are those it noted, which a failed save takes back. blocked
-// is true when an update's id cannot be read, so that it cannot be skipped: only a later
-// update moves the offset past it.
-func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, ids []int64, blocked bool) {
+// dispatch. blocked is true when an update's id cannot be read, so that it cannot be
+// skipped: only a later update moves the offset past it.
+func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, blocked bool) {
 	for _, raw := range raws {
 		id, exact, err := updateID(raw)
 		if err != nil {
@@ -192,7 +204,6 @@ func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, ids 
 		if !exact {
 			// The id is known but the update will not decode: confirm it and move on.
 			if d.in.receive(id, raw) {
-				ids = append(ids, id)
 				d.in.done(id)
 			}
 			d.c.logLimited(slog.LevelError, "skipping a telegram update that cannot be read", errors.New("update_id is not an integer"), "update", id)
@@ -203,10 +214,9 @@ func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, ids 
 			d.c.dropped.Note(channels.InboundDuplicate)
 			continue
 		}
-		ids = append(ids, id)
 		fresh = append(fresh, raw)
 	}
-	return fresh, ids, blocked
+	return fresh, blocked
 }
 
 // storeFailed notes a failed inbox save: Ready reports it and the log says it once a
@@ -278,7 +288,7 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 	if job.local != nil {
 		d.inflight.Go(func() {
 			job.local(context.WithoutCancel(ctx))
-			d.finish(ctx, u.ID)
+			d.finish(ctx, u.ID, d.c.tune.flushLocal)
 		})
 		return
 	}
@@ -294,18 +304,21 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
 	d.inflight.Go(func() {
 		if d.settle(ctx, job, u.ID, <-done) {
-			d.finish(ctx, u.ID)
+			d.finish(ctx, u.ID, d.c.tune.flushDelay)
 		}
 	})
 }
 
-// finish retires an update handled off the polling loop and saves the inbox shortly.
-// Once Run has ended (a shutdown waiting for the engine) it saves at once, before the
-// store closes.
-func (d *dispatcher) finish(ctx context.Context, id int64) {
+// finish retires an update handled off the polling loop and saves the inbox after delay,
+// unless a save carries it sooner: the one before the next getUpdates does. An update the
+// engine finished may wait long (flushDelay: its replay after a kill is de-duplicated by
+// its inbound key); one the adapter settled itself, a Revise prompt say, has no such key
+// and waits briefly (flushLocal), as every update did before. Once Run has ended (a
+// shutdown waiting for the engine) it saves at once, before the store closes.
+func (d *dispatcher) finish(ctx context.Context, id int64, delay time.Duration) {
 	d.in.done(id)
 	if ctx.Err() == nil {
-		d.in.flushSoon(context.WithoutCancel(ctx), d.c.tune.flushDelay)
+		d.in.flushSoon(context.WithoutCancel(ctx), delay)
 		return
 	}
 	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {

@@ -265,9 +265,11 @@ func TestUpdateStoppedByShutdownIsReplayed(t *testing.T) {
 	}
 }
 
-// A full disk: the batch cannot be saved, so nothing is confirmed (the offset stays) and
-// nothing is handled; Ready names the problem and the log says it once a minute. When
-// space returns the same update is saved, handled once and confirmed.
+// A full disk: the batch cannot be saved, so nothing is confirmed: no getUpdates is made
+// until a save works. The update is handled at once (its handling overlaps the save) and
+// once: Telegram is not asked for it a second time. Ready names the problem and the log
+// says it once a minute. When space returns the save works and the next getUpdates
+// confirms the update.
 func TestPollFullDiskHoldsTheOffsetAndRecovers(t *testing.T) {
 	f := newFakeAPI(t)
 	disk := &diskState{State: &channeltest.MemState{}}
@@ -279,14 +281,14 @@ func TestPollFullDiskHoldsTheOffsetAndRecovers(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	var pauses int
+	var pauses []time.Duration
 	var whileFull error
 	var offsets []string
 	c.pause = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
-		pauses++
+		pauses = append(pauses, d)
 		now = now.Add(10 * time.Second)
-		n := pauses
+		n := len(pauses)
 		mu.Unlock()
 		if n == 4 {
 			whileFull = c.Ready()
@@ -310,7 +312,7 @@ func TestPollFullDiskHoldsTheOffsetAndRecovers(t *testing.T) {
 			t.Errorf("handled %s, want %d", m, id)
 		}
 	case err := <-done:
-		t.Fatalf("Run ended (%v) before the update was handled; %d getUpdates, %d pauses:\n%s", err, len(f.callsOf("getUpdates")), pauses, logs.String())
+		t.Fatalf("Run ended (%v) before the update was handled; %d getUpdates:\n%s", err, len(f.callsOf("getUpdates")), logs.String())
 	}
 	next := strconv.FormatInt(id+1, 10)
 	f.waitFor("a getUpdates confirming the update", func() bool {
@@ -326,8 +328,16 @@ func TestPollFullDiskHoldsTheOffsetAndRecovers(t *testing.T) {
 	if whileFull == nil || !strings.Contains(whileFull.Error(), "database or disk is full") {
 		t.Errorf("Ready() while the disk was full = %v", whileFull)
 	}
-	if len(offsets) < 4 || slices.Contains(offsets, next) {
-		t.Errorf("getUpdates offsets while full: %v; none may confirm %d", offsets, id)
+	if !slices.Equal(offsets, []string{"0"}) {
+		t.Errorf("getUpdates offsets while full: %v; want the one call that got the update", offsets)
+	}
+	mu.Lock()
+	waits := slices.Clone(pauses[:4])
+	mu.Unlock()
+	tune := testTuning()
+	want := []time.Duration{tune.holdAfterErr, 2 * tune.holdAfterErr, min(4*tune.holdAfterErr, tune.retry.MaxBackoff), tune.retry.MaxBackoff}
+	if !slices.Equal(waits, want) {
+		t.Errorf("pauses between failed saves %v, want %v (doubling to the cap)", waits, want)
 	}
 	if disk.failed.Load() < 4 {
 		t.Errorf("only %d saves failed", disk.failed.Load())

@@ -52,7 +52,8 @@ type tuning struct {
 	retry        channels.Patience // per request, 429s and 5xx included; attemptTime bounds requests other than getUpdates
 	toastWait    time.Duration     // how long a button's answer waits for the engine's outcome
 	holdAfterErr time.Duration     // first pause after getUpdates fails; doubles up to maxBackoff
-	flushDelay   time.Duration     // how long finished updates wait to be saved together
+	flushDelay   time.Duration     // how long updates the engine finished wait to be saved together
+	flushLocal   time.Duration     // the same for updates the adapter settled itself, whose replay would show
 }
 
 func defaultTuning() tuning {
@@ -65,7 +66,8 @@ func defaultTuning() tuning {
 		retry:        channels.DefaultPatience(),
 		toastWait:    3 * time.Second,
 		holdAfterErr: 500 * time.Millisecond,
-		flushDelay:   100 * time.Millisecond,
+		flushDelay:   channels.DoneSaveDelay,
+		flushLocal:   100 * time.Millisecond,
 	}
 }
 

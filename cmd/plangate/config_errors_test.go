@@ -147,6 +147,11 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "lease linger longer than a lease keeps",
+			body: "store: {lease_linger: 20s}\n",
+			want: []string{`FILE:1: store.lease_linger is 20s: it must be at most 10s (a third of the 30s session lease)`},
+		},
+		{
 			name: "start in plan without plan mode",
 			body: "plan_mode:\n  enabled: false\n  start_in_plan: true\n",
 			want: []string{`FILE:3: plan_mode.start_in_plan is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan`},
