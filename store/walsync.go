@@ -72,7 +72,7 @@ type walSync struct {
 func openWALSync(abs string) (*walSync, error) {
 	w := &walSync{path: abs + "-wal", fsync: datasync}
 	w.cond = sync.NewCond(&w.mu)
-	f, err := os.Open(w.path)
+	f, err := openWAL(w.path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the WAL file to sync it: %w", err)
 	}
@@ -154,7 +154,7 @@ func (w *walSync) syncFile() error {
 		}
 	}
 	if w.f == nil {
-		if w.f, err = os.Open(w.path); err != nil {
+		if w.f, err = openWAL(w.path); err != nil {
 			return err
 		}
 	}
@@ -192,4 +192,10 @@ func (s *Store) Health() error {
 		return nil
 	}
 	return s.ws.failed()
+}
+
+// openWAL opens the -wal file for syncing: read-write, since Windows flushes only a
+// handle with write access (Linux and macOS would take a read-only one).
+func openWAL(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR, 0)
 }
