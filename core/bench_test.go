@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkEngineCommands drives /plan status, on, revise and accept cycles through the
-// engine with the real SQLite store (synchronous=FULL) and a model that answers at once.
+// engine with the real SQLite store (decisions fsynced) and a model that answers at once.
 // msgs/s counts every message; decisions/s counts revise and accept.
 func BenchmarkEngineCommands(b *testing.B) {
 	h := newHarness(b)

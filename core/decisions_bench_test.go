@@ -17,7 +17,7 @@ import (
 // each taking the next plan when its last decision is handled. syncs/decision counts the
 // store's fsynced transactions per decision, writes/decision its writes (commits),
 // txs/decision the transactions they took (writes arriving together share one),
-// pragmas/decision the switches of the writer's synchronous level.
+// sync-waits/decision the durable writes that waited for an fsync (several share one).
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
@@ -91,7 +91,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
 	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
 	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
-	b.ReportMetric(float64(st.Switches-st0.Switches)/float64(b.N), "pragmas/decision")
+	b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's

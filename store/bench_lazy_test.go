@@ -8,7 +8,7 @@ import (
 
 // BenchmarkLeaseCycle is a turn's lease bookkeeping on its own: take the lease, release
 // it, both lazy transactions of one statement. What it costs is the fixed price of a
-// transaction on the single writer (queue, BEGIN, COMMIT, the synchronous level), which
+// transaction on the single writer (queue, BEGIN, COMMIT at synchronous=NORMAL), which
 // a spaced message pays for each of its transactions.
 func BenchmarkLeaseCycle(b *testing.B) {
 	ctx := context.Background()

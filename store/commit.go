@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,50 +132,28 @@ func changeSteps(ch core.Change, sid string, now time.Time) (steps []step, out *
 	return append(steps, more...), out, nil
 }
 
-// syncFor sets the writer connection's synchronous level for the transaction it is
-// about to run: NORMAL for a lazy one (in WAL mode the commit is written but not
-// fsynced; the next FULL commit syncs it), FULL otherwise. The level is remembered
-// (groupCommit.relaxed) and switched only when a transaction needs the other one, so a
-// run of lazy commits (a lease taken, a turn's flush, the release) pays for no PRAGMA.
-// relaxed is read and written only while holding conn, the writer pool's one connection.
-// A connection the pool opens anew starts at FULL (writerDSN): a stale relaxed then
-// only makes a lazy commit durable. If the switch fails the connection is discarded.
-func (s *Store) syncFor(ctx context.Context, conn *sqlConn, lazy bool) error {
-	if s.gc.relaxed == lazy {
-		return nil
-	}
-	q := "PRAGMA synchronous = FULL"
-	if lazy {
-		q = "PRAGMA synchronous = NORMAL"
-	}
-	if _, err := conn.ExecContext(ctx, q); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		s.gc.relaxed = false
-		return fmt.Errorf("setting the writer's synchronous level (%s): %w", q, err)
-	}
-	s.gc.relaxed = lazy
-	s.gc.mu.Lock()
-	s.gc.stats.Switches++
-	s.gc.mu.Unlock()
-	return nil
-}
-
 // execWriter runs one statement on the writer outside the group commit (tool runs,
-// pruning), durable unless lazy: on SQLite it sets the connection's level first, since a
-// batch may have left it relaxed (syncFor).
+// pruning), durable unless lazy: on SQLite the statement commits at synchronous=NORMAL
+// like every writer transaction, and a durable one then waits for an fsync of the WAL
+// begun after it returned (walsync.go). Once an fsync failed, a durable one fails
+// without running.
 func (s *Store) execWriter(ctx context.Context, lazy bool, q string, args ...any) (sql.Result, error) {
 	if s.pool != nil {
 		return s.w.ExecContext(ctx, q, args...)
 	}
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("getting the writer connection: %w", err)
+	if !lazy {
+		if err := s.ws.failed(); err != nil {
+			return nil, err
+		}
 	}
-	defer conn.Close()
-	if err := s.syncFor(ctx, conn, lazy); err != nil {
+	res, err := s.w.ExecContext(ctx, q, args...)
+	if err != nil || lazy {
+		return res, err
+	}
+	if err := s.ws.wait(s.ws.ticket()); err != nil {
 		return nil, err
 	}
-	return conn.ExecContext(ctx, q, args...)
+	return res, nil
 }
 
 func inboundStep(k core.InboundKey, now time.Time) (step, error) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // writeFunc is one caller's write: it runs inside the batch's transaction (inside its own
@@ -25,27 +27,29 @@ type writeJob struct {
 
 	// Set by the leader before it wakes the caller (the channel send orders them).
 	err      error
+	ticket   uint64 // the fsync that covers the batch's commit (walSync.ticket)
 	finished bool
 	wake     chan struct{} // finished, or: lead the next batch
 }
 
 // groupCommit is the single writer's queue. Whoever writes while a batch is in flight
-// waits in the queue; when that batch is durable, the first waiter leads the next batch,
-// which holds everyone who arrived meanwhile. A batch is one transaction and therefore
-// one fsync, however many sessions' changes it carries.
+// waits in the queue; when that batch has committed, the first waiter leads the next
+// batch, which holds everyone who arrived meanwhile. A batch is one transaction at
+// synchronous=NORMAL: its COMMIT writes the WAL without an fsync, and its durable callers
+// then wait for an fsync outside the writer (walsync.go), shared with every other commit
+// made before it began, while the next batch runs.
 type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeJob
 	busy  bool // a leader is running a batch
-	// relaxed: the writer connection was left at synchronous=NORMAL (see syncFor).
-	relaxed bool
-	stats   GroupStats
+	stats GroupStats
 }
 
 // write runs fn on the writer connection as part of the next batch and returns once the
-// batch's transaction has committed (or fn failed and was undone). A lazy write allows
-// its batch to skip the fsync, which only happens when every write in it is lazy; a lazy
-// write that shares a batch with a durable one becomes durable with it.
+// batch's transaction has committed (or fn failed and was undone) and, unless lazy, once
+// an fsync of the WAL begun after that commit completed. A lazy write never waits for an
+// fsync: it is atomic and survives a killed process, and a power loss may take it (and
+// only commits after it).
 //
 // ctx is consulted before fn runs, not during: an interrupted statement would roll back
 // the whole shared transaction, and a caller whose change may already be committed must
@@ -74,10 +78,27 @@ func (s *Store) enqueue(j *writeJob) error {
 	for {
 		<-j.wake
 		if j.finished {
-			return j.err
+			break
 		}
 		s.lead() // handed the lead: j is in the batch this runs
 	}
+	if j.lazy || s.ws == nil || !reportsCommitted(j.err) {
+		return j.err
+	}
+	// Outside the writer: the next batch is already running.
+	if err := s.ws.wait(j.ticket); err != nil {
+		return err
+	}
+	return j.err
+}
+
+// reportsCommitted tells whether a durable write's outcome speaks of committed state: its
+// own commit (nil), or a conflict or duplicate with a commit made before it. Either
+// waits for the fsync, so that no caller tells anyone of a change that may not be on disk
+// yet: a redelivered event is not acknowledged on the strength of an original that a
+// power loss could still take.
+func reportsCommitted(err error) bool {
+	return err == nil || errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrDuplicate)
 }
 
 // lead runs one batch: everything queued now. Then it hands the lead to the first job
@@ -94,6 +115,14 @@ func (s *Store) lead() {
 
 	defer s.handOff(batch)
 	s.runGroup(batch)
+	if s.ws != nil {
+		// Taken after the batch, committed or not: it covers the batch's commit and every
+		// commit its writes saw.
+		t := s.ws.ticket()
+		for _, j := range batch {
+			j.ticket = t
+		}
+	}
 }
 
 // handOff passes the lead to the first job that arrived during the batch, or idles the
@@ -129,18 +158,25 @@ func (s *Store) handOff(batch []*writeJob) {
 // runGroup commits the batch's writes in one IMMEDIATE transaction. Each write is atomic
 // on its own: with more than one in the batch each runs inside a SAVEPOINT, so one that
 // fails (a version conflict, a duplicate event) is rolled back alone and the others
-// commit. Every job's err is set: its own failure, or the transaction's.
+// commit. Every job's err is set: its own failure, or the transaction's. Once an fsync
+// failed, durable jobs fail without running (see walSync); lazy ones still commit.
 func (s *Store) runGroup(batch []*writeJob) {
 	ctx := context.Background()
 	live := batch[:0:0]
-	lazy := true
+	var unsynced error
+	if s.ws != nil {
+		unsynced = s.ws.failed()
+	}
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			continue
 		}
+		if !j.lazy && unsynced != nil {
+			j.err = unsynced
+			continue
+		}
 		live = append(live, j)
-		lazy = lazy && j.lazy
 	}
 	if len(live) == 0 {
 		return
@@ -151,11 +187,6 @@ func (s *Store) runGroup(batch []*writeJob) {
 			j.err = last.err
 		}
 	}()
-	if !lazy {
-		s.gc.mu.Lock()
-		s.gc.stats.Durable++
-		s.gc.mu.Unlock()
-	}
 	fail := func(err error) {
 		for _, j := range live {
 			if j.err == nil {
@@ -169,10 +200,6 @@ func (s *Store) runGroup(batch []*writeJob) {
 		return
 	}
 	defer conn.Close()
-	if err := s.syncFor(ctx, conn, lazy); err != nil {
-		fail(err)
-		return
-	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		fail(fmt.Errorf("beginning transaction: %w", explain(err)))
@@ -254,17 +281,23 @@ func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) e
 }
 
 // GroupStats counts what the writer ran since the store was opened: Writes callers in
-// Batches transactions, of which Durable were synced (the others were all lazy). Writes
-// per batch is how many callers shared each transaction; Durable is the number of WAL
-// fsyncs (checkpoints add their own). Switches counts the PRAGMAs that changed the
-// writer's synchronous level between a lazy and a durable transaction (see syncFor).
+// Batches transactions. Durable is the number of fsyncs of the WAL the store ran for
+// durable writes (SQLite's checkpoints and WAL restarts add their own), Waited the number
+// of durable writes that waited for one (a commit outside the group commit, such as a
+// tool run's start, counts too): Waited per Durable is how many commits shared each.
 type GroupStats struct {
-	Batches, Writes, Durable, Switches int64
+	Batches, Writes, Durable, Waited int64
 }
 
 // GroupStats reports the writer's counts, for benchmarks and tests of the sharing.
 func (s *Store) GroupStats() GroupStats {
 	s.gc.mu.Lock()
-	defer s.gc.mu.Unlock()
-	return s.gc.stats
+	st := s.gc.stats
+	s.gc.mu.Unlock()
+	if s.ws != nil {
+		s.ws.mu.Lock()
+		st.Durable, st.Waited = s.ws.syncs, s.ws.waited
+		s.ws.mu.Unlock()
+	}
+	return st
 }

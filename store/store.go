@@ -57,6 +57,7 @@ type Store struct {
 	now  func() time.Time
 	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
+	ws   *walSync      // SQLite: the fsyncs that make commits durable; nil for PostgreSQL
 	// riders: bookkeeping writes waiting for the next transaction (riders.go).
 	riders *riders
 	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
@@ -115,10 +116,24 @@ func open(ctx context.Context, path string) (*Store, error) {
 		return nil, explain(err)
 	}
 
+	// The -wal file exists now (the writer created it), and stays while w is open.
+	ws, err := openWALSync(abs)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	// The migrations committed at NORMAL: made durable before anything reads them.
+	if err := ws.wait(ws.ticket()); err != nil {
+		ws.close()
+		w.Close()
+		return nil, err
+	}
+
 	// The read pool is opened after the writer has switched the file to WAL and created
 	// its -wal and -shm files, which a read-only connection cannot create itself.
 	rdb, err := sql.Open("sqlite3", readerDSN(abs))
 	if err != nil {
+		ws.close()
 		w.Close()
 		return nil, err
 	}
@@ -127,10 +142,11 @@ func open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxIdleConns(readConns)
 	if err := r.PingContext(ctx); err != nil {
 		r.Close()
+		ws.close()
 		w.Close()
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, riders: &riders{}}, nil
+	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws, riders: &riders{}}, nil
 }
 
 // Close closes the read pool and then the writer, so the last connection to close is
@@ -147,7 +163,8 @@ func (s *Store) Close() error {
 	}
 	errR := s.r.Close()
 	errW := s.w.Close()
-	if err := errors.Join(errF, errR, errW); err != nil {
+	errS := s.ws.close()
+	if err := errors.Join(errF, errR, errW, errS); err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
 	}
 	return nil
@@ -258,8 +275,10 @@ func fileURI(abs string) string {
 // an eighth of the CPU of a message's round trip.
 const stmtCache = "&_stmt_cache_size=64"
 
+// writerDSN: synchronous=NORMAL, since durability comes from the fsyncs of walsync.go,
+// not from the COMMIT (a checkpoint and a WAL restart still sync themselves at NORMAL).
 func writerDSN(abs string) string {
-	return fileURI(abs) + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate&_synchronous=FULL" + stmtCache
+	return fileURI(abs) + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL" + stmtCache
 }
 
 // readerDSN opens read-only at the SQLite level (mode=ro) and refuses writes at the

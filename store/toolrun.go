@@ -10,9 +10,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// StartToolRun records that a mutating tool call is about to run, durably (the writer
-// connection is synchronous=FULL): if the process dies while the call runs, the record
-// survives and the call is not run again. Recording the same call twice is
+// StartToolRun records that a mutating tool call is about to run, durably (it returns
+// once an fsync of the WAL begun after its commit completed): if the process or the
+// machine dies while the call runs, the record survives and the call is not run again. Recording the same call twice is
 // core.ErrDuplicate, so a call is started at most once.
 func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.SessionID == "" || r.CallID == "" || r.Tool == "" {

@@ -44,7 +44,7 @@ func spacedFlushDelay() time.Duration { return defaultTuning().flushDelay * spac
 // cpu-ms/msg and disk-KB/msg of the whole test process (the fake API and the benchmark
 // driver included); syncs/msg, the store's durable (fsynced) transactions per message;
 // txs/msg and writes/msg, its transactions and the writes they carried per message;
-// pragmas/msg, the switches of the writer's synchronous level between lazy and durable;
+// sync-waits/msg, the durable writes that waited for an fsync (several share one);
 // writes/batch, the store writes that shared one transaction; after-model-p50/p99, from
 // the model being asked to the reply arriving, less the model's time (the issue's "model
 // answered → reply sent").
@@ -167,7 +167,7 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/msg")
 	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/msg")
 	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/msg")
-	b.ReportMetric(float64(st.Switches-st0.Switches)/float64(b.N), "pragmas/msg")
+	b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/msg")
 	if st.Batches > st0.Batches {
 		b.ReportMetric(float64(st.Writes-st0.Writes)/float64(st.Batches-st0.Batches), "writes/batch")
 	}
