@@ -137,10 +137,13 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}, riders: &riders{}}, nil
 }
 
-// Ping checks that the database answers, for /readyz: on PostgreSQL an unreachable server
-// makes the replica unready, so a load balancer stops sending it work. The error names
-// no credentials.
+// Ping checks that the database answers and, on SQLite, can still make writes durable
+// (Health), for /readyz: on PostgreSQL an unreachable server makes the replica unready,
+// so a load balancer stops sending it work. The error names no credentials.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.Health(); err != nil { // answers, but can no longer make a write durable
+		return err
+	}
 	var one int
 	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
 		return fmt.Errorf("store %s does not answer: %w", s.path, err)

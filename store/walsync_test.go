@@ -214,6 +214,9 @@ func TestFsyncErrorFailsDurableCallers(t *testing.T) {
 	if err := s.Health(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Health() = %v, want the fsync's EIO", err)
 	}
+	if err := s.Ping(ctx); !errors.Is(err, syscall.EIO) { // what /readyz asks
+		t.Errorf("Ping() = %v, want the fsync's EIO: the store answers but cannot make writes durable", err)
+	}
 
 	st := s.GroupStats()
 	if _, err := s.Commit(ctx, core.Change{Lazy: true, Inbound: &core.InboundKey{Channel: "telegram", Account: "1", EventID: "lazy"}}); err != nil {
