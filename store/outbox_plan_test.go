@@ -12,7 +12,7 @@ import (
 )
 
 // A reply is marked sent by id (MarkSent, three times per decision). On PostgreSQL the
-// statement's "sent_at IS NULL AND dropped = ''" is the predicate of the partial index
+// statement's "sent_at IS NULL AND dropped = ”" is the predicate of the partial index
 // outbox_unsent, which the planner prefers to the primary key; keyed (channel, id) before
 // 0011, the mark read every entry of it, including those replies marked sent leave
 // behind until a vacuum. Here 5,000 replies are written and marked sent as the engine
