@@ -9,7 +9,7 @@ import (
 )
 
 // Riders are bookkeeping writes that need no transaction of their own: a reply's
-// mark-sent, on SQLite. MarkSentSoon queues one and returns; the next write of this process, of any
+// mark-sent. MarkSentSoon queues one and returns; the next write of this process, of any
 // session, carries every queued rider in its transaction (after its own statements, so
 // inside its savepoint of a group commit), and FlushSent writes what is still queued on
 // its own. The engine flushes before it waits on anything outside the process (a model
@@ -47,17 +47,14 @@ func (r *riders) add(steps ...step) {
 
 // MarkSentSoon is MarkSent riding the next write (see riders): it records that reply id
 // reached its platform as message platformID once that write or FlushSent commits. On
-// PostgreSQL it is MarkSent, at once: there a write's COMMIT may come a round trip after
-// its statements (a transition's checks) or wait for the server's WAL flush (a durable
-// one), so a mark riding it would wait longer than its own one-trip lazy commit, and
-// there is no single writer whose transactions it could share anyway.
+// PostgreSQL too: a mark of its own is a transaction and a round trip, while riding the
+// next write (in a turn, the lease's acquire or release, which stay one round trip, see
+// oneTrip) it is one more statement in a batch sent anyway. The caller does not wait for
+// it either way.
 func (s *Store) MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error {
-	if s.pool != nil {
-		return s.MarkSent(ctx, id, platformID, at)
-	}
 	s.riders.add(step{what: fmt.Sprintf("marking outbox reply %d sent", id),
 		q:    `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
-		args: []any{formatTime(at), platformID, id}})
+		args: []any{formatTime(at), platformID, id}, rider: true})
 	return nil
 }
 

@@ -32,6 +32,9 @@ type step struct {
 	// the transition with none; then, unless nil, runs after a successful scan.
 	dest []any
 	then func() error
+	// rider: a queued bookkeeping write riding the transaction (riders.go), to be
+	// committed whatever the steps before it did.
+	rider bool
 }
 
 // outcome checks what a step's statement did; err is the statement's own error.
@@ -116,12 +119,13 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 		b.Queue("COMMIT")
 	}
 	br := c.SendBatch(ctx, b)
-	err = checkBatch(br, steps, lazy)
+	err = checkBatch(br, steps, lazy, trip)
 	committed, commitErr := false, errors.New("the server did not commit")
-	if trip && (err == nil || len(steps) == 1) {
-		// A single statement's unexpected outcome (no row) changed nothing: its COMMIT,
-		// already sent, is as good as a rollback. Any other failure aborted the
-		// transaction, and the server skipped the COMMIT.
+	if trip {
+		// Only the first statement may have an unexpected outcome (no row), which changed
+		// nothing: the COMMIT already sent commits the rest (riders, which are to be
+		// written whatever it did). Any other failure aborted the transaction, and the
+		// server answers the COMMIT with an error or ROLLBACK.
 		tag, cerr := br.Exec()
 		committed = cerr == nil && tag.String() == "COMMIT"
 		if cerr != nil {
@@ -158,23 +162,26 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 
 // oneTrip reports whether steps may be committed in the batch that runs them, before
 // their outcomes are read: when no step checks its outcome (only a statement's own error,
-// which aborts the transaction, can fail them), or when the transaction is one statement
-// without a Go check, which changed nothing when it affected no row. Transitions (a
-// compare-and-set among other writes) keep their separate COMMIT.
+// which aborts the transaction, can fail them), or when only the first does, without a
+// Go check, and every step after it is a rider: a statement that affected no row changed
+// nothing, and riders are committed whatever it did. Transitions (a compare-and-set or
+// an inbound key among other writes) keep their separate COMMIT.
 func oneTrip(steps []step) bool {
-	if len(steps) == 1 && steps[0].then == nil {
-		return true
-	}
-	for _, st := range steps {
-		if st.none != nil || st.then != nil {
+	checked := false
+	for i, st := range steps {
+		switch {
+		case st.then != nil, i > 0 && st.none != nil, checked && !st.rider:
 			return false
+		case st.none != nil:
+			checked = true
 		}
 	}
 	return true
 }
 
 // checkBatch reads the batch's results in order and returns the first unexpected one.
-func checkBatch(br pgx.BatchResults, steps []step, lazy bool) error {
+// With all it reads every step's result even so, for the COMMIT queued after them.
+func checkBatch(br pgx.BatchResults, steps []step, lazy, all bool) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
@@ -183,19 +190,23 @@ func checkBatch(br pgx.BatchResults, steps []step, lazy bool) error {
 			return fmt.Errorf("relaxing synchronous_commit for a lazy commit: %w", err)
 		}
 	}
+	var first error
 	for _, st := range steps {
+		var err error
 		if st.dest != nil {
-			if err := st.outcome(1, br.QueryRow().Scan(st.dest...)); err != nil {
-				return err
-			}
-			continue
+			err = st.outcome(1, br.QueryRow().Scan(st.dest...))
+		} else {
+			tag, xerr := br.Exec()
+			err = st.outcome(tag.RowsAffected(), xerr)
 		}
-		tag, err := br.Exec()
-		if err := st.outcome(tag.RowsAffected(), err); err != nil {
-			return err
+		if err != nil && first == nil {
+			first = err
+		}
+		if first != nil && !all {
+			break
 		}
 	}
-	return nil
+	return first
 }
 
 // asConflict adds core.ErrConflict to a PostgreSQL deadlock or serialization failure: the

@@ -24,7 +24,7 @@ func BenchmarkReplicaDecisionsLatency(b *testing.B) {
 		b.Run(fmt.Sprintf("oneway=%v", oneWay), func(b *testing.B) {
 			target := delayProxy(b, pgtest.Schema(b), oneWay)
 			engs := []*core.Engine{benchEngine(b, store.DriverPostgres, target)}
-			b.ReportMetric(replicaDecisions(b, engs, 8), "decisions/s")
+			b.ReportMetric(replicaDecisions(b, engs, 8, newCPUMeter(b, "")), "decisions/s")
 		})
 	}
 }

@@ -56,8 +56,9 @@ func benchMsg(chat, text string) core.Message {
 }
 
 // replicaDecisions accepts b.N pending plans, spread over the replicas' engines, from
-// perReplica goroutines each, and reports decisions/s across replicas.
-func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int) float64 {
+// perReplica goroutines each, and reports decisions/s across replicas. m measures the
+// CPU the decisions took.
+func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int, m *cpuMeter) float64 {
 	ctx := context.Background()
 	chats := make([]string, b.N)
 	for i := range chats {
@@ -72,6 +73,7 @@ func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int) float64
 	var wg sync.WaitGroup
 	errs := make(chan error, len(engs)*perReplica)
 	b.ResetTimer()
+	m.Start(b)
 	start := time.Now()
 	for r, eng := range engs {
 		for w := range perReplica {
@@ -88,6 +90,7 @@ func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int) float64
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	m.Stop(b)
 	b.StopTimer()
 	close(errs)
 	for err := range errs {
@@ -101,6 +104,13 @@ func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int) float64
 // process, for comparison), 8 concurrent decisions per replica. raw-commits/s is the same
 // server's single-row insert transactions at the same concurrency, ratio decisions/s to
 // that. Compare replicas=2 with replicas=1 for the scaling across replicas.
+//
+// Every replica, the benchmark's goroutines and the server share this machine's CPUs:
+// client-µs/decision and server-µs/decision are the CPU time one decision took in this
+// process and in the server, cores what the decisions kept busy (their sum times the
+// rate), machine-busy-% how busy all CPUs were meanwhile, other jobs included. When that
+// is near 100 % the rate is the CPUs left divided by the CPU per decision, whatever the
+// number of replicas.
 func BenchmarkReplicaDecisions(b *testing.B) {
 	const perReplica = 8
 	for _, tc := range []struct {
@@ -108,16 +118,19 @@ func BenchmarkReplicaDecisions(b *testing.B) {
 		replicas int
 	}{{store.DriverSQLite, 1}, {store.DriverPostgres, 1}, {store.DriverPostgres, 2}} {
 		b.Run(fmt.Sprintf("%s/replicas=%d", tc.driver, tc.replicas), func(b *testing.B) {
-			target := filepath.Join(b.TempDir(), "plangate.db")
+			target, dsn := filepath.Join(b.TempDir(), "plangate.db"), ""
 			if tc.driver == store.DriverPostgres {
 				target = pgtest.Schema(b)
+				dsn = target
 			}
 			var engs []*core.Engine
 			for range tc.replicas {
 				engs = append(engs, benchEngine(b, tc.driver, target))
 			}
-			rate := replicaDecisions(b, engs, perReplica)
+			m := newCPUMeter(b, dsn)
+			rate := replicaDecisions(b, engs, perReplica, m)
 			b.ReportMetric(rate, "decisions/s")
+			m.Report(b, b.N)
 			if tc.driver == store.DriverPostgres {
 				raw := pgInsertRate(b, target, perReplica*tc.replicas)
 				b.ReportMetric(raw, "raw-commits/s")

@@ -11,8 +11,8 @@ import (
 )
 
 // testSentSoon: a mark made with MarkSentSoon is written no later than the instance's
-// next write of any kind, FlushSent, or Close (SQLite queues it for the next write,
-// PostgreSQL writes it at once); a write that carries it and fails still leaves the row
+// next write of any kind, FlushSent, or Close (both drivers queue it for the next
+// write); a write that carries it and fails still leaves the row
 // marked (a lost mark would send a reply twice after a restart).
 func testSentSoon(t *testing.T, open func() Store) {
 	ctx := context.Background()
