@@ -178,18 +178,12 @@ func newBenchModel(b *testing.B) *benchModel {
 
 func (m *benchModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	msgs, ok := readChatMessages(w, r)
+	if !ok {
 		return
 	}
 	last := ""
-	for _, msg := range req.Messages {
+	for _, msg := range msgs {
 		if s, ok := msg.Content.(string); ok && msg.Role == "user" {
 			last = s
 		}

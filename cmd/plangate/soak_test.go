@@ -300,19 +300,32 @@ func echoModel(all bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { echoTurn(w, r, all) }
 }
 
-func echoTurn(w http.ResponseWriter, r *http.Request, all bool) {
+// chatMessage is a message of a chat completions request, as the fake models read it.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+// readChatMessages decodes the messages of a chat completions request; a body that is not
+// one is answered 400 and ok is false.
+func readChatMessages(w http.ResponseWriter, r *http.Request) (msgs []chatMessage, ok bool) {
 	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
+		Messages []chatMessage `json:"messages"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return req.Messages, true
+}
+
+func echoTurn(w http.ResponseWriter, r *http.Request, all bool) {
+	msgs, ok := readChatMessages(w, r)
+	if !ok {
 		return
 	}
 	last, lastRole, echo := "", "", ""
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		if s, ok := m.Content.(string); ok && m.Role != "system" {
 			last, lastRole = s, m.Role
 			switch {
