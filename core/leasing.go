@@ -144,18 +144,12 @@ func (e *Engine) renew(ctx context.Context, name, sid string, until time.Time, s
 	}
 }
 
-// heldElsewhere reports whether another process holds an unexpired lease on the session,
-// for delivering the replies left in it: a session lease of a replica known to be gone
+// holderElsewhere reports whether another process holds an unexpired lease on the
+// session, and which, for delivering the replies left in it: a session lease of a replica known to be gone
 // (replicaGone) does not count, though it has not expired yet. A replica's lease lapses
 // (15 s) before the session leases it held (30 s), and the survivor that claims it
 // delivers what it left while the claim lasts; waiting for the session lease would leave
 // a reply of a turn that had ended unsent until some replica's next start.
-func (e *Engine) heldElsewhere(ctx context.Context, sessionID string) bool {
-	_, held := e.holderElsewhere(ctx, sessionID)
-	return held
-}
-
-// holderElsewhere is heldElsewhere with the holder's owner id.
 func (e *Engine) holderElsewhere(ctx context.Context, sessionID string) (string, bool) {
 	l, ok := e.foreignLease(ctx, sessionID)
 	if ok && e.live(l) && !e.replicaGone(ctx, l.Owner) {

@@ -115,13 +115,6 @@ func (t *turnState) leftResumable(ctx context.Context) bool {
 	return slices.ContainsFunc(rows, func(o Outgoing) bool { return o.SessionID == t.sess.ID && o.Owner == e.owner })
 }
 
-// anyFailed reports whether a delivery of this process failed and was not sent since.
-func (s *sending) anyFailed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.failedAt) > 0
-}
-
 // take hands the session's kept lease to the caller, which then owns it (its release
 // included), and stops its linger.
 func (l *lingering) take(id string) (*keptLease, bool) {
