@@ -133,21 +133,18 @@ func changeSteps(ch core.Change, sid string, now time.Time) (steps []step, out *
 }
 
 // execWriter runs one statement on the writer outside the group commit (tool runs,
-// pruning), durable unless lazy: on SQLite the statement commits at synchronous=NORMAL
-// like every writer transaction, and a durable one then waits for an fsync of the WAL
-// begun after it returned (walsync.go). Once an fsync failed, a durable one fails
-// without running.
-func (s *Store) execWriter(ctx context.Context, lazy bool, q string, args ...any) (sql.Result, error) {
+// pruning), durably: on SQLite the statement commits at synchronous=NORMAL like every
+// writer transaction, and then waits for an fsync of the WAL begun after it returned
+// (walsync.go). Once an fsync failed, it fails without running.
+func (s *Store) execWriter(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if s.pool != nil {
 		return s.w.ExecContext(ctx, q, args...)
 	}
-	if !lazy {
-		if err := s.ws.failed(); err != nil {
-			return nil, err
-		}
+	if err := s.ws.failed(); err != nil {
+		return nil, err
 	}
 	res, err := s.w.ExecContext(ctx, q, args...)
-	if err != nil || lazy {
+	if err != nil {
 		return res, err
 	}
 	if err := s.ws.wait(s.ws.ticket()); err != nil {

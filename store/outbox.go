@@ -62,12 +62,14 @@ func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) 
 	return scanOutbox(rows, "unsent")
 }
 
+// markSentQuery marks an outbox row sent, unless it was sent or dropped already.
+const markSentQuery = `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`
+
 // MarkSent records that reply id reached its platform as message platformID. It is a
 // lazy commit: after a killed process it is still there; only an OS crash can lose it,
 // and then the reply is sent again, never lost.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error {
-	return s.updateOutbox(ctx, id, `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
-		formatTime(at), platformID, id)
+	return s.updateOutbox(ctx, id, markSentQuery, formatTime(at), platformID, id)
 }
 
 // DropOutbox gives up on reply id (too old, or refused by the platform for good) and
@@ -115,7 +117,7 @@ func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...an
 // PruneOutbox deletes sent or dropped replies created before olderThan and returns how
 // many it removed.
 func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.execWriter(ctx, false, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning the outbox: %w", err)
 	}

@@ -53,7 +53,7 @@ func (r *riders) add(steps ...step) {
 // it either way.
 func (s *Store) MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error {
 	s.riders.add(step{what: fmt.Sprintf("marking outbox reply %d sent", id),
-		q:    `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`,
+		q:    markSentQuery,
 		args: []any{formatTime(at), platformID, id}, rider: true})
 	return nil
 }
@@ -71,10 +71,11 @@ func (s *Store) FlushSent(ctx context.Context) error {
 	return nil
 }
 
-// withRiders runs steps with the queued riders after them in one transaction (see
-// runSteps). When that fails, the riders are written on their own, so a conflict of
-// the carrier does not leave them waiting for another write.
-func (s *Store) withRiders(ctx context.Context, steps []step, lazy bool) error {
+// runSteps executes steps in one transaction and commits it if every outcome is as
+// expected; otherwise nothing of it remains. The transaction also carries the queued
+// riders, after the steps. When it fails, the riders are written on their own, so a
+// conflict of the carrier does not leave them waiting for another write.
+func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	r := s.riders.take()
 	if len(r) == 0 {
 		return s.runOwn(ctx, steps, lazy)

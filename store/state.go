@@ -30,7 +30,7 @@ func (s *Store) SeenInbound(ctx context.Context, key core.InboundKey) (bool, err
 // SQLite it scans the table (migration 0010 dropped the index on at, which cost every
 // message's commit a page): the gateway prunes hourly, over 48 h of keys.
 func (s *Store) PruneInbound(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.execWriter(ctx, false, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning inbound events: %w", err)
 	}

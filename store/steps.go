@@ -55,13 +55,6 @@ func (st step) outcome(n int64, err error) error {
 	return nil
 }
 
-// runSteps executes steps in one transaction and commits it if every outcome is as
-// expected; otherwise nothing of it remains. The transaction also carries the queued
-// riders (riders.go).
-func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
-	return s.withRiders(ctx, steps, lazy)
-}
-
 // runOwn is runSteps without riders.
 func (s *Store) runOwn(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {

@@ -149,8 +149,9 @@ func open(ctx context.Context, path string) (*Store, error) {
 	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws, riders: &riders{}}, nil
 }
 
-// Close closes the read pool and then the writer, so the last connection to close is
-// the one allowed to checkpoint the WAL.
+// Close writes the queued riders (FlushSent), then closes the read pool, the writer and
+// the WAL sync file, so the last connection to close is the one allowed to checkpoint the
+// WAL.
 func (s *Store) Close() error {
 	errF := s.FlushSent(context.Background())
 	if s.pool != nil {
@@ -171,8 +172,8 @@ func (s *Store) Close() error {
 }
 
 // PageSize is the page size of a database file plangate creates. SQLite's WAL writes
-// every page a transaction changes in full, and a plain message's five transactions
-// change a few small rows each (the inbox save, the lease, the turn's commit, the
+// every page a transaction changes in full, and a plain message's transactions change
+// a few small rows each (the inbox save, the lease, the turn's commit, the
 // mark-sent): at SQLite's default 4096 a spaced message wrote 61.6 KB, at 1024 26.6 KB,
 // with no CPU cost we could measure on a message (reading long answers is about 6%
 // slower: they are chains of pages). 512 wrote less still in the benchmark (18.5 KB), but

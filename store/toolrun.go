@@ -18,7 +18,7 @@ func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.SessionID == "" || r.CallID == "" || r.Tool == "" {
 		return errors.New("recording tool run: session, call id and tool are required")
 	}
-	res, err := s.execWriter(ctx, false, `INSERT INTO tool_runs (session_id, call_id, tool, detail, started_at) VALUES (?, ?, ?, ?, ?)
+	res, err := s.execWriter(ctx, `INSERT INTO tool_runs (session_id, call_id, tool, detail, started_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, r.SessionID, r.CallID, r.Tool, r.Detail, formatTime(stamp(r.StartedAt, s.now())))
 	if err != nil {
 		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
@@ -31,14 +31,14 @@ func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	return nil
 }
 
-// FinishToolRun records how a started call ended. It is not fsynced on its own: a lost
-// finish record only makes a resumed turn report "effects unknown" for a call that did
-// finish, which is the safe side.
+// FinishToolRun records how a started call ended, durably like the start. Were it lost,
+// a resumed turn would only report "effects unknown" for a call that did finish, which
+// is the safe side.
 func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.Outcome == "" {
 		return fmt.Errorf("finishing tool run %s/%s: no outcome", r.SessionID, r.CallID)
 	}
-	res, err := s.execWriter(ctx, false, `UPDATE tool_runs SET finished_at = ?, outcome = ? WHERE session_id = ? AND call_id = ? AND finished_at IS NULL`,
+	res, err := s.execWriter(ctx, `UPDATE tool_runs SET finished_at = ?, outcome = ? WHERE session_id = ? AND call_id = ? AND finished_at IS NULL`,
 		formatTime(stamp(r.FinishedAt, s.now())), string(r.Outcome), r.SessionID, r.CallID)
 	if err != nil {
 		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
@@ -107,7 +107,7 @@ func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRu
 // PruneToolRuns deletes finished runs that started before olderThan and returns how many
 // it removed; unfinished ones stay until a resume closes them.
 func (s *Store) PruneToolRuns(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.execWriter(ctx, false, `DELETE FROM tool_runs WHERE finished_at IS NOT NULL AND started_at < ?`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, `DELETE FROM tool_runs WHERE finished_at IS NOT NULL AND started_at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning tool runs: %w", explain(err))
 	}

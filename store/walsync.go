@@ -57,7 +57,7 @@ type walSync struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	f    *os.File // the -wal file; nil when it does not exist (see syncFile)
+	f    *os.File // the -wal file; nil after close or a failed reopen (see syncFile)
 	// started is the generation of the last fsync begun, done of the last that completed
 	// without error; one runs at a time (running).
 	started, done uint64
