@@ -300,9 +300,8 @@ func (d *dispatcher) deliver(w work) {
 	if d.stopped {
 		d.mu.Unlock()
 		d.c.log.Warn("a message arrived while stopping; not handled", "message", w.msg.ID)
-		if w.key != "" { // kept in the inbox for the next start
-			d.c.inbox().left.Add(1)
-			d.c.inbox().untake(w.key)
+		if w.key != "" {
+			d.c.inbox().keep(w.key)
 		}
 		return
 	}
@@ -354,9 +353,8 @@ func (d *dispatcher) stop() {
 	d.stopped = true
 	left := len(d.queue)
 	for _, w := range d.queue {
-		if w.key != "" { // kept in the inbox for the next start
-			d.c.inbox().left.Add(1)
-			d.c.inbox().untake(w.key)
+		if w.key != "" {
+			d.c.inbox().keep(w.key)
 		}
 	}
 	d.queue = nil

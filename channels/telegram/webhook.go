@@ -91,16 +91,15 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 		d.in.unreceive(ids, -1)
 		return 0, err
 	}
-	if d.async == nil {
-		d.inflight.Go(func() {
-			for _, raw := range raws {
-				d.dispatch(d.ctx, raw)
-			}
-		})
-		return len(raws), nil
+	all := func() {
+		for _, raw := range raws {
+			d.dispatch(d.ctx, raw)
+		}
 	}
-	for _, raw := range raws {
-		d.dispatch(d.ctx, raw)
+	if d.async == nil {
+		d.inflight.Go(all)
+	} else {
+		all()
 	}
 	return len(raws), nil
 }

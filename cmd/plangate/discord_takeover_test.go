@@ -56,7 +56,7 @@ func TestTakeoverAnswersADiscordInteractionADeadReplicaAcknowledged(t *testing.T
 	defer st.Close()
 	const dead, me, leader = "elsewhere/1/dead", "elsewhere/2/me", "elsewhere/3/leader"
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if _, _, err := st.AcquireLease(ctx, replicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
+	if _, _, err := st.AcquireLease(ctx, core.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := st.AcquireLease(ctx, "gateway:discord:900", leader, time.Now(), time.Hour); err != nil || !ok {

@@ -46,9 +46,6 @@ import (
 // per replica with interactions http (the endpoint runs on every replica) and shared
 // with interactions gateway (they come over the gateway, on the leader).
 
-// replicaLease is the lease a running replica holds.
-func replicaLease(owner string) string { return core.ReplicaLease(owner) }
-
 // replicaInboxes names the inbox keys of the enabled channels that receive on every
 // replica: channel -> key.
 func replicaInboxes(cfg *Config) map[string]string {
@@ -165,7 +162,7 @@ func inboxRecords(ctx context.Context, st *store.Store, inboxes map[string]strin
 // replicas that find it gone exactly one gets it, and adopts what it left. false when the
 // holder runs or another replica's claim is live.
 func claimReplica(ctx context.Context, st *store.Store, holder, me string, now time.Time) (bool, error) {
-	name := replicaLease(holder)
+	name := core.ReplicaLease(holder)
 	l, err := st.Lease(ctx, name)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
@@ -189,7 +186,7 @@ const claimTTL = time.Minute
 
 // releaseClaim gives up the claim on a dead replica once its work is taken over.
 func releaseClaim(ctx context.Context, st *store.Store, holder, me string, log *slog.Logger) {
-	if err := st.ReleaseLease(context.WithoutCancel(ctx), replicaLease(holder), me); err != nil {
+	if err := st.ReleaseLease(context.WithoutCancel(ctx), core.ReplicaLease(holder), me); err != nil {
 		log.Warn("releasing a dead replica's lease", "replica", holder, "err", err)
 	}
 }
@@ -201,7 +198,7 @@ func startReplica(ctx context.Context, cfg *Config, st *store.Store, now func() 
 		return func() {}, nil
 	}
 	owner := core.ProcessOwner()
-	el := &store.Elector{Name: replicaLease(owner), Owner: owner, St: st, Now: now, Log: log}
+	el := &store.Elector{Name: core.ReplicaLease(owner), Owner: owner, St: st, Now: now, Log: log}
 	if _, err := el.Step(ctx); err != nil {
 		return nil, err
 	}

@@ -134,7 +134,7 @@ func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 		if r.holder == "" || r.holder == tk.me || slices.Contains(out, r.holder) || tk.adopters[r.channel] == nil {
 			continue
 		}
-		if _, err := tk.st.Lease(ctx, replicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
+		if _, err := tk.st.Lease(ctx, core.ReplicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
 			continue // a replica with a lease: live, or claimDeadReplicas' to find
 		}
 		if ok, err := claimReplica(ctx, tk.st, r.holder, tk.me, now); err == nil && ok {
@@ -206,7 +206,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 // survivors, the one whose claim wins takes over the dead replica's work, and releases
 // the claim when it is done (releaseClaim).
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
-	ls, err := st.ExpiredLeases(ctx, "replica:", now.Add(store.ElectionTTL+time.Minute))
+	ls, err := st.ExpiredLeases(ctx, core.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("listing replica leases", "err", err)
@@ -215,7 +215,7 @@ func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time
 	}
 	var out []string
 	for _, l := range ls {
-		holder := strings.TrimPrefix(l.Name, "replica:")
+		holder := strings.TrimPrefix(l.Name, core.ReplicaLease(""))
 		if holder == me || l.Owner == me || (l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner)) {
 			continue
 		}
