@@ -39,6 +39,9 @@ type unsentFloors struct {
 	mu  sync.Mutex
 	all int64            // no row below this id is unsent
 	of  map[string]int64 // no row of the channel below this id is unsent
+	// between, in tests, runs between a list's read of max(id) and its scan, where
+	// another process may commit.
+	between func()
 }
 
 // from is the id a scan of channels (nil: all) starts at.
@@ -103,6 +106,9 @@ func (s *Store) unsentFromFloor(ctx context.Context, channels []string, limit in
 	var top int64
 	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM outbox`).Scan(&top); err != nil {
 		return nil, fmt.Errorf("listing unsent replies: %w", err)
+	}
+	if s.floors.between != nil {
+		s.floors.between()
 	}
 	q, args := unsentQuery(channels, limit, &from)
 	rows, err := s.r.QueryContext(ctx, q, args...)
