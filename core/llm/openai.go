@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -41,6 +42,14 @@ type OpenAI struct {
 	// baseDelay is the first backoff step; later steps double it up to maxBackoff. Tests
 	// shorten it.
 	baseDelay time.Duration
+
+	// What every request body shares, encoded once (see openai_encode.go).
+	prefix, planPrefix []byte // up to the first message, for Model and PlanModel
+	temperature        string // the temperature member, "" when unset
+	tempErr            error  // a temperature encoding/json refuses (NaN, infinities)
+	tools              atomic.Pointer[toolsEntry]
+	system             atomic.Pointer[systemEntry]
+	lastBody           atomic.Int64 // the size of the last body, to allocate the next at once
 }
 
 var _ core.Model = (*OpenAI)(nil)
@@ -99,12 +108,17 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 	// here: NewClient would add OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ADMIN_KEY,
 	// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the environment, and
 	// with an empty APIKey an admin key found there would be sent to a local server.
+	temperature, tempErr := encodeTemperature(cfg.Temperature)
 	return &OpenAI{
-		svc:       openai.NewChatCompletionService(opts...),
-		cfg:       cfg,
-		endpoint:  endpoint,
-		log:       log,
-		baseDelay: defaultBaseDelay,
+		svc:         openai.NewChatCompletionService(opts...),
+		cfg:         cfg,
+		endpoint:    endpoint,
+		log:         log,
+		baseDelay:   defaultBaseDelay,
+		prefix:      modelPrefix(cfg.Model),
+		planPrefix:  modelPrefix(cfg.PlanModel),
+		temperature: temperature,
+		tempErr:     tempErr,
 	}, nil
 }
 
@@ -172,7 +186,7 @@ func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string
 		defer cancel()
 	}
 	var res *http.Response
-	// The body replaces the empty params; see chatRequest for why it is encoded here.
+	// The body replaces the empty params; see body for why it is encoded here.
 	comp, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
 		option.WithRequestBody("application/json", body), option.WithResponseInto(&res))
 	if err == nil {
