@@ -141,10 +141,10 @@ func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 	}
 
 	for try := 1; ; try++ {
-		comp, f := o.attempt(ctx, callCtx, body, model)
+		a, f := o.attempt(ctx, callCtx, body, model)
 		if f == nil {
-			resp, err := o.response(comp, model)
-			o.logCall(req, model, start, try, comp, err)
+			resp, err := o.response(a, model)
+			o.logCall(req, model, start, try, a, err)
 			return resp, err
 		}
 		if f.cancelled {
@@ -178,7 +178,7 @@ func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 
 // attempt makes one request. ctx is the caller's context and callCtx the same bounded by
 // the turn budget; both are needed to tell who ended a request.
-func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string) (*openai.ChatCompletion, *failure) {
+func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string) (*answer, *failure) {
 	actx := callCtx
 	if o.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -186,40 +186,43 @@ func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string
 		defer cancel()
 	}
 	var res *http.Response
-	// The body replaces the empty params; see body for why it is encoded here.
-	comp, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
-		option.WithRequestBody("application/json", body), option.WithResponseInto(&res))
+	var raw []byte
+	// The body replaces the empty params; see body for why it is encoded here. The answer
+	// comes back as bytes, read by decodeAnswer.
+	_, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithResponseInto(&res),
+		option.WithResponseBodyInto(&raw))
 	if err == nil {
-		return comp, nil
+		var a *answer
+		if a, err = decodeAnswer(res, raw); err == nil {
+			return a, nil
+		}
 	}
 	return nil, o.classify(ctx, actx, res, err, model)
 }
 
 // response maps the first choice of a completion to a core response.
-func (o *OpenAI) response(comp *openai.ChatCompletion, model string) (core.ModelResponse, error) {
-	if comp == nil || len(comp.Choices) == 0 {
+func (o *OpenAI) response(a *answer, model string) (core.ModelResponse, error) {
+	if a.choices == 0 {
 		// Some proxies (OpenRouter among them) report an upstream failure in a 200 answer.
-		if comp != nil {
-			if _, msg := errorText([]byte(comp.RawJSON())); msg != "" {
-				return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered with an error instead of a completion: %s", o.endpoint, o.clean(msg))
-			}
+		if _, msg := errorText(a.raw); msg != "" {
+			return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered with an error instead of a completion: %s", o.endpoint, o.clean(msg))
 		}
 		return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered without any choices (model %q)", o.endpoint, model)
 	}
-	ch := comp.Choices[0]
-	msg := ch.Message
-	resp := core.ModelResponse{Text: msg.Content}
-	if resp.Text == "" && msg.Refusal != "" {
-		resp.Text = msg.Refusal
+	ch := a.first
+	resp := core.ModelResponse{Text: ch.content}
+	if resp.Text == "" && ch.refusal != "" {
+		resp.Text = ch.refusal
 	}
-	for _, tc := range msg.ToolCalls {
-		// The union's fields are read directly: they are filled whether or not the server
-		// sent "type", while AsAny() needs it.
-		name, args := tc.Function.Name, tc.Function.Arguments
-		if tc.Type == "custom" {
-			name, args = tc.Custom.Name, tc.Custom.Input
+	for _, tc := range ch.calls {
+		// Both variants' fields are read: they are filled whether or not the server sent
+		// "type", while openai-go's AsAny() needs it.
+		name, args := tc.name, tc.args
+		if tc.typ == "custom" {
+			name, args = tc.customName, tc.customInput
 		}
-		id := tc.ID
+		id := tc.id
 		if id == "" {
 			// Some local servers leave ids out; the result must still name its call, and
 			// stay unambiguous among the calls of earlier turns in the history.
@@ -228,23 +231,23 @@ func (o *OpenAI) response(comp *openai.ChatCompletion, model string) (core.Model
 		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: name, Args: toolArgs(args)})
 	}
 	if resp.Text == "" && len(resp.ToolCalls) == 0 {
-		return core.ModelResponse{}, fmt.Errorf("the model returned an empty answer (finish_reason %q)", ch.FinishReason)
+		return core.ModelResponse{}, fmt.Errorf("the model returned an empty answer (finish_reason %q)", ch.finishReason)
 	}
 	return resp, nil
 }
 
 // logCall logs a finished call at debug level: never the key, the URL or the content.
-func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, tries int, comp *openai.ChatCompletion, err error) {
+func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, tries int, a *answer, err error) {
 	if !o.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
 	attrs := []any{"session", req.SessionID, "model", model, "duration", time.Since(start), "tries", tries}
-	if comp != nil {
-		if u := comp.Usage; u.JSON.TotalTokens.Valid() {
-			attrs = append(attrs, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "total_tokens", u.TotalTokens)
+	if a != nil {
+		if u := a.usage; u.valid {
+			attrs = append(attrs, "prompt_tokens", u.prompt, "completion_tokens", u.completion, "total_tokens", u.total)
 		}
-		if len(comp.Choices) > 0 {
-			attrs = append(attrs, "finish_reason", comp.Choices[0].FinishReason, "tool_calls", len(comp.Choices[0].Message.ToolCalls))
+		if a.choices > 0 {
+			attrs = append(attrs, "finish_reason", a.first.finishReason, "tool_calls", len(a.first.calls))
 		}
 	}
 	if err != nil {

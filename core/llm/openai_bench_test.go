@@ -116,3 +116,25 @@ func BenchmarkOpenAIBody(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkOpenAIAnswer is reading a completion with one tool call: openai-go's decoding
+// into a ChatCompletion as before fastAnswer (openai-go), and fastAnswer (fast).
+func BenchmarkOpenAIAnswer(b *testing.B) {
+	raw := []byte(toolCallsReply(call("call_x", "function", "read_file", `{"path":"README.md"}`)).body)
+	b.Run("openai-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, err := slowAnswer(raw); err != nil || len(a.first.calls) != 1 {
+				b.Fatal(a, err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, ok := fastAnswer(raw); !ok || len(a.first.calls) != 1 {
+				b.Fatal(a, ok)
+			}
+		}
+	})
+}
