@@ -62,6 +62,26 @@ const (
 	maxRetryAfter = 60 * time.Second
 )
 
+// idleConns is how many keep-alive connections to the model endpoint are kept: one for
+// every session asking at once. net/http keeps two per host by default, so with more
+// sessions in a model call every other call opened, and then dropped, a connection.
+const idleConns = 64
+
+// newTransport is net/http's default transport with a keep-alive pool sized for
+// concurrent model calls. Compression stays as it is: Go's Accept-Encoding: gzip costs
+// nothing when the server does not compress (local servers do not), and a remote API's
+// gzip saves more on the wire than inflating costs.
+func newTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, idleConns)
+	t.MaxIdleConnsPerHost = idleConns
+	return t
+}
+
 // NewOpenAI builds the provider. The client is built only from cfg — never from OPENAI_*
 // environment variables — and with the library's own retries off: Complete retries
 // itself, so it controls the backoff, Retry-After, the turn budget and the error message.
@@ -82,11 +102,7 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 	if hc == nil {
 		// A client of our own rather than http.DefaultClient, so nothing else in the process
 		// can change how model calls are made; timeouts come from the request context.
-		var rt http.RoundTripper = http.DefaultTransport
-		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			rt = t.Clone()
-		}
-		hc = &http.Client{Transport: rt}
+		hc = &http.Client{Transport: newTransport()}
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
