@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -41,6 +42,14 @@ type OpenAI struct {
 	// baseDelay is the first backoff step; later steps double it up to maxBackoff. Tests
 	// shorten it.
 	baseDelay time.Duration
+
+	// What every request body shares, encoded once (see openai_encode.go).
+	prefix, planPrefix []byte // up to the first message, for Model and PlanModel
+	temperature        string // the temperature member, "" when unset
+	tempErr            error  // a temperature encoding/json refuses (NaN, infinities)
+	tools              atomic.Pointer[toolsEntry]
+	system             atomic.Pointer[systemEntry]
+	lastBody           atomic.Int64 // the size of the last body, to allocate the next at once
 }
 
 var _ core.Model = (*OpenAI)(nil)
@@ -52,6 +61,26 @@ const (
 	// call, because a person is waiting in the chat and would rather retry later.
 	maxRetryAfter = 60 * time.Second
 )
+
+// idleConns is how many keep-alive connections to the model endpoint are kept: one for
+// every session asking at once. net/http keeps two per host by default, so with more
+// sessions in a model call every other call opened, and then dropped, a connection.
+const idleConns = 64
+
+// newTransport is net/http's default transport with a keep-alive pool sized for
+// concurrent model calls. Compression stays as it is: Go's Accept-Encoding: gzip costs
+// nothing when the server does not compress (local servers do not), and a remote API's
+// gzip saves more on the wire than inflating costs.
+func newTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, idleConns)
+	t.MaxIdleConnsPerHost = idleConns
+	return t
+}
 
 // NewOpenAI builds the provider. The client is built only from cfg — never from OPENAI_*
 // environment variables — and with the library's own retries off: Complete retries
@@ -73,11 +102,7 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 	if hc == nil {
 		// A client of our own rather than http.DefaultClient, so nothing else in the process
 		// can change how model calls are made; timeouts come from the request context.
-		var rt http.RoundTripper = http.DefaultTransport
-		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			rt = t.Clone()
-		}
-		hc = &http.Client{Transport: rt}
+		hc = &http.Client{Transport: newTransport()}
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
@@ -99,12 +124,17 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 	// here: NewClient would add OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ADMIN_KEY,
 	// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the environment, and
 	// with an empty APIKey an admin key found there would be sent to a local server.
+	temperature, tempErr := encodeTemperature(cfg.Temperature)
 	return &OpenAI{
-		svc:       openai.NewChatCompletionService(opts...),
-		cfg:       cfg,
-		endpoint:  endpoint,
-		log:       log,
-		baseDelay: defaultBaseDelay,
+		svc:         openai.NewChatCompletionService(opts...),
+		cfg:         cfg,
+		endpoint:    endpoint,
+		log:         log,
+		baseDelay:   defaultBaseDelay,
+		prefix:      modelPrefix(cfg.Model),
+		planPrefix:  modelPrefix(cfg.PlanModel),
+		temperature: temperature,
+		tempErr:     tempErr,
 	}, nil
 }
 
@@ -127,10 +157,10 @@ func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 	}
 
 	for try := 1; ; try++ {
-		comp, f := o.attempt(ctx, callCtx, body, model)
+		a, f := o.attempt(ctx, callCtx, body, model)
 		if f == nil {
-			resp, err := o.response(comp, model)
-			o.logCall(req, model, start, try, comp, err)
+			resp, err := o.response(a, model)
+			o.logCall(req, model, start, try, a, err)
 			return resp, err
 		}
 		if f.cancelled {
@@ -164,7 +194,7 @@ func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 
 // attempt makes one request. ctx is the caller's context and callCtx the same bounded by
 // the turn budget; both are needed to tell who ended a request.
-func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string) (*openai.ChatCompletion, *failure) {
+func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string) (*answer, *failure) {
 	actx := callCtx
 	if o.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -172,40 +202,43 @@ func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string
 		defer cancel()
 	}
 	var res *http.Response
-	// The body replaces the empty params; see chatRequest for why it is encoded here.
-	comp, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
-		option.WithRequestBody("application/json", body), option.WithResponseInto(&res))
+	var raw []byte
+	// The body replaces the empty params; see body for why it is encoded here. The answer
+	// comes back as bytes, read by decodeAnswer.
+	_, err := o.svc.New(actx, openai.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithResponseInto(&res),
+		option.WithResponseBodyInto(&raw))
 	if err == nil {
-		return comp, nil
+		var a *answer
+		if a, err = decodeAnswer(res, raw); err == nil {
+			return a, nil
+		}
 	}
 	return nil, o.classify(ctx, actx, res, err, model)
 }
 
 // response maps the first choice of a completion to a core response.
-func (o *OpenAI) response(comp *openai.ChatCompletion, model string) (core.ModelResponse, error) {
-	if comp == nil || len(comp.Choices) == 0 {
+func (o *OpenAI) response(a *answer, model string) (core.ModelResponse, error) {
+	if a.choices == 0 {
 		// Some proxies (OpenRouter among them) report an upstream failure in a 200 answer.
-		if comp != nil {
-			if _, msg := errorText([]byte(comp.RawJSON())); msg != "" {
-				return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered with an error instead of a completion: %s", o.endpoint, o.clean(msg))
-			}
+		if _, msg := errorText(a.raw); msg != "" {
+			return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered with an error instead of a completion: %s", o.endpoint, o.clean(msg))
 		}
 		return core.ModelResponse{}, fmt.Errorf("the model endpoint at %s answered without any choices (model %q)", o.endpoint, model)
 	}
-	ch := comp.Choices[0]
-	msg := ch.Message
-	resp := core.ModelResponse{Text: msg.Content}
-	if resp.Text == "" && msg.Refusal != "" {
-		resp.Text = msg.Refusal
+	ch := a.first
+	resp := core.ModelResponse{Text: ch.content}
+	if resp.Text == "" && ch.refusal != "" {
+		resp.Text = ch.refusal
 	}
-	for _, tc := range msg.ToolCalls {
-		// The union's fields are read directly: they are filled whether or not the server
-		// sent "type", while AsAny() needs it.
-		name, args := tc.Function.Name, tc.Function.Arguments
-		if tc.Type == "custom" {
-			name, args = tc.Custom.Name, tc.Custom.Input
+	for _, tc := range ch.calls {
+		// Both variants' fields are read: they are filled whether or not the server sent
+		// "type", while openai-go's AsAny() needs it.
+		name, args := tc.name, tc.args
+		if tc.typ == "custom" {
+			name, args = tc.customName, tc.customInput
 		}
-		id := tc.ID
+		id := tc.id
 		if id == "" {
 			// Some local servers leave ids out; the result must still name its call, and
 			// stay unambiguous among the calls of earlier turns in the history.
@@ -214,23 +247,23 @@ func (o *OpenAI) response(comp *openai.ChatCompletion, model string) (core.Model
 		resp.ToolCalls = append(resp.ToolCalls, core.ToolCall{ID: id, Name: name, Args: toolArgs(args)})
 	}
 	if resp.Text == "" && len(resp.ToolCalls) == 0 {
-		return core.ModelResponse{}, fmt.Errorf("the model returned an empty answer (finish_reason %q)", ch.FinishReason)
+		return core.ModelResponse{}, fmt.Errorf("the model returned an empty answer (finish_reason %q)", ch.finishReason)
 	}
 	return resp, nil
 }
 
 // logCall logs a finished call at debug level: never the key, the URL or the content.
-func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, tries int, comp *openai.ChatCompletion, err error) {
+func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, tries int, a *answer, err error) {
 	if !o.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
 	attrs := []any{"session", req.SessionID, "model", model, "duration", time.Since(start), "tries", tries}
-	if comp != nil {
-		if u := comp.Usage; u.JSON.TotalTokens.Valid() {
-			attrs = append(attrs, "prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "total_tokens", u.TotalTokens)
+	if a != nil {
+		if u := a.usage; u.valid {
+			attrs = append(attrs, "prompt_tokens", u.prompt, "completion_tokens", u.completion, "total_tokens", u.total)
 		}
-		if len(comp.Choices) > 0 {
-			attrs = append(attrs, "finish_reason", comp.Choices[0].FinishReason, "tool_calls", len(comp.Choices[0].Message.ToolCalls))
+		if a.choices > 0 {
+			attrs = append(attrs, "finish_reason", a.first.finishReason, "tool_calls", len(a.first.calls))
 		}
 	}
 	if err != nil {

@@ -88,3 +88,53 @@ func BenchmarkOpenAIComplete(b *testing.B) {
 	b.ReportMetric(perCall-loopback, "provider-ns/call")
 	b.ReportMetric(float64(len(body)), "request-bytes")
 }
+
+// BenchmarkOpenAIBody is building the request body of benchRequest alone: encoding/json
+// on a struct as before openai_encode.go (legacy), and the appended bytes with the tools
+// and system prompt from the caches (appended).
+func BenchmarkOpenAIBody(b *testing.B) {
+	cfg := OpenAIConfig{Model: "m", PlanModel: "planner"}
+	req := benchRequest()
+	b.Run("legacy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := legacyBody(cfg, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("appended", func(b *testing.B) {
+		o, err := NewOpenAI(cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := o.body(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkOpenAIAnswer is reading a completion with one tool call: openai-go's decoding
+// into a ChatCompletion as before fastAnswer (openai-go), and fastAnswer (fast).
+func BenchmarkOpenAIAnswer(b *testing.B) {
+	raw := []byte(toolCallsReply(call("call_x", "function", "read_file", `{"path":"README.md"}`)).body)
+	b.Run("openai-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, err := slowAnswer(raw); err != nil || len(a.first.calls) != 1 {
+				b.Fatal(a, err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, ok := fastAnswer(raw); !ok || len(a.first.calls) != 1 {
+				b.Fatal(a, ok)
+			}
+		}
+	})
+}
