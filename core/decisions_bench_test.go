@@ -17,7 +17,9 @@ import (
 // each taking the next plan when its last decision is handled. syncs/decision counts the
 // store's fsynced transactions per decision, writes/decision its writes (commits),
 // txs/decision the transactions they took (writes arriving together share one),
-// sync-waits/decision the durable writes that waited for an fsync (several share one).
+// sync-waits/decision the durable writes that waited for an fsync (several share one),
+// file-writes/decision the plan files written (after the turns, the file writer drained)
+// and file-creates/decision how many of those went into a newly created file.
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
@@ -38,6 +40,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	}
 	raw := rawCommitRate(b, h.dir)
 	st0 := h.st.GroupStats()
+	fw0, fc0 := core.PlanFileWrites(h.eng)
 	var (
 		mu     sync.Mutex
 		next   int
@@ -80,6 +83,10 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 			}
 		}
 	}
+	if err := h.eng.Wait(ctx); err != nil {
+		b.Fatal(err)
+	}
+	fw, fc := core.PlanFileWrites(h.eng)
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
@@ -92,6 +99,8 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
 	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
 	b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
+	b.ReportMetric(float64(fw-fw0)/float64(b.N), "file-writes/decision")
+	b.ReportMetric(float64(fc-fc0)/float64(b.N), "file-creates/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's
