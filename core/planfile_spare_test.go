@@ -211,3 +211,28 @@ func wholeVersion(b []byte, file string) bool {
 	unit := append(bytes.Clone(line), '\n')
 	return len(b)%len(unit) == 0 && bytes.Equal(b, bytes.Repeat(unit, len(b)/len(unit)))
 }
+
+// BenchmarkWritePlanFile rewrites 2 KB plan files in 64 session directories in turn:
+// spare fills the displaced file, create makes a new one per write (as without leases,
+// and as every write did before).
+func BenchmarkWritePlanFile(b *testing.B) {
+	data := bytes.Repeat([]byte("- [ ] a step of the plan, escaped and rendered\n"), 44)
+	for _, mode := range []string{"spare", "create"} {
+		b.Run(mode, func(b *testing.B) {
+			plans := filepath.Join(b.TempDir(), "plans")
+			var pf planFiles
+			pf.noLeases.Store(mode == "create")
+			for i := range 64 {
+				if _, err := pf.write(plans, fmt.Sprint(i), "p.md", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := pf.write(plans, fmt.Sprint(i%64), "p.md", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

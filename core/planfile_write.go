@@ -47,33 +47,44 @@ func (pf *planFiles) write(plansDir, sessionDir, name string, data []byte) (stri
 	if err := checkPathElement("file name", name); err != nil {
 		return "", err
 	}
-	// Directories are created only when missing: the common case (a refresh) costs no
-	// mkdir calls.
-	root, err := os.OpenRoot(plansDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(plansDir, 0o755); err != nil {
-			return "", fmt.Errorf("creating plans directory: %w", err)
+	if done, err := pf.replace(plansDir, sessionDir, name, data); done {
+		if err != nil {
+			return "", fmt.Errorf("writing plan file: %w", err)
 		}
-		root, err = os.OpenRoot(plansDir)
-	}
-	if err != nil {
-		return "", fmt.Errorf("opening plans directory: %w", err)
-	}
-	defer root.Close()
-	err = pf.replace(root, sessionDir, name, data)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := root.Mkdir(sessionDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("creating session plans directory: %w", err)
-		}
-		err = pf.replace(root, sessionDir, name, data)
-	}
-	if err != nil {
-		return "", fmt.Errorf("writing plan file: %w", err)
+	} else if err := pf.writePortably(plansDir, sessionDir, name, data); err != nil {
+		return "", err
 	}
 	pf.writes.Add(1)
 	// No fsync: the plan is durable in the store, and the file is a rendering of it that
 	// /plan show writes again. Syncing here would double the disk flushes per decision.
 	return filepath.Join(plansDir, sessionDir, name), nil
+}
+
+// writePortably writes through an os.Root, creating the directories when missing (a
+// refresh, the common case, costs no mkdir calls).
+func (pf *planFiles) writePortably(plansDir, sessionDir, name string, data []byte) error {
+	root, err := os.OpenRoot(plansDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(plansDir, 0o755); err != nil {
+			return fmt.Errorf("creating plans directory: %w", err)
+		}
+		root, err = os.OpenRoot(plansDir)
+	}
+	if err != nil {
+		return fmt.Errorf("opening plans directory: %w", err)
+	}
+	defer root.Close()
+	err = pf.createAndRename(root, sessionDir, name, data)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := root.Mkdir(sessionDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating session plans directory: %w", err)
+		}
+		err = pf.createAndRename(root, sessionDir, name, data)
+	}
+	if err != nil {
+		return fmt.Errorf("writing plan file: %w", err)
+	}
+	return nil
 }
 
 // createAndRename writes data to a new temporary file in sessionDir and renames it over

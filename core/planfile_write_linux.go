@@ -5,7 +5,6 @@ package core
 import (
 	"errors"
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,52 +32,67 @@ import (
 // spareName is the plans directory's spare: a file an earlier rewrite displaced.
 const spareName = ".plangate-spare"
 
-// replace writes data under sessionDir/name; fs.ErrNotExist when sessionDir is missing.
-func (pf *planFiles) replace(root *os.Root, sessionDir, name string, data []byte) error {
+// replace writes data under sessionDir/name in place of what is there. It takes the
+// portable path (createAndRename) where it does nothing here: the plans or session
+// directory is missing (created there) or the session directory is a symbolic link
+// (os.Root follows it if it stays inside), or leases are refused.
+func (pf *planFiles) replace(plansDir, sessionDir, name string, data []byte) (bool, error) {
 	if pf.noLeases.Load() {
-		return pf.createAndRename(root, sessionDir, name, data)
+		return false, nil
 	}
-	dir, err := root.OpenFile(sessionDir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	top, err := unix.Open(plansDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return false, nil
 	}
-	defer dir.Close()
-	top, err := root.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	defer unix.Close(top)
+	dir, err := unix.Openat(top, sessionDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return false, nil
 	}
-	defer top.Close()
-	d := dirPair{top: int(top.Fd()), dir: int(dir.Fd())}
+	defer unix.Close(dir)
+	d := dirPair{top: top, dir: dir}
 	tmp := tempName(name)
-	f := pf.claimSpare(d, tmp)
-	if f == nil {
-		if f, err = d.create(tmp); err != nil {
-			return err
+	fd, ok := pf.claimSpare(d, tmp)
+	if !ok {
+		if fd, err = d.create(tmp); err != nil {
+			return true, err
 		}
 		pf.created.Add(1)
 	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data))) // a spare may be longer
-	}
-	if cerr := f.Close(); err == nil { // closing ends the lease
+	err = fill(fd, data)
+	if cerr := unix.Close(fd); err == nil { // closing ends the lease
 		err = cerr
 	}
 	if err != nil {
 		_ = unix.Unlinkat(d.dir, tmp, 0)
-		return err
+		return true, &os.PathError{Op: "write", Path: tmp, Err: err}
 	}
-	return d.swapIn(tmp, name)
+	return true, d.swapIn(tmp, name)
+}
+
+// fill makes data the content of the file open as fd (a spare may be longer).
+func fill(fd int, data []byte) error {
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(fd, data[off:], int64(off))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	return unix.Ftruncate(fd, int64(len(data)))
 }
 
 // dirPair holds the descriptors of the plans directory (top) and a session's (dir).
 type dirPair struct{ top, dir int }
 
 // claimSpare takes the spare under the name tmp in the session directory, open for
-// writing and leased; nil when there is none, or none that is safe to overwrite.
-func (pf *planFiles) claimSpare(d dirPair, tmp string) *os.File {
+// writing and leased; false when there is none, or none that is safe to overwrite.
+func (pf *planFiles) claimSpare(d dirPair, tmp string) (int, bool) {
 	if unix.Renameat(d.top, spareName, d.dir, tmp) != nil {
-		return nil // none, or not movable here
+		return -1, false // none, or not movable here
 	}
 	// O_NONBLOCK: a FIFO left as the spare must not block the open.
 	fd, err := unix.Openat(d.dir, tmp, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -86,7 +100,7 @@ func (pf *planFiles) claimSpare(d dirPair, tmp string) *os.File {
 		if unix.Unlinkat(d.dir, tmp, 0) != nil {
 			_ = unix.Renameat(d.dir, tmp, d.top, spareName) // a directory: put it back
 		}
-		return nil
+		return -1, false
 	}
 	var st unix.Stat_t
 	ok := unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1
@@ -103,23 +117,23 @@ func (pf *planFiles) claimSpare(d dirPair, tmp string) *os.File {
 	if !ok {
 		_ = unix.Close(fd)
 		_ = unix.Unlinkat(d.dir, tmp, 0) // whoever holds it keeps it
-		return nil
+		return -1, false
 	}
-	return os.NewFile(uintptr(fd), tmp)
+	return fd, true
 }
 
 // create makes the new file tmp in the session directory.
-func (d dirPair) create(tmp string) (*os.File, error) {
+func (d dirPair) create(tmp string) (int, error) {
 	fd, err := unix.Openat(d.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: tmp, Err: err}
+		return -1, &os.PathError{Op: "open", Path: tmp, Err: err}
 	}
 	if err := unix.Fchmod(fd, 0o644); err != nil { // the umask may have narrowed the mode
 		_ = unix.Close(fd)
 		_ = unix.Unlinkat(d.dir, tmp, 0)
-		return nil, &os.PathError{Op: "chmod", Path: tmp, Err: err}
+		return -1, &os.PathError{Op: "chmod", Path: tmp, Err: err}
 	}
-	return os.NewFile(uintptr(fd), tmp), nil
+	return fd, nil
 }
 
 // swapIn puts the filled file tmp under name. Exchanging keeps the displaced file (as the
