@@ -18,10 +18,11 @@ import (
 // copy). None of them may see half a plan, so new content always goes into a file no
 // reader holds and is swapped in under the plan's name by one rename.
 
-// WritePlanFile writes data to plansDir/sessionDir/name through an os.Root opened on
-// plansDir, so neither name nor a symbolic link can place the file outside plansDir. The
-// file is written under another name and renamed, so readers never see half a plan; it
-// is not synced, since the store holds the plan durably.
+// WritePlanFile writes data to plansDir/sessionDir/name, confined to plansDir: through an
+// os.Root opened on it, or on Linux relative to descriptors of the two directories with
+// no symbolic link followed, so neither name nor a link can place the file outside
+// plansDir. The content goes into a file no reader holds and is renamed into place, so
+// readers never see half a plan; it is not synced, since the store holds the plan durably.
 // sessionDir and name must each be one path element. It returns
 // filepath.Join(plansDir, sessionDir, name).
 func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {

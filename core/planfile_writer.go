@@ -41,7 +41,7 @@ type fileWriter struct {
 	dir   string
 	log   *slog.Logger
 	marks *toolMarks // which allowed tools are marked destructive
-	out   planFiles  // every write of the engine's plan files goes through it
+	out   planFiles  // prepare's writes and the refreshes go through it
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
