@@ -51,7 +51,7 @@ func (t *turnState) prepare(o Outcome) error {
 		if eff.Kind != EffWriteFile {
 			continue
 		}
-		if _, err := writeMarkedPlanFile(t.e.cfg.PlansDir, o.Session, eff.Plan, t.e.files.marks.destructive()); err != nil {
+		if _, err := t.e.files.write(o.Session, eff.Plan); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
 			return &prepareError{err: err}
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +18,11 @@ import (
 // each taking the next plan when its last decision is handled. syncs/decision counts the
 // store's fsynced transactions per decision, writes/decision its writes (commits),
 // txs/decision the transactions they took (writes arriving together share one),
-// sync-waits/decision the durable writes that waited for an fsync (several share one).
+// sync-waits/decision the durable writes that waited for an fsync (several share one),
+// file-writes/decision the plan files written (after the turns, the file writer drained)
+// and file-creates/decision how many of those went into a newly created file;
+// cpu-µs/decision is the process's CPU (user and system, every goroutine) in the timed
+// part, which moves less with the other jobs on the machine than the rates do.
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
@@ -38,6 +43,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	}
 	raw := rawCommitRate(b, h.dir)
 	st0 := h.st.GroupStats()
+	fw0, fc0 := core.PlanFileWrites(h.eng)
 	var (
 		mu     sync.Mutex
 		next   int
@@ -45,6 +51,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 		wg     sync.WaitGroup
 	)
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	start := time.Now()
 	for range sessions {
 		wg.Go(func() {
@@ -67,6 +74,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU(b) - cpu0
 	b.StopTimer()
 	st := h.st.GroupStats()
 	if failed != nil {
@@ -80,6 +88,10 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 			}
 		}
 	}
+	if err := h.eng.Wait(ctx); err != nil {
+		b.Fatal(err)
+	}
+	fw, fc := core.PlanFileWrites(h.eng)
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
@@ -88,10 +100,13 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	b.ReportMetric(rate, "decisions/s")
 	b.ReportMetric(raw, "raw-commits/s")
 	b.ReportMetric(rate/raw, "ratio")
+	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-µs/decision")
 	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
 	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
 	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
 	b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
+	b.ReportMetric(float64(fw-fw0)/float64(b.N), "file-writes/decision")
+	b.ReportMetric(float64(fc-fc0)/float64(b.N), "file-creates/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's
@@ -128,6 +143,15 @@ func rawCommitRate(b *testing.B, dir string) float64 {
 		}
 	}
 	return n / time.Since(start).Seconds()
+}
+
+// processCPU is the CPU time the process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ackedDecisions blocks the model and returns a decide that enqueues /plan accept for a

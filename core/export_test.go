@@ -13,3 +13,9 @@ func WindowOf(e *Engine, id string, version int64) ([]ChatMessage, bool) {
 func SetLingerTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
 	e.linger.after = after
 }
+
+// PlanFileWrites is how many plan files engine e has written, and how many of those
+// went into a newly created file (see planFiles).
+func PlanFileWrites(e *Engine) (written, created int64) {
+	return e.files.out.writes.Load(), e.files.out.created.Load()
+}

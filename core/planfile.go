@@ -2,12 +2,7 @@ package core
 
 import (
 	"bytes"
-	"crypto/rand"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
@@ -391,73 +386,3 @@ func entityAt(rs []rune, i int) bool {
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
-
-// WritePlanFile writes data to plansDir/sessionDir/name through an os.Root opened on
-// plansDir, so neither name nor a symbolic link can place the file outside plansDir. The
-// file is written to a temporary name and renamed, so readers never see half a plan; it
-// is not synced, since the store holds the plan durably.
-// sessionDir and name must each be one path element. It returns
-// filepath.Join(plansDir, sessionDir, name).
-func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {
-	if err := checkPathElement("session directory", sessionDir); err != nil {
-		return "", err
-	}
-	if err := checkPathElement("file name", name); err != nil {
-		return "", err
-	}
-	// Directories are created only when missing: the common case (a refresh) costs no
-	// mkdir calls.
-	root, err := os.OpenRoot(plansDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(plansDir, 0o755); err != nil {
-			return "", fmt.Errorf("creating plans directory: %w", err)
-		}
-		root, err = os.OpenRoot(plansDir)
-	}
-	if err != nil {
-		return "", fmt.Errorf("opening plans directory: %w", err)
-	}
-	defer root.Close()
-	target := filepath.Join(sessionDir, name)
-	tmp := filepath.Join(sessionDir, "."+name+".tmp-"+rand.Text())
-	err = writeTemp(root, tmp, data)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := root.Mkdir(sessionDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("creating session plans directory: %w", err)
-		}
-		err = writeTemp(root, tmp, data)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-		return "", fmt.Errorf("writing plan file: %w", err)
-	}
-	if err := root.Rename(tmp, target); err != nil {
-		_ = root.Remove(tmp)
-		return "", fmt.Errorf("writing plan file: %w", err)
-	}
-	// No fsync: the plan is durable in the store, and the file is a rendering of it that
-	// /plan show writes again. Syncing here would double the disk flushes per decision.
-	return filepath.Join(plansDir, sessionDir, name), nil
-}
-
-func writeTemp(root *os.Root, name string, data []byte) error {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Chmod(0o644) // the umask may have narrowed the mode
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
-
-func checkPathElement(what, s string) error {
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\:\x00") {
-		return fmt.Errorf("plan %s %q is not a single path element", what, s)
-	}
-	return nil
-}

@@ -15,12 +15,13 @@ import (
 // version that carries its changes gets the "## Changes from vN" section; a later rewrite
 // (p.Changes is not stored) keeps the section the file already has.
 func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
-	return writeMarkedPlanFile(plansDir, s, p, nil)
+	var pf planFiles
+	return pf.writePlan(plansDir, s, p, nil)
 }
 
-// writeMarkedPlanFile is writePlanFile with the destructive tools of the plan's scope
-// marked (see RenderPlanMarkdownMarked).
-func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
+// writePlan is writePlanFile with the destructive tools of the plan's scope marked (see
+// RenderPlanMarkdownMarked).
+func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
@@ -30,7 +31,7 @@ func writeMarkedPlanFile(plansDir string, s Session, p Plan, destructive func(st
 	if p.Changes == nil && p.Version > 1 {
 		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
 	}
-	return WritePlanFile(plansDir, s.Address.Dir(), name, data)
+	return pf.write(plansDir, s.Address.Dir(), name, data)
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
@@ -40,10 +41,16 @@ type fileWriter struct {
 	dir   string
 	log   *slog.Logger
 	marks *toolMarks // which allowed tools are marked destructive
+	out   planFiles  // prepare's writes and the refreshes go through it
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
 	running bool
+}
+
+// write writes p's file as session s sees it, now: a new version's, before its commit.
+func (w *fileWriter) write(s Session, p Plan) (string, error) {
+	return w.out.writePlan(w.dir, s, p, w.marks.destructive())
 }
 
 // refresh schedules a rewrite of p's file as session s now sees it.
@@ -58,7 +65,7 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := writeMarkedPlanFile(w.dir, s, p, destructive); err != nil {
+		if _, err := w.out.writePlan(w.dir, s, p, destructive); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}

@@ -251,7 +251,7 @@ func (e *Engine) copyPlan(s Session, p Plan) {
 }
 
 // planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
-// the same way (see writeMarkedPlanFile), so the two are byte for byte the same.
+// the same way (see fileWriter.write), so the two are byte for byte the same.
 func (e *Engine) planMarkdown(s Session, p Plan) []byte {
 	return RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive())
 }
