@@ -58,6 +58,77 @@ func RoundTrips(b *testing.B, workers int, trip func(worker, n int) (time.Durati
 	return latencies, elapsed
 }
 
+// Paced runs b.N timed round trips from workers goroutines at rate trips per second in
+// all, an open schedule instead of RoundTrips' closed loop: worker w's k-th trip (n =
+// k×workers + w) is due at start + (k + w/workers)×workers/rate, and starts then, or when
+// its last trip ended if that is later (a sender waits for the reply, as a person does).
+// late is how many trips were due over a millisecond before the worker's last one ended:
+// when it is not small the run offered less than rate, and the latencies (timed from
+// each start, not from when it was due) hide that queueing.
+func Paced(b *testing.B, workers int, rate float64, trip func(worker, n int) (time.Duration, error)) (latencies []time.Duration, elapsed time.Duration, late int) {
+	b.Helper()
+	var (
+		mu     sync.Mutex
+		failed error
+		wg     sync.WaitGroup
+	)
+	every := time.Duration(float64(workers) / rate * float64(time.Second))
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for k := 0; k*workers+w < b.N; k++ {
+				due := start.Add(time.Duration(k)*every + every*time.Duration(w)/time.Duration(workers))
+				wait := time.Until(due)
+				behind := wait < -time.Millisecond
+				if wait > 0 {
+					time.Sleep(wait)
+				}
+				d, err := trip(w, k*workers+w)
+				mu.Lock()
+				if behind {
+					late++
+				}
+				if err != nil && failed == nil {
+					failed = err
+				}
+				latencies = append(latencies, d)
+				stop := failed != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	return latencies, elapsed, late
+}
+
+// Drive is RoundTrips when rate is 0, else Paced at rate, reporting its late trips
+// (late_trips).
+func Drive(b *testing.B, workers int, rate float64, trip func(worker, n int) (time.Duration, error)) ([]time.Duration, time.Duration) {
+	b.Helper()
+	if rate == 0 {
+		return RoundTrips(b, workers, trip)
+	}
+	latencies, elapsed, late := Paced(b, workers, rate, trip)
+	b.ReportMetric(float64(late), "late_trips")
+	return latencies, elapsed
+}
+
+// Alternate picks every other trip of each of Paced's workers (n = k×workers + w), half
+// of each worker's and half of all, for a benchmark's mixed case. (RoundTrips numbers
+// trips in the order they start, so n%2 does that there.)
+func Alternate(workers int) func(n int) bool {
+	return func(n int) bool { return n >= 0 && (n/workers+n%workers)%2 == 0 }
+}
+
 // Percentile returns the p-quantile (0..1) of ds in milliseconds, for b.ReportMetric.
 func Percentile(ds []time.Duration, p float64) float64 {
 	if len(ds) == 0 {

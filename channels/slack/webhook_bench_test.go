@@ -19,7 +19,7 @@ import (
 // (concurrent requests share commits), and the engine (on SQLite, with an instant echoing
 // model) answers it in the thread; a round trip ends when the reply's chat.postMessage
 // reaches the fake Web API. Each sender has its own channel and posts its next mention once
-// the last was answered, over keep-alive connections (as Slack's are). Reported:
+// the last was answered (or, paced, when it is due), over keep-alive connections (as Slack's are). Reported:
 // requests/s, p50/p99 in ms from the request being sent to its 200 (as the client saw
 // it, and as the server had it out: srv_) and to the reply, and fsynced store
 // transactions per request. direct and mixed are as in
@@ -29,10 +29,27 @@ func BenchmarkWebhookSlack(b *testing.B) {
 	b.Run("http", func(b *testing.B) { benchSlackWebhook(b, func(int) bool { return true }) })
 	b.Run("direct", func(b *testing.B) { benchSlackWebhook(b, func(int) bool { return false }) })
 	b.Run("mixed", func(b *testing.B) { benchSlackWebhook(b, func(n int) bool { return n%2 == 0 }) })
+	// paced=R: R mentions/s in all on a schedule instead of the closed loop, as in
+	// BenchmarkWebhookTelegram.
+	for _, rate := range []int{250, 500} {
+		b.Run(fmt.Sprintf("paced=%d", rate), func(b *testing.B) {
+			b.Run("http", func(b *testing.B) { benchSlackWebhookAt(b, float64(rate), func(int) bool { return true }) })
+			b.Run("mixed", func(b *testing.B) { benchSlackWebhookAt(b, float64(rate), channeltest.Alternate(slackSenders)) })
+		})
+	}
 }
 
+// slackSenders is how many senders the webhook benchmark runs, each with its own channel.
+const slackSenders = 20
+
 func benchSlackWebhook(b *testing.B, overHTTP func(n int) bool) {
-	const senders = 20
+	benchSlackWebhookAt(b, 0, overHTTP)
+}
+
+// benchSlackWebhookAt runs the benchmark at rate mentions/s (paced), or as a closed loop
+// when rate is 0.
+func benchSlackWebhookAt(b *testing.B, rate float64, overHTTP func(n int) bool) {
+	const senders = slackSenders
 	replies := channeltest.NewReplies()
 	e := newEnv(b, httpMode, func(e *env) {
 		e.Log = slog.New(slog.DiscardHandler)
@@ -96,7 +113,7 @@ func benchSlackWebhook(b *testing.B, overHTTP func(n int) bool) {
 	}
 	viaHTTP, server, direct = nil, nil, nil
 	fsyncs := e.Store.GroupStats().Durable
-	latencies, elapsed := channeltest.RoundTrips(b, senders, trip)
+	latencies, elapsed := channeltest.Drive(b, senders, rate, trip)
 	b.ReportMetric(float64(e.Store.GroupStats().Durable-fsyncs)/float64(b.N), "fsyncs/req")
 	channeltest.ReportWebhook(b, elapsed, channeltest.WebhookTimes{HTTP: viaHTTP, Server: server, Direct: direct, Replies: latencies})
 }

@@ -186,8 +186,9 @@ type dispatcher struct {
 	accepting atomic.Bool     // Run is taking webhook updates
 	receiving atomic.Bool     // Run is past its replay and dispatching (AdoptInbox may add updates)
 
-	inflight sync.WaitGroup // updates handed over and not yet settled
-	left     atomic.Int64   // updates the handler gave up on while stopping
+	inflight  sync.WaitGroup // updates handed over (or queued to be) and not yet settled
+	handOvers handOvers      // webhook updates committed, to be handed over in order
+	left      atomic.Int64   // updates the handler gave up on while stopping
 }
 
 // take notes a polled batch in the inbox, not yet saved. fresh are the updates to

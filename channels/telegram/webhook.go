@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -58,13 +59,66 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, code, why)
 		return
 	}
-	// The update is committed: Telegram may have its 200 before the handing over, which
-	// still happens here, so updates are handed over in the order they were answered.
-	w.WriteHeader(http.StatusOK)
-	_ = http.NewResponseController(w).Flush()
+	// The update is committed. Its hand-over is queued before the 200, so an update
+	// answered before another was sent is handed over first, and runs off the request:
+	// the answer is whole at once (Content-Length: 0, one write) and the connection free
+	// for Telegram's next update, whatever the hand-over waits for (a store read for a
+	// reply to a prompt, a plan file's download).
 	if handle != nil {
-		handle()
+		d.handOver(handle)
 	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handOvers runs the hand-overs of committed webhook updates one at a time, in the order
+// they were queued, on a goroutine of its own while any are queued.
+type handOvers struct {
+	mu      sync.Mutex
+	queue   []func()
+	running bool
+}
+
+// handOver queues f; Drain waits for it as for the update's turn.
+func (d *dispatcher) handOver(f func()) {
+	d.inflight.Add(1)
+	h := &d.handOvers
+	h.mu.Lock()
+	h.queue = append(h.queue, f)
+	start := !h.running
+	h.running = true
+	h.mu.Unlock()
+	if start {
+		go d.runHandOvers()
+	}
+}
+
+func (d *dispatcher) runHandOvers() {
+	h := &d.handOvers
+	for {
+		h.mu.Lock()
+		if len(h.queue) == 0 {
+			h.queue, h.running = nil, false
+			h.mu.Unlock()
+			return
+		}
+		f := h.queue[0]
+		h.queue[0] = nil
+		h.queue = h.queue[1:]
+		h.mu.Unlock()
+		d.runHandOver(f)
+	}
+}
+
+// runHandOver runs f; a panic is logged, as net/http's server did when hand-overs ran
+// in the request, and the next hand-over still runs.
+func (d *dispatcher) runHandOver(f func()) {
+	defer d.inflight.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			d.c.log.Error("handing over a webhook update panicked", "panic", fmt.Sprint(p))
+		}
+	}()
+	f()
 }
 
 // InboxAccount implements channels.InboxAdopter: the bot whose inbox records this
@@ -148,7 +202,7 @@ func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle fu
 	}
 	d.stored()
 	if d.async == nil {
-		// A plain handler runs the turn itself: not in the request.
+		// A plain handler runs the turn itself: not in the hand-over queue.
 		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatchUpdate(d.ctx, u) }) }
 	}
 	return http.StatusOK, "", func() { d.dispatchUpdate(d.ctx, u) }

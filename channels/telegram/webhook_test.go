@@ -31,6 +31,21 @@ type diskState struct {
 	failed atomic.Int64
 	saves  atomic.Int64 // durable writes of a record that succeeded
 	mu     sync.Mutex
+	// promptGate, when set, holds every read of a prompt's record until it is closed;
+	// promptRead is told of each.
+	promptGate, promptRead chan struct{}
+}
+
+// ChannelState is the store's, held by promptGate for a prompt's record.
+func (s *diskState) ChannelState(ctx context.Context, ch, acct, key string) (string, bool, error) {
+	s.mu.Lock()
+	gate, read := s.promptGate, s.promptRead
+	s.mu.Unlock()
+	if gate != nil && strings.HasPrefix(key, "prompt:") {
+		read <- struct{}{}
+		<-gate
+	}
+	return s.State.ChannelState(ctx, ch, acct, key)
 }
 
 func (s *diskState) SetChannelState(ctx context.Context, ch, acct, key, v string) error {
@@ -303,6 +318,72 @@ func TestWebhookOutOfOrderUpdatesAreAllHandled(t *testing.T) {
 	h.Idle()
 	if n := h.Model.CallCount(); n != 4 {
 		t.Errorf("the model was called %d times for 4 updates", n)
+	}
+}
+
+// The 200 is whole, and the connection free, while the update's hand-over still waits
+// (here for the store's read of the prompt it may answer); a later update is handed
+// over after it.
+func TestWebhookAnswersWithoutWaitingForTheHandOver(t *testing.T) {
+	h := newHookEnv(t, func(e *env) { e.Model.Echo("re: ") })
+	_, first := h.update(private, "first")
+	if code, ans := h.post(hookSecret, first); code != http.StatusOK {
+		t.Fatalf("POST = %d %s", code, ans)
+	}
+	shown := h.api.waitText(private, "re: first")
+	h.Idle()
+	gate := make(chan struct{})
+	h.disk.mu.Lock()
+	h.disk.promptGate, h.disk.promptRead = gate, make(chan struct{}, 1)
+	h.disk.mu.Unlock()
+	id := h.api.say(private, alice, "a reply to the bot", replyTo(shown.ID))
+	h.api.mu.Lock()
+	h.api.queue = nil
+	h.api.mu.Unlock()
+	answered := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+WebhookPath, strings.NewReader(string(h.api.rawUpdate(id))))
+		req.Header.Set(secretHeader, hookSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			close(answered)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // to its end: a chunked answer ends after the hand-over
+		resp.Body.Close()
+		answered <- resp
+	}()
+	<-h.disk.promptRead // the hand-over is held
+	var resp *http.Response
+	select {
+	case resp = <-answered:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a timing
+		close(gate)
+		t.Fatal("the 200 waited for the update's hand-over")
+	}
+	if resp == nil {
+		t.Fatal("no answer")
+	}
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != 0 || len(resp.TransferEncoding) != 0 {
+		t.Errorf("answered %d, Content-Length %d, Transfer-Encoding %v; want 200 with an empty body of known length",
+			resp.StatusCode, resp.ContentLength, resp.TransferEncoding)
+	}
+	_, later := h.update(private, "later")
+	if code, ans := h.post(hookSecret, later); code != http.StatusOK {
+		t.Fatalf("POST while a hand-over is held = %d %s", code, ans)
+	}
+	close(gate)
+	h.api.waitText(private, "re: later")
+	h.Idle()
+	var texts []string
+	for _, m := range h.api.messages(private) {
+		if strings.HasPrefix(m.Text, "re: ") {
+			texts = append(texts, m.Text)
+		}
+	}
+	if want := []string{"re: first", "re: a reply to the bot", "re: later"}; !slices.Equal(texts, want) {
+		t.Errorf("replies %q, want %q (handed over in the order answered)", texts, want)
 	}
 }
 
