@@ -94,12 +94,24 @@ var betweenSessionPlanReads = func() {}
 
 // sessionPlanSQLite reads the inbound key, the session and its plan in one read
 // transaction.
+// Like the writer's batch (runGroup) it is statements on one connection rather than a
+// database/sql Tx, and they run without ctx, which is checked once before: a Tx, or a
+// query under a context that can end, starts a goroutine to watch it (for every QueryRow
+// of a Tx), four wake-ups of the scheduler for reads by key that take microseconds.
 func (s *Store) sessionPlanSQLite(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.r.Conn(ctx)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading session %q: getting a connection: %w", id, err)
+	}
+	defer tx.Close()
+	ctx = context.WithoutCancel(ctx)
+	if _, err := tx.ExecContext(ctx, "BEGIN"); err != nil {
 		return core.Session{}, nil, fmt.Errorf("loading session %q: beginning the read: %w", id, err)
 	}
-	defer tx.Rollback() // it only read: ending it releases the snapshot
+	defer rollback(ctx, tx) // it only read: ending it releases the snapshot
 	if inbound != nil {
 		k := *inbound
 		if err := checkInbound(tx.QueryRowContext(ctx, seenInboundQuery, k.Channel, k.Account, k.EventID), k); err != nil {

@@ -115,12 +115,12 @@ func (s *Store) SetChannelStateWith(ctx context.Context, channel, account, key s
 		return s.setChannelState(ctx, channel, account, key, v, lazy)
 	}
 	merge := "channel_state\x00" + channel + "\x00" + account + "\x00" + key
-	err := s.writeMerged(ctx, lazy, merge, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	err := s.writeMerged(ctx, lazy, merge, func(ctx context.Context, tx *sql.Conn, now time.Time) error {
 		v, err := value()
 		if err != nil {
 			return err
 		}
-		return execSteps(ctx, &sqlTx{Tx: tx, d: sqliteDialect}, []step{setStateStep(channel, account, key, v, now)})
+		return execSteps(ctx, tx, []step{setStateStep(channel, account, key, v, now)})
 	})
 	if err != nil {
 		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)
