@@ -453,9 +453,8 @@ func (e *Engine) duplicate(j *job) error {
 	return nil
 }
 
-// loadSession reads the message's session (a new one when there is none) and, with sp,
-// its current plan, checking inbound in the same read (an error wrapping ErrDuplicate
-// when it was recorded).
+// loadSession reads the message's session (a new one when there is none); with sp also
+// its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
 func (e *Engine) loadSession(ctx context.Context, m Message, sp SessionPlanReader, inbound *InboundKey) (Session, *Plan, error) {
 	id := m.Address.SessionID()
 	var (
@@ -465,9 +464,6 @@ func (e *Engine) loadSession(ctx context.Context, m Message, sp SessionPlanReade
 	)
 	if sp != nil {
 		s, plan, err = sp.SessionPlan(ctx, id, inbound)
-		if errors.Is(err, ErrDuplicate) {
-			return Session{}, nil, err
-		}
 	} else {
 		s, err = e.d.Store.Session(ctx, id)
 	}
