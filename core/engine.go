@@ -403,18 +403,20 @@ func (e *Engine) runMessage(j *job) error {
 		j.outcome = inboundRefused
 		return nil // bots never drive a session, including this one
 	}
-	if j.inbound != nil {
+	sp, oneRead := e.d.Store.(SessionPlanReader)
+	if j.inbound != nil && !oneRead {
 		seen, err := e.d.Store.SeenInbound(ctx, *j.inbound)
 		if err != nil {
 			return fmt.Errorf("checking inbound event: %w", err)
 		}
 		if seen {
-			e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
-			j.outcome = inboundDuplicate
-			return nil
+			return e.duplicate(j)
 		}
 	}
-	sess, plan, err := e.loadSession(ctx, m)
+	sess, plan, err := e.loadSession(ctx, m, sp, j.inbound)
+	if errors.Is(err, ErrDuplicate) { // the inbound check of SessionPlan's read
+		return e.duplicate(j)
+	}
 	if err == nil && j.seenAtStart {
 		seen := sess.ApprovalID
 		j.seenApproval = &seen
@@ -444,15 +446,24 @@ func (e *Engine) runMessage(j *job) error {
 	return err
 }
 
-func (e *Engine) loadSession(ctx context.Context, m Message) (Session, *Plan, error) {
+// duplicate ends the job of an inbound event that was handled already.
+func (e *Engine) duplicate(j *job) error {
+	e.d.Log.Debug("duplicate inbound event", "channel", j.msg.Address.Channel, "event", j.msg.ID)
+	j.outcome = inboundDuplicate
+	return nil
+}
+
+// loadSession reads the message's session (a new one when there is none); with sp also
+// its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
+func (e *Engine) loadSession(ctx context.Context, m Message, sp SessionPlanReader, inbound *InboundKey) (Session, *Plan, error) {
 	id := m.Address.SessionID()
 	var (
 		s    Session
 		plan *Plan
 		err  error
 	)
-	if sp, ok := e.d.Store.(SessionPlanReader); ok {
-		s, plan, err = sp.SessionPlan(ctx, id)
+	if sp != nil {
+		s, plan, err = sp.SessionPlan(ctx, id, inbound)
 	} else {
 		s, err = e.d.Store.Session(ctx, id)
 	}

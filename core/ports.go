@@ -143,10 +143,13 @@ type Store interface {
 }
 
 // SessionPlanReader is an optional Store method: a session and its current plan (nil if
-// none) read together, in one round trip on a database server; the error wraps
-// ErrNotFound when there is no such session.
+// none) read together from one snapshot, in one round trip on a database server; the
+// error wraps ErrNotFound when there is no such session. With inbound set, the same read
+// first answers SeenInbound for it: when the event is already recorded the error wraps
+// ErrDuplicate and the session is not returned, so a person's message costs one read
+// before its turn, not two.
 type SessionPlanReader interface {
-	SessionPlan(ctx context.Context, id string) (Session, *Plan, error)
+	SessionPlan(ctx context.Context, id string, inbound *InboundKey) (Session, *Plan, error)
 }
 
 // ToolKind is how the gate treats a tool. The zero value is not a kind.

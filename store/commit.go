@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -158,7 +159,7 @@ func inboundStep(k core.InboundKey, now time.Time) (step, error) {
 		return step{}, errors.New("recording inbound event: empty event id")
 	}
 	return step{
-		what: fmt.Sprintf("recording inbound event %s/%s/%s", k.Channel, k.Account, k.EventID),
+		what: "recording inbound event " + k.Channel + "/" + k.Account + "/" + k.EventID,
 		q: `INSERT INTO inbound (channel, account, event_id, at) VALUES (?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 		args: []any{k.Channel, k.Account, k.EventID, formatTime(now)},
@@ -166,9 +167,27 @@ func inboundStep(k core.InboundKey, now time.Time) (step, error) {
 	}, nil
 }
 
-func inboundDuplicate(k core.InboundKey) error {
-	return fmt.Errorf("inbound event %s/%s/%s: %w", k.Channel, k.Account, k.EventID, core.ErrDuplicate)
+// inboundDuplicate is the error of an event recorded already. Every commit with a key
+// carries one (its step's none), so it is formatted only when read.
+func inboundDuplicate(k core.InboundKey) error { return duplicateError{k} }
+
+type duplicateError struct{ k core.InboundKey }
+
+func (e duplicateError) Error() string {
+	return "inbound event " + e.k.Channel + "/" + e.k.Account + "/" + e.k.EventID + ": " + core.ErrDuplicate.Error()
 }
+
+func (e duplicateError) Unwrap() error { return core.ErrDuplicate }
+
+// conflictError is a lost compare-and-set on the session row, formatted only when read
+// (every session update carries one).
+type conflictError struct{ from int64 }
+
+func (e conflictError) Error() string {
+	return "updating session from version " + strconv.FormatInt(e.from, 10) + ": " + core.ErrConflict.Error()
+}
+
+func (e conflictError) Unwrap() error { return core.ErrConflict }
 
 // sessionStep inserts (Version 0) or updates (compare-and-set on Version) the session
 // row; out is the session as stored once the step ran.
@@ -219,7 +238,7 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 		RETURNING version, created_at`,
 		args: []any{string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback,
 			se.NudgeSpec, q, inj, se.RequestedBy, formatTime(updated), se.ID, se.Version},
-		none: fmt.Errorf("updating session from version %d: %w", se.Version, core.ErrConflict),
+		none: conflictError{se.Version},
 		dest: []any{&stored.Version, &created},
 		then: func() (err error) {
 			if stored.CreatedAt, err = parseTime(created, "created_at"); err != nil {
@@ -386,7 +405,7 @@ func messageStep(m core.ChatMessage, sid string, now time.Time) (step, error) {
 		calls = sql.NullString{String: string(b), Valid: true}
 	}
 	return step{
-		what: fmt.Sprintf("saving %s message", m.Role),
+		what: "saving " + string(m.Role) + " message",
 		q: `INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id,
 		name, at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		args: []any{sid, string(m.Role), m.Content, calls, m.ToolCallID, m.Name, formatTime(stamp(m.At, now))},

@@ -3,17 +3,21 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/plangate/plangate/core"
 )
 
-// writeFunc is one caller's write: it runs inside the batch's transaction (inside its own
-// savepoint when the batch holds others) and reports whether it must be undone.
-type writeFunc func(ctx context.Context, tx *sql.Tx, now time.Time) error
+// writeFunc is one caller's write: it runs on the writer connection inside the batch's
+// transaction (inside its own savepoint when the batch holds others) and reports whether
+// it must be undone.
+type writeFunc func(ctx context.Context, tx *sql.Conn, now time.Time) error
 
 // writeJob is one caller waiting in the writer's queue.
 type writeJob struct {
@@ -200,15 +204,23 @@ func (s *Store) runGroup(batch []*writeJob) {
 		return
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	// The transaction is statements on the connection, not a database/sql Tx: a Tx
+	// starts a goroutine to watch its context and makes every QueryRow in it start
+	// another (the RETURNING of a session update, of an outbox row), each a wake-up of
+	// the scheduler, for a context that is never cancelled here.
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		fail(fmt.Errorf("beginning transaction: %w", explain(err)))
 		return
 	}
-	defer tx.Rollback() // a no-op after Commit
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, conn)
+		}
+	}()
 
 	now := s.now().UTC()
-	if err := runJobs(ctx, tx.Tx, live, now); err != nil {
+	if err := runJobs(ctx, conn.Conn, live, now); err != nil {
 		fail(err)
 		return
 	}
@@ -221,12 +233,32 @@ func (s *Store) runGroup(batch []*writeJob) {
 	if len(ok) == 0 {
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		// As the driver's Tx.Commit does: SQLite may leave the transaction open.
 		err = fmt.Errorf("committing transaction: %w", explain(err))
 		for _, j := range ok {
 			j.err = err
 		}
+		return
 	}
+	committed = true
+}
+
+// rollback ends conn's open transaction (the writer's batch, or a read on the read pool),
+// if any. A connection that cannot end it is
+// taken out of the pool (the next use opens a fresh one) rather than handed on inside
+// a transaction.
+func rollback(ctx context.Context, conn *sqlConn) {
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err == nil {
+		return
+	}
+	// "no transaction is active" (SQLite ended it itself after the error) is no failure.
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok && !c.AutoCommit() {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
 }
 
 // mergeJobs drops from live every job that a later job with the same merge replaces;
@@ -258,7 +290,7 @@ func mergeJobs(live []*writeJob) (kept []*writeJob, merged map[*writeJob]*writeJ
 // runJobs runs each job, alone (no savepoint needed: the transaction is its own) or in a
 // savepoint. It returns an error only when the transaction itself can no longer be
 // trusted; a job's own failure goes into its err.
-func runJobs(ctx context.Context, tx *sql.Tx, live []*writeJob, now time.Time) error {
+func runJobs(ctx context.Context, tx *sql.Conn, live []*writeJob, now time.Time) error {
 	if len(live) == 1 {
 		live[0].err = live[0].run(ctx, tx, now)
 		return nil

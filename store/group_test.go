@@ -25,7 +25,7 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	started, gate := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.write(context.Background(), false, func(ctx context.Context, tx *sql.Tx, _ time.Time) error {
+		done <- s.write(context.Background(), false, func(ctx context.Context, tx *sql.Conn, _ time.Time) error {
 			close(started)
 			<-gate
 			return nil
@@ -170,7 +170,7 @@ func TestGroupCommitLazy(t *testing.T) {
 	s, _ := openTest(t)
 	syncMode := func(lazy bool) (int, error) {
 		var mode int
-		err := s.write(ctx, lazy, func(ctx context.Context, tx *sql.Tx, _ time.Time) error {
+		err := s.write(ctx, lazy, func(ctx context.Context, tx *sql.Conn, _ time.Time) error {
 			return tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode)
 		})
 		return mode, err
@@ -334,7 +334,7 @@ func TestGroupCommitPanic(t *testing.T) {
 				t.Error("the panic did not reach the caller")
 			}
 		}()
-		_ = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+		_ = s.write(ctx, false, func(ctx context.Context, tx *sql.Conn, now time.Time) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at)
 				VALUES ('t', 'a', 'k', 'v', ?)`, formatTime(now)); err != nil {
 				return err

@@ -56,7 +56,8 @@ package store
 // over, and replies were sent twice. Concurrent commits are grouped by PostgreSQL's WAL
 // flush: commits waiting for the same flush complete together, so the pool size
 // (pool_max_conns in the DSN) bounds how many transitions share an fsync. A person's
-// message reads its session and current plan in one round trip (SessionPlan).
+// message checks its inbound key and reads its session and current plan in one round trip
+// (SessionPlan).
 //
 // Reads and the single-statement writes go through database/sql on the same pool
 // (pgx's stdlib adapter), so they share their code with the SQLite driver.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -52,7 +53,7 @@ func (r *riders) add(steps ...step) {
 // oneTrip) it is one more statement in a batch sent anyway. The caller does not wait for
 // it either way.
 func (s *Store) MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error {
-	s.riders.add(step{what: fmt.Sprintf("marking outbox reply %d sent", id),
+	s.riders.add(step{what: "marking outbox reply " + strconv.FormatInt(id, 10) + " sent",
 		q:    markSentQuery,
 		args: []any{formatTime(at), platformID, id}, rider: true})
 	return nil

@@ -16,12 +16,15 @@ import (
 // from one snapshot, so the plan is the one the session row names at that version: two
 // separate reads could see the session before another process's decision and the plan
 // after it, and refuse on a state that never existed (a pending session whose plan is
-// already accepted). On PostgreSQL it is a read-only REPEATABLE READ transaction in one
-// round trip; on SQLite a deferred read transaction on the read pool, whose WAL snapshot
-// is taken at the first SELECT and held until the end.
-func (s *Store) SessionPlan(ctx context.Context, id string) (core.Session, *core.Plan, error) {
+// already accepted). With inbound set, the same snapshot first answers SeenInbound: a
+// recorded event returns an error wrapping core.ErrDuplicate. On PostgreSQL it is a
+// read-only REPEATABLE READ transaction in one round trip; on SQLite a deferred read
+// transaction on the read pool, whose WAL snapshot is taken at the first SELECT and held
+// until the end (one snapshot also means one look at the WAL index: the check used to
+// be a read of its own, which cost more CPU than this one's two SELECTs).
+func (s *Store) SessionPlan(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	if s.pool == nil {
-		return s.sessionPlanSQLite(ctx, id)
+		return s.sessionPlanSQLite(ctx, id, inbound)
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -30,17 +33,20 @@ func (s *Store) SessionPlan(ctx context.Context, id string) (core.Session, *core
 	defer c.Release()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	if inbound != nil {
+		b.Queue(postgresDialect.q(seenInboundQuery), inbound.Channel, inbound.Account, inbound.EventID)
+	}
 	b.Queue(postgresDialect.q(`SELECT `+sessionCols+` FROM sessions WHERE id = ?`), id)
 	b.Queue(postgresDialect.q(`SELECT `+planCols+` FROM plans WHERE id = (SELECT plan_id FROM sessions WHERE id = ?)`), id)
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
-	se, p, err := readSessionPlan(br, id)
+	se, p, err := readSessionPlan(br, id, inbound)
 	cerr := br.Close()
 	if err == nil && cerr != nil {
 		err = fmt.Errorf("loading session %q: %w", id, cerr)
 	}
 	if err != nil {
-		if errors.Is(err, core.ErrNotFound) && cerr == nil {
+		if (errors.Is(err, core.ErrNotFound) || errors.Is(err, core.ErrDuplicate)) && cerr == nil {
 			return core.Session{}, nil, err // the batch's COMMIT ended the read
 		}
 		if _, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
@@ -51,9 +57,14 @@ func (s *Store) SessionPlan(ctx context.Context, id string) (core.Session, *core
 	return se, p, nil
 }
 
-func readSessionPlan(br pgx.BatchResults, id string) (core.Session, *core.Plan, error) {
+func readSessionPlan(br pgx.BatchResults, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	if _, err := br.Exec(); err != nil {
 		return core.Session{}, nil, fmt.Errorf("loading session %q: beginning: %w", id, err)
+	}
+	if inbound != nil {
+		if err := checkInbound(br.QueryRow(), *inbound); err != nil {
+			return core.Session{}, nil, err
+		}
 	}
 	se, err := scanSession(br.QueryRow())
 	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
@@ -76,17 +87,38 @@ func readSessionPlan(br pgx.BatchResults, id string) (core.Session, *core.Plan, 
 	return se, plan, nil
 }
 
-// betweenSessionPlanReads runs between the two reads of sessionPlanSQLite: a test commits
-// another process's decision there to show the plan still comes from the session's snapshot.
+// betweenSessionPlanReads runs between the reads of sessionPlanSQLite: a test commits
+// another process's change there to show the later reads still come from the first one's
+// snapshot.
 var betweenSessionPlanReads = func() {}
 
-// sessionPlanSQLite reads the session and its plan in one read transaction.
-func (s *Store) sessionPlanSQLite(ctx context.Context, id string) (core.Session, *core.Plan, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// sessionPlanSQLite reads the inbound key, the session and its plan in one read
+// transaction.
+// Like the writer's batch (runGroup) it is statements on one connection rather than a
+// database/sql Tx, and they run without ctx, which is checked once before: a Tx, or a
+// query under a context that can end, starts a goroutine to watch it (for every QueryRow
+// of a Tx), four wake-ups of the scheduler for reads by key that take microseconds.
+func (s *Store) sessionPlanSQLite(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
+	tx, err := s.r.Conn(ctx)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading session %q: getting a connection: %w", id, err)
+	}
+	defer tx.Close()
+	ctx = context.WithoutCancel(ctx)
+	if _, err := tx.ExecContext(ctx, "BEGIN"); err != nil {
 		return core.Session{}, nil, fmt.Errorf("loading session %q: beginning the read: %w", id, err)
 	}
-	defer tx.Rollback() // it only read: ending it releases the snapshot
+	defer rollback(ctx, tx) // it only read: ending it releases the snapshot
+	if inbound != nil {
+		k := *inbound
+		if err := checkInbound(tx.QueryRowContext(ctx, seenInboundQuery, k.Channel, k.Account, k.EventID), k); err != nil {
+			return core.Session{}, nil, err
+		}
+		betweenSessionPlanReads()
+	}
 	se, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)

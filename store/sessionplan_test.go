@@ -27,7 +27,7 @@ func TestSessionPlan(t *testing.T) {
 			}
 			defer s.Close()
 			want := seed(t, s, "s1")
-			se, p, err := s.SessionPlan(ctx, "s1")
+			se, p, err := s.SessionPlan(ctx, "s1", nil)
 			if err != nil || !reflect.DeepEqual(se, want) || p == nil {
 				t.Fatalf("got %+v, %v, %v; want %+v and its plan", se, p, err, want)
 			}
@@ -38,14 +38,14 @@ func TestSessionPlan(t *testing.T) {
 			if _, err := s.Commit(ctx, core.Change{Session: &bare}); err != nil {
 				t.Fatal(err)
 			}
-			if se, p, err := s.SessionPlan(ctx, "s2"); err != nil || se.ID != "s2" || p != nil {
+			if se, p, err := s.SessionPlan(ctx, "s2", nil); err != nil || se.ID != "s2" || p != nil {
 				t.Fatalf("session without a plan: %+v, %v, %v", se, p, err)
 			}
-			if _, _, err := s.SessionPlan(ctx, "nope"); !errors.Is(err, core.ErrNotFound) {
+			if _, _, err := s.SessionPlan(ctx, "nope", nil); !errors.Is(err, core.ErrNotFound) {
 				t.Fatalf("missing session: %v", err)
 			}
 			// The connection is still usable after the missing one (its read was ended).
-			if _, _, err := s.SessionPlan(ctx, "s1"); err != nil {
+			if _, _, err := s.SessionPlan(ctx, "s1", nil); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -82,7 +82,7 @@ func TestSessionPlanOneSnapshot(t *testing.T) {
 		}
 	}
 	defer func() { betweenSessionPlanReads = func() {} }()
-	got, p, err := s.SessionPlan(ctx, "s1")
+	got, p, err := s.SessionPlan(ctx, "s1", nil)
 	if err != nil || !committed {
 		t.Fatalf("SessionPlan: %v (other decision committed: %v)", err, committed)
 	}
@@ -90,8 +90,42 @@ func TestSessionPlanOneSnapshot(t *testing.T) {
 		t.Fatalf("torn read: session v%d %s with plan %v; want v%d awaiting_approval with the pending plan",
 			got.Version, got.Phase, p, se.Version)
 	}
-	got, p, err = s.SessionPlan(ctx, "s1")
+	got, p, err = s.SessionPlan(ctx, "s1", nil)
 	if err != nil || got.Phase != core.PhaseExecuting || p == nil || p.Status != core.PlanAccepted {
 		t.Fatalf("after the decision: session %s, plan %v, %v", got.Phase, p, err)
+	}
+}
+
+// The event committed (with its session row) right after SessionPlan's inbound check is
+// seen by neither part of the read: the session comes from the check's snapshot, as it
+// was before that event, so the message is handled against the state it was checked on.
+func TestSessionPlanInboundOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	se := core.Session{ID: "s1", Phase: core.PhaseOff}
+	se, err := s.Commit(ctx, core.Change{Session: &se})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := core.InboundKey{Channel: "telegram", Account: "bot", EventID: "9"}
+	committed := false
+	betweenSessionPlanReads = func() {
+		if committed {
+			return
+		}
+		committed = true
+		next := se
+		next.LastFeedback = "handled elsewhere"
+		if _, err := s.Commit(ctx, core.Change{Session: &next, Inbound: &key, Lazy: true}); err != nil {
+			t.Errorf("committing the event elsewhere: %v", err)
+		}
+	}
+	defer func() { betweenSessionPlanReads = func() {} }()
+	got, _, err := s.SessionPlan(ctx, "s1", &key)
+	if err != nil || !committed || got.Version != se.Version {
+		t.Fatalf("got v%d, %v (committed meanwhile: %v); want v%d, not a duplicate", got.Version, err, committed, se.Version)
+	}
+	if _, _, err := s.SessionPlan(ctx, "s1", &key); !errors.Is(err, core.ErrDuplicate) {
+		t.Fatalf("after the commit: %v, want ErrDuplicate", err)
 	}
 }

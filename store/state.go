@@ -7,22 +7,36 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/plangate/plangate/core"
 )
 
 // SeenInbound reports whether the platform event was already committed. Adapters use it
-// to skip replays cheaply; the authoritative check is Commit's ErrDuplicate.
+// to skip replays cheaply (the engine has SessionPlan check it in the read of the
+// session); the authoritative check is Commit's ErrDuplicate.
 func (s *Store) SeenInbound(ctx context.Context, key core.InboundKey) (bool, error) {
+	err := checkInbound(s.r.QueryRowContext(ctx, seenInboundQuery, key.Channel, key.Account, key.EventID), key)
+	if errors.Is(err, core.ErrDuplicate) {
+		return true, nil
+	}
+	return false, err
+}
+
+const seenInboundQuery = `SELECT 1 FROM inbound WHERE channel = ? AND account = ? AND event_id = ?`
+
+// checkInbound reads the row of seenInboundQuery: an error wrapping core.ErrDuplicate when
+// the event is recorded, nil when it is not.
+func checkInbound(row scanner, key core.InboundKey) error {
 	var one int
-	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM inbound WHERE channel = ? AND account = ? AND event_id = ?`,
-		key.Channel, key.Account, key.EventID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	err := row.Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("checking inbound event %s/%s/%s: %w", key.Channel, key.Account, key.EventID, err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("checking inbound event %s/%s/%s: %w", key.Channel, key.Account, key.EventID, err)
-	}
-	return true, nil
+	return inboundDuplicate(key)
 }
 
 // PruneInbound forgets inbound event ids recorded before olderThan and returns how many
@@ -101,12 +115,12 @@ func (s *Store) SetChannelStateWith(ctx context.Context, channel, account, key s
 		return s.setChannelState(ctx, channel, account, key, v, lazy)
 	}
 	merge := "channel_state\x00" + channel + "\x00" + account + "\x00" + key
-	err := s.writeMerged(ctx, lazy, merge, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	err := s.writeMerged(ctx, lazy, merge, func(ctx context.Context, tx *sql.Conn, now time.Time) error {
 		v, err := value()
 		if err != nil {
 			return err
 		}
-		return execSteps(ctx, &sqlTx{Tx: tx, d: sqliteDialect}, []step{setStateStep(channel, account, key, v, now)})
+		return execSteps(ctx, tx, []step{setStateStep(channel, account, key, v, now)})
 	})
 	if err != nil {
 		return fmt.Errorf("saving channel state %s/%s/%s: %w", channel, account, key, err)

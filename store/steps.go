@@ -62,13 +62,20 @@ func (s *Store) runOwn(ctx context.Context, steps []step, lazy bool) error {
 	}
 	// SQLite: through the writer's queue, so concurrent transitions share one transaction
 	// and one fsync (group commit, see group.go), each in its own savepoint.
-	return s.write(ctx, lazy, func(ctx context.Context, tx *sql.Tx, _ time.Time) error {
-		return execSteps(ctx, &sqlTx{Tx: tx, d: sqliteDialect}, steps)
+	return s.write(ctx, lazy, func(ctx context.Context, tx *sql.Conn, _ time.Time) error {
+		return execSteps(ctx, tx, steps)
 	})
 }
 
+// execer is where a transaction's statements run: the SQLite writer's connection inside
+// its open transaction (whose statements need no placeholder renumbering).
+type execer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
 // execSteps runs steps in order inside tx and stops at the first unexpected outcome.
-func execSteps(ctx context.Context, tx *sqlTx, steps []step) error {
+func execSteps(ctx context.Context, tx execer, steps []step) error {
 	for _, st := range steps {
 		if st.dest != nil {
 			err := tx.QueryRowContext(ctx, st.q, st.args...).Scan(st.dest...)

@@ -24,6 +24,7 @@ import (
 // commands use. *store.Store satisfies it for each driver.
 type Store interface {
 	core.Store
+	core.SessionPlanReader
 	Close() error
 	Ping(ctx context.Context) error
 
@@ -76,6 +77,7 @@ func Run(t *testing.T, f Factory) {
 		{"Plans", testPlans},
 		{"EventsAndTranscript", testEventsAndTranscript},
 		{"InboundDuplicate", testInboundDuplicate},
+		{"SessionPlanInbound", testSessionPlanInbound},
 		{"Atomicity", testAtomicity},
 		{"LazyCommitVisible", testLazyCommitVisible},
 		{"Nudges", testNudges},
