@@ -68,7 +68,7 @@ func (pf *planFiles) replace(plansDir, sessionDir, name string, data []byte) (bo
 type dirPair struct{ top, dir int }
 
 // fillSpare writes data into the spare and swaps it in as name; false when there is no
-// spare it may fill.
+// spare it may fill, or the spare cannot go into the session directory.
 func (pf *planFiles) fillSpare(d dirPair, name string, data []byte) (bool, error) {
 	fd, ok := pf.claimSpare(d)
 	if !ok {
@@ -87,6 +87,11 @@ func (pf *planFiles) fillSpare(d dirPair, name string, data []byte) (bool, error
 	}
 	// No file by that name yet, or no exchange here: the spare goes in whole.
 	if err := unix.Renameat(d.top, spareName, d.dir, name); err != nil {
+		if errors.Is(err, unix.EXDEV) {
+			// The session directory is another file system's (a mount point): the spare
+			// cannot go there, a file created in it can.
+			return false, nil
+		}
 		return true, &os.LinkError{Op: "rename", Old: spareName, New: name, Err: err}
 	}
 	return true, nil
