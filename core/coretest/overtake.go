@@ -45,3 +45,28 @@ func OvertakeRead(t testing.TB, path, otherPath string, next, other []byte) func
 	t.Cleanup(restore)
 	return func() int { return int(reads.Load()) }
 }
+
+// The contents OvertakenPlanFile stages.
+const (
+	OvertakenNext  = "# A's plan, v1, step 1 done" // the plan file's content after the first read
+	OvertakenOther = "# B's secret plan"           // what the overtaken read's file then holds
+)
+
+// OvertakenPlanFile writes session A's plan file under a new plans directory (beside
+// session B's directory) and stages OvertakeRead on it: a reader that checks what it read
+// returns OvertakenNext, one that does not returns OvertakenOther. It returns the file's
+// path and OvertakeRead's count of reads.
+func OvertakenPlanFile(t testing.TB) (path string, reads func() int) {
+	t.Helper()
+	plans := t.TempDir()
+	path, other := filepath.Join(plans, "A", "plan-v1.md"), filepath.Join(plans, "B", "plan-v1.md")
+	for _, d := range []string{filepath.Dir(path), filepath.Dir(other)} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, []byte("# A's plan, v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, OvertakeRead(t, path, other, []byte(OvertakenNext), []byte(OvertakenOther))
+}
