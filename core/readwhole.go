@@ -46,18 +46,19 @@ func SetReadWholeHook(fn func(path string)) (restore func()) {
 // file path names now (stat, following a final symbolic link as the open did): same
 // device and inode, and the content is a version of path.
 //
-// Why that suffices on Linux: a writer changes a file's content only under a write lease,
-// which the kernel grants only when no descriptor anywhere refers to the file, and an
-// open of a leased file waits until the lease ends, after the write. So from the moment
-// our open returns, file X cannot be refilled: what we read is X's content from its last
-// fill (or its creation), and that fill was for the name the writer then swapped X in
-// as. After that X is named only by that plan's name and then, once displaced, by the
-// spare's; it leaves the spare's name only by being filled again, which our descriptor
-// forbids. So if path names X at the end, X's last fill was for path. If not, the
+// Why that suffices on Linux: a writer changes the content of a file that has been under
+// a plan's name only by refilling it as the spare, under a write lease, which the kernel
+// grants only when no descriptor anywhere refers to the file; and an open of a leased
+// file waits until the lease ends, after the write. So from the moment our open returns,
+// file X cannot be refilled: what we read is X's content from its last fill (or its
+// creation), and that fill was for the name the writer then swapped X in as. After that
+// X is named only by that plan's name and then, once displaced, by the spare's (or by
+// none, let go); it leaves the spare's name only by being filled again, which our
+// descriptor forbids. So if path names X at the end, X's last fill was for path. If not, the
 // attempt is discarded and the file read again (a rewrite displaced it meanwhile, or the
 // race above happened); after readTries attempts ReadWhole fails saying the file kept
-// changing. Elsewhere every write creates a new file and renames it into place; the
-// check then costs an fstat and a stat and never fails a read that os.ReadFile would not.
+// changing. Elsewhere every write creates a new file and renames it into place, so the
+// check only costs an fstat and a stat (and a read again after a rewrite meanwhile).
 func ReadWhole(path string) ([]byte, error) {
 	return readWhole(path, func() (*os.File, error) { return os.Open(path) },
 		func() (fs.FileInfo, error) { return os.Stat(path) })
