@@ -12,7 +12,7 @@ import (
 )
 
 // Writing a plan file. Readers of the file are the channels that upload it (a proposal,
-// /plan show: os.ReadFile of Plan.File, possibly while the file writer rewrites it), the
+// /plan show: ReadWhole of Plan.File, possibly while the file writer rewrites it), the
 // edit path that keeps its "## Changes from vN" section, and people who open it; the
 // sandboxed agent never sees it (it is one of the hidden paths; it reads the workspace
 // copy). None of them may see half a plan, so new content always goes into a file no
@@ -23,6 +23,9 @@ import (
 // no symbolic link followed, so neither name nor a link can place the file outside
 // plansDir. The content goes into a file no reader holds and is renamed into place, so
 // readers never see half a plan; it is not synced, since the store holds the plan durably.
+// Any reader of plan files must read them with ReadWhole, not os.ReadFile: on Linux the
+// file an open of the name ends on may have been refilled for another session's plan
+// meanwhile (planfile_write_linux.go), and ReadWhole checks it was not.
 // sessionDir and name must each be one path element. It returns
 // filepath.Join(plansDir, sessionDir, name).
 func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {

@@ -24,6 +24,14 @@ import (
 // and the write goes into a new file, as it does where leases or the exchange are not
 // available. So a reader sees one whole version, old or new, as with create and rename.
 //
+// But not necessarily of the file it named: a lease is checked when an open takes its
+// descriptor, after it looked the name up. An open can find file X under a.md, be
+// preempted, and meanwhile a rewrite of a.md make X the spare and a rewrite of another
+// session's b.md fill X (no descriptor yet: the lease is granted) and swap it in as b.md;
+// the open then completes on X, holding b.md's plan. So every reader of plan files must
+// use ReadWhole (readwhole.go), which reads through its descriptor and then checks that
+// the name still refers to the file it holds, and reads again if not.
+//
 // Two writers (another engine on the same directory, a prepare beside the file writer)
 // never fill the same spare or swap the wrong one. What the spare's name refers to
 // changes only

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -102,14 +103,18 @@ func (w *fileWriter) run() {
 	}
 }
 
-// readPlanFile reads plansDir/sessionDir/name through an os.Root; nil if it cannot.
+// readPlanFile reads plansDir/sessionDir/name through an os.Root, checked as ReadWhole
+// checks (a spare refilled for another session must not lend this file its section);
+// nil if it cannot.
 func readPlanFile(plansDir, sessionDir, name string) []byte {
 	root, err := os.OpenRoot(plansDir)
 	if err != nil {
 		return nil
 	}
 	defer root.Close()
-	b, err := root.ReadFile(filepath.Join(sessionDir, name))
+	rel := filepath.Join(sessionDir, name)
+	b, err := readWhole(filepath.Join(plansDir, rel), func() (*os.File, error) { return root.Open(rel) },
+		func() (fs.FileInfo, error) { return root.Stat(rel) })
 	if err != nil {
 		return nil
 	}
