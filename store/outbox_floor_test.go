@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -303,21 +302,8 @@ func TestUnsentFloorPlan(t *testing.T) {
 func TestMigration0012(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plangate.db")
-	ms, err := loadMigrations(migrationFiles, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ms[11].version != 12 {
-		t.Fatalf("migration 12 is %04d_%s", ms[11].version, ms[11].name)
-	}
-	db, err := sql.Open("sqlite3", writerDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sqlDB{DB: db, d: sqliteDialect}
-	if err := apply(ctx, w, ms[:11], func() time.Time { return at(1) }); err != nil {
-		t.Fatal(err)
-	}
+	w := migratedTo(t, path, 11)
+	db := w.DB
 	for i := range 4 {
 		var sent any
 		if i%2 == 0 {

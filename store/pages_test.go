@@ -126,21 +126,8 @@ func TestExistingPageSizeKept(t *testing.T) {
 func TestMigration0010(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plangate.db")
-	ms, err := loadMigrations(migrationFiles, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ms[9].version != 10 {
-		t.Fatalf("migration 10 is %04d_%s", ms[9].version, ms[9].name)
-	}
-	db, err := sql.Open("sqlite3", writerDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sqlDB{DB: db, d: sqliteDialect}
-	if err := apply(ctx, w, ms[:9], func() time.Time { return at(1) }); err != nil {
-		t.Fatal(err)
-	}
+	w := migratedTo(t, path, 9)
+	db := w.DB
 	if _, err := w.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at) VALUES
 		('telegram', 'bot', 'updates', ?, ?), ('slack', 'T1', 'inbox', 'small', ?);
 		INSERT INTO inbound (channel, account, event_id, at) VALUES ('telegram', 'bot', '1', ?), ('telegram', 'bot', '2', ?)`,
@@ -187,4 +174,26 @@ func TestMigration0010(t *testing.T) {
 	if seen, err := s.SeenInbound(ctx, core.InboundKey{Channel: "telegram", Account: "bot", EventID: "2"}); err != nil || !seen {
 		t.Fatalf("the newer key: seen %v, %v", seen, err)
 	}
+}
+
+// migratedTo opens a new SQLite file at path with the first n migrations applied (the
+// schema an older release left), for a test of migration n+1; the caller closes it.
+func migratedTo(t *testing.T, path string, n int) sqlDB {
+	t.Helper()
+	ms, err := loadMigrations(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[n].version != n+1 {
+		t.Fatalf("migration %d is %04d_%s", n+1, ms[n].version, ms[n].name)
+	}
+	db, err := sql.Open("sqlite3", writerDSN(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sqlDB{DB: db, d: sqliteDialect}
+	if err := apply(context.Background(), w, ms[:n], func() time.Time { return at(1) }); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
