@@ -99,9 +99,11 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	linger   lingering // session leases kept after a turn (see linger.go)
-	pending  pendingReminders
-	sending  sending // outbox rows being delivered, and when each last failed
-	obs      observing
+	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
+	renewAfter func(d time.Duration, f func()) func() bool
+	pending    pendingReminders
+	sending    sending // outbox rows being delivered, and when each last failed
+	obs        observing
 }
 
 type job struct {
@@ -173,6 +175,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.linger.after = e.typer.after
+	e.renewAfter = e.typer.after
 	e.box, _ = d.Store.(OutboxStore)
 	if e.box != nil {
 		e.marker, _ = d.Store.(SentMarker)
