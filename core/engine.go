@@ -109,7 +109,8 @@ type Engine struct {
 type job struct {
 	ctx     context.Context
 	msg     Message
-	done    chan error
+	done    chan error  // receives the outcome, unless then is set
+	then    func(error) // called with the outcome instead (EnqueueThen)
 	inbound *InboundKey // recorded with the outcome of the message (see applyInbound)
 	// parsed is the message parsed once, at enqueue: dispatch and interrupt detection
 	// read it.
@@ -211,6 +212,20 @@ func (e *Engine) Handle(ctx context.Context, m Message) error {
 // nothing is waiting ahead of them, even while an agent turn runs.
 func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	j := &job{ctx: ctx, msg: m, done: make(chan error, 1)}
+	e.enqueueMessage(j)
+	return j.done
+}
+
+// EnqueueThen is Enqueue reporting the outcome by calling then, on the goroutine that
+// handled the message, right after it (before that session's next job): an adapter that
+// settles each message needs no goroutine of its own waiting on a channel for it. then must
+// not block.
+func (e *Engine) EnqueueThen(ctx context.Context, m Message, then func(error)) {
+	e.enqueueMessage(&job{ctx: ctx, msg: m, then: then})
+}
+
+func (e *Engine) enqueueMessage(j *job) {
+	m := j.msg
 	if m.ID != "" {
 		j.inbound = &InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
 	}
@@ -219,28 +234,37 @@ func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	}
 	id := m.Address.SessionID()
 	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
-		if done, ok := e.enqueueIdle(id, j); ok {
-			return done
+		if e.enqueueIdle(id, j) {
+			return
 		}
-		j.seenApproval = e.pendingApproval(ctx, id)
+		j.seenApproval = e.pendingApproval(j.ctx, id)
 	}
-	return e.enqueue(id, j, j.readOnly())
+	e.enqueue(id, j, j.readOnly())
+}
+
+// finish reports a job's outcome: to then if set, else on done.
+func (j *job) finish(err error) {
+	if j.then != nil {
+		j.then(err)
+		return
+	}
+	j.done <- err
 }
 
 // enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
 // once and what it finds pending when it loads the session is what the person could have
 // seen (seenAtStart): one read of the session instead of two, on PostgreSQL a round trip.
-func (e *Engine) enqueueIdle(id string, j *job) (<-chan error, bool) {
+func (e *Engine) enqueueIdle(id string, j *job) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.queues[id] != nil {
-		return nil, false
+		return false
 	}
 	j.seenAtStart = true
 	q := &queue{jobs: []*job{j}, running: true}
 	e.queues[id] = q
 	go e.drain(id, q)
-	return j.done, true
+	return true
 }
 
 // pendingApproval reads the approval id pending in a session ("" if none); nil if the
@@ -289,7 +313,7 @@ func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 			e.mu.Lock()
 			e.inflight--
 			e.mu.Unlock()
-			j.done <- err
+			j.finish(err)
 		}()
 		return j.done
 	}
@@ -319,7 +343,7 @@ func (e *Engine) drain(id string, q *queue) {
 		j := q.jobs[0]
 		q.jobs = q.jobs[1:]
 		e.mu.Unlock()
-		j.done <- e.run(j)
+		j.finish(e.run(j))
 	}
 }
 
