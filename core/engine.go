@@ -309,11 +309,10 @@ func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 		e.inflight++
 		e.mu.Unlock()
 		go func() {
-			err := e.run(j)
+			j.finish(e.run(j)) // before the count drops: Wait covers a then too
 			e.mu.Lock()
 			e.inflight--
 			e.mu.Unlock()
-			j.finish(err)
 		}()
 		return j.done
 	}
