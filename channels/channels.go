@@ -34,6 +34,15 @@ type AsyncHandler interface {
 	Enqueue(ctx context.Context, m core.Message) <-chan error
 }
 
+// ThenHandler is an AsyncHandler (the engine) that can also report a message's outcome
+// by calling then, on its own goroutine right after the message is handled: an adapter
+// settling each message this way needs no goroutine per message waiting on a channel.
+// then must not block.
+type ThenHandler interface {
+	AsyncHandler
+	EnqueueThen(ctx context.Context, m core.Message, then func(error))
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, m core.Message) error
 

@@ -99,15 +99,18 @@ type Engine struct {
 	owner    string
 	leaseTTL time.Duration
 	linger   lingering // session leases kept after a turn (see linger.go)
-	pending  pendingReminders
-	sending  sending // outbox rows being delivered, and when each last failed
-	obs      observing
+	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
+	renewAfter func(d time.Duration, f func()) func() bool
+	pending    pendingReminders
+	sending    sending // outbox rows being delivered, and when each last failed
+	obs        observing
 }
 
 type job struct {
 	ctx     context.Context
 	msg     Message
-	done    chan error
+	done    chan error  // receives the outcome, unless then is set
+	then    func(error) // called with the outcome instead (EnqueueThen)
 	inbound *InboundKey // recorded with the outcome of the message (see applyInbound)
 	// parsed is the message parsed once, at enqueue: dispatch and interrupt detection
 	// read it.
@@ -173,6 +176,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.linger.after = e.typer.after
+	e.renewAfter = e.typer.after
 	e.box, _ = d.Store.(OutboxStore)
 	if e.box != nil {
 		e.marker, _ = d.Store.(SentMarker)
@@ -208,36 +212,24 @@ func (e *Engine) Handle(ctx context.Context, m Message) error {
 // nothing is waiting ahead of them, even while an agent turn runs.
 func (e *Engine) Enqueue(ctx context.Context, m Message) <-chan error {
 	j := &job{ctx: ctx, msg: m, done: make(chan error, 1)}
-	if m.ID != "" {
-		j.inbound = &InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
-	}
-	if m.Action == nil {
-		j.parsed = commands.Parse(m.Text, "")
-	}
-	id := m.Address.SessionID()
-	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
-		if done, ok := e.enqueueIdle(id, j); ok {
-			return done
-		}
-		j.seenApproval = e.pendingApproval(ctx, id)
-	}
-	return e.enqueue(id, j, j.readOnly())
+	e.enqueueMessage(j)
+	return j.done
 }
 
 // enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
 // once and what it finds pending when it loads the session is what the person could have
 // seen (seenAtStart): one read of the session instead of two, on PostgreSQL a round trip.
-func (e *Engine) enqueueIdle(id string, j *job) (<-chan error, bool) {
+func (e *Engine) enqueueIdle(id string, j *job) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.queues[id] != nil {
-		return nil, false
+		return false
 	}
 	j.seenAtStart = true
 	q := &queue{jobs: []*job{j}, running: true}
 	e.queues[id] = q
 	go e.drain(id, q)
-	return j.done, true
+	return true
 }
 
 // pendingApproval reads the approval id pending in a session ("" if none); nil if the
@@ -282,11 +274,10 @@ func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 		e.inflight++
 		e.mu.Unlock()
 		go func() {
-			err := e.run(j)
+			j.finish(e.run(j)) // before the count drops: Wait covers a then too
 			e.mu.Lock()
 			e.inflight--
 			e.mu.Unlock()
-			j.done <- err
 		}()
 		return j.done
 	}
@@ -316,7 +307,7 @@ func (e *Engine) drain(id string, q *queue) {
 		j := q.jobs[0]
 		q.jobs = q.jobs[1:]
 		e.mu.Unlock()
-		j.done <- e.run(j)
+		j.finish(e.run(j))
 	}
 }
 

@@ -19,3 +19,9 @@ func SetLingerTimer(e *Engine, after func(d time.Duration, f func()) func() bool
 func PlanFileWrites(e *Engine) (written, created int64) {
 	return e.files.out.writes.Load(), e.files.out.created.Load()
 }
+
+// SetRenewTimer replaces the timer of a turn's lease renewals (time.AfterFunc): after
+// schedules f after d and returns its cancel.
+func SetRenewTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
+	e.renewAfter = after
+}

@@ -266,8 +266,9 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	m.Hook(func(core.ModelRequest) { close(entered) })
 	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "stalled",
 		Now: func() time.Time { return h.clock }})
-	timers := &lingerTimers{}
+	timers, renewals := &lingerTimers{}, &lingerTimers{}
 	core.SetLingerTimer(eng, timers.after)
+	core.SetRenewTimer(eng, renewals.after)
 	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
 	<-entered
 	ctx := context.Background()
@@ -276,12 +277,16 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	if _, ok, err := h.st.AcquireLease(ctx, name, "thief", h.clock.Add(time.Hour), time.Hour); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	<-done // the refused renewal cancelled the turn
+	renewals.fireAll(t) // the renewal is due
+	<-done              // the refused renewal cancelled the turn
 	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
 		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
 	}
 	if n := len(timers.delays); n != 0 {
 		t.Fatalf("%d lingers scheduled; a lost lease is not kept", n)
+	}
+	if n := renewals.pending(); n != 0 {
+		t.Fatalf("%d renewals scheduled after the lease was lost", n)
 	}
 }
 

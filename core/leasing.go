@@ -73,17 +73,11 @@ func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) 
 		return err
 	}
 	lctx, cancel := context.WithCancel(ctx)
-	stop := make(chan struct{})
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		until = t.e.renew(lctx, name, sid, until, stop, cancel)
-	}()
+	r := t.e.startRenewal(lctx, name, sid, until, cancel)
 	t.leased, t.kept = true, false
 	defer func() {
 		t.leased = false
-		close(stop)
-		<-renewed
+		until := r.stop()
 		lost := lctx.Err() != nil // the lease lost, or the job's context ended
 		cancel()
 		if err == nil && !lost && t.keep(ctx, until) {
@@ -113,35 +107,6 @@ func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, er
 		return time.Time{}, errLeaseHeld
 	}
 	return held.ExpiresAt, nil
-}
-
-// renew keeps the lease until stop closes; a refused renewal cancels the turn. It runs
-// beside the turn, so it touches nothing of the turn's state. It returns the lease's
-// expiry as last written (until: as taken).
-func (e *Engine) renew(ctx context.Context, name, sid string, until time.Time, stop <-chan struct{}, lost context.CancelFunc) time.Time {
-	ttl := e.leaseTTL
-	tick := time.NewTicker(ttl / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return until
-		case <-ctx.Done():
-			return until
-		case <-tick.C:
-		}
-		l, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), ttl)
-		switch {
-		case err != nil:
-			e.d.Log.Warn("renewing the session lease", "session", sid, "err", err)
-		case !ok:
-			e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", sid)
-			lost()
-			return until
-		default:
-			until = l.ExpiresAt
-		}
-	}
 }
 
 // holderElsewhere reports whether another process holds an unexpired lease on the

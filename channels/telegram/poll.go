@@ -180,6 +180,7 @@ type dispatcher struct {
 	c     *Channel
 	h     channels.Handler
 	async channels.AsyncHandler // h, when it can queue
+	then  channels.ThenHandler  // h, when it can also report by a call
 	in    *inbox
 
 	ctx       context.Context // Run's: dispatching webhook updates
@@ -302,12 +303,21 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 		return
 	}
 	// The engine's work outlives Run: a shutdown stops receiving, not the turns in flight.
-	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
-	d.inflight.Go(func() {
-		if d.settle(ctx, job, u.ID, <-done) {
+	settle := func(err error) {
+		if d.settle(ctx, job, u.ID, err) {
 			d.finish(ctx, u.ID, d.c.tune.flushDelay)
 		}
-	})
+	}
+	if th := d.then; th != nil { // settled by the engine's goroutine, right after the turn
+		d.inflight.Add(1)
+		th.EnqueueThen(context.WithoutCancel(ctx), job.msg, func(err error) {
+			defer d.inflight.Done()
+			settle(err)
+		})
+		return
+	}
+	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
+	d.inflight.Go(func() { settle(<-done) })
 }
 
 // finish retires an update handled off the polling loop and saves the inbox after delay,

@@ -224,6 +224,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 	}
+	d.then, _ = h.(channels.ThenHandler)
 	for _, u := range in.replay() {
 		d.dispatch(ctx, u)
 	}

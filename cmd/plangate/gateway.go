@@ -225,3 +225,7 @@ func (w workHandler) Handle(_ context.Context, m core.Message) error { return w.
 func (w workHandler) Enqueue(_ context.Context, m core.Message) <-chan error {
 	return w.eng.Enqueue(w.ctx, m)
 }
+
+func (w workHandler) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
+	w.eng.EnqueueThen(w.ctx, m, then)
+}

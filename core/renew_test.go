@@ -1,0 +1,83 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// A turn's lease is renewed by a timer ttl/3 after it was taken and again ttl/3 after each
+// renewal, and not after the turn ended: the pending timer is stopped, and one that fires
+// late writes nothing. A turn that ends before ttl/3 schedules one timer and runs nothing.
+func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
+	const ttl = 30 * time.Second
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = ttl })
+	m, entered, block := newFakeModel(), make(chan struct{}, 1), make(chan struct{})
+	m.Block(block)
+	m.Hook(func(core.ModelRequest) { entered <- struct{}{} })
+	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "renewer",
+		Now: func() time.Time { return h.clock }})
+	t.Cleanup(func() { _ = eng.Close(context.Background()) })
+	renewals := &lingerTimers{}
+	core.SetRenewTimer(eng, renewals.after)
+	ctx := context.Background()
+	name := core.SessionLease(sessionID("a"))
+	expiry := func() time.Time {
+		t.Helper()
+		l, err := h.st.Lease(ctx, name)
+		if err != nil || l.Owner != "renewer" {
+			t.Fatalf("lease: %+v, %v", l, err)
+		}
+		return l.ExpiresAt
+	}
+
+	done := eng.Enqueue(ctx, evMsg(h, "a", "ev-1", "work"))
+	<-entered
+	taken := expiry()
+	if len(renewals.delays) != 1 || renewals.delays[0] != ttl/3 || renewals.pending() != 1 {
+		t.Fatalf("renewals scheduled %v (%d pending), want one after %v", renewals.delays, renewals.pending(), ttl/3)
+	}
+	for i := 1; i <= 2; i++ { // a long turn: each renewal writes and schedules the next
+		h.clock = h.clock.Add(ttl / 3)
+		renewals.fireAll(t)
+		if got, want := expiry(), h.clock.Add(ttl); !got.Equal(want) {
+			t.Fatalf("renewal %d: lease until %v, want %v (taken until %v)", i, got, want, taken)
+		}
+		if len(renewals.delays) != i+1 || renewals.delays[i] != ttl/3 || renewals.pending() != 1 {
+			t.Fatalf("after renewal %d: scheduled %v (%d pending)", i, renewals.delays, renewals.pending())
+		}
+	}
+	stale := renewals.fns[len(renewals.fns)-1]
+	close(block)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if renewals.pending() != 0 {
+		t.Fatal("a renewal is still scheduled after the turn ended")
+	}
+	released := func(when string) {
+		t.Helper()
+		if l, err := h.st.Lease(ctx, name); !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("lease %s: %+v, %v; want it released (no linger configured)", when, l, err)
+		}
+	}
+	released("after the turn")
+	h.clock = h.clock.Add(ttl / 3)
+	stale() // the timer firing just after the turn ended
+	released("after a late timer")
+
+	// A short turn: its one timer is stopped before it fires.
+	m.Block(nil)
+	before := len(renewals.delays)
+	if err := <-eng.Enqueue(ctx, evMsg(h, "a", "ev-2", "more")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if n := len(renewals.delays) - before; n != 1 || renewals.pending() != 0 {
+		t.Fatalf("short turn: %d renewals scheduled, %d still pending; want one, stopped", n, renewals.pending())
+	}
+	released("after the short turn")
+}
