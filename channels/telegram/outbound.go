@@ -200,13 +200,14 @@ func (c *Channel) sendChunk(ctx context.Context, chat int64, thread int, chunk s
 }
 
 func (c *Channel) sendMessage(ctx context.Context, chat int64, thread int, text string, mode models.ParseMode, markup models.ReplyMarkup) (int, error) {
-	form, err := sendMessageForm(chat, thread, text, mode, markup)
-	if err != nil {
-		return 0, fmt.Errorf("sending to telegram chat %d: %w", chat, err)
-	}
-	var sent models.Message
-	err = c.do(ctx, chat, true, "sendMessage", func(ctx context.Context) error {
-		return c.post(ctx, "sendMessage", form, &sent)
+	var sent *models.Message
+	err := c.do(ctx, chat, true, "sendMessage", func(ctx context.Context) error {
+		var err error
+		sent, err = c.b.SendMessage(ctx, &bot.SendMessageParams{
+			ChatID: chat, MessageThreadID: thread, Text: text, ParseMode: mode, ReplyMarkup: markup,
+			LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()},
+		})
+		return err
 	})
 	if err != nil {
 		return 0, err
