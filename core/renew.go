@@ -24,7 +24,9 @@ type renewal struct {
 	stopped bool
 }
 
-// startRenewal schedules the first renewal of a lease taken until until.
+// startRenewal schedules the first renewal of a lease taken until until. renewAfter must
+// run its function later, on a goroutine of its own (as time.AfterFunc does), never from
+// within the call: the renewal's mutex is held while it schedules.
 func (e *Engine) startRenewal(ctx context.Context, name, sid string, until time.Time, lost context.CancelFunc) *renewal {
 	r := &renewal{e: e, ctx: ctx, name: name, sid: sid, lost: lost, until: until}
 	r.mu.Lock()
@@ -34,7 +36,10 @@ func (e *Engine) startRenewal(ctx context.Context, name, sid string, until time.
 }
 
 // fire renews the lease (the timer's function) and schedules the next renewal, unless the
-// turn ended or the lease was lost. A failed write is logged and tried again ttl/3 later.
+// turn ended or the lease was lost. A failed write is logged and tried again. The next
+// renewal is due ttl/3 after this one began, not after its write ended, as a ticker's
+// would be: a slow failing write (a stalled database) must leave its retry before the
+// lease it could not extend expires, so the write's time comes off the wait.
 func (r *renewal) fire() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -42,7 +47,8 @@ func (r *renewal) fire() {
 		return
 	}
 	e := r.e
-	l, ok, err := e.leases.AcquireLease(r.ctx, r.name, e.owner, e.d.Now(), e.leaseTTL)
+	began := e.d.Now()
+	l, ok, err := e.leases.AcquireLease(r.ctx, r.name, e.owner, began, e.leaseTTL)
 	switch {
 	case err != nil:
 		e.d.Log.Warn("renewing the session lease", "session", r.sid, "err", err)
@@ -53,7 +59,7 @@ func (r *renewal) fire() {
 	default:
 		r.until = l.ExpiresAt
 	}
-	r.cancel = e.renewAfter(e.leaseTTL/3, r.fire)
+	r.cancel = e.renewAfter(max(0, e.leaseTTL/3-e.d.Now().Sub(began)), r.fire)
 }
 
 // stop ends the renewals, waiting for one in flight, and returns the lease's expiry as

@@ -3,10 +3,12 @@ package core_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
 )
 
 // A turn's lease is renewed by a timer ttl/3 after it was taken and again ttl/3 after each
@@ -80,4 +82,62 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 		t.Fatalf("short turn: %d renewals scheduled, %d still pending; want one, stopped", n, renewals.pending())
 	}
 	released("after the short turn")
+}
+
+// stallingLeases is the store with a renewal that stalls: while stall is set, a lease
+// write advances the test's clock by it (the database hung that long) and fails.
+type stallingLeases struct {
+	*store.Store
+	clock *time.Time
+	stall time.Duration
+}
+
+func (s *stallingLeases) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error) {
+	if s.stall > 0 {
+		*s.clock = s.clock.Add(s.stall)
+		return core.Lease{}, false, errors.New("database stalled")
+	}
+	return s.Store.AcquireLease(ctx, name, owner, now, ttl)
+}
+
+// A renewal whose write stalls and fails is tried again ttl/3 after it began, not ttl/3
+// after the stall: the retry must come before the lease it could not extend expires, as
+// it did on the ticker the renewal used to wait on.
+func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
+	const ttl, stall = 30 * time.Second, 7 * time.Second
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = ttl })
+	leases := &stallingLeases{Store: h.st, clock: &h.clock}
+	m, entered, block := newFakeModel(), make(chan struct{}, 1), make(chan struct{})
+	m.Block(block)
+	m.Hook(func(core.ModelRequest) { entered <- struct{}{} })
+	eng := core.NewEngine(h.cfg, core.Deps{Store: leases, Model: m, Out: h.out, Owner: "renewer",
+		Now: func() time.Time { return h.clock }})
+	var unblock sync.Once
+	release := func() { unblock.Do(func() { close(block) }) }
+	t.Cleanup(func() { release(); _ = eng.Close(context.Background()) }) // a failure leaves no turn blocked
+	renewals := &lingerTimers{}
+	core.SetRenewTimer(eng, renewals.after)
+
+	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
+	<-entered
+	leases.stall = stall
+	h.clock = h.clock.Add(ttl / 3)
+	renewals.fireAll(t) // fails after 7 s
+	if len(renewals.delays) != 2 || renewals.delays[1] != ttl/3-stall {
+		t.Fatalf("after a failed renewal that took %v: scheduled %v, want the retry after %v", stall, renewals.delays, ttl/3-stall)
+	}
+	leases.stall = 0
+	h.clock = h.clock.Add(ttl/3 - stall)
+	renewals.fireAll(t) // the retry writes, 2/3 ttl after the lease was taken
+	l, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a")))
+	if err != nil || l.Owner != "renewer" || !l.ExpiresAt.Equal(h.clock.Add(ttl)) {
+		t.Fatalf("lease after the retry: %+v, %v; want renewer's until %v", l, err, h.clock.Add(ttl))
+	}
+	if len(renewals.delays) != 3 || renewals.delays[2] != ttl/3 {
+		t.Fatalf("after the retry: scheduled %v, want the next after %v", renewals.delays, ttl/3)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
