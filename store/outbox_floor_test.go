@@ -303,7 +303,6 @@ func TestMigration0012(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plangate.db")
 	w := migratedTo(t, path, 11)
-	db := w.DB
 	for i := range 4 {
 		var sent any
 		if i%2 == 0 {
@@ -314,7 +313,7 @@ func TestMigration0012(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db.Close()
+	w.Close()
 
 	s, err := Open(ctx, path)
 	if err != nil {

@@ -127,14 +127,13 @@ func TestMigration0010(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plangate.db")
 	w := migratedTo(t, path, 9)
-	db := w.DB
 	if _, err := w.ExecContext(ctx, `INSERT INTO channel_state (channel, account, key, value, updated_at) VALUES
 		('telegram', 'bot', 'updates', ?, ?), ('slack', 'T1', 'inbox', 'small', ?);
 		INSERT INTO inbound (channel, account, event_id, at) VALUES ('telegram', 'bot', '1', ?), ('telegram', 'bot', '2', ?)`,
 		strings.Repeat("u", 700), formatTime(at(1)), formatTime(at(1)), formatTime(at(1)), formatTime(at(5))); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	w.Close()
 
 	s, err := Open(ctx, path)
 	if err != nil {
