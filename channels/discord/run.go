@@ -292,6 +292,12 @@ func newDispatcher(c *Channel, h channels.Handler, run context.Context) *dispatc
 
 func (d *dispatcher) deliver(w work) {
 	if d.async != nil {
+		// An interaction's settling may wait for its placeholder's acknowledgement and
+		// delete it (Channel.finish): that must not hold the engine's goroutine.
+		if th, ok := d.async.(channels.ThenHandler); ok && w.ix == nil {
+			th.EnqueueThen(d.ctx, w.msg, func(err error) { d.handled(w, err) })
+			return
+		}
 		done := d.async.Enqueue(d.ctx, w.msg)
 		go func() { d.handled(w, <-done) }()
 		return

@@ -62,6 +62,7 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher,
 	if ah, ok := h.(channels.AsyncHandler); ok {
 		d.async = ah
 	}
+	d.then, _ = h.(channels.ThenHandler)
 	c.disp.Store(d)
 	d.replay()
 	var wg sync.WaitGroup
@@ -247,6 +248,7 @@ type dispatcher struct {
 	c     *Channel
 	h     channels.Handler
 	async channels.AsyncHandler // h, when it can queue
+	then  channels.ThenHandler  // h, when it can also report by a call
 	q     *queue
 	in    *channels.Inbox
 
@@ -297,11 +299,19 @@ func (d *dispatcher) deliver(ctx context.Context, key string, m core.Message, af
 		}
 		return
 	}
-	done := d.async.Enqueue(context.WithoutCancel(ctx), m)
+	if th := d.then; th != nil { // settled by the engine's goroutine, right after the turn
+		d.inflight.Add(1)
+		th.EnqueueThen(context.WithoutCancel(ctx), m, func(err error) {
+			defer d.inflight.Done()
+			d.settle(ctx, key, m, err)
+		})
+	} else {
+		done := d.async.Enqueue(context.WithoutCancel(ctx), m)
+		d.inflight.Go(func() { d.settle(ctx, key, m, <-done) })
+	}
 	if after != nil {
 		go after(context.WithoutCancel(ctx))
 	}
-	d.inflight.Go(func() { d.settle(ctx, key, m, <-done) })
 }
 
 // handled logs a handler failure and stops matching replies to the message.

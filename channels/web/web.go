@@ -275,13 +275,18 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 			return errNotRunning
 		}
 	}
+	logFailure := func(err error) {
+		if err != nil && r.ctx.Err() == nil {
+			c.log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
+		}
+	}
+	if th, ok := r.h.(channels.ThenHandler); ok {
+		th.EnqueueThen(r.ctx, m, logFailure)
+		return nil
+	}
 	if ah, ok := r.h.(channels.AsyncHandler); ok {
 		done := ah.Enqueue(r.ctx, m)
-		go func() {
-			if err := <-done; err != nil && r.ctx.Err() == nil {
-				c.log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
-			}
-		}()
+		go func() { logFailure(<-done) }()
 		return nil
 	}
 	c.serialFor(m.Address.SessionID()).push(r, m, c.log)
