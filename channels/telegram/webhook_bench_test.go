@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +27,8 @@ import (
 // being sent to its 200 (as the client saw it, and as the server had it out: srv_; the
 // difference is the benchmark's client goroutines waiting for the CPU the process shares)
 // and to the reply, durable inbox writes and fsynced store transactions per request, and
-// the whole test process's CPU and disk writes (write_bytes) per request.
+// the whole test process's CPU and disk writes (write_bytes) per request; recent-B is the
+// size of the recent update ids in the stored inbox record at the end.
 func BenchmarkWebhookTelegram(b *testing.B) {
 	b.Run("http", func(b *testing.B) { benchWebhook(b, func(int) bool { return true }) })
 	// direct hands the same requests to the route's handler without the network and
@@ -156,5 +158,10 @@ func benchWebhookAt(b *testing.B, rate float64, overHTTP func(n int) bool) {
 	b.ReportMetric(float64(h.disk.saves.Load()-saves)/float64(b.N), "saves/req")
 	b.ReportMetric(float64(h.Store.GroupStats().Durable-fsyncs)/float64(b.N), "fsyncs/req")
 	channeltest.ReportUsage(b, use, b.N) // a request is a message: cpu-ms/msg, disk-KB/msg
+	if v, _, err := h.Store.ChannelState(context.Background(), Name, h.account(), inboxKey); err == nil {
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(v), &fields)
+		b.ReportMetric(float64(len(fields["recent"])+len(fields["recent_runs"])), "recent-B")
+	}
 	channeltest.ReportWebhook(b, elapsed, channeltest.WebhookTimes{HTTP: viaHTTP, Server: server, Direct: direct, Replies: latencies})
 }
