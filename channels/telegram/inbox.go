@@ -31,8 +31,7 @@ type inbox struct {
 	// Webhooks deliver updates concurrently and out of order, so "below next" does not
 	// mean "seen": the ids received lately are remembered instead (saved, oldest first),
 	// and an id at or below floor, the newest one forgotten, counts as seen.
-	recent []int64
-	seen   map[int64]bool
+	recent recentSet
 	floor  int64
 }
 
@@ -41,17 +40,38 @@ type inbox struct {
 const recentIDs = 512
 
 // savedInbox is the stored form.
+//
+// The webhook ids received lately are RecentRuns, oldest first, as packRuns writes them:
+// pairs of a start and a count of consecutive ids, the first start an update id, each
+// later one relative to the end of the run before (a stretch of 512 ids in order is
+// `[1000001,512]`). Records written before it hold Recent, the ids themselves, oldest
+// first; they are read, never written. (A build older than RecentRuns reads a newer
+// record without its recent ids, keeping the floor: an update redelivered then is taken
+// again, and the engine's de-duplication on its key is what stops a second answer.)
 type savedInbox struct {
 	// Handled is the update offset proper: every update up to it is handled.
-	Handled int64             `json:"handled"`
-	Next    int64             `json:"next"`
-	Pending []json.RawMessage `json:"pending,omitempty"` // oldest first
-	Recent  []int64           `json:"recent,omitempty"`  // webhook ids received lately, oldest first
-	Floor   int64             `json:"floor,omitempty"`
+	Handled    int64             `json:"handled"`
+	Next       int64             `json:"next"`
+	Pending    []json.RawMessage `json:"pending,omitempty"` // oldest first
+	Recent     []int64           `json:"recent,omitempty"`  // the old form of RecentRuns
+	RecentRuns []int64           `json:"recent_runs,omitempty"`
+	Floor      int64             `json:"floor,omitempty"`
+}
+
+// recentIDs lists the saved webhook ids, oldest first, from either form; an error is a
+// record packRuns could not have written.
+func (s *savedInbox) recentIDs() ([]int64, error) {
+	switch {
+	case len(s.RecentRuns) == 0:
+		return s.Recent, nil
+	case len(s.Recent) > 0:
+		return nil, fmt.Errorf("%w: both recent and recent_runs are set", errBadRuns)
+	}
+	return unpackRuns(s.RecentRuns)
 }
 
 func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
-	in := &inbox{c: c, pending: map[int64]json.RawMessage{}, seen: map[int64]bool{}}
+	in := &inbox{c: c, pending: map[int64]json.RawMessage{}, recent: newRecentSet()}
 	v, ok, err := c.st.ChannelState(ctx, Name, c.account, inboxKey)
 	if err != nil {
 		return nil, fmt.Errorf("loading the update inbox: %w", err)
@@ -60,7 +80,12 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 		return in, nil
 	}
 	var s savedInbox
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
+	err = json.Unmarshal([]byte(v), &s)
+	var recent []int64
+	if err == nil {
+		recent, err = s.recentIDs()
+	}
+	if err != nil {
 		// A damaged record must not stop the bot; what it held is replayed by Telegram
 		// if it had not been confirmed, and de-duplicated by the engine if it had.
 		c.log.Error("the saved update inbox is unreadable; starting from Telegram's offset", "err", err)
@@ -68,7 +93,7 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 	}
 	in.next = max(s.Next, s.Handled+1)
 	in.floor = s.Floor
-	for _, id := range s.Recent {
+	for _, id := range recent {
 		in.remember(id)
 	}
 	for _, raw := range s.Pending {
@@ -134,7 +159,7 @@ func (in *inbox) receive(id int64, raw json.RawMessage) bool {
 func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if _, pending := in.pending[id]; pending || in.seen[id] {
+	if _, pending := in.pending[id]; pending || in.recent.has(id) {
 		return false
 	}
 	if id <= in.floor && in.floor-id < idResetGap {
@@ -162,7 +187,7 @@ func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 	var ids []int64
 	for _, raw := range s.Pending {
 		id, _, err := updateID(raw)
-		if _, pending := in.pending[id]; err != nil || pending || in.seen[id] {
+		if _, pending := in.pending[id]; err != nil || pending || in.recent.has(id) {
 			continue
 		}
 		in.remember(id)
@@ -178,16 +203,9 @@ func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 
 // remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
 func (in *inbox) remember(id int64) {
-	if in.seen[id] {
-		return
-	}
-	in.recent = append(in.recent, id)
-	in.seen[id] = true
-	for len(in.recent) > recentIDs {
-		old := in.recent[0]
-		in.recent = in.recent[1:]
-		delete(in.seen, old)
-		in.floor = max(in.floor, old)
+	in.recent.add(id)
+	for in.recent.size > recentIDs {
+		in.floor = max(in.floor, in.recent.evictOldest())
 	}
 }
 
@@ -200,10 +218,7 @@ func (in *inbox) unreceive(ids []int64, next int64) {
 	defer in.mu.Unlock()
 	for _, id := range ids {
 		delete(in.pending, id)
-		if in.seen[id] {
-			delete(in.seen, id)
-			in.recent = slices.DeleteFunc(in.recent, func(r int64) bool { return r == id })
-		}
+		in.recent.remove(id)
 	}
 	if next >= 0 {
 		in.next = next
@@ -245,7 +260,7 @@ func (in *inbox) record() channels.Record {
 // encode is a snapshot of the inbox in its stored form.
 func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
-	s := savedInbox{Next: in.next, Handled: in.next - 1, Recent: slices.Clone(in.recent), Floor: in.floor}
+	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Floor: in.floor}
 	for i, id := range in.pendingIDs() {
 		if i == 0 {
 			s.Handled = id - 1

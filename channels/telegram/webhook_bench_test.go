@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,9 @@ import (
 // update once the last was answered (or, paced, when it is due). Reported: requests/s, p50/p99 in ms from the request
 // being sent to its 200 (as the client saw it, and as the server had it out: srv_; the
 // difference is the benchmark's client goroutines waiting for the CPU the process shares)
-// and to the reply, durable inbox writes and fsynced store transactions per request.
+// and to the reply, durable inbox writes and fsynced store transactions per request, and
+// the whole test process's CPU and disk writes (write_bytes) per request; recent-B is the
+// size of the recent update ids in the stored inbox record at the end.
 func BenchmarkWebhookTelegram(b *testing.B) {
 	b.Run("http", func(b *testing.B) { benchWebhook(b, func(int) bool { return true }) })
 	// direct hands the same requests to the route's handler without the network and
@@ -148,11 +151,17 @@ func benchWebhookAt(b *testing.B, rate float64, overHTTP func(n int) bool) {
 		}
 	}
 	viaHTTP, server, direct = nil, nil, nil
-	saves, fsyncs := h.disk.saves.Load(), h.Store.GroupStats().Durable
+	saves, fsyncs, use := h.disk.saves.Load(), h.Store.GroupStats().Durable, channeltest.ReadUsage()
 	latencies, elapsed := channeltest.Drive(b, senders, rate, func(w, n int) (time.Duration, error) {
 		return trip(int64(7000+w), n)
 	})
 	b.ReportMetric(float64(h.disk.saves.Load()-saves)/float64(b.N), "saves/req")
 	b.ReportMetric(float64(h.Store.GroupStats().Durable-fsyncs)/float64(b.N), "fsyncs/req")
+	channeltest.ReportUsage(b, use, b.N) // a request is a message: cpu-ms/msg, disk-KB/msg
+	if v, _, err := h.Store.ChannelState(context.Background(), Name, h.account(), inboxKey); err == nil {
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(v), &fields)
+		b.ReportMetric(float64(len(fields["recent"])+len(fields["recent_runs"])), "recent-B")
+	}
 	channeltest.ReportWebhook(b, elapsed, channeltest.WebhookTimes{HTTP: viaHTTP, Server: server, Direct: direct, Replies: latencies})
 }

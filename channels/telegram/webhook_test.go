@@ -169,7 +169,10 @@ func (h *hookEnv) savedIDs() []int64 {
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
 		h.TB.Fatal(err)
 	}
-	ids := slices.Clone(s.Recent)
+	ids, err := s.recentIDs()
+	if err != nil {
+		h.TB.Fatal(err)
+	}
 	for _, raw := range s.Pending {
 		id, _, _ := updateID(raw)
 		ids = append(ids, id)
