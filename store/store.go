@@ -195,7 +195,36 @@ const PageSize = 1024
 // Two processes opening a new path at once both get here; whichever writes first
 // creates the file with PageSize, and the other's page_size then changes nothing. A
 // file with content is left alone (its page size stays, whatever it is).
+//
+// Switching a new file to WAL takes an exclusive lock from a shared one. When two
+// connections both hold the shared lock and ask for it, SQLite answers one of them
+// SQLITE_BUSY at once, without its busy handler (waiting could deadlock). The loser
+// tries again after a pause: by then the winner has usually created the file, and
+// setting WAL on a file already in WAL needs no such lock.
 func setPageSize(ctx context.Context, abs string) error {
+	const tries = 50
+	for i := 1; ; i++ {
+		err := createFile(ctx, abs)
+		if err == nil || i == tries || !isBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("creating the database file: %w", ctx.Err())
+		case <-time.After(time.Duration(i) * 5 * time.Millisecond):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY or
+// SQLITE_LOCKED).
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}
+
+// createFile is one attempt of setPageSize.
+func createFile(ctx context.Context, abs string) error {
 	if fi, err := os.Stat(abs); err == nil && fi.Size() > 0 {
 		return nil
 	}
