@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -120,6 +121,36 @@ func TestDownReasonHidesSecrets(t *testing.T) {
 	for _, text := range []string{line, got, m.Status()} {
 		if strings.Contains(text, "SECRET") || !strings.Contains(text, "[redacted]") || !strings.Contains(text, "starting") {
 			t.Errorf("not scrubbed, or says nothing: %q", text)
+		}
+	}
+}
+
+// TestURLServerDownHidesSecrets: an HTTP server that refuses the connection is down with
+// an error that quotes its URL; the URL's password and query value are replaced.
+func TestURLServerDownHidesSecrets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: the connection is refused
+	rec, g := newRecorder(), newGate()
+	cfg := mcp.Config{{Name: "web", URL: "http://u:pw-SECRET-1@" + addr + "/mcp?key=query-SECRET-2",
+		Headers: map[string]string{"Authorization": "Bearer header-SECRET-3"}}}
+	m, err := mcp.New(cfg, mcp.Options{Observer: rec, Sleep: g.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	<-g.waits
+	line := rec.waitStatus(t, "web: down (")
+	got := m.Servers()[0].LastError
+	for _, text := range []string{line, got} {
+		if strings.Contains(text, "SECRET") || !strings.Contains(text, addr) {
+			t.Errorf("not scrubbed, or does not say where: %q", text)
 		}
 	}
 }
