@@ -46,6 +46,11 @@ type ReadyNote string
 
 func (n ReadyNote) Error() string { return string(n) }
 
+// Unlisted is a Check result that is ready and leaves the check out of /readyz: a check
+// with something to say only sometimes (an MCP server while it is down) adds nothing to
+// the body while all is well.
+var Unlisted = errors.New("ready, not listed")
+
 // Server is the HTTP server. Register routes before Run.
 type Server struct {
 	cfg Config
@@ -232,6 +237,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}{Ready: true, Checks: map[string]string{}}
 	for _, n := range names {
 		err := checks[n](ctx)
+		if errors.Is(err, Unlisted) {
+			continue
+		}
 		var note ReadyNote
 		if errors.As(err, &note) {
 			out.Checks[n] = oneLine(string(note))

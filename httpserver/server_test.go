@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,6 +139,28 @@ func TestReadyz(t *testing.T) {
 	code, body = do(t, "GET", ts.URL+"/readyz", "")
 	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 503 || got.Ready || got.Checks["telegram"] != "not connected: getUpdates failed" || got.Checks["store"] != "ok" {
 		t.Fatalf("not ready: %d %s %v", code, body, err)
+	}
+}
+
+// TestReadyzUnlisted: a check that answers Unlisted is left out of the body, and one that
+// answers a ReadyNote is shown without making the server unready.
+func TestReadyzUnlisted(t *testing.T) {
+	s, _, ts := newServer(t, httpserver.Config{})
+	s.AddCheck("store", func(context.Context) error { return nil })
+	var quiet atomic.Bool
+	quiet.Store(true)
+	s.AddCheck("mcp:fs", func(context.Context) error {
+		if quiet.Load() {
+			return httpserver.Unlisted
+		}
+		return httpserver.ReadyNote("down since then")
+	})
+	if code, body := do(t, "GET", ts.URL+"/readyz", ""); code != 200 || body != "{\n  \"ready\": true,\n  \"checks\": {\n    \"store\": \"ok\"\n  }\n}\n" {
+		t.Fatalf("with an unlisted check: %d %q", code, body)
+	}
+	quiet.Store(false)
+	if code, body := do(t, "GET", ts.URL+"/readyz", ""); code != 200 || !strings.Contains(body, `"mcp:fs": "down since then"`) || !strings.Contains(body, `"ready": true`) {
+		t.Fatalf("with a note: %d %s", code, body)
 	}
 }
 

@@ -68,7 +68,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		log.Warn(n) // run_command unavailable, or running without a sandbox
 	}
 	var tools core.Toolbox = toolbox
-	mgr, err := startMCP(ctx, cfg, log)
+	mgr, err := startMCP(ctx, cfg, e.now, log)
 	if err != nil {
 		return nil, err
 	}
@@ -197,12 +197,13 @@ func (g *gateway) shutdown(grace time.Duration, interrupt context.CancelFunc) er
 // startMCP starts the configured MCP servers (none: nil). A server that fails to start is
 // logged and retried with backoff; its tools appear once it is up. The servers outlive
 // receiving (ctx ends at SIGTERM): turns still running in the grace period use them, and
-// shutdown stops them after the turns.
-func startMCP(ctx context.Context, cfg *Config, log *slog.Logger) (*mcp.Manager, error) {
+// shutdown stops them after the turns. now dates their states (/readyz says since when a
+// server is down).
+func startMCP(ctx context.Context, cfg *Config, now func() time.Time, log *slog.Logger) (*mcp.Manager, error) {
 	if len(cfg.Tools.MCP) == 0 {
 		return nil, nil
 	}
-	mgr, err := mcp.New(cfg.Tools.MCP, mcp.Options{Log: log, Version: version})
+	mgr, err := mcp.New(cfg.Tools.MCP, mcp.Options{Log: log, Version: version, Now: now})
 	if err != nil {
 		return nil, err
 	}

@@ -335,6 +335,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
+	web.watchMCP(g.mcp) // /readyz notes and /metrics series of the MCP servers
 	log.Info("plangate serving", "channels", strings.Join(names, ","), "model", g.why)
 
 	// Receiving (the channels and the HTTP server) stops at SIGINT/SIGTERM (ctx) or when one

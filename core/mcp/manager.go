@@ -104,7 +104,7 @@ func New(cfg Config, o Options) (*Manager, error) {
 		m.version = "dev"
 	}
 	for _, sc := range cfg {
-		s := &server{cfg: sc, m: m, status: "starting"}
+		s := &server{cfg: sc, m: m, status: "starting", state: StateStarting, secrets: sc.secrets()}
 		m.servers = append(m.servers, s)
 		m.byName[sc.Name] = s
 	}
@@ -134,6 +134,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	var first sync.WaitGroup
 	for _, s := range m.servers {
 		s.life = ctx
+		s.mu.Lock()
+		s.since = m.now() // starting since now
+		s.mu.Unlock()
 		first.Add(1)
 		m.wg.Add(1)
 		var once sync.Once
@@ -249,11 +252,12 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		}
 		return "", OutcomeTimeout, fmt.Errorf("%s timed out after %s", full, s.cfg.callTimeout())
 	case errors.As(err, &rpcErr):
-		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, oneLine(rpcErr.Message))
+		return "", OutcomeToolError, fmt.Errorf("%s: %s", full, s.clean(rpcErr.Message))
 	}
-	s.withdraw(sess, "failed during a call: "+oneLine(err.Error()))
+	why := s.clean(err.Error())
+	s.withdraw(sess, "failed during a call: "+why)
 	return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
-		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, oneLine(err.Error()))}
+		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, why)}
 }
 
 func containsName(list []string, name string) bool {

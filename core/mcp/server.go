@@ -51,6 +51,13 @@ type server struct {
 	// claims one is read-only (a list_changed mid-plan, a restart) is not believed: a
 	// read-only tool runs while planning, so the claim must not be changeable at will.
 	mutating map[string]bool
+
+	// For Servers (readiness and metrics), under mu.
+	state    State
+	since    time.Time
+	restarts int
+	lastErr  string
+	secrets  []string // cfg.secrets(), kept out of every status line
 }
 
 // run keeps the server running; ready is called once the first attempt is over, whether
@@ -62,7 +69,7 @@ func (s *server) run(ctx context.Context, ready func()) {
 		err := s.session(ctx, ready)
 		ready()
 		if ctx.Err() != nil {
-			s.setStatus("stopped")
+			s.stopped()
 			return
 		}
 		if s.m.now().Sub(started) >= maxBackoff {
@@ -70,13 +77,31 @@ func (s *server) run(ctx context.Context, ready func()) {
 		}
 		fails++
 		delay := backoff(fails)
-		s.m.log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", oneLine(err.Error()), "retry_in", delay)
-		s.setStatus(fmt.Sprintf("down (%s), restarting in %s", oneLine(err.Error()), delay))
+		why := s.clean(err.Error())
+		s.m.log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", why, "retry_in", delay)
+		s.mu.Lock()
+		s.enterLocked(StateDown)
+		s.lastErr = why
+		line := s.statusLocked(fmt.Sprintf("down (%s), restarting in %s", why, delay))
+		s.mu.Unlock()
+		s.notifyStatus(line)
 		if err := s.m.sleep(ctx, delay); err != nil {
-			s.setStatus("stopped")
+			s.stopped()
 			return
 		}
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
 	}
+}
+
+// stopped marks s stopped: plangate is closing it.
+func (s *server) stopped() {
+	s.mu.Lock()
+	s.enterLocked(StateStopped)
+	line := s.statusLocked("stopped")
+	s.mu.Unlock()
+	s.notifyStatus(line)
 }
 
 // session runs one connection from start to end and says why it ended.
@@ -115,7 +140,10 @@ func (s *server) session(ctx context.Context, ready func()) error {
 		// Down with the session, under the same lock: a call that finds no session must
 		// not read the "up" line of the one that just ended (the supervisor adds when it
 		// restarts).
-		line = s.statusLocked("down (" + oneLine(ended.Error()) + ")")
+		why := s.clean(ended.Error())
+		s.enterLocked(StateDown)
+		s.lastErr = why
+		line = s.statusLocked("down (" + why + ")")
 	}
 	s.mu.Unlock()
 	s.notifyStatus(line)
@@ -162,6 +190,7 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) 
 		return nil
 	}
 	s.sess, s.tools, s.specs = sess, tools, specs
+	s.enterLocked(StateUp)
 	// Up with the session, under the same lock: set after unlocking, a re-list's line
 	// could overwrite the "down" of a withdraw that came in between.
 	line := s.statusLocked(fmt.Sprintf("up, %d tools", len(specs)))
@@ -318,6 +347,8 @@ func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 		if s.why == "" {
 			s.why = why
 		}
+		s.enterLocked(StateDown)
+		s.lastErr = why
 		// Down from now on (the supervisor adds when it restarts): under the lock, so its
 		// later status cannot be overwritten by this one.
 		line = "down (" + why + ")"
@@ -328,13 +359,6 @@ func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 		s.m.obs.ServerStatus(s.cfg.Name, line)
 	}
 	go func() { _ = sess.Close() }()
-}
-
-func (s *server) setStatus(line string) {
-	s.mu.Lock()
-	line = s.statusLocked(line)
-	s.mu.Unlock()
-	s.notifyStatus(line)
 }
 
 // statusLocked sets the status line with s.mu held; it returns the line for
