@@ -55,7 +55,8 @@ var errLeaseHeld = errors.New("session lease held by another process")
 // withLease runs fn while this process holds the session's lease. Nested calls share the
 // outer lease. When another process holds it, fn does not run and errLeaseHeld is
 // returned. Losing the lease while fn runs (a renewal refused: another process took it
-// over after this one stalled past the ttl) cancels fn's context.
+// over after this one stalled past the ttl), or renewals failing until the lease would
+// end (renew.go), cancels fn's context.
 //
 // A lease this process kept after the session's last turn (see linger.go) is taken with
 // no store write; when fn ends normally after a turn ran, the lease is kept again

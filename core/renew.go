@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -36,10 +37,16 @@ func (e *Engine) startRenewal(ctx context.Context, name, sid string, until time.
 }
 
 // fire renews the lease (the timer's function) and schedules the next renewal, unless the
-// turn ended or the lease was lost. A failed write is logged and tried again. The next
-// renewal is due ttl/3 after this one began, not after its write ended, as a ticker's
-// would be: a slow failing write (a stalled database) must leave its retry before the
-// lease it could not extend expires, so the write's time comes off the wait.
+// turn ended or the lease was lost. The next renewal is due ttl/3 after this one began,
+// not after its write ended, as a ticker's would be: a slow failing write (a stalled
+// database) must leave its retry before the lease it could not extend expires, so the
+// write's time comes off the wait.
+//
+// A turn never runs past its lease's end by this process's clock: once that has come,
+// another process's Resume may take the lease and run the session's turn too (its commit
+// would lose the compare-and-set, but the model would be called twice and a mutating tool
+// could run twice). So the write is bounded by the lease's end (write), and a failed write
+// is tried again only when the lease outlasts the wait for the retry; else the turn stops.
 func (r *renewal) fire() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -48,18 +55,57 @@ func (r *renewal) fire() {
 	}
 	e := r.e
 	began := e.d.Now()
-	l, ok, err := e.leases.AcquireLease(r.ctx, r.name, e.owner, began, e.leaseTTL)
+	if r.until.Sub(began) <= 0 {
+		e.d.Log.Error("the session lease ended before its renewal ran (the process stalled); stopping the turn", "session", r.sid, "until", r.until)
+		r.lost()
+		return
+	}
+	l, ok, ended, err := r.write(began)
+	if ended || r.ctx.Err() != nil {
+		return // the turn was stopped at the lease's end, or ended meanwhile
+	}
+	now := e.d.Now()
+	next := max(0, e.leaseTTL/3-now.Sub(began))
 	switch {
-	case err != nil:
-		e.d.Log.Warn("renewing the session lease", "session", r.sid, "err", err)
-	case !ok:
+	case err == nil && !ok:
 		e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", r.sid)
 		r.lost()
 		return
-	default:
+	case err == nil:
 		r.until = l.ExpiresAt
 	}
-	r.cancel = e.renewAfter(max(0, e.leaseTTL/3-e.d.Now().Sub(began)), r.fire)
+	if left := r.until.Sub(now); left <= 0 || (err != nil && left <= next) {
+		e.d.Log.Error("could not renew the session lease before it ends; stopping the turn so that it does not run on when another process may take the session",
+			"session", r.sid, "until", r.until, "retry_in", next, "err", err)
+		r.lost()
+		return
+	}
+	if err != nil {
+		e.d.Log.Warn("renewing the session lease; trying again before it ends", "session", r.sid, "until", r.until, "retry_in", next, "err", err)
+	}
+	r.cancel = e.renewAfter(next, r.fire)
+}
+
+// errLeaseEnded is the cause of a renewal write's deadline: the lease it would extend ended.
+var errLeaseEnded = errors.New("the session lease ended before its renewal was written")
+
+// write renews the lease, bounded by its end. A store that does not honour the deadline
+// (SQLite's writer queue consults a context only before its write runs) still stops the
+// turn at the lease's end: ended reports that the deadline's own hook did so (and logged
+// it). The write itself, and so stop, waits for the store's answer.
+func (r *renewal) write(began time.Time) (l Lease, ok, ended bool, err error) {
+	e, until := r.e, r.until // the hook may run beside fire: it reads only what never changes
+	ctx, cancel := context.WithTimeoutCause(r.ctx, until.Sub(began), errLeaseEnded)
+	defer cancel()
+	unhook := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), errLeaseEnded) {
+			e.d.Log.Error("the session lease's renewal did not finish by the lease's end; stopping the turn", "session", r.sid, "until", until)
+			r.lost()
+		}
+	})
+	l, ok, err = e.leases.AcquireLease(ctx, r.name, e.owner, began, e.leaseTTL)
+	ended = !unhook() && errors.Is(context.Cause(ctx), errLeaseEnded)
+	return l, ok, ended, err
 }
 
 // stop ends the renewals, waiting for one in flight, and returns the lease's expiry as

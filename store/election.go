@@ -62,9 +62,14 @@ type Elector struct {
 
 // Step campaigns once: it takes, renews or fails to take the lease, and reports whether
 // this replica leads afterwards. An error (the store unreachable) keeps a leader leading
-// only until its lease would have expired.
+// only until its lease would have expired. The store calls are bounded (campaignBound), so
+// a store that does not answer cannot hold Run past the lease's end, and whether this
+// replica leads is judged by the clock after them: a renewal that failed after a long wait
+// does not report leading on the strength of the time it began.
 func (e *Elector) Step(ctx context.Context) (bool, error) {
 	now := e.Now()
+	ctx, cancel := context.WithTimeout(ctx, e.campaignBound(now))
+	defer cancel()
 	held, ok, err := e.St.AcquireLease(ctx, e.Name, e.Owner, now, e.ttl())
 	if err == nil && !ok && e.Gone != nil && held.Owner != "" && e.Gone(held.Owner) {
 		e.logger().Info("taking over the lease of a process that is gone", "lease", e.Name, "holder", held.Owner)
@@ -82,12 +87,31 @@ func (e *Elector) Step(ctx context.Context) (bool, error) {
 	default:
 		e.until, e.holder = time.Time{}, held
 	}
+	return e.publishLocked(e.Now()), err
+}
+
+// campaignBound is how long one campaign's store calls may take: a leader's end with its
+// lease (by this replica's clock, so a renewal that does not answer gives up when the
+// lease it would renew has expired), a standby's Every (its next campaign is due then).
+func (e *Elector) campaignBound(now time.Time) time.Duration {
+	e.mu.Lock()
+	left := e.until.Sub(now)
+	e.mu.Unlock()
+	if left > 0 {
+		return left
+	}
+	return e.every()
+}
+
+// publishLocked reports whether this replica leads at now and, when that changed since
+// last told, tells Changed's waiters.
+func (e *Elector) publishLocked(now time.Time) bool {
 	is := e.leadingLocked(now)
 	if is != e.published {
 		e.published = is
 		e.notifyLocked()
 	}
-	return is, err
+	return is
 }
 
 // Leading reports whether this replica holds the lease now.
@@ -126,14 +150,6 @@ func (e *Elector) notifyLocked() {
 // Run campaigns every Every until ctx ends, then releases the lease so that another
 // replica takes over at once rather than after the ttl.
 func (e *Elector) Run(ctx context.Context) {
-	after := e.After
-	if after == nil {
-		after = time.After
-	}
-	every := e.Every
-	if every <= 0 {
-		every = ElectionEvery
-	}
 	for {
 		leading, err := e.Step(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -142,16 +158,16 @@ func (e *Elector) Run(ctx context.Context) {
 		e.mu.Lock()
 		until := e.until
 		e.mu.Unlock()
-		wait := every
+		wait := e.every()
 		if leading {
 			// Wake in time to step down if renewals keep failing.
-			wait = min(every, until.Sub(e.Now()))
+			wait = min(wait, until.Sub(e.Now()))
 		}
 		select {
 		case <-ctx.Done():
 			e.resign(context.WithoutCancel(ctx))
 			return
-		case <-after(max(wait, 0)):
+		case <-e.after(max(wait, 0)):
 		}
 	}
 }
@@ -178,25 +194,17 @@ func (e *Elector) resign(ctx context.Context) {
 
 // Lead blocks until this replica leads (or ctx ends: an error) and returns a context
 // that is cancelled when it stops leading. Run must be running.
+//
+// The context is cancelled at the lease's end by this replica's clock even while Run is
+// still inside a campaign (a store that does not answer): a timer for the lease's end,
+// re-armed whenever a renewal extends it, stops the leader whatever Run is doing, so the
+// channel never runs on past the moment another replica may take the lease.
 func (e *Elector) Lead(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	for {
 		ch := e.Changed()
 		if e.Leading() {
 			lctx, cancel := context.WithCancel(ctx)
-			go func() {
-				for {
-					select {
-					case <-lctx.Done():
-						return
-					case <-ch:
-						if !e.Leading() {
-							cancel()
-							return
-						}
-						ch = e.Changed()
-					}
-				}
-			}()
+			go e.watch(lctx, cancel)
 			return lctx, cancel, nil
 		}
 		select {
@@ -205,6 +213,52 @@ func (e *Elector) Lead(ctx context.Context) (context.Context, context.CancelFunc
 		case <-ch:
 		}
 	}
+}
+
+// watch cancels a leader's context when it stops leading: at a change of Leading, or when
+// its lease's end, as last renewed, has come.
+func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
+	for {
+		e.mu.Lock()
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
+		ch, until := e.changed, e.until
+		e.mu.Unlock()
+		expired := false
+		select {
+		case <-lctx.Done():
+			return
+		case <-ch:
+		case <-e.after(max(until.Sub(e.Now()), 0)):
+			expired = true
+		}
+		e.mu.Lock()
+		leading := e.publishLocked(e.Now())
+		e.mu.Unlock()
+		if !leading {
+			if expired {
+				// Run is still campaigning (or about to): say why the channel stops.
+				e.logger().Warn("stepping down: the election lease ended without a renewal", "lease", e.Name, "until", until)
+			}
+			cancel()
+			return
+		}
+	}
+}
+
+func (e *Elector) after(d time.Duration) <-chan time.Time {
+	if e.After != nil {
+		return e.After(d)
+	}
+	return time.After(d)
+}
+
+func (e *Elector) every() time.Duration {
+	if e.Every > 0 {
+		return e.Every
+	}
+	return ElectionEvery
 }
 
 func (e *Elector) ttl() time.Duration {
