@@ -52,6 +52,11 @@ type Elector struct {
 	Log  *slog.Logger
 	// After makes Run's timer; nil means time.After. Tests step the clock instead.
 	After func(time.Duration) <-chan time.Time
+	// Expiry makes the leader's timer for its lease's end (Lead); nil means time.After.
+	// It is apart from After so that a test ticking Run's timer by hand does not feed
+	// it: when it fires, Leading is judged by Now, so a real timer under a test's clock
+	// only looks again.
+	Expiry func(time.Duration) <-chan time.Time
 
 	mu        sync.Mutex
 	until     time.Time // the end of this replica's lease, by its clock; zero when standing by
@@ -230,7 +235,7 @@ func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 		case <-lctx.Done():
 			return
 		case <-ch:
-		case <-e.after(max(until.Sub(e.Now()), 0)):
+		case <-e.expiry(max(until.Sub(e.Now()), 0)):
 			expired = true
 		}
 		e.mu.Lock()
@@ -250,6 +255,13 @@ func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 func (e *Elector) after(d time.Duration) <-chan time.Time {
 	if e.After != nil {
 		return e.After(d)
+	}
+	return time.After(d)
+}
+
+func (e *Elector) expiry(d time.Duration) <-chan time.Time {
+	if e.Expiry != nil {
+		return e.Expiry(d)
 	}
 	return time.After(d)
 }

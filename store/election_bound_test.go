@@ -111,7 +111,7 @@ func TestElectionLeaderStepsDownAtLeaseEndWhileRenewalHangs(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
 	timers := newFakeTimers(clock)
 	st := &hangingLeases{Leases: openSQLiteLeases(t), entered: make(chan context.Context, 1), release: make(chan struct{})}
-	e := &store.Elector{Name: "poller:telegram:bot", Owner: "host/1/a", St: st, Now: clock.Now, After: timers.After}
+	e := &store.Elector{Name: "poller:telegram:bot", Owner: "host/1/a", St: st, Now: clock.Now, After: timers.After, Expiry: timers.After}
 	if leading, err := e.Step(ctx); err != nil || !leading {
 		t.Fatalf("first campaign: leading %v, %v", leading, err)
 	}
