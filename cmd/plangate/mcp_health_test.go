@@ -4,31 +4,13 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/core/mcp"
 )
-
-// mcpTestClock is the injected clock of the MCP servers' states.
-type mcpTestClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *mcpTestClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *mcpTestClock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // TestMCPReadyzAndMetrics drives the real HTTP server of serve with two real MCP
 // servers: the stdio test binary, and a program that does not exist (with a secret in
@@ -39,7 +21,7 @@ func (c *mcpTestClock) set(t time.Time) {
 func TestMCPReadyzAndMetrics(t *testing.T) {
 	w, ts := testWeb(t, "")
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	clk := &mcpTestClock{t: t0}
+	clk := coretest.NewClock(t0)
 	waits, release := make(chan struct{}, 10), make(chan struct{})
 	sleep := func(ctx context.Context, _ time.Duration) error {
 		waits <- struct{}{}
@@ -55,7 +37,7 @@ func TestMCPReadyzAndMetrics(t *testing.T) {
 		{Name: "ts", Command: []string{buildMCPServer(t)}},
 		{Name: "gone", Command: []string{filepath.Join(secretDir, "no-such-program")}, Env: map[string]string{"TOKEN": "TOKEN-SECRET-value"}},
 	}
-	mgr, err := mcp.New(cfg, mcp.Options{Now: clk.now, Sleep: sleep})
+	mgr, err := mcp.New(cfg, mcp.Options{Now: clk.Now, Sleep: sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +66,7 @@ func TestMCPReadyzAndMetrics(t *testing.T) {
 	}
 
 	// gone fails a restart (its note keeps its since); then ts crashes mid-call.
-	clk.set(t0.Add(time.Minute))
+	clk.Set(t0.Add(time.Minute))
 	release <- struct{}{}
 	<-waits
 	if _, err := mgr.Call(context.Background(), core.Workspace{}, "ts__crash", nil); err == nil {

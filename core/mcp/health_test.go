@@ -5,31 +5,13 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/core/mcp"
 )
-
-// stepClock is an injected clock that moves only when told.
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *stepClock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -38,10 +20,10 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // its since moved on); a server whose program does not exist is down since its first
 // failure and stays down since then across its failed restarts, each counted.
 func TestServersStates(t *testing.T) {
-	clk := &stepClock{t: t0}
+	clk := coretest.NewClock(t0)
 	start := func(cfg mcp.ServerConfig) (*mcp.Manager, *recorder, *gate) {
 		rec, g := newRecorder(), newGate()
-		m, err := mcp.New(mcp.Config{cfg}, mcp.Options{Observer: rec, Sleep: g.sleep, Now: clk.now})
+		m, err := mcp.New(mcp.Config{cfg}, mcp.Options{Observer: rec, Sleep: g.sleep, Now: clk.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +47,7 @@ func TestServersStates(t *testing.T) {
 	}
 
 	// gone fails its restarts: still down since t0, restarts counted.
-	clk.set(t0.Add(time.Minute))
+	clk.Set(t0.Add(time.Minute))
 	for range 2 {
 		goneGate.release <- struct{}{}
 		<-goneGate.waits
@@ -75,7 +57,7 @@ func TestServersStates(t *testing.T) {
 	}
 
 	// ts crashes mid-call: down since then, and up again after one restart.
-	clk.set(t0.Add(2 * time.Minute))
+	clk.Set(t0.Add(2 * time.Minute))
 	if _, err := m.Call(context.Background(), core.Workspace{}, "ts__crash", nil); err == nil {
 		t.Fatal("the crash call succeeded")
 	}
@@ -84,7 +66,7 @@ func TestServersStates(t *testing.T) {
 	if got.State != mcp.StateDown || !got.Since.Equal(t0.Add(2*time.Minute)) || !strings.Contains(got.LastError, "failed during a call") || got.Tools != 0 {
 		t.Fatalf("ts after its crash: %+v", got)
 	}
-	clk.set(t0.Add(3 * time.Minute))
+	clk.Set(t0.Add(3 * time.Minute))
 	g.release <- struct{}{}
 	rec.waitStatus(t, "ts: up, 10 tools")
 	if got := m.Servers()[0]; got.State != mcp.StateUp || !got.Since.Equal(t0.Add(3*time.Minute)) || got.Restarts != 1 || got.LastError == "" {
