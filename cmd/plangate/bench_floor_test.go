@@ -14,8 +14,20 @@ import (
 // same cases: the difference to BenchmarkGatewayProcess is plangate's own cost above the
 // floor (docs/performance.md, "The floor"). The floor program reads the config.yaml
 // startServeProc writes for plangate, so the harness is shared unchanged;
-// PLANGATE_BENCH_CPUPROFILE is not supported here (the floor has no HTTP server).
-func BenchmarkGatewayFloor(b *testing.B) {
+// PLANGATE_BENCH_CPUPROFILE is not supported here (the floor has no HTTP server):
+// FLOORGW_CPUPROFILE=<file> makes the floor program profile its whole run itself.
+func BenchmarkGatewayFloor(b *testing.B) { benchFloor(b) }
+
+// BenchmarkGatewayFloorLean is the floor with what plangate does instead of the two
+// naive steps the profile of the floor shows (docs/performance.md): the history kept in
+// memory (only the session row is read) and the model request encoded with encoding/json
+// and posted with net/http instead of through openai-go (FLOORGW_LEAN=1).
+func BenchmarkGatewayFloorLean(b *testing.B) {
+	b.Setenv("FLOORGW_LEAN", "1")
+	benchFloor(b)
+}
+
+func benchFloor(b *testing.B) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("no go command to build the floor gateway with")

@@ -17,7 +17,9 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,6 +65,15 @@ type gw struct {
 	mu      sync.Mutex
 	pending map[int64]json.RawMessage
 	offset  int64
+
+	// lean (FLOORGW_LEAN=1) keeps each session's last 40 messages in memory, reading only
+	// the session row, and posts the model request built with encoding/json over net/http,
+	// as plangate does (core/llm); without it each turn reads the history back and calls
+	// openai-go's ChatCompletionService.
+	lean     bool
+	modelURL string
+	modelKey string
+	history  map[string][][2]string // lean: by session
 }
 
 func main() {
@@ -79,7 +90,21 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	g := &gw{api: find("api_url"), token: os.Getenv("TELEGRAM_BOT_TOKEN"), pending: map[int64]json.RawMessage{}}
+	// FLOORGW_CPUPROFILE names a file for a CPU profile of the whole run (warm-up
+	// included), written at SIGTERM: where the floor's time goes.
+	if path := os.Getenv("FLOORGW_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	g := &gw{api: find("api_url"), token: os.Getenv("TELEGRAM_BOT_TOKEN"), pending: map[int64]json.RawMessage{},
+		lean: os.Getenv("FLOORGW_LEAN") == "1", modelURL: find("base_url"), modelKey: os.Getenv("BENCH_MODEL_KEY"),
+		history: map[string][][2]string{}}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	g.hc = &http.Client{Transport: t}
@@ -240,27 +265,26 @@ func (g *gw) handle(ctx context.Context, u *models.Update) error {
 	}
 	chat := u.Message.Chat.ID
 	sid := "telegram:4242:" + strconv.FormatInt(chat, 10)
-	hist, version, err := g.read(ctx, sid)
+	var answer string
+	var version int64
+	var err error
+	if g.lean {
+		answer, version, err = g.askLean(ctx, sid, u.Message.Text)
+	} else {
+		answer, version, err = g.ask(ctx, sid, u.Message.Text)
+	}
 	if err != nil {
 		return err
 	}
-	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a helpful assistant.")}
-	for _, h := range hist {
-		if h[0] == "user" {
-			msgs = append(msgs, openai.UserMessage(h[1]))
-		} else {
-			msgs = append(msgs, openai.AssistantMessage(h[1]))
-		}
-	}
-	msgs = append(msgs, openai.UserMessage(u.Message.Text))
-	res, err := g.model.New(ctx, openai.ChatCompletionNewParams{Model: "bench", Messages: msgs})
-	if err != nil {
-		return err
-	}
-	answer := res.Choices[0].Message.Content
 	outbox, err := g.commitTurn(ctx, sid, chat, version, u, answer)
 	if err != nil {
 		return err
+	}
+	if g.lean {
+		g.mu.Lock()
+		h := append(g.history[sid], [2]string{"user", u.Message.Text}, [2]string{"assistant", answer})
+		g.history[sid] = h[max(0, len(h)-40):]
+		g.mu.Unlock()
 	}
 	sent, err := g.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: answer,
 		LinkPreviewOptions: &models.LinkPreviewOptions{IsDisabled: bot.True()}})
@@ -282,6 +306,84 @@ func (g *gw) handle(ctx context.Context, u *models.Update) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// ask reads the session and its history back and asks the model through openai-go.
+func (g *gw) ask(ctx context.Context, sid, text string) (string, int64, error) {
+	hist, version, err := g.read(ctx, sid)
+	if err != nil {
+		return "", 0, err
+	}
+	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a helpful assistant.")}
+	for _, h := range hist {
+		if h[0] == "user" {
+			msgs = append(msgs, openai.UserMessage(h[1]))
+		} else {
+			msgs = append(msgs, openai.AssistantMessage(h[1]))
+		}
+	}
+	msgs = append(msgs, openai.UserMessage(text))
+	res, err := g.model.New(ctx, openai.ChatCompletionNewParams{Model: "bench", Messages: msgs})
+	if err != nil {
+		return "", 0, err
+	}
+	return res.Choices[0].Message.Content, version, nil
+}
+
+type leanMsg struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// askLean reads only the session row, takes the history from memory and posts the
+// request with net/http.
+func (g *gw) askLean(ctx context.Context, sid, text string) (string, int64, error) {
+	var version int64
+	err := g.r.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, sid).Scan(&version)
+	if err != nil && err != sql.ErrNoRows {
+		return "", 0, err
+	}
+	g.mu.Lock()
+	msgs := make([]leanMsg, 0, len(g.history[sid])+2)
+	msgs = append(msgs, leanMsg{"system", "You are a helpful assistant."})
+	for _, h := range g.history[sid] {
+		msgs = append(msgs, leanMsg{h[0], h[1]})
+	}
+	g.mu.Unlock()
+	msgs = append(msgs, leanMsg{"user", text})
+	body, err := json.Marshal(struct {
+		Model    string    `json:"model"`
+		Messages []leanMsg `json:"messages"`
+	}{"bench", msgs})
+	if err != nil {
+		return "", 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(g.modelURL, "/")+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+g.modelKey)
+	res, err := g.hc.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "", 0, err
+	}
+	var ans struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &ans); err != nil || len(ans.Choices) == 0 {
+		return "", 0, fmt.Errorf("model answer (HTTP %d): %v: %.200s", res.StatusCode, err, data)
+	}
+	return ans.Choices[0].Message.Content, version, nil
 }
 
 // read is the turn's read transaction: the session row and its last 40 messages.
