@@ -34,7 +34,10 @@ type Scrubber func(string) string
 
 // Secrets is the scrubber of these secrets in the forms they take in a request: as they
 // are, path-escaped and query-escaped.
-func Secrets(secrets ...string) Scrubber {
+func Secrets(secrets ...string) Scrubber { return SecretsAs("<token>", secrets...) }
+
+// SecretsAs is Secrets writing marker in place of each secret.
+func SecretsAs(marker string, secrets ...string) Scrubber {
 	var all []string
 	for _, s := range secrets {
 		if s != "" {
@@ -45,7 +48,7 @@ func Secrets(secrets ...string) Scrubber {
 	all = slices.Compact(all)
 	return func(s string) string {
 		for _, sec := range all {
-			s = strings.ReplaceAll(s, sec, "<token>")
+			s = strings.ReplaceAll(s, sec, marker)
 		}
 		return s
 	}

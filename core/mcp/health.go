@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/channels"
 )
 
 // State is where a server is in its life, for readiness checks and metrics.
@@ -58,12 +60,13 @@ const redacted = "[redacted]"
 // would garble every message and hide nothing worth hiding.
 const minSecret = 4
 
-// secrets are the configured values that may be secret, longest first: env and header
+// secrets are the configured values that may be secret: env and header
 // values (and a header's last word, the token of "Bearer <token>"), the URL's password and
 // query values, and argument values ("--token=X" and whatever follows a flag, as in
 // "--token X"). A server's error text may quote any of them (an HTTP client's error
-// quotes the URL; a server may echo its own arguments).
-func (c ServerConfig) secrets() []string {
+// quotes the URL; a server may echo its own arguments). The scrubber also replaces their
+// escaped forms, longest first.
+func (c ServerConfig) secrets() channels.Scrubber {
 	var out []string
 	add := func(v string) {
 		if len(v) >= minSecret && !slices.Contains(out, v) {
@@ -82,12 +85,10 @@ func (c ServerConfig) secrets() []string {
 	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
 		if p, ok := u.User.Password(); ok {
 			add(p)
-			add(url.QueryEscape(p))
 		}
 		for _, vs := range u.Query() {
 			for _, v := range vs {
 				add(v)
-				add(url.QueryEscape(v))
 			}
 		}
 	}
@@ -100,14 +101,8 @@ func (c ServerConfig) secrets() []string {
 			add(a)
 		}
 	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return channels.SecretsAs(redacted, out...)
 }
 
 // clean is text as one status line, with the configured secrets replaced.
-func (s *server) clean(text string) string {
-	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, redacted)
-	}
-	return oneLine(text)
-}
+func (s *server) clean(text string) string { return oneLine(s.secrets(text)) }

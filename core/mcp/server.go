@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -57,7 +58,7 @@ type server struct {
 	since    time.Time
 	restarts int
 	lastErr  string
-	secrets  []string // cfg.secrets(), kept out of every status line
+	secrets  channels.Scrubber // cfg.secrets(), kept out of every status line
 }
 
 // run keeps the server running; ready is called once the first attempt is over, whether
