@@ -172,7 +172,7 @@ func (e *Elector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			e.resign(context.WithoutCancel(ctx))
 			return
-		case <-e.after(max(wait, 0)):
+		case <-timer(e.After, max(wait, 0)):
 		}
 	}
 }
@@ -235,7 +235,7 @@ func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 		case <-lctx.Done():
 			return
 		case <-ch:
-		case <-e.expiry(max(until.Sub(e.Now()), 0)):
+		case <-timer(e.Expiry, max(until.Sub(e.Now()), 0)):
 			expired = true
 		}
 		e.mu.Lock()
@@ -252,16 +252,10 @@ func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 	}
 }
 
-func (e *Elector) after(d time.Duration) <-chan time.Time {
-	if e.After != nil {
-		return e.After(d)
-	}
-	return time.After(d)
-}
-
-func (e *Elector) expiry(d time.Duration) <-chan time.Time {
-	if e.Expiry != nil {
-		return e.Expiry(d)
+// timer is time.After(d), or made by the test's injected maker when it has one.
+func timer(made func(time.Duration) <-chan time.Time, d time.Duration) <-chan time.Time {
+	if made != nil {
+		return made(d)
 	}
 	return time.After(d)
 }
