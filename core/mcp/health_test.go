@@ -85,20 +85,10 @@ func TestServersStates(t *testing.T) {
 // token) reports the failure with each replaced, in Servers, the status line and the log.
 func TestDownReasonHidesSecrets(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "env-SECRET-1234")
-	rec, g := newRecorder(), newGate()
 	prog := filepath.Join(dir, "prog-flag-SECRET-5678")
 	cfg := mcp.Config{{Name: "leaky", Command: []string{prog, "--token", "flag-SECRET-5678"}, Args: []string{"--key=key-SECRET-9999", "-v"},
 		Env: map[string]string{"TOKEN": "env-SECRET-1234", "DEBUG": "1"}}}
-	m, err := mcp.New(cfg, mcp.Options{Observer: rec, Sleep: g.sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	<-g.waits
-	line := rec.waitStatus(t, "leaky: down (")
+	m, line := startDown(t, cfg)
 	got := m.Servers()[0].LastError
 	for _, text := range []string{line, got, m.Status()} {
 		if strings.Contains(text, "SECRET") || !strings.Contains(text, "[redacted]") || !strings.Contains(text, "starting") {
@@ -116,9 +106,22 @@ func TestURLServerDownHidesSecrets(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there now: the connection is refused
-	rec, g := newRecorder(), newGate()
 	cfg := mcp.Config{{Name: "web", URL: "http://u:pw-SECRET-1@" + addr + "/mcp?key=query-SECRET-2",
 		Headers: map[string]string{"Authorization": "Bearer header-SECRET-3"}}}
+	m, line := startDown(t, cfg)
+	got := m.Servers()[0].LastError
+	for _, text := range []string{line, got} {
+		if strings.Contains(text, "SECRET") || !strings.Contains(text, addr) {
+			t.Errorf("not scrubbed, or does not say where: %q", text)
+		}
+	}
+}
+
+// startDown starts a manager of the one server in cfg, which fails to start, and returns
+// it with its status line once it says the server is down (its first backoff waiting).
+func startDown(t *testing.T, cfg mcp.Config) (*mcp.Manager, string) {
+	t.Helper()
+	rec, g := newRecorder(), newGate()
 	m, err := mcp.New(cfg, mcp.Options{Observer: rec, Sleep: g.sleep})
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +131,5 @@ func TestURLServerDownHidesSecrets(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Close() })
 	<-g.waits
-	line := rec.waitStatus(t, "web: down (")
-	got := m.Servers()[0].LastError
-	for _, text := range []string{line, got} {
-		if strings.Contains(text, "SECRET") || !strings.Contains(text, addr) {
-			t.Errorf("not scrubbed, or does not say where: %q", text)
-		}
-	}
+	return m, rec.waitStatus(t, cfg[0].Name+": down (")
 }
