@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
 )
 
 // BenchmarkEngineCommands drives /plan status, on, revise and accept cycles through the
@@ -89,14 +90,24 @@ func BenchmarkPlanStatusWithEventIDs(b *testing.B) {
 // to its commit being durable and "Accepted plan …" sent. The agent turns the decisions
 // start wait at the model until the timer stops and finish outside it (their lease is
 // taken inside). A decision's own writes are the same; what it leaves out is the turn.
+//
+// The postgres/ cases run the same on PostgreSQL (a throwaway server, pgtest), and
+// compare with single-row insert transactions on that server: raw-commits/s from as many
+// goroutines as sessions decide at once (the server groups their WAL flushes as it groups
+// the decisions'), raw-serial-commits/s from one.
 func BenchmarkEngineDecisions(b *testing.B) {
-	for _, acked := range []bool{false, true} {
-		for _, sessions := range []int{1, 20} {
-			name := fmt.Sprintf("sessions=%d", sessions)
-			if acked {
-				name += "/acked"
+	for _, driver := range []string{store.DriverSQLite, store.DriverPostgres} {
+		for _, acked := range []bool{false, true} {
+			for _, sessions := range []int{1, 20} {
+				name := fmt.Sprintf("sessions=%d", sessions)
+				if acked {
+					name += "/acked"
+				}
+				if driver != store.DriverSQLite {
+					name = driver + "/" + name
+				}
+				b.Run(name, func(b *testing.B) { benchDecisions(b, driver, sessions, acked) })
 			}
-			b.Run(name, func(b *testing.B) { benchDecisions(b, sessions, acked) })
 		}
 	}
 }

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/store"
+	"github.com/plangate/plangate/store/pgtest"
 )
 
 // benchDecisions sets up b.N pending plans, then accepts them from sessions goroutines,
@@ -26,8 +30,18 @@ import (
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
-func benchDecisions(b *testing.B, sessions int, acked bool) {
-	h := newHarness(b)
+func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
+	var (
+		h     *harness
+		rates func() (conc, serial float64)
+	)
+	if driver == store.DriverPostgres {
+		h = newHarnessOn(b, driver, pgtest.Schema(b))
+		rates = func() (float64, float64) { return rawInsertRate(b, h.target, sessions), rawInsertRate(b, h.target, 1) }
+	} else {
+		h = newHarness(b)
+		rates = func() (float64, float64) { return rawCommitRate(b, h.dir), 0 }
+	}
 	ctx := context.Background()
 	chats := make([]string, b.N)
 	for i := range chats {
@@ -41,7 +55,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	if acked {
 		decide, turns = ackedDecisions(b, h, chats)
 	}
-	raw := rawCommitRate(b, h.dir)
+	raw, serial := rates()
 	st0 := h.st.GroupStats()
 	fw0, fc0 := core.PlanFileWrites(h.eng)
 	var (
@@ -95,16 +109,23 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
-	raw = (raw + rawCommitRate(b, h.dir)) / 2
+	raw2, serial2 := rates()
+	raw, serial = (raw+raw2)/2, (serial+serial2)/2
 	rate := float64(b.N) / elapsed.Seconds()
 	b.ReportMetric(rate, "decisions/s")
 	b.ReportMetric(raw, "raw-commits/s")
 	b.ReportMetric(rate/raw, "ratio")
+	if serial > 0 {
+		b.ReportMetric(serial, "raw-serial-commits/s")
+		b.ReportMetric(rate/serial, "ratio-serial")
+	}
 	b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-µs/decision")
-	b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
-	b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
-	b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
-	b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
+	if driver == store.DriverSQLite { // PostgreSQL's server groups commits itself
+		b.ReportMetric(float64(st.Durable-st0.Durable)/float64(b.N), "syncs/decision")
+		b.ReportMetric(float64(st.Writes-st0.Writes)/float64(b.N), "writes/decision")
+		b.ReportMetric(float64(st.Batches-st0.Batches)/float64(b.N), "txs/decision")
+		b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
+	}
 	b.ReportMetric(float64(fw-fw0)/float64(b.N), "file-writes/decision")
 	b.ReportMetric(float64(fc-fc0)/float64(b.N), "file-creates/decision")
 }
@@ -143,6 +164,59 @@ func rawCommitRate(b *testing.B, dir string) float64 {
 		}
 	}
 	return n / time.Since(start).Seconds()
+}
+
+// rawInsertRate measures single-row insert transactions per second on the PostgreSQL
+// schema at dsn, from conc goroutines (a pool as large as the store's): the ceiling a
+// decision is compared with on that server, in the same run.
+func rawInsertRate(b *testing.B, dsn string, conc int) float64 {
+	b.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn+" pool_max_conns=16")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	table := fmt.Sprintf("raw_%d", time.Now().UnixNano())
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	insert := func(i int) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (v) VALUES ($1)`, fmt.Sprint(i)); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	const each = 100
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed error
+	)
+	start := time.Now()
+	for g := range conc {
+		wg.Go(func() {
+			for i := range each {
+				if err := insert(g*each + i); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	return float64(conc*each) / elapsed.Seconds()
 }
 
 // processCPU is the CPU time the process has used, user and system.

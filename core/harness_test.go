@@ -134,14 +134,24 @@ type harness struct {
 	cfg   core.Config
 	tools core.Toolbox
 	clock time.Time
+	// driver and target name the store (store.OpenDriver) when it is not the SQLite
+	// file in dir.
+	driver, target string
 }
 
 var day = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t testing.TB, mutate ...func(*core.Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, "", "", mutate...)
+}
+
+// newHarnessOn is newHarness on the store driver opens at target (store.OpenDriver);
+// "" is the SQLite file in the harness's directory.
+func newHarnessOn(t testing.TB, driver, target string, mutate ...func(*core.Config)) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, out: &recorder{}, model: newFakeModel(), clock: day}
+	h := &harness{t: t, dir: dir, out: &recorder{}, model: newFakeModel(), clock: day, driver: driver, target: target}
 	h.cfg = core.Config{
 		PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PerSession: true,
 		MaxIterations: 10, HistoryMessages: 40, PlanMode: true,
@@ -156,7 +166,13 @@ func newHarness(t testing.TB, mutate ...func(*core.Config)) *harness {
 // open (re)opens the store and builds a fresh engine, as a restarted process would.
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
+	var st *store.Store
+	var err error
+	if h.driver == "" {
+		st, err = store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
+	} else {
+		st, err = store.OpenDriver(context.Background(), h.driver, h.target)
+	}
 	if err != nil {
 		h.t.Fatal(err)
 	}

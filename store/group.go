@@ -321,8 +321,12 @@ type GroupStats struct {
 	Batches, Writes, Durable, Waited int64
 }
 
-// GroupStats reports the writer's counts, for benchmarks and tests of the sharing.
+// GroupStats reports the writer's counts, for benchmarks and tests of the sharing; all
+// zero on PostgreSQL, whose server groups its commits itself.
 func (s *Store) GroupStats() GroupStats {
+	if s.gc == nil {
+		return GroupStats{}
+	}
 	s.gc.mu.Lock()
 	st := s.gc.stats
 	s.gc.mu.Unlock()
