@@ -16,8 +16,9 @@ import (
 // every 15 s. first: a store's first list, as at a start (a new Store per op, opened
 // outside the timer); later: the lists after it; stuck: the same outbox with its oldest
 // row unsent (a reply whose sends keep failing, until its five attempts or its hour are
-// up). On SQLite without outbox_unsent (0012) first reads the table, later from the
-// oldest unsent row on. rows-read/op is what the last list read: the rows of the rowid
+// up). On SQLite without outbox_unsent (0012) first reads the table; later and stuck
+// read from the floor on, which since the sixth round passes the unsent rows a list has
+// seen and looks each of them up by id (before it, stuck read the whole table). rows-read/op is what the last list read: the rows of the rowid
 // range from the floor to the end, and the ids looked up by key below it.
 func BenchmarkUnsentOutbox(b *testing.B) {
 	ctx := context.Background()

@@ -33,13 +33,14 @@ import (
 //     id, so the maximum never goes back and an id is never reused; the copy of
 //     `plangate store copy` keeps the ids, into an empty outbox (whose floors are at most
 //     1, since a once non-empty outbox is never emptied);
-//   - so a scan of channels C that reads max(id) = top before anything else, looks up
-//     every held id of C and then reads the range from its start (the lowest floor of C)
-//     sees, for each c in C, every row of c below top+1 that is unsent: those under c's
-//     floor were held (the invariant), the others lie in the range, whose rows up to top
-//     were all committed before it started. Holding the unsent ones it saw below top+1 (or,
-//     when a LIMIT cut the list, below the last row listed +1) it may raise c's floor to
-//     there; any row committed later has a larger id;
+//   - so a scan of channels C that reads max(id) = top first, then in one statement looks
+//     up the held ids of C below its start (the lowest floor of C) and reads the range
+//     from there, sees, for each c in C, every row of c below top+1 that is unsent: those
+//     under c's floor were held (the invariant), the others lie in the range, whose rows
+//     up to top were all committed before the statement began. So a held id of C it did
+//     not list is gone for good, and holding the unsent rows it listed below top+1 (or,
+//     when a LIMIT cut the list, below the last row listed +1; the same bound for what is
+//     gone) it may raise c's floor to there: any row committed later has a larger id;
 //   - the floor is kept per channel: a scan for some channels says nothing about the
 //     others, whose rows another caller may list. A scan of all channels (nil) proves the
 //     floor of all of them at once;
@@ -90,10 +91,9 @@ func (f *unsentFloors) from(channels []string) (int64, []int64) {
 	return lo, held
 }
 
-// learn records what a scan of channels (nil: all) found: gone, the held ids it looked up
-// that are no longer unsent; seen, every unsent row of those channels below bound
-// (oldest first, chans their channels; rows at or above bound are ignored). bound 0
-// proves nothing: only gone is used.
+// learn records what a scan of channels (nil: all) found: gone, the held ids it found
+// no longer unsent; seen, every unsent row of those channels below bound
+// (oldest first, chans their channels; rows at or above bound are ignored).
 func (f *unsentFloors) learn(channels []string, gone []int64, seen []core.Outgoing, chans []string, bound int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -102,9 +102,6 @@ func (f *unsentFloors) learn(channels []string, gone []int64, seen []core.Outgoi
 	}
 	for _, id := range gone {
 		delete(f.held, id)
-	}
-	if bound == 0 {
-		return
 	}
 	// stop: the channels whose floor stops at a row held could not take.
 	stop := map[string]int64{}
@@ -139,8 +136,8 @@ func (f *unsentFloors) learn(channels []string, gone []int64, seen []core.Outgoi
 	}
 }
 
-// unsentFromFloor is UnsentOutbox on SQLite: the held rows by id, then a rowid range
-// scan from the floor.
+// unsentFromFloor is UnsentOutbox on SQLite: in one statement, the held rows below the
+// floor by id and a rowid range scan from it.
 func (s *Store) unsentFromFloor(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
 	from, held := s.floors.from(channels)
 	// top first: a row committed after it has a larger id, whether or not the scan sees it.
@@ -151,80 +148,58 @@ func (s *Store) unsentFromFloor(ctx context.Context, channels []string, limit in
 	if s.floors.between != nil {
 		s.floors.between()
 	}
-	var out []core.Outgoing
-	var chans []string
-	var gone []int64
-	if len(held) > 0 {
-		q, args := heldQuery(held)
-		rows, err := s.r.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("listing unsent replies: %w", err)
+	// Held rows at or above from are in the range.
+	below := held[:0:0]
+	for _, id := range held {
+		if id < from {
+			below = append(below, id)
 		}
-		if out, err = scanOutbox(rows, "unsent", &chans); err != nil {
-			return nil, err
-		}
-		for _, id := range held {
-			if _, found := slices.BinarySearchFunc(out, id, func(o core.Outgoing, id int64) int { return cmp.Compare(o.ID, id) }); !found {
-				gone = append(gone, id)
-			}
-		}
-		// Held rows at or above from are in the range too; the scan lists them.
-		n := 0
-		for n < len(out) && out[n].ID < from {
-			n++
-		}
-		out, chans = out[:n], chans[:n]
 	}
-	if limit > 0 && len(out) >= limit {
-		// The held rows fill the list: nothing is proved above them.
-		s.floors.learn(channels, gone, nil, nil, 0)
-		return out[:limit], nil
-	}
-	rest := 0
-	if limit > 0 {
-		rest = limit - len(out)
-	}
-	q, args := unsentQuery(channels, rest, &from)
+	q, args := unsentQuery(channels, limit, &from, below)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing unsent replies: %w", err)
 	}
-	scanned, err := scanOutbox(rows, "unsent", &chans)
+	var chans []string
+	out, err := scanOutbox(rows, "unsent", &chans)
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, scanned...)
+	// The list has every unsent row of channels that was held or lies in the range, up to
+	// bound; a held row below it not listed is gone for good.
 	bound := top + 1
-	if rest > 0 && len(scanned) == rest {
+	if limit > 0 && len(out) == limit {
 		bound = out[len(out)-1].ID + 1
+	}
+	var gone []int64
+	for _, id := range held {
+		if _, found := slices.BinarySearchFunc(out, id, func(o core.Outgoing, id int64) int { return cmp.Compare(o.ID, id) }); !found && id < bound {
+			gone = append(gone, id)
+		}
 	}
 	s.floors.learn(channels, gone, out, chans, bound)
 	return out, nil
 }
 
-// heldQuery looks up the held rows ids (SQLite), those still unsent, oldest first: a
-// search of the primary key per id.
-func heldQuery(ids []int64) (string, []any) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return `SELECT id, session_id, reply, created_at, attempts, owner, channel FROM outbox
-		WHERE id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `) AND sent_at IS NULL AND dropped = '' ORDER BY id`, args
-}
-
-// unsentQuery is UnsentOutbox's query. With from (SQLite) it also selects the channel
-// and starts at that id; without, it is PostgreSQL's, which reads outbox_unsent.
-func unsentQuery(channels []string, limit int, from *int64) (string, []any) {
+// unsentQuery is UnsentOutbox's query. With from (SQLite) it also selects the channel,
+// starts at that id and adds the rows held (ids below from, of channels) by key, the
+// two arms merged in id order; without, it is PostgreSQL's, which reads outbox_unsent.
+func unsentQuery(channels []string, limit int, from *int64, held []int64) (string, []any) {
 	cols := `id, session_id, reply, created_at, attempts, owner`
-	args := make([]any, 0, len(channels)+2)
-	where := ``
+	args := make([]any, 0, len(held)+len(channels)+2)
+	q, where := ``, ``
 	if from != nil {
 		cols += `, channel`
+		if len(held) > 0 {
+			q = `SELECT ` + cols + ` FROM outbox WHERE id IN (?` + strings.Repeat(`, ?`, len(held)-1) + `) AND sent_at IS NULL AND dropped = '' UNION ALL `
+			for _, id := range held {
+				args = append(args, id)
+			}
+		}
 		where = ` AND id >= ?`
 		args = append(args, *from)
 	}
-	q := `SELECT ` + cols + ` FROM outbox WHERE sent_at IS NULL AND dropped = ''` + where
+	q += `SELECT ` + cols + ` FROM outbox WHERE sent_at IS NULL AND dropped = ''` + where
 	if len(channels) > 0 {
 		q += ` AND channel IN (?` + strings.Repeat(`, ?`, len(channels)-1) + `)`
 		for _, c := range channels {

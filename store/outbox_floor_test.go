@@ -47,7 +47,7 @@ func idsOf(rows []core.Outgoing) []int64 {
 // scanAll is UnsentOutbox without a floor: the query PostgreSQL runs, over the whole table.
 func scanAll(t *testing.T, s *Store, channels []string, limit int) []core.Outgoing {
 	t.Helper()
-	q, args := unsentQuery(channels, limit, nil)
+	q, args := unsentQuery(channels, limit, nil, nil)
 	rows, err := s.r.QueryContext(context.Background(), q, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -309,13 +309,23 @@ func unsentAtRandom(t *testing.T, hold int) {
 		lists, nonEmpty, passed, full, pruned, top, oldest)
 }
 
-// The scan from the floor is a range of the rowid, not a scan of the table, and the index
-// it replaces is gone.
+// The scan from the floor is a range of the rowid, not a scan of the table, the held rows
+// are searched by key, and the index it replaces is gone.
 func TestUnsentFloorPlan(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	for _, chans := range [][]string{nil, {"telegram", "slack"}} {
-		q, args := unsentQuery(chans, 5, new(int64))
+	for _, c := range []struct {
+		chans []string
+		held  []int64
+		want  string
+	}{
+		{nil, nil, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{[]string{"telegram", "slack"}, nil, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{nil, []int64{3}, "MERGE (UNION ALL); LEFT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?); RIGHT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{[]string{"telegram"}, []int64{3, 8, 11}, "MERGE (UNION ALL); LEFT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?); RIGHT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+	} {
+		chans := c.chans
+		q, args := unsentQuery(chans, 5, new(int64), c.held)
 		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -330,8 +340,8 @@ func TestUnsentFloorPlan(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)") || strings.Contains(p, "TEMP B-TREE") {
-			t.Errorf("plan for %v: %s", chans, p)
+		if p := strings.Join(plan, "; "); !strings.Contains(p, c.want) || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN outbox") {
+			t.Errorf("plan for %v, held %v: %s", chans, c.held, p)
 		}
 	}
 	var n int
