@@ -46,7 +46,7 @@ func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) 
 	if s.floors != nil {
 		return s.unsentFromFloor(ctx, channels, limit)
 	}
-	q, args := unsentQuery(channels, limit, nil)
+	q, args := unsentQuery(channels, limit, nil, nil)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing unsent replies: %w", err)

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func idsOf(rows []core.Outgoing) []int64 {
 // scanAll is UnsentOutbox without a floor: the query PostgreSQL runs, over the whole table.
 func scanAll(t *testing.T, s *Store, channels []string, limit int) []core.Outgoing {
 	t.Helper()
-	q, args := unsentQuery(channels, limit, nil)
+	q, args := unsentQuery(channels, limit, nil, nil)
 	rows, err := s.r.QueryContext(context.Background(), q, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestUnsentFloorAfterPruningTheNewest(t *testing.T) {
 	if got := unsentIDs(t, a, []string{"telegram"}, 0); len(got) != 0 {
 		t.Fatalf("unsent telegram %v, want none", got)
 	}
-	if f := a.floors.from(nil); f != top+1 {
+	if f, _ := a.floors.from(nil); f != top+1 {
 		t.Fatalf("floor of all %d, want %d (past the sent rows)", f, top+1)
 	}
 	if n, err := b.PruneOutbox(ctx, at(100)); err != nil || n != 2 {
@@ -128,6 +130,16 @@ func TestUnsentFloorAfterPruningTheNewest(t *testing.T) {
 	}
 }
 
+// wantFloor checks where a list of chans through s would start, and the held rows it
+// would look up.
+func wantFloor(t *testing.T, s *Store, chans []string, floor int64, held ...core.Outgoing) {
+	t.Helper()
+	f, h := s.floors.from(chans)
+	if f != floor || !slices.Equal(h, idsOf(held)) {
+		t.Fatalf("floor of %v at %d holding %v, want %d holding %v", chans, f, h, floor, idsOf(held))
+	}
+}
+
 // The floor of one channel never hides another channel's rows, and a LIMIT that cuts the
 // list moves the floor only up to the last row listed.
 func TestUnsentFloorChannelsAndLimit(t *testing.T) {
@@ -150,9 +162,7 @@ func TestUnsentFloorChannelsAndLimit(t *testing.T) {
 	want(tg, 1, t1)
 	mark(t1)
 	want(tg, 1, t2)
-	if f := s.floors.from(tg); f != t2.ID {
-		t.Fatalf("telegram's floor %d, want %d (its oldest unsent)", f, t2.ID)
-	}
+	wantFloor(t, s, tg, t2.ID+1, t2)
 	want([]string{"slack"}, 0, s1)
 	want(nil, 1, s1)
 	mark(t2)
@@ -163,12 +173,8 @@ func TestUnsentFloorChannelsAndLimit(t *testing.T) {
 	want([]string{"web"}, 0)
 	mark(t3)
 	want(tg, 0)
-	if f := s.floors.from(tg); f != t3.ID+1 {
-		t.Fatalf("telegram's floor %d, want %d (past every row)", f, t3.ID+1)
-	}
-	if f := s.floors.from([]string{"slack"}); f != s1.ID {
-		t.Fatalf("slack's floor %d, want %d", f, s1.ID)
-	}
+	wantFloor(t, s, tg, t3.ID+1)
+	wantFloor(t, s, []string{"slack"}, t3.ID+1, s1)
 	want(nil, 0, s1)
 	w1 := reply(t, s, "web", at(6))
 	want(tg, 0)
@@ -178,21 +184,33 @@ func TestUnsentFloorChannelsAndLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(nil, 0, w1)
-	if f := s.floors.from(nil); f != w1.ID {
-		t.Fatalf("floor of all %d, want %d", f, w1.ID)
-	}
+	wantFloor(t, s, nil, w1.ID+1, w1)
 }
 
 // Two stores on one file commit, mark, drop, prune and list at random; every list through
 // the floor equals a scan of the whole table. Prunes run with a cut past every row, so
-// the newest rows go often and ids would be reused if the newest were not kept.
+// the newest rows go often and ids would be reused if the newest were not kept. One
+// reply in 60 fails: no mark or drop takes it for 50 to 600 steps, so it stays unsent for hundreds of steps while the floors pass them (held), and are marked
+// or dropped by either store, the one that holds them or the other. With hold 2 the held
+// rows overflow and the floors stop at the first row they cannot hold.
 func TestUnsentFloorTwoStoresAtRandom(t *testing.T) {
+	for _, hold := range []int{0, 2} {
+		t.Run(fmt.Sprintf("hold=%d", hold), func(t *testing.T) { unsentAtRandom(t, hold) })
+	}
+}
+
+func unsentAtRandom(t *testing.T, hold int) {
 	ctx := context.Background()
 	a, path := openTest(t)
 	stores := []*Store{a, openSecond(t, path)}
+	for _, s := range stores {
+		s.floors.hold = hold
+	}
 	chans := []string{"telegram", "slack", "web"}
-	rng := rand.New(rand.NewPCG(13, 12))
+	rng := rand.New(rand.NewPCG(13, uint64(12+hold)))
 	minute, lists, nonEmpty, pruned, reused := 0, 0, 0, int64(0), 0
+	failing := map[int64][2]int{} // failing reply -> the step it was committed at, the step its sends stop failing at
+	passed, oldest, full := 0, 0, 0
 	var top int64
 	for step := range 4000 {
 		s := stores[rng.IntN(len(stores))]
@@ -204,10 +222,16 @@ func TestUnsentFloorTwoStoresAtRandom(t *testing.T) {
 				reused++
 			}
 			top = max(top, o.ID)
+			if rng.IntN(60) == 0 {
+				failing[o.ID] = [2]int{step, step + 50 + rng.IntN(550)}
+			}
 		case op < 11:
 			all := scanAll(t, s, nil, 0)
-			if op == 5 { // everything sent: the floors pass every row, the next prune takes the newest but one
+			if op == 5 { // everything that does not fail sent: the floors pass every other row
 				for _, o := range all {
+					if _, ok := failing[o.ID]; ok {
+						continue
+					}
 					if err := s.MarkSent(ctx, o.ID, "m", at(minute)); err != nil {
 						t.Fatal(err)
 					}
@@ -218,6 +242,13 @@ func TestUnsentFloorTwoStoresAtRandom(t *testing.T) {
 				continue
 			}
 			o := all[rng.IntN(len(all))]
+			if f, ok := failing[o.ID]; ok {
+				if step < f[1] {
+					continue
+				}
+				oldest = max(oldest, step-f[0])
+				delete(failing, o.ID)
+			}
 			var err error
 			switch op {
 			case 6:
@@ -255,24 +286,46 @@ func TestUnsentFloorTwoStoresAtRandom(t *testing.T) {
 			if len(got) > 0 {
 				nonEmpty++
 			}
+			if _, held := s.floors.from(pick); slices.ContainsFunc(held, func(id int64) bool { _, ok := failing[id]; return ok }) {
+				passed++ // the floor is past a failing row
+			}
+			s.floors.mu.Lock()
+			if n := len(s.floors.held); n > cmp.Or(hold, maxHeld) {
+				t.Fatalf("step %d: %d rows held, more than %d", step, n, cmp.Or(hold, maxHeld))
+			} else if hold > 0 && n == hold {
+				full++
+			}
+			s.floors.mu.Unlock()
 		}
 	}
 	if reused != 0 {
 		t.Fatalf("%d replies got an id not above the newest before them", reused)
 	}
-	if lists < 1000 || nonEmpty < 300 || lists-nonEmpty < 300 || pruned < 500 {
-		t.Fatalf("the walk exercised too little: %d lists (%d not empty), %d rows pruned", lists, nonEmpty, pruned)
+	if lists < 1000 || nonEmpty < 300 || lists-nonEmpty < 150 || pruned < 500 || passed < 500 || oldest < 300 || hold > 0 && full < 100 {
+		t.Fatalf("the walk exercised too little: %d lists (%d not empty, %d past a failing row, %d with the held rows full), %d rows pruned, a failing row unsent for %d steps",
+			lists, nonEmpty, passed, full, pruned, oldest)
 	}
-	t.Logf("%d lists, %d not empty, %d rows pruned, ids up to %d", lists, nonEmpty, pruned, top)
+	t.Logf("%d lists, %d not empty, %d past a failing row, %d with the held rows full, %d rows pruned, ids up to %d, a failing row unsent for %d steps",
+		lists, nonEmpty, passed, full, pruned, top, oldest)
 }
 
-// The scan from the floor is a range of the rowid, not a scan of the table, and the index
-// it replaces is gone.
+// The scan from the floor is a range of the rowid, not a scan of the table, the held rows
+// are searched by key, and the index it replaces is gone.
 func TestUnsentFloorPlan(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
-	for _, chans := range [][]string{nil, {"telegram", "slack"}} {
-		q, args := unsentQuery(chans, 5, new(int64))
+	for _, c := range []struct {
+		chans []string
+		held  []int64
+		want  string
+	}{
+		{nil, nil, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{[]string{"telegram", "slack"}, nil, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{nil, []int64{3}, "MERGE (UNION ALL); LEFT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?); RIGHT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+		{[]string{"telegram"}, []int64{3, 8, 11}, "MERGE (UNION ALL); LEFT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?); RIGHT; SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)"},
+	} {
+		chans := c.chans
+		q, args := unsentQuery(chans, 5, new(int64), c.held)
 		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -287,8 +340,8 @@ func TestUnsentFloorPlan(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)") || strings.Contains(p, "TEMP B-TREE") {
-			t.Errorf("plan for %v: %s", chans, p)
+		if p := strings.Join(plan, "; "); !strings.Contains(p, c.want) || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN outbox") {
+			t.Errorf("plan for %v, held %v: %s", chans, c.held, p)
 		}
 	}
 	var n int

@@ -303,6 +303,12 @@ func (d *dispatcher) deliver(ctx context.Context, key string, m core.Message, af
 		d.inflight.Add(1)
 		th.EnqueueThen(context.WithoutCancel(ctx), m, func(err error) {
 			defer d.inflight.Done()
+			if ctx.Err() != nil {
+				// Run has ended: the settle saves the inbox durably at once (done), which
+				// must not hold the engine's worker (then must not block). Drain waits.
+				d.inflight.Go(func() { d.settle(ctx, key, m, err) })
+				return
+			}
 			d.settle(ctx, key, m, err)
 		})
 	} else {

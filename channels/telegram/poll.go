@@ -325,16 +325,21 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 // engine finished may wait long (flushDelay: its replay after a kill is de-duplicated by
 // its inbound key); one the adapter settled itself, a Revise prompt say, has no such key
 // and waits briefly (flushLocal), as every update did before. Once Run has ended (a
-// shutdown waiting for the engine) it saves at once, before the store closes.
+// shutdown waiting for the engine) it saves at once, before the store closes, beside the
+// caller: that is often an engine worker settling the turn it just ran (EnqueueThen's
+// then, which must not block), and a durable save (an fsync, 2 ms here) would hold that
+// session's next queued job. Drain waits for the save. The caller is in d.inflight.
 func (d *dispatcher) finish(ctx context.Context, id int64, delay time.Duration) {
 	d.in.done(id)
 	if ctx.Err() == nil {
 		d.in.flushSoon(context.WithoutCancel(ctx), delay)
 		return
 	}
-	if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
-		d.c.log.Error("saving the update inbox", "update", id, "err", err)
-	}
+	d.inflight.Go(func() {
+		if err := d.in.flush(context.WithoutCancel(ctx)); err != nil {
+			d.c.log.Error("saving the update inbox", "update", id, "err", err)
+		}
+	})
 }
 
 // job is what an update asks for: a message for the handler, or work the adapter does
