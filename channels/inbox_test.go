@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/plangate/plangate/store"
@@ -161,5 +162,72 @@ func TestInboxUnreadAtLoadIsNotOverwritten(t *testing.T) {
 	}
 	if got := saved(); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
 		t.Fatalf("after the read back: saved %v, want [a b c]", got)
+	}
+}
+
+// The record encode writes by hand is what json.Marshal writes for compact data, and
+// decodes to the same entries when the data came with whitespace or characters Marshal
+// escapes (the data goes in as it came).
+func TestInboxRecordEncodesAsMarshal(t *testing.T) {
+	for _, es := range [][]InboxEntry{
+		nil,
+		{{Key: "Ev1", Seq: 1, Kind: "events_api", Ref: "env-1", Data: json.RawMessage(`{"type":"event_callback","event":{"text":"a"}}`)}},
+		{{Key: `k"\1`, Seq: 3}, {Key: "k2", Seq: 7, Ref: "<&>", Data: json.RawMessage(`[1,2]`)}, {Key: "k3", Seq: 9, Kind: "interactive", Data: json.RawMessage(`"s"`)}},
+		{{Key: "k4", Seq: 12, Data: json.RawMessage(" {\n \"text\" : \"<b>&amp;</b>\" }\t")}},
+	} {
+		in := &Inbox{channel: "slack", pending: map[string]InboxEntry{}}
+		for _, e := range es {
+			in.pending[e.Key] = e
+			in.seq = max(in.seq, e.Seq)
+		}
+		got, err := in.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(savedInbox{Seq: in.seq, Pending: es})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b savedInbox
+		if err := json.Unmarshal([]byte(got), &a); err != nil {
+			t.Fatalf("%s does not decode: %v", got, err)
+		}
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Pending) != len(b.Pending) || a.Seq != b.Seq {
+			t.Fatalf("%s decodes to %+v, want %+v", got, a, b)
+		}
+		compact := true
+		for i := range b.Pending {
+			var x, y any
+			if err := json.Unmarshal(a.Pending[i].Data, &x); len(a.Pending[i].Data) > 0 && err != nil {
+				t.Fatal(err)
+			}
+			_ = json.Unmarshal(b.Pending[i].Data, &y)
+			if !reflect.DeepEqual(x, y) {
+				t.Errorf("entry %d's data decodes to %v, want %v", i, x, y)
+			}
+			compact = compact && string(es[i].Data) == string(b.Pending[i].Data)
+			a.Pending[i].Data, b.Pending[i].Data = nil, nil
+			if !reflect.DeepEqual(a.Pending[i], b.Pending[i]) {
+				t.Errorf("entry %d decodes to %+v, want %+v", i, a.Pending[i], b.Pending[i])
+			}
+		}
+		if compact && got != string(want) {
+			t.Errorf("encoded\n%s\nwant\n%s", got, want)
+		}
+	}
+}
+
+// Data that is not JSON is refused at Add, before anything is saved: encode writes it into
+// the record as it is.
+func TestInboxRefusesDataThatIsNotJSON(t *testing.T) {
+	in := &Inbox{channel: "slack", pending: map[string]InboxEntry{}}
+	if _, err := in.Add(context.Background(), InboxEntry{Key: "k", Data: json.RawMessage(`{"a":`)}); err == nil {
+		t.Fatal("data that is not JSON was added")
+	}
+	if in.Len() != 0 {
+		t.Errorf("%d entries pending after a refused add", in.Len())
 	}
 }

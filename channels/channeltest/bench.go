@@ -3,6 +3,7 @@ package channeltest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +149,10 @@ type Usage struct {
 	CPU        time.Duration // user and system
 	Sys        time.Duration // system alone: syscalls, fsync's kernel work, wake-ups
 	WriteBytes int64
+	// RunQ is the time the process's threads were runnable but waited for a CPU, summed
+	// over them (the second field of /proc/self/task/*/schedstat; zero where missing):
+	// the machine's other processes taking the CPUs, which Go's scheduler cannot see.
+	RunQ time.Duration
 }
 
 // ReadUsage takes a Usage snapshot.
@@ -157,6 +162,15 @@ func ReadUsage() Usage {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		u.Sys = time.Duration(ru.Stime.Nano())
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	for _, t := range tasks {
+		if b, err := os.ReadFile(t); err == nil { // a thread may just have ended
+			if v := strings.Fields(string(b)); len(v) >= 2 {
+				wait, _ := strconv.ParseInt(v[1], 10, 64)
+				u.RunQ += time.Duration(wait)
+			}
+		}
 	}
 	if b, err := os.ReadFile("/proc/self/io"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
@@ -168,8 +182,9 @@ func ReadUsage() Usage {
 	return u
 }
 
-// ReportUsage reports the CPU (cpu-ms/msg, of which sys-ms/msg in the kernel) and disk
-// writes (disk-KB/msg) per message between from and now.
+// ReportUsage reports the CPU (cpu-ms/msg, of which sys-ms/msg in the kernel), disk
+// writes (disk-KB/msg) and the threads' wait for a CPU (runq-ms/msg, see Usage.RunQ) per
+// message between from and now.
 func ReportUsage(b *testing.B, from Usage, msgs int) {
 	b.Helper()
 	if msgs == 0 {
@@ -179,6 +194,7 @@ func ReportUsage(b *testing.B, from Usage, msgs int) {
 	b.ReportMetric(float64(to.CPU-from.CPU)/float64(time.Millisecond)/float64(msgs), "cpu-ms/msg")
 	b.ReportMetric(float64(to.Sys-from.Sys)/float64(time.Millisecond)/float64(msgs), "sys-ms/msg")
 	b.ReportMetric(float64(to.WriteBytes-from.WriteBytes)/1024/float64(msgs), "disk-KB/msg")
+	b.ReportMetric(float64(to.RunQ-from.RunQ)/float64(time.Millisecond)/float64(msgs), "runq-ms/msg")
 }
 
 // ModelTime is the median time one call of m takes, measured by calling it directly

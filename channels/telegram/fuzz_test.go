@@ -7,7 +7,7 @@ import (
 
 // FuzzDecodeUpdate feeds webhook bodies to the decoder: it never panics, and a body it
 // accepts has a positive update_id, decodes as the dispatcher will decode it again, and
-// can be stored as it came (valid JSON).
+// can be stored as it came (valid JSON, also spliced into the inbox record).
 func FuzzDecodeUpdate(f *testing.F) {
 	for _, s := range []string{
 		`{"update_id":1001,"message":{"message_id":1,"date":1,"chat":{"id":5,"type":"private"},"text":"hi"}}`,
@@ -29,6 +29,9 @@ func FuzzDecodeUpdate(f *testing.F) {
 		}
 		if _, err := json.Marshal(struct{ P []json.RawMessage }{[]json.RawMessage{body}}); err != nil {
 			t.Fatalf("an accepted update cannot be stored: %v", err)
+		}
+		if rec := (&savedInbox{Next: id + 1, Pending: []json.RawMessage{body}}).appendJSON(nil); !json.Valid(rec) {
+			t.Fatalf("the inbox record with an accepted update is not JSON: %q", rec)
 		}
 	})
 }

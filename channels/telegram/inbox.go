@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -257,20 +258,65 @@ func (in *inbox) record() channels.Record {
 	return channels.Record{St: in.c.st, Channel: Name, Account: in.c.account, Key: inboxKey, Encode: in.encode}
 }
 
-// encode is a snapshot of the inbox in its stored form.
+// encode is a snapshot of the inbox in its stored form: savedInbox as json.Marshal writes
+// it, but for the pending updates, which go in as they are. Each is valid JSON already (a
+// webhook body that decoded, or a value decoded from getUpdates or a saved record), and
+// json.Marshal would scan and compact every one of them again at every save while it is
+// pending, inside the store's batch (docs/performance.md, "Sixth round: the webhook
+// floor").
 func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Floor: in.floor}
+	size := 0
 	for i, id := range in.pendingIDs() {
 		if i == 0 {
 			s.Handled = id - 1
 		}
-		s.Pending = append(s.Pending, in.pending[id])
+		raw := in.pending[id]
+		s.Pending = append(s.Pending, raw)
+		size += len(raw) + 1
 	}
 	in.mu.Unlock()
-	data, err := json.Marshal(s)
-	if err != nil {
-		return "", fmt.Errorf("encoding the update inbox: %w", err)
+	return string(s.appendJSON(make([]byte, 0, size+4*len(s.RecentRuns)+96))), nil
+}
+
+// appendJSON appends s as a JSON object, Pending as they are (see encode).
+func (s *savedInbox) appendJSON(b []byte) []byte {
+	b = append(b, `{"handled":`...)
+	b = strconv.AppendInt(b, s.Handled, 10)
+	b = append(b, `,"next":`...)
+	b = strconv.AppendInt(b, s.Next, 10)
+	if len(s.Pending) > 0 {
+		b = append(b, `,"pending":[`...)
+		for i, raw := range s.Pending {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, raw...)
+		}
+		b = append(b, ']')
 	}
-	return string(data), nil
+	for _, f := range []struct {
+		name string
+		ids  []int64
+	}{{"recent", s.Recent}, {"recent_runs", s.RecentRuns}} {
+		if len(f.ids) == 0 {
+			continue
+		}
+		b = append(b, `,"`...)
+		b = append(b, f.name...)
+		b = append(b, `":[`...)
+		for i, id := range f.ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, id, 10)
+		}
+		b = append(b, ']')
+	}
+	if s.Floor != 0 {
+		b = append(b, `,"floor":`...)
+		b = strconv.AppendInt(b, s.Floor, 10)
+	}
+	return append(b, '}')
 }

@@ -14,8 +14,31 @@ import (
 // recentIDs updates, all handled, with one update pending (as at a webhook request's
 // save): encode, which a save runs once. Reported: record-B, the stored record's size.
 // in-order is Telegram's ids as they come one at a time; swapped has a fifth of the
-// neighbours arriving the other way round, as concurrent deliveries do.
+// neighbours arriving the other way round, as concurrent deliveries do. pending=20 is
+// swapped with 20 updates of BenchmarkWebhookTelegram's size pending, as its 20 senders
+// keep the inbox.
 func BenchmarkInboxEncode(b *testing.B) {
+	b.Run("pending=20", func(b *testing.B) {
+		in := filledInbox(b, 0.2)
+		for i := range int64(19) {
+			id := int64(712_346_000) + i
+			body := []byte(`{"update_id":` + strconv.FormatInt(id, 10) + `,"message":{"chat":{"first_name":"b","id":7011,"type":"private"},"date":1700000000,"from":{"first_name":"b","id":7011,"is_bot":false},"message_id":500123,"text":"message 1234 in chat 7011"}}`)
+			if !in.receiveAny(id, body) {
+				b.Fatal("refused")
+			}
+		}
+		s, err := in.encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := in.encode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(s)), "record-B")
+	})
 	for _, swap := range []float64{0, 0.2} {
 		name := "in-order"
 		if swap > 0 {

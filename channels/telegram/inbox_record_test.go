@@ -1,10 +1,12 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -166,5 +168,63 @@ func refusedAtLoad(t *testing.T, record string) {
 	}
 	if !strings.Contains(logs.String(), "unreadable") {
 		t.Errorf("loading %s logged nothing about it: %q", record, logs)
+	}
+}
+
+// The record encode writes by hand decodes to what json.Marshal's would, with pending
+// updates spliced in as they came (whitespace, characters Marshal escapes, the old recent
+// form), and is itself what json.Marshal writes once the pending updates are compact.
+func TestInboxRecordEncodesAsMarshal(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	for _, s := range []savedInbox{
+		{Handled: 0, Next: 1},
+		{Handled: 41, Next: 50, Floor: 7},
+		{Handled: 712_345_000, Next: 712_345_003, Pending: []json.RawMessage{raw(`{"update_id":712345001,"message":{"text":"<b>&</b> \u00e9"}}`), raw(" {\n \"update_id\" : 712345002 }\t")}, RecentRuns: []int64{712_345_001, 2, 5, 1}, Floor: 712_000_000},
+		{Handled: -1, Next: 3, Recent: []int64{1, 2}, RecentRuns: []int64{1, 2}},
+		{Handled: 9, Next: 10, Pending: []json.RawMessage{raw(`{"update_id":10}`)}},
+	} {
+		got := s.appendJSON(nil)
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b savedInbox
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s does not decode: %v", got, err)
+		}
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Pending) != len(b.Pending) {
+			t.Fatalf("%s has %d pending updates, want %d", got, len(a.Pending), len(b.Pending))
+		}
+		for i := range b.Pending { // Marshal compacted them; the decoded values must agree
+			var x, y any
+			if err := json.Unmarshal(a.Pending[i], &x); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b.Pending[i], &y); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(x, y) {
+				t.Errorf("pending %d decodes to %v, want %v", i, x, y)
+			}
+		}
+		a.Pending, b.Pending = nil, nil
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s decodes to %+v, want %+v", got, a, b)
+		}
+		compact := s
+		compact.Pending = nil
+		for _, p := range s.Pending {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, p); err != nil {
+				t.Fatal(err)
+			}
+			compact.Pending = append(compact.Pending, bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(buf.Bytes(), []byte("<"), []byte(`\u003c`)), []byte(">"), []byte(`\u003e`)), []byte("&"), []byte(`\u0026`)))
+		}
+		if got := string(compact.appendJSON(nil)); got != string(want) {
+			t.Errorf("encoded\n%s\nwant\n%s", got, want)
+		}
 	}
 }
