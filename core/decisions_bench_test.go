@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +28,10 @@ import (
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
+//
+// DECISIONS_CPUPROFILE=<prefix> writes a CPU profile of the timed part alone (the setup
+// of the pending plans is most of a -cpuprofile) to <prefix>-<case>.prof, the case's name
+// with '/' as '-'.
 func benchDecisions(b *testing.B, sessions int, acked bool) {
 	h := newHarness(b)
 	ctx := context.Background()
@@ -51,6 +57,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 		wg     sync.WaitGroup
 	)
 	b.ResetTimer()
+	stopProfile := timedProfile(b, "DECISIONS_CPUPROFILE")
 	cpu0 := processCPU(b)
 	start := time.Now()
 	for range sessions {
@@ -75,6 +82,7 @@ func benchDecisions(b *testing.B, sessions int, acked bool) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := processCPU(b) - cpu0
+	stopProfile()
 	b.StopTimer()
 	st := h.st.GroupStats()
 	if failed != nil {
@@ -143,6 +151,31 @@ func rawCommitRate(b *testing.B, dir string) float64 {
 		}
 	}
 	return n / time.Since(start).Seconds()
+}
+
+// timedProfile starts a CPU profile into the file the environment variable env names a
+// prefix of (nothing when it is unset), for the case b; the function returned stops it.
+// The benchmark's last run, the one reported, overwrites its earlier ones'.
+func timedProfile(b *testing.B, env string) func() {
+	prefix := os.Getenv(env)
+	if prefix == "" {
+		return func() {}
+	}
+	_, name, _ := strings.Cut(b.Name(), "/")
+	f, err := os.Create(prefix + "-" + strings.ReplaceAll(name, "/", "-") + ".prof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // processCPU is the CPU time the process has used, user and system.
