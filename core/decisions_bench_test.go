@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -156,13 +157,34 @@ func rawCommitRate(b *testing.B, dir string) float64 {
 // timedProfile starts a CPU profile into the file the environment variable env names a
 // prefix of (nothing when it is unset), for the case b; the function returned stops it.
 // The benchmark's last run, the one reported, overwrites its earlier ones'.
+//
+// With DECISIONS_MEMPROFILE=<prefix> it also writes the heap profile before and after
+// (<prefix>-<case>.before.heap, .after.heap, sampled every 4 KB): pprof
+// -diff_base=before after shows what the timed part allocated.
 func timedProfile(b *testing.B, env string) func() {
+	_, name, _ := strings.Cut(b.Name(), "/")
+	name = strings.ReplaceAll(name, "/", "-")
+	if mem := os.Getenv("DECISIONS_MEMPROFILE"); mem != "" && env == "DECISIONS_CPUPROFILE" {
+		runtime.MemProfileRate = 4096
+		heap := func(when string) {
+			f, err := os.Create(mem + "-" + name + "." + when + ".heap")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		heap("before")
+		return func() { heap("after") }
+	}
 	prefix := os.Getenv(env)
 	if prefix == "" {
 		return func() {}
 	}
-	_, name, _ := strings.Cut(b.Name(), "/")
-	f, err := os.Create(prefix + "-" + strings.ReplaceAll(name, "/", "-") + ".prof")
+	f, err := os.Create(prefix + "-" + name + ".prof")
 	if err != nil {
 		b.Fatal(err)
 	}
