@@ -76,7 +76,8 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 // duplicate event is the most useful thing to report, whatever else in the change would
 // have failed), the session, plans, audit events, transcript messages, the nudge
 // cancellation, new nudges and the outbox. out is filled in as the session is stored.
-// sqlite lets a plan's step update the row in place first (see planStep).
+// sqlite lets a plan's step update the row in place first (see planStep) and the outbox
+// rows take their ids without RETURNING (outboxSteps).
 func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps []step, out *core.Session, err error) {
 	if ch.Inbound != nil {
 		st, err := inboundStep(*ch.Inbound, now)
@@ -127,7 +128,7 @@ func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps 
 		}
 		steps = append(steps, st)
 	}
-	more, err := outboxSteps(ch.Outbox, sid, now)
+	more, err := outboxSteps(ch.Outbox, sid, now, sqlite)
 	if err != nil {
 		return nil, nil, err
 	}
