@@ -12,7 +12,7 @@ import (
 // An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
 // row read around another process's commit (wrapping ErrConflict).
 func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
-	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
+	x := &transition{m: machine, s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s, copies: in.Rules.WorkspaceCopy}}
 	run, ok := x.handler(t)
 	if !ok {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +33,10 @@ import (
 //
 // acked: a decision is done when its acknowledgement is sent; the turns it starts wait at
 // the model until the timer stops (see BenchmarkEngineDecisions).
+//
+// DECISIONS_CPUPROFILE=<prefix> writes a CPU profile of the timed part alone (the setup
+// of the pending plans is most of a -cpuprofile) to <prefix>-<case>.prof, the case's name
+// with '/' as '-'.
 func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	var (
 		h     *harness
@@ -65,6 +72,7 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 		wg     sync.WaitGroup
 	)
 	b.ResetTimer()
+	stopProfile := timedProfile(b, "DECISIONS_CPUPROFILE")
 	cpu0 := processCPU(b)
 	start := time.Now()
 	for range sessions {
@@ -89,6 +97,7 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := processCPU(b) - cpu0
+	stopProfile()
 	b.StopTimer()
 	st := h.st.GroupStats()
 	if failed != nil {
@@ -217,6 +226,52 @@ func rawInsertRate(b *testing.B, dsn string, conc int) float64 {
 		b.Fatal(failed)
 	}
 	return float64(conc*each) / elapsed.Seconds()
+}
+
+// timedProfile starts a CPU profile into the file the environment variable env names a
+// prefix of (nothing when it is unset), for the case b; the function returned stops it.
+// The benchmark's last run, the one reported, overwrites its earlier ones'.
+//
+// With DECISIONS_MEMPROFILE=<prefix> it also writes the heap profile before and after
+// (<prefix>-<case>.before.heap, .after.heap, sampled every 4 KB): pprof
+// -diff_base=before after shows what the timed part allocated.
+func timedProfile(b *testing.B, env string) func() {
+	_, name, _ := strings.Cut(b.Name(), "/")
+	name = strings.ReplaceAll(name, "/", "-")
+	if mem := os.Getenv("DECISIONS_MEMPROFILE"); mem != "" && env == "DECISIONS_CPUPROFILE" {
+		runtime.MemProfileRate = 4096
+		heap := func(when string) {
+			f, err := os.Create(mem + "-" + name + "." + when + ".heap")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		heap("before")
+		return func() { heap("after") }
+	}
+	prefix := os.Getenv(env)
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + name + ".prof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // processCPU is the CPU time the process has used, user and system.

@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Trigger is something that may move a session from one phase to another: a person's
 // command or button, an agent tool call, or the clock.
 type Trigger string
@@ -97,6 +99,11 @@ func NewMachine() Machine {
 	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
 }
 
+// machine is the one Apply consults. Its tables are only read after they are built, so
+// every transition shares them: building them for each Apply was a third of a /plan
+// accept's allocations in Apply (docs/performance.md, "Sixth round").
+var machine = NewMachine()
+
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
 func (m Machine) Next(p Phase, t Trigger) (Phase, bool) {
@@ -149,7 +156,7 @@ func guards() map[Trigger][]Guard {
 }
 
 // Guards returns the guards trigger t must pass, in the order Apply checks them.
-func (m Machine) Guards(t Trigger) []Guard { return m.guards[t] }
+func (m Machine) Guards(t Trigger) []Guard { return slices.Clip(m.guards[t]) }
 
 type planKey struct {
 	from PlanStatus

@@ -197,6 +197,9 @@ func (o Outcome) seal() Outcome {
 		o.Effects = []Effect{{Kind: EffSay, Reply: Reply{To: o.before.Address, Kind: ReplyNotice, Text: r.Text}}}
 		return o
 	}
+	// At most four effects per plan and two more: one allocation of the effects (each
+	// carries a Plan and a Reply, ~0.6 KB) instead of a doubling per append.
+	o.Effects = slices.Grow(o.Effects, 4*len(o.Change.Plans)+2)
 	for _, p := range o.Change.Plans {
 		kind := EffRefreshFile
 		if p.ID == o.newPlan {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -55,12 +56,16 @@ func planToolSpecs() []ToolSpec {
 }
 
 func (e *Engine) toolSpecs() []ToolSpec {
-	specs := planToolSpecs()
-	if e.d.Tools != nil {
-		specs = append(specs, e.d.Tools.Tools()...)
+	if e.d.Tools == nil {
+		return planTools
 	}
-	return specs
+	return append(planTools, e.d.Tools.Tools()...) // planTools is clipped: append copies
 }
+
+// planTools is planToolSpecs, built once: a turn used to build the specs (and their
+// JSON schemas, by concatenation) for every model call. Nothing changes a spec once
+// built; a request only reads them.
+var planTools = slices.Clip(planToolSpecs())
 
 // describeCall names a tool call for people: the tool and, when it has one, its path.
 func describeCall(name string, args json.RawMessage) string {

@@ -127,7 +127,7 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 		args: []any{id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded)},
 		none: errNotClaimed,
 	}}
-	more, err := outboxSteps(out, "", recorded)
+	more, err := outboxSteps(out, "", recorded, s.pool == nil)
 	if err != nil {
 		return false, err
 	}

@@ -12,8 +12,10 @@ import (
 )
 
 // outboxSteps insert the change's replies and write their ids back into the caller's
-// slice.
-func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error) {
+// slice. PostgreSQL has no LastInsertId and reads the id back with RETURNING; SQLite
+// (lastID) takes the rowid the insert gave, an Exec instead of a query whose row
+// database/sql reads through a Rows of its own.
+func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([]step, error) {
 	steps := make([]step, 0, len(out))
 	for i := range out {
 		o := &out[i]
@@ -25,15 +27,19 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time) ([]step, error)
 		if session == "" {
 			session = sid
 		}
-		// RETURNING rather than LastInsertId, which PostgreSQL does not have.
-		steps = append(steps, step{
+		st := step{
 			what: "saving reply to the outbox",
-			q: `INSERT INTO outbox (session_id, channel, reply, created_at, owner) VALUES (?, ?, ?, ?, ?)
-			RETURNING id`,
+			q:    `INSERT INTO outbox (session_id, channel, reply, created_at, owner) VALUES (?, ?, ?, ?, ?)`,
 			args: []any{session, o.Reply.To.Channel, string(b), formatTime(stamp(o.CreatedAt, now)), o.Owner},
-			dest: []any{&o.ID},
 			then: func() error { o.SessionID = session; return nil },
-		})
+		}
+		if lastID {
+			st.lastID = &o.ID
+		} else {
+			st.q += ` RETURNING id`
+			st.dest = []any{&o.ID}
+		}
+		steps = append(steps, st)
 	}
 	return steps, nil
 }

@@ -35,6 +35,13 @@ type step struct {
 	// rider: a queued bookkeeping write riding the transaction (riders.go), to be
 	// committed whatever the steps before it did.
 	rider bool
+	// lastID (SQLite only, Exec steps): where the rowid the statement inserted goes, once
+	// it succeeded (before then).
+	lastID *int64
+	// orElse (SQLite only, Exec steps): when the statement changed no row, orElse runs in
+	// its place and its outcome is the step's. PostgreSQL's pipelined batch cannot wait
+	// for one statement's count before sending the next, so its steps never carry one.
+	orElse *step
 }
 
 // outcome checks what a step's statement did; err is the statement's own error.
@@ -88,6 +95,15 @@ func execSteps(ctx context.Context, tx execer, steps []step) error {
 		res, err := tx.ExecContext(ctx, st.q, st.args...)
 		if err == nil {
 			n, err = res.RowsAffected()
+		}
+		if err == nil && n == 0 && st.orElse != nil {
+			if err := execSteps(ctx, tx, []step{*st.orElse}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err == nil && st.lastID != nil {
+			*st.lastID, err = res.LastInsertId()
 		}
 		if err := st.outcome(n, err); err != nil {
 			return err

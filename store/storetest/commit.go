@@ -146,6 +146,27 @@ func testPlans(t *testing.T, open func() Store) {
 	if err != nil || got.Status != core.PlanSuperseded || got.ApprovalID != "" || !got.CreatedAt.Equal(at(5)) || !got.UpdatedAt.Equal(at(7)) {
 		t.Fatalf("updated plan = %+v, %v", got, err)
 	}
+	// An update that keeps the version and the approval id (a decision, a step's progress:
+	// SQLite updates such a row in place) replaces every other mutable field as well.
+	kept := p1
+	kept.Status, kept.Hash, kept.File, kept.RequestedBy, kept.EditedBy = core.PlanCompleted, "sha256:def", "slack-C2/plan-v1b.md", "slack:U8", ""
+	kept.Body.Title, kept.Body.Steps = "Add a changelog, linked", kept.Body.Steps[:1]
+	kept.Decision = &core.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
+	kept.Approvals = nil
+	kept.UpdatedAt = at(9)
+	sent := kept
+	sent.CreatedAt = at(10) // created_at is set once
+	commit(t, s, core.Change{SessionID: "s1", Plans: []core.Plan{sent}})
+	if got, err := s.Plan(ctx, "p1"); err != nil || !reflect.DeepEqual(got, kept) {
+		t.Fatalf("plan updated in place = %+v, %v\nwant %+v", got, err, kept)
+	}
+	// One that changes its version moves it in the version index.
+	renumbered := kept
+	renumbered.Version = 4
+	commit(t, s, core.Change{SessionID: "s1", Plans: []core.Plan{renumbered}})
+	if list, err := s.Plans(ctx, "s1"); err != nil || len(list) != 2 || list[0].ID != "p2" || list[1].ID != "p1" || list[1].Version != 4 {
+		t.Fatalf("Plans(s1) after renumbering p1 = %+v, %v; want p2 (v2), p1 (v4)", list, err)
+	}
 	// A plan cannot move to another session, and an approval id binds one plan.
 	moved := q1
 	moved.SessionID = "s1"
