@@ -18,7 +18,7 @@ func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
 	if !ok {
 		return Outcome{}, fmt.Errorf("unknown trigger %q", t)
 	}
-	for _, g := range x.m.Guards(t) {
+	for _, g := range x.m.guards[t] { // read in place, not copied as Guards does
 		pass, err := x.check(g)
 		if err != nil {
 			return Outcome{}, err

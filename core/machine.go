@@ -1,5 +1,10 @@
 package core
 
+import (
+	"slices"
+	"sync"
+)
+
 // Trigger is something that may move a session from one phase to another: a person's
 // command or button, an agent tool call, or the clock.
 type Trigger string
@@ -92,10 +97,15 @@ type Machine struct {
 	guards map[Trigger][]Guard
 }
 
-// NewMachine returns the approval state machine.
-func NewMachine() Machine {
+// NewMachine returns the approval state machine. Every call returns the same tables,
+// built once: nothing writes them after they are built (Guards hands out a copy), and
+// building the three maps again for every message was a tenth of the engine's own
+// allocations per message.
+func NewMachine() Machine { return sharedMachine() }
+
+var sharedMachine = sync.OnceValue(func() Machine {
 	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
-}
+})
 
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
@@ -149,7 +159,7 @@ func guards() map[Trigger][]Guard {
 }
 
 // Guards returns the guards trigger t must pass, in the order Apply checks them.
-func (m Machine) Guards(t Trigger) []Guard { return m.guards[t] }
+func (m Machine) Guards(t Trigger) []Guard { return slices.Clone(m.guards[t]) }
 
 type planKey struct {
 	from PlanStatus
