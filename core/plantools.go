@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Names of the plan tools the core handles itself.
@@ -16,8 +18,10 @@ const (
 	ToolPlanStatus      = "plan_status"
 )
 
-// planToolSpecs are the plan tools as the model sees them (DESIGN.md section 6).
-func planToolSpecs() []ToolSpec {
+// planToolSpecs are the plan tools as the model sees them (DESIGN.md section 6), built
+// once and shared by every model call (nothing writes them; the model's encoder keeps
+// copies of what it encoded).
+var planToolSpecs = sync.OnceValue(func() []ToolSpec {
 	str := `{"type":"string"}`
 	strs := `{"type":"array","items":{"type":"string"}}`
 	return []ToolSpec{
@@ -52,10 +56,11 @@ func planToolSpecs() []ToolSpec {
 			Description: "Show the session's phase, the current plan and its steps.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)},
 	}
-}
+})
 
+// toolSpecs are the tools offered to the model: the plan tools, then the workspace's.
 func (e *Engine) toolSpecs() []ToolSpec {
-	specs := planToolSpecs()
+	specs := slices.Clip(planToolSpecs()) // appended to: a copy, never the shared list
 	if e.d.Tools != nil {
 		specs = append(specs, e.d.Tools.Tools()...)
 	}

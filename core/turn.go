@@ -195,7 +195,8 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 		if !exact {
 			m = d.Messages
 		}
-		h = append(h, m...)
+		// One copy of the window, of the size it needs (h is the kept window, clipped).
+		h = append(append(make([]ChatMessage, 0, len(h)+len(m)), h...), m...)
 		if n := t.e.cfg.HistoryMessages; len(h) > n {
 			h = h[len(h)-n:]
 		}
