@@ -72,6 +72,18 @@ type renderer struct {
 }
 
 func render(md string, f flavor) string {
+	if f != flavorDiscord && plainParagraph(md) {
+		// What goldmark would make of it: one paragraph holding md as its text.
+		var b bytes.Buffer
+		b.Grow(len(md) + len(md)/4)
+		(&renderer{f: f}).text(&b, md)
+		return b.String()
+	}
+	return renderParsed(md, f)
+}
+
+// renderParsed is render through goldmark's syntax tree.
+func renderParsed(md string, f flavor) string {
 	// Platforms reject invalid UTF-8 (or mangle it in JSON); replace it once, up front.
 	src := []byte(strings.ToValidUTF8(md, "\uFFFD"))
 	doc := markdownParser().Parse(text.NewReader(src))
@@ -358,3 +370,37 @@ func prefixLines(b *bytes.Buffer, content, prefix, bare string) {
 		b.WriteString(line)
 	}
 }
+
+// plainParagraph reports whether md is one line that CommonMark with GFM parses into a
+// single paragraph of exactly its own text: ASCII letters, digits, spaces and punctuation
+// that means nothing in the middle of a line, starting with a letter (so no list, heading,
+// quote, table or code block can start) and not ending in a space, with no "www." for an
+// autolink to start at (a URL would need '/', an e-mail address '@'). Such a reply, the
+// common short one, is rendered without parsing: the parser's tree was most of a plain
+// reply's formatting cost. Discord's escaping depends on where its parser splits the
+// text, so its replies are always parsed. TestPlainParagraphRendersAsParsed holds this
+// to the parser.
+func plainParagraph(md string) bool {
+	if md == "" || !isASCIILetter(md[0]) || md[len(md)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(md); i++ {
+		c := md[i]
+		if isASCIILetter(c) || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case ' ', ',', '.', '?', '!', '\'', '"', ';', ':', '(', ')', '-':
+		default:
+			return false
+		}
+	}
+	for i := 0; i+4 <= len(md); i++ {
+		if strings.EqualFold(md[i:i+4], "www.") {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

@@ -12,13 +12,13 @@ import (
 // An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
 // row read around another process's commit (wrapping ErrConflict).
 func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
-	x := &transition{m: machine, s: s, cur: cur, in: in, next: s,
+	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s, copies: in.Rules.WorkspaceCopy}}
 	run, ok := x.handler(t)
 	if !ok {
 		return Outcome{}, fmt.Errorf("unknown trigger %q", t)
 	}
-	for _, g := range x.m.Guards(t) {
+	for _, g := range x.m.guards[t] { // read in place, not copied as Guards does
 		pass, err := x.check(g)
 		if err != nil {
 			return Outcome{}, err

@@ -26,7 +26,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 		x.refusef("A question is waiting: %s — %s. Answer with /plan answer <number or text>.", q.Text, optionList(q.Options))
 		return x.finish(), nil
 	}
-	x := &transition{m: machine, s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
+	x := &transition{m: NewMachine(), s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
 	x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: text, Name: in.Name, At: in.Now}}
 	entered := false
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,17 +47,24 @@ func truncateResult(s string, limit int) string {
 // sanitizeHistory makes a transcript window acceptable to chat APIs: it drops tool results
 // whose call fell out of the window, and adds a placeholder result for a call whose result
 // was never recorded (a crash mid-turn).
+// A window without tool calls or results (a plain conversation) is returned as it is.
 func sanitizeHistory(h []ChatMessage) []ChatMessage {
+	if !slices.ContainsFunc(h, func(m ChatMessage) bool { return m.Role == RoleTool || len(m.ToolCalls) > 0 }) {
+		return h
+	}
 	out := make([]ChatMessage, 0, len(h))
 	open := map[string]bool{}
 	var openOrder []ChatMessage
 	closeOpen := func() {
+		if len(openOrder) == 0 {
+			return
+		}
 		for _, c := range openOrder {
 			if open[c.ToolCallID] {
 				out = append(out, c)
 			}
 		}
-		open = map[string]bool{}
+		clear(open)
 		openOrder = nil
 	}
 	for _, m := range h {

@@ -50,7 +50,7 @@ type keptLease struct {
 	// look is what the last turn saw, for moreWork after the release: the session as it
 	// committed it, the person messages it loaded, whether a flush was rebased.
 	sess     Session
-	seenUser map[string]bool
+	seenUser *seenPeople
 	rebased  bool
 	msg      Message // the message that started the turn (a system job: none)
 	person   bool    // a person's message started it (see autoHeld)

@@ -1,6 +1,9 @@
 package core
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // Trigger is something that may move a session from one phase to another: a person's
 // command or button, an agent tool call, or the clock.
@@ -94,15 +97,15 @@ type Machine struct {
 	guards map[Trigger][]Guard
 }
 
-// NewMachine returns the approval state machine.
-func NewMachine() Machine {
-	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
-}
+// NewMachine returns the approval state machine. Every call returns the same tables,
+// built once: nothing writes them after they are built (Guards hands out a copy), and
+// building the three maps again for every message was a tenth of the engine's own
+// allocations per message.
+func NewMachine() Machine { return sharedMachine() }
 
-// machine is the one Apply consults. Its tables are only read after they are built, so
-// every transition shares them: building them for each Apply was a third of a /plan
-// accept's allocations in Apply (docs/performance.md, "Sixth round").
-var machine = NewMachine()
+var sharedMachine = sync.OnceValue(func() Machine {
+	return Machine{table: transitions(), plans: planTransitions(), guards: guards()}
+})
 
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
@@ -156,7 +159,7 @@ func guards() map[Trigger][]Guard {
 }
 
 // Guards returns the guards trigger t must pass, in the order Apply checks them.
-func (m Machine) Guards(t Trigger) []Guard { return slices.Clip(m.guards[t]) }
+func (m Machine) Guards(t Trigger) []Guard { return slices.Clone(m.guards[t]) }
 
 type planKey struct {
 	from PlanStatus

@@ -175,3 +175,17 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 }
 
 func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
+
+// The machine's tables are shared by every NewMachine: what Guards returns is a copy, so
+// a caller that changes it changes no other Apply's guards.
+func TestMachineGuardsAreACopy(t *testing.T) {
+	gs := core.NewMachine().Guards(core.TrigAccept)
+	if len(gs) == 0 {
+		t.Fatal("accept has no guards")
+	}
+	first := gs[0]
+	gs[0] = "changed"
+	if got := core.NewMachine().Guards(core.TrigAccept)[0]; got != first {
+		t.Errorf("a changed Guards result reached the next machine: %q, want %q", got, first)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Names of the plan tools the core handles itself.
@@ -17,8 +18,10 @@ const (
 	ToolPlanStatus      = "plan_status"
 )
 
-// planToolSpecs are the plan tools as the model sees them (DESIGN.md section 6).
-func planToolSpecs() []ToolSpec {
+// planToolSpecs are the plan tools as the model sees them (DESIGN.md section 6), built
+// once and shared by every model call (nothing writes them; the model's encoder keeps
+// copies of what it encoded).
+var planToolSpecs = sync.OnceValue(func() []ToolSpec {
 	str := `{"type":"string"}`
 	strs := `{"type":"array","items":{"type":"string"}}`
 	return []ToolSpec{
@@ -53,19 +56,16 @@ func planToolSpecs() []ToolSpec {
 			Description: "Show the session's phase, the current plan and its steps.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)},
 	}
-}
+})
 
+// toolSpecs are the tools offered to the model: the plan tools, then the workspace's.
 func (e *Engine) toolSpecs() []ToolSpec {
-	if e.d.Tools == nil {
-		return planTools
+	specs := slices.Clip(planToolSpecs()) // appended to: a copy, never the shared list
+	if e.d.Tools != nil {
+		specs = append(specs, e.d.Tools.Tools()...)
 	}
-	return append(planTools, e.d.Tools.Tools()...) // planTools is clipped: append copies
+	return specs
 }
-
-// planTools is planToolSpecs, built once: a turn used to build the specs (and their
-// JSON schemas, by concatenation) for every model call. Nothing changes a spec once
-// built; a request only reads them.
-var planTools = slices.Clip(planToolSpecs())
 
 // describeCall names a tool call for people: the tool and, when it has one, its path.
 func describeCall(name string, args json.RawMessage) string {

@@ -276,13 +276,30 @@ func (t *turnState) moreWork(ctx context.Context) (bool, error) {
 
 // unseenPerson reports whether transcript window h holds a person's message that is not
 // among seen (the person messages the turn started with).
-func unseenPerson(h []ChatMessage, seen map[string]bool) bool {
+func unseenPerson(h []ChatMessage, seen *seenPeople) bool {
 	for _, m := range h {
-		if m.Role == RoleUser && m.Name != "plangate" && !seen[userKey(m)] {
+		if m.Role == RoleUser && m.Name != "plangate" && !seen.has(m) {
 			return true
 		}
 	}
 	return false
+}
+
+// seenPeople are the person messages of the transcript window a turn loaded. The window
+// is kept as it was loaded (its entries are never changed) and keyed only when asked,
+// which is only after another process wrote the session (moreWork), not on every turn.
+// A job's turns run one at a time, and a lingering lease hands it to the next job of the
+// same session, so it is never used by two goroutines at once.
+type seenPeople struct {
+	window []ChatMessage
+	keys   map[string]bool // userKeys(window), built at the first has
+}
+
+func (s *seenPeople) has(m ChatMessage) bool {
+	if s.keys == nil {
+		s.keys = userKeys(s.window)
+	}
+	return s.keys[userKey(m)]
 }
 
 func userKey(m ChatMessage) string {

@@ -31,7 +31,7 @@ type turnState struct {
 	loadedAt int64
 	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
 	// flush since went on top of a row version whose transcript the turn did not load.
-	seenUser map[string]bool
+	seenUser *seenPeople
 	rebased  bool
 	// deferred is a person's plain message held back for the turn's first commit
 	// (deferred.go); nil once committed.
@@ -195,13 +195,14 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 		if !exact {
 			m = d.Messages
 		}
-		h = append(h, m...)
+		// One copy of the window, of the size it needs (h is the kept window, clipped).
+		h = append(append(make([]ChatMessage, 0, len(h)+len(m)), h...), m...)
 		if n := t.e.cfg.HistoryMessages; len(h) > n {
 			h = h[len(h)-n:]
 		}
 	}
-	t.seenUser, t.rebased = userKeys(h), false
-	return &turn{history: sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))}, nil
+	t.seenUser, t.rebased = &seenPeople{window: h}, false
+	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars)))}, nil
 }
 
 // window is the session's stored transcript window: kept in memory for the session's
@@ -250,7 +251,10 @@ func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, err
 // the character budget even as tool results pile up inside a long turn (the oldest
 // entries go first; tool calls and results stay paired).
 func turnWindow(tr *turn, budget int) []ChatMessage {
-	msgs := append(append([]ChatMessage(nil), tr.history...), tr.seen...)
+	msgs := tr.history // already sanitized (loadTurn); clipped, so not appended into
+	if len(tr.seen) > 0 {
+		msgs = append(slices.Clip(tr.history), tr.seen...)
+	}
 	return sanitizeHistory(trimHistory(msgs, budget))
 }
 

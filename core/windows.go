@@ -36,7 +36,10 @@ type window struct {
 	used    time.Time
 }
 
-// get returns the window of session id at version, if one is kept.
+// get returns the window of session id at version, if one is kept. It is the kept slice
+// itself, clipped: a window's entries are never changed once kept (committed only
+// appends past its end or replaces it), so the turn reads them without a copy, and an
+// append to what get returned reallocates instead of writing into the window.
 func (c *windowCache) get(id string, version int64, now time.Time) ([]ChatMessage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,7 +53,7 @@ func (c *windowCache) get(id string, version int64, now time.Time) ([]ChatMessag
 	}
 	w.used = now
 	c.lru.MoveToFront(el)
-	return slices.Clone(w.msgs), true
+	return slices.Clip(w.msgs), true
 }
 
 // put keeps msgs, read from the store, as the window of session id at version.
@@ -79,9 +82,13 @@ func (c *windowCache) committed(id string, from, to int64, msgs []ChatMessage, l
 		c.remove(el)
 		return
 	}
+	// Appended in place and the front cut off: the entries get handed out stay as they
+	// were (appends go past every window handed out, whose slices are clipped), and
+	// the backing array is copied only when append outgrows it, about once every limit
+	// commits instead of on each one.
 	all := append(w.msgs, next...)
 	if len(all) > limit {
-		all = slices.Clone(all[len(all)-limit:])
+		all = all[len(all)-limit:]
 	}
 	w.msgs, w.version, w.used = all, to, now
 	c.lru.MoveToFront(el)

@@ -262,11 +262,10 @@ func sessionJSON(se core.Session) (q sql.NullString, inj string, err error) {
 		}
 		q = sql.NullString{String: string(b), Valid: true}
 	}
-	injections := se.Injections
-	if injections == nil {
-		injections = []core.Injection{}
+	if len(se.Injections) == 0 {
+		return q, "[]", nil // what encoding/json writes for an empty queue, the usual one
 	}
-	b, err := json.Marshal(injections)
+	b, err := json.Marshal(se.Injections)
 	if err != nil {
 		return q, "", fmt.Errorf("encoding injections: %w", err)
 	}

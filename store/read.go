@@ -79,8 +79,10 @@ func scanSession(sc scanner) (core.Session, error) {
 		}
 		se.Question.AskedAt = se.Question.AskedAt.UTC()
 	}
-	if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: decoding injections: %w", se.ID, err)
+	if inj != "[]" { // the usual empty queue, as sessionJSON writes it, needs no decoding
+		if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
+			return core.Session{}, fmt.Errorf("session %q: decoding injections: %w", se.ID, err)
+		}
 	}
 	if len(se.Injections) == 0 {
 		se.Injections = nil
