@@ -4,19 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -72,8 +69,8 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 		wg     sync.WaitGroup
 	)
 	b.ResetTimer()
-	stopProfile := timedProfile(b, "DECISIONS_CPUPROFILE")
-	cpu0 := processCPU(b)
+	stopProfile := coretest.TimedProfile(b, "DECISIONS_CPUPROFILE", "DECISIONS_MEMPROFILE")
+	cpu0 := coretest.ProcessCPU(b)
 	start := time.Now()
 	for range sessions {
 		wg.Go(func() {
@@ -96,7 +93,7 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU(b) - cpu0
+	cpu := coretest.ProcessCPU(b) - cpu0
 	stopProfile()
 	b.StopTimer()
 	st := h.st.GroupStats()
@@ -226,61 +223,6 @@ func rawInsertRate(b *testing.B, dsn string, conc int) float64 {
 		b.Fatal(failed)
 	}
 	return float64(conc*each) / elapsed.Seconds()
-}
-
-// timedProfile starts a CPU profile into the file the environment variable env names a
-// prefix of (nothing when it is unset), for the case b; the function returned stops it.
-// The benchmark's last run, the one reported, overwrites its earlier ones'.
-//
-// With DECISIONS_MEMPROFILE=<prefix> it also writes the heap profile before and after
-// (<prefix>-<case>.before.heap, .after.heap, sampled every 4 KB): pprof
-// -diff_base=before after shows what the timed part allocated.
-func timedProfile(b *testing.B, env string) func() {
-	_, name, _ := strings.Cut(b.Name(), "/")
-	name = strings.ReplaceAll(name, "/", "-")
-	if mem := os.Getenv("DECISIONS_MEMPROFILE"); mem != "" && env == "DECISIONS_CPUPROFILE" {
-		runtime.MemProfileRate = 4096
-		heap := func(when string) {
-			f, err := os.Create(mem + "-" + name + "." + when + ".heap")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			runtime.GC()
-			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		heap("before")
-		return func() { heap("after") }
-	}
-	prefix := os.Getenv(env)
-	if prefix == "" {
-		return func() {}
-	}
-	f, err := os.Create(prefix + "-" + name + ".prof")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// processCPU is the CPU time the process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ackedDecisions blocks the model and returns a decide that enqueues /plan accept for a

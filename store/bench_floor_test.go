@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 )
 
 // BenchmarkDecisionFloor is the floor of BenchmarkEngineDecisions (core/bench_test.go):
@@ -82,18 +82,18 @@ func benchFloor(b *testing.B, sessions int, acked bool) {
 		rawN             int
 	)
 	b.ResetTimer()
-	stopProfile := timedProfile(b, "FLOOR_CPUPROFILE")
+	stopProfile := coretest.TimedProfile(b, "FLOOR_CPUPROFILE", "")
 	for done := 0; done < len(ids); done += chunk {
 		rawTime += raw.commits(b, 100)
 		rawN += 100
 		part := ids[done:min(done+chunk, len(ids))]
-		c0 := processCPUTime(b)
+		c0 := coretest.ProcessCPU(b)
 		start := time.Now()
 		if err := f.decideAll(ctx, part, sessions, acked); err != nil {
 			b.Fatal(err)
 		}
 		decTime += time.Since(start)
-		cpu += processCPUTime(b) - c0
+		cpu += coretest.ProcessCPU(b) - c0
 	}
 	rawTime += raw.commits(b, 100)
 	rawN += 100
@@ -638,37 +638,4 @@ func (r *rawCommits) commits(b *testing.B, n int) time.Duration {
 		}
 	}
 	return time.Since(start)
-}
-
-// timedProfile starts a CPU profile into the file the environment variable env names a
-// prefix of (nothing when it is unset), for the case b; the function returned stops it.
-func timedProfile(b *testing.B, env string) func() {
-	prefix := os.Getenv(env)
-	if prefix == "" {
-		return func() {}
-	}
-	_, name, _ := strings.Cut(b.Name(), "/")
-	f, err := os.Create(prefix + "-" + strings.ReplaceAll(name, "/", "-") + ".prof")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// processCPUTime is the CPU the process has used, user and system.
-func processCPUTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

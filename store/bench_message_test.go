@@ -5,11 +5,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 )
 
 // BenchmarkMessageStore is what a plain message for the agent asks of the store, step
@@ -45,7 +45,7 @@ func BenchmarkMessageStore(b *testing.B) {
 	}
 	b.Run("read", func(b *testing.B) {
 		s, se := setup(b)
-		start := processCPU(b)
+		start := coretest.ProcessCPU(b)
 		for i := 0; b.Loop(); i++ {
 			key := core.InboundKey{Channel: "telegram", Account: "bot", EventID: fmt.Sprint(i)}
 			if _, _, err := s.SessionPlan(ctx, se.ID, &key); err != nil {
@@ -56,7 +56,7 @@ func BenchmarkMessageStore(b *testing.B) {
 	})
 	b.Run("commit", func(b *testing.B) {
 		s, cur := setup(b)
-		start := processCPU(b)
+		start := coretest.ProcessCPU(b)
 		for i := 0; b.Loop(); i++ {
 			cur, _ = turn(b, s, cur, i)
 		}
@@ -69,7 +69,7 @@ func BenchmarkMessageStore(b *testing.B) {
 			cur, ids[i] = turn(b, s, cur, i)
 		}
 		b.ResetTimer()
-		start := processCPU(b)
+		start := coretest.ProcessCPU(b)
 		for _, id := range ids {
 			if err := s.MarkSentSoon(ctx, id, "m1", time.Now()); err != nil {
 				b.Fatal(err)
@@ -82,16 +82,7 @@ func BenchmarkMessageStore(b *testing.B) {
 	})
 }
 
-// processCPU is the CPU time the process has used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU reports the CPU used since start per operation.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N)/1e3, "cpu-us/op")
+	b.ReportMetric(float64(coretest.ProcessCPU(b)-start)/float64(b.N)/1e3, "cpu-us/op")
 }
