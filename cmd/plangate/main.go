@@ -49,7 +49,7 @@ Usage:
                                                 copy a deployment's store into an empty one (either way)
   plangate version
 
-Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml.`
+Without --config, plangate reads $PLANGATE_CONFIG, else ./config.yaml. plangate COMMAND --help lists a command's flags.`
 
 // procEnv is what a command may use from its process; tests substitute every part.
 type procEnv struct {
@@ -74,8 +74,12 @@ func main() {
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, e procEnv) int {
 	err := dispatch(ctx, args, e)
+	var help helpRequested
 	switch {
 	case err == nil:
+		return 0
+	case errors.As(err, &help):
+		fmt.Fprint(e.stdout, string(help))
 		return 0
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(e.stderr, err.Error())
@@ -123,12 +127,28 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// helpRequested is -h or --help after a command: the command's flags, for stdout (exit
+// status 0, as for `plangate help`).
+type helpRequested string
+
+func (h helpRequested) Error() string { return string(h) }
+
 // parseFlags parses flags that may stand before, between or after the positional
 // arguments (`plangate sessions show ID --json`), and returns the positional ones.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "plangate %s, its flags:\n", fs.Name())
+			fs.SetOutput(&b)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+			fmt.Fprintf(&b, "\n%s\n", usage)
+			return nil, helpRequested(b.String())
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: plangate %s: %v", errUsage, fs.Name(), err)
 		}
 		if fs.NArg() == 0 {

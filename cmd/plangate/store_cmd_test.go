@@ -125,3 +125,28 @@ func TestStoreUsage(t *testing.T) {
 		}
 	}
 }
+
+// -h and --help after a command list its flags on stdout and exit 0, starting nothing:
+// no database file appears where the default configuration would put it.
+func TestCommandHelp(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"serve", "--help"},
+		{"chat", "-h"},
+		{"sessions", "list", "--help"},
+		{"store", "migrate", "-h"},
+	} {
+		code, out, errOut := cli(t, "", args...)
+		if code != 0 || errOut != "" {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and nothing", args, code, errOut)
+		}
+		for _, want := range []string{"-config", "Usage:"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: stdout lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	if entries, err := os.ReadDir("."); err != nil || len(entries) != 0 {
+		t.Errorf("help left files behind: %v %v", entries, err)
+	}
+}
