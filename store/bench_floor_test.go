@@ -115,11 +115,21 @@ func benchFloor(b *testing.B, sessions int, acked bool) {
 // floorSetup gives the store's schema n sessions awaiting approval of a pending plan
 // (through Store.Commit, as plangate writes them) and closes the store.
 func floorSetup(b *testing.B, path string, n int) []string {
-	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ids := seedPending(b, s, n)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return ids
+}
+
+// seedPending commits n sessions awaiting approval of a pending plan into s, as plangate
+// writes them, and returns their ids.
+func seedPending(b *testing.B, s *Store, n int) []string {
+	ctx := context.Background()
 	ids := make([]string, n)
 	for i := range ids {
 		a := core.Address{Channel: "terminal", Account: "local", Chat: fmt.Sprintf("d-%d", i)}
@@ -139,9 +149,6 @@ func floorSetup(b *testing.B, path string, n int) []string {
 		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
 	}
 	return ids
 }
