@@ -62,8 +62,14 @@ func TestServersStates(t *testing.T) {
 		t.Fatal("the crash call succeeded")
 	}
 	<-g.waits
+	// Which end is seen first is a race with two true reasons: the call's error ("failed
+	// during a call: …") or the supervisor's wait on the process ("connection lost: exit
+	// status 3"). Either is kept; what matters is that one is.
 	got := m.Servers()[0]
-	if got.State != mcp.StateDown || !got.Since.Equal(t0.Add(2*time.Minute)) || !strings.Contains(got.LastError, "failed during a call") || got.Tools != 0 {
+	if why := got.LastError; !strings.Contains(why, "failed during a call") && !strings.Contains(why, "connection lost: exit status 3") {
+		t.Errorf("ts after its crash: last error %q names neither the call nor the exit", why)
+	}
+	if got.State != mcp.StateDown || !got.Since.Equal(t0.Add(2*time.Minute)) || got.Tools != 0 {
 		t.Fatalf("ts after its crash: %+v", got)
 	}
 	clk.Set(t0.Add(3 * time.Minute))
