@@ -172,3 +172,20 @@ func TestDemoChangesTheWorkspaceOnlyAfterAccept(t *testing.T) {
 		t.Error("CHANGELOG.md was written although plan v1 did not include it")
 	}
 }
+
+// A configuration elsewhere than the checkout, with no model configured, names the demo
+// script it looked for, the key that sets it and where a relative one is read from (chat
+// exits 1; the store, opened first, stays as it was: new and empty).
+func TestMissingDemoScriptSaysWhere(t *testing.T) {
+	cfg := writeConfig(t, "store:\n  path: plangate.db\n")
+	code, _, errOut := cli(t, "/plan status\n", "chat", "--config", cfg)
+	want := filepath.Join(filepath.Dir(cfg), "demo", "script.yaml")
+	if code != 1 {
+		t.Fatalf("chat: exit %d, want 1: %s", code, errOut)
+	}
+	for _, s := range []string{want, "llm.script", "configuration file's directory", "bundled demo script"} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("the error lacks %q: %s", s, errOut)
+		}
+	}
+}

@@ -183,7 +183,7 @@ func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, err
 	case ProviderScript:
 		s, err := llm.LoadScript(cfg.LLM.Script)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("the model: %s (llm.script; a relative path is read from the configuration file's directory): %w", why, err)
 		}
 		return s, why, nil
 	case ProviderOpenAI:
