@@ -62,36 +62,11 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	raw, serial := rates()
 	st0 := h.st.GroupStats()
 	fw0, fc0 := core.PlanFileWrites(h.eng)
-	var (
-		mu     sync.Mutex
-		next   int
-		failed error
-		wg     sync.WaitGroup
-	)
 	b.ResetTimer()
 	stopProfile := coretest.TimedProfile(b, "DECISIONS_CPUPROFILE", "DECISIONS_MEMPROFILE")
 	cpu0 := coretest.ProcessCPU(b)
 	start := time.Now()
-	for range sessions {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next >= len(chats) || failed != nil {
-					mu.Unlock()
-					return
-				}
-				chat := chats[next]
-				next++
-				mu.Unlock()
-				if err := decide(chat); err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
+	failed := coretest.Parallel(sessions, len(chats), func(i int) error { return decide(chats[i]) })
 	elapsed := time.Since(start)
 	cpu := coretest.ProcessCPU(b) - cpu0
 	stopProfile()
@@ -183,45 +158,13 @@ func rawInsertRate(b *testing.B, dsn string, conc int) float64 {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	table := fmt.Sprintf("raw_%d", time.Now().UnixNano())
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+	insert := pgtest.Inserts(b, pool)
+	const each = 100
+	start := time.Now()
+	if err := coretest.Parallel(conc, conc*each, insert); err != nil {
 		b.Fatal(err)
 	}
-	insert := func(i int) error {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (v) VALUES ($1)`, fmt.Sprint(i)); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}
-	const each = 100
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed error
-	)
-	start := time.Now()
-	for g := range conc {
-		wg.Go(func() {
-			for i := range each {
-				if err := insert(g*each + i); err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
 	elapsed := time.Since(start)
-	if failed != nil {
-		b.Fatal(failed)
-	}
 	return float64(conc*each) / elapsed.Seconds()
 }
 

@@ -97,20 +97,7 @@ func BenchmarkPostgresInsert(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE t (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
-		b.Fatal(err)
-	}
-	insert := func(i int) error {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO t (v) VALUES ($1)`, fmt.Sprint(i)); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}
+	insert := pgtest.Inserts(b, pool)
 	b.Run("serial", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if err := insert(i); err != nil {

@@ -58,57 +58,11 @@ func benchFloorPostgres(b *testing.B, sessions int, acked bool) {
 	b.Cleanup(func() { s.Close() })
 	ids := seedPending(b, s, b.N)
 	f := &pgFloor{pool: s.pool, owner: "floor"}
-	table := fmt.Sprintf("raw_%d", time.Now().UnixNano())
-	if _, err := s.pool.Exec(ctx, `CREATE TABLE `+table+` (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
-		b.Fatal(err)
-	}
-	insert := func(i int) error {
-		tx, err := s.pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (v) VALUES ($1)`, fmt.Sprint(i)); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	}
-	each := func(items []int, fn func(int) error) error {
-		var (
-			mu     sync.Mutex
-			next   int
-			failed error
-			wg     sync.WaitGroup
-		)
-		for range min(sessions, len(items)) {
-			wg.Go(func() {
-				for {
-					mu.Lock()
-					if next >= len(items) || failed != nil {
-						mu.Unlock()
-						return
-					}
-					i := items[next]
-					next++
-					mu.Unlock()
-					if err := fn(i); err != nil {
-						mu.Lock()
-						failed = err
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return failed
-	}
-	rawBatch := make([]int, 100*min(sessions, 4)) // enough for 20 goroutines to overlap
-	for i := range rawBatch {
-		rawBatch[i] = i
-	}
+	insert := pgtest.Inserts(b, s.pool)
+	inserts := 100 * min(sessions, 4) // enough for 20 goroutines to overlap
 	raw := func() time.Duration {
 		start := time.Now()
-		if err := each(rawBatch, insert); err != nil {
+		if err := coretest.Parallel(sessions, inserts, insert); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -125,21 +79,18 @@ func benchFloorPostgres(b *testing.B, sessions int, acked bool) {
 	b.ResetTimer()
 	for done := 0; done < len(ids); done += chunk {
 		rawTime += raw()
-		rawN += len(rawBatch)
-		part := make([]int, 0, chunk)
-		for i := done; i < min(done+chunk, len(ids)); i++ {
-			part = append(part, i)
-		}
+		rawN += inserts
+		part := ids[done:min(done+chunk, len(ids))]
 		c0 := coretest.ProcessCPU(b)
 		start := time.Now()
-		if err := each(part, func(i int) error { return f.decide(ctx, ids[i], acked) }); err != nil {
+		if err := coretest.Parallel(sessions, len(part), func(i int) error { return f.decide(ctx, part[i], acked) }); err != nil {
 			b.Fatal(err)
 		}
 		decTime += time.Since(start)
 		cpu += coretest.ProcessCPU(b) - c0
 	}
 	rawTime += raw()
-	rawN += len(rawBatch)
+	rawN += inserts
 	b.StopTimer()
 	f.check(b, ids[len(ids)-1], acked)
 
@@ -200,48 +151,21 @@ func (f *pgFloor) decide(ctx context.Context, id string, acked bool) error {
 		return fmt.Errorf("%s: phase %s, plan %s", id, rd.phase, rd.status)
 	}
 
-	// The rows, as the SQLite floor makes them.
-	var body core.PlanBody
-	if err := json.Unmarshal([]byte(rd.body), &body); err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	at := formatTime(now)
-	steps := make([]string, len(body.Steps))
-	for i, s := range body.Steps {
-		steps[i] = fmt.Sprintf("%d. %s", i+1, s.Text)
-	}
-	injection := fmt.Sprintf("[PLAN_DECISION]: approved (approved by local)\nPlan v%d %q is accepted.\nSteps:\n%s", rd.planVersion, body.Title, strings.Join(steps, "\n"))
-	inj, err := json.Marshal([]core.Injection{{Kind: "PLAN_DECISION", Text: injection}})
+	rw, err := decisionRows(rd, event, chat)
 	if err != nil {
 		return err
 	}
-	decision, err := json.Marshal(core.Decision{By: "local", ByName: "local", At: now, Channel: "terminal", Outcome: "accepted"})
-	if err != nil {
-		return err
-	}
-	to := core.Address{Channel: "terminal", Account: "local", Chat: chat}
-	var replies [2]string
-	for i, r := range []core.Reply{
-		{To: to, Kind: "decided", Text: fmt.Sprintf("Plan v%d %q — accepted by local", rd.planVersion, body.Title), Ref: "r" + event},
-		{To: to, Text: fmt.Sprintf("Accepted plan v%d %q. Working on it.", rd.planVersion, body.Title)},
-	} {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		replies[i] = string(b)
-	}
+	at := rw.at
 
 	// 2. The transaction: the writes in one batch, COMMIT after their outcomes.
 	var rows [2]int64
 	if err := f.tx(ctx, []write{
 		{q(`INSERT INTO inbound (channel, account, event_id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`), []any{"terminal", "local", event, at}, 1},
-		{q(`UPDATE sessions SET phase = 'executing', approval_id = NULL, injections = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`), []any{string(inj), at, id, rd.version}, 1},
-		{q(`UPDATE plans SET status = 'accepted', decision = ?, updated_at = ? WHERE id = ?`), []any{string(decision), at, rd.planID}, 1},
+		{q(`UPDATE sessions SET phase = 'executing', approval_id = NULL, injections = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`), []any{rw.inj, at, id, rd.version}, 1},
+		{q(`UPDATE plans SET status = 'accepted', decision = ?, updated_at = ? WHERE id = ?`), []any{rw.decision, at, rd.planID}, 1},
 		{q(`INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor, channel, detail, at) VALUES (?, ?, ?, 'accepted', 'person:local', 'terminal', '', ?)`), []any{id, rd.planID, rd.planVersion, at}, 1},
 		{q(`UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`), []any{id}, -1},
-	}, []string{replies[0], replies[1]}, id, at, rows[:]); err != nil {
+	}, rw.replies[:], id, at, rows[:]); err != nil {
 		return err
 	}
 	if acked {
@@ -252,20 +176,20 @@ func (f *pgFloor) decide(ctx context.Context, id string, acked bool) error {
 	lease := "session:" + id
 	if err := f.oneTrip(ctx,
 		write{q(`INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`),
-			[]any{lease, f.owner, formatTime(now.Add(time.Minute)), at}, 1},
+			[]any{lease, f.owner, formatTime(rw.now.Add(time.Minute)), at}, 1},
 		write{q(markSentQuery), []any{at, "", rows[0]}, -1},
 		write{q(markSentQuery), []any{at, "", rows[1]}, -1},
 	); err != nil {
 		return err
 	}
-	answer, err := json.Marshal(core.Reply{To: to, Text: "ok"})
+	answer, err := json.Marshal(core.Reply{To: rw.to, Text: "ok"})
 	if err != nil {
 		return err
 	}
 	var answerRow [1]int64
 	if err := f.tx(ctx, []write{
 		{q(`UPDATE sessions SET injections = '[]', version = version + 1, updated_at = ? WHERE id = ? AND version = ?`), []any{at, id, rd.version + 1}, 1},
-		{q(`INSERT INTO messages (session_id, role, content, tool_call_id, name, at) VALUES (?, 'user', ?, '', '', ?)`), []any{id, injection, at}, 1},
+		{q(`INSERT INTO messages (session_id, role, content, tool_call_id, name, at) VALUES (?, 'user', ?, '', '', ?)`), []any{id, rw.injection, at}, 1},
 		{q(`INSERT INTO messages (session_id, role, content, tool_call_id, name, at) VALUES (?, 'assistant', 'ok', '', '', ?)`), []any{id, at}, 1},
 	}, []string{string(answer)}, id, at, answerRow[:]); err != nil {
 		return err

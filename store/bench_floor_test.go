@@ -194,41 +194,7 @@ func openFloor(b *testing.B, path string) *floor {
 
 // decideAll decides every session in ids from sessions goroutines.
 func (f *floor) decideAll(ctx context.Context, ids []string, sessions int, acked bool) error {
-	if sessions == 1 {
-		for _, id := range ids {
-			if err := f.decide(ctx, id, acked); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		mu    sync.Mutex
-		next  int
-		first error
-		wg    sync.WaitGroup
-	)
-	for range sessions {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next >= len(ids) || first != nil {
-					mu.Unlock()
-					return
-				}
-				id := ids[next]
-				next++
-				mu.Unlock()
-				if err := f.decide(ctx, id, acked); err != nil {
-					mu.Lock()
-					first = err
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
+	return coretest.Parallel(sessions, len(ids), func(i int) error { return f.decide(ctx, ids[i], acked) })
 }
 
 // floorRead is what a decision reads.
@@ -282,52 +248,25 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 		return fmt.Errorf("%s: phase %s, plan %s", id, rd.phase, rd.status)
 	}
 
-	// What the rows hold: the decision, the injection for the agent, the two replies.
-	var body core.PlanBody
-	if err := json.Unmarshal([]byte(rd.body), &body); err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	at := formatTime(now)
-	steps := make([]string, len(body.Steps))
-	for i, s := range body.Steps {
-		steps[i] = fmt.Sprintf("%d. %s", i+1, s.Text)
-	}
-	injection := fmt.Sprintf("[PLAN_DECISION]: approved (approved by local)\nPlan v%d %q is accepted.\nSteps:\n%s", rd.planVersion, body.Title, strings.Join(steps, "\n"))
-	inj, err := json.Marshal([]core.Injection{{Kind: "PLAN_DECISION", Text: injection}})
+	rw, err := decisionRows(rd, event, chat)
 	if err != nil {
 		return err
 	}
-	decision, err := json.Marshal(core.Decision{By: "local", ByName: "local", At: now, Channel: "terminal", Outcome: "accepted"})
-	if err != nil {
-		return err
-	}
-	to := core.Address{Channel: "terminal", Account: "local", Chat: chat}
-	var replies [2]string
-	for i, r := range []core.Reply{
-		{To: to, Kind: "decided", Text: fmt.Sprintf("Plan v%d %q — accepted by local", rd.planVersion, body.Title), Ref: "r" + event},
-		{To: to, Text: fmt.Sprintf("Accepted plan v%d %q. Working on it.", rd.planVersion, body.Title)},
-	} {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		replies[i] = string(b)
-	}
+	at := rw.at
 
 	// 2. The transaction, 3. durable before the caller hears of it.
-	var rows [2]int64
+	var ids [2]int64
 	err = f.w.write(true, func(c *sql.Conn) error {
 		if err := execOne(ctx, c, `INSERT INTO inbound (channel, account, event_id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			"terminal", "local", event, at); err != nil {
 			return fmt.Errorf("the inbound key: %w", err)
 		}
 		if err := execOne(ctx, c, `UPDATE sessions SET phase = 'executing', approval_id = NULL, injections = ?,
-			version = version + 1, updated_at = ? WHERE id = ? AND version = ?`, string(inj), at, id, rd.version); err != nil {
+			version = version + 1, updated_at = ? WHERE id = ? AND version = ?`, rw.inj, at, id, rd.version); err != nil {
 			return fmt.Errorf("the session's compare-and-set: %w", err)
 		}
 		if err := execOne(ctx, c, `UPDATE plans SET status = 'accepted', decision = ?, updated_at = ? WHERE id = ?`,
-			string(decision), at, rd.planID); err != nil {
+			rw.decision, at, rd.planID); err != nil {
 			return err
 		}
 		if err := execOne(ctx, c, `INSERT INTO plan_events (session_id, plan_id, plan_version, kind, actor, channel, detail, at)
@@ -337,13 +276,13 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 		if _, err := c.ExecContext(ctx, `UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`, id); err != nil {
 			return err
 		}
-		for i, r := range replies {
+		for i, r := range rw.replies {
 			res, err := c.ExecContext(ctx, `INSERT INTO outbox (session_id, channel, reply, created_at, owner) VALUES (?, 'terminal', ?, ?, ?)`,
 				id, r, at, f.owner)
 			if err != nil {
 				return err
 			}
-			if rows[i], err = res.LastInsertId(); err != nil {
+			if ids[i], err = res.LastInsertId(); err != nil {
 				return err
 			}
 		}
@@ -359,10 +298,10 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 	if err := f.w.write(false, func(c *sql.Conn) error {
 		if err := execOne(ctx, c, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-			WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`, lease, f.owner, formatTime(now.Add(time.Minute)), at); err != nil {
+			WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`, lease, f.owner, formatTime(rw.now.Add(time.Minute)), at); err != nil {
 			return err
 		}
-		for _, row := range rows {
+		for _, row := range ids {
 			if _, err := c.ExecContext(ctx, markSentQuery, at, "", row); err != nil {
 				return err
 			}
@@ -371,7 +310,7 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 	}); err != nil {
 		return err
 	}
-	answer, err := json.Marshal(core.Reply{To: to, Text: "ok"})
+	answer, err := json.Marshal(core.Reply{To: rw.to, Text: "ok"})
 	if err != nil {
 		return err
 	}
@@ -381,7 +320,7 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 			WHERE id = ? AND version = ?`, at, id, rd.version+1); err != nil {
 			return fmt.Errorf("the turn's compare-and-set: %w", err)
 		}
-		for _, m := range [][2]string{{"user", injection}, {"assistant", "ok"}} {
+		for _, m := range [][2]string{{"user", rw.injection}, {"assistant", "ok"}} {
 			if _, err := c.ExecContext(ctx, `INSERT INTO messages (session_id, role, content, tool_call_id, name, at) VALUES (?, ?, ?, '', '', ?)`,
 				id, m[0], m[1], at); err != nil {
 				return err
@@ -404,6 +343,51 @@ func (f *floor) decide(ctx context.Context, id string, acked bool) error {
 		_, err := c.ExecContext(ctx, markSentQuery, at, "", answerRow)
 		return err
 	})
+}
+
+// floorRows is what a floor decision's rows hold: the injection for the agent (its text
+// and the queue as JSON), the decision, the two replies, their address and the time.
+type floorRows struct {
+	injection, inj, decision string
+	replies                  [2]string
+	to                       core.Address
+	now                      time.Time
+	at                       string
+}
+
+// decisionRows makes the rows of accepting what rd read, as plangate writes them.
+func decisionRows(rd floorRead, event, chat string) (floorRows, error) {
+	var body core.PlanBody
+	if err := json.Unmarshal([]byte(rd.body), &body); err != nil {
+		return floorRows{}, err
+	}
+	r := floorRows{now: time.Now().UTC(), to: core.Address{Channel: "terminal", Account: "local", Chat: chat}}
+	r.at = formatTime(r.now)
+	steps := make([]string, len(body.Steps))
+	for i, s := range body.Steps {
+		steps[i] = fmt.Sprintf("%d. %s", i+1, s.Text)
+	}
+	r.injection = fmt.Sprintf("[PLAN_DECISION]: approved (approved by local)\nPlan v%d %q is accepted.\nSteps:\n%s", rd.planVersion, body.Title, strings.Join(steps, "\n"))
+	inj, err := json.Marshal([]core.Injection{{Kind: "PLAN_DECISION", Text: r.injection}})
+	if err != nil {
+		return floorRows{}, err
+	}
+	decision, err := json.Marshal(core.Decision{By: "local", ByName: "local", At: r.now, Channel: "terminal", Outcome: "accepted"})
+	if err != nil {
+		return floorRows{}, err
+	}
+	r.inj, r.decision = string(inj), string(decision)
+	for i, reply := range []core.Reply{
+		{To: r.to, Kind: "decided", Text: fmt.Sprintf("Plan v%d %q — accepted by local", rd.planVersion, body.Title), Ref: "r" + event},
+		{To: r.to, Text: fmt.Sprintf("Accepted plan v%d %q. Working on it.", rd.planVersion, body.Title)},
+	} {
+		b, err := json.Marshal(reply)
+		if err != nil {
+			return floorRows{}, err
+		}
+		r.replies[i] = string(b)
+	}
+	return r, nil
 }
 
 // execOne runs a statement that must change exactly one row.

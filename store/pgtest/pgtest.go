@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Server is a running throwaway PostgreSQL server.
@@ -207,6 +208,7 @@ var (
 	sharedErr error
 	once      sync.Once
 	schemas   atomic.Int64
+	tables    atomic.Int64 // names Inserts' tables
 )
 
 // Main runs the tests of m and then stops the shared server if a test started it. Call
@@ -261,4 +263,27 @@ func unavailable(t testing.TB, err error) {
 		t.Fatalf("PostgreSQL tests cannot run under CI: %v", err)
 	}
 	t.Skipf("skipping PostgreSQL test: %v", err)
+}
+
+// Inserts creates a table of its own in pool's schema and returns a single-row insert
+// transaction on it (BEGIN, INSERT, COMMIT: three round trips, one commit), the ceiling
+// the benchmarks compare PostgreSQL's commits with.
+func Inserts(t testing.TB, pool *pgxpool.Pool) func(i int) error {
+	t.Helper()
+	ctx := context.Background()
+	table := pgx.Identifier{fmt.Sprintf("raw_%d", tables.Add(1))}.Sanitize()
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return func(i int) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (v) VALUES ($1)`, fmt.Sprint(i)); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
 }
