@@ -64,6 +64,9 @@ func (c *Channel) accept(ctx context.Context, h channels.Handler) (*dispatcher, 
 	stopInbox := c.receiveInteractions(ctx, d)
 	d.accepting.Store(true)
 	c.disp.Store(d)
+	if c.HTTPInteractions() {
+		c.log.Info("taking discord interactions over http", "path", InteractionsPath)
+	}
 	return d, func() {
 		d.accepting.Store(false)
 		stopInbox()

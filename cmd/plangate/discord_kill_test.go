@@ -125,7 +125,11 @@ http: {listen: "127.0.0.1:0", public_url: "http://127.0.0.1:1"}
 		}
 	}
 
-	first := runReplica(t, ctx, dir, env)
+	// The fake has no gateway, so /readyz stays 503 for discord; the interactions endpoint
+	// takes requests all the same, and that is what the posts need.
+	const taking = "taking discord interactions over http"
+	first := launchReplica(t, ctx, dir, env)
+	first.logged(t, ctx, taking)
 	url := first.base + discord.InteractionsPath
 	if code, body := signedPost(t, url, key, command(a, "on", "goal", "hold-first tidy the docs")); code != 200 || !strings.Contains(body, `"type":5`) {
 		t.Fatalf("command A: %d %s, want the deferred answer\n%s", code, body, first.logs)
@@ -156,7 +160,8 @@ http: {listen: "127.0.0.1:0", public_url: "http://127.0.0.1:1"}
 	}
 
 	hold.release()
-	second := runReplica(t, ctx, dir, env)
+	second := launchReplica(t, ctx, dir, env)
+	second.logged(t, ctx, taking)
 	waitFor("B's answer after the restart", func() bool { return len(fake.editsOf("itok-"+b)) > 0 })
 	waitFor("the replayed commands settled", func() bool {
 		return strings.Contains(second.logs.String(), "replaying discord interactions")

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -30,8 +31,20 @@ type replicaProc struct {
 	exited chan struct{}
 }
 
-// runReplica starts `plangate serve` in dir and returns once its HTTP server listens.
+// runReplica starts `plangate serve` in dir and returns once /readyz is 200: every channel
+// is running and takes what it is sent (a webhook or interactions endpoint answers 503
+// before that), so a test may post at once. A standby replica is ready too (its check says
+// so).
 func runReplica(t *testing.T, ctx context.Context, dir string, env ...string) *replicaProc {
+	t.Helper()
+	p := launchReplica(t, ctx, dir, env...)
+	p.ready(t, ctx)
+	return p
+}
+
+// launchReplica starts `plangate serve` in dir and returns once its HTTP server listens,
+// which is before its channels take anything: wait with until for what the test needs.
+func launchReplica(t *testing.T, ctx context.Context, dir string, env ...string) *replicaProc {
 	t.Helper()
 	cmd := plangateCmd(t, ctx, dir, "serve")
 	cmd.Env = append(cmd.Env, env...)
@@ -81,20 +94,44 @@ func (p *replicaProc) ready(t *testing.T, ctx context.Context) string {
 // readyWith waits until /readyz is 200 with a telegram check that passes want.
 func (p *replicaProc) readyWith(t *testing.T, ctx context.Context, want func(check string) bool) string {
 	t.Helper()
-	for {
+	var check string
+	p.until(t, ctx, "was ready", func(code int, r readyJSON) bool {
+		check = r.Checks["telegram"]
+		return code == http.StatusOK && want(check)
+	})
+	return check
+}
+
+// until polls /readyz until cond holds for its status and checks.
+func (p *replicaProc) until(t *testing.T, ctx context.Context, what string, cond func(code int, r readyJSON) bool) {
+	t.Helper()
+	p.poll(t, ctx, what, func() bool {
 		res, err := http.Get(p.base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				_, r := readyz(t, p.base)
-				if want(r.Checks["telegram"]) {
-					return r.Checks["telegram"]
-				}
-			}
+		if err != nil {
+			return false
 		}
+		defer res.Body.Close()
+		var r readyJSON
+		return json.NewDecoder(res.Body).Decode(&r) == nil && cond(res.StatusCode, r)
+	})
+}
+
+// logged waits until the process has logged a line holding msg.
+func (p *replicaProc) logged(t *testing.T, ctx context.Context, msg string) {
+	t.Helper()
+	p.poll(t, ctx, "logged "+strconv.Quote(msg), func() bool { return strings.Contains(p.logs.String(), msg) })
+}
+
+// poll checks cond every 20 ms until it holds; what names the wait in the failure, which
+// comes when ctx ends or the process does.
+func (p *replicaProc) poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never ready:\n%s", p.base, p.logs)
+			t.Fatalf("%s never %s:\n%s", p.base, what, p.logs)
+		case <-p.exited:
+			t.Fatalf("%s ended before it %s:\n%s", p.base, what, p.logs)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
