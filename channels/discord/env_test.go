@@ -68,7 +68,7 @@ func newEnv(t *testing.T, mutate ...func(*env)) *env {
 		e.Channel.RegisterHTTP(srv)
 		hs := httptest.NewServer(srv.Handler())
 		t.Cleanup(hs.Close)
-		e.hook = newIxSender(hs.URL + InteractionsPath)
+		e.hook = newIxSender(hs.URL+InteractionsPath, e.cfg.Now)
 		t.Cleanup(e.hook.wg.Wait)
 		e.fd.mu.Lock()
 		e.fd.hook = e.hook

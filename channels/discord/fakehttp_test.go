@@ -29,21 +29,28 @@ func discordSign(key ed25519.PrivateKey, ts string, body []byte) string {
 type ixSender struct {
 	url string
 	key ed25519.PrivateKey
+	now func() time.Time // the adapter's clock: what the timestamp it checks is near
 
 	mu     sync.Mutex
 	status map[string]int // interaction id -> the answer's status
 	wg     sync.WaitGroup
 }
 
-func newIxSender(url string) *ixSender {
-	return &ixSender{url: url, key: testKey, status: map[string]int{}}
+func newIxSender(url string, now func() time.Time) *ixSender {
+	if now == nil {
+		now = time.Now
+	}
+	return &ixSender{url: url, key: testKey, now: now, status: map[string]int{}}
 }
+
+// ts is the timestamp Discord would sign now.
+func (h *ixSender) ts() string { return strconv.FormatInt(h.now().Unix(), 10) }
 
 func (h *ixSender) send(f *fakeDiscord, token string, d map[string]any) {
 	body, _ := json.Marshal(d)
 	id, _ := d["id"].(string)
 	h.wg.Go(func() {
-		code, answer, err := h.post(body, strconv.FormatInt(time.Now().Unix(), 10), h.key)
+		code, answer, err := h.post(body, h.ts(), h.key)
 		if err != nil {
 			f.t.Errorf("posting an interaction: %v", err)
 			return

@@ -96,7 +96,7 @@ func (e *env) runProcess(st State, handler func(*Channel) channels.Handler) *pro
 		ch.RegisterHTTP(srv)
 		hs := httptest.NewServer(srv.Handler())
 		t.Cleanup(hs.Close)
-		hook := newIxSender(hs.URL + InteractionsPath)
+		hook := newIxSender(hs.URL+InteractionsPath, e.cfg.Now)
 		t.Cleanup(hook.wg.Wait)
 		e.fd.mu.Lock()
 		e.fd.hook = hook

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +50,7 @@ func newFollower(e *env) *follower {
 	ch.RegisterHTTP(srv)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	f.hook = newIxSender(hs.URL + InteractionsPath)
+	f.hook = newIxSender(hs.URL+InteractionsPath, e.cfg.Now)
 	t.Cleanup(f.hook.wg.Wait)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +99,7 @@ func TestReplicaWithoutTheGatewayHandlesHTTPInteractions(t *testing.T) {
 	// Forged first: another key signed it. Nothing is answered, decided or stored.
 	forgedID := "7777777777"
 	body := e.interactionBody(forgedID)
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := f.hook.ts()
 	req, _ := http.NewRequest(http.MethodPost, f.hook.url, strings.NewReader(string(body)))
 	req.Header.Set("X-Signature-Timestamp", ts)
 	req.Header.Set("X-Signature-Ed25519", discordSign(ed25519Other(t), ts, body))

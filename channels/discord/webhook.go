@@ -8,13 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/httpserver"
 )
+
+// timestampWindow is how far a request's signed X-Signature-Timestamp may be from the
+// adapter's clock, either way: a request signed earlier (a captured one sent again) is
+// refused, as Slack's verifier refuses one outside its five minutes.
+const timestampWindow = 5 * time.Minute
 
 // InteractionsPath is the route of interactions http, under http.public_url: the
 // application's Interactions Endpoint URL.
@@ -50,6 +57,19 @@ func (c *Channel) InteractionsReady() error {
 	return nil
 }
 
+// checkTimestamp refuses a signed timestamp (Unix seconds) outside timestampWindow of
+// the adapter's clock.
+func (c *Channel) checkTimestamp(ts string) error {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return errors.New("X-Signature-Timestamp is not a Unix time")
+	}
+	if d := c.now().Sub(time.Unix(sec, 0)); d > timestampWindow || d < -timestampWindow {
+		return fmt.Errorf("the request was signed more than %v from now", timestampWindow)
+	}
+	return nil
+}
+
 // HTTPInteractions tells whether interactions arrive on the HTTP endpoint (interactions
 // http), so that every replica should take them, not only the one holding the gateway.
 func (c *Channel) HTTPInteractions() bool { return c.cfg.Interactions == InteractionsHTTP }
@@ -66,6 +86,10 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if !discordgo.VerifyInteraction(r, c.pubKey) {
 		httpserver.WriteError(w, http.StatusUnauthorized, "invalid request signature")
+		return
+	}
+	if err := c.checkTimestamp(r.Header.Get("X-Signature-Timestamp")); err != nil {
+		httpserver.WriteError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
 	i, err := decodeInteraction(body)

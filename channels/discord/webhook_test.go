@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -51,7 +52,7 @@ func TestHTTPForgedInteractionsAre401(t *testing.T) {
 	e := newEnv(t, httpInteractions)
 	_, other, _ := ed25519.GenerateKey(nil)
 	body := e.interactionBody("1234567890")
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := e.hook.ts()
 	tampered := []byte(strings.Replace(string(body), "status", "accept", 1))
 	for _, c := range []struct {
 		name    string
@@ -93,9 +94,50 @@ func TestHTTPForgedInteractionsAre401(t *testing.T) {
 	}
 }
 
+// A request signed with the application's key but with a timestamp more than five minutes
+// from the adapter's clock (a captured request sent again) is refused before anything is
+// saved; one inside the window is taken.
+func TestHTTPStaleTimestampsAre401(t *testing.T) {
+	clk := newTestClock()
+	e := newEnv(t, func(e *env) {
+		e.cfg.Now = clk.now
+		httpInteractions(e)
+	})
+	unix := func(d time.Duration) string { return strconv.FormatInt(clk.now().Add(d).Unix(), 10) }
+	for i, ts := range []string{"978307200", unix(-5*time.Minute - 2*time.Second), unix(5*time.Minute + 2*time.Second), "soon"} {
+		id := "55500000" + strconv.Itoa(i)
+		code, ans, err := e.hook.post(e.interactionBody(id), ts, testKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != http.StatusUnauthorized {
+			t.Errorf("signed at %s (the clock says %d): %d %s, want 401", ts, clk.now().Unix(), code, ans)
+		}
+		if seen, err := e.Store.SeenInbound(t.Context(), core.InboundKey{Channel: Name, Account: "G1", EventID: id}); err != nil || seen {
+			t.Errorf("the stale interaction %s was committed (%v)", id, err)
+		}
+	}
+	e.Idle()
+	if v, _, err := e.Store.ChannelState(t.Context(), Name, e.fd.botID, inboxKey); err != nil || strings.Contains(v, "55500000") {
+		t.Errorf("a stale interaction is in the inbox on disk: %q (%v)", v, err)
+	}
+	if ss, err := e.Store.Sessions(t.Context()); err != nil || len(ss) != 0 || len(e.fd.all()) != 0 {
+		t.Errorf("a stale interaction made sessions %v (%v) or messages %v", ss, err, contents(e.fd.all()))
+	}
+
+	// Four minutes late is inside the window: taken and answered.
+	if code, ans, err := e.hook.post(e.interactionBody("5550000099"), unix(-4*time.Minute), testKey); err != nil || code != http.StatusOK {
+		t.Fatalf("signed four minutes ago: %d %s (%v), want 200", code, ans, err)
+	}
+	e.Eventually("the in-window interaction committed", func() bool {
+		seen, _ := e.Store.SeenInbound(t.Context(), core.InboundKey{Channel: Name, Account: "G1", EventID: "5550000099"})
+		return seen
+	})
+}
+
 func TestHTTPPingAndBadBodies(t *testing.T) {
 	e := newEnv(t, httpInteractions)
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := e.hook.ts()
 	code, ans, err := e.hook.post([]byte(`{"id":"1","application_id":"900","type":1,"token":"t","version":1}`), ts, testKey)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +200,7 @@ func TestReadyBeforeRun(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	body := []byte(`{"id":"3","type":2,"token":"t","data":{"name":"plan"}}`)
-	code, _, err := newIxSender(hs.URL+InteractionsPath).post(body, "1700000000", testKey)
+	code, _, err := newIxSender(hs.URL+InteractionsPath, nil).post(body, strconv.FormatInt(time.Now().Unix(), 10), testKey)
 	if err != nil || code != http.StatusServiceUnavailable {
 		t.Errorf("an interaction before Run = %d (%v), want 503", code, err)
 	}
