@@ -28,6 +28,9 @@ type SessionJSON struct {
 	// Approvals are the acceptances the current plan version has collected (DESIGN.md 12);
 	// never null.
 	Approvals []ApprovalJSON `json:"approvals"`
+	// Requesters are the people the current plan version answers (who may not accept it
+	// under requester_may_approve: false); never null.
+	Requesters []core.Requester `json:"requesters"`
 	// Reply is the engine's answer to a change made through the admin API ("Approval
 	// recorded ...: 1 of 2 approvals (alice) ..."); empty elsewhere.
 	Reply     string    `json:"reply,omitempty"`
@@ -113,7 +116,7 @@ func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSO
 		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
 		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,
 		CreatedAt: s.CreatedAt.UTC().Format(timeFormat), UpdatedAt: s.UpdatedAt.UTC().Format(timeFormat),
-		Approvals: []ApprovalJSON{},
+		Approvals: []ApprovalJSON{}, Requesters: []core.Requester{},
 	}
 	if s.PlanID != "" {
 		p, err := st.Plan(ctx, s.PlanID)
@@ -122,6 +125,9 @@ func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSO
 		}
 		for _, a := range p.Approvals {
 			j.Approvals = append(j.Approvals, ApprovalJSON{By: a.By, Name: a.ByName, Version: a.Version, At: a.At.UTC().Format(timeFormat)})
+		}
+		if p.Requesters != nil {
+			j.Requesters = p.Requesters
 		}
 		pj := ToPlanJSON(p, true)
 		j.Plan = &pj

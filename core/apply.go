@@ -167,7 +167,11 @@ func (x *transition) by() string { return "by " + x.in.who() }
 func (x *transition) planOn() {
 	x.next.Phase = x.phase
 	x.next.Question = nil
-	x.next.RequestedBy = x.in.Requester
+	// A bare /plan on asks for nothing: whoever writes the request is its requester.
+	x.next.Requesters = nil
+	if x.in.Text != "" {
+		x.next.Requesters = asked(nil, x.in.Requester, x.in.Name)
+	}
 	x.record(x.event(EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
 		x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
@@ -180,7 +184,7 @@ func (x *transition) planOff() error {
 	x.next.ApprovalID = ""
 	x.next.Question = nil
 	x.next.Injections = nil
-	x.next.RequestedBy = ""
+	x.next.Requesters = nil
 	x.o.Change.CancelNudges = true
 	text := "Plan mode is off."
 	status, decided := PlanStatus(""), false

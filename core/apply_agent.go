@@ -18,7 +18,7 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 
 func (x *transition) enter() {
 	x.next.Phase = x.phase
-	x.next.RequestedBy = x.in.Requester
+	x.next.Requesters = withRequesters(x.s.Requesters, x.in.Asked)
 	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
 	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
@@ -39,6 +39,7 @@ func (x *transition) propose() error {
 		return err
 	}
 	trig := how.trig
+	x.next.Requesters = withRequesters(x.s.Requesters, in.Asked)
 	plan, err := x.newVersion(trig, hash)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func (x *transition) propose() error {
 	decide := decideLine(plan, in.AutoHeld, how.why, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
 	if plan.Status == PlanPending && pol.strict() {
 		// /plan auto is refused here: offer only what works.
-		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs()
+		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs(plan.Requesters) + x.stuck(plan)
 	}
 	r.Text = proposalText(plan, superseded, decide)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
@@ -125,7 +126,7 @@ func (x *transition) newVersion(trig Trigger, hash string) (Plan, error) {
 		return Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
 	}
 	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
-		Body: body, Hash: hash, RequestedBy: requesterOf(x.s, in), CreatedAt: in.Now, UpdatedAt: in.Now}
+		Body: body, Hash: hash, Requesters: x.next.Requesters, CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
 		plan.Version = prev.Version + 1
 	}
@@ -162,16 +163,6 @@ func (x *transition) ruleFor(body PlanBody) (ApproveRule, string, bool) {
 		return ApproveRule{}, "", false
 	}
 	return MatchAutoRule(x.in.Rules.AutoRules, body)
-}
-
-// requesterOf is who asked for a version proposed now: the person who started the
-// session's planning, else (a session whose planning began before this was kept) the
-// person whose message started the running turn.
-func requesterOf(s Session, in Input) string {
-	if s.RequestedBy != "" {
-		return s.RequestedBy
-	}
-	return in.Requester
 }
 
 // prevIfRevised returns the previous version when it is the one the new version answers.
@@ -290,7 +281,7 @@ func (x *transition) progress(p Plan, steps []Step) error {
 	}
 	x.next.Phase = to
 	x.next.Question = nil
-	x.next.RequestedBy = ""
+	x.next.Requesters = nil
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
 		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is finished (%s). Post a short summary of what changed for the user.", p.Version, p.Body.Title, words)})
 	x.record(x.eventBy(AgentActor, EventCompleted, &p, words))

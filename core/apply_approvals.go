@@ -26,7 +26,7 @@ func (x *transition) approve() (bool, error) {
 			x.event(EventRefused, &p, "accept by the editor refused: requester_may_approve is false"))
 		return false, nil
 	}
-	st, v := RecordApproval(ApprovalState{Version: p.Version, Approvals: p.Approvals}, a, p.RequestedBy, pol)
+	st, v := RecordApproval(ApprovalState{Version: p.Version, Approvals: p.Approvals}, a, p.Requesters, pol)
 	switch v.Kind {
 	case VerdictRequesterRefused:
 		text := "You asked for this plan; another approver must accept it."
@@ -43,6 +43,24 @@ func (x *transition) approve() (bool, error) {
 	}
 	x.target.Approvals = st.Approvals
 	return true, nil
+}
+
+// stuck is the line a pending version's message adds when it can no longer get its
+// approvals (Policy.unreachable): its requesters and editor set aside, too few of the
+// people who may decide are left. "" otherwise.
+func (x *transition) stuck(p Plan) string {
+	excluded := make([]string, 0, len(p.Requesters)+1)
+	for _, r := range p.Requesters {
+		excluded = append(excluded, r.By)
+	}
+	if p.EditedBy != "" {
+		excluded = append(excluded, p.EditedBy)
+	}
+	why := x.policy().unreachable(x.in.Rules.Approvers, x.s.Address.Channel+":"+x.s.Owner, excluded, p.Approvals)
+	if why == "" {
+		return ""
+	}
+	return "\n" + why
 }
 
 // counted keeps the version pending with one more approval (TrigApprove: the phase and

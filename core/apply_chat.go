@@ -32,11 +32,14 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
 		if to, ok := x.to(TrigOn); ok {
 			x.next.Phase = to
-			x.next.RequestedBy = in.Requester
+			x.next.Requesters = asked(nil, in.Requester, in.Name)
 			x.record(x.event(EventEntered, nil, "plan_mode.start_in_plan"))
 			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 			entered = true
 		}
+	} else if s.Phase != PhaseOff {
+		// The plan work answers this message too: its author is one of those who asked.
+		x.next.Requesters = asked(s.Requesters, in.Requester, in.Name)
 	}
 	// A message for the agent is no decision: unless it changes the phase it need not wait
 	// for the disk (see Change.Lazy).

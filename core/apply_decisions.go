@@ -62,6 +62,7 @@ func (x *transition) revise() error {
 	n.ApprovalID = ""
 	n.RejectionCount++
 	n.LastFeedback = feedback
+	n.Requesters = asked(n.Requesters, x.in.Requester, x.in.Name) // the next version answers the feedback
 	n.Question = nil
 	// An approval that never reached the agent (its turn was interrupted) is void now.
 	n.Injections = withoutKind(n.Injections, InjectDecision)
@@ -80,6 +81,7 @@ func (x *transition) answer() {
 	q, answer := x.s.Question, x.answerText
 	x.next.Phase = x.phase
 	x.next.Question = nil
+	x.next.Requesters = asked(x.next.Requesters, x.in.Requester, x.in.Name) // the plan follows the answer
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
 	x.record(x.event(EventAnswered, nil, answer))

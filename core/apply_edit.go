@@ -73,7 +73,7 @@ func (x *transition) edit() error {
 	}
 	diff := x.editDiff
 	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
-		Status: status, Body: x.body, Hash: HashPlan(x.body), RequestedBy: prev.RequestedBy,
+		Status: status, Body: x.body, Hash: HashPlan(x.body), Requesters: prev.Requesters,
 		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
 	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, plan.Body.Title, plan.Version))
 	voidApprovals(&prev) // the edited version needs its own approvals
@@ -90,7 +90,7 @@ func (x *transition) edit() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = editedText(plan, diff, in.who())
+	r.Text = editedText(plan, diff, in.who()) + x.stuck(plan)
 	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }

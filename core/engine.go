@@ -348,6 +348,12 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 	return "", false
 }
 
+// asks reports whether the job is a person's message to the agent: plain text, not a
+// command, a button or a system job.
+func (j *job) asks() bool {
+	return j.sys == nil && j.msg.Action == nil && j.parsed.Kind == commands.NotCommand
+}
+
 // readOnly reports whether the job is a command anyone may run that changes nothing.
 func (j *job) readOnly() bool {
 	if j.msg.Action != nil {

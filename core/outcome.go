@@ -21,6 +21,9 @@ type Rules struct {
 	// Policies are access.policies (DESIGN.md 12): the first that matches the session
 	// says how many distinct approvers a version needs and whether its requester may be one.
 	Policies []Policy
+	// Approvers is access.approvers, the list where no policy has its own: it tells
+	// whether a version can still get its approvals.
+	Approvers []string
 	// AutoRules are plan_mode.auto_approve_rules: a proposal a rule covers is accepted
 	// without a person.
 	AutoRules []ApproveRule
@@ -68,10 +71,15 @@ type Input struct {
 	// Unattended, for a proposal, says why no person's message started the turn ("" when
 	// one did): auto-approve rules, like auto-approve, take only attended proposals.
 	Unattended string
-	// Requester is the person ("channel:user id") whose message started this job or the
-	// running turn, "" when none did (a restart, a reminder, the agent's own turn). Entering
-	// plan mode makes them the session's RequestedBy (DESIGN.md 12).
+	// Requester is the person ("channel:user id") whose message started this job, "" when
+	// none did (a restart, a reminder, the agent's own turn). A request, a revision or an
+	// answer makes them one of the session's Requesters.
 	Requester string
+	// Asked, for the agent's plan tools, are the people the running job's work answers:
+	// the author of the message that started it (when it was a message to the agent, not a
+	// decision) and the requesters of the plan work it carried on, kept even when that
+	// work completed earlier in the job. Entering plan mode and proposing add them.
+	Asked []Requester
 }
 
 // who is the actor's name for replies: the display name, else the id.

@@ -114,6 +114,12 @@ type Approval struct {
 	Version int       `json:"version"`
 }
 
+// Requester is a person whose message a plan version answers.
+type Requester struct {
+	By   string `json:"by"` // "channel:user id"
+	Name string `json:"name,omitempty"`
+}
+
 // Plan is one stored plan version.
 type Plan struct {
 	ID         string // random, e.g. "p7k2m9x4q1"
@@ -126,11 +132,12 @@ type Plan struct {
 	File       string // path of the markdown file: plans.dir/<session dir>/<name>
 	Decision   *Decision
 	Approvals  []Approval // acceptances recorded so far, while more are required
-	// RequestedBy is the person ("channel:user id") whose message or /plan on started the
-	// planning that produced this version; EditedBy the person who wrote it by editing the
-	// plan file. Empty when unknown (agent-only sessions, versions from before this was kept).
-	RequestedBy string
-	EditedBy    string
+	// Requesters are the people whose messages the planning of this version answered (its
+	// request, its revisions, its answers); EditedBy is the person who wrote it by editing
+	// the plan file ("channel:user id"). Under requester_may_approve: false none of them
+	// may accept it. Empty when no person asked (the agent's own turn).
+	Requesters []Requester
+	EditedBy   string
 	// Changes is what this version changed from the one before, for the "## Changes from
 	// vN" section of the file written when the version is created. It is not stored: later
 	// rewrites of the file keep the section they find (see writePlanFile).

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -59,16 +61,20 @@ func (p Policy) ApproverList(global []string) []string {
 
 // needs is the line a pending version's message adds under p: "" for one approval that
 // anyone allowed may give, else "\nNeeds 2 approvals from different people, not from
-// whoever asked for it."
-func (p Policy) needs() string {
+// whoever asked for it (alice)." naming the version's requesters.
+func (p Policy) needs(requesters []Requester) string {
 	n := p.needed()
+	who := "whoever asked for it"
+	if len(requesters) > 0 {
+		who += " (" + requesterNames(requesters) + ")"
+	}
 	switch {
 	case n > 1 && !p.RequesterMayApprove:
-		return fmt.Sprintf("\nNeeds %d approvals from different people, not from whoever asked for it.", n)
+		return fmt.Sprintf("\nNeeds %d approvals from different people, not from %s.", n, who)
 	case n > 1:
 		return fmt.Sprintf("\nNeeds %d approvals from different people.", n)
 	case !p.RequesterMayApprove:
-		return "\nWhoever asked for it cannot approve it: another approver decides."
+		return "\n" + upperFirst(who) + " cannot approve it: another approver decides."
 	}
 	return ""
 }
@@ -117,10 +123,10 @@ type ApprovalVerdict struct {
 }
 
 // RecordApproval records a's acceptance of plan version a.Version under policy p, where
-// requester ("channel:user id") asked for the plan. Approvals of another version are
-// dropped first: a revise or a new version voids partial approvals. Whether a may decide
-// at all (the approver list) is checked before, as for any decision.
-func RecordApproval(st ApprovalState, a Approval, requester string, p Policy) (ApprovalState, ApprovalVerdict) {
+// requesters asked for the plan. Approvals of another version are dropped first: a revise
+// or a new version voids partial approvals. Whether a may decide at all (the approver
+// list) is checked before, as for any decision.
+func RecordApproval(st ApprovalState, a Approval, requesters []Requester, p Policy) (ApprovalState, ApprovalVerdict) {
 	if st.Version != a.Version {
 		st = ApprovalState{Version: a.Version}
 	}
@@ -128,7 +134,7 @@ func RecordApproval(st ApprovalState, a Approval, requester string, p Policy) (A
 	verdict := func(k VerdictKind, text string) ApprovalVerdict {
 		return ApprovalVerdict{Kind: k, Count: len(st.Approvals), Required: need, Text: text}
 	}
-	if !p.RequesterMayApprove && requester != "" && a.By == requester {
+	if !p.RequesterMayApprove && isRequester(requesters, a.By) {
 		return st, verdict(VerdictRequesterRefused, "you asked for this plan; another approver must accept it")
 	}
 	for _, prev := range st.Approvals {
@@ -164,6 +170,54 @@ func ApprovalProgress(st ApprovalState, p Policy) string {
 	return s
 }
 
+// unreachable says why a pending version can no longer collect the approvals p needs, or
+// returns "". Under requester_may_approve: false its requesters and its editor (excluded,
+// "channel:user id") may not accept it; when fewer of the people who may decide are left
+// than approvals are missing, no nudge can help. Only people listed by id are counted (a
+// role may hold anyone); with no list the session's owner (owner) decides. The operator's
+// admin API is not counted: it is the way out this names.
+func (p Policy) unreachable(global []string, owner string, excluded []string, approvals []Approval) string {
+	if p.RequesterMayApprove {
+		return ""
+	}
+	list := p.ApproverList(global)
+	if len(list) == 0 {
+		list = []string{owner}
+	}
+	left := map[string]bool{}
+	for _, a := range list {
+		if strings.HasPrefix(a, "discord-role:") {
+			return ""
+		}
+		left[a] = !slices.Contains(excluded, a)
+	}
+	missing := p.needed()
+	for _, a := range approvals {
+		if _, ok := left[a.By]; ok {
+			left[a.By] = false // counted already
+		}
+		missing--
+	}
+	n := 0
+	for _, ok := range left {
+		if ok {
+			n++
+		}
+	}
+	if n >= missing {
+		return ""
+	}
+	who := "no one who may decide is"
+	switch {
+	case n == 1:
+		who = "only one person who may decide is"
+	case n > 1:
+		who = fmt.Sprintf("only %d people who may decide are", n)
+	}
+	return fmt.Sprintf("It cannot get the approvals it needs: %d more, and %s left (whoever asked for it or edited it may not accept it). Add approvers to the policy (access.policies), or decide through the admin API.",
+		missing, who)
+}
+
 // PolicyProblem says why a policy can never be satisfied, or returns "": more required
 // approvals than approvers (the global list when the policy has none of its own). An empty
 // list means the session owner decides, which is one person.
@@ -192,4 +246,35 @@ func PolicyProblem(p Policy, global []string) string {
 			need, where, len(distinct), plural(len(distinct), "person", "people"))
 	}
 	return ""
+}
+
+// asked returns list with by added (once; the first name given is kept). An empty by
+// (no person) leaves it as it is.
+func asked(list []Requester, by, name string) []Requester {
+	if by == "" || isRequester(list, by) {
+		return list
+	}
+	return append(slices.Clip(list), Requester{By: by, Name: name})
+}
+
+// withRequesters is list with every one of more added (once each).
+func withRequesters(list, more []Requester) []Requester {
+	for _, r := range more {
+		list = asked(list, r.By, r.Name)
+	}
+	return list
+}
+
+// isRequester reports whether by is one of list.
+func isRequester(list []Requester, by string) bool {
+	return slices.ContainsFunc(list, func(r Requester) bool { return r.By == by })
+}
+
+// requesterNames is "alice, bob" for the chat: each requester's name, else their id.
+func requesterNames(list []Requester) string {
+	names := make([]string, len(list))
+	for i, r := range list {
+		names[i] = cmp.Or(r.Name, r.By)
+	}
+	return strings.Join(names, ", ")
 }

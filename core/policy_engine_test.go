@@ -9,42 +9,130 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// The requester (DESIGN.md 12) is the person whose /plan on or message started the
-// planning; every version proposed in it carries them.
-func TestRequesterStampedOnVersions(t *testing.T) {
+// The requesters of a version are the people whose messages its planning answered: the
+// request, revisions, answers, comments; never whoever typed a bare /plan on. /plan off
+// forgets them.
+func TestRequestersStampedOnVersions(t *testing.T) {
 	h := newHarness(t)
 	h.say("c", "alice", "/plan on")
-	if got := h.session("c").RequestedBy; got != "terminal:alice" {
-		t.Fatalf("session RequestedBy = %q, want terminal:alice", got)
+	if got := h.session("c").Requesters; len(got) != 0 {
+		t.Fatalf("after a bare /plan on the session's requesters are %+v, want none", got)
 	}
 	h.model.push(sessionID("c"), calls(propose("Docs", "First step", "Second step")))
-	h.say("c", "bob", "make a plan") // a later message does not change who asked
-	h.say("c", "alice", "/plan revise smaller")
+	h.say("c", "bob", "make a plan")
 	h.model.push(sessionID("c"), calls(propose("Docs v2", "First step", "Second step", "Third step")))
-	h.say("c", "bob", "go on")
+	h.say("c", "alice", "/plan revise smaller")
 	ps := h.plans("c")
 	if len(ps) != 2 {
 		t.Fatalf("plans: %d, want 2", len(ps))
 	}
-	for _, p := range ps {
-		if p.RequestedBy != "terminal:alice" {
-			t.Errorf("v%d RequestedBy = %q, want terminal:alice", p.Version, p.RequestedBy)
-		}
+	if got := requesterIDs(ps[0].Requesters); !slices.Equal(got, []string{"terminal:bob"}) {
+		t.Errorf("v1 requesters %q, want bob's", got)
 	}
+	if got := requesterIDs(ps[1].Requesters); !slices.Equal(got, []string{"terminal:bob", "terminal:alice"}) {
+		t.Errorf("v2 requesters %q, want bob's and alice's (she sent it back)", got)
+	}
+	mustContain(t, joinTexts(h.say("c", "carol", "/plan status")), "asked by: bob, alice")
 	h.say("c", "alice", "/plan off")
-	if got := h.session("c").RequestedBy; got != "" {
-		t.Errorf("after /plan off RequestedBy = %q, want empty", got)
+	if got := h.session("c").Requesters; len(got) != 0 {
+		t.Errorf("after /plan off the requesters are %+v, want none", got)
 	}
 
 	// The agent entering plan mode in a turn bob's message started: bob asked.
 	h.model.push(sessionID("d"), calls(call("enter_plan_mode", map[string]any{})), calls(propose("Tests", "First step", "Second step")))
 	h.say("d", "bob", "please plan the tests")
 	s := h.session("d")
-	if s.Phase != core.PhaseAwaitingApproval || s.RequestedBy != "terminal:bob" {
-		t.Fatalf("phase %s, RequestedBy %q; want awaiting_approval, terminal:bob", s.Phase, s.RequestedBy)
+	if s.Phase != core.PhaseAwaitingApproval || !slices.Equal(requesterIDs(s.Requesters), []string{"terminal:bob"}) {
+		t.Fatalf("phase %s, requesters %+v; want awaiting_approval, bob", s.Phase, s.Requesters)
 	}
-	if p := h.plan(s.PlanID); p.RequestedBy != "terminal:bob" {
-		t.Errorf("plan RequestedBy = %q, want terminal:bob", p.RequestedBy)
+	if p := h.plan(s.PlanID); !slices.Equal(requesterIDs(p.Requesters), []string{"terminal:bob"}) {
+		t.Errorf("plan requesters %+v, want bob", p.Requesters)
+	}
+}
+
+func requesterIDs(list []core.Requester) []string {
+	out := make([]string, len(list))
+	for i, r := range list {
+		out[i] = r.By
+	}
+	return out
+}
+
+// onlyOtherDecides: alice and bob decide in chat prod, one approval, never a requester's.
+func onlyOtherDecides(c *core.Config) {
+	c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+		Approvers: []string{"terminal:alice", "terminal:bob"}, Required: 1}}
+}
+
+// Under requester_may_approve: false, alice cannot get her own request accepted by having
+// bob type the bare /plan on: she wrote the request, so she asked. The store shows the
+// plan pending with no approval.
+func TestRequesterIsWhoWroteTheRequestNotWhoTurnedPlanModeOn(t *testing.T) {
+	h := newHarness(t, onlyOtherDecides)
+	h.say("prod", "bob", "/plan on")
+	h.model.push(sessionID("prod"), calls(propose("Deploy", "First step", "Second step")))
+	h.say("prod", "alice", "deploy the new release")
+	s := h.session("prod")
+	if s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("phase %s; replies:\n%s", s.Phase, joinTexts(h.out.all()))
+	}
+	mustContain(t, lastText(h.say("prod", "alice", "/plan accept")), "You asked for this plan; another approver must accept it.")
+	if p := h.plan(s.PlanID); p.Status != core.PlanPending || len(p.Approvals) != 0 || p.Decision != nil {
+		t.Fatalf("after alice's accept the stored plan is %s with approvals %+v, decision %+v; want pending, none", p.Status, p.Approvals, p.Decision)
+	}
+	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("after alice's accept the session is %s", s.Phase)
+	}
+	h.say("prod", "bob", "/plan accept")
+	if p := h.plan(s.PlanID); p.Status != core.PlanAccepted || p.Decision == nil || p.Decision.By != "bob" {
+		t.Fatalf("after bob's accept the stored plan is %s, decision %+v; want accepted by bob", p.Status, p.Decision)
+	}
+}
+
+// The turn that carries out bob's acceptance of alice's plan proposes the next plan: it
+// answers alice's request, not bob (who only approved), so alice still may not accept it.
+func TestApproverDoesNotBecomeTheNextPlansRequester(t *testing.T) {
+	h := newHarness(t, onlyOtherDecides)
+	h.say("prod", "alice", "/plan on migrate the database")
+	h.model.push(sessionID("prod"), calls(propose("Migrate", "First step", "Second step")))
+	h.say("prod", "alice", "go on")
+	v1 := h.plan(h.session("prod").PlanID)
+	// bob's accept starts the turn that carries out v1; it finishes, plans again and
+	// proposes v2.
+	h.model.push(sessionID("prod"), calls(update(stepArg{Step: "First step", Status: "completed"}, stepArg{Step: "Second step", Status: "completed"})),
+		calls(call("enter_plan_mode", map[string]any{})), calls(propose("Migrate, part two", "Third step", "Fourth step")))
+	h.say("prod", "bob", "/plan accept")
+	s := h.session("prod")
+	v2 := h.plan(s.PlanID)
+	if s.Phase != core.PhaseAwaitingApproval || v2.ID == v1.ID {
+		t.Fatalf("phase %s, plan %s; want a new pending version; replies:\n%s", s.Phase, v2.ID, joinTexts(h.out.all()))
+	}
+	if got := requesterIDs(v2.Requesters); !slices.Equal(got, []string{"terminal:alice"}) {
+		t.Errorf("v2 requesters %q, want alice's only (bob approved v1, he asked for nothing)", got)
+	}
+	h.say("prod", "alice", "/plan accept")
+	if p := h.plan(v2.ID); p.Status != core.PlanPending || len(p.Approvals) != 0 || p.Decision != nil {
+		t.Fatalf("after alice's accept of v2 the stored plan is %s, approvals %+v, decision %+v; want pending", p.Status, p.Approvals, p.Decision)
+	}
+}
+
+// A version no one left may accept says so when it is proposed: under two of alice and
+// bob, never a requester's, alice's own request can only be decided through the admin API.
+func TestUnreachableApprovalsAreSaidAtOnce(t *testing.T) {
+	h := newHarness(t, func(c *core.Config) {
+		c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+			Approvers: []string{"terminal:alice", "terminal:bob"}, Required: 2}}
+	})
+	h.say("prod", "alice", "/plan on deploy")
+	h.model.push(sessionID("prod"), calls(propose("Deploy", "First step", "Second step")))
+	got := joinTexts(h.say("prod", "alice", "go on"))
+	mustContain(t, got, "Needs 2 approvals from different people, not from whoever asked for it (alice).")
+	mustContain(t, got, "It cannot get the approvals it needs: 2 more, and only one person who may decide is left")
+	// Where enough people are left it says nothing of the kind.
+	h2 := newHarness(t, twoOfThree)
+	h2.pendingFor("prod", "Deploy")
+	if got := joinTexts(h2.out.all()); strings.Contains(got, "cannot get the approvals") {
+		t.Errorf("two of three with one requester was called unreachable:\n%s", got)
 	}
 }
 
@@ -129,8 +217,8 @@ func TestReviseVoidsPartialApprovals(t *testing.T) {
 	}
 	s := h.session("prod")
 	v2 := h.plan(s.PlanID)
-	if v2.Version != 2 || len(v2.Approvals) != 0 || v2.RequestedBy != "terminal:alice" {
-		t.Fatalf("v2: version %d, approvals %+v, requested by %q", v2.Version, v2.Approvals, v2.RequestedBy)
+	if v2.Version != 2 || len(v2.Approvals) != 0 || !slices.Equal(requesterIDs(v2.Requesters), []string{"terminal:alice", "terminal:carol"}) {
+		t.Fatalf("v2: version %d, approvals %+v, requested by %+v; want alice and carol (who sent it back)", v2.Version, v2.Approvals, v2.Requesters)
 	}
 	// bob's approval of v1 does not carry over: his accept of v2 is the first again.
 	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), "1 of 2 approvals (bob)")
@@ -151,7 +239,7 @@ func TestStrictPolicyHasNoAutoApprove(t *testing.T) {
 	h.setAuto("prod", true)
 	h.model.push(sessionID("prod"), calls(proposeScoped("Deploy", []string{"docs/**"}, "First step", "Second step")))
 	got := joinTexts(h.say("prod", "alice", "go on"))
-	mustContain(t, got, "Needs 2 approvals from different people, not from whoever asked for it.")
+	mustContain(t, got, "Needs 2 approvals from different people, not from whoever asked for it (alice).")
 	if s := h.session("prod"); s.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("phase %s, want awaiting_approval: neither the flag nor the rule may accept here", s.Phase)
 	}
@@ -160,7 +248,7 @@ func TestStrictPolicyHasNoAutoApprove(t *testing.T) {
 // The person who wrote an edited version may not accept it when the requester may not.
 func TestEditorRefusedUnderPolicy(t *testing.T) {
 	s, cur := fixture(core.PhaseAwaitingApproval, core.TrigAccept)
-	cur.EditedBy, cur.RequestedBy = "terminal:bob", "terminal:carol"
+	cur.EditedBy, cur.Requesters = "terminal:bob", []core.Requester{{By: "terminal:carol"}}
 	in := input(core.TrigAccept)
 	in.Actor, in.Name, in.Requester = core.PersonActor("bob"), "bob", "terminal:bob"
 	in.Rules.Policies = []core.Policy{{Required: 1}}

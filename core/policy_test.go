@@ -85,7 +85,11 @@ func TestRecordApproval(t *testing.T) {
 			st := ApprovalState{Version: 2}
 			for i, s := range tc.steps {
 				before := len(st.Approvals)
-				next, v := RecordApproval(st, s.a, s.requester, s.policy)
+				var asked []Requester
+				if s.requester != "" {
+					asked = []Requester{{By: s.requester}}
+				}
+				next, v := RecordApproval(st, s.a, asked, s.policy)
 				if v.Kind != s.kind || v.Count != s.count || len(next.Approvals) != s.count {
 					t.Fatalf("step %d: verdict %+v with %d approvals, want %s with %d", i, v, len(next.Approvals), s.kind, s.count)
 				}

@@ -41,6 +41,9 @@ func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 			lines = append(lines, "approvals: "+prog)
 		}
 	}
+	if ok && len(p.Requesters) > 0 {
+		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
+	}
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
 	}

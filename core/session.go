@@ -64,13 +64,15 @@ type Session struct {
 	// NudgeSpec is the session's own reminder schedule, set by /plan nudge: "" = the
 	// configured one-shot nudges, "off" = no reminders, else a cron spec ("@every 2h").
 	NudgeSpec string
-	// RequestedBy is the person ("channel:user id") whose message or /plan on started the
-	// current planning; each version proposed in it carries it as Plan.RequestedBy. ""
-	// when no person did (the agent's own turn) or the session is off.
-	RequestedBy string
-	Question    *Question
-	Injections  []Injection
-	Version     int64 // row version for optimistic locking; 0 = not stored yet
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Requesters are the people whose messages the current plan work answers: the request
+	// that started the planning (a message, /plan on <goal>; not a bare /plan on), later
+	// messages to the agent, revisions and answers, and through the execution of an
+	// accepted plan the requesters of that plan (never its approvers). Each version proposed
+	// carries them as Plan.Requesters. Empty when the session is off.
+	Requesters []Requester
+	Question   *Question
+	Injections []Injection
+	Version    int64 // row version for optimistic locking; 0 = not stored yet
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }

@@ -209,6 +209,7 @@ func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
 	if t.autoHeld() == "" {
 		in.Requester = senderKey(t.msg()) // a person's message started this turn
 	}
+	in.Asked = t.askedSoFar()
 	if trig == TrigPropose && t.sess.AutoApprove {
 		in.AutoHeld = t.autoHeld()
 	}

@@ -36,6 +36,20 @@ type turnState struct {
 	// deferred is a person's plain message held back for the turn's first commit
 	// (deferred.go); nil once committed.
 	deferred *Change
+	// asked are the people this job's work answers (Input.Asked), gathered as plan tools run.
+	asked []Requester
+}
+
+// askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
+// (completing a plan clears them; a plan the same turn proposes next still answers them)
+// and the author of the job's message when it is a message to the agent. The approver
+// whose accept started the job asked for nothing.
+func (t *turnState) askedSoFar() []Requester {
+	t.asked = withRequesters(t.asked, t.sess.Requesters)
+	if t.j.asks() {
+		t.asked = asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
+	}
+	return t.asked
 }
 
 func (t *turnState) msg() Message { return t.j.msg }

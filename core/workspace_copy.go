@@ -75,7 +75,7 @@ type PlanDocument struct {
 	Spec         *ProductSpec  `json:"spec,omitempty"`
 	Approvals    []Approval    `json:"approvals"`
 	Decision     *Decision     `json:"decision,omitempty"`
-	RequestedBy  string        `json:"requested_by,omitempty"`
+	Requesters   []Requester   `json:"requesters,omitempty"`
 	EditedBy     string        `json:"edited_by,omitempty"`
 	UpdatedAt    time.Time     `json:"updated_at"`
 }
@@ -104,7 +104,7 @@ func NewPlanDocument(s Session, p Plan) PlanDocument {
 		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: b.Risks,
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
-		Approvals: p.Approvals, Decision: p.Decision, RequestedBy: p.RequestedBy, EditedBy: p.EditedBy,
+		Approvals: p.Approvals, Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	if d.Risks == nil {
 		d.Risks = []Risk{}

@@ -79,7 +79,7 @@ func TestApplyWorkspaceCopyTable(t *testing.T) {
 func TestPlanCopyDocument(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	s := core.Session{ID: "slack:T1:C1", Address: core.Address{Channel: "slack", Account: "T1", Chat: "C1"}, Phase: core.PhaseExecuting}
-	p := core.Plan{ID: "p1", Version: 2, Status: core.PlanAccepted, UpdatedAt: at, RequestedBy: "slack:U1",
+	p := core.Plan{ID: "p1", Version: 2, Status: core.PlanAccepted, UpdatedAt: at, Requesters: []core.Requester{{By: "slack:U1", Name: "Ann"}},
 		Body: core.PlanBody{Title: "Docs <b> & *stars*", Steps: []core.Step{
 			{ID: "1", Text: "Fix `typos`", Status: core.StepCompleted, AcceptanceCriteria: []string{"no typos"}, VerifiedCriteria: []string{"no typos"}},
 			{ID: "2", Text: "Link", Status: core.StepInProgress}},
@@ -99,7 +99,7 @@ func TestPlanCopyDocument(t *testing.T) {
 	}
 	if doc.Session != s.ID || doc.PlanID != "p1" || doc.Status != core.PlanAccepted || len(doc.Steps) != 2 ||
 		doc.Steps[1].Status != core.StepInProgress || doc.Spec == nil || doc.Spec.Features[0].Name != "Search" ||
-		len(doc.Approvals) != 1 || doc.Decision.By != "slack:U3" || !doc.UpdatedAt.Equal(at) || doc.RequestedBy != "slack:U1" {
+		len(doc.Approvals) != 1 || doc.Decision.By != "slack:U3" || !doc.UpdatedAt.Equal(at) || len(doc.Requesters) != 1 || doc.Requesters[0].By != "slack:U1" {
 		t.Fatalf("PLAN.json read back as %+v", doc)
 	}
 	// Without a spec or a decision, the keys are left out rather than null.

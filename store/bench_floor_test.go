@@ -139,11 +139,11 @@ func seedPending(b *testing.B, s *Store, n int) []string {
 		_, err := s.Commit(ctx, core.Change{
 			Lazy: true,
 			Session: &core.Session{ID: id, Address: a, Phase: core.PhaseAwaitingApproval, Owner: "local",
-				PlanID: pid, ApprovalID: "a" + pid, RequestedBy: "terminal:local"},
+				PlanID: pid, ApprovalID: "a" + pid, Requesters: []core.Requester{{By: "terminal:local"}}},
 			Plans: []core.Plan{{ID: pid, Version: 1, Status: core.PlanPending, ApprovalID: "a" + pid,
 				Body: core.PlanBody{Title: "Decision bench", Summary: "Summary of Decision bench",
 					Steps: []core.Step{{ID: "1", Text: "First step", Status: core.StepPending}, {ID: "2", Text: "Second step", Status: core.StepPending}}},
-				File: "/plans/" + id + "/plan-v1.md", RequestedBy: "terminal:local"}},
+				File: "/plans/" + id + "/plan-v1.md", Requesters: []core.Requester{{By: "terminal:local"}}}},
 			Events: []core.Event{{Kind: core.EventProposed, Actor: core.AgentActor, Channel: "terminal"}},
 		})
 		if err != nil {

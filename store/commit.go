@@ -204,6 +204,10 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 	if err != nil {
 		return step{}, nil, fmt.Errorf("saving session: %w", err)
 	}
+	asked, err := requestersJSON(se.Requesters)
+	if err != nil {
+		return step{}, nil, fmt.Errorf("saving session: %w", err)
+	}
 	updated := stamp(se.UpdatedAt, now)
 	stored := normalizeSession(se)
 	stored.UpdatedAt = updated
@@ -216,12 +220,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 			what: "inserting session",
 			q: `INSERT INTO sessions (id, channel, account, chat, thread, phase,
 			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, nudge_spec, question, injections,
-			requested_by, version, created_at, updated_at)
+			requesters, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			args: []any{se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
 				se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
-				se.RequestedBy, formatTime(created), formatTime(updated)},
+				asked, formatTime(created), formatTime(updated)},
 			none: fmt.Errorf("inserting session: already exists: %w", core.ErrConflict),
 		}, out, nil
 	}
@@ -234,12 +238,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 		what: "updating session",
 		q: `UPDATE sessions SET
 		phase = ?, auto_approve = ?, owner = ?, plan_id = NULLIF(?, ''), approval_id = NULLIF(?, ''),
-		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, requested_by = ?, version = version + 1,
+		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, requesters = ?, version = version + 1,
 		updated_at = ?
 		WHERE id = ? AND version = ?
 		RETURNING version, created_at`,
 		args: []any{string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback,
-			se.NudgeSpec, q, inj, se.RequestedBy, formatTime(updated), se.ID, se.Version},
+			se.NudgeSpec, q, inj, asked, formatTime(updated), se.ID, se.Version},
 		none: conflictError{se.Version},
 		dest: []any{&stored.Version, &created},
 		then: func() (err error) {
@@ -346,19 +350,23 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
 	}
+	asked, err := requestersJSON(p.Requesters)
+	if err != nil {
+		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
+	}
 	upsert := step{
 		what: "saving plan " + p.ID,
 		q: `INSERT INTO plans (id, session_id, version, status, approval_id, body,
-		hash, file, decision, approvals, requested_by, edited_by, created_at, updated_at)
+		hash, file, decision, approvals, requesters, edited_by, created_at, updated_at)
 		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET version = excluded.version, status = excluded.status,
 			approval_id = excluded.approval_id, body = excluded.body, hash = excluded.hash,
 			file = excluded.file, decision = excluded.decision, approvals = excluded.approvals,
-			requested_by = excluded.requested_by, edited_by = excluded.edited_by,
+			requesters = excluded.requesters, edited_by = excluded.edited_by,
 			updated_at = excluded.updated_at
 		WHERE plans.session_id = excluded.session_id`,
 		args: []any{p.ID, p.SessionID, p.Version, string(p.Status), p.ApprovalID, string(body), p.Hash, p.File, decision,
-			approvals, p.RequestedBy, p.EditedBy, formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
+			approvals, asked, p.EditedBy, formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
 		none: fmt.Errorf("saving plan %s: it belongs to another session than %q", p.ID, p.SessionID),
 	}
 	if !inPlace {
@@ -367,12 +375,24 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	return step{
 		what: "updating plan " + p.ID,
 		q: `UPDATE plans SET status = ?, body = ?, hash = ?, file = ?, decision = ?, approvals = ?,
-			requested_by = ?, edited_by = ?, updated_at = ?
+			requesters = ?, edited_by = ?, updated_at = ?
 		WHERE id = ? AND session_id = ? AND version = ? AND approval_id IS NULLIF(?, '')`,
-		args: []any{string(p.Status), string(body), p.Hash, p.File, decision, approvals, p.RequestedBy, p.EditedBy,
+		args: []any{string(p.Status), string(body), p.Hash, p.File, decision, approvals, asked, p.EditedBy,
 			formatTime(stamp(p.UpdatedAt, now)), p.ID, p.SessionID, p.Version, p.ApprovalID},
 		orElse: &upsert,
 	}, nil
+}
+
+// requestersJSON encodes a session's or plan's requesters, NULL when there are none.
+func requestersJSON(list []core.Requester) (sql.NullString, error) {
+	if len(list) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("encoding requesters: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
 // approvalsJSON encodes a plan's recorded approvals, NULL while there are none.

@@ -20,7 +20,7 @@ type scanner interface {
 }
 
 const sessionCols = `id, channel, account, chat, thread, phase, auto_approve, owner, COALESCE(plan_id, ''),
-	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, requested_by, version, created_at, updated_at`
+	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, requesters, version, created_at, updated_at`
 
 // Session returns the stored session id, or an error wrapping core.ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (core.Session, error) {
@@ -60,12 +60,12 @@ func scanSession(sc scanner) (core.Session, error) {
 	var (
 		se               core.Session
 		phase            string
-		question         sql.NullString
+		question, asked  sql.NullString
 		inj, cr, updated string
 	)
 	if err := sc.Scan(&se.ID, &se.Address.Channel, &se.Address.Account, &se.Address.Chat, &se.Address.Thread,
 		&phase, &se.AutoApprove, &se.Owner, &se.PlanID, &se.ApprovalID, &se.RejectionCount, &se.LastFeedback,
-		&se.NudgeSpec, &question, &inj, &se.RequestedBy, &se.Version, &cr, &updated); err != nil {
+		&se.NudgeSpec, &question, &inj, &asked, &se.Version, &cr, &updated); err != nil {
 		return core.Session{}, err
 	}
 	se.Phase = core.Phase(phase)
@@ -78,6 +78,9 @@ func scanSession(sc scanner) (core.Session, error) {
 			return core.Session{}, fmt.Errorf("session %q: decoding question: %w", se.ID, err)
 		}
 		se.Question.AskedAt = se.Question.AskedAt.UTC()
+	}
+	if err := decodeRequesters(asked, &se.Requesters); err != nil {
+		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
 	}
 	if inj != "[]" { // the usual empty queue, as sessionJSON writes it, needs no decoding
 		if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
@@ -98,7 +101,7 @@ func scanSession(sc scanner) (core.Session, error) {
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
-	approvals, requested_by, edited_by, created_at, updated_at`
+	approvals, requesters, edited_by, created_at, updated_at`
 
 // Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
@@ -162,9 +165,10 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		p                     core.Plan
 		status, body, cr, upd string
 		decision, approvals   sql.NullString
+		asked                 sql.NullString
 	)
 	if err := sc.Scan(&p.ID, &p.SessionID, &p.Version, &status, &p.ApprovalID, &body, &p.Hash, &p.File,
-		&decision, &approvals, &p.RequestedBy, &p.EditedBy, &cr, &upd); err != nil {
+		&decision, &approvals, &asked, &p.EditedBy, &cr, &upd); err != nil {
 		return core.Plan{}, err
 	}
 	p.Status = core.PlanStatus(status)
@@ -188,6 +192,9 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		for i := range p.Approvals {
 			p.Approvals[i].At = p.Approvals[i].At.UTC()
 		}
+	}
+	if err := decodeRequesters(asked, &p.Requesters); err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
 	}
 	var err error
 	if p.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
@@ -269,4 +276,15 @@ func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, err
 		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
 	}
 	return out, nil
+}
+
+// decodeRequesters reads a requesters column (NULL = none) into list.
+func decodeRequesters(v sql.NullString, list *[]core.Requester) error {
+	if !v.Valid {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(v.String), list); err != nil {
+		return fmt.Errorf("decoding requesters: %w", err)
+	}
+	return nil
 }

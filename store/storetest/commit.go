@@ -149,7 +149,7 @@ func testPlans(t *testing.T, open func() Store) {
 	// An update that keeps the version and the approval id (a decision, a step's progress:
 	// SQLite updates such a row in place) replaces every other mutable field as well.
 	kept := p1
-	kept.Status, kept.Hash, kept.File, kept.RequestedBy, kept.EditedBy = core.PlanCompleted, "sha256:def", "slack-C2/plan-v1b.md", "slack:U8", ""
+	kept.Status, kept.Hash, kept.File, kept.Requesters, kept.EditedBy = core.PlanCompleted, "sha256:def", "slack-C2/plan-v1b.md", []core.Requester{{By: "slack:U8"}}, ""
 	kept.Body.Title, kept.Body.Steps = "Add a changelog, linked", kept.Body.Steps[:1]
 	kept.Decision = &core.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
 	kept.Approvals = nil

@@ -129,7 +129,7 @@ func fullSession(id string) core.Session {
 		RejectionCount: 2,
 		LastFeedback:   "smaller steps, please",
 		NudgeSpec:      "@every 2h",
-		RequestedBy:    "slack:U7",
+		Requesters:     []core.Requester{{By: "slack:U7", Name: "Uma"}, {By: "slack:U8"}},
 		Question: &core.Question{ID: "q1", Text: "Which database?", Options: []string{"sqlite", "postgres"},
 			AllowFreeText: true, AskedAt: at(1)},
 		Injections: []core.Injection{
@@ -166,9 +166,9 @@ func fullPlan(id, sessionID string, version int) core.Plan {
 			References:   []string{"https://keepachangelog.com"},
 		},
 		Hash: "sha256:abc", File: "slack-C2/plan-v1.md",
-		Decision:    &core.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
-		Approvals:   []core.Approval{{By: "slack:U9", ByName: "Bob", At: at(2), Version: version}},
-		RequestedBy: "slack:U7", EditedBy: "slack:U9",
+		Decision:   &core.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
+		Approvals:  []core.Approval{{By: "slack:U9", ByName: "Bob", At: at(2), Version: version}},
+		Requesters: []core.Requester{{By: "slack:U7", Name: "Uma"}}, EditedBy: "slack:U9",
 		CreatedAt: at(1), UpdatedAt: at(3),
 	}
 }
