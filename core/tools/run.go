@@ -37,7 +37,11 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	if !t.allow[prog] {
 		return "", t.notAllowed(prog)
 	}
-	exe, err := resolveProgram(prog)
+	path := commandPath()
+	if t.sandbox != nil {
+		path = sandboxPath(path)
+	}
+	exe, err := resolveProgram(prog, path, t.sandbox != nil)
 	if err != nil {
 		return "", err
 	}
@@ -56,7 +60,7 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	defer cancel()
 	out := newCappedBuffer(t.cfg.MaxOutput)
 	before := t.snapshotPlanCopy(home)
-	runErr := t.execute(cctx, home, exe, a.Argv, out)
+	runErr := t.execute(cctx, home, exe, path, a.Argv, out)
 	// Put back what the command changed of the plan's copy before anything else: a
 	// timeout or a cancelled turn must not leave it changed either.
 	restored := before.restore()
@@ -106,15 +110,15 @@ func (e *startError) Error() string { return e.err.Error() }
 // execute runs exe with argv[1:] in the workspace home, in the sandbox unless it is
 // off, with output to out. When it returns, the command and every process it started
 // have ended: the sandbox's process namespace is waited for after a kill.
-func (t *Toolbox) execute(ctx context.Context, home, exe string, argv []string, out *cappedBuffer) error {
+func (t *Toolbox) execute(ctx context.Context, home, exe, path string, argv []string, out *cappedBuffer) error {
 	var cmd *exec.Cmd
 	if t.sandbox != nil {
 		cmd = exec.CommandContext(ctx, t.sandbox.bwrap, t.sandbox.args(home, exe, argv[1:])...)
-		cmd.Env = commandEnv(sandboxHome)
+		cmd.Env = commandEnv(sandboxHome, path)
 	} else {
 		cmd = exec.CommandContext(ctx, exe, argv[1:]...)
 		cmd.Args[0] = argv[0]
-		cmd.Env = commandEnv(home)
+		cmd.Env = commandEnv(home, path)
 	}
 	cmd.Dir = home
 	cmd.Stdout = out
@@ -151,19 +155,37 @@ func (t *Toolbox) notAllowed(prog string) error {
 	return fmt.Errorf("%q is not an allowed program (allowed: %s); %s", prog, strings.Join(t.cfg.Allow, ", "), hint)
 }
 
-// resolveProgram finds a bare program name in the command PATH (absolute entries only, so
-// a "." in PATH cannot pick up a file from the workspace). A name with a path separator is
-// used as written; a relative one starts in the workspace directory.
-func resolveProgram(prog string) (string, error) {
+// resolveProgram finds a bare program name in path (absolute entries only, so a "." in
+// PATH cannot pick up a file from the workspace). A name with a path separator is used as
+// written; a relative one starts in the workspace directory.
+func resolveProgram(prog, path string, sandboxed bool) (string, error) {
 	if strings.ContainsAny(prog, `/\`) {
 		return prog, nil
 	}
-	for _, d := range filepath.SplitList(commandPath()) {
+	for _, d := range filepath.SplitList(path) {
 		if exe, err := exec.LookPath(filepath.Join(d, prog)); err == nil {
 			return exe, nil
 		}
 	}
+	if sandboxed {
+		return "", fmt.Errorf("%s is allowed but not installed where the sandbox looks (PATH %s; commands see only the host's %s)", prog, path, strings.Join(systemDirs[:3], ", "))
+	}
 	return "", fmt.Errorf("%s is allowed but not installed on the gateway's machine (not found in PATH)", prog)
+}
+
+// sandboxPath keeps the entries of path that lie in the sandbox's root, so a program is
+// found where the command can run it.
+func sandboxPath(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if visibleInSandbox(filepath.Clean(d)) {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) == 0 {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // commandPath is the gateway's PATH without relative entries.
@@ -182,12 +204,12 @@ func commandPath() string {
 
 // commandEnv is the whole environment a command sees: nothing of the gateway's own
 // environment (API keys, bot tokens) leaks into it.
-func commandEnv(home string) []string {
+func commandEnv(home, path string) []string {
 	lang := os.Getenv("LANG")
 	if lang == "" {
 		lang = "C.UTF-8"
 	}
-	return []string{"PATH=" + commandPath(), "HOME=" + home, "LANG=" + lang}
+	return []string{"PATH=" + path, "HOME=" + home, "LANG=" + lang}
 }
 
 func unwrapExec(err error) error {

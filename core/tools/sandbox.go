@@ -14,8 +14,8 @@ import (
 
 // Sandbox modes (tools.run_command.sandbox).
 const (
-	// SandboxBwrap runs every command under bubblewrap: the root file system read-only,
-	// only the workspace writable, a private /tmp with an empty HOME in it, its own
+	// SandboxBwrap runs every command under bubblewrap: a read-only root of the host's
+	// program directories and a few /etc files (rootArgs), the workspace writable, a private /tmp with an empty HOME in it, its own
 	// process namespace (every descendant dies with the command) and no network unless
 	// Config.Network. It is the default.
 	SandboxBwrap = "bwrap"
@@ -39,18 +39,63 @@ type sandbox struct {
 	protect bool     // bind the plan's workspace copy read-only (Config.ProtectPlanCopy)
 }
 
+// systemDirs are the host's program directories a command sees, read-only. On a merged
+// /usr (Debian, Ubuntu, Fedora) /bin, /lib* and /sbin are symlinks into /usr: the sandbox
+// makes the same links.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the files of /etc a command sees, read-only, where the host has them:
+// user and group names, name resolution, the dynamic linker's cache, TLS certificates,
+// the alternatives' links, the time zone and the settings git, python and perl read.
+// The rest of /etc (credentials, service configuration, plangate's own config) is absent.
+var etcFiles = []string{
+	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
+	"/etc/alternatives", "/etc/localtime", "/etc/timezone", "/etc/mime.types",
+	"/etc/magic", "/etc/magic.mime", "/etc/os-release", "/etc/debian_version",
+	"/etc/python3", "/etc/perl", "/etc/inputrc",
+}
+
+// rootArgs build the command's root file system from parts on an empty tmpfs: the
+// program directories and selected /etc files, read-only. Nothing else of the host is
+// there: not /run, /var, /home, /root, /srv, /mnt, the host's /tmp nor any other
+// directory, so a command reaches no unix socket of the host (PostgreSQL's, Docker's,
+// D-Bus) and no other session's workspace.
+func rootArgs() []string {
+	var a []string
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range etcFiles {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	return a
+}
+
 // args is bwrap's command line for running exe with args in the workspace ws (an
 // absolute path). The order matters: later mounts cover earlier ones, so the workspace is
-// bound last and stays visible even when it lies under /tmp.
+// bound last and stays visible even when it lies under /tmp. Only the workspace itself is
+// bound: bwrap creates its parent directories, empty, on the sandbox's root.
 func (s *sandbox) args(ws, exe string, args []string) []string {
 	hideBefore, hideAfter := hideArgs(ws, s.hidden)
-	a := []string{
-		"--ro-bind", "/", "/",
+	a := rootArgs()
+	a = append(a,
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
 		"--dir", sandboxHome,
-	}
+	)
 	a = append(a, hideBefore...)
 	a = append(a, "--bind", ws, ws)
 	a = append(a, hideAfter...)
@@ -58,13 +103,16 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 		a = append(a, protectArgs(ws)...)
 	}
 	a = append(a,
+		// The root's own tmpfs (where bwrap made the workspace's parents) read-only too:
+		// writes outside the workspace and /tmp fail instead of vanishing.
+		"--remount-ro", "/",
 		"--chdir", ws,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--die-with-parent",
 		// A new session: the command cannot reach the gateway's terminal (TIOCSTI).
 		"--new-session",
 		// Even when the gateway runs as root, the command gets no capabilities, so it
-		// cannot remount the read-only root.
+		// cannot remount its read-only parts.
 		"--cap-drop", "ALL",
 	)
 	if !s.network {
@@ -130,7 +178,7 @@ func (s *sandbox) probe() error {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.Stderr = &stderr
-	cmd.Env = commandEnv(sandboxHome)
+	cmd.Env = commandEnv(sandboxHome, sandboxPath(commandPath()))
 	if err := cmd.Run(); err != nil {
 		why := firstLine(stderr.String())
 		if why == "" {
