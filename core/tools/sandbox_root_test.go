@@ -119,3 +119,39 @@ func TestSandboxReachesNoPostgres(t *testing.T) {
 		t.Errorf("victim has %d rows after the command, want 1", n)
 	}
 }
+
+// TestSandboxHidesOtherSessions: with one workspace per session (workspace.per_session),
+// a command in session A's workspace sees none of its siblings, wherever the root lies.
+func TestSandboxHidesOtherSessions(t *testing.T) {
+	needSandbox(t)
+	need(t, "sh", "ls", "cat")
+	for name, root := range map[string]string{"outside tmp": hostDir(t), "under tmp": t.TempDir()} {
+		t.Run(name, func(t *testing.T) {
+			writeTree(t, root, map[string]string{
+				"telegram-1-a/notes.txt":   "mine\n",
+				"telegram-1-b/private.txt": "b secret\n",
+				"slack-2-c/private.txt":    "c secret\n",
+			})
+			a := core.Workspace{SessionID: "a", Dir: filepath.Join(root, "telegram-1-a")}
+			tb := New(Config{RunCommand: true, Allow: []string{"ls", "sh"}})
+			out, err := call(t, tb, a, ToolRunCommand, map[string]any{"argv": []string{"ls", "-a", ".."}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "$ ls -a ..\nexit code: 0\n.\n..\ntelegram-1-a\n"; out != want {
+				t.Errorf("ls -a .. in session a's workspace =\n%s\nwant\n%s", out, want)
+			}
+			script := "cat notes.txt ../telegram-1-b/private.txt " + filepath.Join(root, "slack-2-c/private.txt") +
+				"; echo leak > ../telegram-1-b/private.txt; echo end"
+			out, err = call(t, tb, a, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantContains(t, "output", out, "mine\n", "end\n", "No such file or directory")
+			if strings.Contains(out, "secret") {
+				t.Errorf("session a's command read another session's file:\n%s", out)
+			}
+			wantFile(t, filepath.Join(root, "telegram-1-b/private.txt"), "b secret\n")
+		})
+	}
+}
