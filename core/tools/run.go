@@ -59,11 +59,15 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := newCappedBuffer(t.cfg.MaxOutput)
+	gitBefore, err := snapshotGit(home)
+	if err != nil {
+		return "", err
+	}
 	before := t.snapshotPlanCopy(home)
 	runErr := t.execute(cctx, home, exe, path, a.Argv, out)
-	// Put back what the command changed of the plan's copy before anything else: a
-	// timeout or a cancelled turn must not leave it changed either.
-	restored := before.restore()
+	// Put back what the command changed of the plan's copy and of .git before anything
+	// else: a timeout or a cancelled turn must not leave them changed either.
+	restored := joinNotes(before.restore(), gitBefore.restore())
 	shown := displayArgv(a.Argv)
 	var startErr *startError
 	switch {
@@ -100,6 +104,17 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString(restored + "\n")
 	}
 	return b.String(), nil
+}
+
+// joinNotes joins the non-empty notes, one a line.
+func joinNotes(notes ...string) string {
+	var keep []string
+	for _, n := range notes {
+		if n != "" {
+			keep = append(keep, n)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // startError marks a command that never started.

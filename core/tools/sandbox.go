@@ -102,6 +102,7 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	if s.protect {
 		a = append(a, protectArgs(ws)...)
 	}
+	a = append(a, gitArgs(ws)...)
 	a = append(a,
 		// The root's own tmpfs (where bwrap made the workspace's parents) read-only too:
 		// writes outside the workspace and /tmp fail instead of vanishing.

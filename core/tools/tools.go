@@ -23,6 +23,8 @@
 //     its WritePaths is WholeWorkspace.
 //   - With ProtectPlanCopy, the accepted plan's copy (PLAN.md, PLAN.json) is read-only to
 //     every tool, run_command included (see plancopy.go).
+//   - A command may use git, but not change the workspace's .git/config, hooks or info
+//     (see gitguard.go).
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
 // A Toolbox is safe for concurrent use by many sessions.
