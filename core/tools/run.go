@@ -58,13 +58,16 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	octx, stop := context.WithCancelCause(cctx)
+	defer stop(nil)
 	out := newCappedBuffer(t.cfg.MaxOutput)
+	out.limit, out.onLimit = t.cfg.Limits.Output, func() { stop(errOutputLimit) }
 	gitBefore, err := snapshotGit(home)
 	if err != nil {
 		return "", err
 	}
 	before := t.snapshotPlanCopy(home)
-	runErr := t.execute(cctx, home, exe, path, a.Argv, out)
+	runErr := t.execute(octx, home, exe, path, a.Argv, out)
 	// Put back what the command changed of the plan's copy and of .git before anything
 	// else: a timeout or a cancelled turn must not leave them changed either.
 	restored := joinNotes(before.restore(), gitBefore.restore())
@@ -75,6 +78,12 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		return "", fmt.Errorf("starting %s failed: %v", prog, unwrapExec(startErr.err))
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
+	case errors.Is(runErr, errProcessLimit):
+		return "", fmt.Errorf("%s was stopped: it ran more than %d processes at once (the limit tools.run_command.limits.processes), and all of them were killed; output so far:\n%s%s",
+			shown, t.cfg.Limits.Processes, out.String(), restored)
+	case errors.Is(context.Cause(octx), errOutputLimit):
+		return "", fmt.Errorf("%s was stopped: it wrote more than %s of output (the limit tools.run_command.limits.output); send long output to a file in the workspace and read parts of it. Output so far:\n%s%s",
+			shown, formatBytes(t.cfg.Limits.Output), out.String(), restored)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s%s",
 			shown, timeout, out.String(), restored)
@@ -99,6 +108,11 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString("(no output)\n")
 	} else {
 		b.WriteString(out.String())
+	}
+	if exitErr != nil && exitErr.ExitCode() > 0 && t.sandbox != nil {
+		if note := t.cfg.Limits.limitNote(exitErr.ExitCode(), out.String()); note != "" {
+			b.WriteString(note + "\n")
+		}
 	}
 	if restored != "" {
 		b.WriteString(restored + "\n")
@@ -146,6 +160,7 @@ func (t *Toolbox) execute(ctx context.Context, home, exe, path string, argv []st
 		if info, err = newSandboxInfo(cmd); err != nil {
 			return &startError{err}
 		}
+		info.maxProcs = t.sandbox.limits.Processes
 	}
 	if err := cmd.Start(); err != nil {
 		info.close()
@@ -154,8 +169,14 @@ func (t *Toolbox) execute(ctx context.Context, home, exe, path string, argv []st
 	info.started()
 	err := cmd.Wait()
 	info.waitGone(killGrace)
+	if info != nil && info.overProcs.Load() {
+		return errProcessLimit
+	}
 	return err
 }
+
+// errProcessLimit marks a command killed for running too many processes.
+var errProcessLimit = errors.New("process limit")
 
 // notAllowed explains a refused program; the exact-name rule is why env, sh, xargs and
 // /usr/bin/<listed> are refused unless listed as written.
@@ -253,6 +274,10 @@ type cappedBuffer struct {
 	headMax, tailMax int
 	head, tail       []byte
 	total            int
+	// limit, when positive, is the output after which onLimit is called, once: the
+	// command is stopped, and the buffer keeps taking what it still writes.
+	limit   int64
+	onLimit func()
 }
 
 func newCappedBuffer(limit int) *cappedBuffer {
@@ -261,7 +286,11 @@ func newCappedBuffer(limit int) *cappedBuffer {
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
+	before := int64(c.total)
 	c.total += len(p)
+	if c.limit > 0 && before <= c.limit && int64(c.total) > c.limit && c.onLimit != nil {
+		c.onLimit()
+	}
 	rest := p
 	if room := c.headMax - len(c.head); room > 0 {
 		n := min(room, len(rest))

@@ -330,6 +330,16 @@ func TestSandboxArgs(t *testing.T) {
 	if strings.Contains(got, "--ro-bind / /") || strings.Contains(got, " /run") || strings.Contains(got, " /home") || strings.Contains(got, " /var") {
 		t.Errorf("args %q show more of the host than the program directories and /etc files", got)
 	}
+	s.prlimit, s.limits = "/usr/bin/prlimit", DefaultLimits
+	got = strings.Join(s.args("/srv/ws", "/usr/bin/go", []string{"test"}), " ")
+	for _, want := range []string{
+		"--size 536870912 --tmpfs /tmp",
+		"-- /usr/bin/prlimit --as=4294967296 --cpu=300:301 --fsize=1073741824 -- /usr/bin/go test",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q lack %q", got, want)
+		}
+	}
 	s.network = true
 	if got := strings.Join(s.args("/srv/ws", "/usr/bin/go", nil), " "); strings.Contains(got, "--unshare-net") {
 		t.Errorf("network: true still unshares the network: %q", got)

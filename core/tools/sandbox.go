@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,8 @@ const probeTimeout = 10 * time.Second
 // sandbox is how run_command wraps a command in bwrap.
 type sandbox struct {
 	bwrap   string // the bwrap executable
+	prlimit string // the prlimit executable, which sets Limits; "" in the start-up probe
+	limits  Limits
 	network bool
 	hidden  []string // plangate's own files, emptied for commands (Config.Hidden)
 	protect bool     // bind the plan's workspace copy read-only (Config.ProtectPlanCopy)
@@ -93,6 +96,11 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	a = append(a,
 		"--dev", "/dev",
 		"--proc", "/proc",
+	)
+	if s.limits.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
+	}
+	a = append(a,
 		"--tmpfs", "/tmp",
 		"--dir", sandboxHome,
 	)
@@ -119,7 +127,11 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	if !s.network {
 		a = append(a, "--unshare-net")
 	}
-	a = append(a, "--info-fd", "3", "--", exe)
+	a = append(a, "--info-fd", "3", "--")
+	if s.prlimit != "" {
+		a = append(a, s.limits.prlimitArgs(s.prlimit)...)
+	}
+	a = append(a, exe)
 	return append(a, args...)
 }
 

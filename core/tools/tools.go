@@ -90,6 +90,9 @@ type Config struct {
 	Sandbox string
 	// Network lets sandboxed commands use the network (tools.run_command.network).
 	Network bool
+	// Limits bound every sandboxed command (tools.run_command.limits); zero fields take
+	// DefaultLimits.
+	Limits Limits
 	// Bwrap is the bubblewrap program; empty means "bwrap" from PATH.
 	Bwrap string
 	// Hidden are absolute paths of plangate's own files (database, plans directory,
@@ -132,6 +135,7 @@ func New(cfg Config) *Toolbox {
 	if cfg.MaxWriteBytes <= 0 {
 		cfg.MaxWriteBytes = DefaultMaxWriteBytes
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
 	for _, a := range cfg.Allow {
 		t.allow[a] = true
@@ -156,7 +160,13 @@ func (t *Toolbox) setUpSandbox() {
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
-		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
+		prlimit, err := resolveProgram("prlimit", sandboxPath(commandPath()), true)
+		if err != nil {
+			t.runUnavailable = "run_command is unavailable: prlimit, which sets the commands' limits, is not installed; install util-linux (Debian, Ubuntu: apt-get install util-linux), or set tools.run_command.sandbox: none to run commands without a sandbox"
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, prlimit: prlimit, limits: t.cfg.Limits, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
 	case SandboxNone:
 		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
 	default:
