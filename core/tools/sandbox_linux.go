@@ -97,3 +97,11 @@ func countProcs(pid, max int) int {
 	}
 	return n
 }
+
+// canCountProcs reports whether this kernel lists a task's children in /proc (the
+// CONFIG_PROC_CHILDREN option), which counting a command's processes needs.
+func canCountProcs() bool {
+	pid := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children")
+	return err == nil
+}

@@ -166,6 +166,9 @@ func (t *Toolbox) setUpSandbox() {
 			t.notices = append(t.notices, t.runUnavailable)
 			return
 		}
+		if !canCountProcs() {
+			t.notices = append(t.notices, "tools.run_command.limits.processes cannot be enforced on this host: its kernel does not list a process's children in /proc (CONFIG_PROC_CHILDREN); the other limits apply")
+		}
 		t.sandbox = &sandbox{bwrap: sb.bwrap, prlimit: prlimit, limits: t.cfg.Limits, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
 	case SandboxNone:
 		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
