@@ -144,7 +144,11 @@ func (s *gitSnapshot) restore() string {
 	if len(changed) == 0 {
 		return ""
 	}
-	note := fmt.Sprintf("The command changed %s, and it was put back: commands may not change .git/config, .git/hooks or .git/info, because git runs what they name later. For a setting one git call needs, pass it as git -c key=value.", strings.Join(changed, ", "))
+	what := "it was"
+	if len(changed) > 1 {
+		what = "they were"
+	}
+	note := fmt.Sprintf("The command changed %s, and %s put back: commands may not change .git/config, .git/hooks or .git/info, because git runs what they name later. For a setting one git call needs, pass it as git -c key=value.", strings.Join(changed, ", "), what)
 	if len(failed) > 0 {
 		note += " Putting back failed for " + strings.Join(failed, "; ")
 	}

@@ -60,7 +60,7 @@ func TestRunCommandGuardsGit(t *testing.T) {
 			}
 			wantContains(t, "output", out, "end\n")
 			if mode == SandboxNone {
-				wantContains(t, "output", out, "The command changed .git/config, .git/hooks, .git/info, and it was put back", "git -c key=value")
+				wantContains(t, "output", out, "The command changed .git/config, .git/hooks, .git/info, and they were put back", "git -c key=value")
 			} else {
 				wantContains(t, "output", out, "Read-only file system")
 			}
@@ -98,7 +98,7 @@ func TestRunCommandRemovesCreatedGitParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantContains(t, "output", out, "end\n", "The command changed .git/config, .git/hooks, and it was put back")
+	wantContains(t, "output", out, "end\n", "The command changed .git/config, .git/hooks, and they were put back")
 	mustNotExist(t, filepath.Join(ws.Dir, ".git/hooks"))
 	mustNotExist(t, filepath.Join(ws.Dir, ".git/config"))
 	wantFile(t, filepath.Join(ws.Dir, ".git/HEAD"), "ref: refs/heads/main\n")
