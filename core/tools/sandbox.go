@@ -135,6 +135,42 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	return append(a, args...)
 }
 
+// setUpSandbox checks at start-up that commands can run as configured. A sandbox that
+// cannot start makes run_command unavailable rather than silently unsandboxed.
+func (t *Toolbox) setUpSandbox() {
+	switch t.cfg.Sandbox {
+	case "", SandboxBwrap:
+		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
+		if err != nil {
+			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set tools.run_command.sandbox: none to run commands without a sandbox", err)
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		prlimit, err := resolveProgram("prlimit", sandboxPath(commandPath()), true)
+		if err != nil {
+			t.runUnavailable = "run_command is unavailable: prlimit, which sets the commands' limits, is not installed; install util-linux (Debian, Ubuntu: apt-get install util-linux), or set tools.run_command.sandbox: none to run commands without a sandbox"
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		if !canCountProcs() {
+			t.notices = append(t.notices, "tools.run_command.limits.processes cannot be enforced on this host: its kernel does not list a process's children in /proc (CONFIG_PROC_CHILDREN); the other limits apply")
+		}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, prlimit: prlimit, limits: t.cfg.Limits, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
+	case SandboxNone:
+		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
+	default:
+		t.runUnavailable = "run_command is unavailable: " + errUnknownSandbox.Error()
+		t.notices = append(t.notices, t.runUnavailable)
+	}
+}
+
+// CheckSandbox reports why bwrap (empty: from PATH) cannot start a sandbox on this host,
+// or nil when it can.
+func CheckSandbox(bwrap string, network bool) error {
+	_, err := newSandbox(bwrap, network)
+	return err
+}
+
 // probeCache remembers per bwrap path and network setting whether a sandbox can start,
 // so building many toolboxes (tests, reloads) runs the check once per process.
 var probeCache sync.Map // probeKey -> error
