@@ -262,11 +262,16 @@ func TestSandboxUnavailable(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	old := filepath.Join(t.TempDir(), "bwrap")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\ncase \"$*\" in *--size*) echo 'bwrap: Unknown option --size' >&2; exit 1;; esac\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		cfg  Config
 		want string
 	}{
+		{"older than 0.8", Config{Bwrap: old}, "bwrap: Unknown option --size (bubblewrap 0.8 or later is needed"},
 		{"missing", Config{Bwrap: filepath.Join(t.TempDir(), "no-bwrap")}, "is not installed"},
 		{"cannot start", Config{Bwrap: fake}, "bwrap cannot start a sandbox on this host: bwrap: No permissions to create new namespace"},
 		{"unknown mode", Config{Sandbox: "docker"}, `tools.run_command.sandbox must be "bwrap" or "none"`},

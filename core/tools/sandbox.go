@@ -190,7 +190,8 @@ func newSandbox(bwrap string, network bool) (*sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not installed", bwrap)
 	}
-	s := &sandbox{bwrap: path, network: network}
+	// The probe bounds its /tmp as commands do: bwrap before 0.8 lacks --size.
+	s := &sandbox{bwrap: path, network: network, limits: Limits{TmpSize: DefaultLimits.TmpSize}}
 	key := probeKey{path, network}
 	if v, ok := probeCache.Load(key); ok {
 		if v != nil {
@@ -232,6 +233,9 @@ func (s *sandbox) probe() error {
 		why := firstLine(stderr.String())
 		if why == "" {
 			why = err.Error()
+		}
+		if strings.Contains(why, "--size") {
+			why += " (bubblewrap 0.8 or later is needed: its --size bounds a command's /tmp)"
 		}
 		return fmt.Errorf("bwrap cannot start a sandbox on this host: %s", why)
 	}
