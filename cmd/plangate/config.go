@@ -24,6 +24,7 @@ import (
 	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/mcp"
+	"github.com/plangate/plangate/core/tools"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -138,6 +139,31 @@ type RunCommandConfig struct {
 	Allow   []string `yaml:"allow"`
 	Sandbox string   `yaml:"sandbox"` // bwrap (default) or none
 	Network bool     `yaml:"network"` // sandboxed commands may use the network
+	// Limits bound every sandboxed command (tools.Limits says how each is enforced).
+	Limits RunLimitsConfig `yaml:"limits"`
+}
+
+// RunLimitsConfig is tools.run_command.limits.
+type RunLimitsConfig struct {
+	Processes int           `yaml:"processes"` // processes running at once
+	Memory    ByteSize      `yaml:"memory"`    // address space per process
+	CPUTime   time.Duration `yaml:"cpu_time"`  // CPU time per process
+	FileSize  ByteSize      `yaml:"file_size"` // largest file a process writes
+	TmpSize   ByteSize      `yaml:"tmp_size"`  // the private /tmp
+	Output    ByteSize      `yaml:"output"`    // output before the command is stopped
+}
+
+// limits converts the section for the toolbox.
+func (l RunLimitsConfig) limits() tools.Limits {
+	return tools.Limits{Processes: l.Processes, Memory: int64(l.Memory), CPUTime: l.CPUTime,
+		FileSize: int64(l.FileSize), TmpSize: int64(l.TmpSize), Output: int64(l.Output)}
+}
+
+// defaultRunLimits are tools.DefaultLimits as a config section.
+func defaultRunLimits() RunLimitsConfig {
+	d := tools.DefaultLimits
+	return RunLimitsConfig{Processes: d.Processes, Memory: ByteSize(d.Memory), CPUTime: d.CPUTime,
+		FileSize: ByteSize(d.FileSize), TmpSize: ByteSize(d.TmpSize), Output: ByteSize(d.Output)}
 }
 
 // AccessConfig lists who may decide on plans.
@@ -257,7 +283,7 @@ func defaultConfig() *Config {
 			// An answer an hour late would surprise more than help.
 			OutboxMaxAge: time.Hour,
 		},
-		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap"}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:   LogConfig{Level: LogInfo, Format: LogText},
 	}

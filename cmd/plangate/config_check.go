@@ -150,7 +150,9 @@ func runCommandSummary(rc RunCommandConfig) string {
 	if rc.Network {
 		net = "with network"
 	}
-	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s", len(rc.Allow), net)
+	l := rc.Limits
+	return fmt.Sprintf("run_command on for %d programs in the bwrap sandbox, %s; limits: %d processes, %s memory and %s CPU per process, files up to %s, /tmp %s, output %s",
+		len(rc.Allow), net, l.Processes, l.Memory, l.CPUTime, l.FileSize, l.TmpSize, l.Output)
 }
 
 // openApprovalWarning is the start-up warning of `plangate serve` when a network channel

@@ -200,6 +200,27 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "run_command limits",
+			body: "tools:\n  run_command:\n    limits:\n      processes: 0\n      memory: 1MiB\n      cpu_time: 10ms\n      file_size: 0\n      tmp_size: 4KiB\n      output: 100B\n",
+			want: []string{
+				`FILE:4: tools.run_command.limits.processes is 0: it must be between 1 and 65536 (processes running at once)`,
+				`FILE:5: tools.run_command.limits.memory is 1MiB: it must be at least 16MiB (address space per process)`,
+				`FILE:6: tools.run_command.limits.cpu_time is 10ms: it must be at least 1s (CPU time per process)`,
+				`FILE:7: tools.run_command.limits.file_size is 0B: it must be at least 1KiB (the largest file a process writes)`,
+				`FILE:8: tools.run_command.limits.tmp_size is 4KiB: it must be at least 1MiB (the size of the command's /tmp)`,
+				`FILE:9: tools.run_command.limits.output is 100B: it must be at least 1KiB (output before the command is stopped)`,
+			},
+		},
+		{
+			name: "run_command limits that are not sizes",
+			body: "tools:\n  run_command:\n    limits: {memory: 4GB, processes: many, cpu_time: 5}\n",
+			want: []string{
+				`FILE:3: tools.run_command.limits.memory: expected a size such as 1MiB, 512KiB or 1048576 (bytes), got "4GB"`,
+				`FILE:3: tools.run_command.limits.processes: expected a whole number, got "many"`,
+				`FILE:3: tools.run_command.limits.cpu_time: expected a duration such as 30s, 10m or 1h, got "5"`,
+			},
+		},
+		{
 			name: "no writes at all",
 			body: "tools: {max_write_bytes: 0, run_command: {sandbox: ''}}\n",
 			want: []string{

@@ -140,12 +140,16 @@ func (b *ByteSize) UnmarshalText(text []byte) error {
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n < 0 || n > int64(maxMaxBody)*4/int64(factor) {
+	if err != nil || n < 0 || n > maxByteSize/int64(factor) {
 		return fmt.Errorf("%q is not a size such as 1MiB, 512KiB or 1048576", s)
 	}
 	*b = ByteSize(n) * factor
 	return nil
 }
+
+// maxByteSize bounds what a ByteSize reads (1 TiB), far above any key's own limit, so
+// no unit overflows.
+const maxByteSize = 1 << 40
 
 // String writes the size with the largest binary unit that divides it.
 func (b ByteSize) String() string {

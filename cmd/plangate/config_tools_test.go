@@ -34,7 +34,7 @@ func TestRunCommandSummary(t *testing.T) {
 	if got != "run_command on for 1 programs WITHOUT a sandbox (tools.run_command.sandbox: none)" {
 		t.Errorf("none: %q", got)
 	}
-	got = runCommandSummary(RunCommandConfig{Enabled: true, Allow: []string{"go", "git"}, Sandbox: "bwrap"})
+	got = runCommandSummary(RunCommandConfig{Enabled: true, Allow: []string{"go", "git"}, Sandbox: "bwrap", Limits: defaultRunLimits()})
 	if err := tools.CheckSandbox("", false); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the sandbox cannot start and CI=true: %v", err)
@@ -44,7 +44,7 @@ func TestRunCommandSummary(t *testing.T) {
 		}
 		return
 	}
-	if got != "run_command on for 2 programs in the bwrap sandbox, no network" {
+	if got != "run_command on for 2 programs in the bwrap sandbox, no network; limits: 128 processes, 4GiB memory and 5m0s CPU per process, files up to 1GiB, /tmp 512MiB, output 16MiB" {
 		t.Errorf("bwrap: %q", got)
 	}
 }

@@ -229,12 +229,52 @@ func (t ToolsConfig) Validate() error {
 	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
 		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
 	}
+	errs = append(errs, t.RunCommand.Limits.problems()...)
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
 			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Bounds of tools.run_command.limits: below them common programs (a shell, git) cannot
+// start; the memory bound is what a ByteSize reads.
+const (
+	minRunProcesses = 1
+	maxRunProcesses = 1 << 16
+	minRunMemory    = ByteSize(16 << 20)
+	minRunCPUTime   = time.Second
+	minRunFileSize  = ByteSize(1 << 10)
+	minRunTmpSize   = ByteSize(1 << 20)
+	minRunOutput    = ByteSize(1 << 10)
+)
+
+// problems checks tools.run_command.limits.
+func (l RunLimitsConfig) problems() []error {
+	var errs []error
+	if n := l.Processes; n < minRunProcesses || n > maxRunProcesses {
+		errs = append(errs, channels.Invalid("run_command.limits.processes", "is %d: it must be between %d and %d (processes running at once)", n, minRunProcesses, maxRunProcesses))
+	}
+	if l.CPUTime < minRunCPUTime {
+		errs = append(errs, channels.Invalid("run_command.limits.cpu_time", "is %s: it must be at least %s (CPU time per process)", l.CPUTime, minRunCPUTime))
+	}
+	for _, b := range []struct {
+		key  string
+		got  ByteSize
+		min  ByteSize
+		what string
+	}{
+		{"memory", l.Memory, minRunMemory, "address space per process"},
+		{"file_size", l.FileSize, minRunFileSize, "the largest file a process writes"},
+		{"tmp_size", l.TmpSize, minRunTmpSize, "the size of the command's /tmp"},
+		{"output", l.Output, minRunOutput, "output before the command is stopped"},
+	} {
+		if b.got < b.min {
+			errs = append(errs, channels.Invalid("run_command.limits."+b.key, "is %s: it must be at least %s (%s)", b.got, b.min, b.what))
+		}
+	}
+	return errs
 }
 
 // Validate checks the access section.

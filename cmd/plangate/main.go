@@ -213,6 +213,7 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		Allow:         cfg.Tools.RunCommand.Allow,
 		Sandbox:       cfg.Tools.RunCommand.Sandbox,
 		Network:       cfg.Tools.RunCommand.Network,
+		Limits:        cfg.Tools.RunCommand.Limits.limits(),
 		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
 		Hidden:        ownFiles(cfg),
 		Seed:          cfg.Workspace.Seed,

@@ -66,7 +66,8 @@ func (w *workspace) refuseHidden(rel string) error {
 
 // hideArgs are bwrap's arguments that empty the hidden paths for a command in ws:
 // directories become an empty tmpfs, files /dev/null. Paths inside the workspace are
-// hidden after it is bound, the others before, so neither covers the other.
+// hidden after it is bound; of the others, only those under a part of the host the
+// sandbox shows need hiding, before the workspace is bound, so neither covers the other.
 func hideArgs(ws string, hidden []string) (before, after []string) {
 	for _, h := range hidden {
 		fi, err := os.Stat(h)
@@ -83,11 +84,22 @@ func hideArgs(ws string, hidden []string) (before, after []string) {
 		switch rel, err := filepath.Rel(ws, h); {
 		case err == nil && filepath.IsLocal(rel):
 			after = append(after, a...)
-		case h == "/tmp" || strings.HasPrefix(h, "/tmp/"):
-			// Commands have a private /tmp already.
-		default:
+		case visibleInSandbox(h):
 			before = append(before, a...)
+		default:
+			// Not in the sandbox's root at all (the host's /tmp, /var, /home ...).
 		}
 	}
 	return before, after
+}
+
+// visibleInSandbox reports whether the host path p lies in a part of the host that
+// rootArgs shows a command.
+func visibleInSandbox(p string) bool {
+	for _, d := range append(append([]string(nil), systemDirs...), etcFiles...) {
+		if rel, err := filepath.Rel(d, p); err == nil && filepath.IsLocal(rel) || p == d {
+			return true
+		}
+	}
+	return false
 }

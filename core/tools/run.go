@@ -37,7 +37,11 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	if !t.allow[prog] {
 		return "", t.notAllowed(prog)
 	}
-	exe, err := resolveProgram(prog)
+	path := commandPath()
+	if t.sandbox != nil {
+		path = sandboxPath(path)
+	}
+	exe, err := resolveProgram(prog, path, t.sandbox != nil)
 	if err != nil {
 		return "", err
 	}
@@ -54,12 +58,19 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	octx, stop := context.WithCancelCause(cctx)
+	defer stop(nil)
 	out := newCappedBuffer(t.cfg.MaxOutput)
+	out.limit, out.onLimit = t.cfg.Limits.Output, func() { stop(errOutputLimit) }
+	gitBefore, err := snapshotGit(home)
+	if err != nil {
+		return "", err
+	}
 	before := t.snapshotPlanCopy(home)
-	runErr := t.execute(cctx, home, exe, a.Argv, out)
-	// Put back what the command changed of the plan's copy before anything else: a
-	// timeout or a cancelled turn must not leave it changed either.
-	restored := before.restore()
+	runErr := t.execute(octx, home, exe, path, a.Argv, out)
+	// Put back what the command changed of the plan's copy and of .git before anything
+	// else: a timeout or a cancelled turn must not leave them changed either.
+	restored := joinNotes(before.restore(), gitBefore.restore())
 	shown := displayArgv(a.Argv)
 	var startErr *startError
 	switch {
@@ -67,6 +78,12 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		return "", fmt.Errorf("starting %s failed: %v", prog, unwrapExec(startErr.err))
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
+	case errors.Is(runErr, errProcessLimit):
+		return "", fmt.Errorf("%s was stopped: it ran more than %d processes at once (the limit tools.run_command.limits.processes), and all of them were killed; output so far:\n%s%s",
+			shown, t.cfg.Limits.Processes, out.String(), restored)
+	case errors.Is(context.Cause(octx), errOutputLimit):
+		return "", fmt.Errorf("%s was stopped: it wrote more than %s of output (the limit tools.run_command.limits.output); send long output to a file in the workspace and read parts of it. Output so far:\n%s%s",
+			shown, formatBytes(t.cfg.Limits.Output), out.String(), restored)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s%s",
 			shown, timeout, out.String(), restored)
@@ -92,10 +109,26 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	} else {
 		b.WriteString(out.String())
 	}
+	if exitErr != nil && exitErr.ExitCode() > 0 && t.sandbox != nil {
+		if note := t.cfg.Limits.limitNote(exitErr.ExitCode(), out.String()); note != "" {
+			b.WriteString(note + "\n")
+		}
+	}
 	if restored != "" {
 		b.WriteString(restored + "\n")
 	}
 	return b.String(), nil
+}
+
+// joinNotes joins the non-empty notes, one a line.
+func joinNotes(notes ...string) string {
+	var keep []string
+	for _, n := range notes {
+		if n != "" {
+			keep = append(keep, n)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // startError marks a command that never started.
@@ -106,15 +139,15 @@ func (e *startError) Error() string { return e.err.Error() }
 // execute runs exe with argv[1:] in the workspace home, in the sandbox unless it is
 // off, with output to out. When it returns, the command and every process it started
 // have ended: the sandbox's process namespace is waited for after a kill.
-func (t *Toolbox) execute(ctx context.Context, home, exe string, argv []string, out *cappedBuffer) error {
+func (t *Toolbox) execute(ctx context.Context, home, exe, path string, argv []string, out *cappedBuffer) error {
 	var cmd *exec.Cmd
 	if t.sandbox != nil {
 		cmd = exec.CommandContext(ctx, t.sandbox.bwrap, t.sandbox.args(home, exe, argv[1:])...)
-		cmd.Env = commandEnv(sandboxHome)
+		cmd.Env = commandEnv(sandboxHome, path)
 	} else {
 		cmd = exec.CommandContext(ctx, exe, argv[1:]...)
 		cmd.Args[0] = argv[0]
-		cmd.Env = commandEnv(home)
+		cmd.Env = commandEnv(home, path)
 	}
 	cmd.Dir = home
 	cmd.Stdout = out
@@ -127,6 +160,7 @@ func (t *Toolbox) execute(ctx context.Context, home, exe string, argv []string, 
 		if info, err = newSandboxInfo(cmd); err != nil {
 			return &startError{err}
 		}
+		info.maxProcs = t.sandbox.limits.Processes
 	}
 	if err := cmd.Start(); err != nil {
 		info.close()
@@ -135,8 +169,14 @@ func (t *Toolbox) execute(ctx context.Context, home, exe string, argv []string, 
 	info.started()
 	err := cmd.Wait()
 	info.waitGone(killGrace)
+	if info != nil && info.overProcs.Load() {
+		return errProcessLimit
+	}
 	return err
 }
+
+// errProcessLimit marks a command killed for running too many processes.
+var errProcessLimit = errors.New("process limit")
 
 // notAllowed explains a refused program; the exact-name rule is why env, sh, xargs and
 // /usr/bin/<listed> are refused unless listed as written.
@@ -151,19 +191,37 @@ func (t *Toolbox) notAllowed(prog string) error {
 	return fmt.Errorf("%q is not an allowed program (allowed: %s); %s", prog, strings.Join(t.cfg.Allow, ", "), hint)
 }
 
-// resolveProgram finds a bare program name in the command PATH (absolute entries only, so
-// a "." in PATH cannot pick up a file from the workspace). A name with a path separator is
-// used as written; a relative one starts in the workspace directory.
-func resolveProgram(prog string) (string, error) {
+// resolveProgram finds a bare program name in path (absolute entries only, so a "." in
+// PATH cannot pick up a file from the workspace). A name with a path separator is used as
+// written; a relative one starts in the workspace directory.
+func resolveProgram(prog, path string, sandboxed bool) (string, error) {
 	if strings.ContainsAny(prog, `/\`) {
 		return prog, nil
 	}
-	for _, d := range filepath.SplitList(commandPath()) {
+	for _, d := range filepath.SplitList(path) {
 		if exe, err := exec.LookPath(filepath.Join(d, prog)); err == nil {
 			return exe, nil
 		}
 	}
+	if sandboxed {
+		return "", fmt.Errorf("%s is allowed but not installed where the sandbox looks (PATH %s; commands see only the host's %s)", prog, path, strings.Join(systemDirs[:3], ", "))
+	}
 	return "", fmt.Errorf("%s is allowed but not installed on the gateway's machine (not found in PATH)", prog)
+}
+
+// sandboxPath keeps the entries of path that lie in the sandbox's root, so a program is
+// found where the command can run it.
+func sandboxPath(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if visibleInSandbox(filepath.Clean(d)) {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) == 0 {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // commandPath is the gateway's PATH without relative entries.
@@ -182,12 +240,12 @@ func commandPath() string {
 
 // commandEnv is the whole environment a command sees: nothing of the gateway's own
 // environment (API keys, bot tokens) leaks into it.
-func commandEnv(home string) []string {
+func commandEnv(home, path string) []string {
 	lang := os.Getenv("LANG")
 	if lang == "" {
 		lang = "C.UTF-8"
 	}
-	return []string{"PATH=" + commandPath(), "HOME=" + home, "LANG=" + lang}
+	return []string{"PATH=" + path, "HOME=" + home, "LANG=" + lang}
 }
 
 func unwrapExec(err error) error {
@@ -216,6 +274,10 @@ type cappedBuffer struct {
 	headMax, tailMax int
 	head, tail       []byte
 	total            int
+	// limit, when positive, is the output after which onLimit is called, once: the
+	// command is stopped, and the buffer keeps taking what it still writes.
+	limit   int64
+	onLimit func()
 }
 
 func newCappedBuffer(limit int) *cappedBuffer {
@@ -224,7 +286,11 @@ func newCappedBuffer(limit int) *cappedBuffer {
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
+	before := int64(c.total)
 	c.total += len(p)
+	if c.limit > 0 && before <= c.limit && int64(c.total) > c.limit && c.onLimit != nil {
+		c.onLimit()
+	}
 	rest := p
 	if room := c.headMax - len(c.head); room > 0 {
 		n := min(room, len(rest))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,8 +15,8 @@ import (
 
 // Sandbox modes (tools.run_command.sandbox).
 const (
-	// SandboxBwrap runs every command under bubblewrap: the root file system read-only,
-	// only the workspace writable, a private /tmp with an empty HOME in it, its own
+	// SandboxBwrap runs every command under bubblewrap: a read-only root of the host's
+	// program directories and a few /etc files (rootArgs), the workspace writable, a private /tmp with an empty HOME in it, its own
 	// process namespace (every descendant dies with the command) and no network unless
 	// Config.Network. It is the default.
 	SandboxBwrap = "bwrap"
@@ -34,44 +35,140 @@ const probeTimeout = 10 * time.Second
 // sandbox is how run_command wraps a command in bwrap.
 type sandbox struct {
 	bwrap   string // the bwrap executable
+	prlimit string // the prlimit executable, which sets Limits; "" in the start-up probe
+	limits  Limits
 	network bool
 	hidden  []string // plangate's own files, emptied for commands (Config.Hidden)
 	protect bool     // bind the plan's workspace copy read-only (Config.ProtectPlanCopy)
 }
 
+// systemDirs are the host's program directories a command sees, read-only. On a merged
+// /usr (Debian, Ubuntu, Fedora) /bin, /lib* and /sbin are symlinks into /usr: the sandbox
+// makes the same links.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the files of /etc a command sees, read-only, where the host has them:
+// user and group names, name resolution, the dynamic linker's cache, TLS certificates,
+// the alternatives' links, the time zone and the settings git, python and perl read.
+// The rest of /etc (credentials, service configuration, plangate's own config) is absent.
+var etcFiles = []string{
+	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
+	"/etc/alternatives", "/etc/localtime", "/etc/timezone", "/etc/mime.types",
+	"/etc/magic", "/etc/magic.mime", "/etc/os-release", "/etc/debian_version",
+	"/etc/python3", "/etc/perl", "/etc/inputrc",
+}
+
+// rootArgs build the command's root file system from parts on an empty tmpfs: the
+// program directories and selected /etc files, read-only. Nothing else of the host is
+// there: not /run, /var, /home, /root, /srv, /mnt, the host's /tmp nor any other
+// directory, so a command reaches no unix socket of the host (PostgreSQL's, Docker's,
+// D-Bus) and no other session's workspace.
+func rootArgs() []string {
+	var a []string
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range etcFiles {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	return a
+}
+
 // args is bwrap's command line for running exe with args in the workspace ws (an
 // absolute path). The order matters: later mounts cover earlier ones, so the workspace is
-// bound last and stays visible even when it lies under /tmp.
+// bound last and stays visible even when it lies under /tmp. Only the workspace itself is
+// bound: bwrap creates its parent directories, empty, on the sandbox's root.
 func (s *sandbox) args(ws, exe string, args []string) []string {
 	hideBefore, hideAfter := hideArgs(ws, s.hidden)
-	a := []string{
-		"--ro-bind", "/", "/",
+	a := rootArgs()
+	a = append(a,
 		"--dev", "/dev",
 		"--proc", "/proc",
+	)
+	if s.limits.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
+	}
+	a = append(a,
 		"--tmpfs", "/tmp",
 		"--dir", sandboxHome,
-	}
+	)
 	a = append(a, hideBefore...)
 	a = append(a, "--bind", ws, ws)
 	a = append(a, hideAfter...)
 	if s.protect {
 		a = append(a, protectArgs(ws)...)
 	}
+	a = append(a, gitArgs(ws)...)
 	a = append(a,
+		// The root's own tmpfs (where bwrap made the workspace's parents) read-only too:
+		// writes outside the workspace and /tmp fail instead of vanishing.
+		"--remount-ro", "/",
 		"--chdir", ws,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--die-with-parent",
 		// A new session: the command cannot reach the gateway's terminal (TIOCSTI).
 		"--new-session",
 		// Even when the gateway runs as root, the command gets no capabilities, so it
-		// cannot remount the read-only root.
+		// cannot remount its read-only parts.
 		"--cap-drop", "ALL",
 	)
 	if !s.network {
 		a = append(a, "--unshare-net")
 	}
-	a = append(a, "--info-fd", "3", "--", exe)
+	a = append(a, "--info-fd", "3", "--")
+	if s.prlimit != "" {
+		a = append(a, s.limits.prlimitArgs(s.prlimit)...)
+	}
+	a = append(a, exe)
 	return append(a, args...)
+}
+
+// setUpSandbox checks at start-up that commands can run as configured. A sandbox that
+// cannot start makes run_command unavailable rather than silently unsandboxed.
+func (t *Toolbox) setUpSandbox() {
+	switch t.cfg.Sandbox {
+	case "", SandboxBwrap:
+		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
+		if err != nil {
+			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set tools.run_command.sandbox: none to run commands without a sandbox", err)
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		prlimit, err := resolveProgram("prlimit", sandboxPath(commandPath()), true)
+		if err != nil {
+			t.runUnavailable = "run_command is unavailable: prlimit, which sets the commands' limits, is not installed; install util-linux (Debian, Ubuntu: apt-get install util-linux), or set tools.run_command.sandbox: none to run commands without a sandbox"
+			t.notices = append(t.notices, t.runUnavailable)
+			return
+		}
+		if !canCountProcs() {
+			t.notices = append(t.notices, "tools.run_command.limits.processes cannot be enforced on this host: its kernel does not list a process's children in /proc (CONFIG_PROC_CHILDREN); the other limits apply")
+		}
+		t.sandbox = &sandbox{bwrap: sb.bwrap, prlimit: prlimit, limits: t.cfg.Limits, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
+	case SandboxNone:
+		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
+	default:
+		t.runUnavailable = "run_command is unavailable: " + errUnknownSandbox.Error()
+		t.notices = append(t.notices, t.runUnavailable)
+	}
+}
+
+// CheckSandbox reports why bwrap (empty: from PATH) cannot start a sandbox on this host,
+// or nil when it can.
+func CheckSandbox(bwrap string, network bool) error {
+	_, err := newSandbox(bwrap, network)
+	return err
 }
 
 // probeCache remembers per bwrap path and network setting whether a sandbox can start,
@@ -93,7 +190,8 @@ func newSandbox(bwrap string, network bool) (*sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not installed", bwrap)
 	}
-	s := &sandbox{bwrap: path, network: network}
+	// The probe bounds its /tmp as commands do: bwrap before 0.8 lacks --size.
+	s := &sandbox{bwrap: path, network: network, limits: Limits{TmpSize: DefaultLimits.TmpSize}}
 	key := probeKey{path, network}
 	if v, ok := probeCache.Load(key); ok {
 		if v != nil {
@@ -130,11 +228,14 @@ func (s *sandbox) probe() error {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.Stderr = &stderr
-	cmd.Env = commandEnv(sandboxHome)
+	cmd.Env = commandEnv(sandboxHome, sandboxPath(commandPath()))
 	if err := cmd.Run(); err != nil {
 		why := firstLine(stderr.String())
 		if why == "" {
 			why = err.Error()
+		}
+		if strings.Contains(why, "--size") {
+			why += " (bubblewrap 0.8 or later is needed: its --size bounds a command's /tmp)"
 		}
 		return fmt.Errorf("bwrap cannot start a sandbox on this host: %s", why)
 	}

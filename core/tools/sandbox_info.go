@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,10 @@ type sandboxInfo struct {
 	r, w *os.File
 	// gone receives a wait function for the namespace's end (nil: nothing to wait for).
 	gone chan func(time.Duration)
+	// maxProcs, when positive, is the most processes the namespace may hold at once;
+	// overProcs is set when it held more and was killed for it.
+	maxProcs  int
+	overProcs atomic.Bool
 }
 
 // newSandboxInfo gives cmd the info pipe as its fd 3.
@@ -47,6 +52,9 @@ func (s *sandboxInfo) started() {
 		if err := json.NewDecoder(s.r).Decode(&info); err != nil || info.ChildPID <= 0 {
 			s.gone <- nil
 			return
+		}
+		if s.maxProcs > 0 {
+			limitProcs(info.ChildPID, s.maxProcs, &s.overProcs)
 		}
 		s.gone <- watchPid(info.ChildPID)
 	}()

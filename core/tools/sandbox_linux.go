@@ -4,6 +4,10 @@ package tools
 
 import (
 	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,4 +38,70 @@ func watchPid(pid int) func(time.Duration) {
 			}
 		}
 	}
+}
+
+// limitProcs takes a pidfd on pid (the sandbox's init, not counted) at once and then, in
+// the background, counts the processes under it every processPoll until it exits. When
+// there are more than max, it sets over and kills pid: the kernel then kills every
+// process of its namespace.
+func limitProcs(pid, max int, over *atomic.Bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // already gone
+	}
+	go watchProcs(fd, pid, max, over)
+}
+
+func watchProcs(fd, pid, max int, over *atomic.Bool) {
+	defer unix.Close(fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(processPoll/time.Millisecond))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n > 0 {
+			return // exited
+		}
+		if countProcs(pid, max) > max {
+			over.Store(true)
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			return
+		}
+	}
+}
+
+// countProcs counts the descendants of pid from /proc, stopping once past max.
+func countProcs(pid, max int) int {
+	n := 0
+	queue := []int{pid}
+	for len(queue) > 0 && n <= max {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + task.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					n++
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// canCountProcs reports whether this kernel lists a task's children in /proc (the
+// CONFIG_PROC_CHILDREN option), which counting a command's processes needs.
+func canCountProcs() bool {
+	pid := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children")
+	return err == nil
 }

@@ -23,6 +23,8 @@
 //     its WritePaths is WholeWorkspace.
 //   - With ProtectPlanCopy, the accepted plan's copy (PLAN.md, PLAN.json) is read-only to
 //     every tool, run_command included (see plancopy.go).
+//   - A command may use git, but not change the workspace's .git/config, hooks or info
+//     (see gitguard.go).
 //   - A configured seed directory is copied into a workspace once, when it is created.
 //
 // A Toolbox is safe for concurrent use by many sessions.
@@ -88,6 +90,9 @@ type Config struct {
 	Sandbox string
 	// Network lets sandboxed commands use the network (tools.run_command.network).
 	Network bool
+	// Limits bound every sandboxed command (tools.run_command.limits); zero fields take
+	// DefaultLimits.
+	Limits Limits
 	// Bwrap is the bubblewrap program; empty means "bwrap" from PATH.
 	Bwrap string
 	// Hidden are absolute paths of plangate's own files (database, plans directory,
@@ -130,6 +135,7 @@ func New(cfg Config) *Toolbox {
 	if cfg.MaxWriteBytes <= 0 {
 		cfg.MaxWriteBytes = DefaultMaxWriteBytes
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
 	for _, a := range cfg.Allow {
 		t.allow[a] = true
@@ -141,33 +147,6 @@ func New(cfg Config) *Toolbox {
 	specCfg.RunCommand = cfg.RunCommand && t.runUnavailable == ""
 	t.specs = toolSpecs(specCfg)
 	return t
-}
-
-// setUpSandbox checks at start-up that commands can run as configured. A sandbox that
-// cannot start makes run_command unavailable rather than silently unsandboxed.
-func (t *Toolbox) setUpSandbox() {
-	switch t.cfg.Sandbox {
-	case "", SandboxBwrap:
-		sb, err := newSandbox(t.cfg.Bwrap, t.cfg.Network)
-		if err != nil {
-			t.runUnavailable = fmt.Sprintf("run_command is unavailable: %v; install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set tools.run_command.sandbox: none to run commands without a sandbox", err)
-			t.notices = append(t.notices, t.runUnavailable)
-			return
-		}
-		t.sandbox = &sandbox{bwrap: sb.bwrap, network: sb.network, hidden: t.cfg.Hidden, protect: t.cfg.ProtectPlanCopy}
-	case SandboxNone:
-		t.notices = append(t.notices, "run_command runs commands without a sandbox (tools.run_command.sandbox: none): a command can change files outside the workspace, use the network and leave processes running")
-	default:
-		t.runUnavailable = "run_command is unavailable: " + errUnknownSandbox.Error()
-		t.notices = append(t.notices, t.runUnavailable)
-	}
-}
-
-// CheckSandbox reports why bwrap (empty: from PATH) cannot start a sandbox on this host,
-// or nil when it can.
-func CheckSandbox(bwrap string, network bool) error {
-	_, err := newSandbox(bwrap, network)
-	return err
 }
 
 // Notices are the lines the operator should see at start-up: why run_command is
