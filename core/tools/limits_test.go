@@ -84,9 +84,7 @@ func TestLimitCPUTime(t *testing.T) {
 
 func TestLimitMemory(t *testing.T) {
 	needSandbox(t)
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
+	need(t, "python3")
 	ws := testWS(t, nil)
 	tb := New(Config{RunCommand: true, Allow: []string{"python3"}, Limits: Limits{Memory: 128 << 20}})
 	out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c",

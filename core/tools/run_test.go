@@ -19,6 +19,9 @@ func need(t *testing.T, progs ...string) {
 	t.Helper()
 	for _, p := range progs {
 		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed and CI=true (.ci/run installs it)", p)
+			}
 			t.Skipf("%s is not installed", p)
 		}
 	}
