@@ -28,7 +28,7 @@ func (b tickBox) Call(ctx context.Context, ws core.Workspace, name string, args 
 // planning and executing, a refused mutating call before the plan, the call the plan
 // allows, and one it does not.
 func TestMCPCallsAudited(t *testing.T) {
-	h, counts := mcpHarness(t)
+	h, counts := mcpHarness(t, vouched)
 	h.tools = tickBox{Toolbox: h.tools, h: h, callTime: 1500 * time.Millisecond}
 	h.restart()
 	sid := sessionID("main")
@@ -87,7 +87,7 @@ func TestMCPCallsAudited(t *testing.T) {
 // flush: a round of three read-only MCP calls commits as often as a round of three
 // list_files calls, which are not audited at all.
 func TestMCPReadOnlyAuditCostsNoCommit(t *testing.T) {
-	h, _ := mcpHarness(t)
+	h, _ := mcpHarness(t, vouched)
 	var commits atomic.Int64
 	h.st.OnCommit(func(bool, time.Duration) { commits.Add(1) })
 	round := func(chat, tool string, args map[string]any) int64 {
