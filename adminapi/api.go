@@ -1,9 +1,10 @@
 // Package adminapi is plangate's admin API (DESIGN.md section 10): sessions, their audit
 // events and plans as JSON, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
-// engine, exactly as a person's command or button click, signed "admin:<by>", so the
-// engine's rules (stale ids, phases, auditing) apply unchanged. The routes live behind
-// httpserver's admin bearer check.
+// engine, exactly as a person's command or button click, signed "admin:<name>" (the name
+// of the bearer token used), so the engine's rules (stale ids, phases, auditing, one
+// approval per person) apply unchanged. The routes live behind httpserver's admin bearer
+// check.
 package adminapi
 
 import (

@@ -233,7 +233,7 @@ func (t *turnState) personInput() Input {
 }
 
 // senderKey names the sender of m as approver lists and approvals do: "channel:user id",
-// or "admin:<by>" for an operator of the admin API.
+// or "admin:<name>" for an operator of the admin API.
 func senderKey(m Message) string {
 	if m.Sender.Admin {
 		return m.Sender.ID

@@ -30,7 +30,7 @@ type webServer struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	done    chan error
-	adminOn bool          // http.admin_token is set
+	adminOn bool          // http.admin_token or http.admin_tokens is set
 	tap     *adminapi.Tap // the engine's Sender, while the admin API is on
 }
 
@@ -54,7 +54,7 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 	srv.Handle("GET /metrics", m.Handler())
 	srv.AddCheck("store", st.Ping)
 	registerPprof(srv)
-	return &webServer{srv: srv, ln: ln, metrics: m, log: log, adminOn: cfg.HTTP.AdminToken != ""}, nil
+	return &webServer{srv: srv, ln: ln, metrics: m, log: log, adminOn: cfg.HTTP.adminOn()}, nil
 }
 
 // adminSender is out wrapped in the admin API's tap when the API is on, so the API learns
