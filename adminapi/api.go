@@ -44,6 +44,8 @@ type Deps struct {
 	Now    func() time.Time
 	// Wait bounds how long a change waits for the engine's answer; 0 = DefaultWait.
 	Wait time.Duration
+	// Reach is the engine's (core.Config.Reach), for the grants in plan files served.
+	Reach core.Reach
 }
 
 // DefaultWait stays under the HTTP server's write timeout.
@@ -179,7 +181,7 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, a.d.Reach))
 }
 
 // wantsMarkdown: the client's Accept names text/markdown (JSON stays the default).

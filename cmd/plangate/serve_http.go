@@ -69,11 +69,11 @@ func (w *webServer) adminSender(out core.Sender) core.Sender {
 
 // registerAdmin mounts the admin API (/api/v1/...) when it is on. eng must hand changes
 // to the engine under the work context, which outlives receiving (workHandler).
-func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time) {
+func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time, reach core.Reach) {
 	if w == nil || w.tap == nil {
 		return
 	}
-	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now}).Register(w.srv)
+	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now, Reach: reach}).Register(w.srv)
 }
 
 // core.Observer is what the engine reports to; the one Metrics of serve satisfies it.
