@@ -1,9 +1,10 @@
 // Package adminapi is plangate's admin API (DESIGN.md section 10): sessions, their audit
 // events and plans as JSON, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
-// engine, exactly as a person's command or button click, signed "admin:<by>", so the
-// engine's rules (stale ids, phases, auditing) apply unchanged. The routes live behind
-// httpserver's admin bearer check.
+// engine, exactly as a person's command or button click, signed "admin:<name>" (the name
+// of the bearer token used), so the engine's rules (stale ids, phases, auditing, one
+// approval per person) apply unchanged. The routes live behind httpserver's admin bearer
+// check.
 package adminapi
 
 import (
@@ -43,6 +44,8 @@ type Deps struct {
 	Now    func() time.Time
 	// Wait bounds how long a change waits for the engine's answer; 0 = DefaultWait.
 	Wait time.Duration
+	// Reach is the engine's (core.Config.Reach), for the grants in plan files served.
+	Reach core.Reach
 }
 
 // DefaultWait stays under the HTTP server's write timeout.
@@ -178,7 +181,7 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, a.d.Reach))
 }
 
 // wantsMarkdown: the client's Accept names text/markdown (JSON stays the default).

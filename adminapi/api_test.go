@@ -97,7 +97,7 @@ func TestEventsAndPlanAsJSONAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/markdown") ||
-		body != string(core.RenderPlanMarkdown(stored, s.Phase, s.Address.Chat)) {
+		body != string(core.RenderPlanMarkdown(stored, s.Phase, s.Address.Chat, core.Reach{})) {
 		t.Fatalf("plan markdown: %d %s %q", code, hdr.Get("Content-Type"), body)
 	}
 	if code, body, _ = e.do("GET", "/api/v1/plans/nope", ""); code != 404 || !strings.Contains(body, "no plan") {

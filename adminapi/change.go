@@ -16,8 +16,10 @@ import (
 )
 
 // The two changes: a decision on a plan and a session's mode. Each is one message to the
-// engine from the operator ("admin:<by>", core.Person.Admin), the same message a button
-// or a typed /plan command produces, and the API answers with the engine's outcome.
+// engine from the operator ("admin:<name>" of the admin token the request carried,
+// core.Person.Admin), the same message a button or a typed /plan command produces, and
+// the API answers with the engine's outcome. A request's "by" is a note only: it is shown
+// beside the token's name and never makes one token count as two approvers.
 
 // ModeJSON is a session's mode, in the fields of the "Plan Agent V2" mode API.
 type ModeJSON struct {
@@ -54,16 +56,13 @@ type decisionRequest struct {
 	By         string `json:"by"`
 }
 
-// validBy is an operator's name in "admin:<by>": short, no spaces or punctuation that
-// could read as another actor.
+// validBy is the note "by": short, no spaces or punctuation that could read as another
+// actor.
 var validBy = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
-
-// defaultBy names the operator when a request does not.
-const defaultBy = "api"
 
 func checkBy(by string) (string, string) {
 	if by == "" {
-		return defaultBy, ""
+		return "", ""
 	}
 	if !validBy.MatchString(by) {
 		return "", `"by" must be 1-64 letters, digits, ".", "_", "@" or "-"`
@@ -187,14 +186,19 @@ func (req decisionRequest) action() (core.Action, string) {
 	return act, ""
 }
 
-// change sends m to the engine as the operator by, into session s, and waits for the
-// engine's answer. It returns true when the change was made; otherwise it has answered:
+// change sends m to the engine as the holder of the request's admin token (with by as a
+// note), into session s, and waits for the engine's answer. It returns true when the change was made; otherwise it has answered:
 // 409 with the engine's refusal, 500 when the engine failed, 504 when it did not answer
 // in time (the change may still happen; the session shows it).
 func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by string, m core.Message) (string, bool) {
+	name := httpserver.AdminName(r.Context())
+	if name == "" { // only a route outside HandleAdmin could get here
+		httpserver.WriteError(w, http.StatusUnauthorized, "missing or wrong admin token")
+		return "", false
+	}
 	m.ID = "admin-" + randomID()
 	m.Address = s.Address
-	m.Sender = core.Person{ID: "admin:" + by, Name: "admin:" + by, Admin: true}
+	m.Sender = core.Person{ID: "admin:" + name, Name: adminDisplay(name, by), Admin: true}
 	m.Time = a.d.Now()
 	answer, forget := a.d.Tap.await(m.ID)
 	defer forget()
@@ -223,6 +227,15 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 	case <-r.Context().Done():
 	}
 	return "", false
+}
+
+// adminDisplay is how replies and approvals name the operator: the token's identity, and
+// the request's "by" beside it when it says something more ("ops1 via admin:ops").
+func adminDisplay(name, by string) string {
+	if by == "" || by == name {
+		return "admin:" + name
+	}
+	return by + " via admin:" + name
 }
 
 // answered handles the engine's first answer to a change: a reply is the change made

@@ -12,7 +12,7 @@ import (
 
 // TestAcceptChangesTheStoreAsAdmin: an accept through the API goes through the engine
 // (the approvers list names only telegram:42, yet the operator may decide), is stored,
-// audited as admin:ops, and the chat is told as after a button click.
+// audited as admin:admin (the token's name), and the chat is told as after a button click.
 func TestAcceptChangesTheStoreAsAdmin(t *testing.T) {
 	e := newEnv(t, token)
 	s := e.pending()
@@ -35,8 +35,9 @@ func TestAcceptChangesTheStoreAsAdmin(t *testing.T) {
 		t.Fatalf("stored plan is %s, want accepted", p.Status)
 	}
 	ev := lastOf(t, e.events(), core.EventAccepted)
-	if ev.Actor.String() != "admin:ops" || ev.Actor != core.AdminActor("ops") || ev.PlanID != s.PlanID {
-		t.Fatalf("accepted event: %+v, want actor admin:ops", ev)
+	// The actor is the token's identity (admin_token is named "admin"); "by" is a note.
+	if ev.Actor.String() != "admin:admin" || ev.Actor != core.AdminActor("admin") || ev.PlanID != s.PlanID {
+		t.Fatalf("accepted event: %+v, want actor admin:admin", ev)
 	}
 	if !e.chatSaw("Accepted plan v1") {
 		t.Fatalf("the chat was not told: %+v", e.chat.Replies())
@@ -48,7 +49,7 @@ func TestAcceptChangesTheStoreAsAdmin(t *testing.T) {
 	if code != 409 || !strings.Contains(body, "error") || len(strings.TrimSpace(body)) < 20 {
 		t.Fatalf("stale accept: %d %s, want 409 with a reason", code, body)
 	}
-	if !strings.Contains(body, `was already decided (accepted by admin:ops); nothing changed`) {
+	if !strings.Contains(body, `was already decided (accepted by ops via admin:admin); nothing changed`) {
 		t.Fatalf("409 reason is not the engine's refusal: %s", body)
 	}
 	if after := e.session(); after.Phase != before.Phase || after.RejectionCount != 0 {
@@ -57,7 +58,7 @@ func TestAcceptChangesTheStoreAsAdmin(t *testing.T) {
 }
 
 // TestUnknownApprovalIs409WithTheEnginesReason: the reason is the refusal the engine
-// produced, the plan stays pending, the refusal is audited as admin:ops, and the chat
+// produced, the plan stays pending, the refusal is audited as admin:admin, and the chat
 // is not shown a refusal nobody there asked for.
 func TestUnknownApprovalIs409WithTheEnginesReason(t *testing.T) {
 	e := newEnv(t, token)
@@ -84,8 +85,8 @@ func TestUnknownApprovalIs409WithTheEnginesReason(t *testing.T) {
 		}
 	}
 	for _, ev := range e.events() {
-		if ev.Kind == core.EventRefused && ev.Actor.String() != "admin:ops" {
-			t.Fatalf("refusal audited as %q, want admin:ops", ev.Actor)
+		if ev.Kind == core.EventRefused && ev.Actor.String() != "admin:admin" {
+			t.Fatalf("refusal audited as %q, want admin:admin", ev.Actor)
 		}
 	}
 }
@@ -100,7 +101,7 @@ func TestReviseSendsThePlanBack(t *testing.T) {
 		t.Fatalf("revise: %d %s", code, body)
 	}
 	ev := lastOf(t, e.events(), core.EventRevised)
-	if ev.Actor.String() != "admin:ops" || ev.Detail != "add a test first" {
+	if ev.Actor.String() != "admin:admin" || ev.Detail != "add a test first" {
 		t.Fatalf("revised event: %+v", ev)
 	}
 }
@@ -125,7 +126,7 @@ func TestModeChangesAreAudited(t *testing.T) {
 		t.Fatalf("confirm_strategy auto: %d %s", code, body)
 	}
 	evs := e.events()
-	if ev := lastOf(t, evs, core.EventAutoChanged); ev.Actor.String() != "admin:ops" {
+	if ev := lastOf(t, evs, core.EventAutoChanged); ev.Actor.String() != "admin:admin" {
 		t.Fatalf("auto_changed by %q", ev.Actor)
 	}
 	if ev := lastOf(t, evs, core.EventAutoAccepted); ev.PlanID != s.PlanID {
@@ -150,11 +151,11 @@ func TestModeChangesAreAudited(t *testing.T) {
 		t.Fatalf("strict and off: %d %s", code, body)
 	}
 	evs = e.events()
-	if ev := lastOf(t, evs, core.EventAutoChanged); ev.Actor.String() != "admin:api" || !strings.Contains(ev.Detail, "off") {
+	if ev := lastOf(t, evs, core.EventAutoChanged); ev.Actor.String() != "admin:admin" || !strings.Contains(ev.Detail, "off") {
 		t.Fatalf("auto off: %+v", ev)
 	}
 	last := evs[len(evs)-1]
-	if last.Actor.String() != "admin:api" {
+	if last.Actor.String() != "admin:admin" {
 		t.Fatalf("plan mode off audited as %+v", last)
 	}
 }

@@ -37,6 +37,12 @@ var addr = core.Address{Channel: "telegram", Account: "bot", Chat: "100"}
 
 func newEnv(t *testing.T, adminToken string, opts ...func(*core.Config)) *env {
 	t.Helper()
+	return newEnvHTTP(t, httpserver.Config{AdminToken: adminToken}, opts...)
+}
+
+// newEnvHTTP is newEnv with the admin tokens of hc.
+func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*core.Config)) *env {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
 	if err != nil {
@@ -54,7 +60,8 @@ func newEnv(t *testing.T, adminToken string, opts ...func(*core.Config)) *env {
 	}
 	e.eng = core.NewEngine(cfg,
 		core.Deps{Store: st, Model: e.model, Out: tap, Log: log, Now: func() time.Time { return e.clock }})
-	hs := httpserver.New(httpserver.Config{AdminToken: adminToken, MaxBody: 4096}, nil, log)
+	hc.MaxBody = 4096
+	hs := httpserver.New(hc, nil, log)
 	adminapi.New(adminapi.Deps{Store: st, Engine: e.eng, Tap: tap, Log: log, Now: func() time.Time { return e.clock }}).Register(hs)
 	e.srv = httptest.NewServer(hs.Handler())
 	srv := e.srv // withEngine may replace e.srv

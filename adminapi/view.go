@@ -42,7 +42,7 @@ type SessionJSON struct {
 
 // ApprovalJSON is one recorded acceptance of a plan version.
 type ApprovalJSON struct {
-	By      string `json:"by"` // "channel:user id", or "admin:<by>"
+	By      string `json:"by"` // "channel:user id", or "admin:<name>"
 	Name    string `json:"name,omitempty"`
 	Version int    `json:"version"`
 	At      string `json:"at"`

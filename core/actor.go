@@ -12,7 +12,7 @@ const (
 	ActorAgent  ActorKind = "agent"
 	ActorSystem ActorKind = "system" // the scheduler: reminders, approval timeouts
 	ActorRule   ActorKind = "rule"   // e.g. auto-approve accepting a proposal
-	// ActorAdmin is an operator acting through the admin API, named by the request's "by".
+	// ActorAdmin is an operator acting through the admin API, named by its admin token.
 	ActorAdmin ActorKind = "admin"
 )
 
@@ -34,10 +34,10 @@ var (
 // PersonActor is the actor for the person with platform user id id.
 func PersonActor(id string) Actor { return Actor{Kind: ActorPerson, ID: id} }
 
-// AdminActor is the actor for an operator of the admin API who signed as by.
-func AdminActor(by string) Actor { return Actor{Kind: ActorAdmin, ID: by} }
+// AdminActor is the actor for the operator of the admin API's token named name.
+func AdminActor(name string) Actor { return Actor{Kind: ActorAdmin, ID: name} }
 
-// String is the stored form: "person:<id>", "rule:<name>", "admin:<by>", "agent" or
+// String is the stored form: "person:<id>", "rule:<name>", "admin:<name>", "agent" or
 // "system".
 func (a Actor) String() string {
 	switch a.Kind {

@@ -100,7 +100,7 @@ func TestActorStoredForms(t *testing.T) {
 	}
 }
 
-// TestAdminActorIsItsOwnKind: the admin API's operator is stored as "admin:<by>" and read
+// TestAdminActorIsItsOwnKind: the admin API's operator is stored as "admin:<name>" and read
 // back as an admin, while a person whose platform id merely starts with "admin:" stays a
 // person.
 func TestAdminActorIsItsOwnKind(t *testing.T) {

@@ -78,7 +78,7 @@ func (x *transition) propose() error {
 		// /plan auto is refused here: offer only what works.
 		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs(plan.Requesters) + x.stuck(plan)
 	}
-	r.Text = proposalText(plan, superseded, decide)
+	r.Text = proposalText(plan, superseded, decide, in.Rules)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }

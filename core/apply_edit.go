@@ -90,21 +90,21 @@ func (x *transition) edit() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := planReply(x.next, plan)
-	r.Text = editedText(plan, diff, in.who()) + x.stuck(plan)
+	r.Text = editedText(plan, diff, in.who(), in.Rules) + x.stuck(plan)
 	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }
 
 // editedText is the chat message of an edited version: what it is, who edited it, what
 // changed, and that it still waits for a decision.
-func editedText(p Plan, d PlanDiff, editor string) string {
+func editedText(p Plan, d PlanDiff, editor string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, plural(n, "step", "steps"), editor)
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}
-	b.WriteString("\n" + scopeLine(p.Body.Scope))
+	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
 	if s := d.Summary(); s != "" {
 		b.WriteString("\n" + s)
 	}

@@ -189,7 +189,7 @@ func input(tr core.Trigger) core.Input {
 		in.Args = args(map[string]any{"plan": []map[string]any{{"step": "First step", "status": "completed"}, {"step": "Second step", "status": "cancelled"}}})
 	case core.TrigEdit:
 		_, cur := fixture(core.PhaseAwaitingApproval, tr)
-		file := strings.Replace(string(core.RenderPlanMarkdown(*cur, core.PhaseAwaitingApproval, "main")),
+		file := strings.Replace(string(core.RenderPlanMarkdown(*cur, core.PhaseAwaitingApproval, "main", core.Reach{})),
 			"- [ ] Second step\n", "- [ ] Second step\n- [ ] Third step\n", 1)
 		in.Files = []core.File{{Name: "v1.md", MIME: "text/markdown", Data: []byte(file)}}
 	}

@@ -124,7 +124,7 @@ func (t *turnState) show(ctx context.Context) error {
 	}
 	if cur != nil {
 		if _, err := os.Stat(cur.File); errors.Is(err, fs.ErrNotExist) {
-			if _, err := writePlanFile(t.e.cfg.PlansDir, t.sess, *cur); err != nil {
+			if _, err := t.e.files.write(t.sess, *cur); err != nil {
 				t.e.d.Log.Error("writing plan file again", "plan", cur.ID, "err", err)
 			}
 		}
@@ -233,7 +233,7 @@ func (t *turnState) personInput() Input {
 }
 
 // senderKey names the sender of m as approver lists and approvals do: "channel:user id",
-// or "admin:<by>" for an operator of the admin API.
+// or "admin:<name>" for an operator of the admin API.
 func senderKey(m Message) string {
 	if m.Sender.Admin {
 		return m.Sender.ID
@@ -270,7 +270,8 @@ func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
-		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules}
+		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules,
+		Reach: c.Reach, Destructive: e.files.marks.isDestructive}
 }
 
 // approvers is the approver list in force for a session at addr: its policy's, or the

@@ -28,7 +28,7 @@ func editedCopy(t *testing.T, h *harness, chat, extra string) core.File {
 	s := h.session(chat)
 	if s.Phase != core.PhaseAwaitingApproval {
 		p := core.Plan{Version: 1, Status: core.PlanPending, Body: core.PlanBody{Title: "T", Steps: []core.Step{{ID: "1", Text: "A step", Status: core.StepPending}}}}
-		return core.File{Name: "plan.md", MIME: "text/markdown", Data: core.RenderPlanMarkdown(p, s.Phase, chat)}
+		return core.File{Name: "plan.md", MIME: "text/markdown", Data: core.RenderPlanMarkdown(p, s.Phase, chat, core.Reach{})}
 	}
 	p := h.plan(s.PlanID)
 	data, err := os.ReadFile(p.File)

@@ -15,6 +15,9 @@ import (
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
+	// Reach is what a command a plan grants may do here (tools.run_command), for the
+	// words of every plan's grants.
+	Reach           Reach
 	PlansDir        string
 	WorkspaceRoot   string
 	PerSession      bool // one workspace sub-directory per session
@@ -172,7 +175,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}},
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.linger.after = e.typer.after

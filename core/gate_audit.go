@@ -11,6 +11,9 @@ import (
 
 // What the gate tells people: every refused and every executed mutating call is an audit
 // row (so is every read-only MCP call), and the refusals of a turn are listed in one notice.
+// An executed MCP call's row is durable before its result goes anywhere: an MCP server acts
+// outside the workspace and the tool-run ledger, so the row is the only record of what it
+// was asked to do.
 
 // Audit kinds of the gate.
 const (
@@ -53,8 +56,7 @@ func (a *ToolAudit) finished(err error, d time.Duration) {
 // turnGate is what the gate keeps while a job runs the agent's turns.
 type turnGate struct {
 	blocked []blockedCall   // refusals not shown in the chat yet
-	pending []Event         // audit rows of read-only MCP calls, for the next commit
-	inForce *Plan           // the accepted plan those rows name (see planInForce)
+	inForce *Plan           // the accepted plan the rows of read-only MCP calls name (see planInForce)
 	notices []Reply         // notices for the chat, delivered through the outbox with the next flush
 	down    map[string]bool // tool servers whose stop the chat was told of in this job
 	// chained: the running turn follows another turn of the same job, not a person's
@@ -77,22 +79,45 @@ func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list 
 	}
 }
 
-// ran records an executed mutating call, how it ended and how long it took.
-func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Duration) {
+// ran records an executed mutating call, how it ended and how long it took. The row of
+// an MCP call is durable when ran returns nil (see auditMCP); an error means it is not,
+// and the call's result must be withheld.
+func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Duration) error {
 	a := newToolAudit(in.call, in.rule)
 	a.Paths = in.paths
 	a.finished(err, d)
 	t.e.obs.obs.ToolCall(in.call.Name, toolOutcome(err))
-	t.audit(ctx, t.toolEvent(EventToolRan, in.plan, a))
+	ev := t.toolEvent(EventToolRan, in.plan, a)
+	if IsMCPTool(in.call.Name) {
+		return t.auditMCP(ctx, ev)
+	}
+	t.audit(ctx, ev)
+	return nil
 }
 
-// auditReadOnly records an executed read-only MCP call. The row waits for the round's
-// flush (or the plan tool's commit) instead of a commit of its own: read-only calls are
-// the many, and they decide nothing.
-func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) {
+// auditReadOnly records an executed read-only MCP call, durably (see auditMCP).
+func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) error {
 	a := newToolAudit(call, RuleReadOnly)
 	a.finished(err, d)
-	t.gate.pending = append(t.gate.pending, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
+	return t.auditMCP(ctx, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
+}
+
+// auditMCP commits the row of an executed MCP call in a commit of its own that waits for
+// the disk, before the result is handed to the turn: the effect is done, and a crash
+// between the call and the round's flush must not leave it unrecorded. It runs even when
+// the turn's context is cancelled (the call ran). A failure is logged and returned.
+func (t *turnState) auditMCP(ctx context.Context, ev Event) error {
+	err := t.commit(context.WithoutCancel(ctx), Change{SessionID: t.sess.ID, Events: []Event{ev}})
+	if err != nil {
+		t.e.d.Log.Error("recording an MCP call", "session", t.sess.ID, "err", err)
+	}
+	return err
+}
+
+// withheld is the tool error that replaces the result of an MCP call whose audit row
+// could not be stored: the model does not act on what is not on record.
+func withheld(call ToolCall, err error) toolResult {
+	return toolError("%s ran, but plangate could not record it (%v), so its result is withheld; do not call it again before the store works", call.Name, oneLine(err.Error()))
 }
 
 // planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
@@ -175,23 +200,16 @@ func (t *turnState) takeNotices() []Reply {
 	return rs
 }
 
-// takeAudit hands the pending read-only rows to the commit that stores them.
-func (t *turnState) takeAudit() []Event {
-	evs := t.gate.pending
-	t.gate.pending = nil
-	return evs
-}
-
-// flushPending commits the read-only rows and queues the notices no flush took (a turn
-// that ended without one), then delivers the notices.
+// flushPending queues the notices no flush took (a turn that ended without one) and
+// delivers them.
 func (t *turnState) flushPending(ctx context.Context) {
-	evs, rs := t.takeAudit(), t.takeNotices()
-	if len(evs) == 0 && len(rs) == 0 {
+	rs := t.takeNotices()
+	if len(rs) == 0 {
 		return
 	}
-	ch := t.withRows(Change{SessionID: t.sess.ID, Events: evs, Lazy: true}, rs)
+	ch := t.withRows(Change{SessionID: t.sess.ID, Lazy: true}, rs)
 	if err := t.commit(ctx, ch); err != nil {
-		t.e.d.Log.Error("recording read-only tool calls", "session", t.sess.ID, "err", err)
+		t.e.d.Log.Error("recording notices", "session", t.sess.ID, "err", err)
 	}
 	t.sayCommitted(ctx, ch, rs) // rows the commit did not store are sent directly
 }

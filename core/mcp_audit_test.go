@@ -2,7 +2,11 @@ package core_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +32,7 @@ func (b tickBox) Call(ctx context.Context, ws core.Workspace, name string, args 
 // planning and executing, a refused mutating call before the plan, the call the plan
 // allows, and one it does not.
 func TestMCPCallsAudited(t *testing.T) {
-	h, counts := mcpHarness(t)
+	h, counts := mcpHarness(t, vouched)
 	h.tools = tickBox{Toolbox: h.tools, h: h, callTime: 1500 * time.Millisecond}
 	h.restart()
 	sid := sessionID("main")
@@ -83,27 +87,119 @@ func TestMCPCallsAudited(t *testing.T) {
 	}
 }
 
-// TestMCPReadOnlyAuditCostsNoCommit: the rows of read-only MCP calls ride the round's
-// flush: a round of three read-only MCP calls commits as often as a round of three
-// list_files calls, which are not audited at all.
-func TestMCPReadOnlyAuditCostsNoCommit(t *testing.T) {
-	h, _ := mcpHarness(t)
-	var commits atomic.Int64
-	h.st.OnCommit(func(bool, time.Duration) { commits.Add(1) })
-	round := func(chat, tool string, args map[string]any) int64 {
-		t.Helper()
-		h.model.push(sessionID(chat), calls(call(tool, args), call(tool, args), call(tool, args)), text("done"))
-		before := commits.Load()
-		h.say(chat, "local", "look around")
-		return commits.Load() - before
+// probeBox looks at the store file while a round runs: when the MCP tool's call returns
+// it notes how many durable commits were made, and when the next call of the round starts
+// (the MCP call's result is not handed on before the round ends) it reads the store file
+// through a connection of its own.
+type probeBox struct {
+	core.Toolbox
+	tool      string // the MCP tool watched
+	durable   *atomic.Int64
+	db        *sql.DB
+	afterCall int64 // durable commits when the MCP call returned
+	rows      int   // the MCP call's tool_ran rows in the file when the next call began
+	durableBy int64 // durable commits by then
+	err       error
+}
+
+func (b *probeBox) Call(ctx context.Context, ws core.Workspace, name string, args json.RawMessage) (string, error) {
+	if name == "list_files" {
+		b.durableBy = b.durable.Load()
+		b.err = b.db.QueryRowContext(ctx, `SELECT count(*) FROM plan_events WHERE kind = 'tool_ran' AND detail LIKE ?`,
+			`%"tool":"`+b.tool+`"%`).Scan(&b.rows)
 	}
-	mcpCalls := round("b", "ts__lookup", map[string]any{"text": "x"})
-	files := round("a", "list_files", map[string]any{"path": "."})
-	if mcpCalls != files {
-		t.Fatalf("a round of read-only MCP calls took %d commits, of list_files calls %d", mcpCalls, files)
+	out, err := b.Toolbox.Call(ctx, ws, name, args)
+	if name == b.tool {
+		b.afterCall = b.durable.Load()
 	}
-	t.Logf("commits per message: %d with three read-only MCP calls, %d with three list_files calls", mcpCalls, files)
-	if rows := gateRows(t, h, "b"); len(rows) != 3 {
-		t.Fatalf("%d audit rows for three read-only MCP calls", len(rows))
+	return out, err
+}
+
+// TestMCPAuditIsDurableBeforeTheResultMovesOn: the tool_ran row of an MCP call (a
+// read-only one while planning, a mutating one the accepted plan allows) is in the store
+// file, by a commit that waited for the disk, before the call's result goes on (the
+// round's next call runs first, and the model sees the result only after it): a process
+// that dies after the call keeps the record of what the server was asked to do.
+func TestMCPAuditIsDurableBeforeTheResultMovesOn(t *testing.T) {
+	for _, tool := range []string{"ts__lookup", "ts__write"} {
+		t.Run(tool, func(t *testing.T) {
+			h, counts := mcpHarness(t, vouched)
+			var durable atomic.Int64
+			db, err := sql.Open("sqlite3", "file:"+filepath.Join(h.dir, "plangate.db")+"?mode=ro")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			probe := &probeBox{Toolbox: h.tools, tool: tool, durable: &durable, db: db}
+			h.tools = probe
+			h.restart() // the engine with the probe; its store counts the durable commits
+			h.st.OnCommit(func(d bool, _ time.Duration) {
+				if d {
+					durable.Add(1)
+				}
+			})
+			sid := sessionID("main")
+			round := calls(call(tool, map[string]any{"text": "x"}), call("list_files", map[string]any{"path": "."}))
+			if tool == "ts__write" {
+				h.say("main", "local", "/plan on")
+				h.model.push(sid, calls(proposeTools("Write", "ts__write")))
+				h.say("main", "local", "plan the write")
+				h.model.push(sid, round, text("done"))
+				h.say("main", "local", "/plan accept")
+			} else {
+				h.model.push(sid, round, text("done"))
+				h.say("main", "local", "look around")
+			}
+			if n := counts.Get(strings.TrimPrefix(tool, "ts__")); n != 1 || probe.err != nil {
+				t.Fatalf("%s ran %d times; reading the store file: %v", tool, n, probe.err)
+			}
+			if probe.rows != 1 {
+				t.Fatalf("%d tool_ran rows of %s in the store file before its result moved on, want 1", probe.rows, tool)
+			}
+			if probe.durableBy <= probe.afterCall {
+				t.Fatalf("no durable commit between the MCP call and its result moving on (%d, then %d)", probe.afterCall, probe.durableBy)
+			}
+		})
+	}
+}
+
+// failAuditStore fails every commit that carries a tool_ran row: a store that cannot take
+// the record of a call that already ran.
+type failAuditStore struct{ core.Store }
+
+func (f failAuditStore) Commit(ctx context.Context, ch core.Change) (core.Session, error) {
+	for _, e := range ch.Events {
+		if e.Kind == core.EventToolRan {
+			return core.Session{}, errors.New("disk full")
+		}
+	}
+	return f.Store.Commit(ctx, ch)
+}
+
+// TestMCPResultWithheldWithoutItsAudit: when the row of an MCP call that ran cannot be
+// stored, its result never reaches the model: the transcript in the store holds a tool
+// error saying so instead.
+func TestMCPResultWithheldWithoutItsAudit(t *testing.T) {
+	h, counts := mcpHarness(t, vouched)
+	eng := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: failAuditStore{h.st}, Model: h.model, Tools: h.tools, Out: h.out,
+		Now: func() time.Time { return h.clock }}))
+	look := call("ts__lookup", map[string]any{"text": "secret plans"})
+	h.model.push(sessionID("main"), calls(look), text("done"))
+	if err := eng.Handle(context.Background(), msg("main", "local", "look it up")); err != nil {
+		t.Fatal(err)
+	}
+	if counts.Get("lookup") != 1 {
+		t.Fatalf("lookup ran %d times", counts.Get("lookup"))
+	}
+	got := toolContent(t, h, look.ID)
+	if strings.Contains(got, "found") || !strings.Contains(got, "ts__lookup ran, but plangate could not record it") {
+		t.Fatalf("stored result %q, want the withheld notice", got)
+	}
+	for _, req := range h.model.requests() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, "found secret plans") {
+				t.Fatal("the model was handed the result of a call without its record")
+			}
+		}
 	}
 }

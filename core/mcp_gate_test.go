@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -71,6 +74,10 @@ func mcpServerHarness(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (
 	return h, counts, srv
 }
 
+// vouched is the test server as an operator who vouches for its reading tools configures
+// it: only these are read-only; every other tool is mutating whatever its hints say.
+var vouched = mcp.ServerConfig{ReadOnlyTools: []string{"lookup", "fail", "crash", "late"}}
+
 type connectFunc func(ctx context.Context) (sdk.Connection, error)
 
 func (f connectFunc) Connect(ctx context.Context) (sdk.Connection, error) { return f(ctx) }
@@ -95,7 +102,7 @@ func toolContent(t *testing.T, h *harness, id string) string {
 // while planning; it is refused with the same error as write_file and the server never
 // sees the call, while the read-only MCP tool runs.
 func TestMCPMutatingToolRefusedWhilePlanning(t *testing.T) {
-	h, counts := mcpHarness(t)
+	h, counts := mcpHarness(t, vouched)
 	sid := sessionID("main")
 	h.say("main", "local", "/plan on")
 	mut := call("ts__write", map[string]any{"text": "record"})
@@ -128,6 +135,55 @@ func TestMCPMutatingToolRefusedWhilePlanning(t *testing.T) {
 	}
 	if got := toolContent(t, h, look.ID); got != "found cats" || counts.Get("lookup") != 1 {
 		t.Fatalf("read-only MCP tool while planning: %q (%d calls)", got, counts.Get("lookup"))
+	}
+}
+
+// TestMCPReadOnlyHintIsNotTrusted: a hostile server's tool claims readOnlyHint: true and
+// writes a file outside the workspace. Without the operator's word it is mutating: while
+// planning it is refused, the server never runs it and the file is absent on disk. Once
+// the operator lists it in read_only_tools it runs while planning (and the file appears:
+// the check above can see a write).
+func TestMCPReadOnlyHintIsNotTrusted(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  mcp.ServerConfig
+		runs bool
+	}{
+		{"hint only", mcp.ServerConfig{}, false},
+		{"trusted by the operator", mcp.ServerConfig{ReadOnlyTools: []string{"drop"}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, counts := mcpHarness(t, c.cfg)
+			target := filepath.Join(t.TempDir(), "outside-the-workspace.txt")
+			sid := sessionID("main")
+			h.say("main", "local", "/plan on")
+			drop := call("ts__drop", map[string]any{"text": target})
+			h.model.push(sid, calls(drop), text("looked around"))
+			h.say("main", "local", "look around")
+			_, err := os.Stat(target)
+			if c.runs {
+				if err != nil || counts.Get("drop") != 1 {
+					t.Fatalf("the vouched-for tool did not run: %v (%d calls)", err, counts.Get("drop"))
+				}
+				return
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the file the tool writes is on disk (stat: %v): a readOnlyHint ran it while planning", err)
+			}
+			if n := counts.Get("drop"); n != 0 {
+				t.Fatalf("the server ran ts__drop %d times while planning", n)
+			}
+			mustContain(t, toolContent(t, h, drop.ID), "ts__drop is refused in phase planning")
+			rows := gateRows(t, h, "main")
+			if len(rows) != 1 || rows[0].Kind != core.EventToolBlocked || rows[0].Tool != "ts__drop" || rows[0].Gate != core.RulePhase {
+				t.Fatalf("audit rows %+v, want one tool_blocked row for ts__drop by the phase rule", rows)
+			}
+			for _, s := range h.model.requests()[0].Tools {
+				if s.Name == "ts__drop" && s.Kind != core.ToolMutating {
+					t.Fatalf("ts__drop offered as %s on its own hint", s.Kind)
+				}
+			}
+		})
 	}
 }
 
@@ -214,7 +270,7 @@ func TestMCPDeniedToolIsNotOfferedToTheModel(t *testing.T) {
 // TestMCPServerCrashMidTurn: the server dies during a call; the model gets a tool error,
 // the turn goes on, and the next model request no longer offers the server's tools.
 func TestMCPServerCrashMidTurn(t *testing.T) {
-	h, _ := mcpHarness(t)
+	h, _ := mcpHarness(t, vouched)
 	sid := sessionID("main")
 	crash := call("ts__crash", map[string]any{})
 	again := call("ts__lookup", map[string]any{"text": "x"}) // from memory: it is not offered now
@@ -267,7 +323,7 @@ func TestMCPDestructiveToolMarkedInPlanFile(t *testing.T) {
 // the outbox like every reply (a platform that is down gets it on the next start), and
 // the log says which session's call failed.
 func TestMCPServerDownNoticeIsAnOutboxRow(t *testing.T) {
-	h, _ := mcpHarness(t)
+	h, _ := mcpHarness(t, vouched)
 	p := h.process(failSender{}, nil, h.tools)
 	sid := sessionID("a")
 	p.model.push(sid, calls(call("ts__crash", map[string]any{})), text("carrying on"))
@@ -297,12 +353,12 @@ func (c statusCh) ServerStatus(server, line string) {
 // (notifications/tools/list_changed) is offered in the next model request and runs.
 func TestMCPListChangedOffersTheNewTool(t *testing.T) {
 	st := make(statusCh, 16)
-	h, _, srv := mcpServerHarness(t, st)
+	h, _, srv := mcpServerHarness(t, st, vouched)
 	testserver.AddLate(srv)
 	for up := false; !up; {
 		select {
 		case line := <-st:
-			up = line == "ts: up, 10 tools"
+			up = line == "ts: up, 11 tools"
 		case <-time.After(20 * time.Second): // a failure, not a timing assertion
 			t.Fatal("the server's new tool list never arrived")
 		}
@@ -326,7 +382,7 @@ func TestMCPListChangedOffersTheNewTool(t *testing.T) {
 // call; the session whose accepted plan names its tools hears of it when its next turn
 // starts, once, and the agent gets the server's state when it calls the tool anyway.
 func TestMCPServerDownToldToTheSessionExecutingWithIt(t *testing.T) {
-	h, counts := mcpHarness(t)
+	h, counts := mcpHarness(t, vouched)
 	sid := sessionID("main")
 	h.say("main", "local", "/plan on")
 	h.model.push(sid, calls(proposeTools("Write", "ts__write")))

@@ -71,9 +71,10 @@ type Person struct {
 	// Roles are the sender's platform roles as access entries (e.g. "discord-role:123"),
 	// from the verified payload; an access.approvers entry may name one.
 	Roles []string
-	// Admin marks the operator of the admin API (ID "admin:<by>"): they may make every
-	// decision an approver may, and audit rows name them as "admin:<by>". Only the admin
-	// API, behind its bearer token, sets it; no channel adapter does.
+	// Admin marks the operator of the admin API (ID "admin:<name>", the name of the admin
+	// token used): they may make every decision an approver may, and audit rows name them
+	// as "admin:<name>". Only the admin API, behind its bearer token, sets it; no channel
+	// adapter does.
 	Admin bool
 }
 

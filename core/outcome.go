@@ -27,6 +27,11 @@ type Rules struct {
 	// AutoRules are plan_mode.auto_approve_rules: a proposal a rule covers is accepted
 	// without a person.
 	AutoRules []ApproveRule
+	// Reach is what a granted command may do in this gateway, and Destructive reports
+	// the MCP tools marked destructive (nil: none): both for the words of a proposal's
+	// grants (PlanGrants).
+	Reach       Reach
+	Destructive func(tool string) bool
 }
 
 // NewIDs are fresh random ids a transition may hand out (a new plan version, its

@@ -95,7 +95,7 @@ func TestPlanDiffMarkdown(t *testing.T) {
 	}
 	// The section sits after the status line, and the parser skips it.
 	p := Plan{Version: 3, Status: PlanPending, Body: PlanBody{Title: "T", Steps: stepsOf("Fix all the typos in README", "Ping @everyone"), Scope: Scope{AllowedPaths: []string{"**"}}}}
-	file := string(RenderPlanMarkdownChanges(p, PhaseAwaitingApproval, "main", d))
+	file := string(RenderPlanMarkdownChanges(p, PhaseAwaitingApproval, "main", d, Reach{}))
 	if !strings.Contains(file, "session: main\n\n## Changes from v2\n\n- Added:") {
 		t.Errorf("changes section misplaced:\n%s", file)
 	}

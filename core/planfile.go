@@ -78,28 +78,30 @@ func Checklist(steps []Step) string {
 // RenderPlanMarkdown renders one plan version as the markdown file posted to the chat.
 // Every string that came from the model (or from a person, for the decision) is escaped.
 // ParsePlanMarkdown reads the body back.
-func RenderPlanMarkdown(p Plan, phase Phase, session string) []byte {
-	return renderPlan(p, phase, session, renderOpts{})
+// r is this gateway's reach, for the words of the "## Grants" section.
+func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
+	return renderPlan(p, phase, session, renderOpts{reach: r})
 }
 
 // RenderPlanMarkdownChanges is RenderPlanMarkdown with a "## Changes from vN" section
 // after the status line, for a version after the first (d.From is N).
-func RenderPlanMarkdownChanges(p Plan, phase Phase, session string, d PlanDiff) []byte {
-	return renderPlan(p, phase, session, renderOpts{changes: &d})
+func RenderPlanMarkdownChanges(p Plan, phase Phase, session string, d PlanDiff, r Reach) []byte {
+	return renderPlan(p, phase, session, renderOpts{changes: &d, reach: r})
 }
 
 // RenderPlanMarkdownMarked is RenderPlanMarkdown with the tools of scope.allowed_tools
 // that destructive reports marked "(destructive)" (MCP's destructiveHint). The mark is
 // the gateway's knowledge, not the plan's: ParsePlanMarkdown drops it, so an edited file
 // with marks reads back the same plan.
-func RenderPlanMarkdownMarked(p Plan, phase Phase, session string, destructive func(tool string) bool) []byte {
-	return renderPlan(p, phase, session, renderOpts{destructive: destructive})
+func RenderPlanMarkdownMarked(p Plan, phase Phase, session string, destructive func(tool string) bool, r Reach) []byte {
+	return renderPlan(p, phase, session, renderOpts{destructive: destructive, reach: r})
 }
 
 // renderOpts are the optional parts of a rendering.
 type renderOpts struct {
 	changes     *PlanDiff              // a "## Changes from vN" section
 	destructive func(tool string) bool // allowed tools to mark destructive (nil: none)
+	reach       Reach                  // for the grants' words
 }
 
 func renderPlan(p Plan, phase Phase, session string, o renderOpts) []byte {
@@ -140,6 +142,7 @@ func renderPlan(p Plan, phase Phase, session string, o renderOpts) []byte {
 	}
 	writeSection(&b, "Risks", risks)
 	writeBullets(&b, "Verification", p.Body.Verification)
+	writeGrants(&b, p.Body.Scope, o.reach, o.destructive)
 	writeScope(&b, p.Body.Scope, o.destructive)
 	writeBullets(&b, "References", p.Body.References)
 	writeSection(&b, "Approvals", approvalLines(p))
@@ -199,6 +202,17 @@ func writeSection(b *bytes.Buffer, heading string, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintf(b, "- %s\n", l)
 	}
+}
+
+// writeGrants writes "## Grants": every grant of the plan in words (PlanGrants). It is
+// plangate's section, skipped when an edited file is read back: the scope is the truth.
+func writeGrants(b *bytes.Buffer, sc Scope, r Reach, destructive func(string) bool) {
+	gs := PlanGrants(sc, r, destructive)
+	lines := make([]string, len(gs))
+	for i, g := range gs {
+		lines[i] = g.Kind + ": " + EscapeMarkdown(g.Words)
+	}
+	writeSection(b, "Grants", lines)
 }
 
 // destructiveMark follows a destructive tool in the file's "Allowed tools" list, after

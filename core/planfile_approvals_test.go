@@ -17,7 +17,7 @@ func TestPlanFileListsApprovals(t *testing.T) {
 
 	pending := minimalPlan()
 	pending.Approvals = []Approval{bob}
-	got := string(RenderPlanMarkdown(pending, PhaseAwaitingApproval, "main"))
+	got := string(RenderPlanMarkdown(pending, PhaseAwaitingApproval, "main", Reach{}))
 	if !strings.Contains(got, "\n## Approvals\n\n- Bob (terminal:bob) at 2026-11-30 09:05 UTC\n") {
 		t.Errorf("a pending version with one approval should list it:\n%s", got)
 	}
@@ -33,7 +33,7 @@ func TestPlanFileListsApprovals(t *testing.T) {
 	accepted.Status = PlanAccepted
 	accepted.Approvals = []Approval{bob, carol}
 	accepted.Decision = &Decision{By: carol.By, ByName: carol.ByName, At: carol.At, Channel: "terminal", Outcome: "accepted"}
-	got = string(RenderPlanMarkdown(accepted, PhaseExecuting, "main"))
+	got = string(RenderPlanMarkdown(accepted, PhaseExecuting, "main", Reach{}))
 	for _, want := range []string{
 		"- Bob (terminal:bob) at 2026-11-30 09:05 UTC\n",
 		"- " + EscapeMarkdown(carol.ByName) + " (terminal:carol) at 2026-11-30 09:06 UTC\n",
@@ -50,7 +50,7 @@ func TestPlanFileListsApprovals(t *testing.T) {
 	single.Status = PlanAccepted
 	single.Approvals = []Approval{bob}
 	single.Decision = &Decision{By: bob.By, ByName: bob.ByName, At: at, Channel: "terminal", Outcome: "accepted"}
-	if got := string(RenderPlanMarkdown(single, PhaseExecuting, "main")); strings.Contains(got, "## Approvals") {
+	if got := string(RenderPlanMarkdown(single, PhaseExecuting, "main", Reach{})); strings.Contains(got, "## Approvals") {
 		t.Errorf("a single approver's acceptance is the decision's By; no Approvals section:\n%s", got)
 	}
 }

@@ -263,7 +263,7 @@ func forgedPlan() Plan {
 }
 
 func TestRenderPlanMarkdown(t *testing.T) {
-	headings := []string{"Summary", "Steps", "Assumptions", "Risks", "Verification", "Scope", "References"}
+	headings := []string{"Summary", "Steps", "Assumptions", "Risks", "Verification", "Grants", "Scope", "References"}
 	cases := []struct {
 		name     string
 		plan     Plan
@@ -272,12 +272,12 @@ func TestRenderPlanMarkdown(t *testing.T) {
 		headings []string // level 2, in order
 	}{
 		{"full", fullPlan(), PhaseExecuting, "main", append(slices.Clone(headings), "Decision")},
-		{"minimal", minimalPlan(), PhaseAwaitingApproval, "main", []string{"Steps"}},
+		{"minimal", minimalPlan(), PhaseAwaitingApproval, "main", []string{"Steps", "Grants"}},
 		{"forged", forgedPlan(), PhaseAwaitingApproval, "telegram-<@1>_x", headings},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := RenderPlanMarkdown(tc.plan, tc.phase, tc.session)
+			got := RenderPlanMarkdown(tc.plan, tc.phase, tc.session, Reach{})
 			checkPlanfileGolden(t, filepath.Join("testdata", "planfile", tc.name+".golden"), got)
 			checkPlanStructure(t, got, tc.headings)
 			if !utf8.Valid(got) {
@@ -288,7 +288,7 @@ func TestRenderPlanMarkdown(t *testing.T) {
 }
 
 func TestRenderPlanMarkdownContent(t *testing.T) {
-	got := string(RenderPlanMarkdown(fullPlan(), PhaseExecuting, "main"))
+	got := string(RenderPlanMarkdown(fullPlan(), PhaseExecuting, "main", Reach{}))
 	for _, want := range []string{
 		"# Docs cleanup with spelling fixes\n",
 		"Version 2 · status: accepted · phase: executing · session: main\n",
@@ -308,7 +308,7 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 		}
 	}
 
-	pending := string(RenderPlanMarkdown(minimalPlan(), PhaseAwaitingApproval, "main"))
+	pending := string(RenderPlanMarkdown(minimalPlan(), PhaseAwaitingApproval, "main", Reach{}))
 	for _, want := range []string{"`/plan accept`", "`/plan revise <feedback>`", "`/plan auto`"} {
 		if !strings.Contains(pending, want) {
 			t.Errorf("pending plan footer lacks %s", want)
@@ -321,12 +321,12 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 	}
 	superseded := minimalPlan()
 	superseded.Status = PlanSuperseded
-	if s := string(RenderPlanMarkdown(superseded, PhasePlanning, "main")); strings.Contains(s, "/plan accept") || !strings.Contains(s, "superseded") {
+	if s := string(RenderPlanMarkdown(superseded, PhasePlanning, "main", Reach{})); strings.Contains(s, "/plan accept") || !strings.Contains(s, "superseded") {
 		t.Errorf("a superseded plan should not offer /plan accept and should say it is superseded:\n%s", s)
 	}
 	untitled := minimalPlan()
 	untitled.Body.Title = ""
-	if s := string(RenderPlanMarkdown(untitled, PhasePlanning, "main")); !strings.HasPrefix(s, "# Untitled plan\n") {
+	if s := string(RenderPlanMarkdown(untitled, PhasePlanning, "main", Reach{})); !strings.HasPrefix(s, "# Untitled plan\n") {
 		t.Errorf("an untitled plan should get a placeholder title:\n%s", s)
 	}
 }

@@ -17,17 +17,17 @@ import (
 // (p.Changes is not stored) keeps the section the file already has.
 func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 	var pf planFiles
-	return pf.writePlan(plansDir, s, p, nil)
+	return pf.writePlan(plansDir, s, p, nil, Reach{})
 }
 
 // writePlan is writePlanFile with the destructive tools of the plan's scope marked (see
 // RenderPlanMarkdownMarked).
-func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool) (string, error) {
+func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool, r Reach) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	o := renderOpts{changes: p.Changes, destructive: destructive}
+	o := renderOpts{changes: p.Changes, destructive: destructive, reach: r}
 	data := renderPlan(p, s.Phase, s.Address.Chat, o)
 	if p.Changes == nil && p.Version > 1 {
 		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
@@ -42,6 +42,7 @@ type fileWriter struct {
 	dir   string
 	log   *slog.Logger
 	marks *toolMarks // which allowed tools are marked destructive
+	reach Reach      // for the grants' words
 	out   planFiles  // prepare's writes and the refreshes go through it
 
 	mu      sync.Mutex
@@ -51,7 +52,7 @@ type fileWriter struct {
 
 // write writes p's file as session s sees it, now: a new version's, before its commit.
 func (w *fileWriter) write(s Session, p Plan) (string, error) {
-	return w.out.writePlan(w.dir, s, p, w.marks.destructive())
+	return w.out.writePlan(w.dir, s, p, w.marks.destructive(), w.reach)
 }
 
 // refresh schedules a rewrite of p's file as session s now sees it.
@@ -66,7 +67,7 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := w.out.writePlan(w.dir, s, p, destructive); err != nil {
+		if _, err := w.out.writePlan(w.dir, s, p, destructive, w.reach); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}

@@ -32,7 +32,7 @@ func genMarked(r *rand.Rand) (PlanBody, func(string) bool) {
 }
 
 func renderMarked(b PlanBody, destructive func(string) bool) []byte {
-	return RenderPlanMarkdownMarked(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", destructive)
+	return RenderPlanMarkdownMarked(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", destructive, Reach{})
 }
 
 func TestRenderMarksDestructiveTools(t *testing.T) {
@@ -45,7 +45,7 @@ func TestRenderMarksDestructiveTools(t *testing.T) {
 	if strings.Contains(file, "Allowed:\n\n- `ts__wipe` (destructive)") {
 		t.Fatalf("a path was marked as a tool:\n%s", file)
 	}
-	if plain := string(RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main")); strings.Contains(plain, "(destructive)") {
+	if plain := string(RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", Reach{})); strings.Contains(plain, "(destructive)") {
 		t.Fatalf("RenderPlanMarkdown marked a tool:\n%s", plain)
 	}
 	got, err := ParsePlanMarkdown([]byte(file))

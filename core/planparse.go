@@ -48,13 +48,14 @@ const (
 	secVerification
 	secScope
 	secReferences
-	secSkipped // Approvals, Decision, Changes from vN: written by plangate, not part of the body
+	secSkipped // Approvals, Decision, Grants, Changes from vN: written by plangate, not part of the body
 )
 
 var sectionNames = map[string]int{
 	"summary": secSummary, strings.ToLower(specHeading): secSpec, "steps": secSteps,
 	"assumptions": secAssumptions, "risks": secRisks, "verification": secVerification,
 	"scope": secScope, "references": secReferences, "approvals": secSkipped, "decision": secSkipped,
+	"grants": secSkipped,
 }
 
 const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"

@@ -124,7 +124,7 @@ func genPlan(r *rand.Rand) PlanBody {
 }
 
 func renderBody(b PlanBody) []byte {
-	return RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main")
+	return RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", Reach{})
 }
 
 // TestParsePlanMarkdownRoundTrip is the property: parsing what the writer writes gives

@@ -156,9 +156,9 @@ func questionReply(to Address, q *Question) Reply {
 	return r
 }
 
-// proposalText is a new version's chat message: what it does, what it may change, how it
-// differs from the version it answers, and who decides.
-func proposalText(p Plan, superseded *Plan, decide string) string {
+// proposalText is a new version's chat message: what it does, every grant it asks for
+// (see PlanGrants), how it differs from the version it answers, and who decides.
+func proposalText(p Plan, superseded *Plan, decide string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
@@ -168,7 +168,7 @@ func proposalText(p Plan, superseded *Plan, decide string) string {
 	if line := specLine(p.Body.Spec); line != "" {
 		b.WriteString("\n" + line)
 	}
-	b.WriteString("\n" + scopeLine(p.Body.Scope))
+	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
 	if p.Changes != nil {
 		if line := p.Changes.Summary(); line != "" {
 			b.WriteString("\n" + line)
@@ -196,16 +196,6 @@ func decideLine(p Plan, autoHeld, rule string, noRule bool) string {
 		return "No auto-approve rule covers this plan, so a person decides: /plan accept · /plan revise <feedback> · /plan auto"
 	}
 	return "Decide: /plan accept · /plan revise <feedback> · /plan auto"
-}
-
-// scopeLine is a proposal's line about what it may change, in the words of the plan
-// file: "May change: README.md, docs/**", "May change: the whole workspace", or that it
-// names no files.
-func scopeLine(s Scope) string {
-	if len(s.AllowedPaths) == 0 {
-		return "May change: nothing (" + scopeNoFiles + ")"
-	}
-	return "May change: " + ScopeSummary(s)
 }
 
 // StepDiff lists added ("+ text") and removed ("− text") steps by text, as the chat's

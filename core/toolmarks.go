@@ -13,6 +13,14 @@ type toolMarks struct {
 	known map[string]bool // tool name -> destructive
 }
 
+// isDestructive reports whether tool is marked destructive, listing the tools now.
+func (m *toolMarks) isDestructive(tool string) bool {
+	if d := m.destructive(); d != nil {
+		return d(tool)
+	}
+	return false
+}
+
 // destructive lists the tools now and returns the marks to render with (nil: none).
 func (m *toolMarks) destructive() func(string) bool {
 	if m == nil || m.tools == nil {

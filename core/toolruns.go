@@ -54,12 +54,15 @@ func (t *turnState) runMutating(ctx context.Context, gi gateInput, call ToolCall
 		run.Outcome = ToolRunFailed
 	}
 	t.done = append(t.done, ranText(call, err))
-	t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
+	aerr := t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
 	t.serverDown(err)
 	if t.e.runs != nil {
 		if ferr := t.e.runs.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 			t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 		}
+	}
+	if aerr != nil {
+		return withheld(call, aerr)
 	}
 	if err != nil {
 		return toolError("%s", err.Error())

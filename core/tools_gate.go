@@ -55,8 +55,10 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
 	if IsMCPTool(call.Name) {
-		t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start))
 		t.serverDown(err)
+		if aerr := t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start)); aerr != nil {
+			return withheld(call, aerr)
+		}
 	}
 	if err != nil {
 		return toolError("%s", err.Error())

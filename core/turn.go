@@ -124,7 +124,7 @@ func (t *turnState) leasedTurns(ctx context.Context, look bool) error {
 		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 		again, err := t.runTurn(ctx)
 		t.sayBlocked(ctx)   // one notice for the turn's refused calls
-		t.flushPending(ctx) // read-only rows and notices a flush did not take
+		t.flushPending(ctx) // notices a flush did not take
 		if err != nil {
 			return err
 		}
@@ -305,7 +305,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := t.withRows(Change{Session: &next, Messages: tr.takeUnsaved(), Events: t.takeAudit(), Lazy: true}, rs)
+	ch := t.withRows(Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}, rs)
 	err := t.commit(ctx, ch)
 	if errors.Is(err, ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
@@ -395,7 +395,6 @@ func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	next.Injections = tr.undrained(next.Injections)
 	o.Change.Session = &next
 	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
-	o.Change.Events = append(o.Change.Events, t.takeAudit()...)
 	t.queueReplies(ctx, &o)
 	if err := t.commit(ctx, o.Change); err != nil {
 		return err

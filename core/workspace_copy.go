@@ -253,7 +253,7 @@ func (e *Engine) copyPlan(s Session, p Plan) {
 // planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
 // the same way (see fileWriter.write), so the two are byte for byte the same.
 func (e *Engine) planMarkdown(s Session, p Plan) []byte {
-	return RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive())
+	return RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive(), e.cfg.Reach)
 }
 
 // copiesPlan reports whether a plan the outcome writes gets its workspace copy written:

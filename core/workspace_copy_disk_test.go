@@ -92,7 +92,7 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 
 			md, js := readFile(t, filepath.Join(ws, core.PlanCopyMarkdown)), readFile(t, filepath.Join(ws, core.PlanCopyJSON))
 			p := h.plans("main")[0]
-			want := core.RenderPlanMarkdown(p, core.PhaseExecuting, "main")
+			want := core.RenderPlanMarkdown(p, core.PhaseExecuting, "main", core.Reach{})
 			if string(md) != string(want) {
 				t.Fatalf("PLAN.md changed:\n%s\nwant:\n%s", md, want)
 			}

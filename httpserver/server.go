@@ -25,10 +25,53 @@ const DefaultMaxBody = 1 << 20
 
 // Config is the http section of the configuration.
 type Config struct {
-	Listen     string `yaml:"listen"`      // "" = no server
-	PublicURL  string `yaml:"public_url"`  // used to register webhooks
-	AdminToken string `yaml:"admin_token"` // "" = admin API off (404)
-	MaxBody    int64  `yaml:"max_body"`    // bytes; 0 = DefaultMaxBody
+	Listen    string `yaml:"listen"`     // "" = no server
+	PublicURL string `yaml:"public_url"` // used to register webhooks
+	// AdminToken is one admin token, named DefaultAdminName; AdminTokens are named ones.
+	// Neither = admin API off (404).
+	AdminToken  string       `yaml:"admin_token"`
+	AdminTokens []AdminToken `yaml:"admin_tokens"`
+	MaxBody     int64        `yaml:"max_body"` // bytes; 0 = DefaultMaxBody
+}
+
+// AdminToken is one admin bearer token and the name of whoever holds it: the admin API
+// acts as "admin:<name>", whatever a request says about itself.
+type AdminToken struct {
+	Name  string `yaml:"name"`
+	Token string `yaml:"token"`
+}
+
+// DefaultAdminName names the single Config.AdminToken.
+const DefaultAdminName = "admin"
+
+// adminTokens are every configured token with its name.
+func (c Config) adminTokens() []AdminToken {
+	ts := c.AdminTokens
+	if c.AdminToken != "" {
+		ts = append([]AdminToken{{Name: DefaultAdminName, Token: c.AdminToken}}, ts...)
+	}
+	return ts
+}
+
+type adminKey struct{}
+
+// AdminName is the name of the admin token a request to an admin route carried; "" for
+// any other request.
+func AdminName(ctx context.Context) string {
+	n, _ := ctx.Value(adminKey{}).(string)
+	return n
+}
+
+// matchAdmin returns the name of the token r carries, or "". Every token is compared,
+// in constant time each, so the time taken does not tell which one nearly matched.
+func matchAdmin(r *http.Request, tokens []AdminToken) string {
+	name := ""
+	for _, t := range tokens {
+		if BearerOK(r, t.Token) && name == "" {
+			name = t.Name
+		}
+	}
+	return name
 }
 
 // Recorder is what the server counts; *metrics.Metrics satisfies it, nil records nothing.
@@ -91,21 +134,24 @@ func New(cfg Config, rec Recorder, log *slog.Logger) *Server {
 // the request body is limited to http.max_body.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// HandleAdmin registers an admin API route: without http.admin_token the whole API is
-// 404; with it, a request without `Authorization: Bearer <token>` (compared in constant
-// time) is 401 and never reaches h.
+// HandleAdmin registers an admin API route: without an admin token the whole API is 404;
+// with one, a request without `Authorization: Bearer <token>` of a configured token
+// (compared in constant time) is 401 and never reaches h. h finds the token's name with
+// AdminName.
 func (s *Server) HandleAdmin(pattern string, h http.Handler) {
+	tokens := s.cfg.adminTokens()
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.AdminToken == "" {
+		if len(tokens) == 0 {
 			http.NotFound(w, r)
 			return
 		}
-		if !BearerOK(r, s.cfg.AdminToken) {
+		name := matchAdmin(r, tokens)
+		if name == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="plangate"`)
 			WriteError(w, http.StatusUnauthorized, "missing or wrong admin token")
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminKey{}, name)))
 	}))
 }
 

@@ -105,6 +105,38 @@ func TestRoutesAndBadInput(t *testing.T) {
 	}
 }
 
+// TestAdminTokensNamed: each named token reaches an admin route with its own name
+// (the single admin_token as "admin"); a token of neither is 401 and reaches nothing.
+func TestAdminTokensNamed(t *testing.T) {
+	s := httpserver.New(httpserver.Config{AdminTokens: []httpserver.AdminToken{
+		{Name: "ops1", Token: "ops1-secret-0123456789"}, {Name: "ops2", Token: "ops2-secret-0123456789"}}}, nil, nil)
+	s.HandleAdmin("GET /who", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(httpserver.AdminName(r.Context())))
+	}))
+	single := httpserver.New(httpserver.Config{AdminToken: "only-secret-0123456789"}, nil, nil)
+	single.HandleAdmin("GET /who", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(httpserver.AdminName(r.Context())))
+	}))
+	multi, one := httptest.NewServer(s.Handler()), httptest.NewServer(single.Handler())
+	t.Cleanup(multi.Close)
+	t.Cleanup(one.Close)
+	for _, c := range []struct {
+		url, token, want string
+		code             int
+	}{
+		{multi.URL, "ops1-secret-0123456789", "ops1", 200},
+		{multi.URL, "ops2-secret-0123456789", "ops2", 200},
+		{multi.URL, "ops3-secret-0123456789", "", 401},
+		{multi.URL, "only-secret-0123456789", "", 401},
+		{one.URL, "only-secret-0123456789", httpserver.DefaultAdminName, 200},
+	} {
+		code, body := do(t, "GET", c.url+"/who", "", "Authorization", "Bearer "+c.token)
+		if code != c.code || (code == 200 && body != c.want) {
+			t.Errorf("token %s: %d %q, want %d %q", c.token[:4], code, body, c.code, c.want)
+		}
+	}
+}
+
 // value reads one sample of a counter or gauge from the registry; 0 when absent.
 func value(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
 	t.Helper()

@@ -262,5 +262,5 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
 	name := core.PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat)))
+	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat, c.d.Reach)))
 }

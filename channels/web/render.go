@@ -193,6 +193,7 @@ type cardView struct {
 	PlanID, Title, Summary, Status, StatusClass string
 	Version, Done, Total, PrevVersion           int
 	Steps                                       []stepView
+	Grants                                      []core.Grant // every grant of the plan, in words
 	Changes                                     string
 	Download                                    string
 	Decision                                    string
@@ -217,7 +218,7 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
 		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
-		CSRF: c.csrf(viewer), EditedBy: p.EditedBy}
+		CSRF: c.csrf(viewer), EditedBy: p.EditedBy, Grants: core.PlanGrants(p.Body.Scope, c.d.Reach, nil)}
 	if v.Status == "" {
 		v.Status = string(p.Status)
 	}

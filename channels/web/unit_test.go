@@ -196,3 +196,23 @@ func TestNotRunning(t *testing.T) {
 		t.Fatalf("the page shows %q", shown)
 	}
 }
+
+// TestCardSaysEveryGrant: a plan's card lists every grant in words, the MCP tools it may
+// call included, not only the files it may change.
+func TestCardSaysEveryGrant(t *testing.T) {
+	e := newEnv(t, "web:alice")
+	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: core.PlanBody{
+		Title: "Write the record", Steps: []core.Step{{ID: "1", Text: "Write it"}},
+		Scope: core.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
+	got := string(e.web.renderCard(context.Background(), p, "alice"))
+	for _, want := range []string{
+		"<li><strong>May change:</strong> README.md</li>",
+		"<li><strong>Commands:</strong> none (only a plan whose scope allows ** and forbids nothing may run them)</li>",
+		"<li><strong>Tools:</strong> may call crm__write</li>",
+		"<li><strong>Network:</strong> none; the MCP tools above act through their servers, which may reach it</li>",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("card lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -140,6 +140,9 @@ type Deps struct {
 	// Sent, when set, lists the replies every replica sent, so that open pages show
 	// those another replica sent too (see stream.go); nil for a single process.
 	Sent SentReplies
+	// Reach is the engine's (core.Config.Reach): cards and downloaded plan files say a
+	// plan's grants with it.
+	Reach core.Reach
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.

@@ -133,6 +133,13 @@ type ToolsConfig struct {
 	MCP           mcp.Config       `yaml:"mcp"` // MCP tool servers, gated like every other tool
 }
 
+// reach is what a command a plan grants may do here, for the words of the plans' grants:
+// without a sandbox a command reaches the network whatever network says.
+func (t ToolsConfig) reach() core.Reach {
+	rc := t.RunCommand
+	return core.Reach{Commands: rc.Enabled, Network: rc.Network || rc.Sandbox == "none"}
+}
+
 // RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.
 type RunCommandConfig struct {
 	Enabled bool     `yaml:"enabled"`

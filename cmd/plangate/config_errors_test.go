@@ -184,6 +184,22 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "mcp read-only shapes",
+			body: "tools:\n  mcp:\n    - {name: fs, command: [srv], read_only_tools: true}\n    - {name: web, url: 'http://x', trust_read_only: [stat]}\n",
+			want: []string{
+				`FILE:3: tools.mcp[0].read_only_tools: expected a list such as [a, b], got "true"`,
+				`FILE:4: tools.mcp[1].trust_read_only: expected true or false, got a list*`,
+			},
+		},
+		{
+			name: "mcp read-only values",
+			body: "tools:\n  mcp:\n    - name: fs\n      command: [srv]\n      trust_read_only: true\n      read_only_tools: [fs__stat]\n",
+			want: []string{
+				`FILE:6: tools.mcp[0].read_only_tools[0] is "fs__stat": is not a tool name: the server's own name of the tool (A-Z, a-z, 0-9, _ and -), without the "<server>__" prefix`,
+				`FILE:6: tools.mcp[0].read_only_tools is set together with trust_read_only: true, which already makes every tool read-only; keep one of them`,
+			},
+		},
+		{
 			name: "plangate's own files inside the workspace",
 			body: "store: {path: ws/plangate.db}\nplans: {dir: ws}\nworkspace: {root: ws}\n",
 			want: []string{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,11 +17,24 @@ import (
 // HTTPConfig is the http section (DESIGN.md section 10): one server for the webhooks,
 // /healthz, /readyz, /metrics and the admin API, off unless Listen is set.
 type HTTPConfig struct {
-	Listen     string   `yaml:"listen"`      // host:port; "" = no HTTP server; port 0 = any free port
-	PublicURL  string   `yaml:"public_url"`  // where the platforms reach Listen, for webhooks
-	AdminToken string   `yaml:"admin_token"` // secret; "" = admin API and /debug/pprof/ off (404)
-	MaxBody    ByteSize `yaml:"max_body"`    // request body limit of every route
+	Listen     string `yaml:"listen"`      // host:port; "" = no HTTP server; port 0 = any free port
+	PublicURL  string `yaml:"public_url"`  // where the platforms reach Listen, for webhooks
+	AdminToken string `yaml:"admin_token"` // secret; one token, named "admin"; "" = none
+	// AdminTokens are named tokens: each is one operator, "admin:<name>" in approvals and
+	// audit rows. Not together with AdminToken. None at all = admin API and /debug/pprof/
+	// off (404).
+	AdminTokens []AdminTokenConfig `yaml:"admin_tokens"`
+	MaxBody     ByteSize           `yaml:"max_body"` // request body limit of every route
 }
+
+// AdminTokenConfig is one entry of http.admin_tokens.
+type AdminTokenConfig struct {
+	Name  string `yaml:"name"`  // [a-z0-9._-], at most 32, starting with a letter or digit
+	Token string `yaml:"token"` // secret
+}
+
+// adminNameRE is an admin token's name: it becomes "admin:<name>", an approver's id.
+var adminNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
 
 // Limits of http.max_body: below 1 KiB no platform's event fits; above 1 GiB a request
 // could hold the memory of a small host.
@@ -33,7 +47,62 @@ const (
 
 // server is the section as httpserver takes it.
 func (h HTTPConfig) server() httpserver.Config {
-	return httpserver.Config{Listen: h.Listen, PublicURL: h.PublicURL, AdminToken: h.AdminToken, MaxBody: int64(h.MaxBody)}
+	c := httpserver.Config{Listen: h.Listen, PublicURL: h.PublicURL, AdminToken: h.AdminToken, MaxBody: int64(h.MaxBody)}
+	for _, t := range h.AdminTokens {
+		c.AdminTokens = append(c.AdminTokens, httpserver.AdminToken{Name: t.Name, Token: t.Token})
+	}
+	return c
+}
+
+// adminOn reports whether any admin token is configured.
+func (h HTTPConfig) adminOn() bool { return h.AdminToken != "" || len(h.AdminTokens) > 0 }
+
+// checkAdminToken checks one token's value; key names it in the message.
+func checkAdminToken(key, t string) error {
+	if len(t) < minAdminToken {
+		return channels.Invalid(key, "is shorter than %d characters: use a long random value, e.g. from openssl rand -hex 32", minAdminToken)
+	}
+	if strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return channels.Invalid(key, "contains a space or control character: it is sent in an HTTP header")
+	}
+	return nil
+}
+
+// adminTokenProblems checks http.admin_tokens: names safe and unique, tokens long enough
+// and distinct (a token shared by two names could not say who used it).
+func (h HTTPConfig) adminTokenProblems() []error {
+	var errs []error
+	if h.AdminToken != "" && len(h.AdminTokens) > 0 {
+		errs = append(errs, channels.Invalid("admin_token",
+			"is set together with http.admin_tokens: give every operator a named token in admin_tokens and leave admin_token empty (unset its variable)"))
+	}
+	names, tokens := map[string]int{}, map[string]int{}
+	for i, t := range h.AdminTokens {
+		key := fmt.Sprintf("admin_tokens[%d]", i)
+		switch j, dup := names[t.Name]; {
+		case t.Name == "":
+			errs = append(errs, channels.Invalid(key+".name", "is empty: name the operator who holds this token (approvals name them admin:<name>)"))
+		case !adminNameRE.MatchString(t.Name):
+			errs = append(errs, channels.BadValue(key+".name", t.Name, "may hold only a-z, 0-9, \".\", \"_\" and \"-\" (at most 32, starting with a letter or digit)"))
+		case dup:
+			errs = append(errs, channels.BadValue(key+".name", t.Name, "is also the name of admin_tokens[%d]: one name per operator", j))
+		default:
+			names[t.Name] = i
+		}
+		if t.Token == "" {
+			errs = append(errs, channels.Unset(key+".token"))
+			continue
+		}
+		if err := checkAdminToken(key+".token", t.Token); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if j, dup := tokens[t.Token]; dup {
+			errs = append(errs, channels.Invalid(key+".token", "is the same as admin_tokens[%d].token: one token per operator, or the two could not be told apart", j))
+		}
+		tokens[t.Token] = i
+	}
+	return errs
 }
 
 // Validate checks the http section.
@@ -49,12 +118,9 @@ func (h HTTPConfig) Validate() error {
 		}
 	}
 	if t := h.AdminToken; t != "" {
-		if len(t) < minAdminToken {
-			errs = append(errs, channels.Invalid("admin_token", "is shorter than %d characters: use a long random value, e.g. from openssl rand -hex 32", minAdminToken))
-		} else if strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-			errs = append(errs, channels.Invalid("admin_token", "contains a space or control character: it is sent in an HTTP header"))
-		}
+		errs = append(errs, checkAdminToken("admin_token", t))
 	}
+	errs = append(errs, h.adminTokenProblems()...)
 	if h.MaxBody < minMaxBody || h.MaxBody > maxMaxBody {
 		errs = append(errs, channels.Invalid("max_body", "is %s: it must be between %s and %s", h.MaxBody, minMaxBody, maxMaxBody))
 	}
@@ -109,8 +175,15 @@ func (h HTTPConfig) describe() string {
 		return "off (http.listen is empty)"
 	}
 	admin := "admin API off (no admin_token)"
-	if h.AdminToken != "" {
-		admin = "admin API on (token set)"
+	switch {
+	case len(h.AdminTokens) > 0:
+		names := make([]string, len(h.AdminTokens))
+		for i, t := range h.AdminTokens {
+			names[i] = "admin:" + t.Name
+		}
+		admin = fmt.Sprintf("admin API on (%d named tokens: %s)", len(names), strings.Join(names, ", "))
+	case h.AdminToken != "":
+		admin = "admin API on (token set, acting as admin:admin)"
 	}
 	public := ""
 	if h.PublicURL != "" {

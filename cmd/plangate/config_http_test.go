@@ -1,10 +1,13 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/plangate/plangate/httpserver"
 )
 
 func TestByteSize(t *testing.T) {
@@ -38,14 +41,14 @@ func TestHTTPConfigValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := HTTPConfig{Listen: "127.0.0.1:0", PublicURL: "https://bot.example.com/plangate", AdminToken: "0123456789abcdef-admin", MaxBody: 512 << 10}
-	if cfg.HTTP != want {
+	if !reflect.DeepEqual(cfg.HTTP, want) {
 		t.Errorf("http = %+v, want %+v", cfg.HTTP, want)
 	}
 	if s := cfg.HTTP.server(); s.MaxBody != 512<<10 || s.Listen != want.Listen || s.AdminToken != want.AdminToken || s.PublicURL != want.PublicURL {
 		t.Errorf("server config = %+v", s)
 	}
 	got := cfg.Describe()
-	if !strings.Contains(got, "http:      127.0.0.1:0, public https://bot.example.com/plangate, admin API on (token set), max body 512KiB\n") {
+	if !strings.Contains(got, "http:      127.0.0.1:0, public https://bot.example.com/plangate, admin API on (token set, acting as admin:admin), max body 512KiB\n") {
 		t.Errorf("Describe:\n%s", got)
 	}
 	if strings.Contains(got, "0123456789abcdef") {
@@ -62,6 +65,24 @@ func TestHTTPConfigValues(t *testing.T) {
 	}
 	if !strings.Contains(def.Describe(), "http:      off (http.listen is empty)\n") {
 		t.Errorf("default Describe:\n%s", def.Describe())
+	}
+}
+
+// TestHTTPAdminTokensNamed: named admin tokens reach the HTTP server with their names;
+// config check names the operators, never the tokens.
+func TestHTTPAdminTokensNamed(t *testing.T) {
+	body := "http:\n  listen: 127.0.0.1:0\n  admin_token: \"\"\n  admin_tokens:\n    - {name: ops1, token: \"${OPS1_TOKEN}\"}\n    - {name: ci.bot, token: \"0123456789abcdef-ci\"}\n"
+	cfg, err := LoadConfig(writeConfig(t, body), env(map[string]string{"OPS1_TOKEN": "0123456789abcdef-ops1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []httpserver.AdminToken{{Name: "ops1", Token: "0123456789abcdef-ops1"}, {Name: "ci.bot", Token: "0123456789abcdef-ci"}}
+	if got := cfg.HTTP.server().AdminTokens; !reflect.DeepEqual(got, want) || !cfg.HTTP.adminOn() {
+		t.Fatalf("server tokens %+v, want %+v", got, want)
+	}
+	d := cfg.Describe()
+	if !strings.Contains(d, "admin API on (2 named tokens: admin:ops1, admin:ci.bot)") || strings.Contains(d, "0123456789abcdef") {
+		t.Errorf("Describe:\n%s", d)
 	}
 }
 
@@ -112,6 +133,25 @@ func TestHTTPConfigErrors(t *testing.T) {
 			want: []string{"FILE:2: http.admin_token contains a space or control character: it is sent in an HTTP header"},
 		},
 		{
+			name: "admin_token beside admin_tokens",
+			body: "http:\n  admin_tokens: [{name: ops1, token: 0123456789abcdef-ops1}]\n",
+			vars: map[string]string{"PLANGATE_ADMIN_TOKEN": "0123456789abcdef-admin"},
+			want: []string{"FILE:1: http.admin_token is set together with http.admin_tokens: give every operator a named token in admin_tokens and leave admin_token empty (unset its variable)"},
+		},
+		{
+			name: "admin token names and values",
+			body: "http:\n  admin_tokens:\n    - {name: '', token: 0123456789abcdef-a}\n    - {name: 'Ops 1', token: short}\n    - {name: ops, token: 0123456789abcdef-b}\n" +
+				"    - {name: ops, token: 0123456789abcdef-c}\n    - {name: ci, token: 0123456789abcdef-b}\n    - {name: nobody, token: \"${NOBODY_TOKEN}\"}\n",
+			want: []string{
+				"FILE:3: http.admin_tokens[0].name is empty: name the operator who holds this token (approvals name them admin:<name>)",
+				`FILE:4: http.admin_tokens[1].name is "Ops 1": may hold only a-z, 0-9, ".", "_" and "-" (at most 32, starting with a letter or digit)`,
+				"FILE:4: http.admin_tokens[1].token is shorter than 16 characters: use a long random value, e.g. from openssl rand -hex 32",
+				`FILE:6: http.admin_tokens[3].name is "ops": is also the name of admin_tokens[2]: one name per operator`,
+				"FILE:7: http.admin_tokens[4].token is the same as admin_tokens[2].token: one token per operator, or the two could not be told apart",
+				"FILE:8: http.admin_tokens[5].token is empty: set NOBODY_TOKEN",
+			},
+		},
+		{
 			name: "max body out of range",
 			body: "http:\n  max_body: 100\n",
 			want: []string{"FILE:2: http.max_body is 100B: it must be between 1KiB and 1GiB"},
@@ -124,7 +164,7 @@ func TestHTTPConfigErrors(t *testing.T) {
 		{
 			name: "unknown key",
 			body: "http:\n  listen_addr: :8080\n",
-			want: []string{`FILE:2: unknown key "listen_addr" in http (valid keys: listen, public_url, admin_token, max_body)`},
+			want: []string{`FILE:2: unknown key "listen_addr" in http (valid keys: listen, public_url, admin_token, admin_tokens, max_body)`},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -225,7 +225,7 @@ func (p PlanModeConfig) Validate() error {
 
 // Validate checks the tools section.
 func (t ToolsConfig) Validate() error {
-	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none"), prefixed("mcp", t.MCP.Validate())}
+	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none"), t.MCP.Validate()} // keyed mcp[i]: every problem of every server
 	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
 		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
 	}
@@ -333,12 +333,4 @@ func (c *Config) webhookProblems() []problem {
 		ps = append(ps, problem{"channels.telegram.mode", "channels.telegram.mode is webhook but http.public_url is empty: set it to the HTTPS address Telegram reaches (ports 443, 80, 88 or 8443)"})
 	}
 	return ps
-}
-
-// prefixed names the sub-section an error of a package outside channels came from.
-func prefixed(key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", key, err)
 }

@@ -25,23 +25,30 @@ func toPlanJSON(p core.Plan, withSteps bool) planJSON { return adminapi.ToPlanJS
 
 // openForReading loads the config and opens the store for a read-only command.
 func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, error) {
+	st, rest, asJSON, markdown, _, err := openForReadingWith(ctx, fsArgs, name, e)
+	return st, rest, asJSON, markdown, err
+}
+
+// openForReadingWith is openForReading that also returns the config's core.Reach, for a
+// command that renders plan files.
+func openForReadingWith(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, core.Reach, error) {
 	fs := newFlags(name)
 	configPath := fs.String("config", "", "configuration file")
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print the plan's markdown")
 	rest, err := parseFlags(fs, fsArgs)
 	if err != nil {
-		return nil, nil, false, false, err
+		return nil, nil, false, false, core.Reach{}, err
 	}
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
-		return nil, nil, false, false, err
+		return nil, nil, false, false, core.Reach{}, err
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, nil, false, false, err
+		return nil, nil, false, false, core.Reach{}, err
 	}
-	return st, rest, *asJSON, *markdown, nil
+	return st, rest, *asJSON, *markdown, cfg.Tools.reach(), nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -148,7 +155,7 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	st, rest, asJSON, markdown, err := openForReading(ctx, args[1:], "plans "+args[0], e)
+	st, rest, asJSON, markdown, reach, err := openForReadingWith(ctx, args[1:], "plans "+args[0], e)
 	if err != nil {
 		return err
 	}
@@ -180,7 +187,7 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 		if err != nil {
 			return fmt.Errorf("loading session %s: %w", p.SessionID, err)
 		}
-		_, err = out.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat))
+		_, err = out.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, reach))
 		return err
 	case asJSON:
 		return writeJSON(e.stdout, adminapi.ToPlanDetail(p))

@@ -243,6 +243,7 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
+		Reach:            cfg.Tools.reach(),
 		PlansDir:         cfg.Plans.Dir,
 		WorkspaceRoot:    cfg.Workspace.Root,
 		PerSession:       cfg.Workspace.PerSession,
@@ -369,7 +370,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	running := web.track(elect(chans, cfg, st, e.now, log))
-	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now)
+	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now, cfg.Tools.reach())
 	web.start(recvCtx, stopReceiving)
 	if cfg.Store.postgres() { // the work of replicas that die while this one runs
 		tick := time.NewTicker(takeOverEvery)
@@ -444,7 +445,7 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log}
+		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log, Reach: cfg.Tools.reach()}
 		if cfg.Store.postgres() {
 			deps.Sent = st // other replicas' replies reach the pages open here
 		}

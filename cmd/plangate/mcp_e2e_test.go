@@ -76,7 +76,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	if err := os.WriteFile(script, []byte(mcpScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfgText := defaultTestConfig + "tools:\n  mcp:\n    - {name: ts, command: [\"" + buildMCPServer(t) + "\"], env: {MCPSERVER_CALLS: \"" + calls + "\"}, deny_tools: [sneaky]}\n"
+	cfgText := defaultTestConfig + "tools:\n  mcp:\n    - {name: ts, command: [\"" + buildMCPServer(t) + "\"], env: {MCPSERVER_CALLS: \"" + calls + "\"}, read_only_tools: [lookup, crash], deny_tools: [sneaky]}\n"
 	cfgPath := filepath.Join(tmp, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ type webServer struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	done    chan error
-	adminOn bool          // http.admin_token is set
+	adminOn bool          // http.admin_token or http.admin_tokens is set
 	tap     *adminapi.Tap // the engine's Sender, while the admin API is on
 }
 
@@ -54,7 +54,7 @@ func listenHTTP(cfg *Config, st *store.Store, log *slog.Logger) (*webServer, err
 	srv.Handle("GET /metrics", m.Handler())
 	srv.AddCheck("store", st.Ping)
 	registerPprof(srv)
-	return &webServer{srv: srv, ln: ln, metrics: m, log: log, adminOn: cfg.HTTP.AdminToken != ""}, nil
+	return &webServer{srv: srv, ln: ln, metrics: m, log: log, adminOn: cfg.HTTP.adminOn()}, nil
 }
 
 // adminSender is out wrapped in the admin API's tap when the API is on, so the API learns
@@ -69,11 +69,11 @@ func (w *webServer) adminSender(out core.Sender) core.Sender {
 
 // registerAdmin mounts the admin API (/api/v1/...) when it is on. eng must hand changes
 // to the engine under the work context, which outlives receiving (workHandler).
-func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time) {
+func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time, reach core.Reach) {
 	if w == nil || w.tap == nil {
 		return
 	}
-	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now}).Register(w.srv)
+	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now, Reach: reach}).Register(w.srv)
 }
 
 // core.Observer is what the engine reports to; the one Metrics of serve satisfies it.

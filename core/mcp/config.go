@@ -2,8 +2,9 @@
 // starts each configured server, lists its tools, offers them to the model as
 // <server>__<tool> through core's Toolbox port, restarts a server that dies, and reports
 // every call to an Observer. Whether a tool may run is core's gate's decision; this
-// package only says what kind each tool is, and the operator's overrides win over the
-// server's own hints, which are claims, not proofs.
+// package only says what kind each tool is: read-only only where the operator says so
+// (trust_read_only, read_only_tools); a server's readOnlyHint is a claim, not a proof,
+// and never makes a tool read-only.
 package mcp
 
 import (
@@ -41,7 +42,11 @@ type ServerConfig struct {
 	Headers map[string]string `yaml:"headers"`
 	// CallTimeout bounds one tool call; 0 = DefaultCallTimeout.
 	CallTimeout time.Duration `yaml:"call_timeout"`
-	// ReadOnlyTools are tools the operator declares read-only whatever their hints say.
+	// TrustReadOnly makes every tool of the server read-only (it runs while planning):
+	// the operator vouches for the whole server.
+	TrustReadOnly bool `yaml:"trust_read_only"`
+	// ReadOnlyTools are the tools the operator declares read-only; every other tool is
+	// mutating, whatever the server's hints say.
 	ReadOnlyTools []string `yaml:"read_only_tools"`
 	// DenyTools are never offered to the model and refused if called anyway.
 	DenyTools []string `yaml:"deny_tools"`
@@ -94,13 +99,41 @@ func (s ServerConfig) validate(key string) error {
 	if s.CallTimeout < 0 {
 		errs = append(errs, channels.Invalid(key+".call_timeout", "is negative"))
 	}
-	for _, t := range slices.Concat(s.ReadOnlyTools, s.DenyTools) {
-		if strings.TrimSpace(t) == "" {
-			errs = append(errs, channels.Invalid(key, "lists an empty tool name in read_only_tools or deny_tools"))
-			break
+	errs = append(errs, toolList(key+".read_only_tools", s.Name, s.ReadOnlyTools)...)
+	errs = append(errs, toolList(key+".deny_tools", s.Name, s.DenyTools)...)
+	if s.TrustReadOnly && len(s.ReadOnlyTools) > 0 {
+		errs = append(errs, channels.Invalid(key+".read_only_tools",
+			"is set together with trust_read_only: true, which already makes every tool read-only; keep one of them"))
+	}
+	for _, t := range s.ReadOnlyTools {
+		if slices.Contains(s.DenyTools, t) {
+			errs = append(errs, channels.BadValue(key+".read_only_tools", t, "is also in deny_tools: a tool is either vouched for or denied"))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// toolNameRE is a tool name as a server lists it: what the model APIs can carry after
+// the "<server>__" prefix.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// toolList checks a list of server's own tool names (read_only_tools, deny_tools).
+func toolList(key, server string, names []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, t := range names {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case strings.TrimSpace(t) == "":
+			errs = append(errs, channels.Invalid(k, "is an empty tool name"))
+		case !toolNameRE.MatchString(t) || server != "" && strings.HasPrefix(t, server+Separator):
+			errs = append(errs, channels.BadValue(k, t, "is not a tool name: the server's own name of the tool (A-Z, a-z, 0-9, _ and -), without the \"<server>__\" prefix"))
+		case seen[t]:
+			errs = append(errs, channels.BadValue(k, t, "is listed twice"))
+		}
+		seen[t] = true
+	}
+	return errs
 }
 
 // Describe summarises the servers for `plangate config check`, one line each; header
@@ -134,8 +167,13 @@ func (s ServerConfig) describe() string {
 		}
 	}
 	fmt.Fprintf(&b, ", call timeout %s", s.callTimeout())
-	if len(s.ReadOnlyTools) > 0 {
+	switch {
+	case s.TrustReadOnly:
+		b.WriteString(", read-only by operator: every tool")
+	case len(s.ReadOnlyTools) > 0:
 		fmt.Fprintf(&b, ", read-only by operator: %s", strings.Join(s.ReadOnlyTools, ","))
+	default:
+		b.WriteString(", read-only by operator: none")
 	}
 	if len(s.DenyTools) > 0 {
 		fmt.Fprintf(&b, ", denied: %s", strings.Join(s.DenyTools, ","))

@@ -30,6 +30,16 @@ func TestConfigValidate(t *testing.T) {
 		{"headers on command", mcp.Config{{Name: "fs", Command: cmd, Headers: map[string]string{"A": "b"}}}, []string{"mcp[0].headers are for a url server only"}},
 		{"negative timeout", mcp.Config{{Name: "fs", Command: cmd, CallTimeout: -time.Second}}, []string{"call_timeout is negative"}},
 		{"empty override", mcp.Config{{Name: "fs", Command: cmd, DenyTools: []string{""}}}, []string{"empty tool name"}},
+		{"trusted server", mcp.Config{{Name: "fs", Command: cmd, TrustReadOnly: true, DenyTools: []string{"rm"}}}, nil},
+		{"vouched tools", mcp.Config{{Name: "fs", Command: cmd, ReadOnlyTools: []string{"stat", "read-file_2"}}}, nil},
+		{"trust and list", mcp.Config{{Name: "fs", Command: cmd, TrustReadOnly: true, ReadOnlyTools: []string{"stat"}}},
+			[]string{"mcp[0].read_only_tools is set together with trust_read_only: true", "keep one of them"}},
+		{"prefixed tool name", mcp.Config{{Name: "fs", Command: cmd, ReadOnlyTools: []string{"fs__stat"}}},
+			[]string{`mcp[0].read_only_tools[0] is "fs__stat": is not a tool name`, `without the "<server>__" prefix`}},
+		{"tool name with a space", mcp.Config{{Name: "fs", Command: cmd, DenyTools: []string{"rm all"}}}, []string{`mcp[0].deny_tools[0] is "rm all"`}},
+		{"vouched and denied", mcp.Config{{Name: "fs", Command: cmd, ReadOnlyTools: []string{"rm"}, DenyTools: []string{"rm"}}},
+			[]string{`mcp[0].read_only_tools is "rm": is also in deny_tools`}},
+		{"listed twice", mcp.Config{{Name: "fs", Command: cmd, ReadOnlyTools: []string{"stat", "stat"}}}, []string{`mcp[0].read_only_tools[1] is "stat": is listed twice`}},
 		{"empty program", mcp.Config{{Name: "fs", Command: []string{" "}}}, []string{"empty program name"}},
 	}
 	for _, c := range cases {
@@ -64,8 +74,8 @@ func TestDescribeHidesSecrets(t *testing.T) {
 			t.Errorf("Describe shows %s:\n%s", secret, got)
 		}
 	}
-	want := "fs: stdio srv --stdio -v, env TOKEN, call timeout 1m0s, denied: rm\n" +
-		"web: http https://x.test/mcp?…, headers Authorization (values hidden), call timeout 5s"
+	want := "fs: stdio srv --stdio -v, env TOKEN, call timeout 1m0s, read-only by operator: none, denied: rm\n" +
+		"web: http https://x.test/mcp?…, headers Authorization (values hidden), call timeout 5s, read-only by operator: none"
 	if got != want {
 		t.Fatalf("Describe:\n%s\nwant\n%s", got, want)
 	}

@@ -31,20 +31,23 @@ func specs(m *mcp.Manager) map[string]core.ToolSpec {
 }
 
 func TestToolsAreNamedAndKinded(t *testing.T) {
-	m, _, _, _ := startMem(t, mcp.ServerConfig{DenyTools: []string{"sneaky"}, ReadOnlyTools: []string{"write"}})
+	m, _, _, _ := startMem(t, mcp.ServerConfig{DenyTools: []string{"sneaky"}, ReadOnlyTools: []string{"write", "lookup"}})
 	got := specs(m)
 	want := map[string]struct {
 		kind        core.ToolKind
 		destructive bool
 	}{
-		"ts__lookup": {core.ToolReadOnly, false},
-		"ts__write":  {core.ToolReadOnly, false}, // the operator's read_only_tools
+		"ts__lookup": {core.ToolReadOnly, false}, // the operator's read_only_tools
+		"ts__write":  {core.ToolReadOnly, false}, // the operator's, over a mutating hint
 		"ts__wipe":   {core.ToolMutating, true},
 		"ts__plain":  {core.ToolMutating, true}, // no annotations: MCP's defaults
-		"ts__fail":   {core.ToolReadOnly, false},
-		"ts__media":  {core.ToolReadOnly, false},
-		"ts__hang":   {core.ToolReadOnly, false},
-		"ts__crash":  {core.ToolReadOnly, false},
+		// readOnlyHint true without the operator's word: mutating, and destructive by
+		// MCP's default (they say nothing about destroying).
+		"ts__drop":  {core.ToolMutating, true},
+		"ts__fail":  {core.ToolMutating, true},
+		"ts__media": {core.ToolMutating, true},
+		"ts__hang":  {core.ToolMutating, true},
+		"ts__crash": {core.ToolMutating, true},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("tools %v, want %d tools", keys(got), len(want))
@@ -67,8 +70,8 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 	// The model reads what the gate will do with a mutating tool, and which destroy.
 	for name, want := range map[string]string{
 		"ts__wipe":   "Deletes everything. [Destructive: it may delete or overwrite. Runs only in an accepted plan that lists it in scope.allowed_tools.]",
-		"ts__lookup": "Looks something up.",
-		"ts__write":  "Writes a record.", // read-only by the operator: no note
+		"ts__lookup": "Looks something up.", // read-only by the operator: no note
+		"ts__write":  "Writes a record.",
 	} {
 		if d := got[name].Description; d != want {
 			t.Errorf("%s description %q, want %q", name, d, want)
@@ -76,15 +79,26 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 	}
 }
 
-func TestHintsWithoutOverrides(t *testing.T) {
+// TestHintsMakeNothingReadOnly: without the operator's word every tool is mutating,
+// those whose readOnlyHint is true included; trust_read_only makes every tool read-only.
+func TestHintsMakeNothingReadOnly(t *testing.T) {
 	m, _, _, _ := startMem(t, mcp.ServerConfig{})
 	got := specs(m)
 	if s := got["ts__write"]; s.Kind != core.ToolMutating || s.Destructive ||
 		s.Description != "Writes a record. [Changes things: runs only in an accepted plan that lists it in scope.allowed_tools.]" {
 		t.Errorf("write (destructiveHint false): %+v", s)
 	}
-	if s := got["ts__sneaky"]; s.Kind != core.ToolReadOnly {
-		t.Errorf("sneaky (readOnlyHint true): %+v", s)
+	for _, name := range []string{"ts__sneaky", "ts__lookup", "ts__drop"} {
+		if s := got[name]; s.Kind != core.ToolMutating || !strings.Contains(s.Description, "accepted plan") {
+			t.Errorf("%s (readOnlyHint true, not vouched for): %+v", name, s)
+		}
+	}
+
+	trusted, _, _, _ := startMem(t, mcp.ServerConfig{TrustReadOnly: true})
+	for _, s := range trusted.Tools() {
+		if s.Kind != core.ToolReadOnly {
+			t.Errorf("%s of a server with trust_read_only: %s", s.Name, s.Kind)
+		}
 	}
 }
 
@@ -141,7 +155,7 @@ func TestListChangedAddsATool(t *testing.T) {
 	m, ms, rec, _ := startMem(t, mcp.ServerConfig{})
 	n := len(m.Tools())
 	testserver.AddLate(ms.srv)
-	rec.waitStatus(t, "ts: up, 10 tools")
+	rec.waitStatus(t, "ts: up, 11 tools")
 	if _, ok := specs(m)["ts__late"]; !ok || len(m.Tools()) != n+1 {
 		t.Fatalf("after list_changed: %v", keys(specs(m)))
 	}
@@ -177,7 +191,7 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 		t.Fatalf("call while down: %v", err)
 	}
 	g.release <- struct{}{}
-	rec.waitStatus(t, "ts: up, 9 tools")
+	rec.waitStatus(t, "ts: up, 10 tools")
 	if out, err := call(t, m, "ts__lookup", "x"); err != nil || out != "found x" {
 		t.Fatalf("after the restart: %q, %v", out, err)
 	}
@@ -265,9 +279,9 @@ func TestCallRecordsDuration(t *testing.T) {
 	}
 }
 
-// A tool listed as mutating stays mutating when a later listing claims it is read-only:
-// otherwise a server could make it run while planning by re-announcing it.
-func TestReadOnlyClaimAfterMutatingIsNotBelieved(t *testing.T) {
+// A re-listing's claims change nothing: a tool that was mutating stays so when it is
+// re-announced as read-only, and a new tool claiming to be read-only is mutating.
+func TestReadOnlyClaimOnRelistIsNotBelieved(t *testing.T) {
 	m, ms, rec, _ := startMem(t, mcp.ServerConfig{})
 	if k := specs(m)["ts__write"].Kind; k != core.ToolMutating {
 		t.Fatalf("ts__write first listed as %v", k)
@@ -276,8 +290,8 @@ func TestReadOnlyClaimAfterMutatingIsNotBelieved(t *testing.T) {
 		func(context.Context, *sdk.CallToolRequest, testserver.Args) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "wrote anyway"}}}, nil, nil
 		})
-	testserver.AddLate(ms.srv) // a new tool that says it is read-only is believed
-	rec.waitStatus(t, "ts: up, 10 tools")
+	testserver.AddLate(ms.srv)
+	rec.waitStatus(t, "ts: up, 11 tools")
 	got := specs(m)
 	if k := got["ts__write"].Kind; k != core.ToolMutating {
 		t.Fatalf("ts__write re-listed as read-only was taken as %v; it must stay mutating", k)
@@ -285,7 +299,7 @@ func TestReadOnlyClaimAfterMutatingIsNotBelieved(t *testing.T) {
 	if !strings.Contains(got["ts__write"].Description, "accepted plan") {
 		t.Fatalf("ts__write's description lost the gate's note: %q", got["ts__write"].Description)
 	}
-	if k := got["ts__late"].Kind; k != core.ToolReadOnly {
-		t.Fatalf("a new read-only tool was taken as %v", k)
+	if k := got["ts__late"].Kind; k != core.ToolMutating {
+		t.Fatalf("a new tool claiming to be read-only was taken as %v", k)
 	}
 }

@@ -48,11 +48,6 @@ type server struct {
 	relisting bool               // a re-list after list_changed is running
 	again     *sdk.ClientSession // list_changed came meanwhile (from this session): list once more
 
-	// mutating names the tools this server once listed as mutating. A later listing that
-	// claims one is read-only (a list_changed mid-plan, a restart) is not believed: a
-	// read-only tool runs while planning, so the claim must not be changeable at will.
-	mutating map[string]bool
-
 	// For Servers (readiness and metrics), under mu.
 	state    State
 	since    time.Time
@@ -232,7 +227,7 @@ func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
 	}
 }
 
-// spec describes t to the model and the gate. The operator's lists win over the hints;
+// spec describes t to the model and the gate. Only the operator makes a tool read-only;
 // a denied tool, or one whose name the model APIs cannot carry, is not offered.
 func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 	name := s.cfg.Name + Separator + t.Name
@@ -250,40 +245,18 @@ func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 		}
 	}
 	spec := core.ToolSpec{Name: name, Description: t.Description, Parameters: params, Kind: core.ToolMutating}
-	a := t.Annotations
-	switch {
-	case slices.Contains(s.cfg.ReadOnlyTools, t.Name):
-		spec.Kind = core.ToolReadOnly // the operator's word
-	case a != nil && a.ReadOnlyHint && !s.wasMutating(t.Name):
-		spec.Kind = core.ToolReadOnly
-	case a != nil && a.ReadOnlyHint:
-		s.m.log.Warn("mcp tool still treated as mutating: it was listed as mutating before and now claims to be read-only",
-			"server", s.cfg.Name, "tool", t.Name)
-		spec.Destructive = a.DestructiveHint == nil || *a.DestructiveHint
-	case a == nil || a.DestructiveHint == nil || *a.DestructiveHint:
-		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
+	if s.cfg.TrustReadOnly || slices.Contains(s.cfg.ReadOnlyTools, t.Name) {
+		spec.Kind = core.ToolReadOnly // the operator's word; a server's readOnlyHint never is
+		spec.Description = describe(spec)
+		return spec, true
 	}
-	if spec.Kind == core.ToolMutating {
-		s.noteMutating(t.Name)
+	// Mutating. Whether it may destroy only marks it for the people who read the plan:
+	// the gate holds every mutating tool alike.
+	if a := t.Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint {
+		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
 	}
 	spec.Description = describe(spec)
 	return spec, true
-}
-
-// wasMutating reports whether the server listed tool as mutating before.
-func (s *server) wasMutating(tool string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mutating[tool]
-}
-
-func (s *server) noteMutating(tool string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mutating == nil {
-		s.mutating = map[string]bool{}
-	}
-	s.mutating[tool] = true
 }
 
 // describe adds to a mutating tool's description what the gate will do with it, so the
