@@ -243,9 +243,9 @@ func (c *Channel) answer(w http.ResponseWriter, r *http.Request, back string, co
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
-// planFile downloads a plan version as markdown, rendered from the store, to any
-// signed-in user (the dashboard shows every pending plan to all of them).
-func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
+// planFile downloads a plan version as markdown, rendered from the store, to a user who
+// may see its session (sees); to anyone else it does not exist.
+func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, v viewer) {
 	id, ok := strings.CutSuffix(r.PathValue("file"), ".md")
 	if !ok {
 		http.NotFound(w, r)
@@ -255,12 +255,16 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
 	if !ok {
 		return
 	}
-	phase, chat := core.PhaseOff, ""
-	if s, err := c.d.Store.Session(r.Context(), p.SessionID); err == nil {
-		phase, chat = s.Phase, s.Address.Chat
+	s, ok := found(w, r, "plan's session", func(ctx context.Context) (core.Session, error) { return c.d.Store.Session(ctx, p.SessionID) })
+	if !ok {
+		return
+	}
+	if !c.sees(v.Name, s) {
+		http.NotFound(w, r)
+		return
 	}
 	name := core.PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat)))
+	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat)))
 }

@@ -247,8 +247,7 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		if err == nil {
 			v.Approvals = c.progress(p, s.Address)
 		}
-		ownWeb := err == nil && s.Address.Channel == Name && s.Address.Account == viewer
-		if err == nil && s.ApprovalID == p.ApprovalID && c.deciderAt(viewer, ownWeb, s.Address) {
+		if err == nil && s.ApprovalID == p.ApprovalID && c.mayDecide(viewer, s, c.own(viewer, s.Address)) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
 			v.Edit = "/c/" + s.Address.Chat + "/edit"

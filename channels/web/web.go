@@ -293,28 +293,35 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 	return nil
 }
 
-// decider reports whether the web user name may decide on plans in a session of channel
-// ch, as far as the page needs to know (the engine decides for real).
-func (c *Channel) decider(name string, ownWeb bool) bool {
+// decider reports whether web user name is an approver anywhere (a policy's list or
+// access.approvers), for the dashboard's note on why it shows no buttons; the sessions
+// themselves are checked with mayDecide.
+func (c *Channel) decider(name string) bool {
 	for _, p := range c.d.Policies {
 		if slices.Contains(p.Approvers, Name+":"+name) {
-			return true // an approver somewhere: the sessions say where
+			return true
 		}
 	}
-	return c.listed(c.d.Approvers, name, ownWeb)
+	return slices.Contains(c.d.Approvers, Name+":"+name)
 }
 
-// deciderAt reports whether name may decide in the session at a: the approvers of its
-// policy (access.policies), else access.approvers.
-func (c *Channel) deciderAt(name string, ownWeb bool, a core.Address) bool {
-	return c.listed(core.PolicyFor(c.d.Policies, a).ApproverList(c.d.Approvers), name, ownWeb)
+// mayDecide reports whether web user name may decide on plans in session s, by the
+// engine's own rule (core.MayDecide). direct is true for the user's own conversation on
+// its page, where a message of theirs is direct; the dashboard's decisions are not.
+func (c *Channel) mayDecide(name string, s core.Session, direct bool) bool {
+	m := core.Message{Address: s.Address, Sender: person(name, s.Address.Channel), Direct: direct}
+	return core.MayDecide(c.d.Policies, c.d.Approvers, s, m)
 }
 
-func (c *Channel) listed(approvers []string, name string, ownWeb bool) bool {
-	if len(approvers) == 0 {
-		return ownWeb // the owner of a direct conversation decides when no list is set
-	}
-	return slices.Contains(approvers, Name+":"+name)
+// sees reports whether web user name may see session s at all (its page, plan files and
+// dashboard row): it is their own conversation, or they may decide on it.
+func (c *Channel) sees(name string, s core.Session) bool {
+	return c.own(name, s.Address) || c.mayDecide(name, s, false)
+}
+
+// own reports whether a is a conversation of web user name.
+func (c *Channel) own(name string, a core.Address) bool {
+	return a.Channel == Name && a.Account == name
 }
 
 // person is the signed-in user as the sender of a message to a session of channel ch.
