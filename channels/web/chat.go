@@ -145,6 +145,7 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 				it.html = c.renderCard(r.Context(), p, v.Name)
 			}
 		}
+		it.html = withCSRF(it.html, v.CSRF)
 		view.Items = append(view.Items, c.itemView(it))
 	}
 	c.write(w, http.StatusOK, "chat", view)

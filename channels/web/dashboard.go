@@ -121,6 +121,7 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 // they post to the dashboard.
 func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v viewer) cardView {
 	card := c.cardView(ctx, p, v.Name)
+	card.CSRF = v.CSRF
 	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.mayDecide(v.Name, s, false)
 	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
 	return card

@@ -45,8 +45,8 @@ type Config struct {
 	Users map[string]string `yaml:"users"`
 	// SessionTTL is how long a sign-in lasts; 0 = DefaultSessionTTL.
 	SessionTTL time.Duration `yaml:"session_ttl"`
-	// Secure marks the session cookie Secure; set it when the server is reached over
-	// HTTPS (http.public_url starting with https://).
+	// Secure marks the cookies Secure; set it when the server is reached over HTTPS
+	// (an https Deps.PublicURL sets it too).
 	Secure bool `yaml:"secure_cookie"`
 }
 
@@ -140,6 +140,19 @@ type Deps struct {
 	// Sent, when set, lists the replies every replica sent, so that open pages show
 	// those another replica sent too (see stream.go); nil for a single process.
 	Sent SentReplies
+	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
+	SignOuts SignOuts
+	// PublicURL is http.public_url: when it is https, the cookies are Secure whatever
+	// secure_cookie says.
+	PublicURL string
+}
+
+// SignOuts is where sign-outs are kept, shared by every replica on the database and
+// kept across restarts; *store.Store satisfies it.
+type SignOuts interface {
+	SignOut(ctx context.Context, nonce string, until time.Time) error
+	SignedOut(ctx context.Context, nonce string) (bool, error)
+	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -160,9 +173,10 @@ type Channel struct {
 	runWait chan struct{} // closed and replaced when run changes
 	convos  map[string]*convo
 	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
-	revoked map[string]time.Time
 	queues  map[string]*serial
 	mirror  *mirror // nil without Deps.Sent
+
+	signOuts SignOuts
 
 	ids atomic.Uint64
 }
@@ -193,6 +207,16 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	if d.Store == nil {
 		return nil, errors.New("starting web: no store")
 	}
+	if d.SignOuts == nil {
+		so, ok := d.Store.(SignOuts)
+		if !ok {
+			return nil, errors.New("starting web: the store does not keep sign-outs")
+		}
+		d.SignOuts = so
+	}
+	if u := strings.ToLower(d.PublicURL); strings.HasPrefix(u, "https://") {
+		cfg.Secure = true
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -214,7 +238,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
-		revoked: map[string]time.Time{}, queues: map[string]*serial{},
+		queues: map[string]*serial{}, signOuts: d.SignOuts,
 		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
 	}
 	for name, tok := range cfg.Users {
