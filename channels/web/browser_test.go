@@ -151,6 +151,9 @@ func TestBrowser(t *testing.T) {
 	signInBrowser(t, alice, e, "alice")
 	do(t, alice, "starting a conversation", chromedp.Click(chromedp.CSS("#new-conversation")), chromedp.WaitVisible(chromedp.CSS("#text")))
 	conv := strings.TrimPrefix(eval[string](t, alice, "location.pathname"), "/c/")
+	if ids := e.madeIDs("alice"); len(ids) != 1 || ids[0] != conv {
+		t.Fatalf("New conversation stored %q, want [%s]", ids, conv)
+	}
 	sid := address("alice", conv).SessionID()
 	eval[int](t, alice, "window.notReloaded = 1")
 

@@ -23,11 +23,17 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // replica) of plangate would run it.
 func replica(t *testing.T, st *store.Store, d Deps) *env {
 	t.Helper()
+	return configured(t, st, Config{Enabled: true, Users: testUsers}, d)
+}
+
+// configured is replica with a configuration of the test's own.
+func configured(t *testing.T, st *store.Store, cfg Config, d Deps) *env {
+	t.Helper()
 	e := &env{t: t, st: st}
 	d.Store = st
 	d.WrongToken = func(context.Context) {}
 	var err error
-	if e.web, err = New(Config{Enabled: true, Users: testUsers}, d); err != nil {
+	if e.web, err = New(cfg, d); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = serve(t, e.web)

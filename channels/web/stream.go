@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,11 +39,16 @@ func (c *Channel) parseEventID(id string) (uint64, bool) {
 // cannot continue (an id of a previous process, or events that have been dropped) is
 // told to reload, which rebuilds the page from the store.
 func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	_, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
 	}
+	done, ok := c.openStream(v.Name)
+	if !ok {
+		http.Error(w, fmt.Sprintf("%s has %d live pages open, the most one user may have (channels.web.max_streams). Close a tab, then reload this page.", v.Name, c.cfg.MaxStreams), http.StatusTooManyRequests)
+		return
+	}
+	defer done()
 	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
 		from = r.URL.Query().Get("after")
@@ -55,7 +61,6 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	seq, ok := c.parseEventID(from)
-	cv := c.convo(r.Context(), address(v.Name, id))
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {

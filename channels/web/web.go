@@ -37,6 +37,15 @@ const Name = "web"
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
 const DefaultSessionTTL = 7 * 24 * time.Hour
 
+// The per-user caps when channels.web leaves them unset: conversations a user may have,
+// live pages (Server-Sent Event streams) a user may hold open on one replica, and the
+// size of one message (or button value) in bytes.
+const (
+	DefaultMaxConversations = 100
+	DefaultMaxStreams       = 10
+	DefaultMaxMessageBytes  = 32 << 10
+)
+
 // Config is the channels.web section of the configuration.
 type Config struct {
 	Enabled bool `yaml:"enabled"`
@@ -48,12 +57,28 @@ type Config struct {
 	// Secure marks the cookies Secure; set it when the server is reached over HTTPS
 	// (an https Deps.PublicURL sets it too).
 	Secure bool `yaml:"secure_cookie"`
+	// MaxConversations caps the conversations of one user; 0 = DefaultMaxConversations.
+	MaxConversations int `yaml:"max_conversations"`
+	// MaxStreams caps the live pages one user holds open on one replica; 0 =
+	// DefaultMaxStreams.
+	MaxStreams int `yaml:"max_streams"`
+	// MaxMessageBytes caps one message or button value; 0 = DefaultMaxMessageBytes.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
 }
 
 // Defaults fills in what the configuration left out.
 func (c *Config) Defaults() {
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.MaxConversations <= 0 {
+		c.MaxConversations = DefaultMaxConversations
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 }
 
@@ -91,6 +116,14 @@ func (c *Config) Validate() error {
 	if c.SessionTTL < 0 {
 		return errors.New("channels.web.session_ttl: must not be negative")
 	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"max_conversations", c.MaxConversations}, {"max_streams", c.MaxStreams}, {"max_message_bytes", c.MaxMessageBytes}} {
+		if n.v < 0 {
+			return fmt.Errorf("channels.web.%s: must not be negative (0 takes the default)", n.key)
+		}
+	}
 	return nil
 }
 
@@ -103,8 +136,11 @@ func (c *Config) Describe() string {
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server",
-		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl)
+	d := *c
+	d.Defaults()
+	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server; per user at most %d conversations, %d live pages, %d-byte messages",
+		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl,
+		d.MaxConversations, d.MaxStreams, d.MaxMessageBytes)
 }
 
 func (c *Config) userNames() []string {
@@ -142,6 +178,9 @@ type Deps struct {
 	Sent SentReplies
 	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
 	SignOuts SignOuts
+	// State keeps the conversations users made (conversations.go); nil takes Store,
+	// which must then be one.
+	State ConversationState
 	// PublicURL is http.public_url: when it is https, the cookies are Secure whatever
 	// secure_cookie says.
 	PublicURL string
@@ -177,6 +216,8 @@ type Channel struct {
 	mirror  *mirror // nil without Deps.Sent
 
 	signOuts SignOuts
+	streams  map[string]int // open live pages per user
+	making   sync.Mutex     // New conversation, one at a time
 
 	ids atomic.Uint64
 }
@@ -214,6 +255,13 @@ func New(cfg Config, d Deps) (*Channel, error) {
 		}
 		d.SignOuts = so
 	}
+	if d.State == nil {
+		cs, ok := d.Store.(ConversationState)
+		if !ok {
+			return nil, errors.New("starting web: the store does not keep channel state")
+		}
+		d.State = cs
+	}
 	if u := strings.ToLower(d.PublicURL); strings.HasPrefix(u, "https://") {
 		cfg.Secure = true
 	}
@@ -238,7 +286,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
-		queues: map[string]*serial{}, signOuts: d.SignOuts,
+		queues: map[string]*serial{}, signOuts: d.SignOuts, streams: map[string]int{},
 		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
 	}
 	for name, tok := range cfg.Users {
