@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -117,6 +118,16 @@ func (c *Channel) who(r *http.Request) (viewer, bool) {
 		return viewer{}, false
 	}
 	return viewer{Name: name, nonce: nonce, expires: time.Unix(exp, 0), CSRF: c.csrf(name, nonce)}, true
+}
+
+// holds reports whether v's sign-in still holds: not expired and not signed out. A
+// long-lived request (a live stream) checks it now and then.
+func (c *Channel) holds(ctx context.Context, v viewer) bool {
+	if !c.d.Now().Before(v.expires) {
+		return false
+	}
+	gone, err := c.signOuts.SignedOut(ctx, v.nonce)
+	return err == nil && !gone
 }
 
 // page wraps a handler for signed-in users; others are sent to the sign-in form (pages)

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -254,5 +256,42 @@ func TestSecureCookieFromPublicURL(t *testing.T) {
 				t.Fatalf("the sign-in cookie %+v: want Secure=%v", got, tc.secure)
 			}
 		})
+	}
+}
+
+// A live page opened with a copied cookie ends once the sign-in is signed out: the
+// stream checks its sign-in at every keep-alive.
+func TestSignOutEndsOpenStream(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	e := replica(t, st, Deps{})
+	e.web.keepAlive = 5 * time.Millisecond
+	alice := e.signIn("alice")
+	e.makeConversation("alice", "live")
+	copied := e.client()
+	u, _ := url.Parse(e.srv.URL)
+	ck := alice.sessionCookieOf(e)
+	copied.http.Jar.SetCookies(u, []*http.Cookie{ck})
+	res, r := copied.openStream(t, "live", e.web.eventID(0), "")
+	defer res.Body.Close()
+	if line, err := r.ReadString('\n'); err != nil || line != ": keep-alive\n" {
+		t.Fatalf("the stream before sign-out: %q, %v", line, err)
+	}
+	alice.post("/logout", url.Values{})
+	for {
+		_, err := r.ReadString('\n')
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("the stream did not end after sign-out: %v", err)
+		}
+		break // the server ended the stream
+	}
+	if signedIn(t, e, ck) {
+		t.Fatal("the copied cookie still signs in")
 	}
 }

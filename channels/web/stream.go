@@ -13,7 +13,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// keepAlive is how often an idle stream sends a comment, so proxies keep it open.
+// keepAlive is how often an idle stream sends a comment, so proxies keep it open, and
+// checks that its sign-in still holds (not signed out, not expired).
 const keepAlive = 25 * time.Second
 
 // eventID is the SSE id of event seq in this process: "<epoch>-<seq>".
@@ -61,7 +62,7 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	seq, ok := c.parseEventID(from)
-	tick := time.NewTicker(keepAlive)
+	tick := time.NewTicker(c.keepAlive)
 	defer tick.Stop()
 	for {
 		var evs []*event
@@ -86,6 +87,9 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 		select {
 		case <-changed:
 		case <-tick.C:
+			if !c.holds(r.Context(), v) {
+				return // signed out (maybe on another replica) or expired: the stream ends
+			}
 			_, _ = w.Write([]byte(": keep-alive\n\n"))
 		case <-r.Context().Done():
 			return

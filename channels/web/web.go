@@ -206,6 +206,7 @@ type Channel struct {
 	// before the Hub has started the channel).
 	startWait time.Duration
 	refresh   time.Duration // how often an open dashboard refreshes its list
+	keepAlive time.Duration // how often an idle stream sends a comment (keepAlive)
 
 	mu      sync.Mutex
 	run     *running
@@ -287,7 +288,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
 		queues: map[string]*serial{}, signOuts: d.SignOuts, streams: map[string]int{},
-		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
+		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second, keepAlive: keepAlive,
 	}
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
