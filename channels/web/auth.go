@@ -108,7 +108,7 @@ func (c *Channel) who(r *http.Request) (viewer, bool) {
 	if err != nil || !c.d.Now().Before(time.Unix(exp, 0)) {
 		return viewer{}, false
 	}
-	gone, err := c.signOuts.SignedOut(r.Context(), nonce)
+	gone, err := c.d.SignOuts.SignedOut(r.Context(), nonce)
 	if err != nil {
 		// Refused rather than let in: the store cannot say whether it was signed out.
 		c.log.Warn("reading sign-outs", "user", name, "err", err)
@@ -126,7 +126,7 @@ func (c *Channel) holds(ctx context.Context, v viewer) bool {
 	if !c.d.Now().Before(v.expires) {
 		return false
 	}
-	gone, err := c.signOuts.SignedOut(ctx, v.nonce)
+	gone, err := c.d.SignOuts.SignedOut(ctx, v.nonce)
 	return err == nil && !gone
 }
 
@@ -219,12 +219,12 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 // could not be recorded is reported and the user stays signed in, since a copy of the
 // cookie would still work.
 func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
-	if err := c.signOuts.SignOut(r.Context(), v.nonce, v.expires); err != nil {
+	if err := c.d.SignOuts.SignOut(r.Context(), v.nonce, v.expires); err != nil {
 		c.log.Error("signing out", "user", v.Name, "err", err)
 		http.Error(w, "Signing out failed: the gateway could not record it, so you are still signed in. Try again in a moment; details are in the gateway log.", http.StatusInternalServerError)
 		return
 	}
-	if n, err := c.signOuts.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
+	if n, err := c.d.SignOuts.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
 		c.log.Warn("pruning sign-outs", "err", err)
 	} else if n > 0 {
 		c.log.Debug("pruned expired sign-outs", "rows", n)

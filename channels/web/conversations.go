@@ -86,7 +86,8 @@ func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v view
 	c.making.Lock() // one user's two clicks must not both pass the cap
 	defer c.making.Unlock()
 	if n := len(c.conversations(r, v, "")); n >= c.cfg.MaxConversations {
-		http.Error(w, fmt.Sprintf("You have %d conversations, the most one user may have (channels.web.max_conversations); nothing was created. Continue in one of them.", n), http.StatusConflict)
+		http.Error(w, fmt.Sprintf("You have %d %s, the most one user may have (channels.web.max_conversations); nothing was created. Continue in one of them.",
+			n, plural(n, "conversation", "conversations")), http.StatusConflict)
 		return
 	}
 	ids, err := c.made(ctx, v.Name)

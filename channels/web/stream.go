@@ -44,12 +44,10 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	if !ok {
 		return
 	}
-	done, ok := c.openStream(v.Name)
-	if !ok {
-		http.Error(w, fmt.Sprintf("%s has %d live pages open, the most one user may have (channels.web.max_streams). Close a tab, then reload this page.", v.Name, c.cfg.MaxStreams), http.StatusTooManyRequests)
-		return
+	done, open := c.openStream(v.Name)
+	if open {
+		defer done()
 	}
-	defer done()
 	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
 		from = r.URL.Query().Get("after")
@@ -61,6 +59,16 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if !open {
+		// A stream answered with an error status is only "reconnecting" to the page; this
+		// event says why, and the page's script stops reconnecting.
+		n := c.cfg.MaxStreams
+		why := fmt.Sprintf("%s has %d live %s open, the most one user may have (channels.web.max_streams). This page is not updated live: close a tab, then reload it.",
+			v.Name, n, plural(n, "page", "pages"))
+		_, _ = fmt.Fprintf(w, "event: limit\ndata: %s\n\n", payload(map[string]string{"text": why}))
+		_ = rc.Flush()
+		return
+	}
 	seq, ok := c.parseEventID(from)
 	tick := time.NewTicker(c.keepAlive)
 	defer tick.Stop()

@@ -216,9 +216,8 @@ type Channel struct {
 	queues  map[string]*serial
 	mirror  *mirror // nil without Deps.Sent
 
-	signOuts SignOuts
-	streams  map[string]int // open live pages per user
-	making   sync.Mutex     // New conversation, one at a time
+	streams map[string]int // open live pages per user
+	making  sync.Mutex     // New conversation, one at a time
 
 	ids atomic.Uint64
 }
@@ -287,7 +286,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
-		queues: map[string]*serial{}, signOuts: d.SignOuts, streams: map[string]int{},
+		queues: map[string]*serial{}, streams: map[string]int{},
 		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second, keepAlive: keepAlive,
 	}
 	for name, tok := range cfg.Users {

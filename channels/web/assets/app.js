@@ -28,6 +28,7 @@
       });
     });
     es.addEventListener("reload", function () { es.close(); window.location.reload(); });
+    es.addEventListener("limit", function (e) { es.close(); document.body.dataset.live = "off"; status(data(e).text); });
     es.onopen = function () { document.body.dataset.live = "on"; };
     es.onerror = function () { document.body.dataset.live = "reconnecting"; };
   }
