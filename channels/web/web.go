@@ -66,6 +66,13 @@ type Config struct {
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 }
 
+// Defaults is the section's configuration before the file is read: every default set.
+func Defaults() Config {
+	var c Config
+	c.Defaults()
+	return c
+}
+
 // Defaults fills in what the configuration left out.
 func (c *Config) Defaults() {
 	if c.SessionTTL <= 0 {
