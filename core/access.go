@@ -28,3 +28,11 @@ func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool 
 	}
 	return false
 }
+
+// MayDecide reports whether the sender of m may decide on plans in session s: the rule
+// the engine applies to an accept, under the approvers of the session's policy (or the
+// global approvers). Adapters use it to show a session, or its buttons, only to people
+// the engine would let decide.
+func MayDecide(policies []Policy, approvers []string, s Session, m Message) bool {
+	return mayDecide(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
+}

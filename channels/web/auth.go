@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,11 +18,13 @@ import (
 // constant time with every configured token, and a match sets a session cookie. The
 // cookie is self-contained — user, random nonce, expiry, and an HMAC keyed by a hash of
 // that user's token — so it survives a restart and works on every replica, and changing
-// a user's token signs that user out everywhere. Sign-out clears the cookie and revokes
-// its nonce in this process until it would have expired.
+// a user's token signs that user out everywhere. Sign-out clears the cookie and records
+// its nonce in the store (SignOuts) until it would have expired, so a copy of the cookie
+// is refused after a restart and by every replica on the same database.
 //
-// Every POST carries a CSRF token, an HMAC of the user's key; the sign-in form, which
-// has no user yet, uses a double-submit cookie instead.
+// Every POST carries a CSRF token, an HMAC of the user's key over the sign-in's nonce, so
+// a token read from one sign-in is refused with another; the sign-in form, which has no
+// user yet, uses a double-submit cookie instead.
 const (
 	sessionCookie = "plangate_web"
 	loginCookie   = "plangate_login"
@@ -29,9 +32,10 @@ const (
 
 // viewer is the signed-in user of a request.
 type viewer struct {
-	Name  string
-	nonce string
-	CSRF  string
+	Name    string
+	nonce   string
+	expires time.Time // when the sign-in's cookie expires
+	CSRF    string
 }
 
 func userKey(token string) []byte {
@@ -45,14 +49,14 @@ func mac(key []byte, msg string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// csrf is the CSRF token of user name ("" for an unknown user).
-func (c *Channel) csrf(name string) string {
+// csrf is the CSRF token of user name's sign-in with nonce ("" for an unknown user).
+func (c *Channel) csrf(name, nonce string) string {
 	key, ok := c.keys[name]
 	if !ok {
 		return ""
 	}
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte("csrf"))
+	h.Write([]byte("csrf\x00" + nonce))
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -104,13 +108,26 @@ func (c *Channel) who(r *http.Request) (viewer, bool) {
 	if err != nil || !c.d.Now().Before(time.Unix(exp, 0)) {
 		return viewer{}, false
 	}
-	c.mu.Lock()
-	_, gone := c.revoked[nonce]
-	c.mu.Unlock()
+	gone, err := c.d.SignOuts.SignedOut(r.Context(), nonce)
+	if err != nil {
+		// Refused rather than let in: the store cannot say whether it was signed out.
+		c.log.Warn("reading sign-outs", "user", name, "err", err)
+		return viewer{}, false
+	}
 	if gone {
 		return viewer{}, false
 	}
-	return viewer{Name: name, nonce: nonce, CSRF: c.csrf(name)}, true
+	return viewer{Name: name, nonce: nonce, expires: time.Unix(exp, 0), CSRF: c.csrf(name, nonce)}, true
+}
+
+// holds reports whether v's sign-in still holds: not expired and not signed out. A
+// long-lived request (a live stream) checks it now and then.
+func (c *Channel) holds(ctx context.Context, v viewer) bool {
+	if !c.d.Now().Before(v.expires) {
+		return false
+	}
+	gone, err := c.d.SignOuts.SignedOut(ctx, v.nonce)
+	return err == nil && !gone
 }
 
 // page wraps a handler for signed-in users; others are sent to the sign-in form (pages)
@@ -192,22 +209,27 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 		c.showLogin(w, http.StatusUnauthorized, "That token is not right. Check it and try again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
 	c.issue(w, name)
 	c.log.Info("signed in", "user", name)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout records the sign-out in the store before it clears the cookie: a sign-out that
+// could not be recorded is reported and the user stays signed in, since a copy of the
+// cookie would still work.
 func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
-	c.mu.Lock()
-	now := c.d.Now()
-	c.revoked[v.nonce] = now.Add(c.cfg.SessionTTL)
-	for n, until := range c.revoked {
-		if now.After(until) {
-			delete(c.revoked, n)
-		}
+	if err := c.d.SignOuts.SignOut(r.Context(), v.nonce, v.expires); err != nil {
+		c.log.Error("signing out", "user", v.Name, "err", err)
+		http.Error(w, "Signing out failed: the gateway could not record it, so you are still signed in. Try again in a moment; details are in the gateway log.", http.StatusInternalServerError)
+		return
 	}
-	c.mu.Unlock()
+	if n, err := c.d.SignOuts.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
+		c.log.Warn("pruning sign-outs", "err", err)
+	} else if n > 0 {
+		c.log.Debug("pruned expired sign-outs", "rows", n)
+	}
+	c.log.Info("signed out", "user", v.Name)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -34,7 +34,7 @@ func BenchmarkWebSSE(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	ch, err := New(Config{Enabled: true, Users: testUsers}, Deps{Store: st})
+	ch, err := New(Config{Enabled: true, Users: testUsers, MaxStreams: sseClients}, Deps{Store: st})
 	if err != nil {
 		b.Fatal(err)
 	}

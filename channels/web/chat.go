@@ -74,8 +74,8 @@ type convRef struct {
 	At               time.Time
 }
 
-// conversations lists the user's conversations, newest first: those in the store and
-// those opened in this process that have nothing stored yet.
+// conversations lists the user's conversations, newest first: those in the store, then
+// those made with New conversation that have nothing stored yet (newest first among them).
 func (c *Channel) conversations(r *http.Request, v viewer, current string) []convRef {
 	var out []convRef
 	seen := map[string]bool{}
@@ -90,15 +90,18 @@ func (c *Channel) conversations(r *http.Request, v viewer, current string) []con
 		seen[s.Address.Chat] = true
 		out = append(out, convRef{ID: s.Address.Chat, Phase: string(s.Phase), At: s.UpdatedAt})
 	}
-	c.mu.Lock()
-	for _, cv := range c.convos {
-		if cv.addr.Account == v.Name && !seen[cv.addr.Chat] {
-			seen[cv.addr.Chat] = true
-			out = append(out, convRef{ID: cv.addr.Chat, Phase: string(core.PhaseOff), At: c.d.Now()})
+	made, err := c.made(r.Context(), v.Name)
+	if err != nil {
+		c.log.Warn("listing conversations", "err", err)
+	}
+	now := c.d.Now()
+	for _, id := range slices.Backward(made) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, convRef{ID: id, Phase: string(core.PhaseOff), At: now})
 		}
 	}
-	c.mu.Unlock()
-	slices.SortFunc(out, func(a, b convRef) int { return b.At.Compare(a.At) })
+	slices.SortStableFunc(out, func(a, b convRef) int { return b.At.Compare(a.At) })
 	for i := range out {
 		out[i].Label = "Conversation " + out[i].ID
 		out[i].Current = out[i].ID == current
@@ -114,12 +117,6 @@ func (c *Channel) home(w http.ResponseWriter, r *http.Request, v viewer) {
 	c.write(w, http.StatusOK, "chat", chatView{User: v.Name, CSRF: v.CSRF})
 }
 
-func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := randomID(5)
-	c.convo(r.Context(), address(v.Name, id))
-	http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
-}
-
 // chatView is the chat page.
 type chatView struct {
 	User, CSRF, ID, Stream string
@@ -128,13 +125,10 @@ type chatView struct {
 }
 
 func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	id, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
 	}
-	a := address(v.Name, id)
-	cv := c.convo(r.Context(), a)
 	items, last := cv.snapshot()
 	view := chatView{User: v.Name, CSRF: v.CSRF, ID: id, Conversations: c.conversations(r, v, id),
 		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last))}
@@ -145,6 +139,7 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 				it.html = c.renderCard(r.Context(), p, v.Name)
 			}
 		}
+		it.html = withCSRF(it.html, v.CSRF)
 		view.Items = append(view.Items, c.itemView(it))
 	}
 	c.write(w, http.StatusOK, "chat", view)
@@ -152,18 +147,20 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 
 // message is the Send button: the text goes to the engine as the user's message.
 func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
 	text := strings.TrimSpace(r.PostForm.Get("text"))
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	id, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
 	}
 	if text == "" {
 		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "Type a message first.")
 		return
 	}
+	if why := c.tooLong(text); why != "" {
+		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
+		return
+	}
 	a := address(v.Name, id)
-	cv := c.convo(r.Context(), a)
 	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(text), text: text, by: v.Name, at: c.d.Now()}
 	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
 	// Shown before it is handed on, so the page never has an answer above its question.
@@ -178,14 +175,17 @@ func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
 
 // action is a button of the chat: Accept, Revise (with its feedback), Auto, or an answer.
 func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	id, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
 	}
 	act, ok := formAction(r)
 	if !ok {
 		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "That button is not one plangate knows.")
+		return
+	}
+	if why := c.tooLong(act.Value); why != "" {
+		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
 		return
 	}
 	a := address(v.Name, id)
@@ -197,7 +197,7 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 		said += ": " + act.Value
 	}
 	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
-	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	if err := c.deliver(r.Context(), m); err != nil {
 		c.undelivered(r, a)
 		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
@@ -243,9 +243,9 @@ func (c *Channel) answer(w http.ResponseWriter, r *http.Request, back string, co
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
-// planFile downloads a plan version as markdown, rendered from the store, to any
-// signed-in user (the dashboard shows every pending plan to all of them).
-func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
+// planFile downloads a plan version as markdown, rendered from the store, to a user who
+// may see its session (sees); to anyone else it does not exist.
+func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, v viewer) {
 	id, ok := strings.CutSuffix(r.PathValue("file"), ".md")
 	if !ok {
 		http.NotFound(w, r)
@@ -255,12 +255,16 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, _ viewer) {
 	if !ok {
 		return
 	}
-	phase, chat := core.PhaseOff, ""
-	if s, err := c.d.Store.Session(r.Context(), p.SessionID); err == nil {
-		phase, chat = s.Phase, s.Address.Chat
+	s, ok := found(w, r, "plan's session", func(ctx context.Context) (core.Session, error) { return c.d.Store.Session(ctx, p.SessionID) })
+	if !ok {
+		return
+	}
+	if !c.sees(v.Name, s) {
+		http.NotFound(w, r)
+		return
 	}
 	name := core.PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, phase, chat, c.d.Reach)))
+	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, c.d.Reach)))
 }

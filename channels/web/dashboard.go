@@ -29,9 +29,10 @@ type dashboardView struct {
 	Decider                  bool
 }
 
-// dashboard lists every session on every channel that waits for a decision or an answer.
+// dashboard lists the sessions on every channel that wait for a decision or an answer and
+// that the user may see (sees): their own conversations and those they may decide on.
 func (c *Channel) dashboard(w http.ResponseWriter, r *http.Request, v viewer) {
-	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name, false),
+	view := dashboardView{User: v.Name, CSRF: v.CSRF, Filter: r.URL.Query().Get("channel"), Decider: c.decider(v.Name),
 		Refresh: int(c.refresh / time.Millisecond)}
 	// A background refresh leaves the note of the last decision for the page it reloads.
 	if ck, err := r.Cookie("plangate_note"); err == nil && r.Header.Get("X-Plangate-Refresh") == "" {
@@ -57,7 +58,7 @@ func (c *Channel) waiting(ctx context.Context, v viewer, filter string) ([]waiti
 	var chans []string
 	for _, s := range sessions {
 		waits := s.Phase == core.PhaseAwaitingApproval || s.Question != nil
-		if !waits {
+		if !waits || !c.sees(v.Name, s) {
 			continue
 		}
 		if !slices.Contains(chans, s.Address.Channel) {
@@ -120,7 +121,8 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 // they post to the dashboard.
 func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v viewer) cardView {
 	card := c.cardView(ctx, p, v.Name)
-	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.deciderAt(v.Name, false, s.Address)
+	card.CSRF = v.CSRF
+	card.Buttons = p.Status == core.PlanPending && s.ApprovalID == p.ApprovalID && c.mayDecide(v.Name, s, false)
 	card.Approval, card.Action, card.Session = p.ApprovalID, "/dashboard/actions", s.ID
 	return card
 }
@@ -131,21 +133,18 @@ func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v v
 // decided or superseded meanwhile) is answered here and not sent on.
 func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v viewer) {
 	back := "/dashboard"
-	if !c.decider(v.Name, false) {
-		http.Error(w, fmt.Sprintf("Only approvers can decide on plans here (web:%s is not one).", v.Name), http.StatusForbidden)
-		return
-	}
 	act, ok := formAction(r)
 	if !ok {
 		c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
 		return
 	}
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
-	if err != nil {
+	if err != nil || !c.sees(v.Name, s) {
+		// A session the user may not see is answered as one that does not exist.
 		c.answer(w, r, back, http.StatusNotFound, "There is no such session.")
 		return
 	}
-	if !c.deciderAt(v.Name, false, s.Address) {
+	if !c.mayDecide(v.Name, s, false) {
 		http.Error(w, fmt.Sprintf("Only approvers can decide on plans here (web:%s is not one).", v.Name), http.StatusForbidden)
 		return
 	}
@@ -201,6 +200,10 @@ func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) 
 	id := r.PathValue("id")
 	s, ok := found(w, r, "session", func(ctx context.Context) (core.Session, error) { return c.d.Store.Session(ctx, id) })
 	if !ok {
+		return
+	}
+	if !c.sees(v.Name, s) {
+		http.NotFound(w, r) // as if it did not exist: a user learns nothing of others' sessions
 		return
 	}
 	view := sessionView{User: v.Name, CSRF: v.CSRF, ID: s.ID, Channel: s.Address.Channel, Chat: s.Address.Chat, Phase: string(s.Phase)}

@@ -17,9 +17,8 @@ import (
 // to the engine as /plan edit. What the engine makes of it (a new version, or why not)
 // arrives in the conversation like any reply.
 func (c *Channel) editUpload(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	id, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
 	}
 	back := "/c/" + id
@@ -31,7 +30,7 @@ func (c *Channel) editUpload(w http.ResponseWriter, r *http.Request, v viewer) {
 	a := address(v.Name, id)
 	said := "Edited plan: " + f.Name
 	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
-	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
 	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: "/plan edit",
 		Direct: true, Attachments: []core.File{f}, Time: c.d.Now()}
 	if err := c.deliver(r.Context(), m); err != nil {

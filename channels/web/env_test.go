@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,7 @@ type client struct {
 	e    *env
 	http *http.Client
 	csrf string
+	user string // signed in as ("" = nobody)
 }
 
 func (e *env) client() *client {
@@ -142,8 +144,25 @@ func (e *env) signIn(user string) *client {
 	if m == nil {
 		e.t.Fatalf("no CSRF token on the dashboard of %s: %s", user, page)
 	}
-	c.csrf = m[1]
+	c.csrf, c.user = m[1], user
 	return c
+}
+
+// makeConversation records conversation id of user as New conversation does, with an id
+// the test chooses.
+func (e *env) makeConversation(user, id string) {
+	e.t.Helper()
+	ctx := context.Background()
+	ids, err := e.web.made(ctx, user)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if slices.Contains(ids, id) {
+		return
+	}
+	if err := e.st.SetChannelState(ctx, Name, user, conversationsKey, strings.Join(append(ids, id), " ")); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (c *client) postLogin(token string) *http.Response {
@@ -195,9 +214,10 @@ func body(res *http.Response) string {
 	return string(b)
 }
 
-// say posts a chat message in conversation conv.
+// say posts a chat message in conversation conv, made first if it is not yet.
 func (c *client) say(conv, text string) {
 	c.e.t.Helper()
+	c.e.makeConversation(c.user, conv)
 	if res := c.post("/c/"+conv+"/messages", url.Values{"text": {text}}); res.StatusCode != http.StatusNoContent {
 		c.e.t.Fatalf("sending %q: %d %s", text, res.StatusCode, body(res))
 	}

@@ -58,6 +58,7 @@ func TestMirrorShowsOtherReplicasReplies(t *testing.T) {
 		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
 	}()
 	alice := e.signIn("alice")
+	e.makeConversation("alice", "live")
 	res, r := alice.openStream(t, "live", e.web.eventID(0), "")
 	defer res.Body.Close()
 	log.waitPolls(t, 2)

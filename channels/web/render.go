@@ -130,7 +130,7 @@ type replyView struct {
 
 // renderReply renders a reply that is not about a plan (text, notice, nudge, question).
 func (c *Channel) renderReply(r core.Reply) template.HTML {
-	v := replyView{Body: renderMarkdown(r.Text), CSRF: c.csrf(r.To.Account), Action: "/c/" + r.To.Chat + "/actions"}
+	v := replyView{Body: renderMarkdown(r.Text), Action: "/c/" + r.To.Chat + "/actions"} // CSRF: see withCSRF
 	for _, b := range r.Buttons {
 		v.Buttons = append(v.Buttons, buttonView{Label: b.Label, Kind: string(b.Action.Kind), Approval: b.Action.ApprovalID, Value: b.Action.Value})
 	}
@@ -143,6 +143,18 @@ func (c *Channel) renderReply(r core.Reply) template.HTML {
 		return escapeText(r.Text)
 	}
 	return h
+}
+
+// The CSRF token belongs to one sign-in, and what the engine sends is rendered once for
+// every page of a conversation (the user may be signed in twice), so the forms of
+// replies and cards are rendered with an empty token. A page drawn for a sign-in gets its
+// token put in (withCSRF), and the page's script posts a form with the token of the page
+// it is on. Sanitized content cannot contain the attribute's quotes, only forms can.
+const blankCSRF = `name="csrf" value=""`
+
+// withCSRF puts the sign-in's CSRF token into the forms of h.
+func withCSRF(h template.HTML, token string) template.HTML {
+	return template.HTML(strings.ReplaceAll(string(h), blankCSRF, `name="csrf" value="`+token+`"`))
 }
 
 // itemView is what the "item" template needs.
@@ -218,7 +230,7 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
 		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
-		CSRF: c.csrf(viewer), EditedBy: p.EditedBy, Grants: core.PlanGrants(p.Body.Scope, c.d.Reach, nil)}
+		EditedBy: p.EditedBy, Grants: core.PlanGrants(p.Body.Scope, c.d.Reach, nil)} // CSRF: see withCSRF
 	if v.Status == "" {
 		v.Status = string(p.Status)
 	}
@@ -248,8 +260,7 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		if err == nil {
 			v.Approvals = c.progress(p, s.Address)
 		}
-		ownWeb := err == nil && s.Address.Channel == Name && s.Address.Account == viewer
-		if err == nil && s.ApprovalID == p.ApprovalID && c.deciderAt(viewer, ownWeb, s.Address) {
+		if err == nil && s.ApprovalID == p.ApprovalID && c.mayDecide(viewer, s, c.own(viewer, s.Address)) {
 			v.Buttons, v.Approval = true, p.ApprovalID
 			v.Action = "/c/" + s.Address.Chat + "/actions"
 			v.Edit = "/c/" + s.Address.Chat + "/edit"

@@ -61,6 +61,7 @@ func TestSSEResumeAfterDisconnect(t *testing.T) {
 		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
 	}()
 	alice := e.signIn("alice")
+	e.makeConversation("alice", "live")
 	a := address("alice", "live")
 	send := func(text string) {
 		if _, err := e.web.Send(ctx, core.Reply{To: a, Text: text}); err != nil {
@@ -102,6 +103,10 @@ func TestSSEResumeAfterDisconnect(t *testing.T) {
 
 	// Bob cannot listen to alice's conversation: his stream of the same id is his own.
 	bob := e.signIn("bob")
+	if code, _ := bob.status("/c/live/events"); code != http.StatusNotFound {
+		t.Fatalf("bob's stream of a conversation he never made: %d, want 404", code)
+	}
+	e.makeConversation("bob", "live")
 	bres, br := bob.openStream(t, "live", e.web.eventID(0), "")
 	defer bres.Body.Close()
 	if _, err := e.web.Send(ctx, core.Reply{To: address("bob", "live"), Text: "for bob"}); err != nil {

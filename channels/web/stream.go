@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +13,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// keepAlive is how often an idle stream sends a comment, so proxies keep it open.
+// keepAlive is how often an idle stream sends a comment, so proxies keep it open, and
+// checks that its sign-in still holds (not signed out, not expired).
 const keepAlive = 25 * time.Second
 
 // eventID is the SSE id of event seq in this process: "<epoch>-<seq>".
@@ -38,10 +40,13 @@ func (c *Channel) parseEventID(id string) (uint64, bool) {
 // cannot continue (an id of a previous process, or events that have been dropped) is
 // told to reload, which rebuilds the page from the store.
 func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
-	id := r.PathValue("id")
-	if !convID.MatchString(id) {
-		http.NotFound(w, r)
+	_, cv, ok := c.existing(w, r, v)
+	if !ok {
 		return
+	}
+	done, open := c.openStream(v.Name)
+	if open {
+		defer done()
 	}
 	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
@@ -54,9 +59,18 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if !open {
+		// A stream answered with an error status is only "reconnecting" to the page; this
+		// event says why, and the page's script stops reconnecting.
+		n := c.cfg.MaxStreams
+		why := fmt.Sprintf("%s has %d live %s open, the most one user may have (channels.web.max_streams). This page is not updated live: close a tab, then reload it.",
+			v.Name, n, plural(n, "page", "pages"))
+		_, _ = fmt.Fprintf(w, "event: limit\ndata: %s\n\n", payload(map[string]string{"text": why}))
+		_ = rc.Flush()
+		return
+	}
 	seq, ok := c.parseEventID(from)
-	cv := c.convo(r.Context(), address(v.Name, id))
-	tick := time.NewTicker(keepAlive)
+	tick := time.NewTicker(c.keepAlive)
 	defer tick.Stop()
 	for {
 		var evs []*event
@@ -81,6 +95,9 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 		select {
 		case <-changed:
 		case <-tick.C:
+			if !c.holds(r.Context(), v) {
+				return // signed out (maybe on another replica) or expired: the stream ends
+			}
 			_, _ = w.Write([]byte(": keep-alive\n\n"))
 		case <-r.Context().Done():
 			return

@@ -27,6 +27,7 @@ func TestConfig(t *testing.T) {
 		{"empty token", Config{Enabled: true, Users: map[string]string{"alice": ""}}, "channels.web.users.alice: the token is empty"},
 		{"short token", Config{Enabled: true, Users: map[string]string{"alice": "short"}}, "shorter than 16"},
 		{"bad name", Config{Enabled: true, Users: map[string]string{"Alice Smith": "a-token-of-16-chars"}}, "channels.web.users.Alice Smith: a user name"},
+		{"negative cap", Config{Enabled: true, Users: ok, MaxStreams: -1}, "channels.web.max_streams: must not be negative"},
 		{"shared token", Config{Enabled: true, Users: map[string]string{"alice": "a-token-of-16-chars", "bob": "a-token-of-16-chars"}}, "the same token as alice"},
 	}
 	for _, tc := range tests {
@@ -44,8 +45,8 @@ func TestConfig(t *testing.T) {
 	}
 	c := Config{Enabled: true, Users: ok}
 	c.Defaults()
-	if c.SessionTTL != DefaultSessionTTL {
-		t.Fatalf("default session_ttl %v", c.SessionTTL)
+	if c.SessionTTL != DefaultSessionTTL || c.MaxConversations != DefaultMaxConversations || c.MaxStreams != DefaultMaxStreams || c.MaxMessageBytes != DefaultMaxMessageBytes {
+		t.Fatalf("defaults: session_ttl %v, caps %d %d %d", c.SessionTTL, c.MaxConversations, c.MaxStreams, c.MaxMessageBytes)
 	}
 	d := c.Describe()
 	if !strings.Contains(d, "2 users (alice, bob)") || strings.Contains(d, "token-of") {
@@ -187,6 +188,7 @@ func TestNotRunning(t *testing.T) {
 	e := bareEnv(t)
 	e.web.startWait = 0
 	alice := e.signIn("alice")
+	e.makeConversation("alice", "down")
 	res := alice.post("/c/down/messages", url.Values{"text": {"hello?"}})
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("posting while the channel is not running: %d, want 503", res.StatusCode)

@@ -37,6 +37,15 @@ const Name = "web"
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
 const DefaultSessionTTL = 7 * 24 * time.Hour
 
+// The per-user caps when channels.web leaves them unset: conversations a user may have,
+// live pages (Server-Sent Event streams) a user may hold open on one replica, and the
+// size of one message (or button value) in bytes.
+const (
+	DefaultMaxConversations = 100
+	DefaultMaxStreams       = 10
+	DefaultMaxMessageBytes  = 32 << 10
+)
+
 // Config is the channels.web section of the configuration.
 type Config struct {
 	Enabled bool `yaml:"enabled"`
@@ -45,15 +54,38 @@ type Config struct {
 	Users map[string]string `yaml:"users"`
 	// SessionTTL is how long a sign-in lasts; 0 = DefaultSessionTTL.
 	SessionTTL time.Duration `yaml:"session_ttl"`
-	// Secure marks the session cookie Secure; set it when the server is reached over
-	// HTTPS (http.public_url starting with https://).
+	// Secure marks the cookies Secure; set it when the server is reached over HTTPS
+	// (an https Deps.PublicURL sets it too).
 	Secure bool `yaml:"secure_cookie"`
+	// MaxConversations caps the conversations of one user; 0 = DefaultMaxConversations.
+	MaxConversations int `yaml:"max_conversations"`
+	// MaxStreams caps the live pages one user holds open on one replica; 0 =
+	// DefaultMaxStreams.
+	MaxStreams int `yaml:"max_streams"`
+	// MaxMessageBytes caps one message or button value; 0 = DefaultMaxMessageBytes.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+}
+
+// Defaults is the section's configuration before the file is read: every default set.
+func Defaults() Config {
+	var c Config
+	c.Defaults()
+	return c
 }
 
 // Defaults fills in what the configuration left out.
 func (c *Config) Defaults() {
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.MaxConversations <= 0 {
+		c.MaxConversations = DefaultMaxConversations
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 }
 
@@ -91,6 +123,14 @@ func (c *Config) Validate() error {
 	if c.SessionTTL < 0 {
 		return errors.New("channels.web.session_ttl: must not be negative")
 	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"max_conversations", c.MaxConversations}, {"max_streams", c.MaxStreams}, {"max_message_bytes", c.MaxMessageBytes}} {
+		if n.v < 0 {
+			return fmt.Errorf("channels.web.%s: must not be negative (0 takes the default)", n.key)
+		}
+	}
 	return nil
 }
 
@@ -103,8 +143,11 @@ func (c *Config) Describe() string {
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server",
-		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl)
+	d := *c
+	d.Defaults()
+	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server; per user at most %d conversations, %d live pages, %d-byte messages",
+		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl,
+		d.MaxConversations, d.MaxStreams, d.MaxMessageBytes)
 }
 
 func (c *Config) userNames() []string {
@@ -143,6 +186,22 @@ type Deps struct {
 	// Reach is the engine's (core.Config.Reach): cards and downloaded plan files say a
 	// plan's grants with it.
 	Reach core.Reach
+	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
+	SignOuts SignOuts
+	// State keeps the conversations users made (conversations.go); nil takes Store,
+	// which must then be one.
+	State ConversationState
+	// PublicURL is http.public_url: when it is https, the cookies are Secure whatever
+	// secure_cookie says.
+	PublicURL string
+}
+
+// SignOuts is where sign-outs are kept, shared by every replica on the database and
+// kept across restarts; *store.Store satisfies it.
+type SignOuts interface {
+	SignOut(ctx context.Context, nonce string, until time.Time) error
+	SignedOut(ctx context.Context, nonce string) (bool, error)
+	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -157,15 +216,18 @@ type Channel struct {
 	// before the Hub has started the channel).
 	startWait time.Duration
 	refresh   time.Duration // how often an open dashboard refreshes its list
+	keepAlive time.Duration // how often an idle stream sends a comment (keepAlive)
 
 	mu      sync.Mutex
 	run     *running
 	runWait chan struct{} // closed and replaced when run changes
 	convos  map[string]*convo
 	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
-	revoked map[string]time.Time
 	queues  map[string]*serial
 	mirror  *mirror // nil without Deps.Sent
+
+	streams map[string]int // open live pages per user
+	making  sync.Mutex     // New conversation, one at a time
 
 	ids atomic.Uint64
 }
@@ -196,6 +258,23 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	if d.Store == nil {
 		return nil, errors.New("starting web: no store")
 	}
+	if d.SignOuts == nil {
+		so, ok := d.Store.(SignOuts)
+		if !ok {
+			return nil, errors.New("starting web: the store does not keep sign-outs")
+		}
+		d.SignOuts = so
+	}
+	if d.State == nil {
+		cs, ok := d.Store.(ConversationState)
+		if !ok {
+			return nil, errors.New("starting web: the store does not keep channel state")
+		}
+		d.State = cs
+	}
+	if u := strings.ToLower(d.PublicURL); strings.HasPrefix(u, "https://") {
+		cfg.Secure = true
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -217,8 +296,8 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
-		revoked: map[string]time.Time{}, queues: map[string]*serial{},
-		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second,
+		queues: map[string]*serial{}, streams: map[string]int{},
+		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second, keepAlive: keepAlive,
 	}
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
@@ -296,28 +375,35 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 	return nil
 }
 
-// decider reports whether the web user name may decide on plans in a session of channel
-// ch, as far as the page needs to know (the engine decides for real).
-func (c *Channel) decider(name string, ownWeb bool) bool {
+// decider reports whether web user name is an approver anywhere (a policy's list or
+// access.approvers), for the dashboard's note on why it shows no buttons; the sessions
+// themselves are checked with mayDecide.
+func (c *Channel) decider(name string) bool {
 	for _, p := range c.d.Policies {
 		if slices.Contains(p.Approvers, Name+":"+name) {
-			return true // an approver somewhere: the sessions say where
+			return true
 		}
 	}
-	return c.listed(c.d.Approvers, name, ownWeb)
+	return slices.Contains(c.d.Approvers, Name+":"+name)
 }
 
-// deciderAt reports whether name may decide in the session at a: the approvers of its
-// policy (access.policies), else access.approvers.
-func (c *Channel) deciderAt(name string, ownWeb bool, a core.Address) bool {
-	return c.listed(core.PolicyFor(c.d.Policies, a).ApproverList(c.d.Approvers), name, ownWeb)
+// mayDecide reports whether web user name may decide on plans in session s, by the
+// engine's own rule (core.MayDecide). direct is true for the user's own conversation on
+// its page, where a message of theirs is direct; the dashboard's decisions are not.
+func (c *Channel) mayDecide(name string, s core.Session, direct bool) bool {
+	m := core.Message{Address: s.Address, Sender: person(name, s.Address.Channel), Direct: direct}
+	return core.MayDecide(c.d.Policies, c.d.Approvers, s, m)
 }
 
-func (c *Channel) listed(approvers []string, name string, ownWeb bool) bool {
-	if len(approvers) == 0 {
-		return ownWeb // the owner of a direct conversation decides when no list is set
-	}
-	return slices.Contains(approvers, Name+":"+name)
+// sees reports whether web user name may see session s at all (its page, plan files and
+// dashboard row): it is their own conversation, or they may decide on it.
+func (c *Channel) sees(name string, s core.Session) bool {
+	return c.own(name, s.Address) || c.mayDecide(name, s, false)
+}
+
+// own reports whether a is a conversation of web user name.
+func (c *Channel) own(name string, a core.Address) bool {
+	return a.Channel == Name && a.Account == name
 }
 
 // person is the signed-in user as the sender of a message to a session of channel ch.

@@ -286,7 +286,7 @@ func defaultConfig() *Config {
 			Telegram: telegram.Defaults(),
 			Slack:    slack.Defaults(),
 			Discord:  discord.Defaults(),
-			Web:      web.Config{SessionTTL: web.DefaultSessionTTL},
+			Web:      web.Defaults(),
 			// An answer an hour late would surprise more than help.
 			OutboxMaxAge: time.Hour,
 		},

@@ -9,16 +9,17 @@ import (
 // TestWebConfig: channels.web reads its users from the environment (a map of name: token),
 // is checked by the web package's own Validate, and needs http.listen.
 func TestWebConfig(t *testing.T) {
-	body := "http: {listen: \"127.0.0.1:0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB_ALICE}\n      bob: bob-token-0123456789abc\n    session_ttl: 12h\n"
+	body := "http: {listen: \"127.0.0.1:0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB_ALICE}\n      bob: bob-token-0123456789abc\n    session_ttl: 12h\n    max_conversations: 20\n    max_streams: 4\n    max_message_bytes: 8192\n"
 	cfg, err := LoadConfig(writeConfig(t, body), env(map[string]string{"WEB_ALICE": "alice-token-0123456789"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := cfg.Channels.Web
-	if !w.Enabled || w.Users["alice"] != "alice-token-0123456789" || w.Users["bob"] != "bob-token-0123456789abc" || w.SessionTTL != 12*time.Hour {
+	if !w.Enabled || w.Users["alice"] != "alice-token-0123456789" || w.Users["bob"] != "bob-token-0123456789abc" || w.SessionTTL != 12*time.Hour ||
+		w.MaxConversations != 20 || w.MaxStreams != 4 || w.MaxMessageBytes != 8192 {
 		t.Errorf("web = %+v", w)
 	}
-	if got := cfg.Describe(); !strings.Contains(got, "web: 2 users (alice, bob)") || strings.Contains(got, "0123456789") {
+	if got := cfg.Describe(); !strings.Contains(got, "web: 2 users (alice, bob)") || !strings.Contains(got, "at most 20 conversations, 4 live pages, 8192-byte messages") || strings.Contains(got, "0123456789") {
 		t.Errorf("Describe:\n%s", got)
 	}
 

@@ -445,7 +445,8 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.L
 		chans = append(chans, dc)
 	}
 	if ch.Web.Enabled {
-		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log, Reach: cfg.Tools.reach()}
+		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log,
+			PublicURL: cfg.HTTP.PublicURL, Reach: cfg.Tools.reach()}
 		if cfg.Store.postgres() {
 			deps.Sent = st // other replicas' replies reach the pages open here
 		}

@@ -259,19 +259,16 @@ func openWebStream(t *testing.T, base, token string) <-chan error {
 	if err != nil {
 		t.Fatal(err)
 	}
+	page, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	if res.StatusCode != 200 || res.Request.URL.Path != "/" {
 		t.Fatalf("signing in: %d at %s", res.StatusCode, res.Request.URL)
 	}
-	// The page names its stream, with the last event it shows (?after=), as the browser's
-	// script uses it; without that the stream would only tell the page to reload.
-	res, err = client.Get(base + "/c/abc123")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ = io.ReadAll(res.Body)
-	res.Body.Close()
-	stream := regexp.MustCompile(`/c/abc123/events\?after=[A-Za-z0-9-]+`).Find(page)
+	// The new conversation's page names its stream, with the last event it shows
+	// (?after=), as the browser's script uses it; without that the stream would only tell
+	// the page to reload.
+	_, page = newWebConversation(t, client, base, page)
+	stream := regexp.MustCompile(`/c/[a-z0-9]+/events\?after=[A-Za-z0-9-]+`).Find(page)
 	if stream == nil {
 		t.Fatalf("the conversation page names no event stream:\n%s", page)
 	}
@@ -297,8 +294,28 @@ func openWebStream(t *testing.T, base, token string) <-chan error {
 	return ended
 }
 
-// postWebMessage signs in to the web channel and sends text in conversation abc123, as the
-// page's form does.
+// newWebConversation clicks New conversation on page (one with the form) and returns the
+// new conversation's path and page.
+func newWebConversation(t *testing.T, client *http.Client, base string, page []byte) (string, []byte) {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF field on the chat page:\n%s", page)
+	}
+	res, err := client.PostForm(base+"/conversations", url.Values{"csrf": {string(m[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Request.URL.Path, "/c/") {
+		t.Fatalf("New conversation: %d at %s", res.StatusCode, res.Request.URL)
+	}
+	return res.Request.URL.Path, page
+}
+
+// postWebMessage signs in to the web channel and sends text in a new conversation, as
+// the page's form does.
 func postWebMessage(t *testing.T, base, token, text string) {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
@@ -323,8 +340,10 @@ func postWebMessage(t *testing.T, base, token, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	home, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	res, err = client.PostForm(base+"/c/abc123/messages", url.Values{"csrf": {csrf("/c/abc123")}, "text": {text}})
+	conv, _ := newWebConversation(t, client, base, home)
+	res, err = client.PostForm(base+conv+"/messages", url.Values{"csrf": {csrf(conv)}, "text": {text}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,3 +280,39 @@ func testPruning(t *testing.T, open func() Store) {
 	}
 	commit(t, s, core.Change{SessionID: "s1", Inbound: &old}) // forgotten, so accepted again
 }
+
+// testSignOuts: a sign-out recorded by one instance is seen by another (a replica, or the
+// process after a restart), and pruning forgets only those whose cookie has expired.
+func testSignOuts(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	a, b := open(), open()
+	if out, err := b.SignedOut(ctx, "n1"); err != nil || out {
+		t.Fatalf("before any sign-out: %v, %v", out, err)
+	}
+	if err := a.SignOut(ctx, "n1", at(10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SignOut(ctx, "n2", at(60)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SignOut(ctx, "n1", at(10)); err != nil {
+		t.Fatalf("signing out twice: %v", err)
+	}
+	if err := a.SignOut(ctx, "", at(10)); err == nil {
+		t.Fatal("an empty nonce was accepted")
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if out, err := b.SignedOut(ctx, n); err != nil || !out {
+			t.Fatalf("%s on the other instance: %v, %v; want signed out", n, out, err)
+		}
+	}
+	if n, err := b.PruneSignOuts(ctx, at(30)); err != nil || n != 1 {
+		t.Fatalf("pruning at 30 min = %d, %v; want n1 only", n, err)
+	}
+	if out, _ := a.SignedOut(ctx, "n1"); out {
+		t.Fatal("n1 survived pruning")
+	}
+	if out, _ := a.SignedOut(ctx, "n2"); !out {
+		t.Fatal("pruning removed n2, whose cookie has not expired")
+	}
+}

@@ -39,6 +39,10 @@ type Store interface {
 	Lease(ctx context.Context, name string) (core.Lease, error)
 	ExpiredLeases(ctx context.Context, prefix string, now time.Time) ([]core.Lease, error)
 
+	SignOut(ctx context.Context, nonce string, until time.Time) error
+	SignedOut(ctx context.Context, nonce string) (bool, error)
+	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
+
 	StartToolRun(ctx context.Context, r core.ToolRun) error
 	FinishToolRun(ctx context.Context, r core.ToolRun) error
 	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]core.ToolRun, error)
@@ -85,6 +89,7 @@ func Run(t *testing.T, f Factory) {
 		{"ChannelState", testChannelState},
 		{"ChannelStateWith", testChannelStateWith},
 		{"Leases", testLeases},
+		{"SignOuts", testSignOuts},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
 		{"SentSoon", testSentSoon},

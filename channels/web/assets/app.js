@@ -28,6 +28,7 @@
       });
     });
     es.addEventListener("reload", function () { es.close(); window.location.reload(); });
+    es.addEventListener("limit", function (e) { es.close(); document.body.dataset.live = "off"; status(data(e).text); });
     es.onopen = function () { document.body.dataset.live = "on"; };
     es.onerror = function () { document.body.dataset.live = "reconnecting"; };
   }
@@ -36,6 +37,9 @@
     var form = ev.target;
     if (!form.hasAttribute("data-fetch")) { return; }
     ev.preventDefault();
+    // Forms that arrived live carry no CSRF token (it is the sign-in's): use the page's.
+    var own = document.querySelector("header input[name=csrf]");
+    if (form.elements.csrf && !form.elements.csrf.value && own) { form.elements.csrf.value = own.value; }
     posting++;
     // A file upload (the card's Edit) goes as multipart; everything else as a plain form.
     var body = form.enctype === "multipart/form-data" ? new FormData(form) : new URLSearchParams(new FormData(form));
