@@ -1,4 +1,4 @@
-// Package adminapi is plangate's admin API (DESIGN.md section 10): sessions, their audit
+// Package adminapi is plangate's admin API (docs/design.md §10): sessions, their audit
 // events and plans as JSON, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
 // engine, exactly as a person's command or button click, signed "admin:<name>" (the name

@@ -8,7 +8,7 @@ import (
 )
 
 // The JSON views of sessions, plans and audit rows. They are the documented shapes of
-// `plangate sessions show --json` and `plangate plans show --json` (DESIGN.md section 9);
+// `plangate sessions show --json` and `plangate plans show --json` (docs/design.md §9);
 // the CLI uses these same types, so the admin API and the CLI cannot drift apart.
 
 // timeFormat is how every time is written: UTC, RFC 3339 without fractions.
@@ -25,7 +25,7 @@ type SessionJSON struct {
 	PendingQuestion *core.Question `json:"pending_question"`
 	// ApprovalID is the id a decision on the pending plan version carries; "" when none waits.
 	ApprovalID string `json:"approval_id"`
-	// Approvals are the acceptances the current plan version has collected (DESIGN.md 12);
+	// Approvals are the acceptances the current plan version has collected (docs/design.md §12);
 	// never null.
 	Approvals []ApprovalJSON `json:"approvals"`
 	// Requesters are the people the current plan version answers (who may not accept it

@@ -9,7 +9,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Edited plan files (DESIGN.md 13): every adapter downloads a file a person sends back for
+// Edited plan files (docs/design.md §13): every adapter downloads a file a person sends back for
 // /plan edit the same way, so the limits hold alike on every platform.
 
 // FetchPlanFile downloads an inbound file for /plan edit within core.MaxPlanFileBytes.

@@ -6,7 +6,7 @@ import (
 	"github.com/plangate/plangate/commands"
 )
 
-// mayDecide applies the access rules of DESIGN.md section 4.
+// mayDecide applies the access rules of docs/design.md §4.
 func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
 	switch who {
 	case commands.Anyone:

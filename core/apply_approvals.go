@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Approvals under a session's policy (DESIGN.md 12): every acceptance is recorded on the
+// Approvals under a session's policy (docs/design.md §12): every acceptance is recorded on the
 // version; the version is accepted only with the N-th distinct approver, and the person
 // who asked for it (or wrote it by editing the file) may be refused.
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// A plan people can edit (DESIGN.md 13): an approver answers the pending version with an
+// A plan people can edit (docs/design.md §13): an approver answers the pending version with an
 // edited copy of its file, and it becomes the next version, "edited by" them, which still
 // needs a decision. Who may edit is checked before Apply, as for any decision (the
 // command's row says approvers); Apply checks that a version is pending (GuardPhase) and

@@ -12,7 +12,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// want is one row of DESIGN.md section 3 as Apply answers it.
+// want is one row of docs/design.md §3 as Apply answers it.
 type want struct {
 	refused bool
 	benign  bool // a refused agent call that is no error for the model
@@ -41,7 +41,7 @@ func fx(ks ...core.EffectKind) []core.EffectKind { return ks }
 
 var refused = want{refused: true}
 
-// table is DESIGN.md section 3: every (phase, trigger) pair. Refused person commands
+// table is docs/design.md §3: every (phase, trigger) pair. Refused person commands
 // answer with a notice; refused agent calls are tool errors and say nothing in the chat.
 var table = map[core.Phase]map[core.Trigger]want{
 	core.PhaseOff: {
@@ -204,7 +204,7 @@ func kinds(evs []core.Event) []core.EventKind {
 	return out
 }
 
-// TestApplyTable is DESIGN.md section 3 as a table over Apply alone: for every phase and
+// TestApplyTable is docs/design.md §3 as a table over Apply alone: for every phase and
 // trigger, the next phase, the plan statuses, the audit rows and the effects, or a refusal
 // that changes nothing.
 func TestApplyTable(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Rule-based auto-approve (DESIGN.md 12): a proposal is accepted without a person only
+// Rule-based auto-approve (docs/design.md §12): a proposal is accepted without a person only
 // when a configured rule covers everything it may do.
 
 // ApproveRule is one plan_mode.auto_approve_rules entry.

@@ -31,7 +31,7 @@ type Config struct {
 	AutoApprove     bool     // default for new sessions
 	Approvers       []string // "channel:user id"
 	// Policies are access.policies; where one matches a session, its approvers replace
-	// Approvers there (DESIGN.md 12).
+	// Approvers there (docs/design.md §12).
 	Policies []Policy
 	// AutoApproveRules are plan_mode.auto_approve_rules.
 	AutoApproveRules []ApproveRule

@@ -16,7 +16,7 @@ const (
 	TrigPropose     Trigger = "propose"      // agent exit_plan_mode with a valid plan
 	TrigAutoPropose Trigger = "auto_propose" // the same while auto-approve is on
 	TrigAccept      Trigger = "accept"       // /plan accept or the Accept button
-	TrigApprove     Trigger = "approve"      // an acceptance counted toward a policy that needs more (DESIGN.md 12)
+	TrigApprove     Trigger = "approve"      // an acceptance counted toward a policy that needs more (docs/design.md §12)
 	TrigRevise      Trigger = "revise"       // /plan revise or the Revise button
 	TrigAsk         Trigger = "ask"          // agent ask_user_question
 	TrigAnswer      Trigger = "answer"       // /plan answer, an option button, or plain text
@@ -45,7 +45,7 @@ type transitionKey struct {
 	trig Trigger
 }
 
-// transitions is the approval state machine of DESIGN.md section 3. A pair that is not
+// transitions is the approval state machine of docs/design.md §3. A pair that is not
 // listed is refused, and nothing changes. It is built fresh by a function, so there is no
 // package-level mutable state.
 func transitions() map[transitionKey]Phase {

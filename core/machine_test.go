@@ -7,7 +7,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// TestMachineTable pins the transition table of DESIGN.md section 3.
+// TestMachineTable pins the transition table of docs/design.md §3.
 func TestMachineTable(t *testing.T) {
 	m := core.NewMachine()
 	allowed := map[core.Phase]map[core.Trigger]core.Phase{

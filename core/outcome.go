@@ -18,7 +18,7 @@ type Rules struct {
 	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
 	// makes recurring reminders unavailable.
 	Specs NudgeSpecs
-	// Policies are access.policies (DESIGN.md 12): the first that matches the session
+	// Policies are access.policies (docs/design.md §12): the first that matches the session
 	// says how many distinct approvers a version needs and whether its requester may be one.
 	Policies []Policy
 	// Approvers is access.approvers, the list where no policy has its own: it tells

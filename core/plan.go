@@ -59,7 +59,7 @@ type Scope struct {
 	AllowedPaths   []string `json:"allowed_paths,omitempty"`
 	ForbiddenPaths []string `json:"forbidden_paths,omitempty"`
 	// AllowedTools names the mutating MCP tools ("<server>__<tool>") the plan may call
-	// (DESIGN.md 15); read-only tools need no entry.
+	// (docs/design.md §15); read-only tools need no entry.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 }
 
@@ -88,7 +88,7 @@ type PlanBody struct {
 	Spec *ProductSpec `json:"spec,omitempty"`
 }
 
-// ProductSpec describes the product a plan builds, before its steps (DESIGN.md 13).
+// ProductSpec describes the product a plan builds, before its steps (docs/design.md §13).
 type ProductSpec struct {
 	Overview        string    `json:"overview,omitempty"`
 	Features        []Feature `json:"features,omitempty"`
@@ -106,7 +106,7 @@ type Feature struct {
 }
 
 // Approval is one person's acceptance of a plan version; a policy may need several
-// (DESIGN.md 12). They are kept on the plan, outside the hashed body.
+// (docs/design.md §12). They are kept on the plan, outside the hashed body.
 type Approval struct {
 	By      string    `json:"by"`
 	ByName  string    `json:"by_name,omitempty"`

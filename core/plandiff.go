@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// What changed between two plan versions (DESIGN.md 13), for the new version's file and
+// What changed between two plan versions (docs/design.md §13), for the new version's file and
 // its chat message.
 
 // rewordThreshold is the word similarity (0..1) above which a changed step counts as the

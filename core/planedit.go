@@ -6,7 +6,7 @@ import (
 )
 
 // ReadEditedPlan turns a plan file a person edited and sent back into the body of the
-// next version (DESIGN.md 13). It returns the body and what changed from prev, or a
+// next version (docs/design.md §13). It returns the body and what changed from prev, or a
 // refusal worded for the person, with nothing to change: the file does not parse (the
 // line is named), the judge refuses the plan, or it changes nothing. Step progress in the
 // file is dropped: every step of the new version is pending.

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Reading a plan file back (DESIGN.md 13): a person edits the markdown plangate wrote and
+// Reading a plan file back (docs/design.md §13): a person edits the markdown plangate wrote and
 // sends it back; ParsePlanMarkdown turns it into a plan body for the judge.
 
 // MaxPlanFileBytes bounds an edited plan file.

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// The product spec of a plan (DESIGN.md 13): how it is written into the plan file, read
+// The product spec of a plan (docs/design.md §13): how it is written into the plan file, read
 // back, and checked.
 
 // Feature priorities and complexities.

@@ -18,7 +18,7 @@ const (
 	ToolPlanStatus      = "plan_status"
 )
 
-// planToolSpecs are the plan tools as the model sees them (DESIGN.md section 6), built
+// planToolSpecs are the plan tools as the model sees them (docs/design.md §6), built
 // once and shared by every model call (nothing writes them; the model's encoder keeps
 // copies of what it encoded).
 var planToolSpecs = sync.OnceValue(func() []ToolSpec {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Approval policies (DESIGN.md 12): who may accept a plan in a session, how many distinct
+// Approval policies (docs/design.md §12): who may accept a plan in a session, how many distinct
 // people must, and whether the person who asked for the work may be one of them. These
 // are pure decisions; the engine records the approvals on the plan and audits them.
 

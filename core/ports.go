@@ -37,7 +37,7 @@ const (
 	EventNudged       EventKind = "nudged"
 	EventRefused      EventKind = "refused" // an unauthorized or stale decision
 	// EventApprovalRecorded is one acceptance counted under a policy that needs more
-	// (DESIGN.md 12); the detail is the progress, "1 of 2 approvals (alice)".
+	// (docs/design.md §12); the detail is the progress, "1 of 2 approvals (alice)".
 	EventApprovalRecorded EventKind = "approval_recorded"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The executor's copy of the plan (DESIGN.md 13): once a version is accepted it is written
+// The executor's copy of the plan (docs/design.md §13): once a version is accepted it is written
 // into the session's workspace as PLAN.md (the plan file's markdown, without its "Changes
 // from vN" section: the executor needs the contract, not its history) and PLAN.json (the
 // shape below), and rewritten whenever that version changes (step progress, completion,

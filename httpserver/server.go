@@ -1,4 +1,4 @@
-// Package httpserver is plangate's one net/http server (DESIGN.md section 10): webhooks
+// Package httpserver is plangate's one net/http server (docs/design.md §10): webhooks
 // of the channels, /healthz, /readyz, /metrics and the admin API are routes on it. It
 // owns what every route shares — body limits, timeouts, per-route metrics, panic
 // recovery, constant-time bearer tokens, a clean stop — so a route handler only handles.

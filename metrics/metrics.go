@@ -1,5 +1,5 @@
 // Package metrics counts what plangate really does, on a Prometheus registry of its own
-// (github.com/prometheus/client_golang), with the metric names of DESIGN.md section 10.
+// (github.com/prometheus/client_golang), with the metric names of docs/design.md §10.
 // Parts of plangate record through small interfaces they define (core's Observer, the
 // HTTP server's); this package satisfies them, and cmd/plangate wires it. A nil *Metrics
 // records nothing, so tests and the terminal need no registry.

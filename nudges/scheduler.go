@@ -1,5 +1,5 @@
 // Package nudges fires the nudge schedules that the engine keeps in the store: reminders
-// while a plan or a question waits, and the approval timeout (DESIGN.md section 7).
+// while a plan or a question waits, and the approval timeout (docs/design.md §7).
 //
 // The store is the authority. Each schedule is a row with its next fire time, and every
 // occurrence is claimed in the store's firing ledger (Store.FireNudge) before it is handed

@@ -14,7 +14,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// An edited plan file (DESIGN.md 13) arrives as an attachment on a reply to the bot's plan
+// An edited plan file (docs/design.md §13) arrives as an attachment on a reply to the bot's plan
 // message, or on a /plan edit message. The gateway goroutine only decides; the download
 // (within the size limit) runs beside it, and messages that arrive meanwhile wait for it,
 // so the engine still gets them in gateway order.

@@ -11,7 +11,7 @@ import (
 
 const carol = "U0CAROL"
 
-// Two of three approvers in a Slack channel, the requester refused (DESIGN.md 12): the
+// Two of three approvers in a Slack channel, the requester refused (docs/design.md §12): the
 // plan message keeps its buttons and shows the count until the second approval.
 func TestTwoOfThreeApprovalsInAChannel(t *testing.T) {
 	e := newEnv(t, func(e *env) {

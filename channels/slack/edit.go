@@ -11,7 +11,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// An edited plan file (DESIGN.md 13) arrives as a file shared in the plan's thread (or with
+// An edited plan file (docs/design.md §13) arrives as a file shared in the plan's thread (or with
 // a /plan edit message anywhere the bot hears it). It is downloaded from its url_private
 // with the bot token (the client sends it only to Slack's own hosts, or the configured API
 // host), within the size limit, and handed to the engine as /plan edit with the file.

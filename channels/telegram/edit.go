@@ -13,7 +13,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// An edited plan file (DESIGN.md 13) arrives as a document: sent as a reply to the plan's
+// An edited plan file (docs/design.md §13) arrives as a document: sent as a reply to the plan's
 // message (a document of the bot's), or with a /plan edit caption. It is fetched with
 // getFile and a download from the Bot API's file URL, within the size limit, and handed
 // to the engine as /plan edit with the file attached.

@@ -105,7 +105,7 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 }
 
-// Several replicas on one database (DESIGN.md section 14): a page's stream is served by
+// Several replicas on one database (docs/design.md §14): a page's stream is served by
 // the replica the browser is connected to, but the reply it waits for may be sent by
 // another one — the replica that holds the session's lease runs its turn, and an admin
 // API decision is answered by the replica it reached. Every reply a commit produces is an

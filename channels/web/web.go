@@ -1,4 +1,4 @@
-// Package web is the browser channel of DESIGN.md section 11: a chat page where a person
+// Package web is the browser channel of docs/design.md §11: a chat page where a person
 // signed in with a token talks to the agent and decides on plans, and a dashboard of every
 // session on every channel that waits for a decision or an answer. It is a channel like
 // the others — it implements channels.Channel, so the engine neither knows nor cares that

@@ -29,7 +29,7 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// Config is plangate's whole configuration (DESIGN.md section 9). LoadConfig fills it from
+// Config is plangate's whole configuration (docs/design.md §9). LoadConfig fills it from
 // defaults, then the file, then ${VAR} references; paths in it are absolute. Fields marked
 // "secret" are credentials: never log or print them.
 type Config struct {
@@ -50,7 +50,7 @@ type Config struct {
 }
 
 // StoreConfig selects the database: a SQLite file (the default) or a PostgreSQL database
-// that several replicas may share (DESIGN.md section 14).
+// that several replicas may share (docs/design.md §14).
 type StoreConfig struct {
 	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
 	Path   string `yaml:"path" config:"path"` // the SQLite file
@@ -118,11 +118,11 @@ type PlanModeConfig struct {
 	ApprovalTimeout time.Duration   `yaml:"approval_timeout"` // 0 = never expires
 	Nudges          []time.Duration `yaml:"nudges"`           // one-shot, after the plan is posted
 	NudgeGrace      time.Duration   `yaml:"nudge_grace"`
-	// AutoApproveRules accept a proposal without a person when one fits (DESIGN.md 12).
+	// AutoApproveRules accept a proposal without a person when one fits (docs/design.md §12).
 	AutoApproveRules []AutoApproveRuleConfig `yaml:"auto_approve_rules"`
 	Planner          PlannerConfig           `yaml:"planner"`
 	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json,
-	// which the agent may read and not change (DESIGN.md 13).
+	// which the agent may read and not change (docs/design.md §13).
 	WorkspaceCopy bool `yaml:"workspace_copy"`
 }
 
@@ -179,7 +179,7 @@ type AccessConfig struct {
 	// owner and anyone in a direct message may decide.
 	Approvers []string `yaml:"approvers"`
 	// Policies: the first whose match fits a session sets its approvers and how many must
-	// accept (DESIGN.md 12).
+	// accept (docs/design.md §12).
 	Policies []ApprovalPolicyConfig `yaml:"policies"`
 }
 
@@ -257,7 +257,7 @@ type LogConfig struct {
 	Format LogFormat `yaml:"format"`
 }
 
-// defaultConfig returns the defaults of DESIGN.md section 9, before ${VAR} expansion and
+// defaultConfig returns the defaults of docs/design.md §9, before ${VAR} expansion and
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{

@@ -14,7 +14,7 @@ import (
 	"github.com/plangate/plangate/httpserver"
 )
 
-// HTTPConfig is the http section (DESIGN.md section 10): one server for the webhooks,
+// HTTPConfig is the http section (docs/design.md §10): one server for the webhooks,
 // /healthz, /readyz, /metrics and the admin API, off unless Listen is set.
 type HTTPConfig struct {
 	Listen     string `yaml:"listen"`      // host:port; "" = no HTTP server; port 0 = any free port

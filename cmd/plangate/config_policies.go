@@ -9,7 +9,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// The approval policies, auto-approve rules and planner style of DESIGN.md 12 and 13:
+// The approval policies, auto-approve rules and planner style of docs/design.md §12 and §13:
 // their config types, checks and the core values they become.
 
 // ApprovalPolicyConfig is one access.policies entry.

@@ -60,7 +60,7 @@ func exported(c *Config) Config {
 	return out
 }
 
-// wantDefaults is DESIGN.md section 9 written out by hand, with paths resolved against dir.
+// wantDefaults is docs/design.md §9 written out by hand, with paths resolved against dir.
 func wantDefaults(dir string) Config {
 	return Config{
 		Store:     StoreConfig{Driver: "sqlite", Path: filepath.Join(dir, "plangate.db"), LeaseLinger: time.Second},

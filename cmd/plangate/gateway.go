@@ -140,7 +140,7 @@ func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, max
 	}
 }
 
-// inboundKept is how long platform event ids are kept for de-duplication (DESIGN.md
+// inboundKept is how long platform event ids are kept for de-duplication (docs/design.md
 // section 8: 48h); platforms redeliver within minutes.
 const inboundKept = 48 * time.Hour
 

@@ -15,7 +15,7 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// The documented JSON views (DESIGN.md section 9) are shared with the admin API.
+// The documented JSON views (docs/design.md §9) are shared with the admin API.
 type (
 	sessionJSON = adminapi.SessionJSON
 	planJSON    = adminapi.PlanJSON

@@ -14,7 +14,7 @@ import (
 // watchMCP shows the MCP servers to an operator: a readiness check per server
 // ("mcp:<name>", listed only while the server is not up) and their series on /metrics.
 // A server that is down never makes the replica unready: the bot still answers and its
-// other tools work (DESIGN.md section 15 withdraws the server's tools, nothing more).
+// other tools work (docs/design.md §15 withdraws the server's tools, nothing more).
 func (w *webServer) watchMCP(mgr *mcp.Manager) {
 	if w == nil || mgr == nil {
 		return

@@ -10,7 +10,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// nudgeJSON is one schedule in `nudges list --json` (DESIGN.md section 9).
+// nudgeJSON is one schedule in `nudges list --json` (docs/design.md §9).
 type nudgeJSON struct {
 	ID         int64            `json:"id"`
 	SessionID  string           `json:"session_id"`

@@ -22,7 +22,7 @@ import (
 // httpGrace is how long requests in flight at a stop may take to finish.
 const httpGrace = 10 * time.Second
 
-// webServer is the HTTP server of `plangate serve` (DESIGN.md section 10). A nil
+// webServer is the HTTP server of `plangate serve` (docs/design.md §10). A nil
 // *webServer is the server switched off (http.listen empty): every method does nothing.
 type webServer struct {
 	srv     *httpserver.Server

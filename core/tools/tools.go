@@ -1,5 +1,5 @@
 // Package tools is plangate's workspace toolbox: the read_file, list_files, search_files,
-// write_file, edit_file and run_command tools of DESIGN.md section 6, confined to one
+// write_file, edit_file and run_command tools of docs/design.md §6, confined to one
 // workspace directory per call with os.Root.
 //
 // The toolbox does not decide when a tool may run; the engine's gate does (read-only tools
@@ -352,7 +352,7 @@ func argError(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// argShape is the argument shape of DESIGN.md section 6, quoted in argument errors.
+// argShape is the argument shape of docs/design.md §6, quoted in argument errors.
 func argShape(tool string) string {
 	switch tool {
 	case ToolReadFile:
