@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/conf"
 )
 
 // libError is a library's typed answer, for checking that scrubbing keeps errors.As.
@@ -50,7 +52,7 @@ func testPolicy(logs *strings.Builder) Policy {
 			}
 			return ErrPermanent
 		},
-		Scrub: Secrets("SECRET").Error,
+		Scrub: conf.Secrets("SECRET").Error,
 		Log:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }
@@ -143,7 +145,7 @@ func TestPolicyAttemptTime(t *testing.T) {
 
 func TestScrubberError(t *testing.T) {
 	raw := fmt.Errorf("posting: %w", &libError{429})
-	err := Secrets("SECRET", "a b").Error(raw)
+	err := conf.Secrets("SECRET", "a b").Error(raw)
 	if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "<token>") {
 		t.Errorf("scrubbed to %q", err)
 	}
@@ -154,10 +156,10 @@ func TestScrubberError(t *testing.T) {
 	if errors.Unwrap(err) != nil {
 		t.Error("a scrubbed error hands out the original through Unwrap")
 	}
-	if again := Secrets("other").Error(err); again != err {
+	if again := conf.Secrets("other").Error(err); again != err {
 		t.Error("scrubbing twice wrapped again")
 	}
-	if got := Secrets("a b")("x a+b a%20b a b"); got != "x <token> <token> <token>" {
+	if got := conf.Secrets("a b")("x a+b a%20b a b"); got != "x <token> <token> <token>" {
 		t.Errorf("escaped forms scrubbed to %q", got)
 	}
 }

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Problems renders what an adapter's Config.Validate returns, one "key message" line per
 // problem in order, and fails the test if any problem does not name its key.
 func Problems(t testing.TB, err error) []string {
 	t.Helper()
-	keys, rest := channels.KeyErrors(err)
+	keys, rest := conf.KeyErrors(err)
 	if len(rest) > 0 {
 		t.Fatalf("Validate returned errors that name no key: %v", rest)
 	}
@@ -31,7 +31,7 @@ type ValidateCase[C any] struct {
 }
 
 // RunValidate runs each case against a fresh copy of defaults().
-func RunValidate[C channels.Validator](t *testing.T, defaults func() C, cases []ValidateCase[C]) {
+func RunValidate[C conf.Validator](t *testing.T, defaults func() C, cases []ValidateCase[C]) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Config configures the Discord channel. It is also the channels.discord section of the
@@ -55,7 +56,7 @@ func Defaults() Config {
 	return Config{Token: "${DISCORD_BOT_TOKEN}", LongReplyAsFile: 6000}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *conf.KeyError
 // naming its key. The token is required only when the channel is enabled.
 func (c Config) Validate() error {
 	errs := channels.CheckPlatform(c.Enabled, "token", c.Token, c.APIURL, c.LongReplyAsFile)
@@ -63,15 +64,15 @@ func (c Config) Validate() error {
 	case "", InteractionsGateway:
 		if c.PublicKey != "" {
 			if _, err := parsePublicKey(c.PublicKey); err != nil {
-				errs = append(errs, channels.Invalid("public_key", "%v", err))
+				errs = append(errs, conf.Invalid("public_key", "%v", err))
 			}
 		}
 	case InteractionsHTTP:
 		if _, err := parsePublicKey(c.PublicKey); err != nil {
-			errs = append(errs, channels.Invalid("public_key", "%v (interactions http needs the application's public key)", err))
+			errs = append(errs, conf.Invalid("public_key", "%v (interactions http needs the application's public key)", err))
 		}
 	default:
-		errs = append(errs, channels.Invalid("interactions", "is %q: it must be gateway or http", c.Interactions))
+		errs = append(errs, conf.Invalid("interactions", "is %q: it must be gateway or http", c.Interactions))
 	}
 	return errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // rewritingClient returns the HTTP client of the session: base's timeout (30s if none) and
@@ -93,11 +94,11 @@ func (c *Channel) scrub(err error) error {
 		}
 		err = ae
 	}
-	return channels.Scrubber(c.scrubText).Error(err)
+	return conf.Scrubber(c.scrubText).Error(err)
 }
 
 func (c *Channel) scrubText(s string) string {
-	return interactionTokens.ReplaceAllString(channels.Secrets(c.token)(s), "${1}[token]")
+	return interactionTokens.ReplaceAllString(conf.Secrets(c.token)(s), "${1}[token]")
 }
 
 // classify is Discord's answer to channels.Policy: a network failure or a server error is

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Config configures the Slack channel (Socket Mode needs both tokens). It is also the
@@ -45,19 +46,19 @@ func Defaults() Config {
 	}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *conf.KeyError
 // naming its key. Both tokens are required only when the channel is enabled.
 func (c Config) Validate() error {
 	errs := channels.CheckPlatform(c.Enabled, "bot_token", c.BotToken, c.APIURL, c.LongReplyAsFile)
 	switch c.Mode {
 	case "", ModeSocket:
 		if c.Enabled && c.AppToken == "" {
-			errs = append(errs, channels.Unset("app_token"))
+			errs = append(errs, conf.Unset("app_token"))
 		}
 	case ModeHTTP:
 		errs = append(errs, channels.ModeSecret(c.Enabled, "signing_secret", c.SigningSecret, ModeHTTP, "SLACK_SIGNING_SECRET"))
 	default:
-		errs = append(errs, channels.Invalid("mode", "is %q: it must be socket or http", c.Mode))
+		errs = append(errs, conf.Invalid("mode", "is %q: it must be socket or http", c.Mode))
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // scrub returns err with both tokens removed; errors.Is and errors.As still reach the
@@ -19,8 +20,8 @@ func (c *Channel) scrub(err error) error { return c.scrubber().Error(err) }
 
 func (c *Channel) scrubText(s string) string { return c.scrubber()(s) }
 
-func (c *Channel) scrubber() channels.Scrubber {
-	return channels.Secrets(c.cfg.BotToken, c.cfg.AppToken)
+func (c *Channel) scrubber() conf.Scrubber {
+	return conf.Secrets(c.cfg.BotToken, c.cfg.AppToken)
 }
 
 // do runs one Web API request with Slack's rules (channels.Policy): paced per channel when

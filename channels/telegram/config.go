@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Config configures the Telegram channel. It is also the channels.telegram section of the
@@ -51,12 +52,12 @@ func Defaults() Config {
 	}
 }
 
-// Validate checks the values the YAML types cannot; every problem is a *channels.KeyError
+// Validate checks the values the YAML types cannot; every problem is a *conf.KeyError
 // naming its key. The token is required only when the channel is enabled.
 func (c Config) Validate() error {
 	var errs []error
 	if c.PollTimeout < time.Second || c.PollTimeout > 5*time.Minute {
-		errs = append(errs, channels.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
+		errs = append(errs, conf.Invalid("poll_timeout", "is %s: it must be between 1s and 5m", c.PollTimeout))
 	}
 	errs = append(errs, channels.CheckPlatform(c.Enabled, "token", c.Token, c.APIURL, c.LongReplyAsFile)...)
 	switch c.Mode {
@@ -64,10 +65,10 @@ func (c Config) Validate() error {
 	case ModeWebhook:
 		errs = append(errs, channels.ModeSecret(c.Enabled, "webhook_secret", c.WebhookSecret, ModeWebhook, "TELEGRAM_WEBHOOK_SECRET"))
 	default:
-		errs = append(errs, channels.Invalid("mode", "is %q: it must be polling or webhook", c.Mode))
+		errs = append(errs, conf.Invalid("mode", "is %q: it must be polling or webhook", c.Mode))
 	}
 	if c.Mode == ModeWebhook && c.WebhookSecret != "" && !validSecretToken(c.WebhookSecret) {
-		errs = append(errs, channels.Invalid("webhook_secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule for secret_token)"))
+		errs = append(errs, conf.Invalid("webhook_secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule for secret_token)"))
 	}
 	return errors.Join(errs...)
 }

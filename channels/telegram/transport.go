@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // idleConns is how many keep-alive connections to the Bot API are kept: enough for the
@@ -59,9 +60,9 @@ func (e *serverError) Error() string {
 
 // scrub returns err with every form of the token removed; errors.Is and errors.As still
 // reach the library's typed errors (429, 5xx).
-func (c *Channel) scrub(err error) error { return channels.Secrets(c.token).Error(err) }
+func (c *Channel) scrub(err error) error { return conf.Secrets(c.token).Error(err) }
 
-func (c *Channel) scrubText(s string) string { return channels.Secrets(c.token)(s) }
+func (c *Channel) scrubText(s string) string { return conf.Secrets(c.token)(s) }
 
 // do runs one Bot API request with Telegram's rules (channels.Policy): paced per chat when
 // paced is set (messages and edits), 429 waits retry_after and tries again, 5xx and

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -60,10 +61,10 @@ func (h HTTPConfig) adminOn() bool { return h.AdminToken != "" || len(h.AdminTok
 // checkAdminToken checks one token's value; key names it in the message.
 func checkAdminToken(key, t string) error {
 	if len(t) < minAdminToken {
-		return channels.Invalid(key, "is shorter than %d characters: use a long random value, e.g. from openssl rand -hex 32", minAdminToken)
+		return conf.Invalid(key, "is shorter than %d characters: use a long random value, e.g. from openssl rand -hex 32", minAdminToken)
 	}
 	if strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return channels.Invalid(key, "contains a space or control character: it is sent in an HTTP header")
+		return conf.Invalid(key, "contains a space or control character: it is sent in an HTTP header")
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func checkAdminToken(key, t string) error {
 func (h HTTPConfig) adminTokenProblems() []error {
 	var errs []error
 	if h.AdminToken != "" && len(h.AdminTokens) > 0 {
-		errs = append(errs, channels.Invalid("admin_token",
+		errs = append(errs, conf.Invalid("admin_token",
 			"is set together with http.admin_tokens: give every operator a named token in admin_tokens and leave admin_token empty (unset its variable)"))
 	}
 	names, tokens := map[string]int{}, map[string]int{}
@@ -81,16 +82,16 @@ func (h HTTPConfig) adminTokenProblems() []error {
 		key := fmt.Sprintf("admin_tokens[%d]", i)
 		switch j, dup := names[t.Name]; {
 		case t.Name == "":
-			errs = append(errs, channels.Invalid(key+".name", "is empty: name the operator who holds this token (approvals name them admin:<name>)"))
+			errs = append(errs, conf.Invalid(key+".name", "is empty: name the operator who holds this token (approvals name them admin:<name>)"))
 		case !adminNameRE.MatchString(t.Name):
-			errs = append(errs, channels.BadValue(key+".name", t.Name, "may hold only a-z, 0-9, \".\", \"_\" and \"-\" (at most 32, starting with a letter or digit)"))
+			errs = append(errs, conf.BadValue(key+".name", t.Name, "may hold only a-z, 0-9, \".\", \"_\" and \"-\" (at most 32, starting with a letter or digit)"))
 		case dup:
-			errs = append(errs, channels.BadValue(key+".name", t.Name, "is also the name of admin_tokens[%d]: one name per operator", j))
+			errs = append(errs, conf.BadValue(key+".name", t.Name, "is also the name of admin_tokens[%d]: one name per operator", j))
 		default:
 			names[t.Name] = i
 		}
 		if t.Token == "" {
-			errs = append(errs, channels.Unset(key+".token"))
+			errs = append(errs, conf.Unset(key+".token"))
 			continue
 		}
 		if err := checkAdminToken(key+".token", t.Token); err != nil {
@@ -98,7 +99,7 @@ func (h HTTPConfig) adminTokenProblems() []error {
 			continue
 		}
 		if j, dup := tokens[t.Token]; dup {
-			errs = append(errs, channels.Invalid(key+".token", "is the same as admin_tokens[%d].token: one token per operator, or the two could not be told apart", j))
+			errs = append(errs, conf.Invalid(key+".token", "is the same as admin_tokens[%d].token: one token per operator, or the two could not be told apart", j))
 		}
 		tokens[t.Token] = i
 	}
@@ -114,7 +115,7 @@ func (h HTTPConfig) Validate() error {
 	if h.PublicURL != "" {
 		errs = append(errs, checkPublicURL(h.PublicURL))
 		if h.Listen == "" {
-			errs = append(errs, channels.Invalid("public_url", "is set but http.listen is empty: set http.listen to the address the proxy forwards to"))
+			errs = append(errs, conf.Invalid("public_url", "is set but http.listen is empty: set http.listen to the address the proxy forwards to"))
 		}
 	}
 	if t := h.AdminToken; t != "" {
@@ -122,7 +123,7 @@ func (h HTTPConfig) Validate() error {
 	}
 	errs = append(errs, h.adminTokenProblems()...)
 	if h.MaxBody < minMaxBody || h.MaxBody > maxMaxBody {
-		errs = append(errs, channels.Invalid("max_body", "is %s: it must be between %s and %s", h.MaxBody, minMaxBody, maxMaxBody))
+		errs = append(errs, conf.Invalid("max_body", "is %s: it must be between %s and %s", h.MaxBody, minMaxBody, maxMaxBody))
 	}
 	return errors.Join(errs...)
 }
@@ -132,13 +133,13 @@ func (h HTTPConfig) Validate() error {
 func checkListen(listen string) error {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return channels.BadValue("listen", listen, "expected host:port such as 127.0.0.1:8080 or :8080")
+		return conf.BadValue("listen", listen, "expected host:port such as 127.0.0.1:8080 or :8080")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return channels.BadValue("listen", listen, "the port must be a number from 0 to 65535")
+		return conf.BadValue("listen", listen, "the port must be a number from 0 to 65535")
 	}
 	if strings.ContainsFunc(host, unicode.IsSpace) {
-		return channels.BadValue("listen", listen, "the host contains a space")
+		return conf.BadValue("listen", listen, "the host contains a space")
 	}
 	return nil
 }
@@ -149,14 +150,14 @@ func checkListen(listen string) error {
 func checkPublicURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return channels.Invalid("public_url", "is not an https:// URL such as https://bot.example.com")
+		return conf.Invalid("public_url", "is not an https:// URL such as https://bot.example.com")
 	}
 	shown := channels.SafeURL(raw)
 	switch {
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return channels.Invalid("public_url", "(%s) has a user, query or fragment: give only https://host[:port][/path]", shown)
+		return conf.Invalid("public_url", "(%s) has a user, query or fragment: give only https://host[:port][/path]", shown)
 	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
-		return channels.Invalid("public_url", "(%s) is not https: platforms deliver webhooks only to HTTPS (http:// is accepted for a loopback host alone)", shown)
+		return conf.Invalid("public_url", "(%s) is not https: platforms deliver webhooks only to HTTPS (http:// is accepted for a loopback host alone)", shown)
 	}
 	return nil
 }

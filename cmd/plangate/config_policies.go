@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // The approval policies, auto-approve rules and planner style of docs/design.md §12 and §13:
@@ -46,7 +46,7 @@ type PlannerConfig struct {
 
 // problem checks the planner section (plan_mode validates it, under its own key).
 func (p PlannerConfig) problem() error {
-	return channels.OneOf("planner.style", p.Style, string(core.StyleConservative), string(core.StyleAmbitious))
+	return conf.OneOf("planner.style", p.Style, string(core.StyleConservative), string(core.StyleAmbitious))
 }
 
 // CorePlanner is the planner setting as core takes it.
@@ -89,17 +89,17 @@ func (a AccessConfig) policyProblems() []error {
 		key := fmt.Sprintf("policies[%d]", i)
 		for j, s := range p.Approvers {
 			if !validApprover(s) {
-				errs = append(errs, channels.BadValue(fmt.Sprintf("%s.approvers[%d]", key, j), s,
+				errs = append(errs, conf.BadValue(fmt.Sprintf("%s.approvers[%d]", key, j), s,
 					"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
 			}
 		}
 		if c := p.Match.Channel; c != "" {
-			errs = append(errs, channels.OneOf(key+".match.channel", c, "terminal", "telegram", "slack", "discord", "web"))
+			errs = append(errs, conf.OneOf(key+".match.channel", c, "terminal", "telegram", "slack", "discord", "web"))
 		}
 		if p.Required < 0 {
-			errs = append(errs, channels.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))
+			errs = append(errs, conf.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))
 		} else if problem := core.PolicyProblem(policies[i], a.Approvers); problem != "" {
-			errs = append(errs, channels.Invalid(key+".required", "%s", strings.TrimPrefix(problem, "required ")))
+			errs = append(errs, conf.Invalid(key+".required", "%s", strings.TrimPrefix(problem, "required ")))
 		}
 	}
 	return errs
@@ -113,10 +113,10 @@ func (p PlanModeConfig) ruleProblems() error {
 		key := fmt.Sprintf("auto_approve_rules[%d]", i)
 		for _, problem := range r.Problems() {
 			field, msg, _ := strings.Cut(problem, " ") // "paths[1] ..." names its entry
-			errs = append(errs, channels.Invalid(key+"."+field, "%s", msg))
+			errs = append(errs, conf.Invalid(key+"."+field, "%s", msg))
 		}
 		if r.Name != "" && seen[r.Name] {
-			errs = append(errs, channels.Invalid(key+".name", "is %q, the name of an earlier rule: give every rule its own name", r.Name))
+			errs = append(errs, conf.Invalid(key+".name", "is %q, the name of an earlier rule: give every rule its own name", r.Name))
 		}
 		seen[r.Name] = true
 	}

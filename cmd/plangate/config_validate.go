@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/store"
 )
 
@@ -67,12 +68,12 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 }
 
 // validator is the section's Validate, with a value or a pointer receiver.
-func validator(v reflect.Value) (channels.Validator, bool) {
-	if s, ok := v.Interface().(channels.Validator); ok {
+func validator(v reflect.Value) (conf.Validator, bool) {
+	if s, ok := v.Interface().(conf.Validator); ok {
 		return s, true
 	}
 	if v.CanAddr() {
-		s, ok := v.Addr().Interface().(channels.Validator)
+		s, ok := v.Addr().Interface().(conf.Validator)
 		return s, ok
 	}
 	return nil, false
@@ -81,7 +82,7 @@ func validator(v reflect.Value) (channels.Validator, bool) {
 // keyProblems places what the section at prefix reported: keys get the section's path, a
 // missing value names the variable to set, and a value from the environment is not shown.
 func (c *Config) keyProblems(prefix string, err error) []problem {
-	keyErrs, rest := channels.KeyErrors(err)
+	keyErrs, rest := conf.KeyErrors(err)
 	var ps []problem
 	for _, e := range keyErrs {
 		key := joinKey(prefix, e.Key)
@@ -127,7 +128,7 @@ func (c *Config) quoted(key, value string) string {
 // checkPath reports a path left empty.
 func checkPath(key, p string) error {
 	if p == "" {
-		return channels.Invalid(key, "is empty: set it to a path (relative paths start at the config file's directory)")
+		return conf.Invalid(key, "is empty: set it to a path (relative paths start at the config file's directory)")
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func checkPath(key, p string) error {
 // checkNotNegative reports durations below zero, where zero means "none" or "no limit".
 func checkNotNegative(key string, d time.Duration) error {
 	if d < 0 {
-		return channels.Invalid(key, "is %s: it must be 0s or more", d)
+		return conf.Invalid(key, "is %s: it must be 0s or more", d)
 	}
 	return nil
 }
@@ -153,21 +154,21 @@ func (s StoreConfig) Validate() error {
 	// A lease is kept only while it has half its ttl and the linger left (core/linger.go):
 	// a longer linger would silently never apply.
 	if maxLinger := core.DefaultLeaseTTL / 3; s.LeaseLinger > maxLinger {
-		return channels.Invalid("lease_linger", "is %s: it must be at most %s (a third of the %s session lease)", s.LeaseLinger, maxLinger, core.DefaultLeaseTTL)
+		return conf.Invalid("lease_linger", "is %s: it must be at most %s (a third of the %s session lease)", s.LeaseLinger, maxLinger, core.DefaultLeaseTTL)
 	}
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)
 	case store.DriverPostgres:
 		if strings.TrimSpace(s.DSN) == "" {
-			return channels.Unset("dsn")
+			return conf.Unset("dsn")
 		}
 		if _, err := store.DescribeDSN(s.DSN); err != nil {
-			return channels.Invalid("dsn", "is not a valid PostgreSQL connection string: write postgres://USER:PASSWORD@HOST:5432/DBNAME or host=HOST dbname=DBNAME ...")
+			return conf.Invalid("dsn", "is not a valid PostgreSQL connection string: write postgres://USER:PASSWORD@HOST:5432/DBNAME or host=HOST dbname=DBNAME ...")
 		}
 		return nil
 	}
-	return channels.OneOf("driver", s.Driver, store.DriverSQLite, store.DriverPostgres)
+	return conf.OneOf("driver", s.Driver, store.DriverSQLite, store.DriverPostgres)
 }
 
 // Validate checks the plans section.
@@ -179,12 +180,12 @@ func (w WorkspaceConfig) Validate() error { return checkPath("root", w.Root) }
 // Validate checks the llm section; which provider runs, and so what it needs, is decided
 // across the section by Config.validate.
 func (l LLMConfig) Validate() error {
-	errs := []error{channels.OneOf("provider", string(l.Provider), string(ProviderAuto), string(ProviderOpenAI), string(ProviderScript))}
+	errs := []error{conf.OneOf("provider", string(l.Provider), string(ProviderAuto), string(ProviderOpenAI), string(ProviderScript))}
 	if l.MaxRetries < 0 {
-		errs = append(errs, channels.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
+		errs = append(errs, conf.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
 	}
 	if t := l.Temperature; t != nil && (*t < 0 || *t > 2) {
-		errs = append(errs, channels.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
+		errs = append(errs, conf.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
 	}
 	errs = append(errs, checkNotNegative("timeout", l.Timeout), checkNotNegative("turn_budget", l.TurnBudget))
 	return errors.Join(append(errs, channels.CheckURL("base_url", l.BaseURL))...)
@@ -203,7 +204,7 @@ func (a AgentConfig) Validate() error {
 		{"tool_result_chars", a.ToolResultChars, 200},
 	} {
 		if n.got < n.min {
-			errs = append(errs, channels.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
+			errs = append(errs, conf.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
 		}
 	}
 	return errors.Join(errs...)
@@ -214,25 +215,25 @@ func (p PlanModeConfig) Validate() error {
 	errs := []error{checkNotNegative("approval_timeout", p.ApprovalTimeout), checkNotNegative("nudge_grace", p.NudgeGrace)}
 	for i, d := range p.Nudges {
 		if d < time.Second {
-			errs = append(errs, channels.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))
+			errs = append(errs, conf.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))
 		}
 	}
 	if p.StartInPlan && !p.Enabled {
-		errs = append(errs, channels.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
+		errs = append(errs, conf.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
 	return errors.Join(append(errs, p.Planner.problem(), p.ruleProblems())...)
 }
 
 // Validate checks the tools section.
 func (t ToolsConfig) Validate() error {
-	errs := []error{channels.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none"), t.MCP.Validate()} // keyed mcp[i]: every problem of every server
+	errs := []error{conf.OneOf("run_command.sandbox", t.RunCommand.Sandbox, "bwrap", "none"), t.MCP.Validate()} // keyed mcp[i]: every problem of every server
 	if n := t.MaxWriteBytes; n < 1 || n > maxWriteBytesLimit {
-		errs = append(errs, channels.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
+		errs = append(errs, conf.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
 	}
 	errs = append(errs, t.RunCommand.Limits.problems()...)
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
-			errs = append(errs, channels.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
+			errs = append(errs, conf.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))
 		}
 	}
 	return errors.Join(errs...)
@@ -254,10 +255,10 @@ const (
 func (l RunLimitsConfig) problems() []error {
 	var errs []error
 	if n := l.Processes; n < minRunProcesses || n > maxRunProcesses {
-		errs = append(errs, channels.Invalid("run_command.limits.processes", "is %d: it must be between %d and %d (processes running at once)", n, minRunProcesses, maxRunProcesses))
+		errs = append(errs, conf.Invalid("run_command.limits.processes", "is %d: it must be between %d and %d (processes running at once)", n, minRunProcesses, maxRunProcesses))
 	}
 	if l.CPUTime < minRunCPUTime {
-		errs = append(errs, channels.Invalid("run_command.limits.cpu_time", "is %s: it must be at least %s (CPU time per process)", l.CPUTime, minRunCPUTime))
+		errs = append(errs, conf.Invalid("run_command.limits.cpu_time", "is %s: it must be at least %s (CPU time per process)", l.CPUTime, minRunCPUTime))
 	}
 	for _, b := range []struct {
 		key  string
@@ -271,7 +272,7 @@ func (l RunLimitsConfig) problems() []error {
 		{"output", l.Output, minRunOutput, "output before the command is stopped"},
 	} {
 		if b.got < b.min {
-			errs = append(errs, channels.Invalid("run_command.limits."+b.key, "is %s: it must be at least %s (%s)", b.got, b.min, b.what))
+			errs = append(errs, conf.Invalid("run_command.limits."+b.key, "is %s: it must be at least %s (%s)", b.got, b.min, b.what))
 		}
 	}
 	return errs
@@ -282,7 +283,7 @@ func (a AccessConfig) Validate() error {
 	var errs []error
 	for i, s := range a.Approvers {
 		if !validApprover(s) {
-			errs = append(errs, channels.BadValue(fmt.Sprintf("approvers[%d]", i), s,
+			errs = append(errs, conf.BadValue(fmt.Sprintf("approvers[%d]", i), s,
 				"expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)"))
 		}
 	}
@@ -292,8 +293,8 @@ func (a AccessConfig) Validate() error {
 // Validate checks the log section.
 func (l LogConfig) Validate() error {
 	return errors.Join(
-		channels.OneOf("level", string(l.Level), string(LogDebug), string(LogInfo), string(LogWarn), string(LogError)),
-		channels.OneOf("format", string(l.Format), string(LogText), string(LogJSON)),
+		conf.OneOf("level", string(l.Level), string(LogDebug), string(LogInfo), string(LogWarn), string(LogError)),
+		conf.OneOf("format", string(l.Format), string(LogText), string(LogJSON)),
 	)
 }
 

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // TestKeyProblems covers how a section's Validate result is placed: under the section's
@@ -18,11 +18,11 @@ func TestKeyProblems(t *testing.T) {
 		"channels.x.mode":  {"X_MODE"},
 	}}
 	err := errors.Join(
-		channels.Unset("token"),
-		channels.Unset("other"),
-		channels.OneOf("mode", "SECRET", "a", "b"),
-		channels.OneOf("kind", "c", "a", "b"),
-		channels.Invalid("limit", "is %d: it must be at least 1", 0),
+		conf.Unset("token"),
+		conf.Unset("other"),
+		conf.OneOf("mode", "SECRET", "a", "b"),
+		conf.OneOf("kind", "c", "a", "b"),
+		conf.Invalid("limit", "is %d: it must be at least 1", 0),
 		fmt.Errorf("reading the manifest: %w", errors.New("boom")),
 		errors.New("channels.x.users.a: the token is short"),
 		errors.New("channels.xy: not this section's key"),
@@ -54,8 +54,8 @@ func TestEverySectionValidates(t *testing.T) {
 		for f := range typ.Fields() {
 			name := yamlName(f)
 			switch {
-			case name == "" || f.Type.Implements(reflect.TypeFor[channels.Validator]()) ||
-				reflect.PointerTo(f.Type).Implements(reflect.TypeFor[channels.Validator]()):
+			case name == "" || f.Type.Implements(reflect.TypeFor[conf.Validator]()) ||
+				reflect.PointerTo(f.Type).Implements(reflect.TypeFor[conf.Validator]()):
 			case f.Type.Kind() == reflect.Struct:
 				check(f.Type, joinKey(path, name))
 			default:

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Separator joins a server name and a tool name in the name the model sees.
@@ -54,7 +54,7 @@ type ServerConfig struct {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
-// Validate checks every server; each problem is a *channels.KeyError keyed by the
+// Validate checks every server; each problem is a *conf.KeyError keyed by the
 // server's index.
 func (c Config) Validate() error {
 	var errs []error
@@ -62,7 +62,7 @@ func (c Config) Validate() error {
 	for i, s := range c {
 		key := fmt.Sprintf("mcp[%d]", i)
 		if j, dup := seen[s.Name]; dup && s.Name != "" {
-			errs = append(errs, channels.BadValue(key+".name", s.Name, "is also the name of mcp[%d]: names must be unique", j))
+			errs = append(errs, conf.BadValue(key+".name", s.Name, "is also the name of mcp[%d]: names must be unique", j))
 		}
 		seen[s.Name] = i
 		errs = append(errs, s.validate(key))
@@ -74,40 +74,40 @@ func (s ServerConfig) validate(key string) error {
 	var errs []error
 	switch {
 	case s.Name == "":
-		errs = append(errs, channels.Invalid(key+".name", "is empty: name the server (its tools are offered as <name>__<tool>)"))
+		errs = append(errs, conf.Invalid(key+".name", "is empty: name the server (its tools are offered as <name>__<tool>)"))
 	case !nameRE.MatchString(s.Name) || strings.Contains(s.Name, Separator):
-		errs = append(errs, channels.BadValue(key+".name", s.Name, "may hold only a-z, 0-9, _ and - (and not %q)", Separator))
+		errs = append(errs, conf.BadValue(key+".name", s.Name, "may hold only a-z, 0-9, _ and - (and not %q)", Separator))
 	case strings.HasSuffix(s.Name, "_"):
 		// Its tools' names would split elsewhere: "a_" + "__" + "b" reads as server "a".
-		errs = append(errs, channels.BadValue(key+".name", s.Name, "may not end with \"_\": its tools, <name>__<tool>, would read as another server's"))
+		errs = append(errs, conf.BadValue(key+".name", s.Name, "may not end with \"_\": its tools, <name>__<tool>, would read as another server's"))
 	}
 	hasCmd, hasURL := len(s.Command) > 0, s.URL != ""
 	switch {
 	case hasCmd == hasURL:
-		errs = append(errs, channels.Invalid(key, "needs exactly one of command (stdio) and url (streamable HTTP)"))
+		errs = append(errs, conf.Invalid(key, "needs exactly one of command (stdio) and url (streamable HTTP)"))
 	case hasCmd && strings.TrimSpace(s.Command[0]) == "":
-		errs = append(errs, channels.Invalid(key+".command", "starts with an empty program name"))
+		errs = append(errs, conf.Invalid(key+".command", "starts with an empty program name"))
 	case hasURL && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
-		errs = append(errs, channels.BadValue(key+".url", s.URL, "expected an http:// or https:// URL"))
+		errs = append(errs, conf.BadValue(key+".url", s.URL, "expected an http:// or https:// URL"))
 	}
 	if !hasCmd && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "") {
-		errs = append(errs, channels.Invalid(key, "sets args, env or dir, which only a command uses"))
+		errs = append(errs, conf.Invalid(key, "sets args, env or dir, which only a command uses"))
 	}
 	if hasCmd && len(s.Headers) > 0 {
-		errs = append(errs, channels.Invalid(key+".headers", "are for a url server only"))
+		errs = append(errs, conf.Invalid(key+".headers", "are for a url server only"))
 	}
 	if s.CallTimeout < 0 {
-		errs = append(errs, channels.Invalid(key+".call_timeout", "is negative"))
+		errs = append(errs, conf.Invalid(key+".call_timeout", "is negative"))
 	}
 	errs = append(errs, toolList(key+".read_only_tools", s.Name, s.ReadOnlyTools)...)
 	errs = append(errs, toolList(key+".deny_tools", s.Name, s.DenyTools)...)
 	if s.TrustReadOnly && len(s.ReadOnlyTools) > 0 {
-		errs = append(errs, channels.Invalid(key+".read_only_tools",
+		errs = append(errs, conf.Invalid(key+".read_only_tools",
 			"is set together with trust_read_only: true, which already makes every tool read-only; keep one of them"))
 	}
 	for _, t := range s.ReadOnlyTools {
 		if slices.Contains(s.DenyTools, t) {
-			errs = append(errs, channels.BadValue(key+".read_only_tools", t, "is also in deny_tools: a tool is either vouched for or denied"))
+			errs = append(errs, conf.BadValue(key+".read_only_tools", t, "is also in deny_tools: a tool is either vouched for or denied"))
 		}
 	}
 	return errors.Join(errs...)
@@ -125,11 +125,11 @@ func toolList(key, server string, names []string) []error {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		switch {
 		case strings.TrimSpace(t) == "":
-			errs = append(errs, channels.Invalid(k, "is an empty tool name"))
+			errs = append(errs, conf.Invalid(k, "is an empty tool name"))
 		case !toolNameRE.MatchString(t) || server != "" && strings.HasPrefix(t, server+Separator):
-			errs = append(errs, channels.BadValue(k, t, "is not a tool name: the server's own name of the tool (A-Z, a-z, 0-9, _ and -), without the \"<server>__\" prefix"))
+			errs = append(errs, conf.BadValue(k, t, "is not a tool name: the server's own name of the tool (A-Z, a-z, 0-9, _ and -), without the \"<server>__\" prefix"))
 		case seen[t]:
-			errs = append(errs, channels.BadValue(k, t, "is listed twice"))
+			errs = append(errs, conf.BadValue(k, t, "is listed twice"))
 		}
 		seen[t] = true
 	}

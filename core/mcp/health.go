@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // State is where a server is in its life, for readiness checks and metrics.
@@ -66,7 +66,7 @@ const minSecret = 4
 // "--token X"). A server's error text may quote any of them (an HTTP client's error
 // quotes the URL; a server may echo its own arguments). The scrubber also replaces their
 // escaped forms, longest first.
-func (c ServerConfig) secrets() channels.Scrubber {
+func (c ServerConfig) secrets() conf.Scrubber {
 	var out []string
 	add := func(v string) {
 		if len(v) >= minSecret && !slices.Contains(out, v) {
@@ -101,7 +101,7 @@ func (c ServerConfig) secrets() channels.Scrubber {
 			add(a)
 		}
 	}
-	return channels.SecretsAs(redacted, out...)
+	return conf.SecretsAs(redacted, out...)
 }
 
 // clean is text as one status line, with the configured secrets replaced.

@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // Restart backoff: a server that keeps dying is retried less and less often.
@@ -53,7 +53,7 @@ type server struct {
 	since    time.Time
 	restarts int
 	lastErr  string
-	secrets  channels.Scrubber // cfg.secrets(), kept out of every status line
+	secrets  conf.Scrubber // cfg.secrets(), kept out of every status line
 }
 
 // run keeps the server running; ready is called once the first attempt is over, whether
