@@ -44,8 +44,8 @@ func (s *Saver) Finished() { s.version.Add(1) }
 // made before the call is saved already: durably, or lazily when the changes that must be
 // durable were durable. Concurrent calls coalesce: whoever saves writes the newest state,
 // and the callers whose changes it held return once it is durable without writing again,
-// even when newer changes arrived meanwhile (those are their own callers' to save). Under
-// a steady stream of changes every waiter used to write once more in turn.
+// even when newer changes arrived meanwhile (those are their own callers' to save), so a
+// steady stream of changes does not make every waiter write once more in turn.
 func (s *Saver) Save(ctx context.Context, write func(context.Context) error) error {
 	// Read before the lock: the caller's changes are at most this version.
 	return s.saveFrom(ctx, s.version.Load(), s.must.Load(), write)

@@ -8,8 +8,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// TestPersonNamedSystemIsNotTheScheduler: "!system /plan off" in the terminal used to
-// write an audit row that looked like the scheduler's. The actor now has a kind.
+// TestPersonNamedSystemIsNotTheScheduler: "!system /plan off" in the terminal writes an
+// audit row of a person named system, not one that looks like the scheduler's: the actor
+// has a kind.
 func TestPersonNamedSystemIsNotTheScheduler(t *testing.T) {
 	h := newHarness(t, withNudges)
 	h.say("a", "system", "/plan on") // the owner of chat a is a person whose id is "system"

@@ -18,8 +18,8 @@ func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
 	if t.j.inbound != nil && (!changeEmpty(o.Change) || (t.e.box != nil && len(o.Effects) > 0)) {
 		// A reply with no transition of its own still records the event, lazily, with
 		// its outbox row (see delivery.go): a replay is then not answered twice.
-		// A plain message stays lazy as ApplyMessage made it (this used to overwrite that,
-		// fsyncing every message for the agent).
+		// A plain message stays lazy as ApplyMessage made it: overwriting that would fsync
+		// every message for the agent.
 		o.Change.Lazy = o.Change.Lazy || changeEmpty(o.Change)
 		o.Change.Inbound = t.j.inbound
 		t.j.inbound = nil

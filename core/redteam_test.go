@@ -181,7 +181,7 @@ func TestRedTeam(t *testing.T) {
 }
 
 // plantGitconfig leaves a .gitconfig in the workspace whose alias writes next to it and
-// outside: HOME used to be the workspace, so git read it.
+// outside: were HOME the workspace, git would read it.
 func plantGitconfig(t *testing.T, e redteamEnv) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")

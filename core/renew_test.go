@@ -102,7 +102,7 @@ func (s *stallingLeases) AcquireLease(ctx context.Context, name, owner string, n
 
 // A renewal whose write stalls and fails is tried again ttl/3 after it began, not ttl/3
 // after the stall: the retry must come before the lease it could not extend expires, as
-// it did on the ticker the renewal used to wait on.
+// a ticker's would.
 func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
 	const ttl, stall = 30 * time.Second, 7 * time.Second
 	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = ttl })

@@ -11,7 +11,7 @@ func TestScopeMatch(t *testing.T) {
 		path    string
 		want    bool
 	}{
-		// No slash: a name at any depth (issue 11: "*.env" covers "app/.env").
+		// No slash: a name at any depth ("*.env" covers "app/.env").
 		{"*.env", ".env", true},
 		{"*.env", "app/.env", true},
 		{"*.env", "a/b/prod.env", true},

@@ -8,7 +8,7 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Regression tests for issue 11, "telling people the truth": they assert on the store
+// Tests that plangate tells people the truth: they assert on the store
 // (plans, steps, audit kinds) and on the kind of each reply, not only on the prose.
 
 // lastToolResult is the content of the newest tool result the model was given.

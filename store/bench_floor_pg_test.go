@@ -18,9 +18,9 @@ import (
 	"github.com/plangate/plangate/store/pgtest"
 )
 
-// BenchmarkDecisionFloorPostgres is BenchmarkDecisionFloor on PostgreSQL (issue 17's
-// target: decisions at no less than half the rate of single-row insert transactions on
-// the same server): a /plan accept with only what its guarantees need, through pgx on the
+// BenchmarkDecisionFloorPostgres is BenchmarkDecisionFloor on PostgreSQL (the target:
+// decisions at no less than half the rate of single-row insert transactions on the same
+// server): a /plan accept with only what its guarantees need, through pgx on the
 // store's own migrated schema and pool, and no plangate code on the path.
 //
 //  1. the read, one round trip: a batch of the inbound key, the session row and its plan;
@@ -28,7 +28,7 @@ import (
 //     (inbound key, the session's compare-and-set, plan, audit row, nudges, two outbox
 //     rows) in one batch, then COMMIT once their outcomes were checked, which is what
 //     plangate's transitions do (a COMMIT sent in the batch would commit a killed
-//     replica's work after another took it over: docs/performance.md, issue 17);
+//     replica's work after another took it over: docs/performance.md);
 //  3. with the turn: the lease with the replies' marks (one round trip, the COMMIT in
 //     the batch, as plangate's one-statement writes), the turn's commit (two), the release
 //     with the answer's mark (one).

@@ -20,8 +20,8 @@ import (
 // recorded event returns an error wrapping core.ErrDuplicate. On PostgreSQL it is a
 // read-only REPEATABLE READ transaction in one round trip; on SQLite a deferred read
 // transaction on the read pool, whose WAL snapshot is taken at the first SELECT and held
-// until the end (one snapshot also means one look at the WAL index: the check used to
-// be a read of its own, which cost more CPU than this one's two SELECTs).
+// until the end (one snapshot also means one look at the WAL index: a check of its own
+// would cost more CPU than this one's two SELECTs).
 func (s *Store) SessionPlan(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	if s.pool == nil {
 		return s.sessionPlanSQLite(ctx, id, inbound)

@@ -157,7 +157,7 @@ func runCommandSummary(rc RunCommandConfig) string {
 
 // openApprovalWarning is the start-up warning of `plangate serve` when a network channel
 // runs without access.approvers: then whoever writes first in a chat owns its session and
-// decides on its plans, which the operator should know (issue 11). "" when there is
+// decides on its plans, which the operator should know. "" when there is
 // nothing to warn about.
 func (c *Config) openApprovalWarning() string {
 	if len(c.Access.Approvers) > 0 {

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// ownFilesOutsideWorkspace reports a store.path or plans.dir inside workspace.root
-// (issue 11): the agent's file tools may read and change everything under the root, so
+// ownFilesOutsideWorkspace reports a store.path or plans.dir inside workspace.root:
+// the agent's file tools may read and change everything under the root, so
 // plangate's database or its plan files there would let the agent rewrite its own approvals.
 // Paths are compared after resolving symbolic links as far as they exist, so a link into
 // the workspace, or a workspace reached through a link, does not slip by.

@@ -8,7 +8,7 @@ import (
 )
 
 // TestOwnFilesOutsideWorkspace: the database and the plans directory may not lie inside the
-// workspace the agent's tools can change, however the paths are spelled (issue 11).
+// workspace the agent's tools can change, however the paths are spelled.
 func TestOwnFilesOutsideWorkspace(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

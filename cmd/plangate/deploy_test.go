@@ -87,7 +87,7 @@ func TestDeployFiles(t *testing.T) {
 }
 
 // TestReadmeSetupSetsApprovers: each platform's setup in the README sets access.approvers,
-// so nobody copies a setup in which the first person in a chat owns it (issue 11).
+// so nobody copies a setup in which the first person in a chat owns it.
 func TestReadmeSetupSetsApprovers(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {

@@ -105,8 +105,8 @@ func TestSandboxConfinesWrites(t *testing.T) {
 	}
 }
 
-// TestSandboxIgnoresPlantedHome: HOME used to be the workspace, so a .gitconfig the agent
-// wrote there ran its aliases and hooks with the next git call.
+// TestSandboxIgnoresPlantedHome: HOME is not the workspace, so a .gitconfig the agent
+// writes there does not run its aliases and hooks with the next git call.
 func TestSandboxIgnoresPlantedHome(t *testing.T) {
 	needSandbox(t)
 	need(t, "git")
