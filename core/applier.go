@@ -14,7 +14,7 @@ import (
 // applyInbound applies the outcome of a person's message. The job's inbound key is
 // recorded with it, so a redelivered event is recognised; it is the only commit that
 // carries the key.
-func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
+func (t *jobRun) applyInbound(ctx context.Context, o Outcome) error {
 	if t.j.inbound != nil && (!changeEmpty(o.Change) || (t.e.box != nil && len(o.Effects) > 0)) {
 		// A reply with no transition of its own still records the event, lazily, with
 		// its outbox row (see delivery.go): a replay is then not answered twice.
@@ -31,7 +31,7 @@ func (t *turnState) applyInbound(ctx context.Context, o Outcome) error {
 }
 
 // apply writes, commits and carries out o.
-func (t *turnState) apply(ctx context.Context, o Outcome) error {
+func (t *jobRun) apply(ctx context.Context, o Outcome) error {
 	if err := t.prepare(o); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (t *turnState) apply(ctx context.Context, o Outcome) error {
 
 // prepare writes the files of new plan versions before the commit: a stored plan must
 // not point at a file that was never written. A failure stops the transition.
-func (t *turnState) prepare(o Outcome) error {
+func (t *jobRun) prepare(o Outcome) error {
 	for _, eff := range o.Effects {
 		if eff.Kind != EffWriteFile {
 			continue
@@ -71,7 +71,7 @@ func changeEmpty(ch Change) bool {
 }
 
 // commit stores ch; when it carries the session, t.sess becomes the stored session.
-func (t *turnState) commit(ctx context.Context, ch Change) error {
+func (t *jobRun) commit(ctx context.Context, ch Change) error {
 	if t.deferred != nil {
 		ch = t.withDeferred(ch) // the turn's first commit carries the message (deferred.go)
 	}
@@ -104,7 +104,7 @@ func (t *turnState) commit(ctx context.Context, ch Change) error {
 
 // carryOut runs the effects of a committed outcome. Delivery failures are logged (and,
 // where the outcome says so, answered with a notice); only an agent turn can fail it.
-func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
+func (t *jobRun) carryOut(ctx context.Context, o Outcome) error {
 	e := t.e
 	for _, eff := range o.Effects {
 		switch eff.Kind {
@@ -139,7 +139,7 @@ func (t *turnState) carryOut(ctx context.Context, o Outcome) error {
 }
 
 // sendEffect delivers the reply of eff: its committed outbox row when it has one.
-func (t *turnState) sendEffect(ctx context.Context, o Outcome, eff Effect) (string, error) {
+func (t *jobRun) sendEffect(ctx context.Context, o Outcome, eff Effect) (string, error) {
 	if eff.row > 0 {
 		return t.e.deliver(ctx, &o.Change.Outbox[eff.row-1])
 	}
@@ -148,7 +148,7 @@ func (t *turnState) sendEffect(ctx context.Context, o Outcome, eff Effect) (stri
 
 // send delivers a reply to the session, as the answer to the job's inbound event.
 // A delivery failure is logged and returned, never taken as a decision.
-func (t *turnState) send(ctx context.Context, r Reply) (string, error) {
+func (t *jobRun) send(ctx context.Context, r Reply) (string, error) {
 	if r.To == (Address{}) {
 		r.To = t.sess.Address
 	}
@@ -159,20 +159,20 @@ func (t *turnState) send(ctx context.Context, r Reply) (string, error) {
 }
 
 // say sends a reply whose failure changes nothing: it is logged by send.
-func (t *turnState) say(ctx context.Context, r Reply) error {
+func (t *jobRun) say(ctx context.Context, r Reply) error {
 	_, _ = t.send(ctx, r)
 	return nil
 }
 
 // notice tells the session what went wrong (or what a turn could not do), through the
 // outbox like every other reply (see post).
-func (t *turnState) notice(ctx context.Context, format string, args ...any) {
+func (t *jobRun) notice(ctx context.Context, format string, args ...any) {
 	_ = t.post(ctx, noticef(format, args...))
 }
 
 // postProgress sends the checklist, editing the plan's earlier checklist message in place
 // where the channel can.
-func (t *turnState) postProgress(ctx context.Context, o Outcome, eff Effect) {
+func (t *jobRun) postProgress(ctx context.Context, o Outcome, eff Effect) {
 	if eff.row == 0 {
 		eff.Reply.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 	}

@@ -16,7 +16,7 @@ import (
 // this file decides a transition.
 
 // dispatch routes the job's message: a button, a /plan command, or text for the agent.
-func (t *turnState) dispatch(ctx context.Context) error {
+func (t *jobRun) dispatch(ctx context.Context) error {
 	m := t.msg()
 	if m.Action != nil {
 		return t.onAction(ctx, *m.Action)
@@ -36,7 +36,7 @@ func (t *turnState) dispatch(ctx context.Context) error {
 // badNudgeSpec checks the cron spec of /plan nudge with the scheduler's parser. A spec it
 // refuses is a usage error like any the grammar finds: the same notice, before
 // authorization, and nothing changes.
-func (t *turnState) badNudgeSpec(c commands.Command) (string, bool) {
+func (t *jobRun) badNudgeSpec(c commands.Command) (string, bool) {
 	r, specs := c.Nudge, t.e.d.NudgeSpecs
 	if c.Name != commands.Nudge || r == nil || r.Mode != commands.NudgeModeCron || specs == nil {
 		return "", false
@@ -47,7 +47,7 @@ func (t *turnState) badNudgeSpec(c commands.Command) (string, bool) {
 	return "", false
 }
 
-func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
+func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 	if !mayDecide(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
@@ -102,7 +102,7 @@ func (t *turnState) onCommand(ctx context.Context, c commands.Command) error {
 var unknownButton = Reply{Kind: ReplyNotice, Text: "That button is not one plangate knows; nothing changed."}
 
 // status answers /plan status from the stored session, plan and schedules.
-func (t *turnState) status(ctx context.Context) error {
+func (t *jobRun) status(ctx context.Context) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		t.e.d.Log.Error("status: loading plan", "session", t.sess.ID, "err", err)
@@ -117,7 +117,7 @@ func (t *turnState) status(ctx context.Context) error {
 // show answers /plan show. The plan file is a rendering of the stored plan: it is written
 // again if it was lost (only then: show runs beside the session's queue and must not
 // overwrite a newer rendering).
-func (t *turnState) show(ctx context.Context) error {
+func (t *jobRun) show(ctx context.Context) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (t *turnState) show(ctx context.Context) error {
 	return t.answer(ctx, showReply(t.sess, cur))
 }
 
-func (t *turnState) onAction(ctx context.Context, a Action) error {
+func (t *jobRun) onAction(ctx context.Context, a Action) error {
 	who := commands.Approver
 	if a.Kind == ActionAnswer {
 		who = commands.ApproverOrOwner
@@ -158,7 +158,7 @@ func (t *turnState) onAction(ctx context.Context, a Action) error {
 }
 
 // onText hands a person's plain message to ApplyMessage.
-func (t *turnState) onText(ctx context.Context) error {
+func (t *jobRun) onText(ctx context.Context) error {
 	text := messageText(t.msg())
 	if text == "" {
 		return nil
@@ -177,7 +177,7 @@ func (t *turnState) onText(ctx context.Context) error {
 }
 
 // applyTrigger loads what trigger tr needs, applies it and hands the outcome to the applier.
-func (t *turnState) applyTrigger(ctx context.Context, tr Trigger, in Input) error {
+func (t *jobRun) applyTrigger(ctx context.Context, tr Trigger, in Input) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func (t *turnState) applyTrigger(ctx context.Context, tr Trigger, in Input) erro
 
 // referenced loads the plan a button's approval id or "/plan accept vN" names when it is
 // not the current plan, so Apply can say why deciding on it changes nothing.
-func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan, error) {
+func (t *jobRun) referenced(ctx context.Context, cur *Plan, in Input) (*Plan, error) {
 	st := t.e.d.Store
 	switch {
 	case in.ApprovalID != "" && in.ApprovalID != t.sess.ApprovalID:
@@ -218,12 +218,12 @@ func (t *turnState) referenced(ctx context.Context, cur *Plan, in Input) (*Plan,
 }
 
 // refuseUnauthorized answers a decision by someone who may not make it.
-func (t *turnState) refuseUnauthorized(ctx context.Context, what string) error {
+func (t *jobRun) refuseUnauthorized(ctx context.Context, what string) error {
 	return t.applyInbound(ctx, Unauthorized(t.sess, t.personInput(), what, len(t.e.approvers(t.sess.Address)) > 0))
 }
 
 // personInput is the Input of the job's sender.
-func (t *turnState) personInput() Input {
+func (t *jobRun) personInput() Input {
 	m := t.msg()
 	a := PersonActor(m.Sender.ID)
 	if m.Sender.Admin {
@@ -245,7 +245,7 @@ func senderKey(m Message) string {
 }
 
 // currentPlan loads the session's current plan; nil if there is none.
-func (t *turnState) currentPlan(ctx context.Context) (*Plan, error) {
+func (t *jobRun) currentPlan(ctx context.Context) (*Plan, error) {
 	if t.sess.PlanID == "" {
 		return nil, nil
 	}

@@ -17,7 +17,7 @@ import (
 // deferrable reports whether o is a plain message for the agent that may wait for the
 // turn's first commit: a lazy change of the session row and user entries with the
 // event's key, and nothing to do but start the turn.
-func (t *turnState) deferrable(o Outcome) bool {
+func (t *jobRun) deferrable(o Outcome) bool {
 	ch := o.Change
 	if !t.j.msg.Replays || ch.Inbound == nil || !ch.Lazy || ch.Session == nil || len(ch.Messages) == 0 ||
 		len(ch.Events) > 0 || len(ch.Plans) > 0 || len(ch.Nudges) > 0 || ch.CancelNudges || ch.CancelReminders ||
@@ -37,7 +37,7 @@ func (t *turnState) deferrable(o Outcome) bool {
 // other process can run a turn that would need the message. When another process holds
 // it, the message is stored for that process as without deferral. As in runTurns, work
 // another process left meanwhile is looked for after the lease is released.
-func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
+func (t *jobRun) applyDeferred(ctx context.Context, o Outcome) error {
 	ran := false
 	err := t.withLease(ctx, func(ctx context.Context) error {
 		ran = true
@@ -65,7 +65,7 @@ func (t *turnState) applyDeferred(ctx context.Context, o Outcome) error {
 }
 
 // commitDeferred commits the held-back message on its own.
-func (t *turnState) commitDeferred(ctx context.Context) error {
+func (t *jobRun) commitDeferred(ctx context.Context) error {
 	d := t.deferred
 	if d == nil {
 		return nil
@@ -77,7 +77,7 @@ func (t *turnState) commitDeferred(ctx context.Context) error {
 // withDeferred adds the held-back message to ch, the turn's first commit: its key and
 // entries (first), and the session row when ch does not write it (t.sess carries the
 // message's state).
-func (t *turnState) withDeferred(ch Change) Change {
+func (t *jobRun) withDeferred(ch Change) Change {
 	d := t.deferred
 	ch.Inbound = d.Inbound
 	ch.Messages = append(append([]ChatMessage(nil), d.Messages...), ch.Messages...)

@@ -52,7 +52,7 @@ func hasReply(k EffectKind) bool {
 
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.
-func (t *turnState) queueReplies(ctx context.Context, o *Outcome) {
+func (t *jobRun) queueReplies(ctx context.Context, o *Outcome) {
 	if t.e.box == nil {
 		return
 	}
@@ -72,12 +72,12 @@ func (t *turnState) queueReplies(ctx context.Context, o *Outcome) {
 }
 
 // row is the outbox entry of reply r of this session.
-func (t *turnState) row(r Reply) Outgoing {
+func (t *jobRun) row(r Reply) Outgoing {
 	return Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.owner}
 }
 
 // address fills in where a reply goes and which event it answers.
-func (t *turnState) address(r Reply) Reply {
+func (t *jobRun) address(r Reply) Reply {
 	if r.To == (Address{}) {
 		r.To = t.sess.Address
 	}
@@ -145,7 +145,7 @@ var errInFlight = errors.New("delivery already in progress")
 // replay is recognised. Only a kill in the instant between the send and the record
 // answers twice. One lazy write keeps status fast (an outbox row would add its own
 // transaction to mark it sent).
-func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
+func (t *jobRun) answer(ctx context.Context, rs ...Reply) error {
 	for _, r := range rs {
 		_, _ = t.send(ctx, r)
 	}
@@ -162,7 +162,7 @@ func (t *turnState) answer(ctx context.Context, rs ...Reply) error {
 
 // commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
 // Without an outbox it commits and sends directly.
-func (t *turnState) commitSaying(ctx context.Context, ch Change, rs ...Reply) error {
+func (t *jobRun) commitSaying(ctx context.Context, ch Change, rs ...Reply) error {
 	ch = t.withRows(ch, rs)
 	if err := t.commit(ctx, ch); err != nil {
 		return err
@@ -172,7 +172,7 @@ func (t *turnState) commitSaying(ctx context.Context, ch Change, rs ...Reply) er
 }
 
 // withRows adds replies rs to ch as its outbox rows (none without an outbox).
-func (t *turnState) withRows(ch Change, rs []Reply) Change {
+func (t *jobRun) withRows(ch Change, rs []Reply) Change {
 	if t.e.box != nil {
 		ch.Outbox = slices.Clip(ch.Outbox)
 		for _, r := range rs {
@@ -183,7 +183,7 @@ func (t *turnState) withRows(ch Change, rs []Reply) Change {
 }
 
 // sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
-func (t *turnState) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
+func (t *jobRun) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
 	if t.e.box == nil {
 		for _, r := range rs {
 			_ = t.say(ctx, r)
@@ -200,7 +200,7 @@ func (t *turnState) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
 // delivered after it, so a kill before the send leaves them for the next start. The
 // failure being reported may be the store's own: when that commit fails, the replies are
 // sent directly. They answer no inbound event, so a redelivered message is still handled.
-func (t *turnState) post(ctx context.Context, rs ...Reply) error {
+func (t *jobRun) post(ctx context.Context, rs ...Reply) error {
 	if err := t.commitSaying(ctx, Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
 		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
 		for _, r := range rs {
@@ -394,7 +394,7 @@ func (e *Engine) dropReason(o Outgoing, maxAge time.Duration) string {
 // onFail answers a reply that could not be delivered with its notice, sent directly: if
 // the notice gets through, the original row is given up (the chat knows), otherwise it
 // stays for the next start.
-func (t *turnState) onFail(ctx context.Context, eff Effect, o *Outcome, err error) {
+func (t *jobRun) onFail(ctx context.Context, eff Effect, o *Outcome, err error) {
 	if eff.OnFail == "" {
 		return
 	}

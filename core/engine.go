@@ -132,7 +132,7 @@ type job struct {
 	seenAtStart bool
 	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
 	// session's queue like a message, but no person sent it.
-	sys       func(ctx context.Context, t *turnState) error
+	sys       func(ctx context.Context, t *jobRun) error
 	sessionID string
 	// bare: sys loads the session itself (the linger's end reads it after the release);
 	// person: a person's message started the work sys continues (see autoHeld).
@@ -250,13 +250,13 @@ func (e *Engine) pendingApproval(ctx context.Context, sessionID string) *string 
 }
 
 // system queues fn for a session as a system job and waits for it.
-func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx context.Context, t *turnState) error) error {
+func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx context.Context, t *jobRun) error) error {
 	return waitJob(ctx, e.systemAsync(ctx, sessionID, fn))
 }
 
 // systemAsync queues fn as a system job now and returns its outcome channel: whatever is
 // queued for the session after this call runs after fn.
-func (e *Engine) systemAsync(ctx context.Context, sessionID string, fn func(ctx context.Context, t *turnState) error) <-chan error {
+func (e *Engine) systemAsync(ctx context.Context, sessionID string, fn func(ctx context.Context, t *jobRun) error) <-chan error {
 	j := &job{ctx: ctx, done: make(chan error, 1), sys: fn, sessionID: sessionID}
 	return e.enqueue(sessionID, j, false)
 }
@@ -384,7 +384,7 @@ func (e *Engine) run(j *job) error {
 			}
 			sess = s
 		}
-		err := j.sys(ctx, &turnState{e: e, j: j, sess: sess})
+		err := j.sys(ctx, &jobRun{e: e, j: j, sess: sess})
 		if err != nil && !errors.Is(err, ErrConflict) {
 			e.d.Log.Error("system job", "session", j.sessionID, "err", err)
 		}
@@ -421,7 +421,7 @@ func (e *Engine) runMessage(j *job) error {
 		seen := sess.ApprovalID
 		j.seenApproval = &seen
 	}
-	t := &turnState{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
+	t := &jobRun{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
 	if err != nil {
 		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")

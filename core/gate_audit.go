@@ -69,7 +69,7 @@ type blockedCall struct{ call, why string }
 
 // blocked records a refused call: an audit row now, and an entry of the turn's notice
 // unless the refusal says so itself (a scope stop).
-func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list bool) {
+func (t *jobRun) blocked(ctx context.Context, in gateInput, why string, list bool) {
 	a := newToolAudit(in.call, in.rule)
 	a.Paths, a.Outcome, a.Why = in.paths, "refused", why
 	t.e.obs.obs.ToolCall(in.call.Name, "blocked")
@@ -82,7 +82,7 @@ func (t *turnState) blocked(ctx context.Context, in gateInput, why string, list 
 // ran records an executed mutating call, how it ended and how long it took. The row of
 // an MCP call is durable when ran returns nil (see auditMCP); an error means it is not,
 // and the call's result must be withheld.
-func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Duration) error {
+func (t *jobRun) ran(ctx context.Context, in gateInput, err error, d time.Duration) error {
 	a := newToolAudit(in.call, in.rule)
 	a.Paths = in.paths
 	a.finished(err, d)
@@ -96,7 +96,7 @@ func (t *turnState) ran(ctx context.Context, in gateInput, err error, d time.Dur
 }
 
 // auditReadOnly records an executed read-only MCP call, durably (see auditMCP).
-func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) error {
+func (t *jobRun) auditReadOnly(ctx context.Context, call ToolCall, err error, d time.Duration) error {
 	a := newToolAudit(call, RuleReadOnly)
 	a.finished(err, d)
 	return t.auditMCP(ctx, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
@@ -106,7 +106,7 @@ func (t *turnState) auditReadOnly(ctx context.Context, call ToolCall, err error,
 // the disk, before the result is handed to the turn: the effect is done, and a crash
 // between the call and the round's flush must not leave it unrecorded. It runs even when
 // the turn's context is cancelled (the call ran). A failure is logged and returned.
-func (t *turnState) auditMCP(ctx context.Context, ev Event) error {
+func (t *jobRun) auditMCP(ctx context.Context, ev Event) error {
 	err := t.commit(context.WithoutCancel(ctx), Change{SessionID: t.sess.ID, Events: []Event{ev}})
 	if err != nil {
 		t.e.d.Log.Error("recording an MCP call", "session", t.sess.ID, "err", err)
@@ -122,7 +122,7 @@ func withheld(call ToolCall, err error) toolResult {
 
 // planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
 // loaded), read once per plan: a plan id is one version, so its id and version never change.
-func (t *turnState) planInForce(ctx context.Context) *Plan {
+func (t *jobRun) planInForce(ctx context.Context) *Plan {
 	if t.sess.Phase != PhaseExecuting {
 		return nil
 	}
@@ -138,7 +138,7 @@ func (t *turnState) planInForce(ctx context.Context) *Plan {
 }
 
 // toolEvent is the audit row of one call, naming the accepted plan in force (nil: none).
-func (t *turnState) toolEvent(kind EventKind, plan *Plan, a ToolAudit) Event {
+func (t *jobRun) toolEvent(kind EventKind, plan *Plan, a ToolAudit) Event {
 	detail, err := json.Marshal(a)
 	if err != nil {
 		detail = []byte(a.Tool) // strings and a number: marshalling cannot fail
@@ -153,7 +153,7 @@ func (t *turnState) toolEvent(kind EventKind, plan *Plan, a ToolAudit) Event {
 
 // audit commits one gate row. It records no decision, so it need not wait for the disk;
 // a failure is logged and never stops the turn (the call's result stands either way).
-func (t *turnState) audit(ctx context.Context, ev Event) {
+func (t *jobRun) audit(ctx context.Context, ev Event) {
 	if err := t.commit(ctx, Change{SessionID: t.sess.ID, Events: []Event{ev}, Lazy: true}); err != nil {
 		t.e.d.Log.Error("recording a tool call", "session", t.sess.ID, "event", ev.Kind, "err", err)
 	}
@@ -161,7 +161,7 @@ func (t *turnState) audit(ctx context.Context, ev Event) {
 
 // serverDown tells the chat, once per job and server, that a tool server stopped during
 // a call (see ToolServerDown); the turn goes on without its tools.
-func (t *turnState) serverDown(err error) {
+func (t *jobRun) serverDown(err error) {
 	var down *ToolServerDown
 	if !errors.As(err, &down) || t.gate.down[down.Server] {
 		return
@@ -177,7 +177,7 @@ func (t *turnState) serverDown(err error) {
 // planServersDown tells the chat of a session executing a plan whose allowed tools
 // belong to a tool server that is down (it failed to start or died between turns): the
 // agent will not find those tools.
-func (t *turnState) planServersDown(ctx context.Context) {
+func (t *jobRun) planServersDown(ctx context.Context) {
 	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok || t.sess.Phase != PhaseExecuting {
 		return
@@ -194,7 +194,7 @@ func (t *turnState) planServersDown(ctx context.Context) {
 }
 
 // takeNotices hands the pending notices to the flush that queues them in the outbox.
-func (t *turnState) takeNotices() []Reply {
+func (t *jobRun) takeNotices() []Reply {
 	rs := t.gate.notices
 	t.gate.notices = nil
 	return rs
@@ -202,7 +202,7 @@ func (t *turnState) takeNotices() []Reply {
 
 // flushPending queues the notices no flush took (a turn that ended without one) and
 // delivers them.
-func (t *turnState) flushPending(ctx context.Context) {
+func (t *jobRun) flushPending(ctx context.Context) {
 	rs := t.takeNotices()
 	if len(rs) == 0 {
 		return
@@ -216,7 +216,7 @@ func (t *turnState) flushPending(ctx context.Context) {
 
 // sayBlocked sends the one notice that lists the calls the gate refused since the last
 // one, if any.
-func (t *turnState) sayBlocked(ctx context.Context) {
+func (t *jobRun) sayBlocked(ctx context.Context) {
 	if len(t.gate.blocked) == 0 {
 		return
 	}
@@ -263,7 +263,7 @@ func blockedNotice(bs []blockedCall) string {
 // autoHeld says why auto-approve may not take a plan the agent proposes now, or "": it
 // approves only plans proposed in answer to a person's message, never in a turn the
 // agent's own work, a restart or a reminder started. Auto-approve never chains.
-func (t *turnState) autoHeld() string {
+func (t *jobRun) autoHeld() string {
 	switch {
 	case t.j.sys != nil && !t.j.person:
 		return "no person's message started this turn (a restart or a reminder did)"

@@ -62,7 +62,7 @@ var errLeaseHeld = errors.New("session lease held by another process")
 // no store write; when fn ends normally after a turn ran, the lease is kept again
 // (t.kept: the release and the look for work another process left are then the linger's
 // end's). A failed turn, a lost lease or a cancelled context release it at once.
-func (t *turnState) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	ls := t.e.leases
 	if ls == nil || t.leased {
 		return fn(ctx)

@@ -60,7 +60,7 @@ type keptLease struct {
 // lingers, the lease leaves ample time and the turn left nothing a kept lease would make
 // look cut off (see leftResumable); it reports whether it did. The release and the look
 // for work are then the linger's end's.
-func (t *turnState) keep(ctx context.Context, until time.Time) bool {
+func (t *jobRun) keep(ctx context.Context, until time.Time) bool {
 	e := t.e
 	d := e.cfg.LeaseLinger
 	if d <= 0 || t.seenUser == nil || until.Sub(e.d.Now()) < e.leaseTTL/2+d {
@@ -98,7 +98,7 @@ func (t *turnState) keep(ctx context.Context, until time.Time) bool {
 //
 // Both are known in memory as a rule; the store is read only after a send failed here. A
 // store it cannot read counts as resumable (release: the safe side).
-func (t *turnState) leftResumable(ctx context.Context) bool {
+func (t *jobRun) leftResumable(ctx context.Context) bool {
 	e := t.e
 	if t.cut {
 		return true
@@ -163,7 +163,7 @@ func (e *Engine) reuse(id string) (time.Time, bool) {
 // first reuses the lease, and the end then finds it taken).
 func (e *Engine) endLingerSoon(id string, k *keptLease) {
 	j := &job{ctx: context.WithoutCancel(k.ctx), done: make(chan error, 1), sessionID: id, bare: true, msg: k.msg, person: k.person}
-	j.sys = func(ctx context.Context, t *turnState) error { return t.endLinger(ctx, k) }
+	j.sys = func(ctx context.Context, t *jobRun) error { return t.endLinger(ctx, k) }
 	e.enqueue(id, j, false)
 }
 
@@ -171,7 +171,7 @@ func (e *Engine) endLingerSoon(id string, k *keptLease) {
 // another process left for the session while it was held, and runs it as runTurns would
 // (under the context of the job that kept the lease). ctx is not cancelled: the release
 // and the look are bookkeeping.
-func (t *turnState) endLinger(ctx context.Context, k *keptLease) error {
+func (t *jobRun) endLinger(ctx context.Context, k *keptLease) error {
 	e := t.e
 	if !e.linger.takeIf(t.j.sessionID, k) {
 		return nil

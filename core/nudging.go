@@ -52,7 +52,7 @@ func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
 // agent turn arrives after that turn, and it is a system message: it never reaches the
 // model as user input. A nudge whose decision was made meanwhile is dropped.
 func (e *Engine) Nudge(ctx context.Context, n Nudge, scheduledAt time.Time) error {
-	return e.system(ctx, n.SessionID, func(ctx context.Context, t *turnState) error {
+	return e.system(ctx, n.SessionID, func(ctx context.Context, t *jobRun) error {
 		cur, err := t.currentPlan(ctx)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ func (e *Engine) ReportMissed(ctx context.Context, sessionID string, missed []Mi
 	for range missed {
 		e.obs.obs.Nudge("missed")
 	}
-	return e.system(ctx, sessionID, func(ctx context.Context, t *turnState) error {
+	return e.system(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
 		cur, err := t.currentPlan(ctx)
 		if err != nil {
 			cur = nil // the report is still worth sending

@@ -72,7 +72,7 @@ type observing struct {
 
 // observeCommit reports the decisions a committed change recorded, and the pending count
 // when the change proposed or decided a plan. Changes without such rows cost one loop.
-func (t *turnState) observeCommit(ctx context.Context, ch Change) {
+func (t *jobRun) observeCommit(ctx context.Context, ch Change) {
 	e := t.e
 	if !e.obs.on {
 		return

@@ -88,7 +88,7 @@ func inScope(s Scope, p string) (string, bool) {
 	return checkScope(s, p)
 }
 
-func (t *turnState) planStatus(ctx context.Context) toolResult {
+func (t *jobRun) planStatus(ctx context.Context) toolResult {
 	type stepOut struct {
 		Step   string     `json:"step"`
 		Status StepStatus `json:"status"`

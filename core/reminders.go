@@ -63,7 +63,7 @@ func (e *Engine) ClaimReminder(ctx context.Context, n Nudge, scheduledAt, firedA
 	if err != nil {
 		return false, fmt.Errorf("claiming reminder %d: loading session: %w", n.ID, err)
 	}
-	t := &turnState{e: e, j: &job{}, sess: s}
+	t := &jobRun{e: e, j: &job{}, sess: s}
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return false, fmt.Errorf("claiming reminder %d: %w", n.ID, err)
@@ -83,7 +83,7 @@ func (e *Engine) ClaimReminder(ctx context.Context, n Nudge, scheduledAt, firedA
 
 // deliverReminder sends reminder r of occurrence (n, scheduledAt): its claimed outbox row
 // when there is one, else directly. A row whose decision was made meanwhile is dropped.
-func (t *turnState) deliverReminder(ctx context.Context, n Nudge, scheduledAt time.Time, r Reply, ok bool) error {
+func (t *jobRun) deliverReminder(ctx context.Context, n Nudge, scheduledAt time.Time, r Reply, ok bool) error {
 	row, claimed := t.e.pending.take(reminderKey(n.ID, scheduledAt))
 	switch {
 	case claimed && !ok:

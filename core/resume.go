@@ -94,7 +94,7 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Se
 // resumeOne runs the resumed turn of one session under its lease. leftover: a lease of
 // another process was found, so a turn may have been cut off.
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
-	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *turnState) error {
+	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
 		// This process keeps the session's lease from its last turn: nothing restarted, the
 		// work found (left by another process meanwhile) is the linger's look. Stable here:
 		// only a job of the session's queue takes a kept lease.
@@ -151,7 +151,7 @@ func endedTurn(s Session, last []ChatMessage) bool {
 
 // interruptedRuns closes the session's runs that started and never finished as
 // interrupted, and returns them.
-func (t *turnState) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
+func (t *jobRun) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
 	if t.e.runs == nil {
 		return nil, nil
 	}
@@ -170,7 +170,7 @@ func (t *turnState) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
 
 // tellRestart tells the chat and the agent what the restart cut off, in one commit: the
 // notice is an outbox row, the agent's note an injection its resumed turn reads.
-func (t *turnState) tellRestart(ctx context.Context, runs []ToolRun) error {
+func (t *jobRun) tellRestart(ctx context.Context, runs []ToolRun) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err
@@ -245,7 +245,7 @@ func needsTurn(s Session, last []ChatMessage, now time.Time) bool {
 // process held the lease), or injections a decision it committed queued for a turn it
 // could not start. The session is read again, so the next turn commits on top of what
 // is stored.
-func (t *turnState) moreWork(ctx context.Context) (bool, error) {
+func (t *jobRun) moreWork(ctx context.Context) (bool, error) {
 	if t.e.leases == nil || t.seenUser == nil {
 		return false, nil
 	}

@@ -27,7 +27,7 @@ func (e *Engine) DeliverLeft(ctx context.Context, channels []string, maxAge time
 			continue
 		}
 		seen[sid] = true
-		dones = append(dones, e.systemAsync(ctx, sid, func(ctx context.Context, _ *turnState) error {
+		dones = append(dones, e.systemAsync(ctx, sid, func(ctx context.Context, _ *jobRun) error {
 			left, err := e.Unsent(ctx, channels, maxAge, func(id string) bool { return id == sid })
 			if err != nil {
 				return err

@@ -31,7 +31,7 @@ func interruptedText(r ToolRun) string {
 // runMutating runs a mutating call that passed the gate: it re-reads the session from
 // the store (another process may have decided meanwhile), records the run, calls the
 // tool and records how it ended, in the ledger and as a tool_ran audit row.
-func (t *turnState) runMutating(ctx context.Context, gi gateInput, call ToolCall) toolResult {
+func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call ToolCall) toolResult {
 	if res, ok := t.recheck(ctx, call); !ok {
 		return res
 	}
@@ -94,7 +94,7 @@ func ranText(call ToolCall, err error) string {
 // recheck re-reads the session's phase and plan from the store before a mutating call:
 // when another process turned the plan off or sent it back, the call is refused and the
 // turn stops, saying so.
-func (t *turnState) recheck(ctx context.Context, call ToolCall) (toolResult, bool) {
+func (t *jobRun) recheck(ctx context.Context, call ToolCall) (toolResult, bool) {
 	if !t.e.cfg.PlanMode {
 		return toolResult{}, true
 	}
@@ -138,7 +138,7 @@ func changedWhy(cur, s Session, p *Plan) string {
 
 // changedElsewhere is the truthful report of a change made elsewhere after this job's
 // mutating calls: "wrote NOTES.md, then the plan was turned off elsewhere".
-func (t *turnState) changedElsewhere(why string) string {
+func (t *jobRun) changedElsewhere(why string) string {
 	if len(t.done) == 0 {
 		return upperFirst(why)
 	}
@@ -154,7 +154,7 @@ func upperFirst(s string) string {
 
 // conflictNotice is what a person is told when a commit lost to a change made elsewhere:
 // "nothing was changed" only when that is true.
-func (t *turnState) conflictNotice(ctx context.Context) {
+func (t *jobRun) conflictNotice(ctx context.Context) {
 	if t.told {
 		return
 	}

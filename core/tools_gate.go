@@ -12,7 +12,7 @@ import (
 // Tool calls: plan tools become triggers of Apply, workspace tools go through the gate.
 
 // callTool runs one tool call through the gate.
-func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
+func (t *jobRun) callTool(ctx context.Context, call ToolCall) toolResult {
 	if a := strings.TrimSpace(string(call.Args)); strings.HasPrefix(a, `"`) {
 		// A provider passes arguments that are not valid JSON through as a JSON string.
 		var raw string
@@ -68,7 +68,7 @@ func (t *turnState) callTool(ctx context.Context, call ToolCall) toolResult {
 
 // withdrawn answers a call of a tool whose server is down (its tools are not offered):
 // the model learns the server's state, the chat that the server stopped.
-func (t *turnState) withdrawn(call ToolCall) (toolResult, bool) {
+func (t *jobRun) withdrawn(call ToolCall) (toolResult, bool) {
 	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok {
 		return toolResult{}, false
@@ -86,7 +86,7 @@ func (t *turnState) withdrawn(call ToolCall) (toolResult, bool) {
 // what the gate needs and lets gate decide. A refusal is an audit row, and is listed in
 // the turn's one notice of blocked calls (a scope stop has its own notice). It returns
 // what the gate saw (the paths, the accepted plan), for the audit row of the call's run.
-func (t *turnState) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (gateInput, toolResult, bool) {
+func (t *jobRun) gateMutation(ctx context.Context, spec ToolSpec, call ToolCall) (gateInput, toolResult, bool) {
 	in := gateInput{sess: t.sess, spec: spec, call: call}
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
 	if !t.e.cfg.PlanMode {
@@ -197,7 +197,7 @@ func toolError(format string, args ...any) toolResult {
 
 // planTool turns a plan tool call into a trigger, applies it and writes the files of a
 // new plan version, so the result the model gets says whether the plan was saved.
-func (t *turnState) planTool(ctx context.Context, call ToolCall) toolResult {
+func (t *jobRun) planTool(ctx context.Context, call ToolCall) toolResult {
 	trig := map[string]Trigger{ToolEnterPlanMode: TrigEnter, ToolExitPlanMode: TrigPropose,
 		ToolUpdatePlan: TrigUpdate, ToolAskUserQuestion: TrigAsk}[call.Name]
 	if trig == TrigPropose && t.sess.AutoApprove && t.autoHeld() == "" {

@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// turnState is the state of one job: the session as last committed.
-type turnState struct {
+// jobRun is one job being handled (a message, a command, a reminder), with what it keeps
+// while it runs: the session as last committed, the gate's record of its turns, the lease.
+// /plan status runs on one as much as an agent turn does.
+type jobRun struct {
 	e    *Engine
 	j    *job
 	sess Session
@@ -44,7 +46,7 @@ type turnState struct {
 // (completing a plan clears them; a plan the same turn proposes next still answers them)
 // and the author of the job's message when it is a message to the agent. The approver
 // whose accept started the job asked for nothing.
-func (t *turnState) askedSoFar() []Requester {
+func (t *jobRun) askedSoFar() []Requester {
 	t.asked = withRequesters(t.asked, t.sess.Requesters)
 	if t.j.asks() {
 		t.asked = asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
@@ -52,7 +54,7 @@ func (t *turnState) askedSoFar() []Requester {
 	return t.asked
 }
 
-func (t *turnState) msg() Message { return t.j.msg }
+func (t *jobRun) msg() Message { return t.j.msg }
 
 // maxChainedTurns bounds how many agent turns one message can start back to back (an
 // auto-approved plan starts executing right after it was proposed).
@@ -102,7 +104,7 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // release is seen then, and one stored after it finds the lease free and gets its own
 // turn there. When there is work, this process takes the lease again for it. A lease kept
 // lingering (see linger.go) is looked after when the linger ends and it is released.
-func (t *turnState) runTurns(ctx context.Context) error {
+func (t *jobRun) runTurns(ctx context.Context) error {
 	if t.leased || t.e.leases == nil {
 		return t.leasedTurns(ctx, true) // an outer lease, or none to release
 	}
@@ -119,7 +121,7 @@ func (t *turnState) runTurns(ctx context.Context) error {
 
 // leasedTurns is runTurns under the lease; with look, it also looks for work another
 // process left (the lease is not released at the end: an outer call holds it).
-func (t *turnState) leasedTurns(ctx context.Context, look bool) error {
+func (t *jobRun) leasedTurns(ctx context.Context, look bool) error {
 	for i := range maxChainedTurns {
 		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
 		again, err := t.runTurn(ctx)
@@ -141,7 +143,7 @@ func (t *turnState) leasedTurns(ctx context.Context, look bool) error {
 // runTurn runs the agent loop once: model call, tool round, commit, until a final text,
 // a plan or question that ends the turn, a stop condition or agent.max_iterations. It
 // reports whether injections are waiting for another turn.
-func (t *turnState) runTurn(ctx context.Context) (bool, error) {
+func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 	tr, err := t.loadTurn(ctx)
 	if err != nil {
 		return false, err
@@ -199,7 +201,7 @@ func noticef(format string, args ...any) Reply {
 }
 
 // loadTurn reads the transcript window the model gets as history.
-func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
+func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
 	h, err := t.window(ctx)
 	if err != nil {
 		return nil, err
@@ -221,7 +223,7 @@ func (t *turnState) loadTurn(ctx context.Context) (*turn, error) {
 
 // window is the session's stored transcript window: kept in memory for the session's
 // current row version (see windows.go), else read from the store.
-func (t *turnState) window(ctx context.Context) ([]ChatMessage, error) {
+func (t *jobRun) window(ctx context.Context) ([]ChatMessage, error) {
 	now := t.e.d.Now()
 	if h, ok := t.e.windows.get(t.sess.ID, t.sess.Version, now); ok {
 		return h, nil
@@ -243,7 +245,7 @@ func (tr *turn) drain(queue []Injection, now time.Time) {
 }
 
 // callModel asks the model for the next step of the turn.
-func (t *turnState) callModel(ctx context.Context, tr *turn) (ModelResponse, error) {
+func (t *jobRun) callModel(ctx context.Context, tr *turn) (ModelResponse, error) {
 	e := t.e
 	req := ModelRequest{
 		SessionID: t.sess.ID,
@@ -274,7 +276,7 @@ func turnWindow(tr *turn, budget int) []ChatMessage {
 
 // modelFailed tells the chat that the model could not answer. What the turn already did
 // is kept; if it did nothing, drained injections stay queued for the next turn.
-func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error {
+func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
 	if len(t.sess.Injections) > 0 || tr.answered > 0 {
 		// A decision or earlier work stands; the agent just could not go on.
@@ -294,7 +296,7 @@ func (t *turnState) modelFailed(ctx context.Context, tr *turn, err error) error 
 // so the commit need not wait for the disk.
 // Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
 // same commit, delivered after it.
-func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
+func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
 		rs = append(pending, rs...)
 	}
@@ -329,7 +331,7 @@ func (t *turnState) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 // that change decided nothing: a person's message it stored for the agent (it could not
 // start a turn: this process holds the lease) or injections it queued behind ours. The
 // turn picks that work up afterwards (moreWork). Any other change stays a conflict.
-func (t *turnState) rebase(ctx context.Context, drained int) (Session, bool) {
+func (t *jobRun) rebase(ctx context.Context, drained int) (Session, bool) {
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
 	if err != nil || t.e.leases == nil {
 		return Session{}, false
@@ -354,7 +356,7 @@ type round struct {
 
 // toolRound runs the tool calls of one model answer, in order. After a call ends the turn
 // or a stop condition, the remaining calls are answered without running.
-func (t *turnState) toolRound(ctx context.Context, tr *turn, calls []ToolCall) (round, error) {
+func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []ToolCall) (round, error) {
 	var r round
 	for _, call := range calls {
 		var res toolResult
@@ -387,7 +389,7 @@ func (t *turnState) toolRound(ctx context.Context, tr *turn, calls []ToolCall) (
 // applyTool commits a plan tool's outcome in one transaction with the turn's uncommitted
 // entries (the call and its result included), then carries it out. The tool's files were
 // written by callTool already: its result depends on them.
-func (t *turnState) applyTool(ctx context.Context, tr *turn, o Outcome) error {
+func (t *jobRun) applyTool(ctx context.Context, tr *turn, o Outcome) error {
 	if o.Change.Session == nil {
 		return t.carryOut(ctx, o)
 	}
