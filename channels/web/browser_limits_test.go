@@ -8,8 +8,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
 
@@ -24,11 +22,7 @@ func TestBrowserLimits(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	e := configured(t, st, Config{Enabled: true, Users: testUsers, MaxConversations: 1, MaxStreams: 1}, Deps{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
-	}()
+	e.runIdle(t)
 
 	alice := browserPerson(t, root)
 	signInBrowser(t, alice, e, "alice")

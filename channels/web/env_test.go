@@ -123,6 +123,16 @@ type client struct {
 	user string // signed in as ("" = nobody)
 }
 
+// runIdle runs the channel with a handler that takes every message and does nothing,
+// until the test ends.
+func (e *env) runIdle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
+	}()
+}
+
 func (e *env) client() *client {
 	jar, _ := cookiejar.New(nil)
 	return &client{e: e, http: &http.Client{Jar: jar, Timeout: 10 * time.Second,

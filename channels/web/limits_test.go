@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -165,11 +164,7 @@ func TestStreamCap(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	e := configured(t, st, Config{Enabled: true, Users: testUsers, MaxStreams: 2}, Deps{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
-	}()
+	e.runIdle(t)
 	alice := e.signIn("alice")
 	e.makeConversation("alice", "live")
 	first, _ := alice.openStream(t, "live", e.web.eventID(0), "")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -52,11 +51,7 @@ func TestMirrorShowsOtherReplicasReplies(t *testing.T) {
 	log.add(1, core.Reply{To: a, Text: "sent before this replica started"})
 	e.web.mirror = newMirror(log, time.Now)
 	e.web.mirror.every = 5 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
-	}()
+	e.runIdle(t)
 	alice := e.signIn("alice")
 	e.makeConversation("alice", "live")
 	res, r := alice.openStream(t, "live", e.web.eventID(0), "")
@@ -64,7 +59,7 @@ func TestMirrorShowsOtherReplicasReplies(t *testing.T) {
 	log.waitPolls(t, 2)
 
 	local := core.Reply{To: a, Text: "sent here", InReplyTo: "m1"}
-	if _, err := e.web.Send(ctx, local); err != nil {
+	if _, err := e.web.Send(t.Context(), local); err != nil {
 		t.Fatal(err)
 	}
 	log.add(3, local) // this replica marks it sent
@@ -72,7 +67,7 @@ func TestMirrorShowsOtherReplicasReplies(t *testing.T) {
 	log.add(2, core.Reply{To: a, Text: "committed earlier, visible later", InReplyTo: "m0"})
 	log.add(5, core.Reply{To: address("bob", "live"), Text: "nobody has bob's page open here"})
 	log.waitPolls(t, 2)
-	if _, err := e.web.Send(ctx, core.Reply{To: a, Text: "the end"}); err != nil {
+	if _, err := e.web.Send(t.Context(), core.Reply{To: a, Text: "the end"}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

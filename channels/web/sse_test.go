@@ -2,12 +2,10 @@ package web
 
 import (
 	"bufio"
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -55,16 +53,12 @@ func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
 
 func TestSSEResumeAfterDisconnect(t *testing.T) {
 	e := bareEnv(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = e.web.Run(ctx, channels.HandlerFunc(func(context.Context, core.Message) error { return nil }))
-	}()
+	e.runIdle(t)
 	alice := e.signIn("alice")
 	e.makeConversation("alice", "live")
 	a := address("alice", "live")
 	send := func(text string) {
-		if _, err := e.web.Send(ctx, core.Reply{To: a, Text: text}); err != nil {
+		if _, err := e.web.Send(t.Context(), core.Reply{To: a, Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +103,7 @@ func TestSSEResumeAfterDisconnect(t *testing.T) {
 	e.makeConversation("bob", "live")
 	bres, br := bob.openStream(t, "live", e.web.eventID(0), "")
 	defer bres.Body.Close()
-	if _, err := e.web.Send(ctx, core.Reply{To: address("bob", "live"), Text: "for bob"}); err != nil {
+	if _, err := e.web.Send(t.Context(), core.Reply{To: address("bob", "live"), Text: "for bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if ev := readEvent(t, br); !strings.Contains(ev.data, "for bob") {
