@@ -1,0 +1,165 @@
+//go:build linux
+
+package tools
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The red team's attacks on run_command's sandbox and .git guard. An attack that still
+// gets through is a test skipped with the reason; the others must pass.
+
+// plantGitDir is a script that makes evil/ a git directory whose config names a
+// core.fsmonitor: any git status that reads it on the host touches pwned-fsmonitor.
+const plantGitDir = `mkdir -p evil/hooks evil/refs evil/objects && echo 'ref: refs/heads/main' > evil/HEAD && ` +
+	`printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch pwned-fsmonitor; false"\n' > evil/config && `
+
+// personGitStatus runs git status on the host in dir, as the person would after the
+// command, without the user's or the system's config. Its failure does not matter: only
+// what it ran does.
+func personGitStatus(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--short")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	_ = cmd.Run()
+}
+
+// TestRedTeamGitCommondir: .git/commondir is not guarded. A command writes it (the .git
+// directory itself stays writable so git can commit), pointing git at a directory of its
+// own whose config and hooks then apply to the repository: the person's next git status
+// on the host runs the planted core.fsmonitor.
+func TestRedTeamGitCommondir(t *testing.T) {
+	t.Skip("red team: .git/commondir is writable and unchecked, so a planted config's core.fsmonitor runs on the person's next git status")
+	need(t, "sh", "git", "mkdir", "printf")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			ws, _ := gitRepo(t)
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo ../evil > .git/commondir"}}); err != nil {
+				t.Fatal(err)
+			}
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+		})
+	}
+}
+
+// TestRedTeamGitFileCreated: in a workspace without .git, a command writes .git as a file
+// ("gitdir: evil"). The guard sees .git/config change, says it was put back, but its
+// put-back fails on the file, which stays: the person's next git status runs the planted
+// core.fsmonitor.
+func TestRedTeamGitFileCreated(t *testing.T) {
+	t.Skip("red team: a .git file (gitdir: pointer) a command creates stays, and git then runs the config it points to")
+	need(t, "sh", "git", "mkdir", "printf")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			ws := testWS(t, map[string]string{"README.md": "hello\n"})
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
+				t.Fatal(err)
+			}
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+			mustNotExist(t, filepath.Join(ws.Dir, ".git"))
+		})
+	}
+}
+
+// TestRedTeamGitFileRewritten: a workspace whose .git is a file (a linked worktree, or a
+// repository with a separate git directory) gets no read-only binds and its snapshot
+// records .git/config only as "irregular", before and after alike: a command that
+// rewrites the pointer changes nothing the guard compares, and nothing is put back.
+func TestRedTeamGitFileRewritten(t *testing.T) {
+	t.Skip("red team: a workspace whose .git is a gitdir: file is unguarded; a command repoints it and the person's git runs the planted config")
+	need(t, "sh", "git", "mkdir", "printf")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			// A worktree of a repository outside the workspace, as git worktree add makes it.
+			main, _ := gitRepo(t)
+			wsDir := filepath.Join(t.TempDir(), "ws")
+			hostGit(t, main.Dir, "worktree", "add", "-q", wsDir)
+			pointer, err := os.ReadFile(filepath.Join(wsDir, ".git"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := main
+			ws.Dir = wsDir
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
+				t.Fatal(err)
+			}
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+			wantFile(t, filepath.Join(ws.Dir, ".git"), string(pointer))
+		})
+	}
+}
+
+// TestRedTeamGitDirReplaced: a command that moves .git aside and makes a new one with
+// its own config gets the guarded parts put back; the person's git status runs nothing.
+func TestRedTeamGitDirReplaced(t *testing.T) {
+	need(t, "sh", "git", "mkdir", "printf", "mv", "cp")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			ws, config := gitRepo(t)
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir +
+				"mv .git .git-old && mkdir .git && cp -r .git-old/HEAD .git-old/objects .git-old/refs .git/ && cp evil/config .git/config && echo moved"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantContains(t, "output", out, "moved\n", "put back")
+			wantFile(t, filepath.Join(ws.Dir, ".git/config"), config)
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+		})
+	}
+}
+
+// TestRedTeamDevShmUnbounded: the sandbox's /dev is bwrap's own tmpfs, writable and
+// without a size, so /dev/shm (or /dev itself) holds as much as the host's memory while
+// /tmp is capped by tools.run_command.limits.tmp_size.
+func TestRedTeamDevShmUnbounded(t *testing.T) {
+	t.Skip("red team: /dev and /dev/shm are an unbounded writable tmpfs; tmp_size does not cover them")
+	needSandbox(t)
+	need(t, "sh", "head", "wc")
+	ws := testWS(t, nil)
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Limits: Limits{TmpSize: 32 << 20}})
+	if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
+		"head -c 67108864 /dev/zero > /dev/shm/big; wc -c < /dev/shm/big > size"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(readBack(t, ws, "size")); got == "67108864" {
+		t.Errorf("/dev/shm took all 64 MiB with tmp_size 32 MiB (size %s)", got)
+	}
+}
+
+// TestRedTeamStderrFlood: output written only to stderr counts against the output limit
+// as stdout does, and the command is stopped.
+func TestRedTeamStderrFlood(t *testing.T) {
+	needSandbox(t)
+	need(t, "sh", "head")
+	ws := testWS(t, nil)
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, CommandTimeout: 10 * time.Second, Limits: Limits{Output: 1 << 20}})
+	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", "head -c 33554432 /dev/zero >&2; echo after > after"}})
+	wantErr(t, err, "was stopped: it wrote more than 1 MiB of output (the limit tools.run_command.limits.output)")
+	mustNotExist(t, filepath.Join(ws.Dir, "after"))
+}
