@@ -163,3 +163,61 @@ func TestRedTeamStderrFlood(t *testing.T) {
 	wantErr(t, err, "was stopped: it wrote more than 1 MiB of output (the limit tools.run_command.limits.output)")
 	mustNotExist(t, filepath.Join(ws.Dir, "after"))
 }
+
+// TestRedTeamProcSysWritableAsRoot: when the gateway runs as root (containers, CI), a
+// command runs as uid 0 without capabilities, and the sysctl files check only the uid:
+// bwrap's cover of /proc/sys is skipped because, without CAP_DAC_OVERRIDE, the directory
+// itself is not writable. A command then can write host-wide settings such as
+// kernel.core_pattern or kernel.modprobe, which the host's kernel runs as root outside
+// the sandbox. The test writes nothing global: it checks access (the kernel's own sysctl
+// permission check) and writes the hostname, which is the sandbox's own (--unshare-uts).
+func TestRedTeamProcSysWritableAsRoot(t *testing.T) {
+	t.Skip("red team: under a root gateway /proc/sys is writable from a command: kernel.core_pattern and kernel.modprobe reach the host as root")
+	needSandbox(t)
+	need(t, "sh", "cat")
+	if os.Geteuid() != 0 {
+		t.Skip("the sysctl files are writable by uid 0 only: run as root to try this")
+	}
+	ws := testWS(t, nil)
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}})
+	script := `for f in /proc/sys/kernel/core_pattern /proc/sys/kernel/modprobe /proc/sys/vm/drop_caches /proc/sysrq-trigger; do ` +
+		`[ -w "$f" ] && echo "$f" >> writable; done; echo redteam-sandbox > /proc/sys/kernel/hostname; cat /proc/sys/kernel/hostname > hostname; echo end`
+	if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws.Dir, "writable")); err == nil {
+		t.Errorf("a command may write host-wide kernel settings:\n%s", b)
+	}
+	if got := strings.TrimSpace(readBack(t, ws, "hostname")); got == "redteam-sandbox" {
+		t.Errorf("a command wrote through /proc/sys (its own hostname is now %q)", got)
+	}
+}
+
+// TestRedTeamEtcSSLPrivate: /etc/ssl is bound whole, so /etc/ssl/private (the host's TLS
+// private keys, a reverse proxy's among them) is in the sandbox too; whatever of it the
+// gateway's user can read (all of it as root, or in the ssl-cert group), a command reads.
+func TestRedTeamEtcSSLPrivate(t *testing.T) {
+	t.Skip("red team: /etc/ssl/private is inside the sandbox; a command reads the host's TLS keys the gateway's user can read")
+	needSandbox(t)
+	need(t, "sh", "cat")
+	keys, _ := filepath.Glob("/etc/ssl/private/*")
+	var readable string
+	for _, k := range keys {
+		if f, err := os.Open(k); err == nil {
+			f.Close()
+			readable = k
+			break
+		}
+	}
+	if readable == "" {
+		t.Skip("no file under /etc/ssl/private is readable by this user")
+	}
+	ws := testWS(t, nil)
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}})
+	if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", "cat " + readable + " > stolen; echo end"}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws.Dir, "stolen")); err == nil && len(b) > 0 {
+		t.Errorf("a command copied %s (%d bytes) into the workspace", readable, len(b))
+	}
+}
