@@ -1,6 +1,8 @@
 package core_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -56,4 +58,65 @@ func TestRedTeamAnswerByButtonMakesARequester(t *testing.T) {
 	if p := h.plan(s.PlanID); p.Status != core.PlanPending || len(p.Approvals) != 0 {
 		t.Errorf("alice answered the question by button and accepted the plan alone: %s, approvals %+v", p.Status, p.Approvals)
 	}
+}
+
+// TestRedTeamRequestLeftToAnotherReplica: with plan mode off, bob's message starts a turn
+// on process A; meanwhile alice's request reaches process B, which stores it and leaves it
+// to A (A holds the lease). A's next turn answers alice's message, but its requesters are
+// those of the job it runs for, bob's message: the agent enters plan mode and proposes, and
+// alice alone accepts the plan for her own request under requester_may_approve: false.
+func TestRedTeamRequestLeftToAnotherReplica(t *testing.T) {
+	t.Skip("red team: a message another replica stored and left to the lease holder is answered without making its author a requester")
+	h := newHarness(t, onlyOtherDecides)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := h.process(nil, nil, nil)
+	a.model.Hook(func(core.ModelRequest) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	sid := sessionID("prod")
+	a.model.push(sid, text("Hello bob."), calls(call("enter_plan_mode", map[string]any{})), calls(propose("Deploy", "First step", "Second step")))
+	msg := func(id, who, text string) core.Message {
+		return core.Message{ID: id, Address: addr("prod"), Sender: core.Person{ID: who, Name: who}, Text: text, Time: h.clock}
+	}
+	done := a.eng.Enqueue(context.Background(), msg("ev-1", "bob", "hello"))
+	<-entered
+	b := h.process(nil, nil, nil)
+	if err := b.eng.Handle(context.Background(), msg("ev-2", "alice", "deploy the new release to prod")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s := h.session("prod")
+	if s.Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("setup: phase %s; A said %s; log %s", s.Phase, joinTexts(a.out.all()), a.log)
+	}
+	reqs := a.model.requests()
+	if len(reqs) < 2 || reqs[1].Messages[len(reqs[1].Messages)-1].Content != "deploy the new release to prod" {
+		t.Fatalf("setup: A's second turn did not answer alice's message (%d model calls)", len(reqs))
+	}
+	p := h.plan(s.PlanID)
+	if !isRequesterOf(p, "terminal:alice") {
+		t.Errorf("the plan answering alice's request names requesters %q, not alice", requesterIDs(p.Requesters))
+	}
+	if err := b.eng.Handle(context.Background(), msg("ev-3", "alice", "/plan accept")); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.plan(p.ID); got.Status != core.PlanPending || len(got.Approvals) != 0 {
+		t.Errorf("alice accepted the plan for her own request alone: %s, approvals %+v", got.Status, got.Approvals)
+	}
+}
+
+func isRequesterOf(p core.Plan, by string) bool {
+	for _, r := range p.Requesters {
+		if r.By == by {
+			return true
+		}
+	}
+	return false
 }
