@@ -96,9 +96,14 @@ func TestRedTeamRequestLeftToAnotherReplica(t *testing.T) {
 	if s.Phase != core.PhaseAwaitingApproval {
 		t.Fatalf("setup: phase %s; A said %s; log %s", s.Phase, joinTexts(a.out.all()), a.log)
 	}
-	reqs := a.model.requests()
-	if len(reqs) < 2 || reqs[1].Messages[len(reqs[1].Messages)-1].Content != "deploy the new release to prod" {
-		t.Fatalf("setup: A's second turn did not answer alice's message (%d model calls)", len(reqs))
+	answered := false
+	if reqs := a.model.requests(); len(reqs) > 1 {
+		for _, m := range reqs[1].Messages {
+			answered = answered || m.Role == core.RoleUser && m.Content == "deploy the new release to prod"
+		}
+	}
+	if !answered {
+		t.Fatalf("setup: A's second turn did not get alice's message")
 	}
 	p := h.plan(s.PlanID)
 	if !isRequesterOf(p, "terminal:alice") {
