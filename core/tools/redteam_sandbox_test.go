@@ -221,3 +221,30 @@ func TestRedTeamEtcSSLPrivate(t *testing.T) {
 		t.Errorf("a command copied %s (%d bytes) into the workspace", readable, len(b))
 	}
 }
+
+// TestRedTeamGitLinkedWorktreeCommondir: the workspace's repository has a linked
+// worktree outside the workspace (git worktree add ../other). Its administrative files,
+// .git/worktrees/other/, are in the workspace and unguarded: a command repoints its
+// commondir to a directory of its own, and the person's next git status in ../other,
+// outside the workspace, runs the planted core.fsmonitor there.
+func TestRedTeamGitLinkedWorktreeCommondir(t *testing.T) {
+	t.Skip("red team: .git/worktrees/<name>/commondir is unguarded, so a command plants config for a checkout outside the workspace")
+	need(t, "sh", "git", "mkdir", "printf")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			ws, _ := gitRepo(t)
+			other := filepath.Join(t.TempDir(), "other")
+			hostGit(t, ws.Dir, "worktree", "add", "-q", other)
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			script := plantGitDir + "echo " + filepath.Join(ws.Dir, "evil") + " > .git/worktrees/other/commondir"
+			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}}); err != nil {
+				t.Fatal(err)
+			}
+			personGitStatus(t, other)
+			mustNotExist(t, filepath.Join(other, "pwned-fsmonitor"))
+		})
+	}
+}
