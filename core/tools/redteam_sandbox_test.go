@@ -248,3 +248,23 @@ func TestRedTeamGitLinkedWorktreeCommondir(t *testing.T) {
 		})
 	}
 }
+
+// TestRedTeamThreadsEscapeProcessLimit: limits.processes counts processes, not threads,
+// while the host's pid space (kernel.pid_max, often 32768) counts both: one process of a
+// command starts hundreds of threads, far over the limit, and is not stopped; with the
+// default memory limit one process can hold tens of thousands, enough to leave the host
+// (the gateway included) unable to start anything until the command times out.
+func TestRedTeamThreadsEscapeProcessLimit(t *testing.T) {
+	t.Skip("red team: threads are not counted by limits.processes, so one process exhausts the host's pids")
+	needSandbox(t)
+	need(t, "python3")
+	ws := testWS(t, nil)
+	tb := New(Config{RunCommand: true, Allow: []string{"python3"}, CommandTimeout: 20 * time.Second, Limits: Limits{Processes: 16}})
+	script := "import threading, os, time\nthreading.stack_size(65536)\nev = threading.Event()\n" +
+		"ts = [threading.Thread(target=ev.wait, args=(10,)) for _ in range(200)]\n[x.start() for x in ts]\n" +
+		"open('tasks', 'w').write(str(len(os.listdir('/proc/self/task'))))\ntime.sleep(0.5)\nev.set()\n"
+	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c", script}})
+	if b, rerr := os.ReadFile(filepath.Join(ws.Dir, "tasks")); rerr == nil {
+		t.Errorf("one process of the command ran %s tasks at once under limits.processes 16 (result error: %v)", b, err)
+	}
+}
