@@ -262,7 +262,7 @@ func TestRedTeamThreadsEscapeProcessLimit(t *testing.T) {
 	tb := New(Config{RunCommand: true, Allow: []string{"python3"}, CommandTimeout: 20 * time.Second, Limits: Limits{Processes: 16}})
 	script := "import threading, os, time\nthreading.stack_size(65536)\nev = threading.Event()\n" +
 		"ts = [threading.Thread(target=ev.wait, args=(10,)) for _ in range(200)]\n[x.start() for x in ts]\n" +
-		"open('tasks', 'w').write(str(len(os.listdir('/proc/self/task'))))\ntime.sleep(0.5)\nev.set()\n"
+		"time.sleep(0.5)\nopen('tasks', 'w').write(str(len(os.listdir('/proc/self/task'))))\nev.set()\n"
 	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c", script}})
 	if b, rerr := os.ReadFile(filepath.Join(ws.Dir, "tasks")); rerr == nil {
 		t.Errorf("one process of the command ran %s tasks at once under limits.processes 16 (result error: %v)", b, err)
