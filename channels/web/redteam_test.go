@@ -39,3 +39,22 @@ func TestRedTeamDashboardReviseOverCap(t *testing.T) {
 		t.Errorf("the dashboard's revise (%d bytes, cap %d) answered %d and its feedback is stored on the session (%d bytes)", len(huge), DefaultMaxMessageBytes, code, len(got.LastFeedback))
 	}
 }
+
+// TestRedTeamEditUploadFileNameOverCap: the Edit upload's file name is not held to
+// max_message_bytes: a 200 KB name (under http.max_body) is shown in the conversation as
+// "Edited plan: <name>" and kept in memory, the cost the cap exists to bound.
+func TestRedTeamEditUploadFileNameOverCap(t *testing.T) {
+	t.Skip("red team: the Edit upload's file name skips max_message_bytes and is kept in the conversation")
+	e := newEnv(t, "web:alice")
+	alice := e.signIn("alice")
+	e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
+	name := strings.Repeat("n", 200<<10) + ".md"
+	res := alice.upload("/c/c1/edit", name, []byte("not a plan"))
+	code := res.StatusCode
+	res.Body.Close()
+	for _, it := range e.web.shown(address("alice", "c1")) {
+		if len(it) > 2*DefaultMaxMessageBytes {
+			t.Errorf("the upload (%d), its file name %d bytes, is shown as an item of %d bytes (cap %d)", code, len(name), len(it), DefaultMaxMessageBytes)
+		}
+	}
+}
