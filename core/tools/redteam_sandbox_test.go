@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The red team's attacks on run_command's sandbox and .git guard. An attack that still
@@ -266,5 +269,58 @@ func TestRedTeamThreadsEscapeProcessLimit(t *testing.T) {
 	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c", script}})
 	if b, rerr := os.ReadFile(filepath.Join(ws.Dir, "tasks")); rerr == nil {
 		t.Errorf("one process of the command ran %s tasks at once under limits.processes 16 (result error: %v)", b, err)
+	}
+}
+
+// keyScript is python that stores (op "add") or reads into the file key (op "read") a
+// "user" key named desc in the user keyring, by the raw add_key and keyctl system calls
+// (x86_64 numbers), as any program in the sandbox could.
+func keyScript(op, desc, secret string) string {
+	return `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+desc = b"` + desc + `"
+if "` + op + `" == "add":
+    data = b"` + secret + `"
+    print("add_key", libc.syscall(248, b"user", desc, data, len(data), ctypes.c_int(-4)))
+else:
+    kid = libc.syscall(250, 10, ctypes.c_int(-4), b"user", desc, 0)
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall(250, 11, ctypes.c_long(kid), buf, 256)
+    if n > 0:
+        open("key", "wb").write(buf.raw[:n])
+    print("read", kid, n)
+`
+}
+
+// TestRedTeamKeyringCrossesSessions: the kernel's keyrings are not namespaced and the
+// sandbox filters no system call, so a command stores a key in its uid's user keyring,
+// where it outlives the sandbox; a command of another session (another workspace) reads
+// it back: a channel between sessions, and the gateway user's own keys are readable the
+// same way.
+func TestRedTeamKeyringCrossesSessions(t *testing.T) {
+	t.Skip("red team: keyctl/add_key reach the gateway user's keyring; a key one session's command stores, another's reads")
+	needSandbox(t)
+	need(t, "python3")
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the script uses x86_64 system call numbers")
+	}
+	desc, secret := "plangate-redteam-"+marker(), "secret-of-session-a"
+	t.Cleanup(func() {
+		if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc, 0); err == nil {
+			_, _ = unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0)
+		}
+	})
+	a, b := testWS(t, nil), testWS(t, nil)
+	b.SessionID = "s2"
+	tb := New(Config{RunCommand: true, Allow: []string{"python3"}})
+	if _, err := call(t, tb, a, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c", keyScript("add", desc, secret)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, tb, b, ToolRunCommand, map[string]any{"argv": []string{"python3", "-c", keyScript("read", desc, "")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.Dir, "key")); err == nil {
+		t.Errorf("session s2's command read %q, stored by session s1's command in the keyring", got)
 	}
 }
