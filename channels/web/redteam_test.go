@@ -58,3 +58,45 @@ func TestRedTeamEditUploadFileNameOverCap(t *testing.T) {
 		}
 	}
 }
+
+// TestRedTeamAnotherUsersConversationRoutes: bob, an approver who may see alice's session
+// on the dashboard, still has no way into her conversation's own routes: its page, its
+// live stream, a message, a button and an Edit upload under her conversation's id are
+// bob's own unknown conversation, 404, and the store and the page keep nothing of them.
+func TestRedTeamAnotherUsersConversationRoutes(t *testing.T) {
+	e := newEnv(t, "web:alice", "web:bob")
+	alice, bob := e.signIn("alice"), e.signIn("bob")
+	s := e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
+	shown := len(e.web.shown(address("alice", "c1")))
+	for _, path := range []string{"/c/c1", "/c/c1/events?after=" + e.web.eventID(0)} {
+		if code, page := bob.status(path); code != http.StatusNotFound || strings.Contains(page, "Tidy the docs") {
+			t.Errorf("bob GET %s: %d, want 404 without alice's plan", path, code)
+		}
+	}
+	for _, form := range []url.Values{
+		{"text": {"hello from bob"}},
+		{"kind": {"accept"}, "approval": {s.ApprovalID}},
+	} {
+		path := "/c/c1/messages"
+		if form.Has("kind") {
+			path = "/c/c1/actions"
+		}
+		res := bob.post(path, form)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("bob POST %s: %d, want 404", path, res.StatusCode)
+		}
+	}
+	if res := bob.upload("/c/c1/edit", "plan.md", []byte("# edited by bob\n")); res.StatusCode != http.StatusNotFound {
+		t.Errorf("bob's upload into alice's conversation: %d, want 404", res.StatusCode)
+	}
+	if got := e.session("alice", "c1"); got.Version != s.Version || got.ApprovalID != s.ApprovalID || got.Phase != core.PhaseAwaitingApproval {
+		t.Errorf("bob's posts changed alice's session: %+v", got)
+	}
+	if n := len(e.web.shown(address("alice", "c1"))); n != shown {
+		t.Errorf("alice's conversation shows %d items after bob's posts, want %d", n, shown)
+	}
+	if _, err := e.st.Session(context.Background(), address("bob", "c1").SessionID()); err == nil {
+		t.Error("bob's posts made a session of his own under alice's conversation id")
+	}
+}
