@@ -100,3 +100,27 @@ func TestRedTeamAnotherUsersConversationRoutes(t *testing.T) {
 		t.Error("bob's posts made a session of his own under alice's conversation id")
 	}
 }
+
+// TestRedTeamCSRFOfAnotherUser: alice's CSRF token in bob's signed-in request is refused:
+// a dashboard accept changes nothing and New conversation makes nothing for bob.
+func TestRedTeamCSRFOfAnotherUser(t *testing.T) {
+	e := newEnv(t, "web:alice", "web:bob")
+	alice, bob := e.signIn("alice"), e.signIn("bob")
+	s := e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
+	res := bob.post("/dashboard/actions", url.Values{"csrf": {alice.csrf}, "session": {s.ID}, "kind": {"accept"}, "approval": {s.ApprovalID}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's accept with alice's CSRF token: %d, want 403", res.StatusCode)
+	}
+	res = bob.post("/conversations", url.Values{"csrf": {alice.csrf}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's New conversation with alice's CSRF token: %d, want 403", res.StatusCode)
+	}
+	if got := e.session("alice", "c1"); got.Phase != core.PhaseAwaitingApproval || got.Version != s.Version {
+		t.Errorf("the refused accept changed the session: %+v", got)
+	}
+	if made := e.madeIDs("bob"); len(made) != 0 {
+		t.Errorf("the refused New conversation made %v for bob", made)
+	}
+}
