@@ -324,3 +324,32 @@ func TestRedTeamKeyringCrossesSessions(t *testing.T) {
 		t.Errorf("session s2's command read %q, stored by session s1's command in the keyring", got)
 	}
 }
+
+// TestRedTeamGitNestedRepositoryInIndex: the guard covers the workspace root's .git only,
+// and the index stays writable so git can commit. A command makes a nested repository
+// whose own config names a core.fsmonitor and adds it to the root's index as a gitlink:
+// the person's next git status at the workspace root checks that submodule, running git
+// inside it, and runs the planted command. No submodule had to exist before.
+func TestRedTeamGitNestedRepositoryInIndex(t *testing.T) {
+	t.Skip("red team: a nested repository a command adds to the index runs its core.fsmonitor on the person's git status at the root")
+	need(t, "sh", "git", "mkdir")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			ws, _ := gitRepo(t)
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			script := "set -e; mkdir sub; cd sub; git init -q; git -c user.name=a -c user.email=a@example.org commit -q --allow-empty -m x; " +
+				"cd ..; git add sub 2>/dev/null; git -C sub config core.fsmonitor 'touch ../pwned-sub; false'; echo end"
+			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantContains(t, "output", out, "end\n")
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub")) // nothing ran it yet
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub"))
+		})
+	}
+}
