@@ -324,7 +324,8 @@ func TestSandboxArgs(t *testing.T) {
 	got := strings.Join(s.args("/srv/ws", "/usr/bin/go", []string{"test", "./..."}), " ")
 	for _, want := range []string{
 		"--ro-bind /usr /usr", "--ro-bind-try /etc/passwd /etc/passwd",
-		"--dev /dev --proc /proc --tmpfs /tmp --dir /tmp/home --bind /srv/ws /srv/ws --remount-ro / --chdir /srv/ws",
+		"--dev /dev --proc /proc --ro-bind-try /proc/sys /proc/sys",
+		"--tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp --dir /tmp/home --bind /srv/ws /srv/ws --remount-ro / --chdir /srv/ws",
 		"--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop ALL", "--unshare-net",
 		"-- /usr/bin/go test ./...",
 	} {

@@ -48,18 +48,24 @@ type sandbox struct {
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are the files of /etc a command sees, read-only, where the host has them:
-// user and group names, name resolution, the dynamic linker's cache, TLS certificates,
-// the alternatives' links, the time zone and the settings git, python and perl read.
-// The rest of /etc (credentials, service configuration, plangate's own config) is absent.
+// user and group names, name resolution, the dynamic linker's cache, TLS certificates
+// (the public ones only: not /etc/ssl/private), the alternatives' links, the time zone and
+// the settings git, python and perl read. The rest of /etc (credentials, private keys,
+// service configuration, plangate's own config) is absent.
 var etcFiles = []string{
 	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
 	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+	"/etc/pki/tls/certs", "/etc/pki/ca-trust",
 	"/etc/alternatives", "/etc/localtime", "/etc/timezone", "/etc/mime.types",
 	"/etc/magic", "/etc/magic.mime", "/etc/os-release", "/etc/debian_version",
 	"/etc/python3", "/etc/perl", "/etc/inputrc",
 }
+
+// procCovered are the parts of /proc through which a process changes the kernel, not
+// itself.
+var procCovered = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
 
 // rootArgs build the command's root file system from parts on an empty tmpfs: the
 // program directories and selected /etc files, read-only. Nothing else of the host is
@@ -97,6 +103,18 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 		"--dev", "/dev",
 		"--proc", "/proc",
 	)
+	// The kernel's settings read-only, explicitly: bwrap covers these only where it finds
+	// them writable, and a command running as uid 0 without capabilities can still write
+	// root-owned sysctls (core_pattern would run a program on the host as root).
+	for _, p := range procCovered {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	// /dev/shm is a tmpfs bounded like /tmp; the rest of /dev (bwrap's own tmpfs, as
+	// large as the host's memory) is read-only once it is set up.
+	if s.limits.TmpSize > 0 {
+		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
+	}
+	a = append(a, "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 	if s.limits.TmpSize > 0 {
 		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
 	}
