@@ -91,7 +91,7 @@ func wantDefaults(dir string) Config {
 				MaxMessageBytes: 32 << 10},
 			OutboxMaxAge: time.Hour,
 		},
-		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 128, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20}}},
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 1024, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20}}},
 		HTTP:  HTTPConfig{MaxBody: 1 << 20},
 		Log:   LogConfig{Level: "info", Format: "text"},
 	}

@@ -44,7 +44,7 @@ func TestRunCommandSummary(t *testing.T) {
 		}
 		return
 	}
-	if got != "run_command on for 2 programs in the bwrap sandbox, no network; limits: 128 processes, 4GiB memory and 5m0s CPU per process, files up to 1GiB, /tmp 512MiB, output 16MiB" {
+	if got != "run_command on for 2 programs in the bwrap sandbox, no network; limits: 1024 processes, 4GiB memory and 5m0s CPU per process, files up to 1GiB, /tmp 512MiB, output 16MiB" {
 		t.Errorf("bwrap: %q", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // Limits bound what one sandboxed command may use (tools.run_command.limits). A zero
 // field takes its DefaultLimits value. With SandboxNone only Output applies.
 //
-//   - Processes counts the processes running at once in the command's process namespace.
+//   - Processes counts the tasks (processes and their threads) running at once in the
+//     command's process namespace.
 //     RLIMIT_NPROC cannot do it: it counts every process of the user on the host (the
 //     gateway's own threads and other commands included) and does not bind root at all,
 //     and cgroups are rarely writable where plangate runs. The gateway counts instead,
@@ -33,7 +34,7 @@ type Limits struct {
 
 // DefaultLimits are the limits of a zero Limits field.
 var DefaultLimits = Limits{
-	Processes: 128,
+	Processes: 1024,
 	Memory:    4 << 30,
 	CPUTime:   5 * time.Minute,
 	FileSize:  1 << 30,

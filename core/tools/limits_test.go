@@ -19,11 +19,11 @@ func TestLimitProcesses(t *testing.T) {
 	needSandbox(t)
 	need(t, "sh", "sleep")
 	ws := testWS(t, nil)
-	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, CommandTimeout: 20 * time.Second})
+	tb := New(Config{RunCommand: true, Allow: []string{"sh"}, CommandTimeout: 20 * time.Second, Limits: Limits{Processes: 128}})
 	m := marker()
 	script := fmt.Sprintf("i=0; while [ $i -lt 200 ]; do sleep %s & i=$((i+1)); done; wait", m)
 	_, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
-	wantErr(t, err, "was stopped: it ran more than 128 processes at once", "tools.run_command.limits.processes")
+	wantErr(t, err, "was stopped: it ran more than 128 processes or threads at once", "tools.run_command.limits.processes")
 	if pids := procsWith(t, m); len(pids) > 0 {
 		t.Errorf("%d sleeps outlived the process limit", len(pids))
 	}

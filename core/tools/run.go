@@ -79,7 +79,7 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s was stopped: the turn was cancelled", shown)
 	case errors.Is(runErr, errProcessLimit):
-		return "", fmt.Errorf("%s was stopped: it ran more than %d processes at once (the limit tools.run_command.limits.processes), and all of them were killed; output so far:\n%s%s",
+		return "", fmt.Errorf("%s was stopped: it ran more than %d processes or threads at once (the limit tools.run_command.limits.processes), and all of them were killed; output so far:\n%s%s",
 			shown, t.cfg.Limits.Processes, out.String(), restored)
 	case errors.Is(context.Cause(octx), errOutputLimit):
 		return "", fmt.Errorf("%s was stopped: it wrote more than %s of output (the limit tools.run_command.limits.output); send long output to a file in the workspace and read parts of it. Output so far:\n%s%s",

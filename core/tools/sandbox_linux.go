@@ -71,7 +71,8 @@ func watchProcs(fd, pid, max int, over *atomic.Bool) {
 	}
 }
 
-// countProcs counts the descendants of pid from /proc, stopping once past max.
+// countProcs counts the tasks (processes and their threads: the kernel gives each a pid)
+// of pid's descendants from /proc, stopping once past max.
 func countProcs(pid, max int) int {
 	n := 0
 	queue := []int{pid}
@@ -82,6 +83,9 @@ func countProcs(pid, max int) int {
 		if err != nil {
 			continue // exited meanwhile
 		}
+		if p != pid {
+			n += len(tasks)
+		}
 		for _, task := range tasks {
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + task.Name() + "/children")
 			if err != nil {
@@ -89,7 +93,6 @@ func countProcs(pid, max int) int {
 			}
 			for _, f := range strings.Fields(string(b)) {
 				if c, err := strconv.Atoi(f); err == nil {
-					n++
 					queue = append(queue, c)
 				}
 			}
