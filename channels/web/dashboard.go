@@ -138,6 +138,10 @@ func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v view
 		c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
 		return
 	}
+	if why := c.tooLong(act.Value); why != "" {
+		c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)
+		return
+	}
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
 	if err != nil || !c.sees(v.Name, s) {
 		// A session the user may not see is answered as one that does not exist.

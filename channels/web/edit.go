@@ -23,6 +23,11 @@ func (c *Channel) editUpload(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	back := "/c/" + id
 	f, status, why := c.readUpload(r, v)
+	if status == 0 {
+		if why = c.tooLong(f.Name); why != "" {
+			status = http.StatusRequestEntityTooLarge
+		}
+	}
 	if status != 0 {
 		c.answer(w, r, back, status, why)
 		return

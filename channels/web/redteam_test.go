@@ -15,7 +15,6 @@ import (
 // /dashboard/actions with 200 KB of feedback (under http.max_body) is taken, handed to
 // the engine and stored on the session as its last feedback (and the agent's next turn).
 func TestRedTeamDashboardReviseOverCap(t *testing.T) {
-	t.Skip("red team: /dashboard/actions does not apply max_message_bytes to a Revise's feedback")
 	e := newEnv(t, "web:alice")
 	alice := e.signIn("alice")
 	s := e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
@@ -44,7 +43,6 @@ func TestRedTeamDashboardReviseOverCap(t *testing.T) {
 // max_message_bytes: a 200 KB name (under http.max_body) is shown in the conversation as
 // "Edited plan: <name>" and kept in memory, the cost the cap exists to bound.
 func TestRedTeamEditUploadFileNameOverCap(t *testing.T) {
-	t.Skip("red team: the Edit upload's file name skips max_message_bytes and is kept in the conversation")
 	e := newEnv(t, "web:alice")
 	alice := e.signIn("alice")
 	e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
