@@ -8,23 +8,35 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // A workspace's .git/config, .git/hooks and .git/info decide what git runs later
 // (hooks, core.fsmonitor, core.sshCommand, filters and their attributes): for the agent's
-// next git call, or for a person's in the same directory. Commands may use git (objects,
-// refs and the index stay writable, so git commit works) but not change those:
+// next git call, or for a person's in the same directory. So do the pointers that send git
+// to read those elsewhere: .git/commondir, a linked worktree's record under
+// .git/worktrees, and .git itself when it is a file (gitdir: ...). Commands may use git
+// (objects, refs and the index stay writable, so git commit works) but not change those:
 //
 //   - Under bwrap the ones that exist are bound read-only over themselves.
 //   - Whatever the sandbox, run_command compares them before and after the command and
 //     puts back what it changed (removing what it created), saying so in the result.
 //
-// Only the workspace root's .git is guarded; write_file and edit_file refuse all of .git.
+// Only the workspace root's .git is guarded (not a repository nested below it); write_file
+// and edit_file refuse all of .git.
 
-// gitControl are the guarded paths, relative to the workspace.
-var gitControl = []string{".git/config", ".git/config.worktree", ".git/hooks", ".git/info"}
+// gitControl are the guarded paths under a .git directory, relative to the workspace;
+// gitControlGlobs add those of each linked worktree's record. gitFile, .git itself, is
+// guarded when it is not a directory: a file there (or one a command makes where there was
+// none) names the directory git reads everything from.
+var (
+	gitControl      = []string{".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/commondir"}
+	gitControlGlobs = []string{".git/worktrees/*/commondir", ".git/worktrees/*/gitdir", ".git/worktrees/*/config.worktree"}
+)
+
+const gitFile = ".git"
 
 // maxGitSnapshot bounds what a snapshot holds; a workspace whose guarded .git parts are
 // larger refuses commands rather than leave them unguarded.
@@ -45,6 +57,7 @@ func (e gitEntry) equal(o gitEntry) bool {
 type gitSnapshot struct {
 	dir     string
 	entries map[string]gitEntry // slash-separated workspace-relative path -> entry
+	tops    []string            // the guarded paths looked at (gitControl, glob matches)
 }
 
 var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .git/info hold more than %d MiB, too much to check after a command; remove what they need not hold", maxGitSnapshot>>20)
@@ -53,24 +66,53 @@ var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .gi
 // gives an empty snapshot: whatever a command creates there is removed after it.
 func snapshotGit(dir string) (*gitSnapshot, error) {
 	s := &gitSnapshot{dir: dir}
-	entries, err := readGit(dir)
+	entries, tops, err := readGit(dir)
 	if err != nil {
 		return nil, err
 	}
-	s.entries = entries
+	s.entries, s.tops = entries, tops
 	return s, nil
 }
 
-// readGit reads the guarded paths under dir without following symlinks.
-func readGit(dir string) (map[string]gitEntry, error) {
+// guardedTops are the guarded paths of the workspace root: gitControl and what
+// gitControlGlobs match now.
+func guardedTops(root *os.Root) []string {
+	tops := slices.Clone(gitControl)
+	for _, g := range gitControlGlobs {
+		m, _ := fs.Glob(root.FS(), g)
+		tops = append(tops, m...)
+	}
+	return tops
+}
+
+// readGit reads the guarded paths under dir without following symlinks, and says which
+// it looked at.
+func readGit(dir string) (map[string]gitEntry, []string, error) {
 	out := map[string]gitEntry{}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return out, nil // no workspace yet: nothing to guard
+		return out, nil, nil // no workspace yet: nothing to guard
 	}
 	defer root.Close()
+	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
+		e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.link, err = root.Readlink(gitFile)
+		case fi.Mode().IsRegular() && fi.Size() <= maxGitSnapshot:
+			e.data, err = root.ReadFile(gitFile)
+		default:
+			e.mode = fi.Mode().Type()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out[gitFile] = e
+		return out, nil, nil // nothing of gitControl can be under a file
+	}
 	total := 0
-	for _, top := range gitControl {
+	tops := guardedTops(root)
+	for _, top := range tops {
 		fi, err := root.Lstat(top)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -83,7 +125,7 @@ func readGit(dir string) (map[string]gitEntry, error) {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			link, err := root.Readlink(top)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out[top] = gitEntry{mode: fs.ModeSymlink, link: link}
 			continue
@@ -116,10 +158,10 @@ func readGit(dir string) (map[string]gitEntry, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, tops, nil
 }
 
 // restore puts back every guarded path the command changed and returns a note for the
@@ -128,11 +170,19 @@ func (s *gitSnapshot) restore() string {
 	if s == nil {
 		return ""
 	}
-	now, err := readGit(s.dir)
+	now, nowTops, err := readGit(s.dir)
 	all := err != nil // unreadable or too large now: every part counts as changed
 	var changed []string
 	var failed []string
-	for _, top := range gitControl {
+	if before, ok := s.entries[gitFile]; all || ok != hasEntry(now, gitFile) || ok && !before.equal(now[gitFile]) {
+		if ok || hasEntry(now, gitFile) {
+			changed = append(changed, gitFile)
+			if err := s.putBackFile(); err != nil {
+				failed = append(failed, gitFile+": "+hostless(err).Error())
+			}
+		}
+	}
+	for _, top := range union(s.tops, nowTops) {
 		if !all && subtreeEqual(s.entries, now, top) {
 			continue
 		}
@@ -148,11 +198,52 @@ func (s *gitSnapshot) restore() string {
 	if len(changed) > 1 {
 		what = "they were"
 	}
-	note := fmt.Sprintf("The command changed %s, and %s put back: commands may not change .git/config, .git/hooks or .git/info, because git runs what they name later. For a setting one git call needs, pass it as git -c key=value.", strings.Join(changed, ", "), what)
+	note := fmt.Sprintf("The command changed %s, and %s put back: commands may not change .git/config, .git/hooks, .git/info or what points git elsewhere (.git as a file, .git/commondir, .git/worktrees records), because git runs what they name later. For a setting one git call needs, pass it as git -c key=value.", strings.Join(changed, ", "), what)
 	if len(failed) > 0 {
 		note += " Putting back failed for " + strings.Join(failed, "; ")
 	}
 	return note
+}
+
+func hasEntry(m map[string]gitEntry, p string) bool { _, ok := m[p]; return ok }
+
+// union is a followed by the paths of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// putBackFile makes .git what it was when it was not a directory: the file or symlink
+// restored, or, where there was none, the one the command made removed. A .git directory
+// the command made in place of a file goes too (with what it holds).
+func (s *gitSnapshot) putBackFile() error {
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	before, ok := s.entries[gitFile]
+	fi, err := root.Lstat(gitFile)
+	if err == nil && (!fi.IsDir() || ok) {
+		if err := root.RemoveAll(gitFile); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !ok:
+		return nil
+	case before.mode&fs.ModeSymlink != 0:
+		return root.Symlink(before.link, gitFile)
+	case before.mode.IsRegular():
+		w := &workspace{root: root, dir: s.dir}
+		return w.replaceFile(gitFile, before.data, before.mode.Perm())
+	}
+	return nil
 }
 
 // subtreeEqual reports whether a and b hold the same entries at and under top.
@@ -226,11 +317,23 @@ func (s *gitSnapshot) putBack(top string) error {
 // gitArgs bind the guarded paths that exist in ws read-only over themselves, after the
 // workspace's own bind. A symlink is left alone: binding would follow it.
 func gitArgs(ws string) []string {
-	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err != nil || !fi.IsDir() {
+	dotgit := filepath.Join(ws, gitFile)
+	fi, err := os.Lstat(dotgit)
+	switch {
+	case err != nil:
+		return nil
+	case fi.Mode().IsRegular():
+		return []string{"--ro-bind", dotgit, dotgit}
+	case !fi.IsDir():
 		return nil
 	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
 	var a []string
-	for _, rel := range gitControl {
+	for _, rel := range guardedTops(root) {
 		p := filepath.Join(ws, filepath.FromSlash(rel))
 		if fi, err := os.Lstat(p); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			a = append(a, "--ro-bind", p, p)

@@ -38,7 +38,6 @@ func personGitStatus(t *testing.T, dir string) {
 // own whose config and hooks then apply to the repository: the person's next git status
 // on the host runs the planted core.fsmonitor.
 func TestRedTeamGitCommondir(t *testing.T) {
-	t.Skip("red team: .git/commondir is writable and unchecked, so a planted config's core.fsmonitor runs on the person's next git status")
 	need(t, "sh", "git", "mkdir", "printf")
 	for _, mode := range []string{SandboxBwrap, SandboxNone} {
 		t.Run(mode, func(t *testing.T) {
@@ -61,7 +60,6 @@ func TestRedTeamGitCommondir(t *testing.T) {
 // put-back fails on the file, which stays: the person's next git status runs the planted
 // core.fsmonitor.
 func TestRedTeamGitFileCreated(t *testing.T) {
-	t.Skip("red team: a .git file (gitdir: pointer) a command creates stays, and git then runs the config it points to")
 	need(t, "sh", "git", "mkdir", "printf")
 	for _, mode := range []string{SandboxBwrap, SandboxNone} {
 		t.Run(mode, func(t *testing.T) {
@@ -85,7 +83,6 @@ func TestRedTeamGitFileCreated(t *testing.T) {
 // records .git/config only as "irregular", before and after alike: a command that
 // rewrites the pointer changes nothing the guard compares, and nothing is put back.
 func TestRedTeamGitFileRewritten(t *testing.T) {
-	t.Skip("red team: a workspace whose .git is a gitdir: file is unguarded; a command repoints it and the person's git runs the planted config")
 	need(t, "sh", "git", "mkdir", "printf")
 	for _, mode := range []string{SandboxBwrap, SandboxNone} {
 		t.Run(mode, func(t *testing.T) {
@@ -228,7 +225,6 @@ func TestRedTeamEtcSSLPrivate(t *testing.T) {
 // commondir to a directory of its own, and the person's next git status in ../other,
 // outside the workspace, runs the planted core.fsmonitor there.
 func TestRedTeamGitLinkedWorktreeCommondir(t *testing.T) {
-	t.Skip("red team: .git/worktrees/<name>/commondir is unguarded, so a command plants config for a checkout outside the workspace")
 	need(t, "sh", "git", "mkdir", "printf")
 	for _, mode := range []string{SandboxBwrap, SandboxNone} {
 		t.Run(mode, func(t *testing.T) {
