@@ -37,8 +37,10 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 			entered = true
 		}
-	} else if s.Phase != PhaseOff {
-		// The plan work answers this message too: its author is one of those who asked.
+	} else {
+		// Whatever plan work follows answers this message too (the agent may enter plan
+		// mode on it, in this process or in the one holding the session's lease): its
+		// author is one of those who asked, until the plan work ends.
 		x.next.Requesters = asked(s.Requesters, in.Requester, in.Name)
 	}
 	// A message for the agent is no decision: unless it changes the phase it need not wait

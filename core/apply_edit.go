@@ -63,8 +63,9 @@ func (x *transition) editedFile() bool {
 }
 
 // edit stores the edited body as the next version, pending with a new approval id, and
-// supersedes the version it was edited from. The requester stays the one of the version
-// before: editing is not asking for the work.
+// supersedes the version it was edited from. It keeps the requesters of the version
+// before, its editor being refused as its author (EditedBy); the versions proposed after
+// it count the editor among their requesters.
 func (x *transition) edit() error {
 	prev, in := *x.cur, x.in
 	status, ok := x.m.PlanNext("", TrigEdit)
@@ -83,6 +84,8 @@ func (x *transition) edit() error {
 	}
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID = x.phase, plan.ID, plan.ApprovalID
+	// Later versions build on the edit, so its author is one of those who asked for them.
+	n.Requesters = asked(n.Requesters, plan.EditedBy, in.Name)
 	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", plan.Version, x.by())),
 		x.event(EventProposed, &plan, "edited "+x.by()+": "+plan.Body.Title))
 	x.o.Change.CancelNudges = true

@@ -14,7 +14,6 @@ import (
 // to add a step of her own; carol asks the agent to propose it again; the agent keeps
 // alice's step, adds one, and alice alone accepts a plan holding her own edit.
 func TestRedTeamEditorAcceptsOwnEditNextVersion(t *testing.T) {
-	t.Skip("red team: the editor of a version is not excluded from the versions the agent proposes from it, so their own edit is accepted by them alone")
 	h := newHarness(t, onlyOtherDecides)
 	h.say("prod", "bob", "/plan on")
 	h.model.push(sessionID("prod"), calls(propose("Deploy", "First step", "Second step")))
@@ -66,7 +65,6 @@ func TestRedTeamAnswerByButtonMakesARequester(t *testing.T) {
 // those of the job it runs for, bob's message: the agent enters plan mode and proposes, and
 // alice alone accepts the plan for her own request under requester_may_approve: false.
 func TestRedTeamRequestLeftToAnotherReplica(t *testing.T) {
-	t.Skip("red team: a message another replica stored and left to the lease holder is answered without making its author a requester")
 	h := newHarness(t, onlyOtherDecides)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
