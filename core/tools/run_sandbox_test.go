@@ -326,7 +326,7 @@ func TestSandboxArgs(t *testing.T) {
 		"--ro-bind /usr /usr", "--ro-bind-try /etc/passwd /etc/passwd",
 		"--dev /dev --proc /proc --ro-bind-try /proc/sys /proc/sys",
 		"--tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp --dir /tmp/home --bind /srv/ws /srv/ws --remount-ro / --chdir /srv/ws",
-		"--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop ALL", "--unshare-net",
+		"--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop ALL", "--unshare-net", "--info-fd 3 --seccomp 4 --",
 		"-- /usr/bin/go test ./...",
 	} {
 		if !strings.Contains(got, want) {

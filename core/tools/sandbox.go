@@ -145,7 +145,7 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	if !s.network {
 		a = append(a, "--unshare-net")
 	}
-	a = append(a, "--info-fd", "3", "--")
+	a = append(a, "--info-fd", "3", "--seccomp", "4", "--")
 	if s.prlimit != "" {
 		a = append(a, s.limits.prlimitArgs(s.prlimit)...)
 	}
@@ -236,15 +236,21 @@ func (s *sandbox) probe() error {
 	}
 	defer os.Remove(ws)
 	args := s.args(ws, "true", nil)
-	// No info pipe in the probe: drop "--info-fd 3".
+	// No info pipe in the probe: drop "--info-fd 3" (the seccomp filter stays, on fd 4).
 	for i := range args {
 		if args[i] == "--info-fd" {
 			args = append(args[:i:i], args[i+2:]...)
 			break
 		}
 	}
+	filter, err := seccompPipe()
+	if err != nil {
+		return fmt.Errorf("checking the sandbox: %w", err)
+	}
+	defer filter.Close()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
+	cmd.ExtraFiles = []*os.File{nil, filter}
 	cmd.Stderr = &stderr
 	cmd.Env = commandEnv(sandboxHome, sandboxPath(commandPath()))
 	if err := cmd.Run(); err != nil {

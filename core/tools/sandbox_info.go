@@ -15,7 +15,8 @@ import (
 // included. After a timeout kill, bwrap itself exits at once and its namespace ends an
 // instant later; waitGone waits for that, so no process outlives run_command.
 type sandboxInfo struct {
-	r, w *os.File
+	r, w   *os.File
+	filter *os.File // the seccomp filter's pipe, bwrap's to read
 	// gone receives a wait function for the namespace's end (nil: nothing to wait for).
 	gone chan func(time.Duration)
 	// maxProcs, when positive, is the most processes the namespace may hold at once;
@@ -24,14 +25,20 @@ type sandboxInfo struct {
 	overProcs atomic.Bool
 }
 
-// newSandboxInfo gives cmd the info pipe as its fd 3.
+// newSandboxInfo gives cmd the info pipe as its fd 3 and the seccomp filter as its fd 4
+// (sandboxFDs).
 func newSandboxInfo(cmd *exec.Cmd) (*sandboxInfo, error) {
+	filter, err := seccompPipe()
+	if err != nil {
+		return nil, err
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		filter.Close()
 		return nil, fmt.Errorf("creating the sandbox's info pipe: %w", err)
 	}
-	cmd.ExtraFiles = []*os.File{w}
-	return &sandboxInfo{r: r, w: w, gone: make(chan func(time.Duration), 1)}, nil
+	cmd.ExtraFiles = []*os.File{w, filter}
+	return &sandboxInfo{r: r, w: w, filter: filter, gone: make(chan func(time.Duration), 1)}, nil
 }
 
 // started closes the parent's copy of the pipe's write end and reads the child pid. The
@@ -42,6 +49,7 @@ func (s *sandboxInfo) started() {
 		return
 	}
 	_ = s.w.Close()
+	_ = s.filter.Close()
 	go func() {
 		defer s.r.Close()
 		var info struct {
@@ -64,6 +72,7 @@ func (s *sandboxInfo) close() {
 	if s != nil {
 		_ = s.r.Close()
 		_ = s.w.Close()
+		_ = s.filter.Close()
 	}
 }
 

@@ -3,6 +3,8 @@
 package tools
 
 import (
+	"errors"
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -15,3 +17,6 @@ func limitProcs(int, int, *atomic.Bool) {}
 
 // canCountProcs: there is nothing to count where bwrap does not run.
 func canCountProcs() bool { return true }
+
+// seccompPipe: there is no filter where bwrap does not run.
+func seccompPipe() (*os.File, error) { return nil, errors.New("no seccomp filter on this system") }
