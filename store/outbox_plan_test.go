@@ -26,7 +26,11 @@ func TestMarkSentPlanPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, q := range []string{`DROP INDEX outbox_unsent`, `CREATE INDEX outbox_unsent ON outbox (channel, id) WHERE sent_at IS NULL AND dropped = ''`,
+	// No autovacuum on the table: an ANALYZE of its own between the inserts and the
+	// explain (it comes when the test runs late in a slow run) lets the planner use the
+	// primary key before 0011 too, and the plan the test compares depends on timing.
+	for _, q := range []string{`ALTER TABLE outbox SET (autovacuum_enabled = off)`,
+		`DROP INDEX outbox_unsent`, `CREATE INDEX outbox_unsent ON outbox (channel, id) WHERE sent_at IS NULL AND dropped = ''`,
 		`DELETE FROM schema_migrations WHERE version >= 11`} {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
