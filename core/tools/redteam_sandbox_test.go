@@ -348,3 +348,42 @@ func TestRedTeamGitNestedRepositoryInIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmoduleRepositoryGuarded: a submodule's repository lives under .git/modules, and
+// git status at the root runs git inside it with its config. A command that sets
+// core.fsmonitor there (or plants a hook) is refused under bwrap and put back without a
+// sandbox: the person's git status runs nothing.
+func TestSubmoduleRepositoryGuarded(t *testing.T) {
+	need(t, "sh", "git")
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			src := t.TempDir()
+			hostGit(t, src, "init", "-q")
+			writeTree(t, src, map[string]string{"lib.txt": "lib\n"})
+			hostGit(t, src, "add", "lib.txt")
+			hostGit(t, src, "commit", "-qm", "lib")
+			ws, _ := gitRepo(t)
+			hostGit(t, ws.Dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+			hostGit(t, ws.Dir, "commit", "-qm", "sub")
+			config := filepath.Join(ws.Dir, ".git/modules/sub/config")
+			before, err := os.ReadFile(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
+				`git -C sub config core.fsmonitor "touch $PWD/pwned-fsmonitor; false"; printf '#!/bin/sh\ntouch pwned-hook\n' > .git/modules/sub/hooks/pre-commit`}}); err != nil {
+				t.Fatal(err)
+			}
+			if after, _ := os.ReadFile(config); string(after) != string(before) {
+				t.Errorf("the submodule's config after the command:\n%s\nwant it as before:\n%s", after, before)
+			}
+			mustNotExist(t, filepath.Join(ws.Dir, ".git/modules/sub/hooks/pre-commit"))
+			personGitStatus(t, ws.Dir)
+			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+		})
+	}
+}
