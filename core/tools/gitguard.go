@@ -24,8 +24,10 @@ import (
 //   - Whatever the sandbox, run_command compares them before and after the command and
 //     puts back what it changed (removing what it created), saying so in the result.
 //
-// Only the workspace root's .git is guarded (not a repository nested below it); write_file
-// and edit_file refuse all of .git.
+// The workspace root's .git is guarded, and the .git of every gitlink its index records (a
+// submodule, or a repository a command nested below the root and added: git status at the
+// root runs git inside those); a nested repository the index does not record is not.
+// write_file and edit_file refuse all of .git.
 
 // gitControl are the guarded paths under a .git directory, relative to the workspace;
 // gitControlGlobs add those of each linked worktree's record and of each submodule's
@@ -62,7 +64,8 @@ func (e gitEntry) equal(o gitEntry) bool {
 type gitSnapshot struct {
 	dir     string
 	entries map[string]gitEntry // slash-separated workspace-relative path -> entry
-	tops    []string            // the guarded paths looked at (gitControl, glob matches)
+	tops    []string            // the guarded paths looked at (guardedTops)
+	dotgits []string            // the .git entries looked at as files (guardedTops)
 }
 
 var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .git/info hold more than %d MiB, too much to check after a command; remove what they need not hold", maxGitSnapshot>>20)
@@ -71,52 +74,60 @@ var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .gi
 // gives an empty snapshot: whatever a command creates there is removed after it.
 func snapshotGit(dir string) (*gitSnapshot, error) {
 	s := &gitSnapshot{dir: dir}
-	entries, tops, err := readGit(dir)
+	entries, tops, dotgits, err := readGit(dir)
 	if err != nil {
 		return nil, err
 	}
-	s.entries, s.tops = entries, tops
+	s.entries, s.tops, s.dotgits = entries, tops, dotgits
 	return s, nil
 }
 
-// guardedTops are the guarded paths of the workspace root: gitControl and what
-// gitControlGlobs match now.
-func guardedTops(root *os.Root) []string {
-	tops := slices.Clone(gitControl)
+// guardedTops are the guarded paths of the workspace root: gitControl, what
+// gitControlGlobs match now, and for each gitlink of the root's index (a submodule or a
+// nested repository) the same parts of its own .git directory. dotgits are the .git
+// entries guarded when they are not a directory: the root's and each gitlink's.
+func guardedTops(root *os.Root) (tops, dotgits []string) {
+	tops = slices.Clone(gitControl)
 	for _, g := range gitControlGlobs {
 		m, _ := fs.Glob(root.FS(), g)
 		tops = append(tops, m...)
 	}
-	return tops
+	dotgits = []string{gitFile}
+	for _, p := range gitlinks(root) {
+		for _, c := range gitControl {
+			tops = append(tops, p+"/"+c)
+		}
+		dotgits = append(dotgits, p+"/"+gitFile)
+	}
+	return tops, dotgits
 }
 
 // readGit reads the guarded paths under dir without following symlinks, and says which
 // it looked at.
-func readGit(dir string) (map[string]gitEntry, []string, error) {
-	out := map[string]gitEntry{}
+func readGit(dir string) (out map[string]gitEntry, tops, dotgits []string, err error) {
+	out = map[string]gitEntry{}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return out, nil, nil // no workspace yet: nothing to guard
+		return out, nil, nil, nil // no workspace yet: nothing to guard
 	}
 	defer root.Close()
 	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
-		e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			e.link, err = root.Readlink(gitFile)
-		case fi.Mode().IsRegular() && fi.Size() <= maxGitSnapshot:
-			e.data, err = root.ReadFile(gitFile)
-		default:
-			e.mode = fi.Mode().Type()
-		}
+		e, err := readDotgit(root, gitFile, fi)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		out[gitFile] = e
-		return out, nil, nil // nothing of gitControl can be under a file
+		return out, nil, []string{gitFile}, nil // nothing of gitControl can be under a file
+	}
+	tops, dotgits = guardedTops(root)
+	for _, p := range dotgits[1:] {
+		if fi, err := root.Lstat(p); err == nil && !fi.IsDir() {
+			if out[p], err = readDotgit(root, p, fi); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 	}
 	total := 0
-	tops := guardedTops(root)
 	for _, top := range tops {
 		fi, err := root.Lstat(top)
 		switch {
@@ -130,7 +141,7 @@ func readGit(dir string) (map[string]gitEntry, []string, error) {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			link, err := root.Readlink(top)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			out[top] = gitEntry{mode: fs.ModeSymlink, link: link}
 			continue
@@ -163,10 +174,25 @@ func readGit(dir string) (map[string]gitEntry, []string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return out, tops, nil
+	return out, tops, dotgits, nil
+}
+
+// readDotgit reads a .git entry that is not a directory (fi is its Lstat).
+func readDotgit(root *os.Root, p string, fi fs.FileInfo) (gitEntry, error) {
+	e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
+	var err error
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.link, err = root.Readlink(p)
+	case fi.Mode().IsRegular() && fi.Size() <= maxGitSnapshot:
+		e.data, err = root.ReadFile(p)
+	default:
+		e.mode = fi.Mode().Type()
+	}
+	return e, err
 }
 
 // restore puts back every guarded path the command changed and returns a note for the
@@ -175,15 +201,19 @@ func (s *gitSnapshot) restore() string {
 	if s == nil {
 		return ""
 	}
-	now, nowTops, err := readGit(s.dir)
+	now, nowTops, nowDotgits, err := readGit(s.dir)
 	all := err != nil // unreadable or too large now: every part counts as changed
 	var changed []string
 	var failed []string
-	if before, ok := s.entries[gitFile]; all || ok != hasEntry(now, gitFile) || ok && !before.equal(now[gitFile]) {
-		if ok || hasEntry(now, gitFile) {
-			changed = append(changed, gitFile)
-			if err := s.putBackFile(); err != nil {
-				failed = append(failed, gitFile+": "+hostless(err).Error())
+	for _, p := range union(union([]string{gitFile}, s.dotgits), nowDotgits) {
+		before, ok := s.entries[p]
+		if !all && ok == hasEntry(now, p) && (!ok || before.equal(now[p])) {
+			continue
+		}
+		if ok || hasEntry(now, p) {
+			changed = append(changed, p)
+			if err := s.putBackFile(p); err != nil {
+				failed = append(failed, p+": "+hostless(err).Error())
 			}
 		}
 	}
@@ -223,19 +253,19 @@ func union(a, b []string) []string {
 	return out
 }
 
-// putBackFile makes .git what it was when it was not a directory: the file or symlink
-// restored, or, where there was none, the one the command made removed. A .git directory
-// the command made in place of a file goes too (with what it holds).
-func (s *gitSnapshot) putBackFile() error {
+// putBackFile makes the .git entry p what it was when it was not a directory: the file
+// or symlink restored, or, where there was none, the one the command made removed. A .git
+// directory the command made in place of a file goes too (with what it holds).
+func (s *gitSnapshot) putBackFile(p string) error {
 	root, err := os.OpenRoot(s.dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	before, ok := s.entries[gitFile]
-	fi, err := root.Lstat(gitFile)
+	before, ok := s.entries[p]
+	fi, err := root.Lstat(p)
 	if err == nil && (!fi.IsDir() || ok) {
-		if err := root.RemoveAll(gitFile); err != nil {
+		if err := root.RemoveAll(p); err != nil {
 			return err
 		}
 	}
@@ -243,10 +273,10 @@ func (s *gitSnapshot) putBackFile() error {
 	case !ok:
 		return nil
 	case before.mode&fs.ModeSymlink != 0:
-		return root.Symlink(before.link, gitFile)
+		return root.Symlink(before.link, p)
 	case before.mode.IsRegular():
 		w := &workspace{root: root, dir: s.dir}
-		return w.replaceFile(gitFile, before.data, before.mode.Perm())
+		return w.replaceFile(p, before.data, before.mode.Perm())
 	}
 	return nil
 }
@@ -337,12 +367,23 @@ func gitArgs(ws string) []string {
 		return nil
 	}
 	defer root.Close()
+	tops, dotgits := guardedTops(root)
 	var a []string
-	for _, rel := range guardedTops(root) {
+	for _, rel := range dotgits[1:] { // a submodule's gitdir: pointer
+		if p := filepath.Join(ws, filepath.FromSlash(rel)); isRegular(p) {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, rel := range tops {
 		p := filepath.Join(ws, filepath.FromSlash(rel))
 		if fi, err := os.Lstat(p); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
 	return a
+}
+
+func isRegular(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
 }

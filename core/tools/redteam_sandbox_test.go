@@ -326,7 +326,6 @@ func TestRedTeamKeyringCrossesSessions(t *testing.T) {
 // the person's next git status at the workspace root checks that submodule, running git
 // inside it, and runs the planted command. No submodule had to exist before.
 func TestRedTeamGitNestedRepositoryInIndex(t *testing.T) {
-	t.Skip("red team: a nested repository a command adds to the index runs its core.fsmonitor on the person's git status at the root")
 	need(t, "sh", "git", "mkdir")
 	for _, mode := range []string{SandboxBwrap, SandboxNone} {
 		t.Run(mode, func(t *testing.T) {
