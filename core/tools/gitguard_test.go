@@ -46,45 +46,40 @@ func TestRunCommandGuardsGit(t *testing.T) {
 	need(t, "sh", "git", "chmod")
 	plant := `mkdir -p .git/hooks .git/info; printf '#!/bin/sh\ntouch pwned-hook\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ` +
 		`git config core.fsmonitor 'touch pwned-fsmonitor'; echo '* filter=evil' > .git/info/attributes; rm -f .git/info/exclude; echo end`
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws, config := gitRepo(t)
-			exclude := readBack(t, ws, ".git/info/exclude")
-			tb := New(Config{RunCommand: true, Allow: []string{"sh", "git"}, Sandbox: mode})
-			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plant}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantContains(t, "output", out, "end\n")
-			if mode == SandboxNone {
-				wantContains(t, "output", out, "The command changed .git/config, .git/hooks, .git/info, and they were put back", "git -c key=value")
-			} else {
-				wantContains(t, "output", out, "Read-only file system")
-			}
-			mustNotExist(t, filepath.Join(ws.Dir, ".git/hooks/pre-commit"))
-			mustNotExist(t, filepath.Join(ws.Dir, ".git/info/attributes"))
-			wantFile(t, filepath.Join(ws.Dir, ".git/config"), config)
-			wantFile(t, filepath.Join(ws.Dir, ".git/info/exclude"), exclude)
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws, config := gitRepo(t)
+		exclude := readBack(t, ws, ".git/info/exclude")
+		tb := New(Config{RunCommand: true, Allow: []string{"sh", "git"}, Sandbox: mode})
+		out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plant}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContains(t, "output", out, "end\n")
+		if mode == SandboxNone {
+			wantContains(t, "output", out, "The command changed .git/config, .git/hooks, .git/info, and they were put back", "git -c key=value")
+		} else {
+			wantContains(t, "output", out, "Read-only file system")
+		}
+		mustNotExist(t, filepath.Join(ws.Dir, ".git/hooks/pre-commit"))
+		mustNotExist(t, filepath.Join(ws.Dir, ".git/info/attributes"))
+		wantFile(t, filepath.Join(ws.Dir, ".git/config"), config)
+		wantFile(t, filepath.Join(ws.Dir, ".git/info/exclude"), exclude)
 
-			out, err = call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
-				"echo b > b && git add b && git -c user.name=a -c user.email=a@example.org commit -qm second && git status --short && echo committed"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantContains(t, "commit", out, "exit code: 0", "committed\n")
-			if strings.Contains(out, "put back") {
-				t.Errorf("git commit changed a guarded part:\n%s", out)
-			}
-			if n := hostGit(t, ws.Dir, "rev-list", "--count", "HEAD"); n != "2" {
-				t.Errorf("the repository has %s commits, want 2", n)
-			}
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-hook"))
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-		})
-	}
+		out, err = call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
+			"echo b > b && git add b && git -c user.name=a -c user.email=a@example.org commit -qm second && git status --short && echo committed"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContains(t, "commit", out, "exit code: 0", "committed\n")
+		if strings.Contains(out, "put back") {
+			t.Errorf("git commit changed a guarded part:\n%s", out)
+		}
+		if n := hostGit(t, ws.Dir, "rev-list", "--count", "HEAD"); n != "2" {
+			t.Errorf("the repository has %s commits, want 2", n)
+		}
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-hook"))
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+	})
 }
 
 // TestRunCommandRemovesCreatedGitParts: where the workspace had no .git, what a command

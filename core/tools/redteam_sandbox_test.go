@@ -39,20 +39,15 @@ func personGitStatus(t *testing.T, dir string) {
 // on the host runs the planted core.fsmonitor.
 func TestRedTeamGitCommondir(t *testing.T) {
 	need(t, "sh", "git", "mkdir", "printf")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws, _ := gitRepo(t)
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo ../evil > .git/commondir"}}); err != nil {
-				t.Fatal(err)
-			}
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws, _ := gitRepo(t)
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo ../evil > .git/commondir"}}); err != nil {
+			t.Fatal(err)
+		}
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+	})
 }
 
 // TestRedTeamGitFileCreated: in a workspace without .git, a command writes .git as a file
@@ -61,21 +56,16 @@ func TestRedTeamGitCommondir(t *testing.T) {
 // core.fsmonitor.
 func TestRedTeamGitFileCreated(t *testing.T) {
 	need(t, "sh", "git", "mkdir", "printf")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws := testWS(t, map[string]string{"README.md": "hello\n"})
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
-				t.Fatal(err)
-			}
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-			mustNotExist(t, filepath.Join(ws.Dir, ".git"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws := testWS(t, map[string]string{"README.md": "hello\n"})
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
+			t.Fatal(err)
+		}
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+		mustNotExist(t, filepath.Join(ws.Dir, ".git"))
+	})
 }
 
 // TestRedTeamGitFileRewritten: a workspace whose .git is a file (a linked worktree, or a
@@ -84,54 +74,44 @@ func TestRedTeamGitFileCreated(t *testing.T) {
 // rewrites the pointer changes nothing the guard compares, and nothing is put back.
 func TestRedTeamGitFileRewritten(t *testing.T) {
 	need(t, "sh", "git", "mkdir", "printf")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			// A worktree of a repository outside the workspace, as git worktree add makes it.
-			main, _ := gitRepo(t)
-			wsDir := filepath.Join(t.TempDir(), "ws")
-			hostGit(t, main.Dir, "worktree", "add", "-q", wsDir)
-			pointer, err := os.ReadFile(filepath.Join(wsDir, ".git"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ws := main
-			ws.Dir = wsDir
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
-				t.Fatal(err)
-			}
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-			wantFile(t, filepath.Join(ws.Dir, ".git"), string(pointer))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		// A worktree of a repository outside the workspace, as git worktree add makes it.
+		main, _ := gitRepo(t)
+		wsDir := filepath.Join(t.TempDir(), "ws")
+		hostGit(t, main.Dir, "worktree", "add", "-q", wsDir)
+		pointer, err := os.ReadFile(filepath.Join(wsDir, ".git"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := main
+		ws.Dir = wsDir
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir + "echo 'gitdir: evil' > .git"}}); err != nil {
+			t.Fatal(err)
+		}
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+		wantFile(t, filepath.Join(ws.Dir, ".git"), string(pointer))
+	})
 }
 
 // TestRedTeamGitDirReplaced: a command that moves .git aside and makes a new one with
 // its own config gets the guarded parts put back; the person's git status runs nothing.
 func TestRedTeamGitDirReplaced(t *testing.T) {
 	need(t, "sh", "git", "mkdir", "printf", "mv", "cp")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws, config := gitRepo(t)
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir +
-				"mv .git .git-old && mkdir .git && cp -r .git-old/HEAD .git-old/objects .git-old/refs .git/ && cp evil/config .git/config && echo moved"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantContains(t, "output", out, "moved\n", "put back")
-			wantFile(t, filepath.Join(ws.Dir, ".git/config"), config)
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws, config := gitRepo(t)
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", plantGitDir +
+			"mv .git .git-old && mkdir .git && cp -r .git-old/HEAD .git-old/objects .git-old/refs .git/ && cp evil/config .git/config && echo moved"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContains(t, "output", out, "moved\n", "put back")
+		wantFile(t, filepath.Join(ws.Dir, ".git/config"), config)
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+	})
 }
 
 // TestRedTeamDevShmUnbounded: the sandbox's /dev is bwrap's own tmpfs, writable and
@@ -226,23 +206,18 @@ func TestRedTeamEtcSSLPrivate(t *testing.T) {
 // outside the workspace, runs the planted core.fsmonitor there.
 func TestRedTeamGitLinkedWorktreeCommondir(t *testing.T) {
 	need(t, "sh", "git", "mkdir", "printf")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws, _ := gitRepo(t)
-			other := filepath.Join(t.TempDir(), "other")
-			hostGit(t, ws.Dir, "worktree", "add", "-q", other)
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			script := plantGitDir + "echo " + filepath.Join(ws.Dir, "evil") + " > .git/worktrees/other/commondir"
-			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}}); err != nil {
-				t.Fatal(err)
-			}
-			personGitStatus(t, other)
-			mustNotExist(t, filepath.Join(other, "pwned-fsmonitor"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws, _ := gitRepo(t)
+		other := filepath.Join(t.TempDir(), "other")
+		hostGit(t, ws.Dir, "worktree", "add", "-q", other)
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		script := plantGitDir + "echo " + filepath.Join(ws.Dir, "evil") + " > .git/worktrees/other/commondir"
+		if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}}); err != nil {
+			t.Fatal(err)
+		}
+		personGitStatus(t, other)
+		mustNotExist(t, filepath.Join(other, "pwned-fsmonitor"))
+	})
 }
 
 // TestRedTeamThreadsEscapeProcessLimit: limits.processes counts processes, not threads,
@@ -327,25 +302,20 @@ func TestRedTeamKeyringCrossesSessions(t *testing.T) {
 // inside it, and runs the planted command. No submodule had to exist before.
 func TestRedTeamGitNestedRepositoryInIndex(t *testing.T) {
 	need(t, "sh", "git", "mkdir")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			ws, _ := gitRepo(t)
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			script := "set -e; mkdir sub; cd sub; git init -q; git -c user.name=a -c user.email=a@example.org commit -q --allow-empty -m x; " +
-				"cd ..; git add sub 2>/dev/null; git -C sub config core.fsmonitor 'touch ../pwned-sub; false'; echo end"
-			out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantContains(t, "output", out, "end\n")
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub")) // nothing ran it yet
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		ws, _ := gitRepo(t)
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		script := "set -e; mkdir sub; cd sub; git init -q; git -c user.name=a -c user.email=a@example.org commit -q --allow-empty -m x; " +
+			"cd ..; git add sub 2>/dev/null; git -C sub config core.fsmonitor 'touch ../pwned-sub; false'; echo end"
+		out, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContains(t, "output", out, "end\n")
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub")) // nothing ran it yet
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-sub"))
+	})
 }
 
 // TestSubmoduleRepositoryGuarded: a submodule's repository lives under .git/modules, and
@@ -354,35 +324,30 @@ func TestRedTeamGitNestedRepositoryInIndex(t *testing.T) {
 // sandbox: the person's git status runs nothing.
 func TestSubmoduleRepositoryGuarded(t *testing.T) {
 	need(t, "sh", "git")
-	for _, mode := range []string{SandboxBwrap, SandboxNone} {
-		t.Run(mode, func(t *testing.T) {
-			if mode == SandboxBwrap {
-				needSandbox(t)
-			}
-			src := t.TempDir()
-			hostGit(t, src, "init", "-q")
-			writeTree(t, src, map[string]string{"lib.txt": "lib\n"})
-			hostGit(t, src, "add", "lib.txt")
-			hostGit(t, src, "commit", "-qm", "lib")
-			ws, _ := gitRepo(t)
-			hostGit(t, ws.Dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
-			hostGit(t, ws.Dir, "commit", "-qm", "sub")
-			config := filepath.Join(ws.Dir, ".git/modules/sub/config")
-			before, err := os.ReadFile(config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
-			if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
-				`git -C sub config core.fsmonitor "touch $PWD/pwned-fsmonitor; false"; printf '#!/bin/sh\ntouch pwned-hook\n' > .git/modules/sub/hooks/pre-commit`}}); err != nil {
-				t.Fatal(err)
-			}
-			if after, _ := os.ReadFile(config); string(after) != string(before) {
-				t.Errorf("the submodule's config after the command:\n%s\nwant it as before:\n%s", after, before)
-			}
-			mustNotExist(t, filepath.Join(ws.Dir, ".git/modules/sub/hooks/pre-commit"))
-			personGitStatus(t, ws.Dir)
-			mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
-		})
-	}
+	bothSandboxes(t, func(t *testing.T, mode string) {
+		src := t.TempDir()
+		hostGit(t, src, "init", "-q")
+		writeTree(t, src, map[string]string{"lib.txt": "lib\n"})
+		hostGit(t, src, "add", "lib.txt")
+		hostGit(t, src, "commit", "-qm", "lib")
+		ws, _ := gitRepo(t)
+		hostGit(t, ws.Dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+		hostGit(t, ws.Dir, "commit", "-qm", "sub")
+		config := filepath.Join(ws.Dir, ".git/modules/sub/config")
+		before, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := New(Config{RunCommand: true, Allow: []string{"sh"}, Sandbox: mode})
+		if _, err := call(t, tb, ws, ToolRunCommand, map[string]any{"argv": []string{"sh", "-c",
+			`git -C sub config core.fsmonitor "touch $PWD/pwned-fsmonitor; false"; printf '#!/bin/sh\ntouch pwned-hook\n' > .git/modules/sub/hooks/pre-commit`}}); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := os.ReadFile(config); string(after) != string(before) {
+			t.Errorf("the submodule's config after the command:\n%s\nwant it as before:\n%s", after, before)
+		}
+		mustNotExist(t, filepath.Join(ws.Dir, ".git/modules/sub/hooks/pre-commit"))
+		personGitStatus(t, ws.Dir)
+		mustNotExist(t, filepath.Join(ws.Dir, "pwned-fsmonitor"))
+	})
 }

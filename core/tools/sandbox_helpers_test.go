@@ -30,3 +30,16 @@ func newRun(t *testing.T, cfg Config) *Toolbox {
 	}
 	return New(cfg)
 }
+
+// bothSandboxes runs test once under bwrap (needSandbox's rules) and once with
+// sandbox: none, each as a subtest named by the mode.
+func bothSandboxes(t *testing.T, test func(t *testing.T, mode string)) {
+	for _, mode := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == SandboxBwrap {
+				needSandbox(t)
+			}
+			test(t, mode)
+		})
+	}
+}
