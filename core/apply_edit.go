@@ -31,7 +31,7 @@ func (x *transition) editedFile() bool {
 	}
 	cur := *x.cur
 	if len(x.in.Files) == 0 {
-		x.refusef("Send the edited copy of plan v%d's file: %s. /plan show sends the file again.", cur.Version, editHow(x.s.Address.Channel))
+		x.refusef("Send the edited copy of plan v%d's file: %s. /plan show sends the file again.", cur.Version, editHow(x.in.Rules.EditHints, x.s.Address.Channel))
 		return false
 	}
 	f := x.in.Files[0]
@@ -116,19 +116,11 @@ func editedText(p Plan, d PlanDiff, editor string, rules Rules) string {
 	return b.String()
 }
 
-// editHow says how an edited file is sent back on a channel.
-func editHow(channel string) string {
-	switch channel {
-	case "terminal":
-		return "/plan edit PATH"
-	case "telegram":
-		return "send it as a document in reply to the plan's message"
-	case "slack":
-		return "share it in the plan's thread"
-	case "discord":
-		return "attach it to a reply to the plan's message"
-	case "web":
-		return "use Edit on the plan's card"
+// editHow says how an edited file is sent back on a channel: its adapter's words
+// (Rules.EditHints), else the command that works everywhere.
+func editHow(hints map[string]string, channel string) string {
+	if h := hints[channel]; h != "" {
+		return h
 	}
 	return "attach it to /plan edit"
 }

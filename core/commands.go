@@ -270,7 +270,7 @@ func (e *Engine) rules() Rules {
 	c := e.cfg
 	return Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
-		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules,
+		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules, EditHints: c.EditHints,
 		Reach: c.Reach, Destructive: e.files.marks.isDestructive}
 }
 

@@ -106,7 +106,7 @@ func TestEditRoundTrip(t *testing.T) {
 
 // Every refusal is one notice and changes nothing: no plan row, no event, the same session row.
 func TestEditRefusals(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(c *core.Config) { c.EditHints = map[string]string{"terminal": "/plan edit PATH"} })
 	h.toPending("main", "Docs")
 	good := editedCopy(t, h, "main", "")
 	withText := func(name, mime, text string) core.File { return core.File{Name: name, MIME: mime, Data: []byte(text)} }

@@ -33,6 +33,9 @@ type Config struct {
 	// Policies are access.policies; where one matches a session, its approvers replace
 	// Approvers there (docs/design.md §12).
 	Policies []Policy
+	// EditHints say, per channel name, how a person sends an edited plan file back there
+	// (each adapter's EditHint); a channel without one is told to attach it to /plan edit.
+	EditHints map[string]string
 	// AutoApproveRules are plan_mode.auto_approve_rules.
 	AutoApproveRules []ApproveRule
 	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).

@@ -21,6 +21,8 @@ type Rules struct {
 	// Policies are access.policies (docs/design.md §12): the first that matches the session
 	// says how many distinct approvers a version needs and whether its requester may be one.
 	Policies []Policy
+	// EditHints say, per channel name, how an edited plan file is sent back there.
+	EditHints map[string]string
 	// Approvers is access.approvers, the list where no policy has its own: it tells
 	// whether a version can still get its approvals.
 	Approvers []string

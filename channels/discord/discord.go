@@ -45,6 +45,9 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "discord"
 
+// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+const EditHint = "attach it to a reply to the plan's message"
+
 // State is where the adapter keeps what must survive a restart: which messages carry which
 // approval's buttons. *store.Store satisfies it.
 type State = channels.State

@@ -43,6 +43,9 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "slack"
 
+// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+const EditHint = "share it in the plan's thread"
+
 // defaultAPIURL is the public Web API.
 const defaultAPIURL = "https://slack.com/api/"
 

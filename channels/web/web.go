@@ -34,6 +34,9 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "web"
 
+// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+const EditHint = "use Edit on the plan's card"
+
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
 const DefaultSessionTTL = 7 * 24 * time.Hour
 
