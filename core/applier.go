@@ -15,7 +15,7 @@ import (
 // recorded with it, so a redelivered event is recognised; it is the only commit that
 // carries the key.
 func (t *jobRun) applyInbound(ctx context.Context, o Outcome) error {
-	if t.j.inbound != nil && (!changeEmpty(o.Change) || (t.e.box != nil && len(o.Effects) > 0)) {
+	if t.j.inbound != nil && (!changeEmpty(o.Change) || len(o.Effects) > 0) {
 		// A reply with no transition of its own still records the event, lazily, with
 		// its outbox row (see delivery.go): a replay is then not answered twice.
 		// A plain message stays lazy as ApplyMessage made it: overwriting that would fsync

@@ -19,8 +19,7 @@ import (
 // replay, so such a reply is sent directly. Read-only commands are cheaper still (see
 // answer).
 
-// OutboxStore is the part of the store the outbox needs; *store.Store satisfies it. A
-// Store without it gets direct delivery.
+// OutboxStore is the part of Store the outbox needs.
 type OutboxStore interface {
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
@@ -53,9 +52,6 @@ func hasReply(k EffectKind) bool {
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.
 func (t *jobRun) queueReplies(ctx context.Context, o *Outcome) {
-	if t.e.box == nil {
-		return
-	}
 	for i := range o.Effects {
 		eff := &o.Effects[i]
 		if !hasReply(eff.Kind) {
@@ -96,7 +92,7 @@ func (e *Engine) deliver(ctx context.Context, o *Outgoing) (string, error) {
 // deliverRow is deliver for a row whose attempt may have been counted already (claimed:
 // ClaimOutbox counted it), so a failure does not count it twice.
 func (e *Engine) deliverRow(ctx context.Context, o *Outgoing, claimed bool) (string, error) {
-	if o.ID == 0 || e.box == nil {
+	if o.ID == 0 {
 		return e.send(ctx, o.Reply)
 	}
 	if !e.sending.start(o.ID) {
@@ -110,16 +106,12 @@ func (e *Engine) deliverRow(ctx context.Context, o *Outgoing, claimed bool) (str
 		if claimed {
 			return "", err
 		}
-		if nerr := e.box.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
+		if nerr := e.d.Store.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
 			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
 		}
 		return "", err
 	}
-	mark := e.box.MarkSent
-	if e.marker != nil {
-		mark = e.marker.MarkSentSoon // see SentMarker
-	}
-	if merr := mark(mctx, o.ID, id, e.d.Now()); merr != nil {
+	if merr := e.d.Store.MarkSentSoon(mctx, o.ID, id, e.d.Now()); merr != nil { // see SentMarker
 		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
 	}
 	return id, nil
@@ -127,10 +119,7 @@ func (e *Engine) deliverRow(ctx context.Context, o *Outgoing, claimed bool) (str
 
 // flushSent writes the marks of delivered replies that no write carried yet.
 func (e *Engine) flushSent(ctx context.Context) {
-	if e.marker == nil {
-		return
-	}
-	if err := e.marker.FlushSent(context.WithoutCancel(ctx)); err != nil {
+	if err := e.d.Store.FlushSent(context.WithoutCancel(ctx)); err != nil {
 		e.d.Log.Warn("marking replies sent", "err", err)
 	}
 }
@@ -173,23 +162,15 @@ func (t *jobRun) commitSaying(ctx context.Context, ch Change, rs ...Reply) error
 
 // withRows adds replies rs to ch as its outbox rows (none without an outbox).
 func (t *jobRun) withRows(ch Change, rs []Reply) Change {
-	if t.e.box != nil {
-		ch.Outbox = slices.Clip(ch.Outbox)
-		for _, r := range rs {
-			ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
-		}
+	ch.Outbox = slices.Clip(ch.Outbox)
+	for _, r := range rs {
+		ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
 	}
 	return ch
 }
 
 // sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
 func (t *jobRun) sayCommitted(ctx context.Context, ch Change, rs []Reply) {
-	if t.e.box == nil {
-		for _, r := range rs {
-			_ = t.say(ctx, r)
-		}
-		return
-	}
 	for i := range ch.Outbox {
 		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
@@ -234,13 +215,10 @@ type Backlog struct {
 // Rows older than maxAge (0 = DefaultOutboxMaxAge), or that failed too often, are
 // dropped with a log line.
 func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
-	if e.box == nil {
-		return Backlog{e: e}, nil
-	}
 	if maxAge <= 0 {
 		maxAge = DefaultOutboxMaxAge
 	}
-	rows, err := e.box.UnsentOutbox(ctx, channels, 0)
+	rows, err := e.d.Store.UnsentOutbox(ctx, channels, 0)
 	if err != nil {
 		return Backlog{}, fmt.Errorf("listing unsent replies: %w", err)
 	}
@@ -255,7 +233,7 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 		}
 		if why := e.dropReason(o, maxAge); why != "" {
 			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
-			if err := e.box.DropOutbox(ctx, o.ID, why); err != nil {
+			if err := e.d.Store.DropOutbox(ctx, o.ID, why); err != nil {
 				return Backlog{}, fmt.Errorf("dropping reply %d: %w", o.ID, err)
 			}
 			continue
@@ -336,10 +314,10 @@ func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
 // replicaLive reads owner's replica lease: known is false when there is none (or no
 // lease store, or it cannot be read); live, that owner holds it unexpired.
 func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known bool) {
-	if e.leases == nil || owner == "" {
+	if owner == "" {
 		return false, false
 	}
-	l, err := e.leases.Lease(ctx, ReplicaLease(owner))
+	l, err := e.d.Store.Lease(ctx, ReplicaLease(owner))
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			e.d.Log.Warn("reading a replica lease", "replica", owner, "err", err)
@@ -349,7 +327,7 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 	return l.Owner == owner && l.ExpiresAt.After(e.d.Now()), true
 }
 
-// OutboxClaimer is the optional part of an OutboxStore that lets two processes deliver
+// OutboxClaimer is the part of Store that lets two processes deliver
 // the same left-over rows without both sending one: a row is claimed (its attempts
 // compared and counted) before it is sent.
 type OutboxClaimer interface {
@@ -362,8 +340,8 @@ type OutboxClaimer interface {
 // (errInFlight). This engine's own rows (a restarted engine of the same process) need no
 // claim.
 func (e *Engine) deliverLeft(ctx context.Context, o *Outgoing) (string, error) {
-	if c, ok := e.box.(OutboxClaimer); ok && o.ID != 0 && o.Owner != e.owner {
-		got, err := c.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
+	if o.ID != 0 && o.Owner != e.owner {
+		got, err := e.d.Store.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
 		if err != nil {
 			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
 			// A failed attempt of this process, so the retry loop tries it again.
@@ -399,11 +377,11 @@ func (t *jobRun) onFail(ctx context.Context, eff Effect, o *Outcome, err error) 
 		return
 	}
 	text := strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))
-	if _, nerr := t.send(ctx, Reply{Kind: ReplyNotice, Text: text}); nerr != nil || eff.row == 0 || t.e.box == nil {
+	if _, nerr := t.send(ctx, Reply{Kind: ReplyNotice, Text: text}); nerr != nil || eff.row == 0 {
 		return
 	}
 	row := o.Change.Outbox[eff.row-1]
-	if derr := t.e.box.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
+	if derr := t.e.d.Store.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
 		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
 	}
 }

@@ -96,12 +96,6 @@ type Engine struct {
 	typer    typist
 	windows  windowCache // transcript windows of recent sessions (see windows.go)
 
-	// Optional parts of the store (nil when Store lacks them): the outbox, session
-	// leases and the tool-run ledger.
-	box      OutboxStore
-	marker   SentMarker // the outbox's marks ride the next write (nil: MarkSent each)
-	leases   LeaseStore
-	runs     ToolRunStore
 	owner    string
 	leaseTTL time.Duration
 	linger   lingering // session leases kept after a turn (see linger.go)
@@ -183,13 +177,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.linger.after = e.typer.after
 	e.renewAfter = e.typer.after
-	e.box, _ = d.Store.(OutboxStore)
-	if e.box != nil {
-		e.marker, _ = d.Store.(SentMarker)
-	}
-	e.progress.st, _ = d.Store.(ProgressStore)
-	e.leases, _ = d.Store.(LeaseStore)
-	e.runs, _ = d.Store.(ToolRunStore)
+	e.progress.st = d.Store
 	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
 	if !e.obs.on {
 		e.obs.obs = nopObserver{}
@@ -406,17 +394,7 @@ func (e *Engine) runMessage(j *job) error {
 		j.outcome = inboundRefused
 		return nil // bots never drive a session, including this one
 	}
-	sp, oneRead := e.d.Store.(SessionPlanReader)
-	if j.inbound != nil && !oneRead {
-		seen, err := e.d.Store.SeenInbound(ctx, *j.inbound)
-		if err != nil {
-			return fmt.Errorf("checking inbound event: %w", err)
-		}
-		if seen {
-			return e.duplicate(j)
-		}
-	}
-	sess, plan, err := e.loadSession(ctx, m, sp, j.inbound)
+	sess, plan, err := e.loadSession(ctx, m, j.inbound)
 	if errors.Is(err, ErrDuplicate) { // the inbound check of SessionPlan's read
 		return e.duplicate(j)
 	}
@@ -458,18 +436,9 @@ func (e *Engine) duplicate(j *job) error {
 
 // loadSession reads the message's session (a new one when there is none); with sp also
 // its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
-func (e *Engine) loadSession(ctx context.Context, m Message, sp SessionPlanReader, inbound *InboundKey) (Session, *Plan, error) {
+func (e *Engine) loadSession(ctx context.Context, m Message, inbound *InboundKey) (Session, *Plan, error) {
 	id := m.Address.SessionID()
-	var (
-		s    Session
-		plan *Plan
-		err  error
-	)
-	if sp != nil {
-		s, plan, err = sp.SessionPlan(ctx, id, inbound)
-	} else {
-		s, err = e.d.Store.Session(ctx, id)
-	}
+	s, plan, err := e.d.Store.SessionPlan(ctx, id, inbound)
 	if errors.Is(err, ErrNotFound) {
 		now := e.d.Now()
 		return Session{

@@ -14,8 +14,7 @@ import (
 // the session's version); only agent turns do, since they act on the workspace. A lease left behind by a killed process marks a turn that did not end:
 // Resume takes it over once it has expired.
 
-// LeaseStore is the part of the store leases need; *store.Store satisfies it. A Store
-// without it runs turns unleased (one process per database).
+// LeaseStore is the part of Store leases need.
 type LeaseStore interface {
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -38,15 +37,15 @@ func newOwner() string {
 // acquire takes the session's lease, taking it over from a holder that is gone (see
 // owner.go).
 func (e *Engine) acquire(ctx context.Context, name string) (Lease, bool, error) {
-	held, ok, err := e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
 	if err != nil || ok || !ownerGone(held.Owner) {
 		return held, ok, err
 	}
 	e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
-	if err := e.leases.ReleaseLease(ctx, name, held.Owner); err != nil {
+	if err := e.d.Store.ReleaseLease(ctx, name, held.Owner); err != nil {
 		return held, false, err
 	}
-	return e.leases.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	return e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
 }
 
 // errLeaseHeld: another process holds the session's lease; the job is left to it.
@@ -63,8 +62,8 @@ var errLeaseHeld = errors.New("session lease held by another process")
 // (t.kept: the release and the look for work another process left are then the linger's
 // end's). A failed turn, a lost lease or a cancelled context release it at once.
 func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	ls := t.e.leases
-	if ls == nil || t.leased {
+	ls := t.e.d.Store
+	if t.leased {
 		return fn(ctx)
 	}
 	sid := t.sess.ID
@@ -138,10 +137,7 @@ func (e *Engine) live(l Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !ow
 
 // foreignLease returns the session's lease when another owner has it (expired or not).
 func (e *Engine) foreignLease(ctx context.Context, sessionID string) (Lease, bool) {
-	if e.leases == nil {
-		return Lease{}, false
-	}
-	l, err := e.leases.Lease(ctx, SessionLease(sessionID))
+	l, err := e.d.Store.Lease(ctx, SessionLease(sessionID))
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			e.d.Log.Warn("reading the session lease", "session", sessionID, "err", err)

@@ -103,11 +103,11 @@ func (t *jobRun) leftResumable(ctx context.Context) bool {
 	if t.cut {
 		return true
 	}
-	if e.box == nil || !e.sending.anyFailed() {
+	if !e.sending.anyFailed() {
 		return false
 	}
 	e.flushSent(ctx) // the marks of the sends that went through, which the job's end would write
-	rows, err := e.box.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
+	rows, err := e.d.Store.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
 	if err != nil {
 		e.d.Log.Warn("listing unsent replies before keeping the session's lease", "session", t.sess.ID, "err", err)
 		return true
@@ -177,7 +177,7 @@ func (t *jobRun) endLinger(ctx context.Context, k *keptLease) error {
 		return nil
 	}
 	name := SessionLease(t.j.sessionID)
-	if err := e.leases.ReleaseLease(ctx, name, e.owner); err != nil {
+	if err := e.d.Store.ReleaseLease(ctx, name, e.owner); err != nil {
 		e.d.Log.Warn("releasing the session lease", "session", t.j.sessionID, "err", err)
 	}
 	t.sess, t.seenUser, t.rebased = k.sess, k.seenUser, k.rebased

@@ -45,8 +45,8 @@ func (e *Engine) observeInbound(j *job, err error) {
 	e.obs.obs.Inbound(j.msg.Address.Channel, outcome)
 }
 
-// PendingCounter is what a store may implement to count the plan versions waiting for a
-// decision in one query; without it the engine counts Plans("").
+// PendingCounter is the part of Store that counts the plan versions waiting for a
+// decision, in one query.
 type PendingCounter interface {
 	PendingPlans(ctx context.Context) (int, error)
 }
@@ -116,20 +116,7 @@ func (e *Engine) CountPending(ctx context.Context) {
 }
 
 func (e *Engine) pendingPlans(ctx context.Context) (int, error) {
-	if pc, ok := e.d.Store.(PendingCounter); ok {
-		return pc.PendingPlans(ctx)
-	}
-	ps, err := e.d.Store.Plans(ctx, "")
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range ps {
-		if ps[i].Status == PlanPending {
-			n++
-		}
-	}
-	return n, nil
+	return e.d.Store.PendingPlans(ctx)
 }
 
 // observeModel reports one model call that started at start.

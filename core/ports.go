@@ -123,7 +123,9 @@ type Change struct {
 	Outbox []Outgoing
 }
 
-// Store is the persistence port.
+// Store is the persistence port: both drivers of package store implement all of it, the
+// outbox, leases, reminders, progress records and the tool-run ledger included, so the
+// engine has one mode.
 type Store interface {
 	Session(ctx context.Context, id string) (Session, error)
 	Sessions(ctx context.Context) ([]Session, error)
@@ -140,9 +142,19 @@ type Store interface {
 	Nudges(ctx context.Context, sessionID string) ([]Nudge, error)
 	// Commit applies ch atomically and returns the session as stored (new Version).
 	Commit(ctx context.Context, ch Change) (Session, error)
+
+	SessionPlanReader
+	OutboxStore
+	SentMarker
+	OutboxClaimer
+	LeaseStore
+	PendingCounter
+	ProgressStore
+	ReminderStore
+	ToolRunStore
 }
 
-// SessionPlanReader is an optional Store method: a session and its current plan (nil if
+// SessionPlanReader is the part of Store that reads a session and its current plan (nil if
 // none) read together from one snapshot, in one round trip on a database server; the
 // error wraps ErrNotFound when there is no such session. With inbound set, the same read
 // first answers SeenInbound for it: when the event is already recorded the error wraps

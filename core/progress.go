@@ -10,12 +10,12 @@ import (
 // key-value state (ProgressStore) as well as here. It is a presentation detail: when it
 // cannot be read or written, the next checklist is a new message.
 type progressIDs struct {
-	st  ProgressStore // nil: remembered by this process only
+	st  ProgressStore
 	mu  sync.Mutex
 	ids map[string]string
 }
 
-// ProgressStore keeps small records by key; *store.Store satisfies it (its channel state).
+// ProgressStore keeps small records by key (the store's channel state).
 type ProgressStore interface {
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
@@ -31,7 +31,7 @@ func (p *progressIDs) get(ctx context.Context, planID string) string {
 	p.mu.Lock()
 	id, ok := p.ids[planID]
 	p.mu.Unlock()
-	if ok || p.st == nil {
+	if ok {
 		return id
 	}
 	id, _, err := p.st.ChannelState(ctx, progressStateChannel, progressStateAccount, planID)
@@ -50,9 +50,7 @@ func (p *progressIDs) set(ctx context.Context, planID, id string) {
 		return // an edit in place: nothing new to keep
 	}
 	p.remember(planID, id)
-	if p.st != nil {
-		_ = p.st.SetChannelState(ctx, progressStateChannel, progressStateAccount, planID, id)
-	}
+	_ = p.st.SetChannelState(ctx, progressStateChannel, progressStateAccount, planID, id)
 }
 
 func (p *progressIDs) forget(ctx context.Context, planID string) {
@@ -60,7 +58,7 @@ func (p *progressIDs) forget(ctx context.Context, planID string) {
 	old, known := p.ids[planID]
 	delete(p.ids, planID)
 	p.mu.Unlock()
-	if p.st != nil && (!known || old != "") {
+	if !known || old != "" {
 		_ = p.st.SetChannelState(ctx, progressStateChannel, progressStateAccount, planID, "")
 	}
 }

@@ -282,8 +282,9 @@ func (g *gatedStore) Commit(ctx context.Context, ch core.Change) (core.Session, 
 	return g.Store.Commit(ctx, ch)
 }
 
-// pausingPlanStore: the first Plan read after arming returns its (then current) value only
-// after release is closed.
+// pausingPlanStore: the first plan read after arming (Plan, or SessionPlan, which reads
+// the session with its plan) returns its (then current) value only after release is
+// closed.
 type pausingPlanStore struct {
 	core.Store
 	armed   atomic.Bool
@@ -299,6 +300,16 @@ func (s *pausingPlanStore) Plan(ctx context.Context, id string) (core.Plan, erro
 		return p, err
 	}
 	return s.Store.Plan(ctx, id)
+}
+
+func (s *pausingPlanStore) SessionPlan(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		se, p, err := s.Store.SessionPlan(ctx, id, inbound)
+		close(s.loaded)
+		<-s.release
+		return se, p, err
+	}
+	return s.Store.SessionPlan(ctx, id, inbound)
 }
 
 // freezeAfterStore commits normally, but after the first commit that carries an audit row

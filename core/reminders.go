@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,9 +18,6 @@ import (
 type ReminderStore interface {
 	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
 }
-
-// ErrNoOutbox: the store has no outbox; the caller claims the occurrence without one.
-var ErrNoOutbox = errors.New("the store has no outbox")
 
 // pendingReminders are claimed reminder rows waiting for Nudge to deliver them.
 type pendingReminders struct {
@@ -54,10 +50,7 @@ func (p *pendingReminders) take(k string) (Outgoing, bool) {
 // reminder's reply in the outbox, in one transaction. A reminder whose decision was made
 // already is claimed without a reply. False means the occurrence was not ours to claim.
 func (e *Engine) ClaimReminder(ctx context.Context, n Nudge, scheduledAt, firedAt, next time.Time) (bool, error) {
-	rs, ok := e.d.Store.(ReminderStore)
-	if !ok || e.box == nil {
-		return false, fmt.Errorf("claiming reminder %d: %w", n.ID, ErrNoOutbox)
-	}
+	rs := e.d.Store
 	var out []Outgoing
 	s, err := e.d.Store.Session(ctx, n.SessionID)
 	if err != nil {
@@ -87,7 +80,7 @@ func (t *jobRun) deliverReminder(ctx context.Context, n Nudge, scheduledAt time.
 	row, claimed := t.e.pending.take(reminderKey(n.ID, scheduledAt))
 	switch {
 	case claimed && !ok:
-		if err := t.e.box.DropOutbox(ctx, row.ID, "decided before delivery"); err != nil {
+		if err := t.e.d.Store.DropOutbox(ctx, row.ID, "decided before delivery"); err != nil {
 			t.e.d.Log.Warn("dropping a moot reminder", "outbox", row.ID, "err", err)
 		}
 		return nil

@@ -103,7 +103,7 @@ func (r *renewal) write(began time.Time) (l Lease, ok, ended bool, err error) {
 			r.lost()
 		}
 	})
-	l, ok, err = e.leases.AcquireLease(ctx, r.name, e.owner, began, e.leaseTTL)
+	l, ok, err = e.d.Store.AcquireLease(ctx, r.name, e.owner, began, e.leaseTTL)
 	ended = !unhook() && errors.Is(context.Cause(ctx), errLeaseEnded)
 	return l, ok, ended, err
 }

@@ -152,16 +152,13 @@ func endedTurn(s Session, last []ChatMessage) bool {
 // interruptedRuns closes the session's runs that started and never finished as
 // interrupted, and returns them.
 func (t *jobRun) interruptedRuns(ctx context.Context) ([]ToolRun, error) {
-	if t.e.runs == nil {
-		return nil, nil
-	}
-	runs, err := t.e.runs.UnfinishedToolRuns(ctx, t.sess.ID)
+	runs, err := t.e.d.Store.UnfinishedToolRuns(ctx, t.sess.ID)
 	if err != nil {
 		return nil, fmt.Errorf("listing interrupted tool runs: %w", err)
 	}
 	for i := range runs {
 		runs[i].Outcome, runs[i].FinishedAt = ToolRunInterrupted, t.e.d.Now()
-		if err := t.e.runs.FinishToolRun(ctx, runs[i]); err != nil {
+		if err := t.e.d.Store.FinishToolRun(ctx, runs[i]); err != nil {
 			return nil, fmt.Errorf("closing interrupted tool run: %w", err)
 		}
 	}
@@ -246,7 +243,7 @@ func needsTurn(s Session, last []ChatMessage, now time.Time) bool {
 // could not start. The session is read again, so the next turn commits on top of what
 // is stored.
 func (t *jobRun) moreWork(ctx context.Context) (bool, error) {
-	if t.e.leases == nil || t.seenUser == nil {
+	if t.seenUser == nil {
 		return false, nil
 	}
 	// Every transcript entry comes with a new row version: at the version this job last

@@ -144,9 +144,6 @@ func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time
 // RetryLoop runs RetryUnsent every interval (0 = DefaultRetryEvery) until ctx ends. When
 // a row is due is decided by the engine's clock; interval only says how often to look.
 func (e *Engine) RetryLoop(ctx context.Context, channels []string, maxAge, interval time.Duration) {
-	if e.box == nil {
-		return
-	}
 	if interval <= 0 {
 		interval = DefaultRetryEvery
 	}

@@ -12,8 +12,7 @@ import (
 // ran leaves a started run behind; Resume reports it ("the run of X was interrupted by a
 // restart; its effects are unknown") to the agent and the chat, and never runs it again.
 
-// ToolRunStore is the tool-run ledger of the store; *store.Store satisfies it. A Store
-// without it runs mutating calls unrecorded.
+// ToolRunStore is the tool-run ledger, a part of Store.
 type ToolRunStore interface {
 	StartToolRun(ctx context.Context, r ToolRun) error
 	FinishToolRun(ctx context.Context, r ToolRun) error
@@ -36,11 +35,11 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call ToolCall) t
 		return res
 	}
 	run := ToolRun{SessionID: t.sess.ID, Tool: call.Name, Detail: describeCall(call.Name, call.Args), StartedAt: t.e.d.Now()}
-	if t.e.runs != nil {
+	{
 		nonce, err := newID(t.e.d.Random, 5)
 		if err == nil {
 			run.CallID = call.ID + "#" + nonce
-			err = t.e.runs.StartToolRun(ctx, run)
+			err = t.e.d.Store.StartToolRun(ctx, run)
 		}
 		if err != nil {
 			t.e.d.Log.Error("recording a tool run", "session", t.sess.ID, "tool", call.Name, "err", err)
@@ -56,10 +55,8 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call ToolCall) t
 	t.done = append(t.done, ranText(call, err))
 	aerr := t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
 	t.serverDown(err)
-	if t.e.runs != nil {
-		if ferr := t.e.runs.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
-			t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
-		}
+	if ferr := t.e.d.Store.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
+		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
 	if aerr != nil {
 		return withheld(call, aerr)

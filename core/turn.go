@@ -105,8 +105,8 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // turn there. When there is work, this process takes the lease again for it. A lease kept
 // lingering (see linger.go) is looked after when the linger ends and it is released.
 func (t *jobRun) runTurns(ctx context.Context) error {
-	if t.leased || t.e.leases == nil {
-		return t.leasedTurns(ctx, true) // an outer lease, or none to release
+	if t.leased {
+		return t.leasedTurns(ctx, true) // an outer lease
 	}
 	for range maxChainedTurns {
 		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil || t.kept {
@@ -333,7 +333,7 @@ func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...Reply) error {
 // turn picks that work up afterwards (moreWork). Any other change stays a conflict.
 func (t *jobRun) rebase(ctx context.Context, drained int) (Session, bool) {
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
-	if err != nil || t.e.leases == nil {
+	if err != nil {
 		return Session{}, false
 	}
 	cur := t.sess

@@ -2,7 +2,6 @@ package nudges
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -112,12 +111,9 @@ func (s *Scheduler) claim(ctx context.Context, it *item, now time.Time, supersed
 	}
 	var ok bool
 	var err error
-	viaEngine := false
 	if rc, can := s.d.(ReminderClaimer); can && outcome == OutcomeFired && n.Action == core.NudgeRemind {
 		ok, err = rc.ClaimReminder(ctx, n, occ, now, next)
-		viaEngine = !errors.Is(err, core.ErrNoOutbox)
-	}
-	if !viaEngine {
+	} else {
 		ok, err = s.st.FireNudge(ctx, n.ID, occ, outcome, now, next)
 	}
 
