@@ -56,6 +56,20 @@ type process struct {
 
 var processes atomic.Int64
 
+// holdFirstCall makes the process's first model call wait: entered is closed once it
+// has started, and it goes on once release is closed.
+func (p *process) holdFirstCall() (entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p.model.Hook(func(core.ModelRequest) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	return entered, release
+}
+
 func (h *harness) process(out core.Sender, model *fakeModel, tools core.Toolbox) *process {
 	h.t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))

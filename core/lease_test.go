@@ -91,15 +91,8 @@ func evMsg(h *harness, chat, id, text string) core.Message {
 // leaves it alone, and a message that process receives is answered by the holder.
 func TestLeaseHolderRunsTheTurn(t *testing.T) {
 	h := newHarness(t)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	a := h.process(nil, nil, nil)
-	a.model.Hook(func(core.ModelRequest) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
+	entered, release := a.holdFirstCall()
 	done := a.eng.Enqueue(context.Background(), evMsg(h, "a", "ev-a", "hello"))
 	<-entered
 

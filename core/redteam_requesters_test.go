@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/core"
@@ -66,15 +65,8 @@ func TestRedTeamAnswerByButtonMakesARequester(t *testing.T) {
 // alice alone accepts the plan for her own request under requester_may_approve: false.
 func TestRedTeamRequestLeftToAnotherReplica(t *testing.T) {
 	h := newHarness(t, onlyOtherDecides)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	a := h.process(nil, nil, nil)
-	a.model.Hook(func(core.ModelRequest) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
+	entered, release := a.holdFirstCall()
 	sid := sessionID("prod")
 	a.model.push(sid, text("Hello bob."), calls(call("enter_plan_mode", map[string]any{})), calls(propose("Deploy", "First step", "Second step")))
 	msg := func(id, who, text string) core.Message {
