@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/plangate/plangate/core/plan"
 	"strings"
 )
 
@@ -17,7 +18,7 @@ func (x *transition) policy() Policy { return PolicyFor(x.in.Rules.Policies, x.s
 // when it was refused or counted (the outcome says which).
 func (x *transition) approve() (bool, error) {
 	p, pol := x.target, x.policy()
-	a := Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
+	a := plan.Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
 	if a.By == "" {
 		a.By = decidedBy(x.in.Actor)
 	}
@@ -102,7 +103,7 @@ func voidApprovals(p *Plan) string {
 }
 
 // approverName is how an approval names its approver: the display name, else the id.
-func approverName(a Approval) string {
+func approverName(a plan.Approval) string {
 	if a.ByName != "" {
 		return a.ByName
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"time"
 )
@@ -208,7 +209,7 @@ func restartNotice(s Session, cur *Plan, runs []ToolRun) (Reply, *Injection) {
 // stepToContinue is the number of the first step of p that is neither completed nor cancelled.
 func stepToContinue(p Plan) int {
 	for i, s := range p.Body.Steps {
-		if s.Status != StepCompleted && s.Status != StepCancelled {
+		if s.Status != plan.StepCompleted && s.Status != plan.StepCancelled {
 			return i + 1
 		}
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestNeedsTurnAndEndedTurn(t *testing.T) {
 }
 
 func TestRestartNotice(t *testing.T) {
-	cur := &Plan{Version: 2, Status: PlanAccepted, Body: PlanBody{Title: "T", Steps: []Step{{Status: StepCompleted}, {Status: StepPending}}}}
+	cur := &Plan{Version: 2, Status: PlanAccepted, Body: plan.Body{Title: "T", Steps: []plan.Step{{Status: plan.StepCompleted}, {Status: plan.StepPending}}}}
 	chat, note := restartNotice(Session{Phase: PhaseExecuting}, cur, nil)
 	if note == nil || note.Kind != InjectRestart || !strings.Contains(chat.Text, "continuing with step 2") {
 		t.Errorf("executing: chat %q, note %+v; want step 2 and a RESTART injection", chat.Text, note)
