@@ -2,8 +2,9 @@ package core
 
 import (
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"strconv"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Apply is the approval state machine as a pure function: given a session, its current

@@ -3,10 +3,11 @@ package core
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The agent's plan tools as transitions of Apply. A refusal reaches the model as a tool

@@ -2,8 +2,9 @@ package core
 
 import (
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Approvals under a session's policy (docs/design.md §12): every acceptance is recorded on the

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // A plan people can edit (docs/design.md §13): an approver answers the pending version with an

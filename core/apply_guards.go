@@ -3,8 +3,9 @@ package core
 import (
 	"errors"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // check runs one guard of the table; false means it refused (or dropped) the transition.

@@ -1,8 +1,9 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // A plan's grants in words: what accepting it lets the agent do beyond reading. The

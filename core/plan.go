@@ -1,8 +1,9 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // PlanStatus is the life-cycle state of one plan version. The zero value is not a status.

@@ -1,11 +1,12 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // TestPlanFileListsApprovals: the file names who approved under an N-of-M policy — the

@@ -2,12 +2,13 @@ package core
 
 import (
 	"bytes"
-	"github.com/plangate/plangate/core/plan"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later

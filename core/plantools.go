@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Names of the plan tools the core handles itself.

@@ -3,9 +3,10 @@ package core
 import (
 	"cmp"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Approval policies (docs/design.md §12): who may accept a plan in a session, how many distinct

@@ -1,10 +1,11 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestPolicyFor(t *testing.T) {

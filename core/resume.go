@@ -3,9 +3,10 @@ package core
 import (
 	"context"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // resumeWindow bounds how old an unanswered message may be for Resume to answer it: after

@@ -1,10 +1,11 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The decisions Resume, the reminders and the tool-run recheck take, without a store.

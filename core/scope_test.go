@@ -1,9 +1,10 @@
 package core
 
 import (
-	"github.com/plangate/plangate/core/plan"
 	"strings"
 	"testing"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestScopeMatch(t *testing.T) {

@@ -2,8 +2,9 @@ package core
 
 import (
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // specLineFeatures is how many features a proposal's chat message names; the plan file

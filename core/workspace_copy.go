@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/plangate/plangate/core/plan"
 	"os"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The executor's copy of the plan (docs/design.md §13): once a version is accepted it is written
