@@ -13,7 +13,7 @@ import (
 // Edited plan files (docs/design.md §13): every adapter downloads a file a person sends back for
 // /plan edit the same way, so the limits hold alike on every platform.
 
-// FetchPlanFile downloads an inbound file for /plan edit within core.MaxPlanFileBytes.
+// FetchPlanFile downloads an inbound file for /plan edit within plan.MaxFileBytes.
 // declared is the size the platform announced (0 if unknown). A file announced over the
 // limit, or that is not a text file, is not downloaded: the File then carries only its
 // name, type and size, and the engine refuses it with the reason. A download that runs

@@ -18,7 +18,7 @@ import (
 // that the file is one (GuardEditedFile):
 //
 //   - exactly the first attachment of the message is read; none is a refusal;
-//   - over MaxPlanFileBytes (as downloaded, or as the platform declared it when the adapter
+//   - over plan.MaxFileBytes (as downloaded, or as the platform declared it when the adapter
 //     did not download it), not a text file, not UTF-8, not parsing (the line is named),
 //     refused by the judge, or changing nothing: one refusal each, and nothing changes;
 //   - the file's status line ("Version N · ...") must name the pending version: an edit of

@@ -39,10 +39,10 @@ func TestPlanFileName(t *testing.T) {
 	for _, tc := range cases {
 		got := plan.FileName(tc.day, tc.title, tc.version)
 		if got != tc.want {
-			t.Errorf("PlanFileName(%v, %q, %d) = %q, want %q", tc.day, tc.title, tc.version, got, tc.want)
+			t.Errorf("plan.FileName(%v, %q, %d) = %q, want %q", tc.day, tc.title, tc.version, got, tc.want)
 		}
 		if err := checkPathElement("file name", got); err != nil {
-			t.Errorf("PlanFileName(%q) = %q is not a single path element", tc.title, got)
+			t.Errorf("plan.FileName(%q) = %q is not a single path element", tc.title, got)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func goodSpec() map[string]any {
 }
 
 // TestExpandedSpecPlan: a proposal with a spec is posted with the spec in its file (as
-// sections ParsePlanMarkdown reads back), stored, and carried into PLAN.json on accept.
+// sections plan.ParseMarkdown reads back), stored, and carried into PLAN.json on accept.
 func TestExpandedSpecPlan(t *testing.T) {
 	h := newHarness(t, func(c *core.Config) {
 		c.Planner = core.Planner{Style: core.StyleAmbitious, ExpandShortGoals: true}

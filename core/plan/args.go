@@ -64,7 +64,7 @@ func fieldHint(name string) string {
 
 // ParseProposal decodes exit_plan_mode arguments into a plan body: steps get ids "1", "2",
 // ... and status pending; text is trimmed and empty list entries are dropped. Only the shape
-// is checked here; JudgePlan checks the content.
+// is checked here; Judge checks the content.
 func ParseProposal(args json.RawMessage) (Body, error) {
 	const tool = "exit_plan_mode"
 	top, err := argObject(tool, args)
@@ -139,7 +139,7 @@ type StepUpdate struct {
 	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
 }
 
-// UpdatePlanArgs are the update_plan arguments. Merge matches steps by their text and
+// UpdateArgs are the update_plan arguments. Merge matches steps by their text and
 // leaves the others alone; without it the list replaces the plan's steps.
 type UpdateArgs struct {
 	Plan        []StepUpdate `json:"plan"`
@@ -147,7 +147,7 @@ type UpdateArgs struct {
 	Explanation string       `json:"explanation,omitempty"`
 }
 
-// ParseUpdatePlan decodes update_plan arguments: the shape, a non-empty list and valid
+// ParseUpdate decodes update_plan arguments: the shape, a non-empty list and valid
 // statuses. The plan rules (closure, one step in progress) are ApplyUpdate's.
 func ParseUpdate(args json.RawMessage) (UpdateArgs, error) {
 	const tool = "update_plan"
@@ -385,7 +385,7 @@ func AllDone(steps []Step) bool {
 	return true
 }
 
-// hashedStep and hashedBody are the canonical form HashPlan hashes: the content the model
+// hashedStep and hashedBody are the canonical form Hash hashes: the content the model
 // proposed, without step ids, statuses or verified criteria, and with nil and empty lists
 // alike, so the same proposal always hashes the same.
 type hashedStep struct {
@@ -406,7 +406,7 @@ type hashedBody struct {
 	References   []string     `json:"references,omitempty"`
 }
 
-// HashPlan is the content hash of a plan body (sha256, hex), used to recognise an identical
+// Hash is the content hash of a plan body (sha256, hex), used to recognise an identical
 // re-proposal.
 func Hash(b Body) string {
 	h := hashedBody{

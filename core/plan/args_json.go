@@ -158,10 +158,10 @@ func quoteList(in []string) string {
 	return strings.Join(q, ", ")
 }
 
-// problemList is an error made of one problem per line.
+// Problems is an error made of one problem per line.
 type Problems []string
 
-// maxProblems and maxProblemLen bound the text of a problemList: it goes back to the
+// maxProblems and maxProblemLen bound the text of Problems: it goes back to the
 // model or to the chat, and a hostile plan (10,000 identical steps) must not turn into a
 // megabyte of refusal.
 const (

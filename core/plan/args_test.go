@@ -56,7 +56,7 @@ func TestParseProposal(t *testing.T) {
 		t.Errorf("absent lists should stay nil: %+v", minimal)
 	}
 
-	// Content problems are the judge's: an empty step text is kept so JudgePlan can name it.
+	// Content problems are the judge's: an empty step text is kept so Judge can name it.
 	kept, err := ParseProposal(json.RawMessage(`{"title":"","plan":[{"step":"  "}]}`))
 	if err != nil || len(kept.Steps) != 1 || kept.Steps[0].Text != "" {
 		t.Errorf("empty step text: got %+v, %v; want one empty step and no error", kept, err)
@@ -112,7 +112,7 @@ func TestParseUpdatePlan(t *testing.T) {
 		{"step":"Write docs","status":" in_progress "}],
 		"merge":true,"explanation":" moving on "}`))
 	if err != nil {
-		t.Fatalf("ParseUpdatePlan: %v", err)
+		t.Fatalf("ParseUpdate: %v", err)
 	}
 	want := UpdateArgs{
 		Plan: []StepUpdate{
@@ -123,7 +123,7 @@ func TestParseUpdatePlan(t *testing.T) {
 		Explanation: "moving on",
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ParseUpdatePlan\n got %#v\nwant %#v", got, want)
+		t.Fatalf("ParseUpdate\n got %#v\nwant %#v", got, want)
 	}
 
 	bad := []struct {
@@ -146,7 +146,7 @@ func TestParseUpdatePlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := ParseUpdate(json.RawMessage(tc.args))
 			if err == nil {
-				t.Fatalf("ParseUpdatePlan(%s) = %+v, want an error", tc.args, u)
+				t.Fatalf("ParseUpdate(%s) = %+v, want an error", tc.args, u)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

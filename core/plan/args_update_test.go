@@ -88,7 +88,7 @@ func TestHashPlan(t *testing.T) {
 	}
 	h := Hash(base())
 	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
-		t.Fatalf("HashPlan = %q, want 64 lower-case hex digits", h)
+		t.Fatalf("Hash = %q, want 64 lower-case hex digits", h)
 	}
 
 	same := map[string]func(*Body){

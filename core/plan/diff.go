@@ -14,8 +14,8 @@ import (
 // same step reworded rather than one removed and another added.
 const rewordThreshold = 0.5
 
-// PlanDiff is what changed from one plan version to the next. From is the older version's
-// number; DiffPlans leaves it 0 and the caller sets it.
+// Diff is what changed from one plan version to the next. From is the older version's
+// number; Compare leaves it 0 and the caller sets it.
 type Diff struct {
 	From     int
 	Added    []string  // texts of new steps, in the new order
@@ -37,7 +37,7 @@ type ToolDelta struct {
 	Added, Removed []string
 }
 
-// DiffPlans compares two plan bodies. Steps are paired by text first (ignoring case and
+// Compare compares two plan bodies. Steps are paired by text first (ignoring case and
 // runs of spaces), then the rest by position, else by the most similar text, when their
 // words are similar enough; what is left is added or removed.
 func Compare(old, cur Body) Diff {

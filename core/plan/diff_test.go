@@ -46,7 +46,7 @@ func TestDiffPlans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Compare(tc.old, tc.cur)
 			if !reflect.DeepEqual(d, tc.want) {
-				t.Errorf("DiffPlans =\n %#v\nwant\n %#v", d, tc.want)
+				t.Errorf("Compare =\n %#v\nwant\n %#v", d, tc.want)
 			}
 			d.From = 1
 			if got := d.Summary(); got != tc.summary {
@@ -60,7 +60,7 @@ func TestDiffPlans(t *testing.T) {
 }
 
 // TestDiffSummaryKeepsTheOldChatLine keeps the chat line proposal replies had before
-// they used DiffPlans, where steps were only added or removed, or the scope or other parts
+// they used Compare, where steps were only added or removed, or the scope or other parts
 // changed, so those transcripts read the same; only rewordings ("~ ...") and MCP tools
 // read differently.
 func TestDiffSummaryKeepsTheOldChatLine(t *testing.T) {
@@ -84,7 +84,7 @@ func TestDiffSummaryKeepsTheOldChatLine(t *testing.T) {
 	}
 }
 
-func TestPlanDiffMarkdown(t *testing.T) {
+func TestDiffMarkdown(t *testing.T) {
 	d := Compare(Body{Steps: stepsOf("Fix the typos in README", "# Old *one*"), Scope: Scope{AllowedPaths: []string{"README.md"}}},
 		Body{Steps: stepsOf("Fix all the typos in README", "Ping @everyone"), Scope: Scope{AllowedPaths: []string{"**"}}})
 	d.From = 2

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// ReadEditedPlan turns a plan file a person edited and sent back into the body of the
+// ReadEdited turns a plan file a person edited and sent back into the body of the
 // next version (docs/design.md §13). It returns the body and what changed from prev, or a
 // refusal worded for the person, with nothing to change: the file does not parse (the
 // line is named), the judge refuses the plan, or it changes nothing. Step progress in the

@@ -12,7 +12,7 @@ import (
 // Plan limits. They keep a plan readable in a chat and its file small; the judge and
 // ApplyUpdate enforce them.
 const (
-	MaxTitleLen  = 80   // characters
+	maxTitleLen  = 80   // characters
 	MaxSteps     = 50   // steps per plan
 	MaxFieldLen  = 2000 // characters in any one text field
 	maxListItems = 50   // entries in any other list (assumptions, risks, criteria, paths, ...)
@@ -21,16 +21,16 @@ const (
 	maxScopeAlternatives = 20 // commas in those groups
 )
 
-// JudgePlan validates a proposed plan before anyone sees it. It returns nil, or an error
+// Judge validates a proposed plan before anyone sees it. It returns nil, or an error
 // with one problem per line, worded for the model, which gets it back as a tool error.
 func Judge(b Body) error {
 	var j judgeNotes
 
 	switch n := utf8.RuneCountInString(b.Title); {
 	case strings.TrimSpace(b.Title) == "":
-		j.add("the plan has no title; give it a short title (at most %d characters)", MaxTitleLen)
-	case n > MaxTitleLen:
-		j.add("the title is %d characters long; shorten it to at most %d", n, MaxTitleLen)
+		j.add("the plan has no title; give it a short title (at most %d characters)", maxTitleLen)
+	case n > maxTitleLen:
+		j.add("the title is %d characters long; shorten it to at most %d", n, maxTitleLen)
 	}
 	j.chars("the title", b.Title, false)
 	j.text("the summary", b.Summary)
@@ -185,7 +185,7 @@ func (j *judgeNotes) tools(names []string) {
 // maxToolNameLen is the longest tool name the model APIs accept.
 const maxToolNameLen = 64
 
-// IsMCPToolName reports whether name can be an MCP tool as offered to the model:
+// isMCPToolName reports whether name can be an MCP tool as offered to the model:
 // "<server>__<tool>", both parts non-empty, within maxToolNameLen of [A-Za-z0-9_-].
 func isMCPToolName(name string) bool {
 	srv, tool, ok := strings.Cut(name, "__")

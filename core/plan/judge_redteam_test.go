@@ -13,7 +13,7 @@ func TestJudgePlanAllowedTools(t *testing.T) {
 	ok := judgeOK()
 	ok.Scope.AllowedTools = []string{"fs__write", "a__b__c", "my-srv__Tool_1"}
 	if err := Judge(ok); err != nil {
-		t.Fatalf("JudgePlan(valid tools) = %v", err)
+		t.Fatalf("Judge(valid tools) = %v", err)
 	}
 	for _, bad := range []string{"run_command", "write_file", "fs__x\u202eevil", "fs__", "__x", "", " fs__write",
 		"fs__" + strings.Repeat("a", 61), "fs__a b"} {
@@ -21,7 +21,7 @@ func TestJudgePlanAllowedTools(t *testing.T) {
 		b.Scope.AllowedTools = []string{bad}
 		err := Judge(b)
 		if err == nil || !strings.Contains(err.Error(), "scope.allowed_tools") {
-			t.Errorf("JudgePlan(allowed_tools %q) = %v, want a scope.allowed_tools problem", bad, err)
+			t.Errorf("Judge(allowed_tools %q) = %v, want a scope.allowed_tools problem", bad, err)
 		}
 	}
 	b := judgeOK()
@@ -29,7 +29,7 @@ func TestJudgePlanAllowedTools(t *testing.T) {
 		b.Scope.AllowedTools = append(b.Scope.AllowedTools, "fs__t"+strings.Repeat("x", i))
 	}
 	if err := Judge(b); err == nil || !strings.Contains(err.Error(), "scope.allowed_tools entries") {
-		t.Errorf("JudgePlan(%d tools) = %v, want a count problem", len(b.Scope.AllowedTools), err)
+		t.Errorf("Judge(%d tools) = %v, want a count problem", len(b.Scope.AllowedTools), err)
 	}
 }
 
@@ -41,7 +41,7 @@ func TestJudgeRefusalIsBounded(t *testing.T) {
 	b.Scope.AllowedPaths = []string{strings.Repeat("y", 200<<10)}
 	err := Judge(b)
 	if err == nil {
-		t.Fatal("JudgePlan = nil")
+		t.Fatal("Judge = nil")
 	}
 	if n := len(err.Error()); n > 8<<10 {
 		t.Errorf("the refusal is %d bytes, want at most 8 KB", n)

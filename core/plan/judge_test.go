@@ -27,19 +27,19 @@ func judgeOK() Body {
 
 func TestJudgePlanAccepts(t *testing.T) {
 	if err := Judge(judgeOK()); err != nil {
-		t.Fatalf("JudgePlan(valid plan) = %v", err)
+		t.Fatalf("Judge(valid plan) = %v", err)
 	}
 	b := judgeOK()
-	b.Title = strings.Repeat("é", MaxTitleLen) // characters, not bytes
+	b.Title = strings.Repeat("é", maxTitleLen) // characters, not bytes
 	b.Steps = planSteps(manyTexts(MaxSteps)...)
 	b.Steps[3].Status = StepInProgress
 	b.Summary = strings.Repeat("x", MaxFieldLen)
 	if err := Judge(b); err != nil {
-		t.Fatalf("JudgePlan(plan at every limit) = %v", err)
+		t.Fatalf("Judge(plan at every limit) = %v", err)
 	}
 	minimal := Body{Title: "T", Steps: planSteps("a")}
 	if err := Judge(minimal); err != nil {
-		t.Fatalf("JudgePlan(minimal plan) = %v", err)
+		t.Fatalf("Judge(minimal plan) = %v", err)
 	}
 }
 
@@ -84,7 +84,7 @@ func TestJudgePlanProblems(t *testing.T) {
 			tc.change(&b)
 			err := Judge(b)
 			if err == nil {
-				t.Fatalf("JudgePlan = nil, want problems")
+				t.Fatalf("Judge = nil, want problems")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -160,12 +160,12 @@ func TestJudgePlanScope(t *testing.T) {
 				err := Judge(b)
 				if tc.want == "" {
 					if err != nil {
-						t.Fatalf("JudgePlan refused %q: %v", tc.path, err)
+						t.Fatalf("Judge refused %q: %v", tc.path, err)
 					}
 					return
 				}
 				if err == nil {
-					t.Fatalf("JudgePlan accepted %q", tc.path)
+					t.Fatalf("Judge accepted %q", tc.path)
 				}
 				if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "scope."+field) {
 					t.Errorf("error %q should name scope.%s and contain %q", err, field, tc.want)
@@ -183,7 +183,7 @@ func TestJudgePlanListsEveryProblem(t *testing.T) {
 	b.Scope.AllowedPaths = []string{"/abs", "../up"}
 	err := Judge(b)
 	if err == nil {
-		t.Fatal("JudgePlan = nil, want problems")
+		t.Fatal("Judge = nil, want problems")
 	}
 	lines := strings.Split(err.Error(), "\n")
 	want := []string{"no title", "step 1 has no text", "steps 1 and 2 are in_progress", `"/abs" is absolute`, `"../up" contains ".."`}

@@ -93,7 +93,7 @@ func FuzzParsePlanMarkdownMarked(f *testing.F) {
 		if err != nil {
 			var pe *plan.ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %v is not a *PlanParseError", err)
+				t.Fatalf("error %v is not a *ParseError", err)
 			}
 			return
 		}

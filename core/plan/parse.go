@@ -10,12 +10,12 @@ import (
 )
 
 // Reading a plan file back (docs/design.md §13): a person edits the markdown plangate wrote and
-// sends it back; ParsePlanMarkdown turns it into a plan body for the judge.
+// sends it back; ParseMarkdown turns it into a plan body for the judge.
 
-// MaxPlanFileBytes bounds an edited plan file.
+// MaxFileBytes bounds an edited plan file.
 const MaxFileBytes = 256 << 10
 
-// PlanParseError says which line of an edited plan file is wrong and how to fix it; Line is
+// ParseError says which line of an edited plan file is wrong and how to fix it; Line is
 // 0 for a problem with the whole file. Its text is shown to the person who sent the file.
 type ParseError struct {
 	Line int
@@ -60,12 +60,12 @@ var sectionNames = map[string]int{
 
 const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"
 
-// ParsePlanMarkdown reads a plan file in the layout RenderPlanMarkdown writes back into a
+// ParseMarkdown reads a plan file in the layout Render writes back into a
 // plan body: the title, the sections, the steps' boxes and acceptance criteria, the scope
 // lists and the product spec. The status line, the decision, the changes section and the
 // footer are plangate's and are ignored; the writer's escaping is undone and white space
 // is collapsed as the writer does, so what it accepts renders and parses to itself. Step ids
-// are "1", "2", ... in file order. It checks the form only; JudgePlan checks the content.
+// are "1", "2", ... in file order. It checks the form only; Judge checks the content.
 func ParseMarkdown(b []byte) (Body, error) {
 	lines, err := planLines(b)
 	if err != nil {

@@ -92,7 +92,7 @@ func TestParsePlanMarkdownErrors(t *testing.T) {
 			_, err := plan.ParseMarkdown([]byte(tc.file))
 			var pe *plan.ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v, want a *PlanParseError", err)
+				t.Fatalf("err = %v, want a *ParseError", err)
 			}
 			if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
 				t.Errorf("got line %d %q, want line %d containing %q", pe.Line, pe.Msg, tc.line, tc.msg)
@@ -132,7 +132,7 @@ func FuzzParseMarkdown(f *testing.F) {
 		if err != nil {
 			var pe *plan.ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %v is not a *PlanParseError", err)
+				t.Fatalf("error %v is not a *ParseError", err)
 			}
 			return
 		}

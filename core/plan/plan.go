@@ -62,7 +62,7 @@ type Decision struct {
 	Feedback string    `json:"feedback,omitempty"`
 }
 
-// PlanBody is what the model proposes; it is stored as JSON and hashed.
+// Body is what the model proposes; it is stored as JSON and hashed.
 type Body struct {
 	Title        string   `json:"title"`
 	Summary      string   `json:"summary,omitempty"`

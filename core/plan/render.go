@@ -12,11 +12,11 @@ import (
 // maxSlugLen bounds the title part of a plan file name.
 const maxSlugLen = 50
 
-// Slug turns a plan title into a file-name part: lower-case ASCII letters and digits
+// slug turns a plan title into a file-name part: lower-case ASCII letters and digits
 // separated by single "-", at most 50 bytes, "untitled" when nothing is left. Letters
 // outside ASCII are dropped (the standard library has no transliteration); other
 // characters, emoji included, separate words.
-func Slug(title string) string {
+func slug(title string) string {
 	var b strings.Builder
 	for _, r := range title {
 		switch {
@@ -47,10 +47,10 @@ func Slug(title string) string {
 	return s
 }
 
-// PlanFileName is the markdown file name of a plan version, e.g.
+// FileName is the markdown file name of a plan version, e.g.
 // "plan-2026-11-30-docs-cleanup-v1.md". The date is day's calendar date in its own location.
 func FileName(day time.Time, title string, version int) string {
-	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), Slug(title), version)
+	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), slug(title), version)
 }
 
 // stepMarker is the checklist box of a step, in the file and in chat progress messages.
@@ -151,7 +151,7 @@ func Render(f File) []byte {
 
 // riskSep separates a risk from its mitigation in the file. An em dash inside the risk is
 // written as the entity &#8212; (it renders the same), so the first " — " of a line is
-// always the separator and ParsePlanMarkdown can split it back; a risk that names only a
+// always the separator and ParseMarkdown can split it back; a risk that names only a
 // mitigation starts with "— ".
 const riskSep = " — "
 

@@ -42,15 +42,15 @@ func TestSlug(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.title, func(t *testing.T) {
-			got := Slug(tc.title)
+			got := slug(tc.title)
 			if got != tc.want {
-				t.Errorf("Slug(%q) = %q, want %q", tc.title, got, tc.want)
+				t.Errorf("slug(%q) = %q, want %q", tc.title, got, tc.want)
 			}
 			if len(got) > maxSlugLen || strings.HasPrefix(got, "-") || strings.HasSuffix(got, "-") || strings.Contains(got, "--") {
-				t.Errorf("Slug(%q) = %q breaks the slug rules", tc.title, got)
+				t.Errorf("slug(%q) = %q breaks the slug rules", tc.title, got)
 			}
 			if strings.Trim(got, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-				t.Errorf("Slug(%q) = %q has characters outside [a-z0-9-]", tc.title, got)
+				t.Errorf("slug(%q) = %q has characters outside [a-z0-9-]", tc.title, got)
 			}
 		})
 	}

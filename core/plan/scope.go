@@ -13,7 +13,7 @@ import (
 // that lists it may run commands, which can change any file.
 const WholeWorkspaceScope = "**"
 
-// scopeCoversAll reports whether a list of scope entries includes the whole workspace.
+// CoversAll reports whether a list of scope entries includes the whole workspace.
 func CoversAll(patterns []string) bool {
 	for _, a := range patterns {
 		if NormPattern(a) == WholeWorkspaceScope {
@@ -23,7 +23,7 @@ func CoversAll(patterns []string) bool {
 	return false
 }
 
-// normScopePattern drops a leading "./" and a trailing "/" (the judge refuses both in new
+// NormPattern drops a leading "./" and a trailing "/" (the judge refuses both in new
 // plans; older plans may still carry them).
 func NormPattern(p string) string {
 	for strings.HasPrefix(p, "./") {

@@ -95,9 +95,9 @@ func parseFeature(raw string) (Feature, string) {
 	return f, ""
 }
 
-// JudgeSpec checks a plan's product spec, if it has one, like JudgePlan checks the rest:
+// JudgeSpec checks a plan's product spec, if it has one, like Judge checks the rest:
 // nil, or one problem per line worded for the model. The coordinator of a proposal calls
-// it after JudgePlan when the planner expands short goals (or whenever a spec is sent).
+// it after Judge when the planner expands short goals (or whenever a spec is sent).
 func JudgeSpec(b Body) error {
 	sp := b.Spec
 	if sp == nil {
