@@ -1,7 +1,7 @@
 // Package plan is the plan document: its body (steps, scope, product spec), the markdown
 // file plangate writes and reads back, what changed between versions, the judge, and the
 // arguments of the plan tools (exit_plan_mode, update_plan). It knows nothing of sessions,
-// the engine or the store (docs/design.md §13).
+// the engine or the store (docs/design.md §5, §13).
 package plan
 
 import "time"
