@@ -13,12 +13,6 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
 	return renderPlan(p, phase, session, renderOpts{reach: r})
 }
 
-// RenderPlanMarkdownChanges is RenderPlanMarkdown with a "## Changes from vN" section
-// after the status line, for a version after the first (d.From is N).
-func RenderPlanMarkdownChanges(p Plan, phase Phase, session string, d plan.Diff, r Reach) []byte {
-	return renderPlan(p, phase, session, renderOpts{changes: &d, reach: r})
-}
-
 // RenderPlanMarkdownMarked is RenderPlanMarkdown with the tools of scope.allowed_tools
 // that destructive reports marked "(destructive)" (MCP's destructiveHint). The mark is
 // the gateway's knowledge, not the plan's: plan.ParseMarkdown drops it, so an edited file
