@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
@@ -23,7 +25,7 @@ func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 // writePlan is writePlanFile with the destructive tools of the plan's scope marked (see
 // RenderPlanMarkdownMarked).
 func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool, r Reach) (string, error) {
-	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // resumeWindow bounds how old an unanswered message may be for Resume to answer it: after
@@ -208,7 +210,7 @@ func restartNotice(s Session, cur *Plan, runs []ToolRun) (Reply, *Injection) {
 // stepToContinue is the number of the first step of p that is neither completed nor cancelled.
 func stepToContinue(p Plan) int {
 	for i, s := range p.Body.Steps {
-		if s.Status != StepCompleted && s.Status != StepCancelled {
+		if s.Status != plan.StepCompleted && s.Status != plan.StepCancelled {
 			return i + 1
 		}
 	}

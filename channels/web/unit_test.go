@@ -12,6 +12,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestConfig(t *testing.T) {
@@ -203,9 +204,9 @@ func TestNotRunning(t *testing.T) {
 // call included, not only the files it may change.
 func TestCardSaysEveryGrant(t *testing.T) {
 	e := newEnv(t, "web:alice")
-	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: core.PlanBody{
-		Title: "Write the record", Steps: []core.Step{{ID: "1", Text: "Write it"}},
-		Scope: core.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
+	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: plan.Body{
+		Title: "Write the record", Steps: []plan.Step{{ID: "1", Text: "Write it"}},
+		Scope: plan.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
 	got := string(e.web.renderCard(context.Background(), p, "alice"))
 	for _, want := range []string{
 		"<li><strong>May change:</strong> README.md</li>",

@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ func manyTexts(n int) []string {
 // Verification accumulates over several calls, as it does during a real run.
 func TestApplyUpdateAccumulates(t *testing.T) {
 	steps := []Step{{ID: "1", Text: "Fix links", Status: StepPending, AcceptanceCriteria: []string{"a", "b"}}}
-	calls := []UpdatePlanArgs{
+	calls := []UpdateArgs{
 		{Merge: true, Plan: []StepUpdate{{Step: "Fix links", Status: StepInProgress, VerifiedCriteria: []string{"b"}}}},
 		{Merge: true, Plan: []StepUpdate{{Step: "Fix links", Status: StepInProgress, VerifiedCriteria: []string{"a"}}}},
 		{Merge: true, Plan: []StepUpdate{{Step: "Fix links", Status: StepCompleted}}},
@@ -39,7 +39,7 @@ func TestApplyUpdateAccumulates(t *testing.T) {
 	}
 
 	// The result must not share criteria slices with the input.
-	next, err := ApplyUpdate(steps, UpdatePlanArgs{Merge: true, Plan: []StepUpdate{{Step: "Fix links", Status: StepCompleted}}})
+	next, err := ApplyUpdate(steps, UpdateArgs{Merge: true, Plan: []StepUpdate{{Step: "Fix links", Status: StepCompleted}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func TestAllDone(t *testing.T) {
 }
 
 func TestHashPlan(t *testing.T) {
-	base := func() PlanBody {
-		return PlanBody{
+	base := func() Body {
+		return Body{
 			Title:   "Docs cleanup",
 			Summary: "s",
 			Steps: []Step{
@@ -86,16 +86,16 @@ func TestHashPlan(t *testing.T) {
 			Scope:       Scope{AllowedPaths: []string{"docs/**"}},
 		}
 	}
-	h := HashPlan(base())
+	h := Hash(base())
 	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
-		t.Fatalf("HashPlan = %q, want 64 lower-case hex digits", h)
+		t.Fatalf("Hash = %q, want 64 lower-case hex digits", h)
 	}
 
-	same := map[string]func(*PlanBody){
-		"step statuses": func(b *PlanBody) { b.Steps[0].Status = StepCompleted; b.Steps[1].Status = StepInProgress },
-		"verified":      func(b *PlanBody) { b.Steps[0].VerifiedCriteria = []string{"c1"} },
-		"step ids":      func(b *PlanBody) { b.Steps[0].ID, b.Steps[1].ID = "9", "10" },
-		"empty lists": func(b *PlanBody) {
+	same := map[string]func(*Body){
+		"step statuses": func(b *Body) { b.Steps[0].Status = StepCompleted; b.Steps[1].Status = StepInProgress },
+		"verified":      func(b *Body) { b.Steps[0].VerifiedCriteria = []string{"c1"} },
+		"step ids":      func(b *Body) { b.Steps[0].ID, b.Steps[1].ID = "9", "10" },
+		"empty lists": func(b *Body) {
 			b.References = []string{}
 			b.Verification = []string{}
 			b.Scope.ForbiddenPaths = []string{}
@@ -105,30 +105,30 @@ func TestHashPlan(t *testing.T) {
 		t.Run("ignores "+name, func(t *testing.T) {
 			b := base()
 			change(&b)
-			if got := HashPlan(b); got != h {
+			if got := Hash(b); got != h {
 				t.Errorf("hash changed: %s != %s", got, h)
 			}
 		})
 	}
-	different := map[string]func(*PlanBody){
-		"title":         func(b *PlanBody) { b.Title = "Docs clean-up" },
-		"summary":       func(b *PlanBody) { b.Summary = "" },
-		"step text":     func(b *PlanBody) { b.Steps[1].Text = "B" },
-		"step order":    func(b *PlanBody) { b.Steps[0], b.Steps[1] = b.Steps[1], b.Steps[0] },
-		"criteria":      func(b *PlanBody) { b.Steps[1].AcceptanceCriteria = []string{"c2"} },
-		"assumptions":   func(b *PlanBody) { b.Assumptions = nil },
-		"risk":          func(b *PlanBody) { b.Risks[0].Mitigation = "n" },
-		"verification":  func(b *PlanBody) { b.Verification = []string{"v"} },
-		"allowed path":  func(b *PlanBody) { b.Scope.AllowedPaths = []string{"docs/*"} },
-		"moved to deny": func(b *PlanBody) { b.Scope.ForbiddenPaths, b.Scope.AllowedPaths = b.Scope.AllowedPaths, nil },
-		"references":    func(b *PlanBody) { b.References = []string{"r"} },
-		"extra step":    func(b *PlanBody) { b.Steps = append(b.Steps, Step{ID: "3", Text: "c"}) },
+	different := map[string]func(*Body){
+		"title":         func(b *Body) { b.Title = "Docs clean-up" },
+		"summary":       func(b *Body) { b.Summary = "" },
+		"step text":     func(b *Body) { b.Steps[1].Text = "B" },
+		"step order":    func(b *Body) { b.Steps[0], b.Steps[1] = b.Steps[1], b.Steps[0] },
+		"criteria":      func(b *Body) { b.Steps[1].AcceptanceCriteria = []string{"c2"} },
+		"assumptions":   func(b *Body) { b.Assumptions = nil },
+		"risk":          func(b *Body) { b.Risks[0].Mitigation = "n" },
+		"verification":  func(b *Body) { b.Verification = []string{"v"} },
+		"allowed path":  func(b *Body) { b.Scope.AllowedPaths = []string{"docs/*"} },
+		"moved to deny": func(b *Body) { b.Scope.ForbiddenPaths, b.Scope.AllowedPaths = b.Scope.AllowedPaths, nil },
+		"references":    func(b *Body) { b.References = []string{"r"} },
+		"extra step":    func(b *Body) { b.Steps = append(b.Steps, Step{ID: "3", Text: "c"}) },
 	}
 	for name, change := range different {
 		t.Run("changes with "+name, func(t *testing.T) {
 			b := base()
 			change(&b)
-			if got := HashPlan(b); got == h {
+			if got := Hash(b); got == h {
 				t.Errorf("hash did not change")
 			}
 		})
@@ -141,7 +141,7 @@ func TestHashPlan(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("ParseProposal: %v, %v", err1, err2)
 	}
-	if HashPlan(p1) != HashPlan(p2) {
+	if Hash(p1) != Hash(p2) {
 		t.Errorf("same proposal, different hashes:\n%+v\n%+v", p1, p2)
 	}
 }

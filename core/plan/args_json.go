@@ -1,4 +1,4 @@
-package core
+package plan
 
 // Strict decoding of tool arguments, with advice the model can act on.
 
@@ -158,10 +158,10 @@ func quoteList(in []string) string {
 	return strings.Join(q, ", ")
 }
 
-// problemList is an error made of one problem per line.
-type problemList []string
+// Problems is an error made of one problem per line.
+type Problems []string
 
-// maxProblems and maxProblemLen bound the text of a problemList: it goes back to the
+// maxProblems and maxProblemLen bound the text of Problems: it goes back to the
 // model or to the chat, and a hostile plan (10,000 identical steps) must not turn into a
 // megabyte of refusal.
 const (
@@ -169,7 +169,7 @@ const (
 	maxProblemLen = 500 // characters per problem line
 )
 
-func (p problemList) Error() string {
+func (p Problems) Error() string {
 	lines := make([]string, 0, min(len(p), maxProblems)+1)
 	for _, l := range p[:min(len(p), maxProblems)] {
 		lines = append(lines, clipLine(l, maxProblemLen))

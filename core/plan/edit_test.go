@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"strings"
@@ -6,11 +6,11 @@ import (
 )
 
 func TestReadEditedPlan(t *testing.T) {
-	prev := PlanBody{Title: "Docs", Steps: []Step{{ID: "1", Text: "Fix the typos", Status: StepPending}}, Scope: Scope{AllowedPaths: []string{"README.md"}}}
+	prev := Body{Title: "Docs", Steps: []Step{{ID: "1", Text: "Fix the typos", Status: StepPending}}, Scope: Scope{AllowedPaths: []string{"README.md"}}}
 	file := string(renderBody(prev))
 
 	edited := strings.Replace(file, "- [ ] Fix the typos\n", "- [ ] Fix the typos\n- [ ] Correct spelling mistakes\n", 1)
-	b, d, refusal := ReadEditedPlan(prev, []byte(edited))
+	b, d, refusal := ReadEdited(prev, []byte(edited))
 	if refusal != "" || len(b.Steps) != 2 || d.Summary() != "Changes from v0: + Correct spelling mistakes" {
 		t.Errorf("edited: %q, %+v, %q", refusal, b, d.Summary())
 	}
@@ -20,7 +20,7 @@ func TestReadEditedPlan(t *testing.T) {
 		{"unchanged", file, "The edited plan is the same as the current one. Nothing changed."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, refusal := ReadEditedPlan(prev, []byte(tc.file))
+			_, _, refusal := ReadEdited(prev, []byte(tc.file))
 			if !strings.HasPrefix(refusal, tc.want) {
 				t.Errorf("refusal %q, want it to start with %q", refusal, tc.want)
 			}

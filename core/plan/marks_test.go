@@ -1,4 +1,4 @@
-package core
+package plan_test
 
 import (
 	"errors"
@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/plangate/plangate/core/plan"
+	"github.com/plangate/plangate/core/plan/plantest"
 )
 
 // markedTools are allowed tools for the marked round trip: MCP names, and names that try
@@ -13,14 +16,14 @@ import (
 var markedTools = []string{"fs__write_file", "gh__create_issue", "ts__wipe", "(destructive)", "x (destructive)",
 	"`a` (destructive)", "`ts__wipe`", "a` (destructive", " ts__pad ", "ts__wipe (destructive)"}
 
-func genMarked(r *rand.Rand) (PlanBody, func(string) bool) {
-	b := genPlan(r)
+func genMarked(r *rand.Rand) (plan.Body, func(string) bool) {
+	b := plantest.Body(r)
 	b.Scope.AllowedTools = nil
 	seen := map[string]bool{}
 	for range r.IntN(5) {
 		t := markedTools[r.IntN(len(markedTools))]
 		if r.IntN(4) == 0 {
-			t = genLine(r)
+			t = plantest.Line(r)
 		}
 		if t = strings.TrimSpace(t); t != "" && !seen[t] {
 			seen[t] = true
@@ -31,24 +34,20 @@ func genMarked(r *rand.Rand) (PlanBody, func(string) bool) {
 	return b, func(tool string) bool { return all || strings.HasSuffix(tool, "wipe") }
 }
 
-func renderMarked(b PlanBody, destructive func(string) bool) []byte {
-	return RenderPlanMarkdownMarked(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", destructive, Reach{})
-}
-
 func TestRenderMarksDestructiveTools(t *testing.T) {
-	b := PlanBody{Title: "Wipe", Steps: []Step{{ID: "1", Text: "Wipe it", Status: StepPending}},
-		Scope: Scope{AllowedPaths: []string{"ts__wipe"}, AllowedTools: []string{"ts__wipe", "ts__write"}}}
-	file := string(renderMarked(b, func(tool string) bool { return tool == "ts__wipe" }))
+	b := plan.Body{Title: "Wipe", Steps: []plan.Step{{ID: "1", Text: "Wipe it", Status: plan.StepPending}},
+		Scope: plan.Scope{AllowedPaths: []string{"ts__wipe"}, AllowedTools: []string{"ts__wipe", "ts__write"}}}
+	file := string(plan.RenderPending(b, func(tool string) bool { return tool == "ts__wipe" }))
 	if !strings.Contains(file, "Allowed tools:\n\n- `ts__wipe` (destructive)\n- `ts__write`\n") {
 		t.Fatalf("destructive tool not marked:\n%s", file)
 	}
 	if strings.Contains(file, "Allowed:\n\n- `ts__wipe` (destructive)") {
 		t.Fatalf("a path was marked as a tool:\n%s", file)
 	}
-	if plain := string(RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: b}, PhaseAwaitingApproval, "main", Reach{})); strings.Contains(plain, "(destructive)") {
-		t.Fatalf("RenderPlanMarkdown marked a tool:\n%s", plain)
+	if plain := string(plan.RenderPending(b, nil)); strings.Contains(plain, "(destructive)") {
+		t.Fatalf("Render marked a tool without Destructive:\n%s", plain)
 	}
-	got, err := ParsePlanMarkdown([]byte(file))
+	got, err := plan.ParseMarkdown([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +56,7 @@ func TestRenderMarksDestructiveTools(t *testing.T) {
 	}
 	// A person who edits the file may leave the mark, or space it differently.
 	edited := strings.Replace(file, "- `ts__wipe` (destructive)", "- `ts__wipe`   (destructive)", 1)
-	if got, err := ParsePlanMarkdown([]byte(edited)); err != nil || !reflect.DeepEqual(got.Scope.AllowedTools, b.Scope.AllowedTools) {
+	if got, err := plan.ParseMarkdown([]byte(edited)); err != nil || !reflect.DeepEqual(got.Scope.AllowedTools, b.Scope.AllowedTools) {
 		t.Fatalf("edited mark: %v, %#v", err, got.Scope.AllowedTools)
 	}
 }
@@ -68,8 +67,8 @@ func TestParsePlanMarkdownMarkedRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(18, 15))
 	for i := range 3000 {
 		want, destructive := genMarked(r)
-		file := renderMarked(want, destructive)
-		got, err := ParsePlanMarkdown(file)
+		file := plan.RenderPending(want, destructive)
+		got, err := plan.ParseMarkdown(file)
 		if err != nil {
 			t.Fatalf("plan %d: %v\n%s", i, err, file)
 		}
@@ -85,21 +84,21 @@ func FuzzParsePlanMarkdownMarked(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 8 {
 		b, d := genMarked(r)
-		f.Add(renderMarked(b, d))
+		f.Add(plan.RenderPending(b, d))
 	}
 	f.Add([]byte("# T\n\n## Steps\n\n- [ ] a\n\n## Scope\n\nAllowed tools:\n\n- `x` (destructive)\n- `y`(destructive)\n"))
 	all := func(string) bool { return true }
 	f.Fuzz(func(t *testing.T, data []byte) {
-		body, err := ParsePlanMarkdown(data)
+		body, err := plan.ParseMarkdown(data)
 		if err != nil {
-			var pe *PlanParseError
+			var pe *plan.ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %v is not a *PlanParseError", err)
+				t.Fatalf("error %v is not a *ParseError", err)
 			}
 			return
 		}
-		file := renderMarked(body, all)
-		again, err := ParsePlanMarkdown(file)
+		file := plan.RenderPending(body, all)
+		again, err := plan.ParseMarkdown(file)
 		if err != nil {
 			t.Fatalf("the marked rendering of an accepted file does not parse: %v\n%s", err, file)
 		}

@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"crypto/sha256"
@@ -64,12 +64,12 @@ func fieldHint(name string) string {
 
 // ParseProposal decodes exit_plan_mode arguments into a plan body: steps get ids "1", "2",
 // ... and status pending; text is trimmed and empty list entries are dropped. Only the shape
-// is checked here; JudgePlan checks the content.
-func ParseProposal(args json.RawMessage) (PlanBody, error) {
+// is checked here; Judge checks the content.
+func ParseProposal(args json.RawMessage) (Body, error) {
 	const tool = "exit_plan_mode"
 	top, err := argObject(tool, args)
 	if err != nil {
-		return PlanBody{}, err
+		return Body{}, err
 	}
 	problems := unknownFields(tool, "", top, proposalFields)
 	for i, item := range argArray(top["plan"]) {
@@ -88,13 +88,13 @@ func ParseProposal(args json.RawMessage) (PlanBody, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return PlanBody{}, problemList(problems)
+		return Body{}, Problems(problems)
 	}
 	var a proposalArgs
 	if err := decodeStrict(tool, args, &a); err != nil {
-		return PlanBody{}, err
+		return Body{}, err
 	}
-	b := PlanBody{
+	b := Body{
 		Title:        strings.Join(strings.Fields(a.Title), " "),
 		Summary:      strings.TrimSpace(a.Summary),
 		Assumptions:  trimList(a.Assumptions),
@@ -139,35 +139,35 @@ type StepUpdate struct {
 	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
 }
 
-// UpdatePlanArgs are the update_plan arguments. Merge matches steps by their text and
+// UpdateArgs are the update_plan arguments. Merge matches steps by their text and
 // leaves the others alone; without it the list replaces the plan's steps.
-type UpdatePlanArgs struct {
+type UpdateArgs struct {
 	Plan        []StepUpdate `json:"plan"`
 	Merge       bool         `json:"merge,omitempty"`
 	Explanation string       `json:"explanation,omitempty"`
 }
 
-// ParseUpdatePlan decodes update_plan arguments: the shape, a non-empty list and valid
+// ParseUpdate decodes update_plan arguments: the shape, a non-empty list and valid
 // statuses. The plan rules (closure, one step in progress) are ApplyUpdate's.
-func ParseUpdatePlan(args json.RawMessage) (UpdatePlanArgs, error) {
+func ParseUpdate(args json.RawMessage) (UpdateArgs, error) {
 	const tool = "update_plan"
 	top, err := argObject(tool, args)
 	if err != nil {
-		return UpdatePlanArgs{}, err
+		return UpdateArgs{}, err
 	}
 	problems := unknownFields(tool, "", top, updateFields)
 	for i, item := range argArray(top["plan"]) {
 		problems = append(problems, unknownFields(tool, fmt.Sprintf("plan[%d]", i), item, updateStepFields)...)
 	}
 	if len(problems) > 0 {
-		return UpdatePlanArgs{}, problemList(problems)
+		return UpdateArgs{}, Problems(problems)
 	}
-	var u UpdatePlanArgs
+	var u UpdateArgs
 	if err := decodeStrict(tool, args, &u); err != nil {
-		return UpdatePlanArgs{}, err
+		return UpdateArgs{}, err
 	}
 	if len(u.Plan) == 0 {
-		return UpdatePlanArgs{}, errors.New(`update_plan: "plan" must list at least one step: [{"step": "<text as in the plan>", "status": "in_progress"}]`)
+		return UpdateArgs{}, errors.New(`update_plan: "plan" must list at least one step: [{"step": "<text as in the plan>", "status": "in_progress"}]`)
 	}
 	u.Explanation = strings.TrimSpace(u.Explanation)
 	for i := range u.Plan {
@@ -184,7 +184,7 @@ func ParseUpdatePlan(args json.RawMessage) (UpdatePlanArgs, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return UpdatePlanArgs{}, problemList(problems)
+		return UpdateArgs{}, Problems(problems)
 	}
 	return u, nil
 }
@@ -196,7 +196,7 @@ const validStepStatuses = `"pending", "in_progress", "completed", "cancelled"`
 // Acceptance and verified criteria only accumulate, so an update can never drop the
 // criteria a plan was accepted with to get a step closed. On any rule violation it returns
 // an error listing every problem and no steps.
-func ApplyUpdate(steps []Step, u UpdatePlanArgs) ([]Step, error) {
+func ApplyUpdate(steps []Step, u UpdateArgs) ([]Step, error) {
 	if len(u.Plan) == 0 {
 		return nil, errors.New(`"plan" must list at least one step`)
 	}
@@ -218,14 +218,14 @@ func ApplyUpdate(steps []Step, u UpdatePlanArgs) ([]Step, error) {
 		seen[key] = i
 	}
 	if len(problems) > 0 {
-		return nil, problemList(problems)
+		return nil, Problems(problems)
 	}
 
 	claimed := make([]bool, len(steps))
 	next := nextStepID(steps)
 	var out []Step
 	if u.Merge {
-		out = cloneSteps(steps)
+		out = CloneSteps(steps)
 	}
 	for _, su := range u.Plan {
 		text := strings.TrimSpace(su.Step)
@@ -241,7 +241,7 @@ func ApplyUpdate(steps []Step, u UpdatePlanArgs) ([]Step, error) {
 			s = &out[idx]
 		default:
 			claimed[idx] = true
-			out = append(out, cloneSteps(steps[idx:idx+1])...)
+			out = append(out, CloneSteps(steps[idx:idx+1])...)
 			s = &out[len(out)-1]
 			s.Text = text
 		}
@@ -271,7 +271,7 @@ func ApplyUpdate(steps []Step, u UpdatePlanArgs) ([]Step, error) {
 		problems = append(problems, fmt.Sprintf("the plan would have %d steps; at most %d are allowed", len(out), MaxSteps))
 	}
 	if len(problems) > 0 {
-		return nil, problemList(problems)
+		return nil, Problems(problems)
 	}
 	return out, nil
 }
@@ -361,7 +361,8 @@ func nextStepID(steps []Step) int {
 	return n + 1
 }
 
-func cloneSteps(steps []Step) []Step {
+// CloneSteps copies steps with their criteria lists, so a change to the copy leaves steps alone.
+func CloneSteps(steps []Step) []Step {
 	out := make([]Step, len(steps))
 	for i, s := range steps {
 		s.AcceptanceCriteria = slices.Clone(s.AcceptanceCriteria)
@@ -384,7 +385,7 @@ func AllDone(steps []Step) bool {
 	return true
 }
 
-// hashedStep and hashedBody are the canonical form HashPlan hashes: the content the model
+// hashedStep and hashedBody are the canonical form Hash hashes: the content the model
 // proposed, without step ids, statuses or verified criteria, and with nil and empty lists
 // alike, so the same proposal always hashes the same.
 type hashedStep struct {
@@ -405,9 +406,9 @@ type hashedBody struct {
 	References   []string     `json:"references,omitempty"`
 }
 
-// HashPlan is the content hash of a plan body (sha256, hex), used to recognise an identical
+// Hash is the content hash of a plan body (sha256, hex), used to recognise an identical
 // re-proposal.
-func HashPlan(b PlanBody) string {
+func Hash(b Body) string {
 	h := hashedBody{
 		Title: b.Title, Summary: b.Summary, Assumptions: b.Assumptions, Risks: b.Risks,
 		Verification: b.Verification, Allowed: b.Scope.AllowedPaths,

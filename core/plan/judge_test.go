@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 )
 
 // judgeOK is a plan that passes the judge; each case below breaks one thing.
-func judgeOK() PlanBody {
-	return PlanBody{
+func judgeOK() Body {
+	return Body{
 		Title:   "Docs cleanup",
 		Summary: "Reword the README and fix links.",
 		Steps: []Step{
@@ -26,20 +26,20 @@ func judgeOK() PlanBody {
 }
 
 func TestJudgePlanAccepts(t *testing.T) {
-	if err := JudgePlan(judgeOK()); err != nil {
-		t.Fatalf("JudgePlan(valid plan) = %v", err)
+	if err := Judge(judgeOK()); err != nil {
+		t.Fatalf("Judge(valid plan) = %v", err)
 	}
 	b := judgeOK()
-	b.Title = strings.Repeat("é", MaxTitleLen) // characters, not bytes
+	b.Title = strings.Repeat("é", maxTitleLen) // characters, not bytes
 	b.Steps = planSteps(manyTexts(MaxSteps)...)
 	b.Steps[3].Status = StepInProgress
 	b.Summary = strings.Repeat("x", MaxFieldLen)
-	if err := JudgePlan(b); err != nil {
-		t.Fatalf("JudgePlan(plan at every limit) = %v", err)
+	if err := Judge(b); err != nil {
+		t.Fatalf("Judge(plan at every limit) = %v", err)
 	}
-	minimal := PlanBody{Title: "T", Steps: planSteps("a")}
-	if err := JudgePlan(minimal); err != nil {
-		t.Fatalf("JudgePlan(minimal plan) = %v", err)
+	minimal := Body{Title: "T", Steps: planSteps("a")}
+	if err := Judge(minimal); err != nil {
+		t.Fatalf("Judge(minimal plan) = %v", err)
 	}
 }
 
@@ -47,44 +47,44 @@ func TestJudgePlanProblems(t *testing.T) {
 	long := strings.Repeat("x", MaxFieldLen+1)
 	cases := []struct {
 		name   string
-		change func(*PlanBody)
+		change func(*Body)
 		want   []string
 	}{
-		{"no title", func(b *PlanBody) { b.Title = "  " }, []string{"no title"}},
-		{"long title", func(b *PlanBody) { b.Title = strings.Repeat("a", 81) }, []string{"title is 81 characters long", "at most 80"}},
-		{"no steps", func(b *PlanBody) { b.Steps = nil }, []string{"no steps", `"plan"`}},
-		{"too many steps", func(b *PlanBody) { b.Steps = planSteps(manyTexts(MaxSteps + 1)...) }, []string{"51 steps", "at most 50"}},
-		{"empty step text", func(b *PlanBody) { b.Steps[1].Text = " " }, []string{"step 2 has no text"}},
-		{"duplicate step text", func(b *PlanBody) { b.Steps[1].Text = "reword the README  introduction" }, []string{"steps 1 and 2 have the same text", "update_plan matches steps by their text"}},
-		{"two in progress", func(b *PlanBody) { b.Steps[0].Status, b.Steps[1].Status = StepInProgress, StepInProgress }, []string{"steps 1 and 2 are in_progress", "at most one"}},
-		{"bad step status", func(b *PlanBody) { b.Steps[0].Status = "done" }, []string{`step 1 has status "done"`}},
-		{"missing step status", func(b *PlanBody) { b.Steps[1].Status = "" }, []string{`step 2 has status ""`}},
-		{"long step", func(b *PlanBody) { b.Steps[0].Text = long }, []string{"step 1 is 2001 characters long", "at most 2000"}},
-		{"long summary", func(b *PlanBody) { b.Summary = long }, []string{"the summary is 2001 characters long"}},
-		{"empty criterion", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = []string{"ok", ""} }, []string{"step 1 acceptance criterion 2 is empty"}},
-		{"long criterion", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = []string{long} }, []string{"step 1 acceptance criterion 1 is 2001 characters long"}},
-		{"too many criteria", func(b *PlanBody) { b.Steps[0].AcceptanceCriteria = manyTexts(51) }, []string{"there are 51 step 1 acceptance criteria"}},
-		{"empty assumption", func(b *PlanBody) { b.Assumptions = []string{""} }, []string{"assumption 1 is empty"}},
-		{"long reference", func(b *PlanBody) { b.References = []string{"a", long} }, []string{"reference 2 is 2001 characters long"}},
-		{"long verification", func(b *PlanBody) { b.Verification = []string{long} }, []string{"verification 1 is 2001"}},
-		{"too many assumptions", func(b *PlanBody) { b.Assumptions = manyTexts(51) }, []string{"there are 51 assumptions"}},
-		{"risk without text", func(b *PlanBody) { b.Risks = []Risk{{Mitigation: "m"}} }, []string{"risk 1 has no description"}},
-		{"long mitigation", func(b *PlanBody) { b.Risks[0].Mitigation = long }, []string{"risk 1 mitigation is 2001"}},
-		{"too many risks", func(b *PlanBody) {
+		{"no title", func(b *Body) { b.Title = "  " }, []string{"no title"}},
+		{"long title", func(b *Body) { b.Title = strings.Repeat("a", 81) }, []string{"title is 81 characters long", "at most 80"}},
+		{"no steps", func(b *Body) { b.Steps = nil }, []string{"no steps", `"plan"`}},
+		{"too many steps", func(b *Body) { b.Steps = planSteps(manyTexts(MaxSteps + 1)...) }, []string{"51 steps", "at most 50"}},
+		{"empty step text", func(b *Body) { b.Steps[1].Text = " " }, []string{"step 2 has no text"}},
+		{"duplicate step text", func(b *Body) { b.Steps[1].Text = "reword the README  introduction" }, []string{"steps 1 and 2 have the same text", "update_plan matches steps by their text"}},
+		{"two in progress", func(b *Body) { b.Steps[0].Status, b.Steps[1].Status = StepInProgress, StepInProgress }, []string{"steps 1 and 2 are in_progress", "at most one"}},
+		{"bad step status", func(b *Body) { b.Steps[0].Status = "done" }, []string{`step 1 has status "done"`}},
+		{"missing step status", func(b *Body) { b.Steps[1].Status = "" }, []string{`step 2 has status ""`}},
+		{"long step", func(b *Body) { b.Steps[0].Text = long }, []string{"step 1 is 2001 characters long", "at most 2000"}},
+		{"long summary", func(b *Body) { b.Summary = long }, []string{"the summary is 2001 characters long"}},
+		{"empty criterion", func(b *Body) { b.Steps[0].AcceptanceCriteria = []string{"ok", ""} }, []string{"step 1 acceptance criterion 2 is empty"}},
+		{"long criterion", func(b *Body) { b.Steps[0].AcceptanceCriteria = []string{long} }, []string{"step 1 acceptance criterion 1 is 2001 characters long"}},
+		{"too many criteria", func(b *Body) { b.Steps[0].AcceptanceCriteria = manyTexts(51) }, []string{"there are 51 step 1 acceptance criteria"}},
+		{"empty assumption", func(b *Body) { b.Assumptions = []string{""} }, []string{"assumption 1 is empty"}},
+		{"long reference", func(b *Body) { b.References = []string{"a", long} }, []string{"reference 2 is 2001 characters long"}},
+		{"long verification", func(b *Body) { b.Verification = []string{long} }, []string{"verification 1 is 2001"}},
+		{"too many assumptions", func(b *Body) { b.Assumptions = manyTexts(51) }, []string{"there are 51 assumptions"}},
+		{"risk without text", func(b *Body) { b.Risks = []Risk{{Mitigation: "m"}} }, []string{"risk 1 has no description"}},
+		{"long mitigation", func(b *Body) { b.Risks[0].Mitigation = long }, []string{"risk 1 mitigation is 2001"}},
+		{"too many risks", func(b *Body) {
 			b.Risks = nil
 			for range 51 {
 				b.Risks = append(b.Risks, Risk{Risk: "r"})
 			}
 		}, []string{"there are 51 risks"}},
-		{"too many scope paths", func(b *PlanBody) { b.Scope.AllowedPaths = manyTexts(51) }, []string{"there are 51 scope.allowed_paths entries"}},
+		{"too many scope paths", func(b *Body) { b.Scope.AllowedPaths = manyTexts(51) }, []string{"there are 51 scope.allowed_paths entries"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := judgeOK()
 			tc.change(&b)
-			err := JudgePlan(b)
+			err := Judge(b)
 			if err == nil {
-				t.Fatalf("JudgePlan = nil, want problems")
+				t.Fatalf("Judge = nil, want problems")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -157,15 +157,15 @@ func TestJudgePlanScope(t *testing.T) {
 				} else {
 					b.Scope.ForbiddenPaths = []string{tc.path}
 				}
-				err := JudgePlan(b)
+				err := Judge(b)
 				if tc.want == "" {
 					if err != nil {
-						t.Fatalf("JudgePlan refused %q: %v", tc.path, err)
+						t.Fatalf("Judge refused %q: %v", tc.path, err)
 					}
 					return
 				}
 				if err == nil {
-					t.Fatalf("JudgePlan accepted %q", tc.path)
+					t.Fatalf("Judge accepted %q", tc.path)
 				}
 				if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "scope."+field) {
 					t.Errorf("error %q should name scope.%s and contain %q", err, field, tc.want)
@@ -181,9 +181,9 @@ func TestJudgePlanListsEveryProblem(t *testing.T) {
 	b.Steps[0].Text = ""
 	b.Steps[0].Status, b.Steps[1].Status = StepInProgress, StepInProgress
 	b.Scope.AllowedPaths = []string{"/abs", "../up"}
-	err := JudgePlan(b)
+	err := Judge(b)
 	if err == nil {
-		t.Fatal("JudgePlan = nil, want problems")
+		t.Fatal("Judge = nil, want problems")
 	}
 	lines := strings.Split(err.Error(), "\n")
 	want := []string{"no title", "step 1 has no text", "steps 1 and 2 are in_progress", `"/abs" is absolute`, `"../up" contains ".."`}
@@ -215,22 +215,22 @@ func TestJudgePlanInvisibleText(t *testing.T) {
 	}
 	fields := []struct {
 		name string
-		set  func(*PlanBody, string)
+		set  func(*Body, string)
 	}{
-		{"the title", func(b *PlanBody, s string) { b.Title = s }},
-		{"step 2", func(b *PlanBody, s string) { b.Steps[1].Text = s }},
-		{"step 1 acceptance criterion 1", func(b *PlanBody, s string) { b.Steps[0].AcceptanceCriteria = []string{s} }},
-		{"assumption 1", func(b *PlanBody, s string) { b.Assumptions = []string{s} }},
-		{"verification 1", func(b *PlanBody, s string) { b.Verification = []string{s} }},
-		{"reference 1", func(b *PlanBody, s string) { b.References = []string{s} }},
-		{"risk 1", func(b *PlanBody, s string) { b.Risks[0].Risk = s }},
-		{"risk 1 mitigation", func(b *PlanBody, s string) { b.Risks[0].Mitigation = s }},
+		{"the title", func(b *Body, s string) { b.Title = s }},
+		{"step 2", func(b *Body, s string) { b.Steps[1].Text = s }},
+		{"step 1 acceptance criterion 1", func(b *Body, s string) { b.Steps[0].AcceptanceCriteria = []string{s} }},
+		{"assumption 1", func(b *Body, s string) { b.Assumptions = []string{s} }},
+		{"verification 1", func(b *Body, s string) { b.Verification = []string{s} }},
+		{"reference 1", func(b *Body, s string) { b.References = []string{s} }},
+		{"risk 1", func(b *Body, s string) { b.Risks[0].Risk = s }},
+		{"risk 1 mitigation", func(b *Body, s string) { b.Risks[0].Mitigation = s }},
 	}
 	for _, f := range fields {
 		for _, c := range bad {
 			b := judgeOK()
 			f.set(&b, c.text)
-			err := JudgePlan(b)
+			err := Judge(b)
 			if err == nil {
 				t.Errorf("%s %q accepted", f.name, c.text)
 				continue
@@ -243,20 +243,20 @@ func TestJudgePlanInvisibleText(t *testing.T) {
 	// The summary may span lines (and tabs and CRLF are harmless there), nothing else.
 	b := judgeOK()
 	b.Summary = "First line.\r\n\n\tSecond paragraph."
-	if err := JudgePlan(b); err != nil {
+	if err := Judge(b); err != nil {
 		t.Errorf("multi-line summary refused: %v", err)
 	}
 	for _, c := range bad[:6] {
 		b := judgeOK()
 		b.Summary = c.text
-		if err := JudgePlan(b); err == nil || !strings.Contains(err.Error(), "the summary ") || !strings.Contains(err.Error(), c.want) {
+		if err := Judge(b); err == nil || !strings.Contains(err.Error(), "the summary ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("summary %q: error %v, want %q", c.text, err, c.want)
 		}
 	}
 	// Visible non-ASCII text is fine.
 	b = judgeOK()
 	b.Title = "Übersetzung: 日本語 ✓"
-	if err := JudgePlan(b); err != nil {
+	if err := Judge(b); err != nil {
 		t.Errorf("visible Unicode refused: %v", err)
 	}
 }

@@ -1,8 +1,8 @@
-package core
+package plan
 
 import "strings"
 
-// Undoing the writer's escaping (EscapeMarkdown, codeSpan) for ParsePlanMarkdown. Each
+// Undoing the writer's escaping (EscapeMarkdown, codeSpan) for ParseMarkdown. Each
 // function returns text in the form the writer keeps, so parsing what it writes gives
 // back the same text.
 

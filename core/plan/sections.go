@@ -1,17 +1,15 @@
-package core
+package plan
 
 // The sections of a plan file that plangate writes about a version rather than the
-// plan's body: who approved it and how it was decided. ParsePlanMarkdown skips them.
+// plan's body: who approved it and how it was decided. ParseMarkdown skips them.
 
-// approvalLines lists who approved p: while it is pending (the approvals counted so far
-// under an N-of-M policy) and once accepted by more than one person. A single
-// approver's acceptance is the Decision section's "By" already.
-func approvalLines(p Plan) []string {
-	if len(p.Approvals) == 0 || p.Status != PlanPending && len(p.Approvals) < 2 {
+// approvalLines lists who approved a version, one line per approval.
+func approvalLines(approvals []Approval) []string {
+	if len(approvals) == 0 {
 		return nil
 	}
-	lines := make([]string, 0, len(p.Approvals))
-	for _, a := range p.Approvals {
+	lines := make([]string, 0, len(approvals))
+	for _, a := range approvals {
 		line := personLabel(a.By, a.ByName)
 		if !a.At.IsZero() {
 			line += " at " + a.At.UTC().Format("2006-01-02 15:04 UTC")

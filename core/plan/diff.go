@@ -1,8 +1,9 @@
-package core
+package plan
 
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -13,9 +14,9 @@ import (
 // same step reworded rather than one removed and another added.
 const rewordThreshold = 0.5
 
-// PlanDiff is what changed from one plan version to the next. From is the older version's
-// number; DiffPlans leaves it 0 and the caller sets it.
-type PlanDiff struct {
+// Diff is what changed from one plan version to the next. From is the older version's
+// number; Compare leaves it 0 and the caller sets it.
+type Diff struct {
 	From     int
 	Added    []string  // texts of new steps, in the new order
 	Removed  []string  // texts of dropped steps, in the old order
@@ -23,7 +24,7 @@ type PlanDiff struct {
 	Scope    string    // ScopeChange's words, "" when the scope is the same
 	Tools    ToolDelta // MCP tools added to or removed from scope.allowed_tools
 	Details  bool      // anything else changed (summary, criteria, risks, ...)
-	Changed  []string  // the parts that changed when Details, named as replies.go does
+	Changed  []string  // the parts that changed when Details, named as changedParts does
 }
 
 // Reword is one step whose text changed.
@@ -36,11 +37,11 @@ type ToolDelta struct {
 	Added, Removed []string
 }
 
-// DiffPlans compares two plan bodies. Steps are paired by text first (ignoring case and
+// Compare compares two plan bodies. Steps are paired by text first (ignoring case and
 // runs of spaces), then the rest by position, else by the most similar text, when their
 // words are similar enough; what is left is added or removed.
-func DiffPlans(old, cur PlanBody) PlanDiff {
-	var d PlanDiff
+func Compare(old, cur Body) Diff {
+	var d Diff
 	oldTaken := make([]bool, len(old.Steps))
 	pair := make([]int, len(cur.Steps)) // cur index -> old index, -1 for none
 	for i, s := range cur.Steps {
@@ -89,7 +90,7 @@ func DiffPlans(old, cur PlanBody) PlanDiff {
 
 // detailsChanged reports changes the step and scope lists do not show: the other fields,
 // and the criteria and status of paired steps.
-func detailsChanged(old, cur PlanBody, pair []int) bool {
+func detailsChanged(old, cur Body, pair []int) bool {
 	for i, j := range pair {
 		if j < 0 {
 			continue
@@ -106,13 +107,13 @@ func detailsChanged(old, cur PlanBody, pair []int) bool {
 }
 
 // Empty reports whether the versions carry the same plan.
-func (d PlanDiff) Empty() bool {
+func (d Diff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reworded) == 0 && d.Scope == "" &&
 		len(d.Tools.Added) == 0 && len(d.Tools.Removed) == 0 && !d.Details
 }
 
 // parts lists the changes for the chat line, in the order the person reads them.
-func (d PlanDiff) parts() []string {
+func (d Diff) parts() []string {
 	var parts []string
 	for _, s := range d.Added {
 		parts = append(parts, "+ "+s)
@@ -139,7 +140,7 @@ func (d PlanDiff) parts() []string {
 // scope widened: a → b", or "" when nothing changed; when only other parts changed it names
 // them.
 // The step texts are the model's; the chat adapters escape them.
-func (d PlanDiff) Summary() string {
+func (d Diff) Summary() string {
 	parts := d.parts()
 	switch {
 	case len(parts) > 0:
@@ -155,7 +156,7 @@ func (d PlanDiff) Summary() string {
 
 // Markdown is the "## Changes from vN" section of the plan file, escaped, or "" when
 // nothing changed.
-func (d PlanDiff) Markdown() string {
+func (d Diff) Markdown() string {
 	if d.Empty() {
 		return ""
 	}
@@ -230,4 +231,44 @@ func missing(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// changedParts names the parts of a plan body other than steps and scope that differ.
+func changedParts(old, cur Body) []string {
+	var out []string
+	add := func(name string, changed bool) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	add("title", old.Title != cur.Title)
+	add("summary", old.Summary != cur.Summary)
+	criteria := len(old.Steps) != len(cur.Steps)
+	for i := 0; !criteria && i < len(old.Steps); i++ {
+		criteria = !slices.Equal(old.Steps[i].AcceptanceCriteria, cur.Steps[i].AcceptanceCriteria)
+	}
+	add("acceptance criteria", criteria)
+	add("step order", !criteria && !sameStepOrder(old.Steps, cur.Steps))
+	add("assumptions", !slices.Equal(old.Assumptions, cur.Assumptions))
+	add("risks", !slices.Equal(old.Risks, cur.Risks))
+	add("verification", !slices.Equal(old.Verification, cur.Verification))
+	add("references", !slices.Equal(old.References, cur.References))
+	return out
+}
+
+func sameStepOrder(old, cur []Step) bool {
+	for i := range old {
+		if i >= len(cur) || old[i].Text != cur[i].Text {
+			return false
+		}
+	}
+	return true
+}
+
+// upperFirst capitalizes the first letter of an ASCII sentence.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

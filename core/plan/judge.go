@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // Plan limits. They keep a plan readable in a chat and its file small; the judge and
 // ApplyUpdate enforce them.
 const (
-	MaxTitleLen  = 80   // characters
+	maxTitleLen  = 80   // characters
 	MaxSteps     = 50   // steps per plan
 	MaxFieldLen  = 2000 // characters in any one text field
 	maxListItems = 50   // entries in any other list (assumptions, risks, criteria, paths, ...)
@@ -21,16 +21,16 @@ const (
 	maxScopeAlternatives = 20 // commas in those groups
 )
 
-// JudgePlan validates a proposed plan before anyone sees it. It returns nil, or an error
+// Judge validates a proposed plan before anyone sees it. It returns nil, or an error
 // with one problem per line, worded for the model, which gets it back as a tool error.
-func JudgePlan(b PlanBody) error {
+func Judge(b Body) error {
 	var j judgeNotes
 
 	switch n := utf8.RuneCountInString(b.Title); {
 	case strings.TrimSpace(b.Title) == "":
-		j.add("the plan has no title; give it a short title (at most %d characters)", MaxTitleLen)
-	case n > MaxTitleLen:
-		j.add("the title is %d characters long; shorten it to at most %d", n, MaxTitleLen)
+		j.add("the plan has no title; give it a short title (at most %d characters)", maxTitleLen)
+	case n > maxTitleLen:
+		j.add("the title is %d characters long; shorten it to at most %d", n, maxTitleLen)
 	}
 	j.chars("the title", b.Title, false)
 	j.text("the summary", b.Summary)
@@ -91,7 +91,7 @@ func JudgePlan(b PlanBody) error {
 	if len(j) == 0 {
 		return nil
 	}
-	return problemList(j)
+	return Problems(j)
 }
 
 // judgeNotes collects the problems of one plan.
@@ -99,6 +99,21 @@ type judgeNotes []string
 
 func (j *judgeNotes) add(format string, args ...any) {
 	*j = append(*j, fmt.Sprintf(format, args...))
+}
+
+// TextProblems checks a field people read that may span lines, as Judge checks a plan's
+// summary: its length and its characters. It returns the problems, worded for the model.
+func TextProblems(name, s string) []string {
+	var j judgeNotes
+	j.text(name, s)
+	return j
+}
+
+// LineProblems checks a field shown on one line, as Judge checks a step's text.
+func LineProblems(name, s string) []string {
+	var j judgeNotes
+	j.line(name, s)
+	return j
 }
 
 // text checks a field that may span lines (the summary).
@@ -147,7 +162,7 @@ func (j *judgeNotes) list(one, many string, items []string) {
 func (j *judgeNotes) scope(field string, paths []string) {
 	j.count("scope."+field+" entries", len(paths))
 	for _, p := range paths {
-		if problem := scopePathProblem(p); problem != "" {
+		if problem := ScopePathProblem(p); problem != "" {
 			j.add("scope.%s entry %s %s", field, clipQuote(p), problem)
 		}
 	}
@@ -160,7 +175,7 @@ func (j *judgeNotes) scope(field string, paths []string) {
 func (j *judgeNotes) tools(names []string) {
 	j.count("scope.allowed_tools entries", len(names))
 	for _, n := range names {
-		if !IsMCPToolName(n) {
+		if !isMCPToolName(n) {
 			j.add("scope.allowed_tools entry %s is not an MCP tool's name (<server>__<tool>, at most %d of A-Z, a-z, 0-9, _ and -); run_command and the file tools are allowed by scope.allowed_paths",
 				clipQuote(n), maxToolNameLen)
 		}
@@ -170,9 +185,9 @@ func (j *judgeNotes) tools(names []string) {
 // maxToolNameLen is the longest tool name the model APIs accept.
 const maxToolNameLen = 64
 
-// IsMCPToolName reports whether name can be an MCP tool as offered to the model:
+// isMCPToolName reports whether name can be an MCP tool as offered to the model:
 // "<server>__<tool>", both parts non-empty, within maxToolNameLen of [A-Za-z0-9_-].
-func IsMCPToolName(name string) bool {
+func isMCPToolName(name string) bool {
 	srv, tool, ok := strings.Cut(name, "__")
 	if !ok || srv == "" || tool == "" || len(name) > maxToolNameLen {
 		return false
@@ -195,10 +210,10 @@ func clipQuote(s string) string {
 	return strconv.Quote(s)
 }
 
-// scopePathProblem says why p cannot be a scope glob, or returns "". Scope globs are matched
+// ScopePathProblem says why p cannot be a scope glob, or returns "". Scope globs are matched
 // against workspace-relative paths, so anything that names a place outside the workspace
 // is refused rather than silently never matching.
-func scopePathProblem(p string) string {
+func ScopePathProblem(p string) string {
 	t := strings.TrimSpace(p)
 	switch {
 	case t == "":

@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func TestParseProposal(t *testing.T) {
 		"scope": {"allowed_paths": [" docs/** ", "README.md"], "forbidden_paths": [".git/**"]},
 		"references": ["README.md"]
 	}`
-	want := PlanBody{
+	want := Body{
 		Title:   "Docs cleanup",
 		Summary: "Reword the intro.\n\nFix links.",
 		Steps: []Step{
@@ -56,7 +56,7 @@ func TestParseProposal(t *testing.T) {
 		t.Errorf("absent lists should stay nil: %+v", minimal)
 	}
 
-	// Content problems are the judge's: an empty step text is kept so JudgePlan can name it.
+	// Content problems are the judge's: an empty step text is kept so Judge can name it.
 	kept, err := ParseProposal(json.RawMessage(`{"title":"","plan":[{"step":"  "}]}`))
 	if err != nil || len(kept.Steps) != 1 || kept.Steps[0].Text != "" {
 		t.Errorf("empty step text: got %+v, %v; want one empty step and no error", kept, err)
@@ -107,14 +107,14 @@ func TestParseProposal(t *testing.T) {
 }
 
 func TestParseUpdatePlan(t *testing.T) {
-	got, err := ParseUpdatePlan(json.RawMessage(`{"plan":[
+	got, err := ParseUpdate(json.RawMessage(`{"plan":[
 		{"step":" Fix links ","status":"completed","acceptance_criteria":["a"],"verified_criteria":[" a ",""]},
 		{"step":"Write docs","status":" in_progress "}],
 		"merge":true,"explanation":" moving on "}`))
 	if err != nil {
-		t.Fatalf("ParseUpdatePlan: %v", err)
+		t.Fatalf("ParseUpdate: %v", err)
 	}
-	want := UpdatePlanArgs{
+	want := UpdateArgs{
 		Plan: []StepUpdate{
 			{Step: "Fix links", Status: StepCompleted, AcceptanceCriteria: []string{"a"}, VerifiedCriteria: []string{"a"}},
 			{Step: "Write docs", Status: StepInProgress},
@@ -123,7 +123,7 @@ func TestParseUpdatePlan(t *testing.T) {
 		Explanation: "moving on",
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ParseUpdatePlan\n got %#v\nwant %#v", got, want)
+		t.Fatalf("ParseUpdate\n got %#v\nwant %#v", got, want)
 	}
 
 	bad := []struct {
@@ -144,9 +144,9 @@ func TestParseUpdatePlan(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := ParseUpdatePlan(json.RawMessage(tc.args))
+			u, err := ParseUpdate(json.RawMessage(tc.args))
 			if err == nil {
-				t.Fatalf("ParseUpdatePlan(%s) = %+v, want an error", tc.args, u)
+				t.Fatalf("ParseUpdate(%s) = %+v, want an error", tc.args, u)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -167,7 +167,7 @@ func planSteps(texts ...string) []Step {
 }
 
 func withStatus(steps []Step, status ...StepStatus) []Step {
-	out := cloneSteps(steps)
+	out := CloneSteps(steps)
 	for i, s := range status {
 		out[i].Status = s
 	}
@@ -180,12 +180,12 @@ func TestApplyUpdate(t *testing.T) {
 		{ID: "1", Text: "Fix links", Status: StepInProgress, AcceptanceCriteria: []string{"linkcheck passes", "no 404s"}},
 		{ID: "2", Text: "Deploy", Status: StepPending},
 	}
-	upd := func(merge bool, su ...StepUpdate) UpdatePlanArgs { return UpdatePlanArgs{Plan: su, Merge: merge} }
+	upd := func(merge bool, su ...StepUpdate) UpdateArgs { return UpdateArgs{Plan: su, Merge: merge} }
 
 	cases := []struct {
 		name    string
 		steps   []Step
-		u       UpdatePlanArgs
+		u       UpdateArgs
 		want    []Step
 		wantErr []string
 	}{
@@ -379,7 +379,7 @@ func TestApplyUpdate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := cloneSteps(tc.steps)
+			before := CloneSteps(tc.steps)
 			got, err := ApplyUpdate(tc.steps, tc.u)
 			if !reflect.DeepEqual(tc.steps, before) {
 				t.Fatalf("ApplyUpdate modified its input:\n got %+v\nwant %+v", tc.steps, before)

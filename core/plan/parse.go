@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"bytes"
@@ -10,19 +10,19 @@ import (
 )
 
 // Reading a plan file back (docs/design.md §13): a person edits the markdown plangate wrote and
-// sends it back; ParsePlanMarkdown turns it into a plan body for the judge.
+// sends it back; ParseMarkdown turns it into a plan body for the judge.
 
-// MaxPlanFileBytes bounds an edited plan file.
-const MaxPlanFileBytes = 256 << 10
+// MaxFileBytes bounds an edited plan file.
+const MaxFileBytes = 256 << 10
 
-// PlanParseError says which line of an edited plan file is wrong and how to fix it; Line is
+// ParseError says which line of an edited plan file is wrong and how to fix it; Line is
 // 0 for a problem with the whole file. Its text is shown to the person who sent the file.
-type PlanParseError struct {
+type ParseError struct {
 	Line int
 	Msg  string
 }
 
-func (e *PlanParseError) Error() string {
+func (e *ParseError) Error() string {
 	msg := clipLine(e.Msg, maxProblemLen) // it may quote a hostile 200 KB heading
 	if e.Line > 0 {
 		return fmt.Sprintf("line %d: %s", e.Line, msg)
@@ -60,16 +60,16 @@ var sectionNames = map[string]int{
 
 const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"
 
-// ParsePlanMarkdown reads a plan file in the layout RenderPlanMarkdown writes back into a
+// ParseMarkdown reads a plan file in the layout Render writes back into a
 // plan body: the title, the sections, the steps' boxes and acceptance criteria, the scope
 // lists and the product spec. The status line, the decision, the changes section and the
 // footer are plangate's and are ignored; the writer's escaping is undone and white space
 // is collapsed as the writer does, so what it accepts renders and parses to itself. Step ids
-// are "1", "2", ... in file order. It checks the form only; JudgePlan checks the content.
-func ParsePlanMarkdown(b []byte) (PlanBody, error) {
+// are "1", "2", ... in file order. It checks the form only; Judge checks the content.
+func ParseMarkdown(b []byte) (Body, error) {
 	lines, err := planLines(b)
 	if err != nil {
-		return PlanBody{}, err
+		return Body{}, err
 	}
 	p := planParser{seen: map[int]bool{}}
 	for i, line := range lines {
@@ -79,10 +79,10 @@ func ParsePlanMarkdown(b []byte) (PlanBody, error) {
 		}
 	}
 	if p.err != nil {
-		return PlanBody{}, p.err
+		return Body{}, p.err
 	}
 	if !p.titled {
-		return PlanBody{}, &PlanParseError{Msg: "the file has no title; a plan file starts with a line like `# Title`"}
+		return Body{}, &ParseError{Msg: "the file has no title; a plan file starts with a line like `# Title`"}
 	}
 	p.flushBlock()
 	for i := range p.body.Steps {
@@ -101,19 +101,19 @@ func ParsePlanMarkdown(b []byte) (PlanBody, error) {
 
 // planLines checks the file as a whole and splits it into lines without their endings.
 func planLines(b []byte) ([]string, error) {
-	if len(b) > MaxPlanFileBytes {
-		return nil, &PlanParseError{Msg: fmt.Sprintf("the file is %d KB; a plan file may be at most %d KB", (len(b)+1023)/1024, MaxPlanFileBytes>>10)}
+	if len(b) > MaxFileBytes {
+		return nil, &ParseError{Msg: fmt.Sprintf("the file is %d KB; a plan file may be at most %d KB", (len(b)+1023)/1024, MaxFileBytes>>10)}
 	}
 	b = bytes.TrimPrefix(b, []byte("\ufeff")) // a byte order mark from an editor
 	text := strings.ReplaceAll(string(b), "\r\n", "\n")
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
 		if !utf8.ValidString(l) {
-			return nil, &PlanParseError{Line: i + 1, Msg: "is not valid UTF-8 text; save the file as UTF-8"}
+			return nil, &ParseError{Line: i + 1, Msg: "is not valid UTF-8 text; save the file as UTF-8"}
 		}
 		for _, r := range l {
 			if r != '\t' && unicode.IsControl(r) {
-				return nil, &PlanParseError{Line: i + 1, Msg: fmt.Sprintf("contains the control character U+%04X%s; a plan file is plain text", r, runeName(r))}
+				return nil, &ParseError{Line: i + 1, Msg: fmt.Sprintf("contains the control character U+%04X%s; a plan file is plain text", r, runeName(r))}
 			}
 		}
 	}
@@ -122,7 +122,7 @@ func planLines(b []byte) ([]string, error) {
 
 // planParser holds the state of one parse.
 type planParser struct {
-	body   PlanBody
+	body   Body
 	n      int // current line number
 	err    error
 	titled bool
@@ -137,7 +137,7 @@ type planParser struct {
 }
 
 func (p *planParser) fail(format string, args ...any) {
-	p.err = &PlanParseError{Line: p.n, Msg: fmt.Sprintf(format, args...)}
+	p.err = &ParseError{Line: p.n, Msg: fmt.Sprintf(format, args...)}
 }
 
 // line handles one line; it returns true at the footer, where the plan ends.

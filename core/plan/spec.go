@@ -1,4 +1,4 @@
-package core
+package plan
 
 import (
 	"bytes"
@@ -95,10 +95,10 @@ func parseFeature(raw string) (Feature, string) {
 	return f, ""
 }
 
-// JudgeSpec checks a plan's product spec, if it has one, like JudgePlan checks the rest:
+// JudgeSpec checks a plan's product spec, if it has one, like Judge checks the rest:
 // nil, or one problem per line worded for the model. The coordinator of a proposal calls
-// it after JudgePlan when the planner expands short goals (or whenever a spec is sent).
-func JudgeSpec(b PlanBody) error {
+// it after Judge when the planner expands short goals (or whenever a spec is sent).
+func JudgeSpec(b Body) error {
 	sp := b.Spec
 	if sp == nil {
 		return nil
@@ -131,5 +131,5 @@ func JudgeSpec(b PlanBody) error {
 	if len(j) == 0 {
 		return nil
 	}
-	return problemList(j)
+	return Problems(j)
 }
