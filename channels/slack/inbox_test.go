@@ -16,12 +16,15 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// asyncFunc is an AsyncHandler from a function.
+// asyncFunc is a Handler from a function that reports the outcome on a channel, as a
+// queueing engine would.
 type asyncFunc func(ctx context.Context, m core.Message) <-chan error
 
-func (f asyncFunc) Handle(ctx context.Context, m core.Message) error { return <-f(ctx, m) }
-
-func (f asyncFunc) Enqueue(ctx context.Context, m core.Message) <-chan error { return f(ctx, m) }
+// EnqueueThen calls then with what f's channel brings, on its own goroutine.
+func (f asyncFunc) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	done := f(ctx, m)
+	go func() { then(<-done) }()
+}
 
 // gatedTransport holds every users.info request until open is closed: a slow lookup of
 // the sender's name. A stubborn gate ignores the request's context too, as a server that

@@ -15,10 +15,6 @@ import (
 // test to call as the engine's worker would after the turn.
 type thenEngine struct{ then chan func(error) }
 
-func (e thenEngine) Handle(context.Context, core.Message) error { panic("not used") }
-
-func (e thenEngine) Enqueue(context.Context, core.Message) <-chan error { panic("not used") }
-
 func (e thenEngine) EnqueueThen(_ context.Context, _ core.Message, then func(error)) {
 	e.then <- then
 }

@@ -20,10 +20,6 @@ import (
 // test to call as the engine's worker would after the turn.
 type thenEngine struct{ then chan func(error) }
 
-func (e thenEngine) Handle(context.Context, core.Message) error { panic("not used") }
-
-func (e thenEngine) Enqueue(context.Context, core.Message) <-chan error { panic("not used") }
-
 func (e thenEngine) EnqueueThen(_ context.Context, _ core.Message, then func(error)) {
 	e.then <- then
 }
@@ -60,7 +56,7 @@ func TestSettleAfterStopLeavesTheWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 		eng := thenEngine{then: make(chan func(error), 1)}
-		d := &dispatcher{c: c, h: eng, async: eng, then: eng, in: in, ctx: run}
+		d := &dispatcher{c: c, h: eng, in: in, ctx: run}
 		c.disp.Store(d)
 		const id = 101
 		in.receive(id, rawUpdate(id))

@@ -183,7 +183,7 @@ func (c *Channel) handleLine(ctx context.Context, h channels.Handler, line strin
 		}
 		m.Attachments = []core.File{f}
 	}
-	if err := h.Handle(ctx, m); err != nil {
+	if err := channels.Handle(ctx, h, m); err != nil {
 		c.log.Error("handling terminal line", "session", c.cfg.Session, "sender", sender, "err", err)
 		c.printLine("error: " + oneLine(err.Error()))
 	}

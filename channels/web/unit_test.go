@@ -63,11 +63,11 @@ type recorder struct {
 	msgs []core.Message
 }
 
-func (r *recorder) Handle(_ context.Context, m core.Message) error {
+func (r *recorder) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.msgs = append(r.msgs, m)
-	return nil
+	r.mu.Unlock()
+	then(nil)
 }
 
 func (r *recorder) got() []core.Message {
