@@ -31,7 +31,7 @@ const Name = "terminal"
 const EditHint = "/plan edit PATH"
 
 // account is the Address.Account of every terminal session: there is one local user base.
-const account = "local"
+const account = core.LocalAccount
 
 // maxLine bounds one input line; a pasted document longer than this is an input error.
 const maxLine = 1 << 20
