@@ -310,6 +310,20 @@ func (s inboxFailing) SetChannelState(ctx context.Context, channel, account, key
 	return s.State.SetChannelState(ctx, channel, account, key, value)
 }
 
+func (s inboxFailing) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	if key == inboxKey {
+		return errors.New("database or disk is full")
+	}
+	return s.State.SetChannelStateLazy(ctx, channel, account, key, value)
+}
+
+func (s inboxFailing) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
+	if key == inboxKey {
+		return errors.New("database or disk is full")
+	}
+	return s.State.SetChannelStateWith(ctx, channel, account, key, lazy, value)
+}
+
 // An interaction that cannot be saved is not acknowledged as taken: no deferred answer,
 // the engine never gets it, nothing is stored; the person is told nothing changed.
 func TestInteractionNotSavedIsNotAcknowledged(t *testing.T) {

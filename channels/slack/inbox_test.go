@@ -127,6 +127,17 @@ func (s *failingState) SetChannelState(ctx context.Context, ch, acc, key, value 
 	return s.MemState.SetChannelState(ctx, ch, acc, key, value)
 }
 
+func (s *failingState) SetChannelStateLazy(ctx context.Context, ch, acc, key, value string) error {
+	return s.SetChannelState(ctx, ch, acc, key, value)
+}
+
+func (s *failingState) SetChannelStateWith(ctx context.Context, ch, acc, key string, lazy bool, value func() (string, error)) error {
+	if s.fail.Load() {
+		return errors.New("database or disk is full")
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acc, key, lazy, value)
+}
+
 // An envelope that cannot be stored is not acknowledged, so Slack delivers it again.
 func TestEnvelopeNotStoredIsNotAcknowledged(t *testing.T) {
 	f := newFakeSlack(t)

@@ -35,6 +35,14 @@ func (s *heldSaves) SetChannelState(ctx context.Context, ch, acct, key, v string
 	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
 }
 
+func (s *heldSaves) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if !lazy && s.hold.Load() {
+		s.waiting.Add(1)
+		<-s.release
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acct, key, lazy, value)
+}
+
 // After Run has ended (a shutdown's grace period) the engine settles a message on its
 // worker, calling then right after the turn. The inbox is saved durably at once, but
 // beside that worker, which goes on to the session's next job while the save waits for

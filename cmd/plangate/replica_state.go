@@ -85,6 +85,14 @@ func (r replicaState) SetChannelState(ctx context.Context, channel, account, key
 	return r.st.SetChannelState(ctx, channel, account, r.key(key), value)
 }
 
+func (r replicaState) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	return r.st.SetChannelStateLazy(ctx, channel, account, r.key(key), value)
+}
+
+func (r replicaState) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
+	return r.st.SetChannelStateWith(ctx, channel, account, r.key(key), lazy, value)
+}
+
 // stateFor is the state the adapter of channel gets: scoped on PostgreSQL when the
 // channel receives on every replica.
 func stateFor(cfg *Config, st *store.Store, channel string) channels.State {
