@@ -57,7 +57,7 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// recorder is a plain Handler that records messages.
+// recorder is a Handler that records messages and reports each handled at once.
 type recorder struct {
 	mu   sync.Mutex
 	msgs []core.Message
