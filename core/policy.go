@@ -188,7 +188,7 @@ func (p Policy) unreachable(global []string, owner string, excluded []string, ap
 	}
 	left := map[string]bool{}
 	for _, a := range list {
-		if strings.HasPrefix(a, "discord-role:") {
+		if isRole(a) {
 			return ""
 		}
 		left[a] = !slices.Contains(excluded, a)
@@ -230,7 +230,7 @@ func PolicyProblem(p Policy, global []string) string {
 	list := p.ApproverList(global)
 	distinct := map[string]bool{}
 	for _, a := range list {
-		if strings.HasPrefix(a, "discord-role:") {
+		if isRole(a) {
 			return "" // a role may hold any number of people
 		}
 		distinct[a] = true
@@ -279,4 +279,11 @@ func requesterNames(list []Requester) string {
 		names[i] = cmp.Or(r.Name, r.By)
 	}
 	return strings.Join(names, ", ")
+}
+
+// isRole reports whether access entry a names a platform role ("<kind>-role:<id>", as an
+// adapter puts in Person.Roles) rather than one person ("<channel>:<user id>").
+func isRole(a string) bool {
+	kind, _, ok := strings.Cut(a, ":")
+	return ok && strings.HasSuffix(kind, "-role")
 }

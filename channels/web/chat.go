@@ -16,9 +16,9 @@ import (
 	"github.com/plangate/plangate/httpserver"
 )
 
-// Register adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
+// RegisterHTTP adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
 // the dashboard (/dashboard), sign-in and the embedded assets.
-func (c *Channel) Register(srv *httpserver.Server) {
+func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	for pattern, h := range c.routes() {
 		srv.Handle(pattern, h)
 	}

@@ -58,17 +58,17 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// recorder is a plain Handler that records messages.
+// recorder is a Handler that records messages and reports each handled at once.
 type recorder struct {
 	mu   sync.Mutex
 	msgs []core.Message
 }
 
-func (r *recorder) Handle(_ context.Context, m core.Message) error {
+func (r *recorder) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.msgs = append(r.msgs, m)
-	return nil
+	r.mu.Unlock()
+	then(nil)
 }
 
 func (r *recorder) got() []core.Message {

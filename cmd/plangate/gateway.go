@@ -221,12 +221,12 @@ type workHandler struct {
 	ctx context.Context
 }
 
-func (w workHandler) Handle(_ context.Context, m core.Message) error { return w.eng.Handle(w.ctx, m) }
-
+// Enqueue is adminapi.Engine's.
 func (w workHandler) Enqueue(_ context.Context, m core.Message) <-chan error {
 	return w.eng.Enqueue(w.ctx, m)
 }
 
+// EnqueueThen is channels.Handler's.
 func (w workHandler) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	w.eng.EnqueueThen(w.ctx, m, then)
 }
