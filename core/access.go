@@ -6,8 +6,8 @@ import (
 	"github.com/plangate/plangate/commands"
 )
 
-// mayDecide applies the access rules of docs/design.md §4.
-func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool {
+// Authorized applies the access rules of docs/design.md §4.
+func Authorized(approvers []string, who commands.Who, s Session, m Message) bool {
 	switch who {
 	case commands.Anyone:
 		return true
@@ -34,5 +34,5 @@ func mayDecide(approvers []string, who commands.Who, s Session, m Message) bool 
 // global approvers). Adapters use it to show a session, or its buttons, only to people
 // the engine would let decide.
 func MayDecide(policies []Policy, approvers []string, s Session, m Message) bool {
-	return mayDecide(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
+	return Authorized(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
 }

@@ -172,7 +172,7 @@ func (x *transition) planOn() {
 	// A bare /plan on asks for nothing: whoever writes the request is its requester.
 	x.next.Requesters = nil
 	if x.in.Text != "" {
-		x.next.Requesters = asked(nil, x.in.Requester, x.in.Name)
+		x.next.Requesters = Asked(nil, x.in.Requester, x.in.Name)
 	}
 	x.record(x.event(EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
@@ -204,15 +204,15 @@ func (x *transition) planOff() error {
 	}
 	if status == PlanAbandoned {
 		x.record(x.event(EventAbandoned, &p, "by /plan off"))
-		text += fmt.Sprintf(" %s was abandoned.", planLabel(p))
+		text += fmt.Sprintf(" %s was abandoned.", PlanLabel(p))
 	} else {
 		x.record(x.event(EventAborted, &p, "by /plan off"))
 		completed, cancelled, total := stepCounts(p.Body.Steps)
 		if cancelled > 0 {
 			// A cancelled step is not done: say so, as the completion message does.
-			text += fmt.Sprintf(" %s was stopped with %s.", planLabel(p), progressWords(p.Body.Steps))
+			text += fmt.Sprintf(" %s was stopped with %s.", PlanLabel(p), progressWords(p.Body.Steps))
 		} else {
-			text += fmt.Sprintf(" %s was stopped after %d of %d steps.", planLabel(p), completed, total)
+			text += fmt.Sprintf(" %s was stopped after %d of %d steps.", PlanLabel(p), completed, total)
 		}
 	}
 	x.o.say(ReplyText, text)
@@ -250,14 +250,14 @@ func (x *transition) pending() (bool, error) {
 	}
 	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
 		// The person could not have seen this version when they sent a bare decision.
-		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", planLabel(p), p.Version)
+		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", PlanLabel(p), p.Version)
 		return false, nil
 	}
 	if in.Version != 0 && in.Version != p.Version {
 		if in.Version < p.Version && in.Ref != nil && in.Ref.Version == in.Version {
 			x.staleVersion(*in.Ref)
 		} else {
-			x.refusef("There is no plan v%d. %s is waiting: /plan accept", in.Version, planLabel(p))
+			x.refusef("There is no plan v%d. %s is waiting: /plan accept", in.Version, PlanLabel(p))
 		}
 		return false, nil
 	}
@@ -289,9 +289,9 @@ func (x *transition) staleVersion(old Plan) {
 		if by == "" {
 			by = old.Decision.By
 		}
-		x.refuse(fmt.Sprintf("%s was already decided (%s by %s); nothing changed.", planLabel(old), old.Decision.Outcome, by), audit)
+		x.refuse(fmt.Sprintf("%s was already decided (%s by %s); nothing changed.", PlanLabel(old), old.Decision.Outcome, by), audit)
 	default:
-		x.refuse(fmt.Sprintf("%s is no longer pending (%s); nothing changed.", planLabel(old), old.Status), audit)
+		x.refuse(fmt.Sprintf("%s is no longer pending (%s); nothing changed.", PlanLabel(old), old.Status), audit)
 	}
 }
 
@@ -325,5 +325,5 @@ func nextStep(p Plan) string {
 	return "/plan status shows where things stand."
 }
 
-// planLabel names a plan version in replies: Plan v2 "Docs".
-func planLabel(p Plan) string { return fmt.Sprintf("Plan v%d %q", p.Version, p.Body.Title) }
+// PlanLabel names a plan version in replies: Plan v2 "Docs".
+func PlanLabel(p Plan) string { return fmt.Sprintf("Plan v%d %q", p.Version, p.Body.Title) }

@@ -20,7 +20,7 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 
 func (x *transition) enter() {
 	x.next.Phase = x.phase
-	x.next.Requesters = withRequesters(x.s.Requesters, x.in.Asked)
+	x.next.Requesters = WithRequesters(x.s.Requesters, x.in.Asked)
 	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
 	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
@@ -32,7 +32,7 @@ func (x *transition) propose() error {
 	in, body := x.in, x.body
 	prev, hash := x.cur, plan.Hash(body)
 	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
-		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", planLabel(*prev)))
+		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", PlanLabel(*prev)))
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
@@ -41,7 +41,7 @@ func (x *transition) propose() error {
 		return err
 	}
 	trig := how.trig
-	x.next.Requesters = withRequesters(x.s.Requesters, in.Asked)
+	x.next.Requesters = WithRequesters(x.s.Requesters, in.Asked)
 	plan, err := x.newVersion(trig, hash)
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (x *transition) propose() error {
 	}
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
-	r := planReply(x.next, plan)
+	r := PlanReply(x.next, plan)
 	pol := x.policy()
 	decide := decideLine(plan, in.AutoHeld, how.why, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
 	if plan.Status == PlanPending && pol.strict() {

@@ -24,7 +24,7 @@ func (x *transition) approve() (bool, error) {
 		a.By = decidedBy(x.in.Actor)
 	}
 	if !pol.RequesterMayApprove && p.EditedBy != "" && a.By == p.EditedBy {
-		x.refuse(fmt.Sprintf("You edited %s; another approver must accept it.", planLabel(p)),
+		x.refuse(fmt.Sprintf("You edited %s; another approver must accept it.", PlanLabel(p)),
 			x.event(EventRefused, &p, "accept by the editor refused: requester_may_approve is false"))
 		return false, nil
 	}
@@ -33,7 +33,7 @@ func (x *transition) approve() (bool, error) {
 	case VerdictRequesterRefused:
 		text := "You asked for this plan; another approver must accept it."
 		if prog := ApprovalProgress(st, pol); prog != "" {
-			text += fmt.Sprintf(" %s: %s.", planLabel(p), prog)
+			text += fmt.Sprintf(" %s: %s.", PlanLabel(p), prog)
 		}
 		x.refuse(text, x.event(EventRefused, &p, "accept by the requester refused: requester_may_approve is false"))
 		return false, nil
@@ -81,10 +81,10 @@ func (x *transition) counted(p Plan, st ApprovalState, pol Policy, v ApprovalVer
 	x.next.Phase = x.phase
 	x.record(x.event(EventApprovalRecorded, &p, progress))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffApprovals, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyApprovals,
-		Ref: p.ApprovalID, Text: planLabel(p) + " — " + progress}})
+		Ref: p.ApprovalID, Text: PlanLabel(p) + " — " + progress}})
 	more := v.Required - v.Count
 	x.o.say(ReplyText, fmt.Sprintf("Approval recorded for %s: %s. It needs %d more %s before work starts.",
-		planLabel(p), progress, more, plural(more, "approver", "approvers")))
+		PlanLabel(p), progress, more, Plural(more, "approver", "approvers")))
 	return nil
 }
 
@@ -100,7 +100,7 @@ func voidApprovals(p *Plan) string {
 	}
 	n := len(p.Approvals)
 	p.Approvals = nil
-	return fmt.Sprintf(" The %s it had (%s) no longer %s.", plural(n, "approval", "approvals"), strings.Join(names, ", "), plural(n, "counts", "count"))
+	return fmt.Sprintf(" The %s it had (%s) no longer %s.", Plural(n, "approval", "approvals"), strings.Join(names, ", "), Plural(n, "counts", "count"))
 }
 
 // approverName is how an approval names its approver: the display name, else the id.

@@ -23,7 +23,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 			return Apply(s, cur, TrigAnswer, in)
 		}
 		x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
-		x.refusef("A question is waiting: %s — %s. Answer with /plan answer <number or text>.", q.Text, optionList(q.Options))
+		x.refusef("A question is waiting: %s — %s. Answer with /plan answer <number or text>.", q.Text, OptionList(q.Options))
 		return x.finish(), nil
 	}
 	x := &transition{m: NewMachine(), s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
@@ -32,7 +32,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
 		if to, ok := x.to(TrigOn); ok {
 			x.next.Phase = to
-			x.next.Requesters = asked(nil, in.Requester, in.Name)
+			x.next.Requesters = Asked(nil, in.Requester, in.Name)
 			x.record(x.event(EventEntered, nil, "plan_mode.start_in_plan"))
 			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 			entered = true
@@ -41,7 +41,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 		// Whatever plan work follows answers this message too (the agent may enter plan
 		// mode on it, in this process or in the one holding the session's lease): its
 		// author is one of those who asked, until the plan work ends.
-		x.next.Requesters = asked(s.Requesters, in.Requester, in.Name)
+		x.next.Requesters = Asked(s.Requesters, in.Requester, in.Name)
 	}
 	// A message for the agent is no decision: unless it changes the phase it need not wait
 	// for the disk (see Change.Lazy).
@@ -91,7 +91,7 @@ func nextFire(r Rules, spec string, after time.Time) (time.Time, error) {
 func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
 	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
 	now := in.Now
-	planID, waiting := pendingKey(s)
+	planID, waiting := PendingKey(s)
 	ch := &x.o.Change
 	var text string
 	switch r.Mode {
@@ -120,7 +120,7 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 			return x.finish(), nil
 		}
 		x.next.NudgeSpec = spec
-		text = fmt.Sprintf("Reminders: %s while a decision or answer is pending.", describeSpec(spec))
+		text = fmt.Sprintf("Reminders: %s while a decision or answer is pending.", DescribeSpec(spec))
 		if waiting {
 			ch.CancelReminders = true
 			ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
@@ -168,9 +168,9 @@ func expiry(s Session, r Rules, planID string, now time.Time) []Nudge {
 		Spec: d.String(), NextFireAt: now.Add(d), Status: NudgeActive, CreatedAt: now}}
 }
 
-// pendingKey names what is waiting in a session: the plan id of a pending plan, or "" for
+// PendingKey names what is waiting in a session: the plan id of a pending plan, or "" for
 // a pending question; ok is false when nothing waits.
-func pendingKey(s Session) (planID string, ok bool) {
+func PendingKey(s Session) (planID string, ok bool) {
 	switch {
 	case s.Phase == PhaseAwaitingApproval && s.PlanID != "":
 		return s.PlanID, true
@@ -180,7 +180,7 @@ func pendingKey(s Session) (planID string, ok bool) {
 	return "", false
 }
 
-func describeSpec(spec string) string {
+func DescribeSpec(spec string) string {
 	if d, ok := strings.CutPrefix(spec, "@every "); ok {
 		if dd, err := time.ParseDuration(d); err == nil {
 			return "every " + humanDuration(dd)

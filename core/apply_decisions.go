@@ -62,7 +62,7 @@ func (x *transition) revise() error {
 	n.ApprovalID = ""
 	n.RejectionCount++
 	n.LastFeedback = feedback
-	n.Requesters = asked(n.Requesters, x.in.Requester, x.in.Name) // the next version answers the feedback
+	n.Requesters = Asked(n.Requesters, x.in.Requester, x.in.Name) // the next version answers the feedback
 	n.Question = nil
 	// An approval that never reached the agent (its turn was interrupted) is void now.
 	n.Injections = withoutKind(n.Injections, InjectDecision)
@@ -81,7 +81,7 @@ func (x *transition) answer() {
 	q, answer := x.s.Question, x.answerText
 	x.next.Phase = x.phase
 	x.next.Question = nil
-	x.next.Requesters = asked(x.next.Requesters, x.in.Requester, x.in.Name) // the plan follows the answer
+	x.next.Requesters = Asked(x.next.Requesters, x.in.Requester, x.in.Name) // the plan follows the answer
 	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
 	x.record(x.event(EventAnswered, nil, answer))
@@ -135,7 +135,7 @@ func (x *transition) expire() error {
 	x.record(x.event(EventExpired, &p, "approval timeout "+x.in.Spec))
 	x.o.Change.CancelNudges = true
 	x.o.say(ReplyNotice, fmt.Sprintf("%s expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
-		planLabel(p), humanDuration(x.in.Rules.ApprovalTimeout)))
+		PlanLabel(p), humanDuration(x.in.Rules.ApprovalTimeout)))
 	return nil
 }
 

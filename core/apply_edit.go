@@ -51,7 +51,7 @@ func (x *transition) editedFile() bool {
 	}
 	if v, ok := fileVersion(f.Data); ok && v != cur.Version {
 		x.refusef("%s is plan v%d, but %s is the pending one; nothing changed. Edit the file of v%d (/plan show sends it).",
-			fileLabel(f), v, planLabel(cur), cur.Version)
+			fileLabel(f), v, PlanLabel(cur), cur.Version)
 		return false
 	}
 	body, diff, refusal := plan.ReadEdited(cur.Body, f.Data)
@@ -87,14 +87,14 @@ func (x *transition) edit() error {
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID = x.phase, np.ID, np.ApprovalID
 	// Later versions build on the edit, so its author is one of those who asked for them.
-	n.Requesters = asked(n.Requesters, np.EditedBy, in.Name)
+	n.Requesters = Asked(n.Requesters, np.EditedBy, in.Name)
 	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", np.Version, x.by())),
 		x.event(EventProposed, &np, "edited "+x.by()+": "+np.Body.Title))
 	x.o.Change.CancelNudges = true
 	x.o.Change.Nudges = append(reminders(*n, in.Rules, np.ID, in.Now), expiry(*n, in.Rules, np.ID, in.Now)...)
 	x.o.newPlan = np.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, np)
-	r := planReply(x.next, np)
+	r := PlanReply(x.next, np)
 	r.Text = editedText(np, diff, in.who(), in.Rules) + x.stuck(np)
 	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+np.File+"; /plan show sends it again.")
 	return nil
@@ -105,7 +105,7 @@ func (x *transition) edit() error {
 func editedText(p Plan, d plan.Diff, editor string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
-	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, plural(n, "step", "steps"), editor)
+	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, Plural(n, "step", "steps"), editor)
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}

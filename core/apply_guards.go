@@ -48,7 +48,7 @@ func (x *transition) check(g Guard) (bool, error) {
 	case GuardOption:
 		answer, ok := matchOption(s.Question, in.Text)
 		if !ok {
-			x.refusef("%q is not one of the options: %s. Answer with /plan answer <number or text>.", in.Text, optionList(s.Question.Options))
+			x.refusef("%q is not one of the options: %s. Answer with /plan answer <number or text>.", in.Text, OptionList(s.Question.Options))
 		}
 		x.answerText = answer
 		return ok, nil

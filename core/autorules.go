@@ -74,7 +74,7 @@ func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 			return "", false
 		}
 	}
-	why := fmt.Sprintf("rule %s: %d %s, every path under %s", r.Name, len(b.Steps), plural(len(b.Steps), "step", "steps"), orList(r.Paths))
+	why := fmt.Sprintf("rule %s: %d %s, every path under %s", r.Name, len(b.Steps), Plural(len(b.Steps), "step", "steps"), orList(r.Paths))
 	if runs {
 		why += ", commands allowed"
 	}
@@ -86,7 +86,7 @@ func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 
 // planMayRunCommands reports whether the scope lets run_command run, as tools_gate decides.
 func planMayRunCommands(s plan.Scope) bool {
-	_, ok := checkScope(s, ".")
+	_, ok := CheckScope(s, ".")
 	return ok
 }
 

@@ -48,7 +48,7 @@ func (t *jobRun) badNudgeSpec(c commands.Command) (string, bool) {
 }
 
 func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
-	if !mayDecide(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
+	if !Authorized(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
 	in := t.personInput()
@@ -74,7 +74,7 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 		return t.applyTrigger(ctx, TrigRevise, in)
 	case commands.Edit:
 		in.Files = t.msg().Attachments
-		ids, err := newIDs(t.e.d.Random, TrigEdit)
+		ids, err := DrawIDs(t.e.d.Random, TrigEdit)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (t *jobRun) status(ctx context.Context) error {
 	if err != nil {
 		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
 	}
-	return t.answer(ctx, Reply{Text: statusText(t.sess, cur, PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	return t.answer(ctx, Reply{Text: StatusText(t.sess, cur, PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
 // show answers /plan show. The plan file is a rendering of the stored plan: it is written
@@ -129,7 +129,7 @@ func (t *jobRun) show(ctx context.Context) error {
 			}
 		}
 	}
-	return t.answer(ctx, showReply(t.sess, cur))
+	return t.answer(ctx, ShowReply(t.sess, cur))
 }
 
 func (t *jobRun) onAction(ctx context.Context, a Action) error {
@@ -137,7 +137,7 @@ func (t *jobRun) onAction(ctx context.Context, a Action) error {
 	if a.Kind == ActionAnswer {
 		who = commands.ApproverOrOwner
 	}
-	if !mayDecide(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
+	if !Authorized(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(a.Kind))
 	}
 	in := t.personInput()
@@ -159,7 +159,7 @@ func (t *jobRun) onAction(ctx context.Context, a Action) error {
 
 // onText hands a person's plain message to ApplyMessage.
 func (t *jobRun) onText(ctx context.Context) error {
-	text := messageText(t.msg())
+	text := MessageText(t.msg())
 	if text == "" {
 		return nil
 	}
@@ -168,7 +168,7 @@ func (t *jobRun) onText(ctx context.Context) error {
 		return err
 	}
 	in := t.personInput()
-	in.MayAnswer = mayDecide(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
+	in.MayAnswer = Authorized(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
 	o, err := ApplyMessage(t.sess, cur, text, in)
 	if err != nil {
 		return err

@@ -322,14 +322,14 @@ func (e *Engine) interrupted(sess Session) (string, bool) {
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == ActionRevise && m.Action.Value != "" &&
 			sess.Phase == PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID &&
-			mayDecide(e.approvers(sess.Address), commands.Approver, sess, m) {
+			Authorized(e.approvers(sess.Address), commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
 			continue
 		}
 		r := j.parsed
-		if r.Kind != commands.IsCommand || !mayDecide(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
+		if r.Kind != commands.IsCommand || !Authorized(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
 		switch {

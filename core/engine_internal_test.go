@@ -95,10 +95,10 @@ func TestMayDecideAdminFlag(t *testing.T) {
 	addr := Address{Channel: "slack", Account: "T", Chat: "C"}
 	admin := Message{Address: addr, Sender: Person{ID: "admin:ops", Admin: true}}
 	fake := Message{Address: addr, Sender: Person{ID: "admin:ops"}}
-	if !mayDecide(approvers, commands.Approver, s, admin) || !mayDecide(nil, commands.Approver, s, admin) {
+	if !Authorized(approvers, commands.Approver, s, admin) || !Authorized(nil, commands.Approver, s, admin) {
 		t.Fatal("the admin API's operator may not decide")
 	}
-	if mayDecide(approvers, commands.Approver, s, fake) {
+	if Authorized(approvers, commands.Approver, s, fake) {
 		t.Fatal("a person whose id starts with admin: decides as an admin")
 	}
 }

@@ -27,7 +27,7 @@ func PlanGrants(s plan.Scope, r Reach, destructive func(string) bool) []plan.Gra
 		files.Words = plan.ScopeSummary(s)
 	}
 	files.Short = files.Words
-	_, commands := checkScope(s, ".")
+	_, commands := CheckScope(s, ".")
 	run := commands && r.Commands
 	cmd := plan.Grant{Kind: plan.GrantCommands, Words: "none (only a plan whose scope allows ** and forbids nothing may run them)", Short: "none"}
 	switch {

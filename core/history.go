@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -85,14 +84,6 @@ func sanitizeHistory(h []ChatMessage) []ChatMessage {
 	}
 	closeOpen()
 	return out
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
 
 // workspace returns the workspace of a session.

@@ -27,7 +27,7 @@ const DefaultLeaseTTL = 30 * time.Second
 // newOwner is this process's lease owner id: random, so two processes (or a restarted
 // one) never share it.
 func newOwner() string {
-	id, err := newID(rand.Reader, 10)
+	id, err := NewID(rand.Reader, 10)
 	if err != nil {
 		panic("reading random bytes for the lease owner: " + err.Error())
 	}

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // NudgeKind says whether a schedule fires once or repeats. The zero value is not a kind.
 type NudgeKind string
@@ -52,4 +55,36 @@ type Nudge struct {
 type MissedNudge struct {
 	Nudge       Nudge
 	ScheduledAt time.Time
+}
+
+// EventNudgeSet audits a change of a session's reminder schedule by /plan nudge.
+const EventNudgeSet EventKind = "nudge_set"
+
+// NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
+const NudgeOff = "off"
+
+// clock formats a time for chat replies: date and time of day in UTC.
+func clock(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04 MST")
+}
+
+// humanDuration renders a duration the way a person would say it: "45 s", "30 min",
+// "2 h", "1 h 30 min", "3 d".
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		h := int(d.Hours())
+		if m := int(d.Minutes()) % 60; m != 0 {
+			return fmt.Sprintf("%d h %d min", h, m)
+		}
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d d", int(d.Hours())/24)
 }

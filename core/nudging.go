@@ -7,12 +7,6 @@ import (
 	"time"
 )
 
-// EventNudgeSet audits a change of a session's reminder schedule by /plan nudge.
-const EventNudgeSet EventKind = "nudge_set"
-
-// NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
-const NudgeOff = "off"
-
 // nudgeLine is the "next nudge" part of /plan status from the session's schedules ns
 // (known is false when they could not be read).
 func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
@@ -39,7 +33,7 @@ func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
 	if s.NudgeSpec == NudgeOff {
 		line += " · reminders off"
 	} else if s.NudgeSpec != "" {
-		line += " · reminders " + describeSpec(s.NudgeSpec)
+		line += " · reminders " + DescribeSpec(s.NudgeSpec)
 	}
 	if expire != nil {
 		line += fmt.Sprintf(" · expires %s", clock(expire.NextFireAt))
@@ -78,7 +72,7 @@ func (e *Engine) Nudge(ctx context.Context, n Nudge, scheduledAt time.Time) erro
 // reminder is the reminder for schedule n, and its audit row; ok is false when what it
 // was made for is no longer waiting.
 func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply, Event, bool) {
-	planID, waiting := pendingKey(s)
+	planID, waiting := PendingKey(s)
 	if !waiting || planID != n.PlanID || (planID != "" && cur == nil) {
 		return Reply{}, Event{}, false
 	}
@@ -86,11 +80,11 @@ func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply,
 	const snooze = "/plan nudge snooze 2h"
 	if planID != "" {
 		p := *cur
-		r := planReply(s, p)
+		r := PlanReply(s, p)
 		r.Kind = ReplyNudge
 		r.Attachments = nil
 		r.Text = fmt.Sprintf("%s has waited %s for a decision. /plan accept · /plan revise <feedback> · %s",
-			planLabel(p), humanDuration(now.Sub(p.CreatedAt)), snooze)
+			PlanLabel(p), humanDuration(now.Sub(p.CreatedAt)), snooze)
 		ev.PlanID, ev.PlanVersion = p.ID, p.Version
 		ev.Detail = "scheduled " + scheduledAt.UTC().Format(time.RFC3339)
 		return r, ev, true
@@ -98,7 +92,7 @@ func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply,
 	q := s.Question
 	r := Reply{To: s.Address, Kind: ReplyNudge,
 		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s",
-			humanDuration(now.Sub(q.AskedAt)), q.Text, optionList(q.Options), snooze)}
+			humanDuration(now.Sub(q.AskedAt)), q.Text, OptionList(q.Options), snooze)}
 	for _, o := range q.Options {
 		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: q.ID, Value: o}})
 	}
@@ -130,39 +124,13 @@ func missedText(s Session, cur *Plan, missed []MissedNudge) string {
 		times = append(times, clock(m.ScheduledAt))
 	}
 	text := fmt.Sprintf("While plangate was down, %d %s missed (due %s).", len(missed),
-		plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))
-	if planID, waiting := pendingKey(s); waiting {
+		Plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))
+	if planID, waiting := PendingKey(s); waiting {
 		if planID == "" {
 			text += " A question is still waiting: /plan status shows it."
 		} else if cur != nil {
-			text += fmt.Sprintf(" %s is still waiting: /plan accept · /plan revise <feedback>", planLabel(*cur))
+			text += fmt.Sprintf(" %s is still waiting: /plan accept · /plan revise <feedback>", PlanLabel(*cur))
 		}
 	}
 	return text
-}
-
-// clock formats a time for chat replies: date and time of day in UTC.
-func clock(t time.Time) string {
-	return t.UTC().Format("2006-01-02 15:04 MST")
-}
-
-// humanDuration renders a duration the way a person would say it: "45 s", "30 min",
-// "2 h", "1 h 30 min", "3 d".
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		h := int(d.Hours())
-		if m := int(d.Minutes()) % 60; m != 0 {
-			return fmt.Sprintf("%d h %d min", h, m)
-		}
-		return fmt.Sprintf("%d h", h)
-	}
-	return fmt.Sprintf("%d d", int(d.Hours())/24)
 }

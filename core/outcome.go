@@ -226,7 +226,7 @@ func (o Outcome) seal() Outcome {
 		}
 		if how, ok := o.retired[p.ID]; ok && p.ApprovalID != "" {
 			o.Effects = append(o.Effects, Effect{Kind: EffRetire, Plan: p, Reply: Reply{To: o.before.Address, Kind: ReplyDecided,
-				Ref: p.ApprovalID, Text: planLabel(p) + " — " + how}})
+				Ref: p.ApprovalID, Text: PlanLabel(p) + " — " + how}})
 		}
 		switch p.Status {
 		case PlanRevised, PlanAborted, PlanAbandoned, PlanCompleted:

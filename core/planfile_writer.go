@@ -27,7 +27,7 @@ func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
 func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool, r Reach) (string, error) {
 	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
-		name = fileBase(p.File)
+		name = FileBase(p.File)
 	}
 	o := renderOpts{changes: p.Changes, destructive: destructive, reach: r}
 	data := renderPlan(p, s.Phase, s.Address.Chat, o)

@@ -87,7 +87,7 @@ func describeCall(name string, args json.RawMessage) string {
 
 // inScope checks a workspace-relative path against a plan's scope (see checkScope).
 func inScope(s plan.Scope, p string) (string, bool) {
-	return checkScope(s, p)
+	return CheckScope(s, p)
 }
 
 func (t *jobRun) planStatus(ctx context.Context) toolResult {

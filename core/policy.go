@@ -158,7 +158,7 @@ func ApprovalProgress(st ApprovalState, p Policy) string {
 	if need == 1 && len(st.Approvals) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d of %d %s", len(st.Approvals), need, plural(need, "approval", "approvals"))
+	s := fmt.Sprintf("%d of %d %s", len(st.Approvals), need, Plural(need, "approval", "approvals"))
 	if len(st.Approvals) > 0 {
 		names := make([]string, len(st.Approvals))
 		for i, a := range st.Approvals {
@@ -245,24 +245,24 @@ func PolicyProblem(p Policy, global []string) string {
 			where = "access.approvers lists"
 		}
 		return fmt.Sprintf("required is %d but %s only %d %s: the policy can never be satisfied; list more approvers or lower required",
-			need, where, len(distinct), plural(len(distinct), "person", "people"))
+			need, where, len(distinct), Plural(len(distinct), "person", "people"))
 	}
 	return ""
 }
 
-// asked returns list with by added (once; the first name given is kept). An empty by
+// Asked returns list with by added (once; the first name given is kept). An empty by
 // (no person) leaves it as it is.
-func asked(list []Requester, by, name string) []Requester {
+func Asked(list []Requester, by, name string) []Requester {
 	if by == "" || isRequester(list, by) {
 		return list
 	}
 	return append(slices.Clip(list), Requester{By: by, Name: name})
 }
 
-// withRequesters is list with every one of more added (once each).
-func withRequesters(list, more []Requester) []Requester {
+// WithRequesters is list with every one of more added (once each).
+func WithRequesters(list, more []Requester) []Requester {
 	for _, r := range more {
-		list = asked(list, r.By, r.Name)
+		list = Asked(list, r.By, r.Name)
 	}
 	return list
 }

@@ -10,9 +10,9 @@ import (
 // What plangate says: /plan status and /plan show, and the texts of plans, questions and
 // checklists. Everything here is pure; commands.go loads what status and show need.
 
-// statusText is the answer to /plan status: s with its current plan cur (nil for none)
+// StatusText is the answer to /plan status: s with its current plan cur (nil for none)
 // under the session's approval policy pol, and the "next nudge" line.
-func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
+func StatusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	var p Plan
 	ok := cur != nil
 	if ok {
@@ -34,7 +34,7 @@ func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	parts = append(parts, "auto-approve: "+onOff(s.AutoApprove))
 	lines := []string{strings.Join(parts, " · ")}
 	if q := s.Question; q != nil {
-		lines = append(lines, "question: "+q.Text+" — "+optionList(q.Options)+" · /plan answer <number or text>")
+		lines = append(lines, "question: "+q.Text+" — "+OptionList(q.Options)+" · /plan answer <number or text>")
 	}
 	if s.Phase == PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
@@ -92,7 +92,7 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func optionList(opts []string) string {
+func OptionList(opts []string) string {
 	var b strings.Builder
 	for i, o := range opts {
 		if i > 0 {
@@ -103,13 +103,13 @@ func optionList(opts []string) string {
 	return b.String()
 }
 
-// showReply is the answer to /plan show of the current plan cur (nil for none).
-func showReply(s Session, cur *Plan) Reply {
+// ShowReply is the answer to /plan show of the current plan cur (nil for none).
+func ShowReply(s Session, cur *Plan) Reply {
 	if cur == nil {
 		return Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."}
 	}
 	p := *cur
-	r := planReply(s, p)
+	r := PlanReply(s, p)
 	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, plan.Checklist(p.Body.Steps))
 	if p.Status == PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
@@ -117,11 +117,11 @@ func showReply(s Session, cur *Plan) Reply {
 	return r
 }
 
-// planReply is the reply that carries a plan file, with decision buttons while pending.
-func planReply(s Session, p Plan) Reply {
+// PlanReply is the reply that carries a plan file, with decision buttons while pending.
+func PlanReply(s Session, p Plan) Reply {
 	r := Reply{To: s.Address, Kind: ReplyPlan}
 	if p.File != "" {
-		r.Attachments = []File{{Name: fileBase(p.File), MIME: "text/markdown", Path: p.File}}
+		r.Attachments = []File{{Name: FileBase(p.File), MIME: "text/markdown", Path: p.File}}
 	}
 	if p.Status == PlanPending && p.ApprovalID != "" {
 		r.Buttons = []Button{
@@ -133,7 +133,7 @@ func planReply(s Session, p Plan) Reply {
 	return r
 }
 
-func fileBase(p string) string {
+func FileBase(p string) string {
 	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
 		return p[i+1:]
 	}
@@ -162,7 +162,7 @@ func questionReply(to Address, q *Question) Reply {
 func proposalText(p Plan, superseded *Plan, decide string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
-	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, plural(n, "step", "steps"))
+	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, Plural(n, "step", "steps"))
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + oneLine(p.Body.Summary))
 	}
@@ -224,19 +224,34 @@ func StepDiff(old, cur []plan.Step) []string {
 	return parts
 }
 
-func plural(n int, one, many string) string {
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}
 	return many
 }
 
-// messageText is a person's message as the agent gets it: the text and the names of its
+// MessageText is a person's message as the agent gets it: the text and the names of its
 // attachments.
-func messageText(m Message) string {
+func MessageText(m Message) string {
 	text := strings.TrimSpace(m.Text)
 	for _, a := range m.Attachments {
 		text += fmt.Sprintf("\n[attachment: %s]", a.Name)
 	}
 	return strings.TrimSpace(text)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

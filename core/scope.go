@@ -12,13 +12,13 @@ import (
 // scopeNoFiles is the refusal for a mutating call under a plan that names no paths.
 const scopeNoFiles = "this plan names no files it may change"
 
-// checkScope decides whether a plan's scope lets a call change p, a cleaned
+// CheckScope decides whether a plan's scope lets a call change p, a cleaned
 // workspace-relative path; "." stands for the whole workspace (run_command). It returns
 // the reason for a refusal, worded for the model and the chat.
 //
 // Allowed and forbidden paths use the same matcher (scopeMatch), so what the person reads
 // in the plan is what is enforced. A plan without allowed paths may change nothing.
-func checkScope(s plan.Scope, p string) (string, bool) {
+func CheckScope(s plan.Scope, p string) (string, bool) {
 	p = path.Clean(strings.TrimPrefix(p, "./"))
 	if len(s.AllowedPaths) == 0 {
 		return scopeNoFiles, false

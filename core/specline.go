@@ -20,7 +20,7 @@ func specLine(sp *plan.ProductSpec) string {
 	}
 	n := len(sp.Features)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Product spec: %d %s", n, plural(n, "feature", "features"))
+	fmt.Fprintf(&b, "Product spec: %d %s", n, Plural(n, "feature", "features"))
 	for i, f := range sp.Features[:min(n, specLineFeatures)] {
 		sep := " · "
 		if i == 0 {

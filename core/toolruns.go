@@ -36,7 +36,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call ToolCall) t
 	}
 	run := ToolRun{SessionID: t.sess.ID, Tool: call.Name, Detail: describeCall(call.Name, call.Args), StartedAt: t.e.d.Now()}
 	{
-		nonce, err := newID(t.e.d.Random, 5)
+		nonce, err := NewID(t.e.d.Random, 5)
 		if err == nil {
 			run.CallID = call.ID + "#" + nonce
 			err = t.e.d.Store.StartToolRun(ctx, run)
@@ -140,13 +140,6 @@ func (t *jobRun) changedElsewhere(why string) string {
 		return upperFirst(why)
 	}
 	return upperFirst(strings.Join(t.done, ", ")) + ", then " + why
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // conflictNotice is what a person is told when a commit lost to a change made elsewhere:

@@ -216,7 +216,7 @@ func (t *jobRun) planTool(ctx context.Context, call ToolCall) toolResult {
 		in.AutoHeld = t.autoHeld()
 	}
 	in.Unattended = t.autoHeld()
-	if in.IDs, err = newIDs(t.e.d.Random, trig); err != nil {
+	if in.IDs, err = DrawIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
 	o, err := Apply(t.sess, cur, trig, in)

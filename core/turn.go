@@ -47,9 +47,9 @@ type jobRun struct {
 // and the author of the job's message when it is a message to the agent. The approver
 // whose accept started the job asked for nothing.
 func (t *jobRun) askedSoFar() []Requester {
-	t.asked = withRequesters(t.asked, t.sess.Requesters)
+	t.asked = WithRequesters(t.asked, t.sess.Requesters)
 	if t.j.asks() {
-		t.asked = asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
+		t.asked = Asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
 	}
 	return t.asked
 }
