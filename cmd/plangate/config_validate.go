@@ -12,7 +12,6 @@ import (
 	"github.com/plangate/plangate/channels/discord"
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/store"
 )
@@ -148,14 +147,6 @@ func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_a
 // Validate checks the store section: the driver, and the key that driver needs. A bad
 // DSN is never quoted: it may carry a password.
 func (s StoreConfig) Validate() error {
-	if err := checkNotNegative("lease_linger", s.LeaseLinger); err != nil {
-		return err
-	}
-	// A lease is kept only while it has half its ttl and the linger left (core/linger.go):
-	// a longer linger would silently never apply.
-	if maxLinger := core.DefaultLeaseTTL / 3; s.LeaseLinger > maxLinger {
-		return conf.Invalid("lease_linger", "is %s: it must be at most %s (a third of the %s session lease)", s.LeaseLinger, maxLinger, core.DefaultLeaseTTL)
-	}
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)
