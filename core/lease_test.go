@@ -344,3 +344,46 @@ func leftJustBeforeRelease(t *testing.T, h *harness, replays bool) {
 		t.Fatalf("A's second turn ended with %+v, want B's message", last)
 	}
 }
+
+// A decision another process commits while this one holds the session's lease queues the
+// agent's turn, which that process cannot start (the lease is held): this one runs it
+// once it has released the lease and looked again (moreWork), and that process runs none.
+func TestDecisionLeftJustBeforeReleaseStartsItsTurn(t *testing.T) {
+	h := newHarness(t)
+	b := h.process(nil, nil, nil)
+	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hooked := &releaseHook{Store: st, before: func() {
+		if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-accept", "/plan accept")); err != nil {
+			t.Error(err)
+		}
+		if s := h.session("a"); s.Phase != core.PhaseExecuting || len(s.Injections) == 0 {
+			t.Errorf("after B's accept: phase %s, %d injections; want executing with the turn queued", s.Phase, len(s.Injections))
+		}
+	}}
+	model, out := newFakeModel(), &recorder{}
+	a := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return h.clock }, Owner: "test-process-decision-a"}))
+	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-on", "/plan on")); err != nil {
+		t.Fatal(err)
+	}
+	model.push(sessionID("a"), calls(propose("Notes", "Write the notes", "Check them")))
+	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-plan", "plan the notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.model.requests()); n != 0 {
+		t.Fatalf("B made %d model calls; the lease was A's when it committed the accept", n)
+	}
+	if n := len(model.requests()); n != 2 {
+		t.Fatalf("A made %d model calls, want 2 (the proposal, then the accepted plan's turn)", n)
+	}
+	if s := h.session("a"); len(s.Injections) != 0 {
+		t.Fatalf("injections left: %+v", s.Injections)
+	}
+}
