@@ -50,9 +50,6 @@ type StoreConfig struct {
 	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
 	Path   string `yaml:"path" config:"path"` // the SQLite file
 	DSN    string `yaml:"dsn"`                // PostgreSQL; secret: it may carry the password
-	// LeaseLinger is how long a session's lease is kept after a turn for the session's
-	// next turn (core.Config.LeaseLinger); 0 = released at once.
-	LeaseLinger time.Duration `yaml:"lease_linger"`
 }
 
 // postgres reports whether the store is a PostgreSQL database.
@@ -232,7 +229,7 @@ type LogConfig struct {
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{
-		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}", LeaseLinger: core.DefaultLeaseLinger},
+		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}"},
 		Plans:     PlansConfig{Dir: "plans"},
 		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
 		LLM: LLMConfig{

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/store"
 )
@@ -146,14 +145,6 @@ func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_a
 // Validate checks the store section: the driver, and the key that driver needs. A bad
 // DSN is never quoted: it may carry a password.
 func (s StoreConfig) Validate() error {
-	if err := checkNotNegative("lease_linger", s.LeaseLinger); err != nil {
-		return err
-	}
-	// A lease is kept only while it has half its ttl and the linger left (core/linger.go):
-	// a longer linger would silently never apply.
-	if maxLinger := core.DefaultLeaseTTL / 3; s.LeaseLinger > maxLinger {
-		return conf.Invalid("lease_linger", "is %s: it must be at most %s (a third of the %s session lease)", s.LeaseLinger, maxLinger, core.DefaultLeaseTTL)
-	}
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)

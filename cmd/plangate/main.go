@@ -259,7 +259,6 @@ func engineConfig(cfg *Config) core.Config {
 		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
 		Planner:          cfg.PlanMode.Planner.CorePlanner(),
 		TypingDelay:      core.DefaultTypingDelay,
-		LeaseLinger:      cfg.Store.LeaseLinger,
 	}
 }
 
