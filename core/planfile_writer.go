@@ -2,37 +2,35 @@ package core
 
 import (
 	"bytes"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten in the background by a fileWriter.
 
-// writePlanFile renders a plan as session s sees it and writes it under plansDir. A new
-// version that carries its changes gets the "## Changes from vN" section; a later rewrite
+// writePlan renders a plan as session s sees it, with the destructive tools of the plan's
+// scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
+// that carries its changes gets the "## Changes from vN" section; a later rewrite
 // (p.Changes is not stored) keeps the section the file already has.
-func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
-	var pf planFiles
-	return pf.writePlan(plansDir, s, p, nil, Reach{})
-}
-
-// writePlan is writePlanFile with the destructive tools of the plan's scope marked (see
-// RenderPlanMarkdownMarked).
-func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool, r Reach) (string, error) {
+func (w *fileWriter) writePlan(s Session, p Plan, destructive func(string) bool) (string, error) {
 	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	o := renderOpts{changes: p.Changes, destructive: destructive, reach: r}
+	o := renderOpts{changes: p.Changes, destructive: destructive, reach: w.reach}
 	data := renderPlan(p, s.Phase, s.Address.Chat, o)
 	if p.Changes == nil && p.Version > 1 {
-		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
+		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
 	}
-	return pf.write(plansDir, s.Address.Dir(), name, data)
+	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
+	if err == nil {
+		w.writes.Add(1)
+	}
+	return path, err
 }
 
 // fileWriter rewrites plan files after their status or steps changed, off the decision's
@@ -43,7 +41,8 @@ type fileWriter struct {
 	log   *slog.Logger
 	marks *toolMarks // which allowed tools are marked destructive
 	reach Reach      // for the grants' words
-	out   planFiles  // prepare's writes and the refreshes go through it
+
+	writes atomic.Int64 // plan files written (prepare's and the refreshes)
 
 	mu      sync.Mutex
 	pending map[string]func() // path -> the latest rewrite
@@ -52,7 +51,7 @@ type fileWriter struct {
 
 // write writes p's file as session s sees it, now: a new version's, before its commit.
 func (w *fileWriter) write(s Session, p Plan) (string, error) {
-	return w.out.writePlan(w.dir, s, p, w.marks.destructive(), w.reach)
+	return w.writePlan(s, p, w.marks.destructive())
 }
 
 // refresh schedules a rewrite of p's file as session s now sees it.
@@ -67,7 +66,7 @@ func (w *fileWriter) refresh(s Session, p Plan) {
 		w.pending = map[string]func(){}
 	}
 	w.pending[p.File] = func() {
-		if _, err := w.out.writePlan(w.dir, s, p, destructive, w.reach); err != nil {
+		if _, err := w.writePlan(s, p, destructive); err != nil {
 			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 		}
 	}
@@ -104,18 +103,16 @@ func (w *fileWriter) run() {
 	}
 }
 
-// readPlanFile reads plansDir/sessionDir/name through an os.Root, checked as ReadWhole
-// checks (a spare refilled for another session must not lend this file its section);
-// nil if it cannot.
+// readPlanFile reads plansDir/sessionDir/name through an os.Root, so no symbolic link
+// takes the read outside plansDir; nil if it cannot. A plan file is replaced only by a
+// rename, so what it reads is one whole version.
 func readPlanFile(plansDir, sessionDir, name string) []byte {
 	root, err := os.OpenRoot(plansDir)
 	if err != nil {
 		return nil
 	}
 	defer root.Close()
-	rel := filepath.Join(sessionDir, name)
-	b, err := readWhole(filepath.Join(plansDir, rel), func() (*os.File, error) { return root.Open(rel) },
-		func() (fs.FileInfo, error) { return root.Stat(rel) })
+	b, err := root.ReadFile(filepath.Join(sessionDir, name))
 	if err != nil {
 		return nil
 	}
