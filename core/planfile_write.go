@@ -58,19 +58,23 @@ func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, erro
 	return filepath.Join(plansDir, sessionDir, name), nil
 }
 
-// createAndRename writes data to a new temporary file in sessionDir and renames it over
-// name. The temporary file is in the session directory, not the plans directory, so the
-// rename works when the session directory is another file system's. It fails with
-// fs.ErrNotExist when sessionDir is missing.
+// createAndRename writes data to a new temporary file in sessionDir and puts it in place
+// of name (see replaceFile). The temporary file is in the session directory, not the
+// plans directory, so this works when the session directory is another file system's.
+// It fails with fs.ErrNotExist when sessionDir is missing.
 func createAndRename(root *os.Root, sessionDir, name string, data []byte) error {
-	target := filepath.Join(sessionDir, name)
-	tmp := filepath.Join(sessionDir, tempName(name))
-	if err := writeTemp(root, tmp, data); err != nil {
-		_ = root.Remove(tmp)
+	dir, err := root.Open(sessionDir)
+	if err != nil {
 		return err
 	}
-	if err := root.Rename(tmp, target); err != nil {
-		_ = root.Remove(tmp)
+	defer dir.Close()
+	tmp := tempName(name)
+	if err := writeTemp(root, filepath.Join(sessionDir, tmp), data); err != nil {
+		_ = root.Remove(filepath.Join(sessionDir, tmp))
+		return err
+	}
+	if err := replaceFile(root, dir, sessionDir, tmp, name); err != nil {
+		_ = root.Remove(filepath.Join(sessionDir, tmp))
 		return err
 	}
 	return nil
