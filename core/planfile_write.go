@@ -15,14 +15,15 @@ import (
 // the edit path that keeps its "## Changes from vN" section, and people who open it; the
 // sandboxed agent never sees it (it is one of the hidden paths; it reads the workspace
 // copy). None of them may see half a plan, so every write creates a new file beside the
-// plan file and renames it over the plan's name: an open of the name ends on one whole
-// version, old or new, and a reader holding the old file keeps reading it.
+// plan file and moves the plan's name to it in one step (see replaceFile): an open of
+// the name ends on one whole version, old or new, and a reader holding the old file
+// keeps reading it; no file is ever written again once it has had the plan's name.
 
 // WritePlanFile writes data to plansDir/sessionDir/name, confined to plansDir through an
 // os.Root opened on it, so neither name nor a symbolic link can place the file outside
 // plansDir; the directories are created when missing. The content goes into a new file
 // in the session directory (created exclusively under a random name, as os.CreateTemp
-// does, but through the root) and is renamed into place. It is not synced: the store
+// does, but through the root) and put in place by replaceFile. It is not synced: the store
 // holds the plan durably, and the file is a rendering of it that /plan show writes again.
 // sessionDir and name must each be one path element. It returns
 // filepath.Join(plansDir, sessionDir, name).

@@ -5,12 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
-// changes are rewritten in the background by a fileWriter.
+// changes are rewritten after it (see carryOut), both by a fileWriter.
 
 // writePlan renders a plan as session s sees it, with the destructive tools of the plan's
 // scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
@@ -33,9 +32,10 @@ func (w *fileWriter) writePlan(s Session, p Plan, destructive func(string) bool)
 	return path, err
 }
 
-// fileWriter rewrites plan files after their status or steps changed, off the decision's
-// path: writes of one file are coalesced (the newest rendering wins) and applied by a
-// single goroutine. The database is the record; a failed write is logged, not fatal.
+// fileWriter writes plan files: a new version's before its commit, and a rewrite after
+// its status or steps changed, after the commit, in the job that changed them (jobs of
+// one session run one at a time, so rewrites of a file are in order). The database is
+// the record; a failed rewrite is logged, not fatal.
 type fileWriter struct {
 	dir   string
 	log   *slog.Logger
@@ -43,10 +43,6 @@ type fileWriter struct {
 	reach Reach      // for the grants' words
 
 	writes atomic.Int64 // plan files written (prepare's and the refreshes)
-
-	mu      sync.Mutex
-	pending map[string]func() // path -> the latest rewrite
-	running bool
 }
 
 // write writes p's file as session s sees it, now: a new version's, before its commit.
@@ -54,58 +50,19 @@ func (w *fileWriter) write(s Session, p Plan) (string, error) {
 	return w.writePlan(s, p, w.marks.destructive())
 }
 
-// refresh schedules a rewrite of p's file as session s now sees it.
+// refresh rewrites p's file as session s now sees it.
 func (w *fileWriter) refresh(s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
-	destructive := w.marks.destructive() // now: the toolbox is not the writer's to list later
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pending == nil {
-		w.pending = map[string]func(){}
-	}
-	w.pending[p.File] = func() {
-		if _, err := w.writePlan(s, p, destructive); err != nil {
-			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
-		}
-	}
-	if !w.running {
-		w.running = true
-		go w.run()
-	}
-}
-
-// busy reports whether rewrites are pending or running (Engine.Wait waits for them).
-func (w *fileWriter) busy() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.running
-}
-
-// run applies pending rewrites until none are left.
-func (w *fileWriter) run() {
-	for {
-		w.mu.Lock()
-		var write func()
-		for path, f := range w.pending {
-			write = f
-			delete(w.pending, path)
-			break
-		}
-		if write == nil {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		write()
+	if _, err := w.writePlan(s, p, w.marks.destructive()); err != nil {
+		w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 	}
 }
 
 // readPlanFile reads plansDir/sessionDir/name through an os.Root, so no symbolic link
-// takes the read outside plansDir; nil if it cannot. A plan file is replaced only by a
-// rename, so what it reads is one whole version.
+// takes the read outside plansDir; nil if it cannot. A plan file's name only ever moves
+// to a complete new file (see WritePlanFile), so what it reads is one whole version.
 func readPlanFile(plansDir, sessionDir, name string) []byte {
 	root, err := os.OpenRoot(plansDir)
 	if err != nil {
