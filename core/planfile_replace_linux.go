@@ -12,9 +12,9 @@ import (
 
 // replaceFile puts sessionDir/tmp in place of sessionDir/name. Where name is a regular
 // file it swaps the two by renameat2(RENAME_EXCHANGE) and removes the displaced file:
-// ext4 starts writing back a file renamed over another at once, which costs a rename
-// several times what the exchange and the removal do. Otherwise (no file by that name,
-// a symbolic link, no exchange on this file system) it renames.
+// ext4 starts writing back a file renamed over another at once, which makes that rename
+// cost more than the exchange and the removal together. Otherwise (no file by that
+// name, a symbolic link, no exchange on this file system) it renames.
 func replaceFile(root *os.Root, dir *os.File, sessionDir, tmp, name string) error {
 	fd := int(dir.Fd())
 	var st unix.Stat_t
