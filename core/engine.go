@@ -459,7 +459,6 @@ func (e *Engine) Wait(ctx context.Context) error {
 		e.mu.Lock()
 		idle := len(e.queues) == 0 && e.inflight == 0
 		e.mu.Unlock()
-		idle = idle && !e.files.busy()
 		if idle {
 			return nil
 		}

@@ -47,7 +47,7 @@ type Plan struct {
 	EditedBy   string
 	// Changes is what this version changed from the one before, for the "## Changes from
 	// vN" section of the file written when the version is created. It is not stored: later
-	// rewrites of the file keep the section they find (see writePlanFile).
+	// rewrites of the file keep the section they find (see fileWriter.writePlan).
 	Changes   *plan.Diff
 	CreatedAt time.Time
 	UpdatedAt time.Time
