@@ -19,24 +19,6 @@ import (
 // replay, so such a reply is sent directly. Read-only commands are cheaper still (see
 // answer).
 
-// OutboxStore is the part of Store the outbox needs.
-type OutboxStore interface {
-	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
-	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
-	DropOutbox(ctx context.Context, id int64, why string) error
-	NoteOutboxAttempt(ctx context.Context, id int64) error
-}
-
-// SentMarker is an OutboxStore that records deliveries without a transaction of their
-// own: MarkSentSoon's mark rides the store's next write (the SQLite store; PostgreSQL's
-// writes it at once), FlushSent writes what no write carried. The engine flushes before it waits on anything outside the process (a model
-// call, a tool run) and when a job ends, so the window in which a kill re-sends a reply
-// stays the local work between the send and that point. *store.Store satisfies it.
-type SentMarker interface {
-	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
-	FlushSent(ctx context.Context) error
-}
-
 // DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
 // restart (channels.outbox_max_age).
 const DefaultOutboxMaxAge = time.Hour
@@ -325,13 +307,6 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 		return false, false
 	}
 	return l.Owner == owner && l.ExpiresAt.After(e.d.Now()), true
-}
-
-// OutboxClaimer is the part of Store that lets two processes deliver
-// the same left-over rows without both sending one: a row is claimed (its attempts
-// compared and counted) before it is sent.
-type OutboxClaimer interface {
-	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 }
 
 // deliverLeft delivers a row another engine committed and left unsent: claimed first, so

@@ -14,13 +14,6 @@ import (
 // workspace. A lease left behind by a killed process marks a turn that did not end:
 // Resume takes it over once it has expired.
 
-// LeaseStore is the part of Store leases need.
-type LeaseStore interface {
-	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
-	ReleaseLease(ctx context.Context, name, owner string) error
-	Lease(ctx context.Context, name string) (Lease, error)
-}
-
 // DefaultLeaseTTL is how long a session lease lasts without renewal.
 const DefaultLeaseTTL = 30 * time.Second
 

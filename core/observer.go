@@ -45,12 +45,6 @@ func (e *Engine) observeInbound(j *job, err error) {
 	e.obs.obs.Inbound(j.msg.Address.Channel, outcome)
 }
 
-// PendingCounter is the part of Store that counts the plan versions waiting for a
-// decision, in one query.
-type PendingCounter interface {
-	PendingPlans(ctx context.Context) (int, error)
-}
-
 // nopObserver is the Observer of an engine without one.
 type nopObserver struct{}
 

@@ -10,7 +10,7 @@ import (
 // (plan.Render): its body, the version's status and decision, and its grants in this
 // gateway's words (r, its reach). plan.ParseMarkdown reads the body back.
 func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
-	return renderPlan(p, phase, session, renderOpts{reach: r})
+	return RenderPlan(p, phase, session, RenderOptions{Reach: r})
 }
 
 // RenderPlanMarkdownMarked is RenderPlanMarkdown with the tools of scope.allowed_tools
@@ -18,22 +18,23 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
 // the gateway's knowledge, not the plan's: plan.ParseMarkdown drops it, so an edited file
 // with marks reads back the same plan.
 func RenderPlanMarkdownMarked(p Plan, phase Phase, session string, destructive func(tool string) bool, r Reach) []byte {
-	return renderPlan(p, phase, session, renderOpts{destructive: destructive, reach: r})
+	return RenderPlan(p, phase, session, RenderOptions{Destructive: destructive, Reach: r})
 }
 
-// renderOpts are the optional parts of a rendering.
-type renderOpts struct {
-	changes     *plan.Diff             // a "## Changes from vN" section
-	destructive func(tool string) bool // allowed tools to mark destructive (nil: none)
-	reach       Reach                  // for the grants' words
+// RenderOptions are the optional parts of a rendering.
+type RenderOptions struct {
+	Changes     *plan.Diff             // a "## Changes from vN" section
+	Destructive func(tool string) bool // allowed tools to mark destructive (nil: none)
+	Reach       Reach                  // for the grants' words
 }
 
-func renderPlan(p Plan, phase Phase, session string, o renderOpts) []byte {
+// RenderPlan renders one plan version as session's file, with o's optional parts.
+func RenderPlan(p Plan, phase Phase, session string, o RenderOptions) []byte {
 	return plan.Render(plan.File{
 		Body: p.Body, Version: p.Version, Status: string(p.Status), Phase: string(phase), Session: session,
-		Changes: o.changes, Grants: PlanGrants(p.Body.Scope, o.reach, o.destructive),
+		Changes: o.Changes, Grants: PlanGrants(p.Body.Scope, o.Reach, o.Destructive),
 		Approvals: shownApprovals(p), Decision: p.Decision, Footer: planFooter(p.Status),
-		Destructive: o.destructive,
+		Destructive: o.Destructive,
 	})
 }
 

@@ -22,8 +22,8 @@ func (w *fileWriter) writePlan(s Session, p Plan, destructive func(string) bool)
 	if p.File != "" {
 		name = FileBase(p.File)
 	}
-	o := renderOpts{changes: p.Changes, destructive: destructive, reach: w.reach}
-	data := renderPlan(p, s.Phase, s.Address.Chat, o)
+	o := RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
+	data := RenderPlan(p, s.Phase, s.Address.Chat, o)
 	if p.Changes == nil && p.Version > 1 {
 		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
 	}

@@ -229,3 +229,59 @@ type Sender interface {
 type Nudger interface {
 	SessionChanged(ctx context.Context, sessionID string)
 }
+
+// OutboxStore is the part of Store the outbox needs.
+type OutboxStore interface {
+	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
+	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	DropOutbox(ctx context.Context, id int64, why string) error
+	NoteOutboxAttempt(ctx context.Context, id int64) error
+}
+
+// SentMarker is an OutboxStore that records deliveries without a transaction of their
+// own: MarkSentSoon's mark rides the store's next write (the SQLite store; PostgreSQL's
+// writes it at once), FlushSent writes what no write carried. The engine flushes before it waits on anything outside the process (a model
+// call, a tool run) and when a job ends, so the window in which a kill re-sends a reply
+// stays the local work between the send and that point. *store.Store satisfies it.
+type SentMarker interface {
+	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
+	FlushSent(ctx context.Context) error
+}
+
+// OutboxClaimer is the part of Store that lets two processes deliver
+// the same left-over rows without both sending one: a row is claimed (its attempts
+// compared and counted) before it is sent.
+type OutboxClaimer interface {
+	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
+}
+
+// LeaseStore is the part of Store leases need.
+type LeaseStore interface {
+	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
+	ReleaseLease(ctx context.Context, name, owner string) error
+	Lease(ctx context.Context, name string) (Lease, error)
+}
+
+// PendingCounter is the part of Store that counts the plan versions waiting for a
+// decision, in one query.
+type PendingCounter interface {
+	PendingPlans(ctx context.Context) (int, error)
+}
+
+// ProgressStore keeps small records by key (the store's channel state).
+type ProgressStore interface {
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+}
+
+// ReminderStore claims an occurrence with its outbox row; *store.Store satisfies it.
+type ReminderStore interface {
+	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
+}
+
+// ToolRunStore is the tool-run ledger, a part of Store.
+type ToolRunStore interface {
+	StartToolRun(ctx context.Context, r ToolRun) error
+	FinishToolRun(ctx context.Context, r ToolRun) error
+	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]ToolRun, error)
+}

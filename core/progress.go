@@ -15,12 +15,6 @@ type progressIDs struct {
 	ids map[string]string
 }
 
-// ProgressStore keeps small records by key (the store's channel state).
-type ProgressStore interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
-
 // Where the ids live in the store's state: not a channel's own records.
 const (
 	progressStateChannel = "plangate"

@@ -14,11 +14,6 @@ import (
 // next start delivers it. "fired" in `nudges list` therefore means delivered at least
 // once (or given up because the decision was made meanwhile).
 
-// ReminderStore claims an occurrence with its outbox row; *store.Store satisfies it.
-type ReminderStore interface {
-	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
-}
-
 // pendingReminders are claimed reminder rows waiting for Nudge to deliver them.
 type pendingReminders struct {
 	mu   sync.Mutex

@@ -12,13 +12,6 @@ import (
 // ran leaves a started run behind; Resume reports it ("the run of X was interrupted by a
 // restart; its effects are unknown") to the agent and the chat, and never runs it again.
 
-// ToolRunStore is the tool-run ledger, a part of Store.
-type ToolRunStore interface {
-	StartToolRun(ctx context.Context, r ToolRun) error
-	FinishToolRun(ctx context.Context, r ToolRun) error
-	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]ToolRun, error)
-}
-
 // ToolRunInterrupted marks a run whose process died while it ran: its effects are unknown.
 const ToolRunInterrupted ToolRunOutcome = "interrupted"
 
