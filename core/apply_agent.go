@@ -302,7 +302,7 @@ func completionText(p Plan) string {
 	var why []string
 	for _, st := range p.Body.Steps {
 		if st.Status == plan.StepCancelled {
-			reason := oneLine(st.CancelReason)
+			reason := OneLine(st.CancelReason)
 			if reason == "" {
 				reason = "no reason given"
 			}

@@ -38,7 +38,7 @@ func (x *transition) approve() (bool, error) {
 		x.refuse(text, x.event(EventRefused, &p, "accept by the requester refused: requester_may_approve is false"))
 		return false, nil
 	case VerdictDuplicate:
-		x.refuse(upperFirst(v.Text)+".", x.event(EventRefused, &p, "duplicate approval"))
+		x.refuse(UpperFirst(v.Text)+".", x.event(EventRefused, &p, "duplicate approval"))
 		return false, nil
 	case VerdictCounted:
 		return false, x.counted(p, st, pol, v)

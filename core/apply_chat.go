@@ -108,7 +108,7 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 		ch.CancelReminders = true
 		ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
 			Spec: r.Duration.String(), NextFireAt: at, Status: NudgeActive, CreatedAt: now}}
-		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", clock(at), humanDuration(r.Duration))
+		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", Clock(at), HumanDuration(r.Duration))
 	case commands.NudgeModeEvery, commands.NudgeModeCron:
 		spec := r.Spec
 		if r.Mode == commands.NudgeModeEvery {
@@ -125,7 +125,7 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 			ch.CancelReminders = true
 			ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
 				Spec: spec, NextFireAt: first, Status: NudgeActive, CreatedAt: now}}
-			text += fmt.Sprintf(" Next: %s.", clock(first))
+			text += fmt.Sprintf(" Next: %s.", Clock(first))
 		}
 	default:
 		return Outcome{}, fmt.Errorf("unhandled nudge request %q", r.Mode)
@@ -183,7 +183,7 @@ func PendingKey(s Session) (planID string, ok bool) {
 func DescribeSpec(spec string) string {
 	if d, ok := strings.CutPrefix(spec, "@every "); ok {
 		if dd, err := time.ParseDuration(d); err == nil {
-			return "every " + humanDuration(dd)
+			return "every " + HumanDuration(dd)
 		}
 	}
 	return "on the schedule " + spec

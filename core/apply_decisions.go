@@ -135,7 +135,7 @@ func (x *transition) expire() error {
 	x.record(x.event(EventExpired, &p, "approval timeout "+x.in.Spec))
 	x.o.Change.CancelNudges = true
 	x.o.say(ReplyNotice, fmt.Sprintf("%s expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
-		PlanLabel(p), humanDuration(x.in.Rules.ApprovalTimeout)))
+		PlanLabel(p), HumanDuration(x.in.Rules.ApprovalTimeout)))
 	return nil
 }
 

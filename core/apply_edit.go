@@ -107,7 +107,7 @@ func editedText(p Plan, d plan.Diff, editor string, rules Rules) string {
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, Plural(n, "step", "steps"), editor)
 	if p.Body.Summary != "" {
-		b.WriteString("\n" + oneLine(p.Body.Summary))
+		b.WriteString("\n" + OneLine(p.Body.Summary))
 	}
 	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
 	if s := d.Summary(); s != "" {

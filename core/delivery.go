@@ -351,7 +351,7 @@ func (t *jobRun) onFail(ctx context.Context, eff Effect, o *Outcome, err error) 
 	if eff.OnFail == "" {
 		return
 	}
-	text := strings.ReplaceAll(eff.OnFail, "{error}", oneLine(err.Error()))
+	text := strings.ReplaceAll(eff.OnFail, "{error}", OneLine(err.Error()))
 	if _, nerr := t.send(ctx, Reply{Kind: ReplyNotice, Text: text}); nerr != nil || eff.row == 0 {
 		return
 	}

@@ -32,8 +32,8 @@ func TestInScope(t *testing.T) {
 		{plan.Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", false}, // "." is not a pattern; "**" is the whole workspace
 		{plan.Scope{ForbiddenPaths: []string{"secrets/**"}}, ".", false},
 	} {
-		if _, ok := inScope(tc.scope, tc.path); ok != tc.ok {
-			t.Errorf("inScope(%+v, %q) = %v, want %v", tc.scope, tc.path, ok, tc.ok)
+		if _, ok := CheckScope(tc.scope, tc.path); ok != tc.ok {
+			t.Errorf("CheckScope(%+v, %q) = %v, want %v", tc.scope, tc.path, ok, tc.ok)
 		}
 	}
 }

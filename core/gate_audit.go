@@ -47,7 +47,7 @@ func newToolAudit(call ToolCall, rule string) ToolAudit {
 func (a *ToolAudit) finished(err error, d time.Duration) {
 	a.Outcome = "ok"
 	if err != nil {
-		a.Outcome, a.Why = "failed", oneLine(err.Error())
+		a.Outcome, a.Why = "failed", OneLine(err.Error())
 	}
 	ms := d.Milliseconds()
 	a.DurationMS = &ms
@@ -117,7 +117,7 @@ func (t *jobRun) auditMCP(ctx context.Context, ev Event) error {
 // withheld is the tool error that replaces the result of an MCP call whose audit row
 // could not be stored: the model does not act on what is not on record.
 func withheld(call ToolCall, err error) toolResult {
-	return toolError("%s ran, but plangate could not record it (%v), so its result is withheld; do not call it again before the store works", call.Name, oneLine(err.Error()))
+	return toolError("%s ran, but plangate could not record it (%v), so its result is withheld; do not call it again before the store works", call.Name, OneLine(err.Error()))
 }
 
 // planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
@@ -170,7 +170,7 @@ func (t *jobRun) serverDown(err error) {
 		t.gate.down = map[string]bool{}
 	}
 	t.gate.down[down.Server] = true
-	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", oneLine(down.Msg))
+	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", OneLine(down.Msg))
 	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
 }
 

@@ -63,14 +63,14 @@ const EventNudgeSet EventKind = "nudge_set"
 // NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
 const NudgeOff = "off"
 
-// clock formats a time for chat replies: date and time of day in UTC.
-func clock(t time.Time) string {
+// Clock formats a time for chat replies: date and time of day in UTC.
+func Clock(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04 MST")
 }
 
-// humanDuration renders a duration the way a person would say it: "45 s", "30 min",
+// HumanDuration renders a duration the way a person would say it: "45 s", "30 min",
 // "2 h", "1 h 30 min", "3 d".
-func humanDuration(d time.Duration) string {
+func HumanDuration(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}

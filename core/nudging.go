@@ -28,7 +28,7 @@ func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
 	}
 	line := "next nudge: none"
 	if remind != nil {
-		line = fmt.Sprintf("next nudge: %s (in %s)", clock(remind.NextFireAt), humanDuration(remind.NextFireAt.Sub(now)))
+		line = fmt.Sprintf("next nudge: %s (in %s)", Clock(remind.NextFireAt), HumanDuration(remind.NextFireAt.Sub(now)))
 	}
 	if s.NudgeSpec == NudgeOff {
 		line += " · reminders off"
@@ -36,7 +36,7 @@ func nudgeLine(s Session, ns []Nudge, known bool, now time.Time) string {
 		line += " · reminders " + DescribeSpec(s.NudgeSpec)
 	}
 	if expire != nil {
-		line += fmt.Sprintf(" · expires %s", clock(expire.NextFireAt))
+		line += fmt.Sprintf(" · expires %s", Clock(expire.NextFireAt))
 	}
 	return line
 }
@@ -84,7 +84,7 @@ func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply,
 		r.Kind = ReplyNudge
 		r.Attachments = nil
 		r.Text = fmt.Sprintf("%s has waited %s for a decision. /plan accept · /plan revise <feedback> · %s",
-			PlanLabel(p), humanDuration(now.Sub(p.CreatedAt)), snooze)
+			PlanLabel(p), HumanDuration(now.Sub(p.CreatedAt)), snooze)
 		ev.PlanID, ev.PlanVersion = p.ID, p.Version
 		ev.Detail = "scheduled " + scheduledAt.UTC().Format(time.RFC3339)
 		return r, ev, true
@@ -92,7 +92,7 @@ func reminder(s Session, cur *Plan, n Nudge, scheduledAt, now time.Time) (Reply,
 	q := s.Question
 	r := Reply{To: s.Address, Kind: ReplyNudge,
 		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s",
-			humanDuration(now.Sub(q.AskedAt)), q.Text, OptionList(q.Options), snooze)}
+			HumanDuration(now.Sub(q.AskedAt)), q.Text, OptionList(q.Options), snooze)}
 	for _, o := range q.Options {
 		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: q.ID, Value: o}})
 	}
@@ -121,7 +121,7 @@ func (e *Engine) ReportMissed(ctx context.Context, sessionID string, missed []Mi
 func missedText(s Session, cur *Plan, missed []MissedNudge) string {
 	times := make([]string, 0, len(missed))
 	for _, m := range missed {
-		times = append(times, clock(m.ScheduledAt))
+		times = append(times, Clock(m.ScheduledAt))
 	}
 	text := fmt.Sprintf("While plangate was down, %d %s missed (due %s).", len(missed),
 		Plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))

@@ -22,31 +22,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func TestPlanFileName(t *testing.T) {
-	day := time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC)
-	cases := []struct {
-		day     time.Time
-		title   string
-		version int
-		want    string
-	}{
-		{day, "Docs cleanup", 1, "plan-2026-11-30-docs-cleanup-v1.md"},
-		{day, "Docs cleanup with spelling fixes", 2, "plan-2026-11-30-docs-cleanup-with-spelling-fixes-v2.md"},
-		{day, "🔥", 12, "plan-2026-11-30-untitled-v12.md"},
-		{day.In(time.FixedZone("east", 2*3600)), "x", 1, "plan-2026-12-01-x-v1.md"},
-		{day, "../../etc/passwd", 3, "plan-2026-11-30-etc-passwd-v3.md"},
-	}
-	for _, tc := range cases {
-		got := plan.FileName(tc.day, tc.title, tc.version)
-		if got != tc.want {
-			t.Errorf("plan.FileName(%v, %q, %d) = %q, want %q", tc.day, tc.title, tc.version, got, tc.want)
-		}
-		if err := checkPathElement("file name", got); err != nil {
-			t.Errorf("plan.FileName(%q) = %q is not a single path element", tc.title, got)
-		}
-	}
-}
-
 // mdParser parses like the chat adapters do (CommonMark plus the GFM extensions that change
 // structure or emphasis), so the tests check what a reader would see.
 func mdParser() goldmark.Markdown {

@@ -78,16 +78,11 @@ func describeCall(name string, args json.RawMessage) string {
 	_ = json.Unmarshal(args, &a)
 	switch {
 	case a.Path != "":
-		return fmt.Sprintf("%s on %s", name, oneLine(a.Path))
+		return fmt.Sprintf("%s on %s", name, OneLine(a.Path))
 	case len(a.Argv) > 0:
-		return fmt.Sprintf("%s %s", name, oneLine(strings.Join(a.Argv, " ")))
+		return fmt.Sprintf("%s %s", name, OneLine(strings.Join(a.Argv, " ")))
 	}
 	return name
-}
-
-// inScope checks a workspace-relative path against a plan's scope (see checkScope).
-func inScope(s plan.Scope, p string) (string, bool) {
-	return CheckScope(s, p)
 }
 
 func (t *jobRun) planStatus(ctx context.Context) toolResult {

@@ -76,7 +76,7 @@ func (p Policy) needs(requesters []Requester) string {
 	case n > 1:
 		return fmt.Sprintf("\nNeeds %d approvals from different people.", n)
 	case !p.RequesterMayApprove:
-		return "\n" + upperFirst(who) + " cannot approve it: another approver decides."
+		return "\n" + UpperFirst(who) + " cannot approve it: another approver decides."
 	}
 	return ""
 }

@@ -164,7 +164,7 @@ func proposalText(p Plan, superseded *Plan, decide string, rules Rules) string {
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, Plural(n, "step", "steps"))
 	if p.Body.Summary != "" {
-		b.WriteString("\n" + oneLine(p.Body.Summary))
+		b.WriteString("\n" + OneLine(p.Body.Summary))
 	}
 	if line := specLine(p.Body.Spec); line != "" {
 		b.WriteString("\n" + line)
@@ -241,7 +241,7 @@ func MessageText(m Message) string {
 	return strings.TrimSpace(text)
 }
 
-func oneLine(s string) string {
+func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
 		s = s[:300] + "…"
@@ -249,7 +249,7 @@ func oneLine(s string) string {
 	return s
 }
 
-func upperFirst(s string) string {
+func UpperFirst(s string) string {
 	if s == "" {
 		return s
 	}

@@ -112,9 +112,9 @@ func TestCheckScope(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			why, ok := inScope(plan.Scope{AllowedPaths: c.allowed, ForbiddenPaths: c.forbidden}, c.path)
+			why, ok := CheckScope(plan.Scope{AllowedPaths: c.allowed, ForbiddenPaths: c.forbidden}, c.path)
 			if ok != c.ok {
-				t.Fatalf("inScope(%q) = %v (%s), want %v", c.path, ok, why, c.ok)
+				t.Fatalf("CheckScope(%q) = %v (%s), want %v", c.path, ok, why, c.ok)
 			}
 			if !strings.Contains(why, c.why) || (c.ok && why != "") {
 				t.Errorf("reason %q, want it to contain %q", why, c.why)

@@ -26,7 +26,7 @@ func specLine(sp *plan.ProductSpec) string {
 		if i == 0 {
 			sep = " — "
 		}
-		fmt.Fprintf(&b, "%s%s (%s, %s)", sep, oneLine(f.Name), f.Priority, f.Complexity)
+		fmt.Fprintf(&b, "%s%s (%s, %s)", sep, OneLine(f.Name), f.Priority, f.Complexity)
 	}
 	if n > specLineFeatures {
 		b.WriteString(" · …")

@@ -69,9 +69,9 @@ func ranText(call ToolCall, err error) string {
 	what := describeCall(call.Name, call.Args)
 	switch {
 	case call.Name == "write_file" && a.Path != "":
-		what = "wrote " + oneLine(a.Path)
+		what = "wrote " + OneLine(a.Path)
 	case call.Name == "edit_file" && a.Path != "":
-		what = "edited " + oneLine(a.Path)
+		what = "edited " + OneLine(a.Path)
 	case call.Name == "run_command":
 		what = "ran " + strings.TrimPrefix(what, "run_command ")
 	}
@@ -130,9 +130,9 @@ func changedWhy(cur, s Session, p *Plan) string {
 // mutating calls: "wrote NOTES.md, then the plan was turned off elsewhere".
 func (t *jobRun) changedElsewhere(why string) string {
 	if len(t.done) == 0 {
-		return upperFirst(why)
+		return UpperFirst(why)
 	}
-	return upperFirst(strings.Join(t.done, ", ")) + ", then " + why
+	return UpperFirst(strings.Join(t.done, ", ")) + ", then " + why
 }
 
 // conflictNotice is what a person is told when a commit lost to a change made elsewhere:

@@ -17,7 +17,7 @@ func (t *jobRun) callTool(ctx context.Context, call ToolCall) toolResult {
 		// A provider passes arguments that are not valid JSON through as a JSON string.
 		var raw string
 		_ = json.Unmarshal(call.Args, &raw)
-		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, oneLine(raw))
+		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, OneLine(raw))
 	}
 	switch call.Name {
 	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
@@ -164,10 +164,10 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 		return toolResult{}, "", true
 	}
 	if in.pathsErr != nil {
-		return toolError("%s", in.pathsErr.Error()), oneLine(in.pathsErr.Error()), false
+		return toolError("%s", in.pathsErr.Error()), OneLine(in.pathsErr.Error()), false
 	}
 	for _, p0 := range in.paths {
-		if why, ok := inScope(p.Body.Scope, p0); !ok {
+		if why, ok := CheckScope(p.Body.Scope, p0); !ok {
 			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
 			return toolResult{content: "error: " + msg, isError: true,
 				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false

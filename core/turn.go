@@ -274,9 +274,9 @@ func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
 	if len(t.sess.Injections) > 0 || tr.answered > 0 {
 		// A decision or earlier work stands; the agent just could not go on.
-		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", oneLine(err.Error()))
+		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", OneLine(err.Error()))
 	} else {
-		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", oneLine(err.Error()))
+		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", OneLine(err.Error()))
 	}
 	if tr.answered > 0 {
 		return t.flush(ctx, tr)
@@ -408,7 +408,7 @@ func (tr *turn) note(r *round, name string, res toolResult) {
 			tr.lastErr, tr.sameErr = res.content, 1
 		}
 		if tr.sameErr >= 3 && r.stop == "" {
-			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", oneLine(strings.TrimPrefix(res.content, "error: ")))
+			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", OneLine(strings.TrimPrefix(res.content, "error: ")))
 		}
 	} else if r.ended == "" && r.stop == "" {
 		tr.lastErr, tr.sameErr = "", 0
