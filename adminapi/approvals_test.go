@@ -8,13 +8,14 @@ import (
 
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 )
 
 // A decision that is counted but not yet enough (a 2-of-M policy) is a success with the
 // engine's progress text, not a conflict; the session shows the approvals.
 func TestCountedApprovalIsSuccess(t *testing.T) {
-	e := newEnv(t, token, func(c *core.Config) {
+	e := newEnv(t, token, func(c *engine.Config) {
 		c.Policies = []core.Policy{{Approvers: []string{"telegram:42", "telegram:43"}, Required: 2, RequesterMayApprove: true}}
 	})
 	s := e.pending()
@@ -47,7 +48,7 @@ func TestCountedApprovalIsSuccess(t *testing.T) {
 func TestOneTokenIsOnePerson(t *testing.T) {
 	const tok1, tok2 = "ops1-token-0123456789", "ops2-token-0123456789"
 	e := newEnvHTTP(t, httpserver.Config{AdminTokens: []httpserver.AdminToken{{Name: "ops1", Token: tok1}, {Name: "ops2", Token: tok2}}},
-		func(c *core.Config) {
+		func(c *engine.Config) {
 			c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 		})
 	s := e.pending()
@@ -92,7 +93,7 @@ func TestOneTokenIsOnePerson(t *testing.T) {
 // then "by": ops2 under required: 2 is one approver: the second decision is refused and
 // the stored plan stays pending with one approval, by admin:admin.
 func TestAdminTokenSigningAsTwoCountsOnce(t *testing.T) {
-	e := newEnv(t, token, func(c *core.Config) {
+	e := newEnv(t, token, func(c *engine.Config) {
 		c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 	})
 	s := e.pending()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 )
 
 // TestAcceptChangesTheStoreAsAdmin: an accept through the API goes through the engine
@@ -178,7 +179,7 @@ func TestDecisionOnAbandonedPlanIs409(t *testing.T) {
 // TestModeRefusalIs409: plan mode disabled in the configuration cannot be turned on
 // through the API either; the engine's refusal is the 409's reason.
 func TestModeRefusalIs409(t *testing.T) {
-	e := newEnv(t, token, func(c *core.Config) { c.PlanMode = false })
+	e := newEnv(t, token, func(c *engine.Config) { c.PlanMode = false })
 	e.say("hello")
 	s := e.session()
 	code, body, _ := e.do("POST", "/api/v1/sessions/"+s.ID+"/mode", `{"plan_mode":"on","by":"ops"}`)

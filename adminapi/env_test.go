@@ -15,6 +15,7 @@ import (
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -26,7 +27,7 @@ const token = "s3cret-admin-token"
 type env struct {
 	t     *testing.T
 	st    *store.Store
-	eng   *core.Engine
+	eng   *engine.Engine
 	model *channeltest.Model
 	chat  *channeltest.Fake
 	srv   *httptest.Server
@@ -35,13 +36,13 @@ type env struct {
 
 var addr = core.Address{Channel: "telegram", Account: "bot", Chat: "100"}
 
-func newEnv(t *testing.T, adminToken string, opts ...func(*core.Config)) *env {
+func newEnv(t *testing.T, adminToken string, opts ...func(*engine.Config)) *env {
 	t.Helper()
 	return newEnvHTTP(t, httpserver.Config{AdminToken: adminToken}, opts...)
 }
 
 // newEnvHTTP is newEnv with the admin tokens of hc.
-func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*core.Config)) *env {
+func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*engine.Config)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))
@@ -53,13 +54,13 @@ func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*core.Config)) 
 		clock: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	log := slog.New(slog.DiscardHandler)
 	tap := adminapi.NewTap(e.chat)
-	cfg := core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+	cfg := engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, PlanMode: true, Approvers: []string{"telegram:42"}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e.eng = core.NewEngine(cfg,
-		core.Deps{Store: st, Model: e.model, Out: tap, Log: log, Now: func() time.Time { return e.clock }})
+	e.eng = engine.NewEngine(cfg,
+		engine.Deps{Store: st, Model: e.model, Out: tap, Log: log, Now: func() time.Time { return e.clock }})
 	hc.MaxBody = 4096
 	hs := httpserver.New(hc, nil, log)
 	adminapi.New(adminapi.Deps{Store: st, Engine: e.eng, Tap: tap, Log: log, Now: func() time.Time { return e.clock }}).Register(hs)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestRedTeamOneTokenTwoRoutes(t *testing.T) {
 	const tok = "ops1-token-0123456789"
 	e := newEnvHTTP(t, httpserver.Config{AdminTokens: []httpserver.AdminToken{{Name: "ops1", Token: tok}}},
-		func(c *core.Config) {
+		func(c *engine.Config) {
 			c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 		})
 	s := e.pending()

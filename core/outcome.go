@@ -129,7 +129,7 @@ type Effect struct {
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
 
-	row int // 1 + the index of the reply's row in Change.Outbox; 0 = sent directly
+	Row int // 1 + the index of the reply's row in Change.Outbox; 0 = sent directly
 }
 
 // Refusal is a transition that is not taken: the reply that says why, and audit rows
@@ -270,4 +270,27 @@ func isAgentTrigger(t Trigger) bool {
 		return true
 	}
 	return false
+}
+
+// copiesPlan reports whether a plan the outcome writes gets its workspace copy written:
+// a version that is accepted or completed, or one that was accepted before this change
+// (a revise or abort then shows in PLAN.md too). A pending version never replaces the
+// copy of the plan being carried out.
+func (o Outcome) copiesPlan(p Plan) bool {
+	if !o.copies {
+		return false
+	}
+	switch p.Status {
+	case PlanAccepted, PlanCompleted:
+		return true
+	}
+	return o.wasAccepted[p.ID]
+}
+
+// leftAccepted notes that plan id was the accepted version before this change.
+func (o *Outcome) leftAccepted(id string) {
+	if o.wasAccepted == nil {
+		o.wasAccepted = map[string]bool{}
+	}
+	o.wasAccepted[id] = true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/coretest"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -55,16 +56,16 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, id string) { r.s.Session
 
 // gateway is an engine and a scheduler on one store, wired as plangate wires them.
 type gateway struct {
-	eng   *core.Engine
+	eng   *engine.Engine
 	sched *nudges.Scheduler
 	out   *recordingSender
 }
 
-func newGateway(t *testing.T, st *store.Store, dir string, cfg core.Config, grace time.Duration) *gateway {
+func newGateway(t *testing.T, st *store.Store, dir string, cfg engine.Config, grace time.Duration) *gateway {
 	cfg.PlansDir, cfg.WorkspaceRoot, cfg.PerSession, cfg.PlanMode = filepath.Join(dir, "plans"), filepath.Join(dir, "ws"), true, true
 	ref := &nudgerRef{}
 	g := &gateway{out: &recordingSender{}}
-	g.eng = core.NewEngine(cfg, core.Deps{Store: st, Model: proposingModel(), Out: g.out, Nudger: ref, Log: testLogger(t)})
+	g.eng = engine.NewEngine(cfg, engine.Deps{Store: st, Model: proposingModel(), Out: g.out, Nudger: ref, Log: testLogger(t)})
 	g.sched = nudges.New(st, g.eng, nudges.Config{Grace: grace}, testLogger(t))
 	ref.s = g.sched
 	return g
@@ -87,7 +88,7 @@ func TestEngineRemindsThenExpires(t *testing.T) {
 		dir := t.TempDir()
 		st, _ := openStore(t)
 		t0 := time.Now()
-		g := newGateway(t, st, dir, core.Config{Nudges: []time.Duration{10 * time.Minute}, ApprovalTimeout: time.Hour}, 0)
+		g := newGateway(t, st, dir, engine.Config{Nudges: []time.Duration{10 * time.Minute}, ApprovalTimeout: time.Hour}, 0)
 		stop := start(t, g.sched)
 		g.say(t, "/plan on")
 		g.say(t, "plan a changelog")
@@ -148,7 +149,7 @@ func TestEngineRestartReportsMissed(t *testing.T) {
 		dir := t.TempDir()
 		st, _ := openStore(t)
 		t0 := time.Now()
-		cfg := core.Config{Nudges: []time.Duration{10 * time.Minute, 30 * time.Minute}}
+		cfg := engine.Config{Nudges: []time.Duration{10 * time.Minute, 30 * time.Minute}}
 		g := newGateway(t, st, dir, cfg, 15*time.Minute)
 		stop := start(t, g.sched)
 		g.say(t, "/plan on")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/nudges"
 )
 
@@ -58,7 +59,7 @@ func TestClaimedReminderDeliveredAfterRestart(t *testing.T) {
 		st, _ := openStore(t)
 		ref := &nudgerRef{}
 		g := &gateway{out: &recordingSender{}}
-		g.eng = core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: proposingModel(), Out: &nudgeFailSender{}, Nudger: ref, Log: testLogger(t)})
+		g.eng = engine.NewEngine(engineCfg(dir), engine.Deps{Store: st, Model: proposingModel(), Out: &nudgeFailSender{}, Nudger: ref, Log: testLogger(t)})
 		g.sched = nudges.New(st, g.eng, nudges.Config{}, testLogger(t))
 		ref.s = g.sched
 		stop := start(t, g.sched)
@@ -73,7 +74,7 @@ func TestClaimedReminderDeliveredAfterRestart(t *testing.T) {
 		}
 
 		out := &recordingSender{}
-		restarted := core.NewEngine(engineCfg(dir), core.Deps{Store: st, Model: proposingModel(), Out: out, Log: testLogger(t)})
+		restarted := engine.NewEngine(engineCfg(dir), engine.Deps{Store: st, Model: proposingModel(), Out: out, Log: testLogger(t)})
 		if n, err := restarted.DeliverUnsent(t.Context(), []string{"terminal"}, 0, nil); err != nil || n != 1 {
 			t.Fatalf("DeliverUnsent = %d, %v", n, err)
 		}
@@ -87,7 +88,7 @@ func TestClaimedReminderDeliveredAfterRestart(t *testing.T) {
 	})
 }
 
-func engineCfg(dir string) core.Config {
-	return core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PerSession: true,
+func engineCfg(dir string) engine.Config {
+	return engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PerSession: true,
 		PlanMode: true, Nudges: []time.Duration{10 * time.Minute}}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -34,7 +35,7 @@ type Env[C channels.Channel] struct {
 	Model *Model
 	Logs  *LogBuffer
 	Log   *slog.Logger // set before Start to log elsewhere (benchmarks discard)
-	Core  core.Config
+	Core  engine.Config
 	// Echo makes Run feed an EchoHandler instead of the engine, which leaves the
 	// adapter's own share of a round trip to measure.
 	Echo bool
@@ -44,7 +45,7 @@ type Env[C channels.Channel] struct {
 
 	Channel C
 	Hub     *channels.Hub
-	Engine  *core.Engine
+	Engine  *engine.Engine
 
 	open   Open[C]
 	cancel context.CancelFunc
@@ -58,7 +59,7 @@ func NewEnv[C channels.Channel](tb testing.TB, open Open[C], secrets ...string) 
 	dir := tb.TempDir()
 	e := &Env[C]{TB: tb, Dir: dir, Model: NewModel(), Logs: &LogBuffer{}, open: open}
 	e.Log = NewLogger(e.Logs)
-	e.Core = core.Config{
+	e.Core = engine.Config{
 		PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, MaxIterations: 10, PlanMode: true,
 	}
@@ -92,7 +93,7 @@ func (e *Env[C]) Start() {
 	}
 	e.Channel = ch
 	e.Hub = channels.NewHub(e.Log, ch)
-	e.Engine = core.NewEngine(e.Core, core.Deps{Store: e.Store, Model: e.Model, Out: e.Hub, Log: e.Log})
+	e.Engine = engine.NewEngine(e.Core, engine.Deps{Store: e.Store, Model: e.Model, Out: e.Hub, Log: e.Log})
 	var h channels.Handler = e.Engine
 	if e.Echo {
 		h = EchoHandler{Out: e.Hub}

@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -42,7 +43,7 @@ func (c *testClock) advance(d time.Duration) {
 // outcome: the process dies first. With inner set, the message is handled by that engine
 // (committed, answered) before the process dies; without it, nothing is committed.
 type dyingHandler struct {
-	inner *core.Engine
+	inner *engine.Engine
 
 	mu   sync.Mutex
 	got  []core.Message
@@ -259,7 +260,7 @@ func TestInteractionCommittedBeforeACrashIsNotAnsweredTwice(t *testing.T) {
 		core.ModelResponse{Text: "All done: the intro is reworded."})
 	dying := &dyingHandler{errs: make(chan error, 1)}
 	p := e.runProcess(e.Store, func(ch *Channel) channels.Handler {
-		dying.inner = core.NewEngine(e.Core, core.Deps{Store: e.Store, Model: e.Model, Out: channels.NewHub(e.Log, ch), Log: e.Log})
+		dying.inner = engine.NewEngine(e.Core, engine.Deps{Store: e.Store, Model: e.Model, Out: channels.NewHub(e.Log, ch), Log: e.Log})
 		return dying
 	})
 	cmd := e.fd.command("C1", alice, "accept", "", "")

@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -24,7 +25,7 @@ import (
 type follower struct {
 	ch   *Channel
 	st   *store.Store
-	eng  *core.Engine
+	eng  *engine.Engine
 	hook *ixSender
 }
 
@@ -45,7 +46,7 @@ func newFollower(e *env) *follower {
 	}
 	f := &follower{ch: ch, st: st}
 	hub := channels.NewHub(e.Log, ch)
-	f.eng = core.NewEngine(e.Core, core.Deps{Store: st, Model: e.Model, Out: hub, Log: e.Log})
+	f.eng = engine.NewEngine(e.Core, engine.Deps{Store: st, Model: e.Model, Out: hub, Log: e.Log})
 	srv := httpserver.New(httpserver.Config{}, nil, nil)
 	ch.RegisterHTTP(srv)
 	hs := httptest.NewServer(srv.Handler())

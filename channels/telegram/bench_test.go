@@ -13,7 +13,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 )
 
 // spacedGap is the idle time between two messages of a spaced or sparse run. spaced
@@ -108,7 +108,7 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	}, api.token)
 	e.Log = slog.New(slog.DiscardHandler)
 	e.Core.PerSession, e.Core.MaxIterations = false, 0
-	e.Core.TypingDelay = core.DefaultTypingDelay // as the gateway runs: an instant model needs no indicator
+	e.Core.TypingDelay = engine.DefaultTypingDelay // as the gateway runs: an instant model needs no indicator
 	e.Model.Echo("re: ")
 	e.Echo = !withEngine
 	replies := channeltest.NewReplies()

@@ -20,6 +20,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -31,7 +32,7 @@ var testUsers = map[string]string{"alice": "alice-token-0123456789", "bob": "bob
 type env struct {
 	t      *testing.T
 	st     *store.Store
-	eng    *core.Engine
+	eng    *engine.Engine
 	web    *Channel
 	tg     *channeltest.Fake
 	model  *channeltest.Model
@@ -61,9 +62,9 @@ func newPolicyEnv(t *testing.T, policies []core.Policy, approvers ...string) *en
 		t.Fatal(err)
 	}
 	hub := channels.NewHub(log, e.web, e.tg)
-	e.eng = core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+	e.eng = engine.NewEngine(engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, PlanMode: true, Approvers: approvers, Policies: policies, Nudges: []time.Duration{10 * time.Minute}},
-		core.Deps{Store: st, Model: e.model, Out: hub, Log: log})
+		engine.Deps{Store: st, Model: e.model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
 	e.web.RegisterHTTP(hs)
 	e.srv = httptest.NewServer(hs.Handler())

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -23,7 +23,7 @@ func BenchmarkReplicaDecisionsLatency(b *testing.B) {
 	for _, oneWay := range []time.Duration{250 * time.Microsecond} {
 		b.Run(fmt.Sprintf("oneway=%v", oneWay), func(b *testing.B) {
 			target := delayProxy(b, pgtest.Schema(b), oneWay)
-			engs := []*core.Engine{benchEngine(b, store.DriverPostgres, target)}
+			engs := []*engine.Engine{benchEngine(b, store.DriverPostgres, target)}
 			b.ReportMetric(replicaDecisions(b, engs, 8, newCPUMeter(b, "")), "decisions/s")
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
@@ -38,15 +39,15 @@ type discard struct{}
 func (discard) Send(context.Context, core.Reply) (string, error) { return "", nil }
 
 // benchEngine is one replica: an engine over its own store instance.
-func benchEngine(b *testing.B, driver, target string) *core.Engine {
+func benchEngine(b *testing.B, driver, target string) *engine.Engine {
 	st, err := store.OpenDriver(context.Background(), driver, target)
 	if err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PerSession: true,
+	eng := engine.NewEngine(engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"), PerSession: true,
 		MaxIterations: 5, HistoryMessages: 40, PlanMode: true},
-		core.Deps{Store: st, Model: planModel{}, Out: discard{}, Now: time.Now, NudgeSpecs: nudges.Specs{}})
+		engine.Deps{Store: st, Model: planModel{}, Out: discard{}, Now: time.Now, NudgeSpecs: nudges.Specs{}})
 	b.Cleanup(func() { _ = eng.Wait(context.Background()); st.Close() })
 	return eng
 }
@@ -58,7 +59,7 @@ func benchMsg(chat, text string) core.Message {
 // replicaDecisions accepts b.N pending plans, spread over the replicas' engines, from
 // perReplica goroutines each, and reports decisions/s across replicas. m measures the
 // CPU the decisions took.
-func replicaDecisions(b *testing.B, engs []*core.Engine, perReplica int, m *cpuMeter) float64 {
+func replicaDecisions(b *testing.B, engs []*engine.Engine, perReplica int, m *cpuMeter) float64 {
 	ctx := context.Background()
 	chats := make([]string, b.N)
 	for i := range chats {
@@ -123,7 +124,7 @@ func BenchmarkReplicaDecisions(b *testing.B) {
 				target = pgtest.Schema(b)
 				dsn = target
 			}
-			var engs []*core.Engine
+			var engs []*engine.Engine
 			for range tc.replicas {
 				engs = append(engs, benchEngine(b, tc.driver, target))
 			}

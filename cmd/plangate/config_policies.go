@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
+	"github.com/plangate/plangate/core/engine"
 )
 
 // The approval policies, auto-approve rules and planner style of docs/design.md §12 and §13:
@@ -46,12 +47,12 @@ type PlannerConfig struct {
 
 // problem checks the planner section (plan_mode validates it, under its own key).
 func (p PlannerConfig) problem() error {
-	return conf.OneOf("planner.style", p.Style, string(core.StyleConservative), string(core.StyleAmbitious))
+	return conf.OneOf("planner.style", p.Style, string(engine.StyleConservative), string(engine.StyleAmbitious))
 }
 
 // CorePlanner is the planner setting as core takes it.
-func (p PlannerConfig) CorePlanner() core.Planner {
-	return core.Planner{Style: core.PlannerStyle(p.Style), ExpandShortGoals: p.ExpandShortGoals}
+func (p PlannerConfig) CorePlanner() engine.Planner {
+	return engine.Planner{Style: engine.PlannerStyle(p.Style), ExpandShortGoals: p.ExpandShortGoals}
 }
 
 // CorePolicies turns access.policies into core's policies, defaults filled in.

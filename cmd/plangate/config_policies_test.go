@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 )
 
 func TestConfigPolicies(t *testing.T) {
@@ -39,7 +40,7 @@ plan_mode:
 	if ec := engineConfig(cfg); !reflect.DeepEqual(ec.Policies, want) || !reflect.DeepEqual(ec.AutoApproveRules, rules) {
 		t.Errorf("engine config: policies %+v, rules %+v; want what the config says", ec.Policies, ec.AutoApproveRules)
 	}
-	if got := cfg.PlanMode.Planner.CorePlanner(); got != (core.Planner{Style: core.StyleAmbitious, ExpandShortGoals: true}) {
+	if got := cfg.PlanMode.Planner.CorePlanner(); got != (engine.Planner{Style: engine.StyleAmbitious, ExpandShortGoals: true}) {
 		t.Errorf("CorePlanner = %+v", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/channels/discord"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -124,9 +125,9 @@ func TestDiscordInteractionsOnAFollowerReplica(t *testing.T) {
 	defer w.close()
 	ts := httptest.NewServer(w.srv.Handler())
 	defer ts.Close()
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+	eng := engine.NewEngine(engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, MaxIterations: 10, PlanMode: true},
-		core.Deps{Store: st, Model: channeltest.NewModel(), Out: channels.NewHub(log, dc), Log: log})
+		engine.Deps{Store: st, Model: channeltest.NewModel(), Out: channels.NewHub(log, dc), Log: log})
 	running := w.track(elect([]channels.Channel{dc}, cfg, st, time.Now, log))
 	workCtx := context.WithoutCancel(ctx)
 	hubDone := make(chan error, 1)

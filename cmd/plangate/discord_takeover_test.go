@@ -17,6 +17,7 @@ import (
 	"github.com/plangate/plangate/channels/slack"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -56,7 +57,7 @@ func TestTakeoverAnswersADiscordInteractionADeadReplicaAcknowledged(t *testing.T
 	defer st.Close()
 	const dead, me, leader = "elsewhere/1/dead", "elsewhere/2/me", "elsewhere/3/leader"
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if _, _, err := st.AcquireLease(ctx, core.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
+	if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := st.AcquireLease(ctx, "gateway:discord:900", leader, time.Now(), time.Hour); err != nil || !ok {
@@ -90,9 +91,9 @@ func TestTakeoverAnswersADiscordInteractionADeadReplicaAcknowledged(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+	eng := engine.NewEngine(engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, MaxIterations: 10, PlanMode: true},
-		core.Deps{Store: st, Model: channeltest.NewModel(), Out: channels.NewHub(log, dc), Log: log})
+		engine.Deps{Store: st, Model: channeltest.NewModel(), Out: channels.NewHub(log, dc), Log: log})
 	runCtx, stopRun := context.WithCancel(ctx)
 	hubDone := make(chan error, 1)
 	go func() {

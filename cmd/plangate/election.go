@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -28,7 +28,7 @@ func elect(chans []channels.Channel, cfg *Config, st *store.Store, now func() ti
 			out = append(out, ch)
 			continue
 		}
-		el := &store.Elector{Name: name, Owner: core.ProcessOwner(), St: st, Now: now, Gone: core.OwnerGone, Log: log}
+		el := &store.Elector{Name: name, Owner: engine.ProcessOwner(), St: st, Now: now, Gone: engine.OwnerGone, Log: log}
 		e := &electedChannel{Channel: ch, el: el, what: what, log: log}
 		if sr, ok := ch.(splitReceiver); ok && sr.HTTPInteractions() {
 			e.split = sr

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
@@ -16,7 +17,7 @@ import (
 // gateway is the engine and the nudge scheduler running over one store: what `chat` and
 // `serve` share.
 type gateway struct {
-	eng       *core.Engine
+	eng       *engine.Engine
 	sched     *nudges.Scheduler
 	why       string // which model is in use, for the start-up line
 	schedDone chan error
@@ -32,7 +33,7 @@ type gateway struct {
 // only selects; nil = all). It runs before anything new is received, so no reply of this
 // process is among them; delivering them (Backlog.Deliver, oldest first) may then run
 // beside new messages, so per-chat pacing of a long backlog does not hold up receiving.
-func (g *gateway) unsent(ctx context.Context, only func(sessionID string) bool) core.Backlog {
+func (g *gateway) unsent(ctx context.Context, only func(sessionID string) bool) engine.Backlog {
 	b, err := g.eng.Unsent(ctx, g.served, g.outboxMaxAge, only)
 	if err != nil {
 		g.log.Error("listing replies left unsent", "err", err)
@@ -55,7 +56,7 @@ func (r *nudgerRef) SessionChanged(ctx context.Context, sessionID string) {
 // served names the channels this process serves: only their reminders are claimed here,
 // and only their unsent replies are delivered at start (see deliverUnsent).
 // obs, when not nil, is told what the engine does (serve's /metrics).
-func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string, obs core.Observer) (*gateway, error) {
+func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger, st *store.Store, out core.Sender, served []string, obs engine.Observer) (*gateway, error) {
 	model, why, err := newModel(cfg, e, log)
 	if err != nil {
 		return nil, err
@@ -73,10 +74,10 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		return nil, err
 	}
 	if mgr != nil {
-		tools = core.CombineToolboxes(toolbox, mgr)
+		tools = engine.CombineToolboxes(toolbox, mgr)
 	}
 	ref := &nudgerRef{}
-	eng := core.NewEngine(engineConfig(cfg), core.Deps{Store: st, Model: model, Tools: tools, Out: out, Nudger: ref, Log: log, Now: e.now,
+	eng := engine.NewEngine(engineConfig(cfg), engine.Deps{Store: st, Model: model, Tools: tools, Out: out, Nudger: ref, Log: log, Now: e.now,
 		NudgeSpecs: nudges.Specs{}, Observer: obs})
 	eng.CountPending(ctx) // the gauge starts from the store, not from zero
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)
@@ -216,7 +217,7 @@ func startMCP(ctx context.Context, cfg *Config, now func() time.Time, log *slog.
 // workHandler hands messages to the engine under a context that outlives receiving, so a
 // shutdown stops taking new messages but lets accepted ones finish.
 type workHandler struct {
-	eng *core.Engine
+	eng *engine.Engine
 	ctx context.Context
 }
 

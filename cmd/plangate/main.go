@@ -20,6 +20,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/llm"
 	"github.com/plangate/plangate/core/tools"
 )
@@ -236,8 +237,8 @@ func ownFiles(cfg *Config) []string {
 	return out
 }
 
-func engineConfig(cfg *Config) core.Config {
-	return core.Config{
+func engineConfig(cfg *Config) engine.Config {
+	return engine.Config{
 		Reach:            cfg.Tools.reach(),
 		PlansDir:         cfg.Plans.Dir,
 		WorkspaceRoot:    cfg.Workspace.Root,
@@ -258,7 +259,7 @@ func engineConfig(cfg *Config) core.Config {
 		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
 		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
 		Planner:          cfg.PlanMode.Planner.CorePlanner(),
-		TypingDelay:      core.DefaultTypingDelay,
+		TypingDelay:      engine.DefaultTypingDelay,
 	}
 }
 

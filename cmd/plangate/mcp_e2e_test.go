@@ -15,6 +15,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/metrics"
 )
 
@@ -169,14 +170,14 @@ func TestMCPEndToEnd(t *testing.T) {
 	}
 	var rows []string
 	for _, ev := range evs {
-		if ev.Kind != core.EventToolBlocked && ev.Kind != core.EventToolRan {
+		if ev.Kind != engine.EventToolBlocked && ev.Kind != engine.EventToolRan {
 			continue
 		}
-		var a core.ToolAudit
+		var a engine.ToolAudit
 		if err := json.Unmarshal([]byte(ev.Detail), &a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Server != "ts" || (ev.Kind == core.EventToolRan) != (a.DurationMS != nil) {
+		if a.Server != "ts" || (ev.Kind == engine.EventToolRan) != (a.DurationMS != nil) {
 			t.Errorf("row %s %+v: server or duration missing", ev.Kind, a)
 		}
 		rows = append(rows, strings.Join([]string{string(ev.Kind), a.Tool, a.Gate, a.Outcome}, " "))

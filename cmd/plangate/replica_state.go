@@ -9,6 +9,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -99,7 +100,7 @@ func stateFor(cfg *Config, st *store.Store, channel string) channels.State {
 	if key == "" {
 		return st
 	}
-	return replicaState{st: st, inbox: key, owner: core.ProcessOwner()}
+	return replicaState{st: st, inbox: key, owner: engine.ProcessOwner()}
 }
 
 // adoptInboxes renames one orphaned inbox per channel account to this replica's key: a
@@ -166,14 +167,14 @@ func inboxRecords(ctx context.Context, st *store.Store, inboxes map[string]strin
 // replicas that find it gone exactly one gets it, and adopts what it left. false when the
 // holder runs or another replica's claim is live.
 func claimReplica(ctx context.Context, st *store.Store, holder, me string, now time.Time) (bool, error) {
-	name := core.ReplicaLease(holder)
+	name := engine.ReplicaLease(holder)
 	l, err := st.Lease(ctx, name)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 	case err != nil:
 		return false, err
 	case l.Owner == me:
-	case l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner):
+	case l.ExpiresAt.After(now) && !engine.OwnerGone(l.Owner):
 		return false, nil
 	case l.ExpiresAt.After(now):
 		// A process of this host that has ended: free its lease before it expires.
@@ -190,7 +191,7 @@ const claimTTL = time.Minute
 
 // releaseClaim gives up the claim on a dead replica once its work is taken over.
 func releaseClaim(ctx context.Context, st *store.Store, holder, me string, log *slog.Logger) {
-	if err := st.ReleaseLease(context.WithoutCancel(ctx), core.ReplicaLease(holder), me); err != nil {
+	if err := st.ReleaseLease(context.WithoutCancel(ctx), engine.ReplicaLease(holder), me); err != nil {
 		log.Warn("releasing a dead replica's lease", "replica", holder, "err", err)
 	}
 }
@@ -201,8 +202,8 @@ func startReplica(ctx context.Context, cfg *Config, st *store.Store, now func() 
 	if !cfg.Store.postgres() {
 		return func() {}, nil
 	}
-	owner := core.ProcessOwner()
-	el := &store.Elector{Name: core.ReplicaLease(owner), Owner: owner, St: st, Now: now, Log: log}
+	owner := engine.ProcessOwner()
+	el := &store.Elector{Name: engine.ReplicaLease(owner), Owner: owner, St: st, Now: now, Log: log}
 	if _, err := el.Step(ctx); err != nil {
 		return nil, err
 	}

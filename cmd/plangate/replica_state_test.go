@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels/telegram"
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -50,15 +50,15 @@ func TestReplicaInboxes(t *testing.T) {
 		t.Fatalf("other keys must be shared: %q %v", v, ok)
 	}
 	for _, o := range []string{"elsewhere/1/dead", "elsewhere/2/live"} {
-		if _, _, err := st.AcquireLease(ctx, core.ReplicaLease(o), o, t0, 15*time.Second); err != nil {
+		if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease(o), o, t0, 15*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := st.AcquireLease(ctx, core.ReplicaLease("elsewhere/2/live"), "elsewhere/2/live", t0.Add(10*time.Second), 15*time.Second); err != nil {
+	if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease("elsewhere/2/live"), "elsewhere/2/live", t0.Add(10*time.Second), 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// A replica takes its own lease before it adopts (startReplica).
-	if _, _, err := st.AcquireLease(ctx, core.ReplicaLease("elsewhere/3/new"), "elsewhere/3/new", t0.Add(20*time.Second), 15*time.Second); err != nil {
+	if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease("elsewhere/3/new"), "elsewhere/3/new", t0.Add(20*time.Second), 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	must(adoptInboxes(ctx, cfg, st, "elsewhere/3/new", t0.Add(20*time.Second), log))

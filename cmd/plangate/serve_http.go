@@ -14,6 +14,7 @@ import (
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/metrics"
 	"github.com/plangate/plangate/store"
@@ -77,12 +78,12 @@ func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func
 }
 
 // core.Observer is what the engine reports to; the one Metrics of serve satisfies it.
-var _ core.Observer = (*metrics.Metrics)(nil)
+var _ engine.Observer = (*metrics.Metrics)(nil)
 
 // observe hands the server's Metrics to the Hub (replies, events the adapters drop) and returns it for the engine
 // (everything else; listenHTTP gave it to the store). Without the HTTP server there is
 // no /metrics, so nothing is counted: nil.
-func (w *webServer) observe(hub *channels.Hub) core.Observer {
+func (w *webServer) observe(hub *channels.Hub) engine.Observer {
 	if w == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -44,7 +45,7 @@ type takeoverEngine interface {
 // newTakeover is serve's takeover over its running channels.
 func newTakeover(cfg *Config, g *gateway, st *store.Store, chans []channels.Channel, now func() time.Time, log *slog.Logger) *takeover {
 	tk := &takeover{eng: g.eng, st: st, served: g.served, maxAge: cfg.Channels.OutboxMaxAge, now: now, log: log,
-		me: core.ProcessOwner(), inboxes: replicaInboxes(cfg), adopters: map[string]channels.InboxAdopter{}}
+		me: engine.ProcessOwner(), inboxes: replicaInboxes(cfg), adopters: map[string]channels.InboxAdopter{}}
 	for _, c := range chans {
 		if a, ok := c.(channels.InboxAdopter); ok && tk.inboxes[c.Name()] != "" {
 			tk.adopters[c.Name()] = a
@@ -134,7 +135,7 @@ func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 		if r.holder == "" || r.holder == tk.me || slices.Contains(out, r.holder) || tk.adopters[r.channel] == nil {
 			continue
 		}
-		if _, err := tk.st.Lease(ctx, core.ReplicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
+		if _, err := tk.st.Lease(ctx, engine.ReplicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
 			continue // a replica with a lease: live, or claimDeadReplicas' to find
 		}
 		if ok, err := claimReplica(ctx, tk.st, r.holder, tk.me, now); err == nil && ok {
@@ -185,7 +186,7 @@ func (tk *takeover) adopt(ctx context.Context, holder string) {
 // leftSessions lists the sessions whose lease a dead holder left.
 func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog.Logger) []string {
 	// Every lease ends within the ttl, so this lists all session leases.
-	ls, err := st.ExpiredLeases(ctx, "session:", now.Add(core.DefaultLeaseTTL+time.Minute))
+	ls, err := st.ExpiredLeases(ctx, "session:", now.Add(engine.DefaultLeaseTTL+time.Minute))
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("listing session leases", "err", err)
@@ -194,7 +195,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 	}
 	var ids []string
 	for _, l := range ls {
-		if !l.ExpiresAt.After(now) || core.OwnerGone(l.Owner) {
+		if !l.ExpiresAt.After(now) || engine.OwnerGone(l.Owner) {
 			ids = append(ids, strings.TrimPrefix(l.Name, "session:"))
 		}
 	}
@@ -206,7 +207,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 // survivors, the one whose claim wins takes over the dead replica's work, and releases
 // the claim when it is done (releaseClaim).
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
-	ls, err := st.ExpiredLeases(ctx, core.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
+	ls, err := st.ExpiredLeases(ctx, engine.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("listing replica leases", "err", err)
@@ -215,8 +216,8 @@ func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time
 	}
 	var out []string
 	for _, l := range ls {
-		holder := strings.TrimPrefix(l.Name, core.ReplicaLease(""))
-		if holder == me || l.Owner == me || (l.ExpiresAt.After(now) && !core.OwnerGone(l.Owner)) {
+		holder := strings.TrimPrefix(l.Name, engine.ReplicaLease(""))
+		if holder == me || l.Owner == me || (l.ExpiresAt.After(now) && !engine.OwnerGone(l.Owner)) {
 			continue
 		}
 		if ok, err := claimReplica(ctx, st, holder, me, now); err != nil || !ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -112,7 +113,7 @@ func newTakeoverTest(t *testing.T) *takeoverTest {
 
 func (x *takeoverTest) lease(owner string, at time.Time) {
 	x.t.Helper()
-	if _, ok, err := x.st.AcquireLease(x.ctx, core.ReplicaLease(owner), owner, at, store.ElectionTTL); err != nil || !ok {
+	if _, ok, err := x.st.AcquireLease(x.ctx, engine.ReplicaLease(owner), owner, at, store.ElectionTTL); err != nil || !ok {
 		x.t.Fatalf("the lease of %s: %v %v", owner, ok, err)
 	}
 }
@@ -182,10 +183,10 @@ func TestTakeoverAdoptsADeadReplicasInbox(t *testing.T) {
 			t.Errorf("the record %s/%s was taken", k.account, k.key)
 		}
 	}
-	if _, err := x.st.Lease(x.ctx, core.ReplicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
+	if _, err := x.st.Lease(x.ctx, engine.ReplicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("the dead replica's lease after the takeover: %v, want the claim released", err)
 	}
-	if l, err := x.st.Lease(x.ctx, core.ReplicaLease(live)); err != nil || l.Owner != live {
+	if l, err := x.st.Lease(x.ctx, engine.ReplicaLease(live)); err != nil || l.Owner != live {
 		t.Errorf("the live replica's lease: %+v %v", l, err)
 	}
 	x.eng.mu.Lock()
@@ -225,7 +226,7 @@ func TestTakeoverClaimsOnceAndRetriesARecordLeft(t *testing.T) {
 	if !x.has("slack", "T1", "inbox@"+dead) || !x.has("slack", "T1", "inbox@"+stopped) {
 		t.Fatal("a record the adapter did not take was deleted")
 	}
-	if _, err := x.st.Lease(x.ctx, core.ReplicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
+	if _, err := x.st.Lease(x.ctx, engine.ReplicaLease(dead)); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("the claim is kept after a failed adoption: %v", err)
 	}
 	x.sl.refuse = nil
@@ -290,7 +291,7 @@ http: {listen: "127.0.0.1:0", public_url: "http://127.0.0.1:1"}
 
 	const dead, me = "elsewhere/1/dead", "elsewhere/2/me"
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if _, _, err := st.AcquireLease(ctx, core.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
+	if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := json.Marshal(map[string]any{"next": 8, "pending": []json.RawMessage{json.RawMessage(soakMessage(7, 3, "left by A"))}})

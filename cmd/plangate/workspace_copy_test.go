@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -51,7 +52,7 @@ func TestPlanCopyOnDisk(t *testing.T) {
 
 	dir := chat(t, "")
 	ws := filepath.Join(dir, "workspace", "main")
-	md, err := os.ReadFile(filepath.Join(ws, core.PlanCopyMarkdown))
+	md, err := os.ReadFile(filepath.Join(ws, engine.PlanCopyMarkdown))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +66,15 @@ func TestPlanCopyOnDisk(t *testing.T) {
 	if !strings.Contains(string(md), "status: completed") || strings.Contains(string(md), "My own plan") {
 		t.Fatalf("PLAN.md:\n%s", md)
 	}
-	var doc core.PlanDocument
-	js, err := os.ReadFile(filepath.Join(ws, core.PlanCopyJSON))
+	var doc engine.PlanDocument
+	js, err := os.ReadFile(filepath.Join(ws, engine.PlanCopyJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatalf("PLAN.json: %v\n%s", err, js)
 	}
-	if doc.Format != core.PlanCopyFormat || doc.Status != core.PlanCompleted || doc.Title != "Guide notes" ||
+	if doc.Format != engine.PlanCopyFormat || doc.Status != core.PlanCompleted || doc.Title != "Guide notes" ||
 		len(doc.Steps) != 1 || doc.Steps[0].Status != plan.StepCompleted || doc.Decision == nil || doc.Decision.By != "local" {
 		t.Fatalf("PLAN.json: %+v", doc)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -136,8 +137,8 @@ func TestDashboardAcceptsATelegramPlan(t *testing.T) {
 	}
 	model := channeltest.NewModel()
 	hub := channels.NewHub(log, tg, wch)
-	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
-		PerSession: true, PlanMode: true, Approvers: approvers}, core.Deps{Store: st, Model: model, Out: hub, Log: log})
+	eng := engine.NewEngine(engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
+		PerSession: true, PlanMode: true, Approvers: approvers}, engine.Deps{Store: st, Model: model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
 	wch.RegisterHTTP(hs)
 	srv := httptest.NewServer(hs.Handler())

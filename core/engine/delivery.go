@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Delivery through the outbox. Every reply a commit produces is a row of that commit
+// (Change.Outbox); it is sent right after the commit, in the same goroutine, and marked
+// sent. A process killed in between leaves the row unsent, and the next start delivers it
+// (DeliverUnsent). A reply that belongs to no transition (a refusal that audits nothing)
+// is committed lazily with its row only when it answers a de-duplicated inbound event:
+// the event's key and the reply are then one record, so a replay after a kill is neither
+// answered twice nor left unanswered. Without an event id nothing would recognise a
+// replay, so such a reply is sent directly. Read-only commands are cheaper still (see
+// answer).
+
+// DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
+// restart (channels.outbox_max_age).
+const DefaultOutboxMaxAge = time.Hour
+
+// maxOutboxAttempts: a reply that failed this often is given up at the next start.
+const maxOutboxAttempts = 5
+
+// hasReply reports whether an effect kind sends a reply.
+func hasReply(k core.EffectKind) bool {
+	return k == core.EffSay || k == core.EffRetire || k == core.EffApprovals || k == core.EffProgress
+}
+
+// queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
+// remembers its row (Effect.row), so carryOut delivers exactly what was committed.
+func (t *jobRun) queueReplies(ctx context.Context, o *core.Outcome) {
+	for i := range o.Effects {
+		eff := &o.Effects[i]
+		if !hasReply(eff.Kind) {
+			continue
+		}
+		r := t.address(eff.Reply)
+		if eff.Kind == core.EffProgress {
+			r.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
+		}
+		eff.Reply = r
+		o.Change.Outbox = append(o.Change.Outbox, t.row(r))
+		eff.Row = len(o.Change.Outbox)
+	}
+}
+
+// row is the outbox entry of reply r of this session.
+func (t *jobRun) row(r core.Reply) core.Outgoing {
+	return core.Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.owner}
+}
+
+// address fills in where a reply goes and which event it answers.
+func (t *jobRun) address(r core.Reply) core.Reply {
+	if r.To == (core.Address{}) {
+		r.To = t.sess.Address
+	}
+	if r.InReplyTo == "" {
+		r.InReplyTo = t.j.msg.ID
+	}
+	return r
+}
+
+// deliver sends one committed outbox row and marks it sent. A failure is counted on the
+// row and returned; the row stays for the next start.
+func (e *Engine) deliver(ctx context.Context, o *core.Outgoing) (string, error) {
+	return e.deliverRow(ctx, o, false)
+}
+
+// deliverRow is deliver for a row whose attempt may have been counted already (claimed:
+// ClaimOutbox counted it), so a failure does not count it twice.
+func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool) (string, error) {
+	if o.ID == 0 {
+		return e.send(ctx, o.Reply)
+	}
+	if !e.sending.start(o.ID) {
+		return "", errInFlight
+	}
+	id, err := e.send(ctx, o.Reply)
+	e.sending.end(o.ID, err != nil, e.d.Now())
+	// Marking is bookkeeping: it must not be lost to the job's context ending.
+	mctx := context.WithoutCancel(ctx)
+	if err != nil {
+		if claimed {
+			return "", err
+		}
+		if nerr := e.d.Store.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
+			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
+		}
+		return "", err
+	}
+	if merr := e.d.Store.MarkSentSoon(mctx, o.ID, id, e.d.Now()); merr != nil { // see SentMarker
+		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
+	}
+	return id, nil
+}
+
+// flushSent writes the marks of delivered replies that no write carried yet.
+func (e *Engine) flushSent(ctx context.Context) {
+	if err := e.d.Store.FlushSent(context.WithoutCancel(ctx)); err != nil {
+		e.d.Log.Warn("marking replies sent", "err", err)
+	}
+}
+
+// errInFlight: the row is being delivered already (by the start-up backlog or a retry).
+var errInFlight = errors.New("delivery already in progress")
+
+// answer sends the answer of a read-only command (status, help, show, usage) and then
+// records the job's inbound event with a lazy commit. Such an answer is computed afresh
+// from the store, so it needs no outbox row: killed before the send, the event is not
+// recorded and the platform's redelivery is answered; killed after the record, the
+// replay is recognised. Only a kill in the instant between the send and the record
+// answers twice. One lazy write keeps status fast (an outbox row would add its own
+// transaction to mark it sent).
+func (t *jobRun) answer(ctx context.Context, rs ...core.Reply) error {
+	for _, r := range rs {
+		_, _ = t.send(ctx, r)
+	}
+	if t.j.inbound == nil {
+		return nil
+	}
+	ch := core.Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
+	t.j.inbound = nil
+	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, core.ErrDuplicate) {
+		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
+	}
+	return nil
+}
+
+// commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
+// Without an outbox it commits and sends directly.
+func (t *jobRun) commitSaying(ctx context.Context, ch core.Change, rs ...core.Reply) error {
+	ch = t.withRows(ch, rs)
+	if err := t.commit(ctx, ch); err != nil {
+		return err
+	}
+	t.sayCommitted(ctx, ch, rs)
+	return nil
+}
+
+// withRows adds replies rs to ch as its outbox rows (none without an outbox).
+func (t *jobRun) withRows(ch core.Change, rs []core.Reply) core.Change {
+	ch.Outbox = slices.Clip(ch.Outbox)
+	for _, r := range rs {
+		ch.Outbox = append(ch.Outbox, t.row(t.address(r)))
+	}
+	return ch
+}
+
+// sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
+func (t *jobRun) sayCommitted(ctx context.Context, ch core.Change, rs []core.Reply) {
+	for i := range ch.Outbox {
+		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
+	}
+}
+
+// post says what no transition produced (an error notice, the report of missed
+// reminders) like every other reply: as outbox rows of a lazy commit of their own,
+// delivered after it, so a kill before the send leaves them for the next start. The
+// failure being reported may be the store's own: when that commit fails, the replies are
+// sent directly. They answer no inbound event, so a redelivered message is still handled.
+func (t *jobRun) post(ctx context.Context, rs ...core.Reply) error {
+	if err := t.commitSaying(ctx, core.Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
+		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
+		for _, r := range rs {
+			_ = t.say(ctx, r)
+		}
+	}
+	return nil
+}
+
+// DeliverUnsent delivers the replies a previous process committed and never sent (see
+// Unsent), and returns how many it sent.
+func (e *Engine) DeliverUnsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (int, error) {
+	b, err := e.Unsent(ctx, channels, maxAge, only)
+	if err != nil {
+		return 0, err
+	}
+	return b.Deliver(ctx), nil
+}
+
+// Backlog is the unsent replies a previous process left, listed at start-up.
+type Backlog struct {
+	e    *Engine
+	rows []core.Outgoing
+}
+
+// Unsent lists the replies a previous process committed and never sent, for the given
+// channels (those this process serves) and the sessions only selects (nil = all), oldest
+// first. Call it before receiving, so no reply of this process is among them; the
+// backlog may then be delivered while new messages are handled. Rows another replica
+// that still runs committed are its own to send and are not listed (see ownerLive).
+// Rows older than maxAge (0 = DefaultOutboxMaxAge), or that failed too often, are
+// dropped with a log line.
+func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
+	if maxAge <= 0 {
+		maxAge = DefaultOutboxMaxAge
+	}
+	rows, err := e.d.Store.UnsentOutbox(ctx, channels, 0)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("listing unsent replies: %w", err)
+	}
+	b := Backlog{e: e}
+	live := map[string]bool{}
+	for _, o := range rows {
+		if only != nil && !only(o.SessionID) {
+			continue
+		}
+		if once(live, o.Owner, func(owner string) bool { return e.ownerLive(ctx, owner) }) {
+			continue
+		}
+		if why := e.dropReason(o, maxAge); why != "" {
+			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
+			if err := e.d.Store.DropOutbox(ctx, o.ID, why); err != nil {
+				return Backlog{}, fmt.Errorf("dropping reply %d: %w", o.ID, err)
+			}
+			continue
+		}
+		b.rows = append(b.rows, o)
+	}
+	return b, nil
+}
+
+// Deliver sends the backlog in order and returns how many went out. Rows of a session
+// whose turn another live process holds are left to that process.
+func (b Backlog) Deliver(ctx context.Context) int {
+	sent := b.deliver(ctx)
+	if sent > 0 {
+		b.e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
+	}
+	return sent
+}
+
+// deliver sends the rows in order, leaving those of sessions another live process holds
+// to the retry loop (retryWhenFree), and returns how many went out.
+func (b Backlog) deliver(ctx context.Context) int {
+	e := b.e
+	sent := 0
+	type holding struct {
+		owner string
+		held  bool
+	}
+	busy := map[string]holding{}
+	for i := range b.rows {
+		o := &b.rows[i]
+		h := once(busy, o.SessionID, func(sid string) holding {
+			owner, held := e.holderElsewhere(ctx, sid)
+			return holding{owner, held}
+		})
+		if h.held {
+			e.retryWhenFree(b.rows[i:i+1], h.owner)
+			continue
+		}
+		if _, err := e.deliverLeft(ctx, o); err == nil {
+			sent++
+		}
+	}
+	e.flushSent(ctx)
+	return sent
+}
+
+// once returns f(k), computed the first time k is asked for and kept in m: a store read
+// per owner or session of a listing, not per row.
+func once[K comparable, V any](m map[K]V, k K, f func(K) V) V {
+	v, ok := m[k]
+	if !ok {
+		v = f(k)
+		m[k] = v
+	}
+	return v
+}
+
+// ReplicaLease is the lease a running replica holds under its owner id (cmd/plangate
+// takes it at start and renews it); a survivor that finds the replica gone takes it over
+// to claim its leftovers, so a lease held by anyone else means the replica is gone.
+func ReplicaLease(owner string) string { return "replica:" + owner }
+
+// ownerLive reports whether owner, the engine that committed an outbox row, is another
+// replica that still runs: it holds its replica lease, unexpired, and is not a process
+// of this host that has ended. Its unsent rows are its own: it is sending them, or will
+// retry them (RetryLoop). "" (rows from before owners were recorded), this engine, a
+// store without leases (one process) and an owner with no replica lease (a process
+// without replicas, e.g. on SQLite) are not.
+func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
+	if owner == "" || owner == e.owner || ownerGone(owner) {
+		return false
+	}
+	live, _ := e.replicaLive(ctx, owner)
+	return live
+}
+
+// replicaLive reads owner's replica lease: known is false when there is none (or no
+// lease store, or it cannot be read); live, that owner holds it unexpired.
+func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known bool) {
+	if owner == "" {
+		return false, false
+	}
+	l, err := e.d.Store.Lease(ctx, ReplicaLease(owner))
+	if err != nil {
+		if !errors.Is(err, core.ErrNotFound) {
+			e.d.Log.Warn("reading a replica lease", "replica", owner, "err", err)
+		}
+		return false, false
+	}
+	return l.Owner == owner && l.ExpiresAt.After(e.d.Now()), true
+}
+
+// deliverLeft delivers a row another engine committed and left unsent: claimed first, so
+// that of two replicas delivering one dead replica's leftovers (a survivor's takeover and
+// the restarted replica's start-up) one sends it. A row claimed by another is skipped
+// (errInFlight). This engine's own rows (a restarted engine of the same process) need no
+// claim.
+func (e *Engine) deliverLeft(ctx context.Context, o *core.Outgoing) (string, error) {
+	if o.ID != 0 && o.Owner != e.owner {
+		got, err := e.d.Store.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
+		if err != nil {
+			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
+			// A failed attempt of this process, so the retry loop tries it again.
+			if e.sending.start(o.ID) {
+				e.sending.end(o.ID, true, e.d.Now())
+			}
+			return "", err
+		}
+		if !got {
+			return "", errInFlight
+		}
+		o.Attempts++
+		return e.deliverRow(ctx, o, true)
+	}
+	return e.deliver(ctx, o)
+}
+
+func (e *Engine) dropReason(o core.Outgoing, maxAge time.Duration) string {
+	switch age := e.d.Now().Sub(o.CreatedAt); {
+	case age > maxAge:
+		return fmt.Sprintf("older than %s (channels.outbox_max_age)", maxAge)
+	case o.Attempts >= maxOutboxAttempts:
+		return fmt.Sprintf("failed %d delivery attempts", o.Attempts)
+	}
+	return ""
+}
+
+// onFail answers a reply that could not be delivered with its notice, sent directly: if
+// the notice gets through, the original row is given up (the chat knows), otherwise it
+// stays for the next start.
+func (t *jobRun) onFail(ctx context.Context, eff core.Effect, o *core.Outcome, err error) {
+	if eff.OnFail == "" {
+		return
+	}
+	text := strings.ReplaceAll(eff.OnFail, "{error}", core.OneLine(err.Error()))
+	if _, nerr := t.send(ctx, core.Reply{Kind: core.ReplyNotice, Text: text}); nerr != nil || eff.Row == 0 {
+		return
+	}
+	row := o.Change.Outbox[eff.Row-1]
+	if derr := t.e.d.Store.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
+		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+	}
+}

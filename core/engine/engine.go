@@ -1,0 +1,471 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
+)
+
+// Config is the part of plangate's configuration the engine needs.
+type Config struct {
+	// Reach is what a command a plan grants may do here (tools.run_command), for the
+	// words of every plan's grants.
+	Reach           core.Reach
+	PlansDir        string
+	WorkspaceRoot   string
+	PerSession      bool // one workspace sub-directory per session
+	SystemPrompt    string
+	MaxIterations   int
+	HistoryMessages int
+	HistoryChars    int  // character budget of the transcript sent to the model
+	ToolResultChars int  // a longer tool result is cut, with a note saying so
+	PlanMode        bool // plan_mode.enabled
+	StartInPlan     bool
+	AutoApprove     bool     // default for new sessions
+	Approvers       []string // "channel:user id"
+	// Policies are access.policies; where one matches a session, its approvers replace
+	// Approvers there (docs/design.md §12).
+	Policies []core.Policy
+	// EditHints say, per channel name, how a person sends an edited plan file back there
+	// (each adapter's EditHint); a channel without one is told to attach it to /plan edit.
+	EditHints map[string]string
+	// AutoApproveRules are plan_mode.auto_approve_rules.
+	AutoApproveRules []core.ApproveRule
+	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
+	Nudges []time.Duration
+	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
+	ApprovalTimeout time.Duration
+	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
+	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
+	WorkspaceCopy bool
+	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
+	// goals become a product spec first.
+	Planner Planner
+	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// TypingDelay is how long a model call runs before the chat is shown the typing
+	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
+	// background, for every call outside the indicator's window (see typing.go).
+	TypingDelay time.Duration
+}
+
+// Deps are the ports the engine talks through. Tools and Nudger may be nil.
+type Deps struct {
+	Store  core.Store
+	Model  core.Model
+	Tools  core.Toolbox
+	Out    core.Sender
+	Nudger core.Nudger
+	Log    *slog.Logger
+	Now    func() time.Time // defaults to time.Now
+	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+
+	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
+	// recurring reminders unavailable.
+	NudgeSpecs core.NudgeSpecs
+	// Owner names this engine as a lease holder; "" is the process's own id (one per
+	// process). Tests that play two processes in one give each engine its own.
+	Owner string
+	// Observer is told what became of inbound messages, and about decisions, pending
+	// plans, model calls, gated tool calls and reminders (/metrics); nil records nothing.
+	Observer Observer
+}
+
+// Engine applies messages to sessions: one job at a time per session, sessions
+// concurrently. Every state change is one store transaction with its audit rows.
+type Engine struct {
+	cfg Config
+	d   Deps
+
+	mu       sync.Mutex
+	queues   map[string]*queue
+	inflight int // read-only jobs running outside a queue
+	files    *fileWriter
+	progress progressIDs
+	typer    typist
+	windows  windowCache // transcript windows of recent sessions (see windows.go)
+
+	owner    string
+	leaseTTL time.Duration
+	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
+	renewAfter func(d time.Duration, f func()) func() bool
+	pending    pendingReminders
+	sending    sending // outbox rows being delivered, and when each last failed
+	obs        observing
+}
+
+type job struct {
+	ctx     context.Context
+	msg     core.Message
+	done    chan error       // receives the outcome, unless then is set
+	then    func(error)      // called with the outcome instead (EnqueueThen)
+	inbound *core.InboundKey // recorded with the outcome of the message (see applyInbound)
+	// parsed is the message parsed once, at enqueue: dispatch and interrupt detection
+	// read it.
+	parsed commands.Result
+	// seenApproval is the approval id that was pending when a typed /plan accept or
+	// revise arrived, read from the store at enqueue (nil if it could not be read): a bare
+	// decision may only take the version the person could have seen, not one the running
+	// turn proposed meanwhile. It replaces an engine-wide map of proposal sequence numbers
+	// that was never pruned and was lost on restart: this value lives exactly as long as
+	// the message. A message queued when the process died was never acknowledged, so the
+	// platform redelivers it and it is read again then (a version proposed just before the
+	// crash is then taken as seen: the one case this does not cover).
+	seenApproval *string
+	// seenAtStart: j was queued in an idle session, so seenApproval is read when it
+	// starts, with the session (see enqueueIdle).
+	seenAtStart bool
+	// sys, when set, makes this a system job (a nudge, an expiry): it runs in the
+	// session's queue like a message, but no person sent it.
+	sys       func(ctx context.Context, t *jobRun) error
+	sessionID string
+	// outcome is what became of the message, for the Observer ("" until it is known).
+	outcome string
+}
+
+type queue struct {
+	jobs    []*job
+	running bool
+}
+
+// NewEngine wires an engine. It does no I/O.
+func NewEngine(cfg Config, d Deps) *Engine {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Random == nil {
+		d.Random = rand.Reader
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxIterations <= 0 {
+		cfg.MaxIterations = 25
+	}
+	if cfg.HistoryMessages <= 0 {
+		cfg.HistoryMessages = 40
+	}
+	if cfg.HistoryChars <= 0 {
+		cfg.HistoryChars = 120_000
+	}
+	if cfg.ToolResultChars <= 0 {
+		cfg.ToolResultChars = 16_000
+	}
+	if d.Owner == "" {
+		d.Owner = processOwner()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach},
+		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
+	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	e.renewAfter = e.typer.after
+	e.progress.st = d.Store
+	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
+	if !e.obs.on {
+		e.obs.obs = nopObserver{}
+	}
+	return e
+}
+
+// Owner is this engine's lease owner id.
+func (e *Engine) Owner() string { return e.owner }
+
+// Handle applies one inbound message and waits until it (and the agent turn it starts)
+// is finished. Messages of one session are handled in the order Handle or Enqueue was
+// called.
+func (e *Engine) Handle(ctx context.Context, m core.Message) error {
+	done := e.Enqueue(ctx, m)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Enqueue queues one inbound message for its session and returns a channel that receives
+// the outcome once the message is handled. Read-only commands are answered at once when
+// nothing is waiting ahead of them, even while an agent turn runs.
+func (e *Engine) Enqueue(ctx context.Context, m core.Message) <-chan error {
+	j := &job{ctx: ctx, msg: m, done: make(chan error, 1)}
+	e.enqueueMessage(j)
+	return j.done
+}
+
+// enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
+// once and what it finds pending when it loads the session is what the person could have
+// seen (seenAtStart): one read of the session instead of two, on PostgreSQL a round trip.
+func (e *Engine) enqueueIdle(id string, j *job) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queues[id] != nil {
+		return false
+	}
+	j.seenAtStart = true
+	q := &queue{jobs: []*job{j}, running: true}
+	e.queues[id] = q
+	go e.drain(id, q)
+	return true
+}
+
+// pendingApproval reads the approval id pending in a session ("" if none); nil if the
+// store could not say.
+func (e *Engine) pendingApproval(ctx context.Context, sessionID string) *string {
+	s, err := e.d.Store.Session(ctx, sessionID)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		s.ApprovalID = ""
+	case err != nil:
+		e.d.Log.Warn("reading the pending approval", "session", sessionID, "err", err)
+		return nil
+	}
+	return &s.ApprovalID
+}
+
+// system queues fn for a session as a system job and waits for it.
+func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx context.Context, t *jobRun) error) error {
+	return waitJob(ctx, e.systemAsync(ctx, sessionID, fn))
+}
+
+// systemAsync queues fn as a system job now and returns its outcome channel: whatever is
+// queued for the session after this call runs after fn.
+func (e *Engine) systemAsync(ctx context.Context, sessionID string, fn func(ctx context.Context, t *jobRun) error) <-chan error {
+	j := &job{ctx: ctx, done: make(chan error, 1), sys: fn, sessionID: sessionID}
+	return e.enqueue(sessionID, j, false)
+}
+
+func waitJob(ctx context.Context, done <-chan error) error {
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
+	e.mu.Lock()
+	q := e.queues[id]
+	if (q == nil || len(q.jobs) == 0) && readOnly {
+		e.inflight++
+		e.mu.Unlock()
+		go func() {
+			j.finish(e.run(j)) // before the count drops: Wait covers a then too
+			e.mu.Lock()
+			e.inflight--
+			e.mu.Unlock()
+		}()
+		return j.done
+	}
+	if q == nil {
+		q = &queue{}
+		e.queues[id] = q
+	}
+	q.jobs = append(q.jobs, j)
+	if !q.running {
+		q.running = true
+		go e.drain(id, q)
+	}
+	e.mu.Unlock()
+	return j.done
+}
+
+// drain runs the queued jobs of one session in order, then retires the worker.
+func (e *Engine) drain(id string, q *queue) {
+	for {
+		e.mu.Lock()
+		if len(q.jobs) == 0 {
+			q.running = false
+			delete(e.queues, id)
+			e.mu.Unlock()
+			return
+		}
+		j := q.jobs[0]
+		q.jobs = q.jobs[1:]
+		e.mu.Unlock()
+		j.finish(e.run(j))
+	}
+}
+
+// interrupted reports whether a job waiting for session id would stop the running turn:
+// a /plan revise, /plan off or Revise click from someone allowed to make it, that will
+// apply in the current phase (a command that is going to be refused must not stop work).
+func (e *Engine) interrupted(sess core.Session) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := e.queues[sess.ID]
+	if q == nil {
+		return "", false
+	}
+	for _, j := range q.jobs {
+		if j.sys != nil {
+			continue
+		}
+		m := j.msg
+		if m.Action != nil && m.Action.Kind == core.ActionRevise && m.Action.Value != "" &&
+			sess.Phase == core.PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID && core.Authorized(e.approvers(sess.Address), commands.Approver, sess, m) {
+			return "a revision", true
+		}
+		if m.Action != nil || m.Sender.IsBot {
+			continue
+		}
+		r := j.parsed
+		if r.Kind != commands.IsCommand || !core.Authorized(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
+			continue
+		}
+		switch {
+		case r.Cmd.Name == commands.Revise && (sess.Phase == core.PhaseExecuting || sess.Phase == core.PhaseAwaitingApproval):
+			return "/plan revise", true
+		case r.Cmd.Name == commands.Off && sess.Phase != core.PhaseOff:
+			return "/plan off", true
+		}
+	}
+	return "", false
+}
+
+// asks reports whether the job is a person's message to the agent: plain text, not a
+// command, a button or a system job.
+func (j *job) asks() bool {
+	return j.sys == nil && j.msg.Action == nil && j.parsed.Kind == commands.NotCommand
+}
+
+// readOnly reports whether the job is a command anyone may run that changes nothing.
+func (j *job) readOnly() bool {
+	if j.msg.Action != nil {
+		return false
+	}
+	switch r := j.parsed; r.Kind {
+	case commands.IsUsage:
+		return true
+	case commands.IsCommand:
+		return r.Cmd.Spec.Who == commands.Anyone
+	}
+	return false
+}
+
+// run handles one job. Failures are reported to the chat and returned.
+func (e *Engine) run(j *job) error {
+	ctx := j.ctx
+	defer e.flushSent(ctx) // the job's deliveries are marked before it is done
+	if j.sys != nil {
+		sess, err := e.d.Store.Session(ctx, j.sessionID)
+		if err != nil {
+			return fmt.Errorf("loading session %s: %w", j.sessionID, err)
+		}
+		err = j.sys(ctx, &jobRun{e: e, j: j, sess: sess})
+		if err != nil && !errors.Is(err, core.ErrConflict) {
+			e.d.Log.Error("system job", "session", j.sessionID, "err", err)
+		}
+		return err
+	}
+	err := e.runMessage(j)
+	e.observeInbound(j, err)
+	return err
+}
+
+// runMessage handles a person's message (or a platform event of one).
+func (e *Engine) runMessage(j *job) error {
+	ctx := j.ctx
+	m := j.msg
+	if m.Sender.IsBot {
+		j.outcome = inboundRefused
+		return nil // bots never drive a session, including this one
+	}
+	sess, plan, err := e.loadSession(ctx, m, j.inbound)
+	if errors.Is(err, core.ErrDuplicate) { // the inbound check of SessionPlan's read
+		return e.duplicate(j)
+	}
+	if err == nil && j.seenAtStart {
+		seen := sess.ApprovalID
+		j.seenApproval = &seen
+	}
+	t := &jobRun{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
+	if err != nil {
+		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
+		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
+		return err
+	}
+	err = t.dispatch(ctx)
+	if errors.Is(err, core.ErrConflict) {
+		t.conflictNotice(ctx)
+		return nil
+	}
+	if errors.Is(err, errLeaseHeld) {
+		return nil // the holder's turn picks the work up (see runTurns)
+	}
+	if errors.Is(err, core.ErrDuplicate) {
+		j.outcome = inboundDuplicate
+		return nil
+	}
+	if err != nil {
+		e.d.Log.Error("handling message", "session", sess.ID, "err", err)
+		t.notice(ctx, "Something went wrong handling that; nothing was changed. Details are in the gateway log.")
+	}
+	return err
+}
+
+// duplicate ends the job of an inbound event that was handled already.
+func (e *Engine) duplicate(j *job) error {
+	e.d.Log.Debug("duplicate inbound event", "channel", j.msg.Address.Channel, "event", j.msg.ID)
+	j.outcome = inboundDuplicate
+	return nil
+}
+
+// loadSession reads the message's session (a new one when there is none); with sp also
+// its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
+func (e *Engine) loadSession(ctx context.Context, m core.Message, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
+	id := m.Address.SessionID()
+	s, plan, err := e.d.Store.SessionPlan(ctx, id, inbound)
+	if errors.Is(err, core.ErrNotFound) {
+		now := e.d.Now()
+		return core.Session{
+			ID: id, Address: m.Address, Phase: core.PhaseOff, AutoApprove: e.cfg.AutoApprove,
+			Owner: m.Sender.ID, CreatedAt: now, UpdatedAt: now,
+		}, nil, nil
+	}
+	if err != nil {
+		return core.Session{}, nil, fmt.Errorf("loading session %s: %w", id, err)
+	}
+	return s, plan, nil
+}
+
+// send delivers a reply; a delivery failure is logged and returned, never taken as a
+// decision.
+func (e *Engine) send(ctx context.Context, r core.Reply) (string, error) {
+	id, err := e.d.Out.Send(ctx, r)
+	if err != nil {
+		e.d.Log.Error("delivering reply", "channel", r.To.Channel, "chat", r.To.Chat, "err", err)
+		return "", fmt.Errorf("delivering reply: %w", err)
+	}
+	return id, nil
+}
+
+// Wait blocks until no job is queued or running in any session, or ctx ends: a clean
+// shutdown stops receiving first, then waits here for in-flight turns to finish.
+func (e *Engine) Wait(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		e.mu.Lock()
+		idle := len(e.queues) == 0 && e.inflight == 0
+		e.mu.Unlock()
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

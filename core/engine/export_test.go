@@ -1,0 +1,22 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// WindowOf is the transcript window engine e keeps for session id at row version, if any
+// (see windows.go).
+func WindowOf(e *Engine, id string, version int64) ([]core.ChatMessage, bool) {
+	return e.windows.get(id, version, e.d.Now())
+}
+
+// PlanFileWrites is how many plan files engine e has written.
+func PlanFileWrites(e *Engine) int64 { return e.files.writes.Load() }
+
+// SetRenewTimer replaces the timer of a turn's lease renewals (time.AfterFunc): after
+// schedules f after d and returns its cancel.
+func SetRenewTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
+	e.renewAfter = after
+}

@@ -1,0 +1,192 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/engine"
+)
+
+// TestMachineTable pins the transition table of docs/design.md §3.
+func TestMachineTable(t *testing.T) {
+	m := core.NewMachine()
+	allowed := map[core.Phase]map[core.Trigger]core.Phase{
+		core.PhaseOff: {
+			core.TrigOn: core.PhasePlanning, core.TrigEnter: core.PhasePlanning,
+			core.TrigAutoOn: core.PhaseOff, core.TrigAutoOff: core.PhaseOff,
+		},
+		core.PhasePlanning: {
+			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
+			core.TrigAsk: core.PhasePlanning, core.TrigAnswer: core.PhasePlanning, core.TrigUpdate: core.PhasePlanning,
+			core.TrigAutoOn: core.PhasePlanning, core.TrigAutoOff: core.PhasePlanning, core.TrigOff: core.PhaseOff,
+		},
+		core.PhaseAwaitingApproval: {
+			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
+			core.TrigAccept: core.PhaseExecuting, core.TrigApprove: core.PhaseAwaitingApproval, core.TrigRevise: core.PhasePlanning,
+			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseAwaitingApproval,
+			core.TrigOff: core.PhaseOff, core.TrigExpire: core.PhasePlanning, core.TrigEdit: core.PhaseAwaitingApproval,
+		},
+		core.PhaseExecuting: {
+			core.TrigRevise: core.PhasePlanning, core.TrigAsk: core.PhaseExecuting, core.TrigAnswer: core.PhaseExecuting,
+			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseExecuting, core.TrigUpdate: core.PhaseExecuting,
+			core.TrigComplete: core.PhaseOff, core.TrigOff: core.PhaseOff,
+		},
+	}
+	for _, p := range core.Phases() {
+		for _, tr := range core.Triggers() {
+			t.Run(fmt.Sprintf("%s/%s", p, tr), func(t *testing.T) {
+				want, wantOK := allowed[p][tr]
+				got, ok := m.Next(p, tr)
+				if ok != wantOK || got != want {
+					t.Fatalf("Next(%s, %s) = %q, %v; want %q, %v", p, tr, got, ok, want, wantOK)
+				}
+			})
+		}
+	}
+}
+
+// TestEveryPhaseEveryTrigger drives the real engine into each phase and applies each
+// trigger the way a person or the model would. Allowed pairs land in the phase the table
+// names; refused pairs change nothing.
+func TestEveryPhaseEveryTrigger(t *testing.T) {
+	m := core.NewMachine()
+	for _, from := range core.Phases() {
+		for _, tr := range core.Triggers() {
+			if tr == core.TrigExpire {
+				continue // the approval timeout is driven by the nudge scheduler, not a message
+			}
+			t.Run(fmt.Sprintf("%s/%s", from, tr), func(t *testing.T) {
+				h := newHarness(t, func(c *engine.Config) {
+					if tr == core.TrigApprove && from == core.PhaseAwaitingApproval { // one of two approvals; elsewhere refused as accept
+						c.Policies = []core.Policy{{Required: 2, RequesterMayApprove: true}}
+					}
+				})
+				const chat = "c"
+				sid := sessionID(chat)
+				switch from {
+				case core.PhaseOff:
+					h.say(chat, "local", "hello")
+				case core.PhasePlanning:
+					h.say(chat, "local", "/plan on")
+				case core.PhaseAwaitingApproval:
+					h.toPending(chat, "Pending plan")
+				case core.PhaseExecuting:
+					h.toExecuting(chat, "Running plan")
+				}
+				if tr == core.TrigAutoPropose || tr == core.TrigAutoOff {
+					h.setAuto(chat, true)
+				}
+				if tr == core.TrigAnswer && (from == core.PhasePlanning || from == core.PhaseExecuting) {
+					h.model.push(sid, calls(call("ask_user_question", map[string]any{"question": "Which?", "options": []string{"A", "B"}})))
+					h.say(chat, "local", "ask me something")
+				}
+				before := h.session(chat)
+				beforePlans := h.plans(chat)
+				command := true
+				var replies = func() []core.Reply {
+					switch tr {
+					case core.TrigOn:
+						return h.say(chat, "local", "/plan on")
+					case core.TrigAccept, core.TrigApprove:
+						return h.say(chat, "local", "/plan accept")
+					case core.TrigRevise:
+						return h.say(chat, "local", "/plan revise tighten the scope")
+					case core.TrigAnswer:
+						return h.say(chat, "local", "/plan answer 1")
+					case core.TrigAutoOn:
+						return h.say(chat, "local", "/plan auto")
+					case core.TrigAutoOff:
+						return h.say(chat, "local", "/plan auto off")
+					case core.TrigOff:
+						return h.say(chat, "local", "/plan off")
+					case core.TrigEdit:
+						return h.sayFiles(chat, "local", "/plan edit", editedCopy(t, h, chat, "- [ ] An added step"))
+					}
+					command = false
+					switch tr {
+					case core.TrigEnter:
+						h.model.push(sid, calls(call("enter_plan_mode", map[string]any{"reason": "careful"})))
+					case core.TrigPropose, core.TrigAutoPropose:
+						h.model.push(sid, calls(propose("Another plan", "Only step")))
+					case core.TrigAsk:
+						h.model.push(sid, calls(call("ask_user_question", map[string]any{"question": "Which?", "options": []string{"A", "B"}})))
+					case core.TrigUpdate:
+						h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "in_progress"})))
+					case core.TrigComplete:
+						h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "completed"}, stepArg{Step: "Second step", Status: "cancelled"})))
+					}
+					return h.say(chat, "local", "please do it")
+				}()
+				after := h.session(chat)
+				want, ok := m.Next(from, tr)
+				if tr == core.TrigAnswer && from != core.PhasePlanning && from != core.PhaseExecuting {
+					ok = false // no question can be pending here
+				}
+				if !ok {
+					want = from
+				}
+				if after.Phase != want {
+					t.Fatalf("phase %s -> %s, want %s; replies:\n%s", from, after.Phase, want, joinTexts(replies))
+				}
+				if len(replies) == 0 {
+					t.Fatal("no reply at all")
+				}
+				if ok {
+					return
+				}
+				// Refused: nothing about the decision state changed.
+				if after.PlanID != before.PlanID || after.ApprovalID != before.ApprovalID ||
+					after.AutoApprove != before.AutoApprove || after.RejectionCount != before.RejectionCount {
+					t.Fatalf("refused %s/%s changed the session:\nbefore %+v\nafter  %+v", from, tr, before, after)
+				}
+				afterPlans := h.plans(chat)
+				if len(afterPlans) != len(beforePlans) {
+					t.Fatalf("refused %s/%s created a plan", from, tr)
+				}
+				for i := range afterPlans {
+					if afterPlans[i].Status != beforePlans[i].Status {
+						t.Fatalf("refused %s/%s changed plan v%d from %s to %s", from, tr, afterPlans[i].Version, beforePlans[i].Status, afterPlans[i].Status)
+					}
+				}
+				if command {
+					if after.Version != before.Version {
+						t.Errorf("a refused command wrote the session row (version %d -> %d)", before.Version, after.Version)
+					}
+					if replies[len(replies)-1].Kind != core.ReplyNotice {
+						t.Errorf("refusal is not a notice: %q", lastText(replies))
+					}
+					return
+				}
+				// A refused tool call reaches the model as a tool error (entering plan mode
+				// again is merely a no-op).
+				reqs := h.model.requests()
+				last := reqs[len(reqs)-1].Messages
+				res := last[len(last)-1]
+				if res.Role != core.RoleTool {
+					t.Fatalf("last message to the model is %s, want a tool result", res.Role)
+				}
+				noOp := tr == core.TrigEnter || (from == core.PhasePlanning && tr == core.TrigComplete) // drafts while planning
+				if !noOp && !startsWith(res.Content, "error:") {
+					t.Errorf("refused %s: tool result %q is not an error", tr, res.Content)
+				}
+			})
+		}
+	}
+}
+
+func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
+
+// The machine's tables are shared by every NewMachine: what Guards returns is a copy, so
+// a caller that changes it changes no other Apply's guards.
+func TestMachineGuardsAreACopy(t *testing.T) {
+	gs := core.NewMachine().Guards(core.TrigAccept)
+	if len(gs) == 0 {
+		t.Fatal("accept has no guards")
+	}
+	first := gs[0]
+	gs[0] = "changed"
+	if got := core.NewMachine().Guards(core.TrigAccept)[0]; got != first {
+		t.Errorf("a changed Guards result reached the next machine: %q, want %q", got, first)
+	}
+}

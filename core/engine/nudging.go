@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// nudgeLine is the "next nudge" part of /plan status from the session's schedules ns
+// (known is false when they could not be read).
+func nudgeLine(s core.Session, ns []core.Nudge, known bool, now time.Time) string {
+	if !known {
+		return "next nudge: unknown"
+	}
+	var remind, expire *core.Nudge
+	for i := range ns {
+		n := &ns[i]
+		if n.Status != core.NudgeActive || n.NextFireAt.IsZero() {
+			continue
+		}
+		switch {
+		case n.Action == core.NudgeRemind && (remind == nil || n.NextFireAt.Before(remind.NextFireAt)):
+			remind = n
+		case n.Action == core.NudgeExpire && (expire == nil || n.NextFireAt.Before(expire.NextFireAt)):
+			expire = n
+		}
+	}
+	line := "next nudge: none"
+	if remind != nil {
+		line = fmt.Sprintf("next nudge: %s (in %s)", core.Clock(remind.NextFireAt), core.HumanDuration(remind.NextFireAt.Sub(now)))
+	}
+	if s.NudgeSpec == core.NudgeOff {
+		line += " · reminders off"
+	} else if s.NudgeSpec != "" {
+		line += " · reminders " + core.DescribeSpec(s.NudgeSpec)
+	}
+	if expire != nil {
+		line += fmt.Sprintf(" · expires %s", core.Clock(expire.NextFireAt))
+	}
+	return line
+}
+
+// Nudge delivers one occurrence of a schedule that the scheduler has already recorded in
+// the firing ledger. It runs in the session's queue, so a nudge that falls due during an
+// agent turn arrives after that turn, and it is a system message: it never reaches the
+// model as user input. A nudge whose decision was made meanwhile is dropped.
+func (e *Engine) Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time) error {
+	return e.system(ctx, n.SessionID, func(ctx context.Context, t *jobRun) error {
+		cur, err := t.currentPlan(ctx)
+		if err != nil {
+			return err
+		}
+		if n.Action == core.NudgeExpire {
+			in := core.Input{Now: e.d.Now(), Actor: core.SystemActor, Rules: e.rules(), PlanID: n.PlanID, Spec: n.Spec}
+			o, err := core.Apply(t.sess, cur, core.TrigExpire, in)
+			if err != nil {
+				return err
+			}
+			return t.apply(ctx, o)
+		}
+		r, ev, ok := reminder(t.sess, cur, n, scheduledAt, e.d.Now())
+		// Delivered first, audited after: the audit says a person was reminded.
+		if err := t.deliverReminder(ctx, n, scheduledAt, r, ok); err != nil || !ok {
+			return err // !ok: decided meanwhile
+		}
+		e.obs.obs.Nudge("fired")
+		return t.commit(ctx, core.Change{SessionID: t.sess.ID, Events: []core.Event{ev}})
+	})
+}
+
+// reminder is the reminder for schedule n, and its audit row; ok is false when what it
+// was made for is no longer waiting.
+func reminder(s core.Session, cur *core.Plan, n core.Nudge, scheduledAt, now time.Time) (core.Reply, core.Event, bool) {
+	planID, waiting := core.PendingKey(s)
+	if !waiting || planID != n.PlanID || (planID != "" && cur == nil) {
+		return core.Reply{}, core.Event{}, false
+	}
+	ev := core.Event{SessionID: s.ID, Kind: core.EventNudged, Actor: core.SystemActor, Channel: s.Address.Channel, At: now}
+	const snooze = "/plan nudge snooze 2h"
+	if planID != "" {
+		p := *cur
+		r := core.PlanReply(s, p)
+		r.Kind = core.ReplyNudge
+		r.Attachments = nil
+		r.Text = fmt.Sprintf("%s has waited %s for a decision. /plan accept · /plan revise <feedback> · %s", core.PlanLabel(p), core.HumanDuration(now.Sub(p.CreatedAt)), snooze)
+		ev.PlanID, ev.PlanVersion = p.ID, p.Version
+		ev.Detail = "scheduled " + scheduledAt.UTC().Format(time.RFC3339)
+		return r, ev, true
+	}
+	q := s.Question
+	r := core.Reply{To: s.Address, Kind: core.ReplyNudge,
+		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s", core.HumanDuration(now.Sub(q.AskedAt)), q.Text, core.OptionList(q.Options), snooze)}
+	for _, o := range q.Options {
+		r.Buttons = append(r.Buttons, core.Button{Label: o, Action: core.Action{Kind: core.ActionAnswer, ApprovalID: q.ID, Value: o}})
+	}
+	ev.Detail = "question; scheduled " + scheduledAt.UTC().Format(time.RFC3339)
+	return r, ev, true
+}
+
+// ReportMissed tells a session, once, which reminders were due while plangate was down and
+// are too late to deliver.
+func (e *Engine) ReportMissed(ctx context.Context, sessionID string, missed []core.MissedNudge) error {
+	if len(missed) == 0 {
+		return nil
+	}
+	for range missed {
+		e.obs.obs.Nudge("missed")
+	}
+	return e.system(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
+		cur, err := t.currentPlan(ctx)
+		if err != nil {
+			cur = nil // the report is still worth sending
+		}
+		return t.post(ctx, core.Reply{Kind: core.ReplyNudge, Text: missedText(t.sess, cur, missed)})
+	})
+}
+
+func missedText(s core.Session, cur *core.Plan, missed []core.MissedNudge) string {
+	times := make([]string, 0, len(missed))
+	for _, m := range missed {
+		times = append(times, core.Clock(m.ScheduledAt))
+	}
+	text := fmt.Sprintf("While plangate was down, %d %s missed (due %s).", len(missed), core.Plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))
+	if planID, waiting := core.PendingKey(s); waiting {
+		if planID == "" {
+			text += " A question is still waiting: /plan status shows it."
+		} else if cur != nil {
+			text += fmt.Sprintf(" %s is still waiting: /plan accept · /plan revise <feedback>", core.PlanLabel(*cur))
+		}
+	}
+	return text
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Observer is told what the engine really does, for /metrics (package metrics
+// satisfies it; core does not import it). Deps.Observer nil records nothing. Every
+// method is called on the hot path and must be cheap and safe for concurrent use.
+type Observer interface {
+	// Decision counts one committed decision by its audit kind (accepted, auto_accepted,
+	// revised, abandoned, aborted, expired, refused).
+	Decision(kind string)
+	// ModelRequest observes one model call: outcome ok or error.
+	ModelRequest(outcome string, d time.Duration)
+	// ToolCall counts one gated tool call: outcome ran, blocked or failed.
+	ToolCall(tool, outcome string)
+	// Nudge counts one reminder occurrence: fired or missed.
+	Nudge(outcome string)
+	// PlansPending sets how many plan versions wait for a decision.
+	PlansPending(n int)
+	// Inbound counts one person's message or platform event by channel and outcome:
+	// handled, duplicate (a redelivery), refused (a bot, or a decision the rules
+	// refused) or failed (the handler returned an error).
+	Inbound(channel, outcome string)
+}
+
+// Inbound outcomes other than handled and failed, set on the job where they are known.
+const (
+	inboundDuplicate = "duplicate"
+	inboundRefused   = "refused"
+)
+
+// observeInbound reports what became of the message of j.
+func (e *Engine) observeInbound(j *job, err error) {
+	outcome := j.outcome
+	switch {
+	case err != nil:
+		outcome = "failed"
+	case outcome == "":
+		outcome = "handled"
+	}
+	e.obs.obs.Inbound(j.msg.Address.Channel, outcome)
+}
+
+// nopObserver is the Observer of an engine without one.
+type nopObserver struct{}
+
+func (nopObserver) Decision(string)                    {}
+func (nopObserver) ModelRequest(string, time.Duration) {}
+func (nopObserver) ToolCall(string, string)            {}
+func (nopObserver) Nudge(string)                       {}
+func (nopObserver) PlansPending(int)                   {}
+func (nopObserver) Inbound(string, string)             {}
+
+// observing holds what the engine needs to report pending plans: the count is read from
+// the store (so several engines on one store agree), one reader at a time so an older
+// count never overwrites a newer one.
+type observing struct {
+	on  bool // a real Observer was given
+	mu  sync.Mutex
+	obs Observer
+}
+
+// observeCommit reports the decisions a committed change recorded, and the pending count
+// when the change proposed or decided a plan. Changes without such rows cost one loop.
+func (t *jobRun) observeCommit(ctx context.Context, ch core.Change) {
+	e := t.e
+	if !e.obs.on {
+		return
+	}
+	recount := false
+	for i := range ch.Events {
+		switch k := ch.Events[i].Kind; k {
+		case core.EventRefused:
+			e.obs.obs.Decision(string(k))
+			if t.j != nil && t.j.sys == nil {
+				t.j.outcome = inboundRefused
+			}
+		case core.EventApprovalRecorded:
+			e.obs.obs.Decision(string(k)) // one of several approvals; the version stays pending
+		case core.EventAccepted, core.EventAutoAccepted, core.EventRevised, core.EventAbandoned, core.EventAborted, core.EventExpired:
+			e.obs.obs.Decision(string(k))
+			recount = true
+		case core.EventProposed, core.EventSuperseded:
+			recount = true
+		}
+	}
+	if recount {
+		e.CountPending(ctx)
+	}
+}
+
+// CountPending reads how many plan versions wait for a decision and reports it; serve
+// calls it once at start. A store that cannot say is logged and leaves the gauge alone.
+func (e *Engine) CountPending(ctx context.Context) {
+	if !e.obs.on {
+		return
+	}
+	e.obs.mu.Lock()
+	defer e.obs.mu.Unlock()
+	n, err := e.pendingPlans(ctx)
+	if err != nil {
+		e.d.Log.Warn("counting pending plans", "err", err)
+		return
+	}
+	e.obs.obs.PlansPending(n)
+}
+
+func (e *Engine) pendingPlans(ctx context.Context) (int, error) {
+	return e.d.Store.PendingPlans(ctx)
+}
+
+// observeModel reports one model call that started at start.
+func (e *Engine) observeModel(start time.Time, err error) {
+	if !e.obs.on {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	e.obs.obs.ModelRequest(outcome, time.Since(start))
+}
+
+// toolOutcome is the ToolCall outcome of an executed call.
+func toolOutcome(err error) string {
+	if err != nil {
+		return "failed"
+	}
+	return "ran"
+}

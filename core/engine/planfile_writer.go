@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
+)
+
+// The plan files: a new version's file is written before its commit (see prepare), later
+// changes are rewritten after it (see carryOut), both by a fileWriter.
+
+// writePlan renders a plan as session s sees it, with the destructive tools of the plan's
+// scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
+// that carries its changes gets the "## Changes from vN" section; a later rewrite
+// (p.Changes is not stored) keeps the section the file already has.
+func (w *fileWriter) writePlan(s core.Session, p core.Plan, destructive func(string) bool) (string, error) {
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
+	if p.File != "" {
+		name = core.FileBase(p.File)
+	}
+	o := core.RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
+	data := core.RenderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
+	}
+	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
+	if err == nil {
+		w.writes.Add(1)
+	}
+	return path, err
+}
+
+// fileWriter writes plan files: a new version's before its commit, and a rewrite after
+// its status or steps changed, after the commit, in the job that changed them (jobs of
+// one session run one at a time, so rewrites of a file are in order). The database is
+// the record; a failed rewrite is logged, not fatal.
+type fileWriter struct {
+	dir   string
+	log   *slog.Logger
+	marks *toolMarks // which allowed tools are marked destructive
+	reach core.Reach // for the grants' words
+
+	writes atomic.Int64 // plan files written (prepare's and the refreshes)
+}
+
+// write writes p's file as session s sees it, now: a new version's, before its commit.
+func (w *fileWriter) write(s core.Session, p core.Plan) (string, error) {
+	return w.writePlan(s, p, w.marks.destructive())
+}
+
+// refresh rewrites p's file as session s now sees it.
+func (w *fileWriter) refresh(s core.Session, p core.Plan) {
+	if p.File == "" {
+		return
+	}
+	if _, err := w.writePlan(s, p, w.marks.destructive()); err != nil {
+		w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
+	}
+}
+
+// readPlanFile reads plansDir/sessionDir/name through an os.Root, so no symbolic link
+// takes the read outside plansDir; nil if it cannot. A plan file's name only ever moves
+// to a complete new file (see WritePlanFile), so what it reads is one whole version.
+func readPlanFile(plansDir, sessionDir, name string) []byte {
+	root, err := os.OpenRoot(plansDir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	b, err := root.ReadFile(filepath.Join(sessionDir, name))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// keepChanges copies the "## Changes from vN" section of the old rendering of a file into
+// the new one, after the status line, where renderPlan puts it.
+func keepChanges(old, fresh []byte) []byte {
+	const heading = "\n## Changes from v"
+	i := bytes.Index(old, []byte(heading))
+	if i < 0 || bytes.Contains(fresh, []byte(heading)) {
+		return fresh
+	}
+	section := old[i:]
+	if j := bytes.Index(section[1:], []byte("\n## ")); j >= 0 {
+		section = section[:j+1]
+	} else if j := bytes.Index(section, []byte("\n---\n")); j >= 0 {
+		section = section[:j]
+	}
+	at := bytes.Index(fresh, []byte("\nVersion "))
+	if at < 0 {
+		return fresh
+	}
+	end := bytes.IndexByte(fresh[at+1:], '\n')
+	if end < 0 {
+		return fresh
+	}
+	at += end + 2
+	out := make([]byte, 0, len(fresh)+len(section))
+	out = append(append(append(out, fresh[:at]...), section...), fresh[at:]...)
+	return out
+}

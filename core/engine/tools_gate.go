@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plangate/plangate/core"
+)
+
+// Tool calls: plan tools become triggers of Apply, workspace tools go through the gate.
+
+// callTool runs one tool call through the gate.
+func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
+	if a := strings.TrimSpace(string(call.Args)); strings.HasPrefix(a, `"`) {
+		// A provider passes arguments that are not valid JSON through as a JSON string.
+		var raw string
+		_ = json.Unmarshal(call.Args, &raw)
+		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, core.OneLine(raw))
+	}
+	switch call.Name {
+	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
+		return t.planTool(ctx, call)
+	case ToolPlanStatus:
+		return t.planStatus(ctx)
+	}
+	var spec *core.ToolSpec
+	if t.e.d.Tools != nil {
+		for _, s := range t.e.d.Tools.Tools() {
+			if s.Name == call.Name {
+				spec = &s
+				break
+			}
+		}
+	}
+	if spec == nil {
+		if res, ok := t.withdrawn(call); ok {
+			return res
+		}
+		names := make([]string, 0)
+		for _, s := range t.e.toolSpecs() {
+			names = append(names, s.Name)
+		}
+		return toolError("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+	}
+	if spec.Kind != core.ToolReadOnly {
+		gi, res, ok := t.gateMutation(ctx, *spec, call)
+		if !ok {
+			return res
+		}
+		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
+	}
+	start := t.e.d.Now()
+	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
+	if IsMCPTool(call.Name) {
+		t.serverDown(err)
+		if aerr := t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start)); aerr != nil {
+			return withheld(call, aerr)
+		}
+	}
+	if err != nil {
+		return toolError("%s", err.Error())
+	}
+	return toolResult{content: out}
+}
+
+// withdrawn answers a call of a tool whose server is down (its tools are not offered):
+// the model learns the server's state, the chat that the server stopped.
+func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
+	ws, ok := t.e.d.Tools.(ToolServers)
+	if !ok {
+		return toolResult{}, false
+	}
+	srv, status, ok := ws.Withdrawn(call.Name)
+	if !ok {
+		return toolResult{}, false
+	}
+	msg := fmt.Sprintf("MCP server %s is not available (%s); its tools are withdrawn, go on without them", srv, status)
+	t.serverDown(&ToolServerDown{Server: srv, Msg: msg})
+	return toolError("%s", msg), true
+}
+
+// gateMutation is the default-deny gate for every tool that is not read-only: it loads
+// what the gate needs and lets gate decide. A refusal is an audit row, and is listed in
+// the turn's one notice of blocked calls (a scope stop has its own notice). It returns
+// what the gate saw (the paths, the accepted plan), for the audit row of the call's run.
+func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core.ToolCall) (gateInput, toolResult, bool) {
+	in := gateInput{sess: t.sess, spec: spec, call: call}
+	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
+	if !t.e.cfg.PlanMode {
+		in.rule = RulePlanOff
+		return in, toolResult{}, true
+	}
+	if t.sess.Phase == core.PhaseExecuting {
+		var err error
+		if in.plan, err = t.currentPlan(ctx); err != nil {
+			in.plan = nil // "no accepted plan is loaded"
+		}
+	}
+	in.rule = gateRule(in)
+	res, why, ok := gate(in)
+	if !ok {
+		t.blocked(ctx, in, why, res.stop == "")
+	}
+	return in, res, ok
+}
+
+// gateInput is what the gate decides on.
+type gateInput struct {
+	sess     core.Session
+	spec     core.ToolSpec
+	call     core.ToolCall
+	plan     *core.Plan // the accepted plan, when executing
+	paths    []string
+	pathsErr error
+	rule     string // the gate's rule that decides the call (Rule*), for the audit row
+}
+
+// The gate's rules, named in the audit rows (ToolAudit.Gate).
+const (
+	RuleReadOnly     = "read_only"     // a read-only tool: runs in every phase
+	RulePlanOff      = "plan_off"      // plan mode is off: nothing is gated
+	RulePhase        = "phase"         // no accepted plan yet: every change is refused
+	RuleNoPlan       = "no_plan"       // executing, but the accepted plan could not be loaded
+	RuleAllowedTools = "allowed_tools" // an MCP tool: the plan's scope.allowed_tools must name it
+	RuleScope        = "scope"         // a workspace tool: its paths must be in the plan's scope
+)
+
+// gateRule says which rule of gate decides in.
+func gateRule(in gateInput) string {
+	switch {
+	case in.sess.Phase != core.PhaseExecuting:
+		return RulePhase
+	case in.plan == nil:
+		return RuleNoPlan
+	case IsMCPTool(in.spec.Name):
+		return RuleAllowedTools
+	}
+	return RuleScope
+}
+
+// gate decides whether a mutating call may run in plan mode: only while executing an
+// accepted plan, and only on paths inside its scope. A refusal is the tool error (with a
+// stop condition for a path out of scope) and why, in words for the chat and the audit.
+func gate(in gateInput) (res toolResult, why string, ok bool) {
+	spec, s := in.spec, in.sess
+	if s.Phase != core.PhaseExecuting {
+		why = fmt.Sprintf("nothing may change before a plan is accepted (phase: %s)", s.Phase)
+		return toolError("%s is refused in phase %s: nothing may change before a plan is accepted. Investigate with read-only tools, then propose a plan with exit_plan_mode and wait for the decision.", spec.Name, s.Phase), why, false
+	}
+	p := in.plan
+	if p == nil {
+		return toolError("no accepted plan is loaded; %s refused", spec.Name), "no accepted plan is loaded", false
+	}
+	if IsMCPTool(spec.Name) {
+		// An MCP tool changes no path the scope could check: the plan must name it.
+		if !slices.Contains(p.Body.Scope.AllowedTools, spec.Name) {
+			msg := fmt.Sprintf("%s refused: it is not in the accepted plan's scope.allowed_tools", spec.Name)
+			return toolResult{content: "error: " + msg, isError: true,
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+		}
+		return toolResult{}, "", true
+	}
+	if in.pathsErr != nil {
+		return toolError("%s", in.pathsErr.Error()), core.OneLine(in.pathsErr.Error()), false
+	}
+	for _, p0 := range in.paths {
+		if why, ok := core.CheckScope(p.Body.Scope, p0); !ok {
+			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
+			return toolResult{content: "error: " + msg, isError: true,
+				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+		}
+	}
+	return toolResult{}, "", true
+}
+
+// IsMCPTool says whether name is an MCP server's tool (<server>__<tool>); no workspace
+// tool has "__" in its name.
+func IsMCPTool(name string) bool { return strings.Contains(name, "__") }
+
+// toolResult is the outcome of one tool call.
+type toolResult struct {
+	content string
+	isError bool
+	endTurn bool   // the turn ends after this call (a plan or question was posted)
+	stop    string // a stop condition: report this to the chat and end the turn
+	// outcome is a plan tool's transition; the turn commits it with the call's transcript
+	// entries (see applyTool).
+	outcome *core.Outcome
+}
+
+func toolError(format string, args ...any) toolResult {
+	return toolResult{content: "error: " + fmt.Sprintf(format, args...), isError: true}
+}
+
+// planTool turns a plan tool call into a trigger, applies it and writes the files of a
+// new plan version, so the result the model gets says whether the plan was saved.
+func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
+	trig := map[string]core.Trigger{ToolEnterPlanMode: core.TrigEnter, ToolExitPlanMode: core.TrigPropose,
+		ToolUpdatePlan: core.TrigUpdate, ToolAskUserQuestion: core.TrigAsk}[call.Name]
+	if trig == core.TrigPropose && t.sess.AutoApprove && t.autoHeld() == "" {
+		trig = core.TrigAutoPropose
+	}
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return toolError("could not load the current plan: %v", err)
+	}
+	in := core.Input{Now: t.e.d.Now(), Actor: core.AgentActor, Rules: t.e.rules(), Args: call.Args}
+	if t.autoHeld() == "" {
+		in.Requester = senderKey(t.msg()) // a person's message started this turn
+	}
+	in.Asked = t.askedSoFar()
+	if trig == core.TrigPropose && t.sess.AutoApprove {
+		in.AutoHeld = t.autoHeld()
+	}
+	in.Unattended = t.autoHeld()
+	if in.IDs, err = core.DrawIDs(t.e.d.Random, trig); err != nil {
+		return toolError("%v", err)
+	}
+	o, err := core.Apply(t.sess, cur, trig, in)
+	if err != nil {
+		return toolError("%v", err)
+	}
+	if err := t.prepare(o); err != nil {
+		return toolError("the plan could not be saved (%v); try again", errors.Unwrap(err))
+	}
+	if !o.Refused() && o.Tool != nil && o.Tool.EndTurn {
+		// The plan or question is the turn's last word: what the gate blocked comes first.
+		t.sayBlocked(ctx)
+	}
+	res := toolResult{outcome: &o}
+	if o.Tool != nil {
+		res.content, res.endTurn = o.Tool.Content, o.Tool.EndTurn
+	}
+	res.isError = o.Refused() && !o.Refusal.Benign
+	return res
+}

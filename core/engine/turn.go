@@ -1,0 +1,424 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+)
+
+// jobRun is one job being handled (a message, a command, a reminder), with what it keeps
+// while it runs: the session as last committed, the gate's record of its turns, the lease.
+// /plan status runs on one as much as an agent turn does.
+type jobRun struct {
+	e    *Engine
+	j    *job
+	sess core.Session
+	// gate: the calls the gate refused in the running turn, and whether the turn was
+	// started by a person's message (see gate_audit.go).
+	gate turnGate
+	// leased: this job holds the session's lease (see withLease).
+	leased bool
+	// done lists the mutating calls that ran in this job, so a conflict after them is
+	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
+	done []string
+	told bool
+	// loaded is the current plan read with the session (version loadedAt), handed out
+	// once by currentPlan: a plan changes only with a new session version.
+	loaded   *core.Plan
+	loadedAt int64
+	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
+	// flush since went on top of a row version whose transcript the turn did not load.
+	seenUser *seenPeople
+	rebased  bool
+	// deferred is a person's plain message held back for the turn's first commit
+	// (deferred.go); nil once committed.
+	deferred *core.Change
+	// asked are the people this job's work answers (Input.Asked), gathered as plan tools run.
+	asked []core.Requester
+}
+
+// askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
+// (completing a plan clears them; a plan the same turn proposes next still answers them)
+// and the author of the job's message when it is a message to the agent. The approver
+// whose accept started the job asked for nothing.
+func (t *jobRun) askedSoFar() []core.Requester {
+	t.asked = core.WithRequesters(t.asked, t.sess.Requesters)
+	if t.j.asks() {
+		t.asked = core.Asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
+	}
+	return t.asked
+}
+
+func (t *jobRun) msg() core.Message { return t.j.msg }
+
+// maxChainedTurns bounds how many agent turns one message can start back to back (an
+// auto-approved plan starts executing right after it was proposed).
+const maxChainedTurns = 4
+
+// turn is one agent turn in progress. Its transcript entries are committed explicitly:
+// with the outcome of a plan tool (one transaction with the state change it made), or by
+// flush at the end of a round; nothing rides along with an unrelated commit.
+type turn struct {
+	history  []core.ChatMessage // the stored transcript window
+	seen     []core.ChatMessage // this turn's entries, in the order the model sees them
+	unsaved  []core.ChatMessage // entries not committed yet
+	drained  int                // injections of the session moved into the turn so far
+	answered int                // model calls that returned
+	lastErr  string             // the last tool error, to notice one repeated three times
+	sameErr  int
+}
+
+func (tr *turn) add(m core.ChatMessage) {
+	tr.seen = append(tr.seen, m)
+	tr.unsaved = append(tr.unsaved, m)
+}
+
+// takeUnsaved hands the uncommitted entries to the commit that stores them.
+func (tr *turn) takeUnsaved() []core.ChatMessage {
+	out := tr.unsaved
+	tr.unsaved = nil
+	return out
+}
+
+// undrained removes the injections this turn already moved into the transcript from the
+// front of a session's queue (new ones may have been appended behind them) and resets the
+// count: the commit that carries their transcript entries also takes them off the queue.
+func (tr *turn) undrained(queue []core.Injection) []core.Injection {
+	n := min(tr.drained, len(queue))
+	tr.drained = 0
+	return append([]core.Injection(nil), queue[n:]...)
+}
+
+// runTurns runs an agent turn, and another while the previous one left injections for the
+// agent (an auto-approved plan), up to maxChainedTurns.
+// The turns run under the session's lease (see leasing.go); work another process left for
+// the session meanwhile (a message it could not start a turn for) is picked up too.
+//
+// That process leaves a message to this one because the lease is held. So the look for
+// such work (moreWork) comes after the lease is released: a message stored before the
+// release is seen then, and one stored after it finds the lease free and gets its own
+// turn there. When there is work, this process takes the lease again for it.
+func (t *jobRun) runTurns(ctx context.Context) error {
+	if t.leased {
+		return t.leasedTurns(ctx, true) // an outer lease
+	}
+	for range maxChainedTurns {
+		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil {
+			return err
+		}
+		if again, err := t.moreWork(ctx); err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// leasedTurns is runTurns under the lease; with look, it also looks for work another
+// process left (the lease is not released at the end: an outer call holds it).
+func (t *jobRun) leasedTurns(ctx context.Context, look bool) error {
+	for i := range maxChainedTurns {
+		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
+		again, err := t.runTurn(ctx)
+		t.sayBlocked(ctx)   // one notice for the turn's refused calls
+		t.flushPending(ctx) // notices a flush did not take
+		if err != nil {
+			return err
+		}
+		if !again && look {
+			again, err = t.moreWork(ctx)
+		}
+		if err != nil || !again {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTurn runs the agent loop once: model call, tool round, commit, until a final text,
+// a plan or question that ends the turn, a stop condition or agent.max_iterations. It
+// reports whether injections are waiting for another turn.
+func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
+	tr, err := t.loadTurn(ctx)
+	if err != nil {
+		return false, err
+	}
+	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
+	for range t.e.cfg.MaxIterations {
+		if why, ok := t.e.interrupted(t.sess); ok {
+			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
+		}
+		tr.drain(t.sess.Injections, t.e.d.Now())
+		resp, err := t.callModel(ctx, tr)
+		if err != nil {
+			return false, t.modelFailed(ctx, tr, err)
+		}
+		tr.answered++
+		tr.add(core.ChatMessage{Role: core.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, At: t.e.d.Now()})
+		if len(resp.ToolCalls) == 0 {
+			var rs []core.Reply
+			if strings.TrimSpace(resp.Text) != "" {
+				rs = append(rs, core.Reply{Text: resp.Text})
+			}
+			if err := t.flush(ctx, tr, rs...); err != nil {
+				return false, err
+			}
+			return len(t.sess.Injections) > 0, nil
+		}
+		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
+			return false, err
+		}
+		r, err := t.toolRound(ctx, tr, resp.ToolCalls)
+		if err != nil {
+			return false, err
+		}
+		if r.stop != "" {
+			return false, t.flush(ctx, tr, noticef("%s", r.stop))
+		}
+		// Record this round before the next model call (lazily: no disk wait): a tool may
+		// have changed the workspace, and a process killed now must not forget that, nor
+		// hand the agent the same decision again.
+		if err := t.flush(ctx, tr); err != nil {
+			return false, err
+		}
+		if r.ended != "" {
+			return len(t.sess.Injections) > 0, nil
+		}
+	}
+	return false, t.flush(ctx, tr, noticef("Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations))
+}
+
+func noticef(format string, args ...any) core.Reply {
+	return core.Reply{Kind: core.ReplyNotice, Text: fmt.Sprintf(format, args...)}
+}
+
+// loadTurn reads the transcript window the model gets as history.
+func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
+	h, err := t.window(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d := t.deferred; d != nil { // the message held back for this turn's first commit
+		m, exact := storedForms(d.Messages)
+		if !exact {
+			m = d.Messages
+		}
+		// One copy of the window, of the size it needs (h is the kept window, clipped).
+		h = append(append(make([]core.ChatMessage, 0, len(h)+len(m)), h...), m...)
+		if n := t.e.cfg.HistoryMessages; len(h) > n {
+			h = h[len(h)-n:]
+		}
+	}
+	t.seenUser, t.rebased = &seenPeople{window: h}, false
+	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars)))}, nil
+}
+
+// window is the session's stored transcript window: kept in memory for the session's
+// current row version (see windows.go), else read from the store.
+func (t *jobRun) window(ctx context.Context) ([]core.ChatMessage, error) {
+	now := t.e.d.Now()
+	if h, ok := t.e.windows.get(t.sess.ID, t.sess.Version, now); ok {
+		return h, nil
+	}
+	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
+	if err != nil {
+		return nil, fmt.Errorf("loading transcript: %w", err)
+	}
+	t.e.windows.put(t.sess.ID, t.sess.Version, h, now)
+	return h, nil
+}
+
+// drain moves the session's queued injections that are not in the turn yet into it.
+func (tr *turn) drain(queue []core.Injection, now time.Time) {
+	for _, inj := range queue[tr.drained:] {
+		tr.add(core.ChatMessage{Role: core.RoleUser, Name: "plangate", Content: inj.Text, At: now})
+	}
+	tr.drained = len(queue)
+}
+
+// callModel asks the model for the next step of the turn.
+func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, error) {
+	e := t.e
+	req := core.ModelRequest{
+		SessionID: t.sess.ID,
+		Planning:  t.sess.Phase == core.PhasePlanning || t.sess.Phase == core.PhaseAwaitingApproval,
+		System:    e.systemPrompt(t.sess),
+		Messages:  turnWindow(tr, e.cfg.HistoryChars),
+		Tools:     e.toolSpecs(),
+	}
+	e.flushSent(ctx) // no mark waits for the model (see SentMarker)
+	stopTyping := e.typingSoon(ctx, t.sess.Address)
+	start := time.Now() // real time, not the injected clock: this is latency
+	resp, err := e.d.Model.Complete(ctx, req)
+	stopTyping()
+	e.observeModel(start, err)
+	return resp, err
+}
+
+// turnWindow is what the model sees: the loaded history and this turn's entries, within
+// the character budget even as tool results pile up inside a long turn (the oldest
+// entries go first; tool calls and results stay paired).
+func turnWindow(tr *turn, budget int) []core.ChatMessage {
+	msgs := tr.history // already sanitized (loadTurn); clipped, so not appended into
+	if len(tr.seen) > 0 {
+		msgs = append(slices.Clip(tr.history), tr.seen...)
+	}
+	return sanitizeHistory(trimHistory(msgs, budget))
+}
+
+// modelFailed tells the chat that the model could not answer. What the turn already did
+// is kept; if it did nothing, drained injections stay queued for the next turn.
+func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
+	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
+	if len(t.sess.Injections) > 0 || tr.answered > 0 {
+		// A decision or earlier work stands; the agent just could not go on.
+		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", core.OneLine(err.Error()))
+	} else {
+		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", core.OneLine(err.Error()))
+	}
+	if tr.answered > 0 {
+		return t.flush(ctx, tr)
+	}
+	tr.unsaved = nil
+	return nil
+}
+
+// flush commits the turn's uncommitted entries and takes drained injections off the
+// queue. Only the agent's own output and drained injections: nothing a person decided,
+// so the commit need not wait for the disk.
+// Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
+// same commit, delivered after it.
+func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
+	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
+		rs = append(pending, rs...)
+	}
+	if len(tr.unsaved) == 0 && tr.drained == 0 {
+		return t.post(ctx, rs...)
+	}
+	drained := tr.drained
+	next := t.sess
+	next.Injections = tr.undrained(next.Injections)
+	next.UpdatedAt = t.e.d.Now()
+	ch := t.withRows(core.Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}, rs)
+	err := t.commit(ctx, ch)
+	if errors.Is(err, core.ErrConflict) {
+		if rebased, ok := t.rebase(ctx, drained); ok {
+			ch.Session = &rebased
+			t.rebased = true
+			err = t.commit(ctx, ch)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, core.ErrConflict) {
+			// What the turn wants to say is still true (a stop notice says what ran).
+			_ = t.post(ctx, rs...)
+		}
+		return err
+	}
+	t.sayCommitted(ctx, ch, rs)
+	return nil
+}
+
+// rebase puts a flush on top of a session row another process changed meanwhile, when
+// that change decided nothing: a person's message it stored for the agent (it could not
+// start a turn: this process holds the lease) or injections it queued behind ours. The
+// turn picks that work up afterwards (moreWork). Any other change stays a conflict.
+func (t *jobRun) rebase(ctx context.Context, drained int) (core.Session, bool) {
+	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+	if err != nil {
+		return core.Session{}, false
+	}
+	cur := t.sess
+	if s.Phase != cur.Phase || s.PlanID != cur.PlanID || s.ApprovalID != cur.ApprovalID ||
+		(s.Question == nil) != (cur.Question == nil) || s.AutoApprove != cur.AutoApprove ||
+		len(s.Injections) < drained || !slices.Equal(s.Injections[:drained], cur.Injections[:drained]) {
+		return core.Session{}, false
+	}
+	next := s
+	next.Injections = append([]core.Injection(nil), s.Injections[drained:]...)
+	next.UpdatedAt = t.e.d.Now()
+	return next, true
+}
+
+// round is what one tool round ended with.
+type round struct {
+	ended string // the tool that ended the turn
+	stop  string // a stop condition to report
+}
+
+// toolRound runs the tool calls of one model answer, in order. After a call ends the turn
+// or a stop condition, the remaining calls are answered without running.
+func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall) (round, error) {
+	var r round
+	for _, call := range calls {
+		var res toolResult
+		switch {
+		case r.ended != "":
+			res = toolResult{content: "not run: the turn ended with " + r.ended}
+		case r.stop != "":
+			res = toolResult{content: "not run: the turn was stopped"}
+		default:
+			if why, ok := t.e.interrupted(t.sess); ok {
+				r.stop = "Stopped: " + why + " came in."
+				res = toolResult{content: "not run: the user interrupted"}
+				break
+			}
+			t.e.flushSent(ctx) // nor for a tool
+			res = t.callTool(ctx, call)
+			res.content = truncateResult(res.content, t.e.cfg.ToolResultChars)
+		}
+		tr.add(core.ChatMessage{Role: core.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.content, At: t.e.d.Now()})
+		if res.outcome != nil {
+			if err := t.applyTool(ctx, tr, *res.outcome); err != nil {
+				return r, err
+			}
+		}
+		tr.note(&r, call.Name, res)
+	}
+	return r, nil
+}
+
+// applyTool commits a plan tool's outcome in one transaction with the turn's uncommitted
+// entries (the call and its result included), then carries it out. The tool's files were
+// written by callTool already: its result depends on them.
+func (t *jobRun) applyTool(ctx context.Context, tr *turn, o core.Outcome) error {
+	if o.Change.Session == nil {
+		return t.carryOut(ctx, o)
+	}
+	next := *o.Change.Session
+	next.Injections = tr.undrained(next.Injections)
+	o.Change.Session = &next
+	o.Change.Messages = append(tr.takeUnsaved(), o.Change.Messages...)
+	t.queueReplies(ctx, &o)
+	if err := t.commit(ctx, o.Change); err != nil {
+		return err
+	}
+	return t.carryOut(ctx, o)
+}
+
+// note updates the round's stop conditions after one call: the same tool error three
+// times in a row stops the turn, a call may end it or stop it.
+func (tr *turn) note(r *round, name string, res toolResult) {
+	if res.isError {
+		if res.content == tr.lastErr {
+			tr.sameErr++
+		} else {
+			tr.lastErr, tr.sameErr = res.content, 1
+		}
+		if tr.sameErr >= 3 && r.stop == "" {
+			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", core.OneLine(strings.TrimPrefix(res.content, "error: ")))
+		}
+	} else if r.ended == "" && r.stop == "" {
+		tr.lastErr, tr.sameErr = "", 0
+	}
+	if res.stop != "" && r.stop == "" {
+		r.stop = res.stop
+	}
+	if res.endTurn && r.ended == "" {
+		r.ended = name
+	}
+}

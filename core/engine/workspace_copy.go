@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
+)
+
+// The executor's copy of the plan (docs/design.md §13): once a version is accepted it is written
+// into the session's workspace as PLAN.md (the plan file's markdown, without its "Changes
+// from vN" section: the executor needs the contract, not its history) and PLAN.json (the
+// shape below), and rewritten whenever that version changes (step progress, completion,
+// an abort or a revise), so the agent and anything it runs can read the contract it works
+// under. The workspace tools refuse to change either file (core/tools).
+
+// Names of the workspace copy, at the workspace root.
+const (
+	PlanCopyMarkdown = "PLAN.md"
+	PlanCopyJSON     = "PLAN.json"
+)
+
+// PlanCopyFormat is the version of PLAN.json's shape. Fields are only ever added within a
+// format; a rename or removal would be format 2.
+const PlanCopyFormat = 1
+
+// PlanCopyNames are the workspace copy's file names.
+var PlanCopyNames = []string{PlanCopyMarkdown, PlanCopyJSON}
+
+// IsPlanCopy reports whether the cleaned, slash-separated, workspace-relative rel names
+// one of the copy's files. Names compare without case: on a case-insensitive file system
+// plan.md is PLAN.md.
+func IsPlanCopy(rel string) (string, bool) {
+	rel = path.Clean(strings.TrimPrefix(rel, "./"))
+	for _, n := range PlanCopyNames {
+		if strings.EqualFold(rel, n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// PlanCopyContract is what the tools say of the copy's file name.
+func PlanCopyContract(name string) string {
+	return name + " is the approved plan, the person's contract; it cannot be changed"
+}
+
+// PlanCopyRefusal is the tool error for an attempt to change the copy's file name.
+func PlanCopyRefusal(name string) error {
+	return errors.New(PlanCopyContract(name) + ". Read it with read_file; if the plan must change, say so in the chat and a person can send it back with /plan revise")
+}
+
+// PlanDocument is PLAN.json. Every list is present (empty rather than missing), so a
+// reader need not tell "none" from "not written"; spec and decision are omitted when the
+// plan has none.
+type PlanDocument struct {
+	Format       int               `json:"format"` // PlanCopyFormat
+	PlanID       string            `json:"plan_id"`
+	Session      string            `json:"session"`
+	Version      int               `json:"version"` // the plan version (v1, v2, ...)
+	Status       core.PlanStatus   `json:"status"`
+	Title        string            `json:"title"`
+	Summary      string            `json:"summary"`
+	Steps        []PlanDocStep     `json:"steps"`
+	Assumptions  []string          `json:"assumptions"`
+	Risks        []plan.Risk       `json:"risks"`
+	Verification []string          `json:"verification"`
+	Scope        PlanDocScope      `json:"scope"`
+	References   []string          `json:"references"`
+	Spec         *plan.ProductSpec `json:"spec,omitempty"`
+	Approvals    []plan.Approval   `json:"approvals"`
+	Decision     *plan.Decision    `json:"decision,omitempty"`
+	Requesters   []core.Requester  `json:"requesters,omitempty"`
+	EditedBy     string            `json:"edited_by,omitempty"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+}
+
+// PlanDocStep is one step of PLAN.json.
+type PlanDocStep struct {
+	ID                 string          `json:"id"`
+	Text               string          `json:"text"`
+	Status             plan.StepStatus `json:"status"`
+	AcceptanceCriteria []string        `json:"acceptance_criteria"`
+	VerifiedCriteria   []string        `json:"verified_criteria"`
+	CancelReason       string          `json:"cancel_reason,omitempty"`
+}
+
+// PlanDocScope is the scope of PLAN.json.
+type PlanDocScope struct {
+	AllowedPaths   []string `json:"allowed_paths"`
+	ForbiddenPaths []string `json:"forbidden_paths"`
+	AllowedTools   []string `json:"allowed_tools"`
+}
+
+// NewPlanDocument builds PLAN.json's content for plan p of session s.
+func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
+	b := p.Body
+	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
+		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: b.Risks,
+		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
+		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
+		Approvals: p.Approvals, Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
+		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+	if d.Risks == nil {
+		d.Risks = []plan.Risk{}
+	}
+	if d.Approvals == nil {
+		d.Approvals = []plan.Approval{}
+	}
+	for _, st := range b.Steps {
+		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
+			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})
+	}
+	return d
+}
+
+func list(items []string) []string {
+	if items == nil {
+		return []string{}
+	}
+	return items
+}
+
+// RenderPlanJSON is PLAN.json for plan p of session s: indented, with <, > and & as they
+// are (the file is data for programs, not HTML).
+func RenderPlanJSON(s core.Session, p core.Plan) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(NewPlanDocument(s, p)); err != nil {
+		return nil, fmt.Errorf("encoding PLAN.json: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// WritePlanCopy writes the copy's files into the workspace dir through an os.Root, each
+// to a temporary name and renamed over the old one: a reader sees the old file or the new
+// one, a link planted at the name is replaced rather than written through, and nothing
+// is written outside dir. A PLAN.md or PLAN.json that plangate did not write (a project's
+// own plan) is left alone: ErrForeignPlanCopy. PLAN.json goes first, so it always marks a
+// copy whose PLAN.md is plangate's.
+func WritePlanCopy(dir string, md, js []byte) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("opening the workspace: %w", err)
+	}
+	defer root.Close()
+	if !ownCopy(root) {
+		for _, name := range PlanCopyNames {
+			if _, err := root.Lstat(name); err == nil {
+				return fmt.Errorf("%w: %s", ErrForeignPlanCopy, name)
+			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{PlanCopyJSON, js}, {PlanCopyMarkdown, md}} {
+		tmp := "." + f.name + ".tmp-" + rand.Text()
+		err := writeTemp(root, tmp, f.data)
+		if err == nil {
+			err = root.Rename(tmp, f.name)
+		}
+		if err != nil {
+			_ = root.Remove(tmp)
+			return fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
+var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
+
+// MaxPlanCopyBytes bounds what is read back of the copy's files (to recognise plangate's
+// own PLAN.json, and for run_command's put-back). It is above anything the judge lets a
+// plan render to: 50 steps of 50 criteria of 2000 characters, listed twice in PLAN.json
+// when verified, is about 42 MB at 4 bytes a character.
+const MaxPlanCopyBytes = 64 << 20
+
+// ownCopy reports whether the workspace's PLAN.json is one plangate wrote: a regular
+// file that reads as a PlanDocument with a format and a plan id.
+func ownCopy(root *os.Root) bool {
+	fi, err := root.Lstat(PlanCopyJSON)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxPlanCopyBytes {
+		return false
+	}
+	data, err := root.ReadFile(PlanCopyJSON)
+	if err != nil {
+		return false
+	}
+	var d PlanDocument
+	return json.Unmarshal(data, &d) == nil && d.Format >= 1 && d.PlanID != ""
+}
+
+// WorkspaceEnsurer is an optional part of the Toolbox: it creates a session's workspace
+// the way the tools would on first use (seeding it), so the copy written before any tool
+// ran does not leave an unseeded workspace behind.
+type WorkspaceEnsurer interface {
+	EnsureWorkspace(ws core.Workspace) error
+}
+
+// EnsureWorkspace asks the first toolbox that can create workspaces to do so.
+func (ts toolboxes) EnsureWorkspace(ws core.Workspace) error {
+	for _, b := range ts {
+		if en, ok := b.(WorkspaceEnsurer); ok {
+			return en.EnsureWorkspace(ws)
+		}
+	}
+	return mkWorkspace(ws)
+}
+
+func mkWorkspace(ws core.Workspace) error {
+	if err := os.MkdirAll(ws.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating the workspace: %w", err)
+	}
+	return nil
+}
+
+// copyPlan writes the workspace copy of p as session s now sees it. The store is the
+// record: a failure is logged, and the next change of the plan writes it again.
+func (e *Engine) copyPlan(s core.Session, p core.Plan) {
+	ws := e.workspace(s)
+	if ws.Dir == "" {
+		return
+	}
+	ensure := mkWorkspace
+	if en, ok := e.d.Tools.(WorkspaceEnsurer); ok {
+		ensure = en.EnsureWorkspace
+	}
+	err := ensure(ws)
+	var js []byte
+	if err == nil {
+		js, err = RenderPlanJSON(s, p)
+	}
+	if err == nil {
+		err = WritePlanCopy(ws.Dir, e.planMarkdown(s, p), js)
+	}
+	switch {
+	case errors.Is(err, ErrForeignPlanCopy):
+		e.d.Log.Warn("not writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
+	case err != nil:
+		e.d.Log.Error("writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
+	}
+}
+
+// planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
+// the same way (see fileWriter.write), so the two are byte for byte the same.
+func (e *Engine) planMarkdown(s core.Session, p core.Plan) []byte {
+	return core.RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive(), e.cfg.Reach)
+}
