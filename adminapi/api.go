@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -45,7 +46,7 @@ type Deps struct {
 	// Wait bounds how long a change waits for the engine's answer; 0 = DefaultWait.
 	Wait time.Duration
 	// Reach is the engine's (core.Config.Reach), for the grants in plan files served.
-	Reach core.Reach
+	Reach machine.Reach
 }
 
 // DefaultWait stays under the HTTP server's write timeout.
@@ -181,7 +182,7 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, a.d.Reach))
+	_, _ = w.Write(machine.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, a.d.Reach))
 }
 
 // wantsMarkdown: the client's Accept names text/markdown (JSON stays the default).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 func TestNoAdminTokenIsNotFoundEverywhere(t *testing.T) {
@@ -97,7 +98,7 @@ func TestEventsAndPlanAsJSONAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/markdown") ||
-		body != string(core.RenderPlanMarkdown(stored, s.Phase, s.Address.Chat, core.Reach{})) {
+		body != string(machine.RenderPlanMarkdown(stored, s.Phase, s.Address.Chat, machine.Reach{})) {
 		t.Fatalf("plan markdown: %d %s %q", code, hdr.Get("Content-Type"), body)
 	}
 	if code, body, _ = e.do("GET", "/api/v1/plans/nope", ""); code != 404 || !strings.Contains(body, "no plan") {

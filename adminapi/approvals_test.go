@@ -9,6 +9,7 @@ import (
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -16,7 +17,7 @@ import (
 // engine's progress text, not a conflict; the session shows the approvals.
 func TestCountedApprovalIsSuccess(t *testing.T) {
 	e := newEnv(t, token, func(c *engine.Config) {
-		c.Policies = []core.Policy{{Approvers: []string{"telegram:42", "telegram:43"}, Required: 2, RequesterMayApprove: true}}
+		c.Policies = []machine.Policy{{Approvers: []string{"telegram:42", "telegram:43"}, Required: 2, RequesterMayApprove: true}}
 	})
 	s := e.pending()
 	dec := "/api/v1/sessions/" + s.ID + "/decisions"
@@ -49,7 +50,7 @@ func TestOneTokenIsOnePerson(t *testing.T) {
 	const tok1, tok2 = "ops1-token-0123456789", "ops2-token-0123456789"
 	e := newEnvHTTP(t, httpserver.Config{AdminTokens: []httpserver.AdminToken{{Name: "ops1", Token: tok1}, {Name: "ops2", Token: tok2}}},
 		func(c *engine.Config) {
-			c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
+			c.Policies = []machine.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 		})
 	s := e.pending()
 	dec := "/api/v1/sessions/" + s.ID + "/decisions"
@@ -94,7 +95,7 @@ func TestOneTokenIsOnePerson(t *testing.T) {
 // the stored plan stays pending with one approval, by admin:admin.
 func TestAdminTokenSigningAsTwoCountsOnce(t *testing.T) {
 	e := newEnv(t, token, func(c *engine.Config) {
-		c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
+		c.Policies = []machine.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 	})
 	s := e.pending()
 	dec := "/api/v1/sessions/" + s.ID + "/decisions"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/httpserver"
 )
 
@@ -19,7 +20,7 @@ func TestRedTeamOneTokenTwoRoutes(t *testing.T) {
 	const tok = "ops1-token-0123456789"
 	e := newEnvHTTP(t, httpserver.Config{AdminTokens: []httpserver.AdminToken{{Name: "ops1", Token: tok}}},
 		func(c *engine.Config) {
-			c.Policies = []core.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
+			c.Policies = []machine.Policy{{Approvers: []string{"telegram:42"}, Required: 2, RequesterMayApprove: true}}
 		})
 	s := e.pending()
 	auth := []string{"Authorization", "Bearer " + tok}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -20,7 +21,7 @@ import (
 // past the limit stops there, with the same result. A failed download is an error.
 func FetchPlanFile(ctx context.Context, name, mime string, declared int64, open func(ctx context.Context) (io.ReadCloser, error)) (core.File, error) {
 	f := core.File{Name: name, MIME: mime}
-	if declared > plan.MaxFileBytes || !core.IsTextFile(name, mime) {
+	if declared > plan.MaxFileBytes || !machine.IsTextFile(name, mime) {
 		f.Size = max(declared, 1)
 		return f, nil
 	}

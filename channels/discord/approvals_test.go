@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // A counted approval (2 needed) shows on the plan message and keeps its buttons; the
@@ -14,7 +15,7 @@ func TestCountedApprovalKeepsTheButtons(t *testing.T) {
 	carol := user{id: "333", name: "carol"}
 	e := newEnv(t, func(e *env) {
 		e.Core.Approvers = nil
-		e.Core.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: Name},
+		e.Core.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: Name},
 			Approvers: []string{"discord:" + alice.id, "discord:" + bob.id, "discord:" + carol.id}, Required: 2, RequesterMayApprove: true}}
 	})
 	plan, s := e.proposePlan("Docs cleanup", "Reword intro", "Fix links")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 const carol = "U0CAROL"
@@ -15,7 +16,7 @@ const carol = "U0CAROL"
 // plan message keeps its buttons and shows the count until the second approval.
 func TestTwoOfThreeApprovalsInAChannel(t *testing.T) {
 	e := newEnv(t, func(e *env) {
-		e.Core.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: Name, Chat: general},
+		e.Core.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: Name, Chat: general},
 			Approvers: []string{"slack:" + alice, "slack:" + bob, "slack:" + carol}, Required: 2}}
 	})
 	for id, name := range map[string]string{alice: "alice", bob: "bob", carol: "carol"} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // An edited plan file (docs/design.md §13) arrives as a file shared in the plan's thread (or with
@@ -25,14 +26,14 @@ func planEditFile(p posted, text string) bool {
 	if channels.IsEditCommand(text, "") {
 		return true
 	}
-	return p.thread != "" && p.thread != p.ts && core.IsTextFile(p.files[0].Name, p.files[0].Mimetype)
+	return p.thread != "" && p.thread != p.ts && machine.IsTextFile(p.files[0].Name, p.files[0].Mimetype)
 }
 
 // sharedInThread reports whether a channel message event is a file shared in a thread,
 // the one kind of channel message the bot reads without a mention.
 func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
 	return subtype == "file_share" && thread != "" && thread != ts && len(files) > 0 &&
-		core.IsTextFile(files[0].Name, files[0].Mimetype)
+		machine.IsTextFile(files[0].Name, files[0].Mimetype)
 }
 
 // editedFile downloads the first file of a message. A failed download is logged and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // A counted approval (2 needed) shows on the plan document's caption and keeps its
@@ -14,7 +15,7 @@ import (
 func TestCountedApprovalKeepsTheKeyboard(t *testing.T) {
 	carol := user{id: 33, name: "carol"}
 	e := newEnv(t, func(e *env) {
-		e.Core.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: Name},
+		e.Core.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: Name},
 			Approvers: []string{"telegram:11", "telegram:22", "telegram:33"}, Required: 2, RequesterMayApprove: true}}
 	})
 	sid := e.sessionID(group)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // status GETs path and returns the status code and body, following no redirect.
@@ -45,7 +46,7 @@ func (e *env) telegramPlan(chat, title string) core.Session {
 // session that does not exist, and a decision posted for it changes nothing.
 func TestWebReadsOnlyOwnOrDecidable(t *testing.T) {
 	// alice is the global approver; on telegram the policy's list (bob) replaces it.
-	e := newPolicyEnv(t, []core.Policy{{Match: core.PolicyMatch{Channel: "telegram"}, Approvers: []string{"web:bob", "telegram:42"}}}, "web:alice")
+	e := newPolicyEnv(t, []machine.Policy{{Match: machine.PolicyMatch{Channel: "telegram"}, Approvers: []string{"web:bob", "telegram:42"}}}, "web:alice")
 	alice, bob := e.signIn("alice"), e.signIn("bob")
 	mine := e.pendingPlan(alice, "c1", "Tidy the docs", "Fix links")
 	tg := e.telegramPlan("555", "Rotate the logs")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/httpserver"
 )
@@ -267,5 +268,5 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, v viewer) {
 	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, c.d.Reach)))
+	_, _ = w.Write([]byte(machine.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, c.d.Reach)))
 }

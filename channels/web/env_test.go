@@ -21,6 +21,7 @@ import (
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
@@ -46,7 +47,7 @@ func newEnv(t *testing.T, approvers ...string) *env {
 }
 
 // newPolicyEnv is newEnv with access.policies in force for the engine and the channel.
-func newPolicyEnv(t *testing.T, policies []core.Policy, approvers ...string) *env {
+func newPolicyEnv(t *testing.T, policies []machine.Policy, approvers ...string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "plangate.db"))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // waitCard waits until the conversation shows the card of plan id: the engine posts it
@@ -170,7 +171,7 @@ func TestDashboardAnswersAQuestion(t *testing.T) {
 // dashboard shows how many it has.
 func TestDashboardShowsCountedApprovals(t *testing.T) {
 	// bob is a global approver, but the policy's list replaces it on telegram.
-	e := newPolicyEnv(t, []core.Policy{{Match: core.PolicyMatch{Channel: "telegram"},
+	e := newPolicyEnv(t, []machine.Policy{{Match: machine.PolicyMatch{Channel: "telegram"},
 		Approvers: []string{"web:alice", "telegram:42", "telegram:43"}, Required: 2}}, "web:bob")
 	tgAddr := core.Address{Channel: "telegram", Account: "900", Chat: "555"}
 	e.model.Push(tgAddr.SessionID(), proposal("Rotate the logs", "Add logrotate config"))

@@ -20,6 +20,7 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -231,7 +232,7 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
 		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
-		EditedBy: p.EditedBy, Grants: core.PlanGrants(p.Body.Scope, c.d.Reach, nil)} // CSRF: see withCSRF
+		EditedBy: p.EditedBy, Grants: machine.PlanGrants(p.Body.Scope, c.d.Reach, nil)} // CSRF: see withCSRF
 	if v.Status == "" {
 		v.Status = string(p.Status)
 	}
@@ -276,11 +277,11 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 // progress is a pending version's approvals under its session's policy, "" when it
 // needs one and has none.
 func (c *Channel) progress(p core.Plan, a core.Address) string {
-	return core.ApprovalProgress(core.ApprovalState{Version: p.Version, Approvals: p.Approvals}, core.PolicyFor(c.d.Policies, a))
+	return machine.ApprovalProgress(machine.ApprovalState{Version: p.Version, Approvals: p.Approvals}, machine.PolicyFor(c.d.Policies, a))
 }
 
 // stepChanges says which steps a version added and removed compared with the one
 // before, "" when the steps are the same.
 func stepChanges(old, cur []plan.Step) string {
-	return strings.Join(core.StepDiff(old, cur), " · ")
+	return strings.Join(machine.StepDiff(old, cur), " · ")
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // Name is the channel name in core.Address.Channel.
@@ -177,7 +178,7 @@ type Deps struct {
 	Approvers []string
 	// Policies are access.policies: the dashboard and the cards count approvals as the
 	// engine does.
-	Policies []core.Policy
+	Policies []machine.Policy
 	Log      *slog.Logger
 	Now      func() time.Time // defaults to time.Now
 	// WrongToken is waited after a wrong sign-in token; defaults to one second. Tests
@@ -188,7 +189,7 @@ type Deps struct {
 	Sent SentReplies
 	// Reach is the engine's (core.Config.Reach): cards and downloaded plan files say a
 	// plan's grants with it.
-	Reach core.Reach
+	Reach machine.Reach
 	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
 	SignOuts SignOuts
 	// State keeps the conversations users made (conversations.go); nil takes Store,
@@ -385,7 +386,7 @@ func (c *Channel) decider(name string) bool {
 // its page, where a message of theirs is direct; the dashboard's decisions are not.
 func (c *Channel) mayDecide(name string, s core.Session, direct bool) bool {
 	m := core.Message{Address: s.Address, Sender: person(name, s.Address.Channel), Direct: direct}
-	return core.MayDecide(c.d.Policies, c.d.Approvers, s, m)
+	return machine.MayDecide(c.d.Policies, c.d.Approvers, s, m)
 }
 
 // sees reports whether web user name may see session s at all (its page, plan files and

@@ -17,7 +17,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
 	"github.com/plangate/plangate/httpserver"
@@ -127,9 +127,9 @@ type ToolsConfig struct {
 
 // reach is what a command a plan grants may do here, for the words of the plans' grants:
 // without a sandbox a command reaches the network whatever network says.
-func (t ToolsConfig) reach() core.Reach {
+func (t ToolsConfig) reach() machine.Reach {
 	rc := t.RunCommand
-	return core.Reach{Commands: rc.Enabled, Network: rc.Network || rc.Sandbox == "none"}
+	return machine.Reach{Commands: rc.Enabled, Network: rc.Network || rc.Sandbox == "none"}
 }
 
 // RunCommandConfig gates run_command: argv only, programs from Allow, in a sandbox.

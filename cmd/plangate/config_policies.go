@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // The approval policies, auto-approve rules and planner style of docs/design.md §12 and §13:
@@ -56,11 +56,11 @@ func (p PlannerConfig) CorePlanner() engine.Planner {
 }
 
 // CorePolicies turns access.policies into core's policies, defaults filled in.
-func (a AccessConfig) CorePolicies() []core.Policy {
-	out := make([]core.Policy, 0, len(a.Policies))
+func (a AccessConfig) CorePolicies() []machine.Policy {
+	out := make([]machine.Policy, 0, len(a.Policies))
 	for _, p := range a.Policies {
-		cp := core.Policy{
-			Match:               core.PolicyMatch{Channel: p.Match.Channel, Account: p.Match.Account, Chat: p.Match.Chat},
+		cp := machine.Policy{
+			Match:               machine.PolicyMatch{Channel: p.Match.Channel, Account: p.Match.Account, Chat: p.Match.Chat},
 			Required:            max(p.Required, 1),
 			RequesterMayApprove: p.RequesterMayApprove == nil || *p.RequesterMayApprove,
 		}
@@ -73,10 +73,10 @@ func (a AccessConfig) CorePolicies() []core.Policy {
 }
 
 // CoreRules turns plan_mode.auto_approve_rules into core's rules.
-func (p PlanModeConfig) CoreRules() []core.ApproveRule {
-	out := make([]core.ApproveRule, 0, len(p.AutoApproveRules))
+func (p PlanModeConfig) CoreRules() []machine.ApproveRule {
+	out := make([]machine.ApproveRule, 0, len(p.AutoApproveRules))
 	for _, r := range p.AutoApproveRules {
-		out = append(out, core.ApproveRule{Name: r.Name, Paths: r.Paths, MaxSteps: r.MaxSteps, AllowRunCommand: r.AllowRunCommand, AllowTools: r.AllowTools})
+		out = append(out, machine.ApproveRule{Name: r.Name, Paths: r.Paths, MaxSteps: r.MaxSteps, AllowRunCommand: r.AllowRunCommand, AllowTools: r.AllowTools})
 	}
 	return out
 }
@@ -99,7 +99,7 @@ func (a AccessConfig) policyProblems() []error {
 		}
 		if p.Required < 0 {
 			errs = append(errs, conf.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))
-		} else if problem := core.PolicyProblem(policies[i], a.Approvers); problem != "" {
+		} else if problem := machine.PolicyProblem(policies[i], a.Approvers); problem != "" {
 			errs = append(errs, conf.Invalid(key+".required", "%s", strings.TrimPrefix(problem, "required ")))
 		}
 	}

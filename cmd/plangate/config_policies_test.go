@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 )
 
 func TestConfigPolicies(t *testing.T) {
@@ -26,14 +26,14 @@ plan_mode:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []core.Policy{
-		{Match: core.PolicyMatch{Channel: "slack", Chat: "C0PROD"}, Approvers: []string{"slack:U1", "slack:U2", "slack:U3"}, Required: 2},
-		{Match: core.PolicyMatch{Channel: "telegram"}, Required: 1, RequesterMayApprove: true},
+	want := []machine.Policy{
+		{Match: machine.PolicyMatch{Channel: "slack", Chat: "C0PROD"}, Approvers: []string{"slack:U1", "slack:U2", "slack:U3"}, Required: 2},
+		{Match: machine.PolicyMatch{Channel: "telegram"}, Required: 1, RequesterMayApprove: true},
 	}
 	if got := cfg.Access.CorePolicies(); !reflect.DeepEqual(got, want) {
 		t.Errorf("CorePolicies =\n%+v\nwant\n%+v", got, want)
 	}
-	rules := []core.ApproveRule{{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 6}}
+	rules := []machine.ApproveRule{{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 6}}
 	if got := cfg.PlanMode.CoreRules(); !reflect.DeepEqual(got, rules) {
 		t.Errorf("CoreRules = %+v, want %+v", got, rules)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store"
 )
@@ -32,22 +33,22 @@ func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv
 
 // openForReadingWith is openForReading that also returns the config's core.Reach, for a
 // command that renders plan files.
-func openForReadingWith(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, core.Reach, error) {
+func openForReadingWith(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, machine.Reach, error) {
 	fs := newFlags(name)
 	configPath := fs.String("config", "", "configuration file")
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print the plan's markdown")
 	rest, err := parseFlags(fs, fsArgs)
 	if err != nil {
-		return nil, nil, false, false, core.Reach{}, err
+		return nil, nil, false, false, machine.Reach{}, err
 	}
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
-		return nil, nil, false, false, core.Reach{}, err
+		return nil, nil, false, false, machine.Reach{}, err
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, nil, false, false, core.Reach{}, err
+		return nil, nil, false, false, machine.Reach{}, err
 	}
 	return st, rest, *asJSON, *markdown, cfg.Tools.reach(), nil
 }
@@ -188,7 +189,7 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 		if err != nil {
 			return fmt.Errorf("loading session %s: %w", p.SessionID, err)
 		}
-		_, err = out.Write(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, reach))
+		_, err = out.Write(machine.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, reach))
 		return err
 	case asJSON:
 		return writeJSON(e.stdout, adminapi.ToPlanDetail(p))

@@ -15,6 +15,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/metrics"
 	"github.com/plangate/plangate/store"
@@ -70,7 +71,7 @@ func (w *webServer) adminSender(out core.Sender) core.Sender {
 
 // registerAdmin mounts the admin API (/api/v1/...) when it is on. eng must hand changes
 // to the engine under the work context, which outlives receiving (workHandler).
-func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time, reach core.Reach) {
+func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func() time.Time, reach machine.Reach) {
 	if w == nil || w.tap == nil {
 		return
 	}

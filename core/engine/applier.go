@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // The applier: the one way an Outcome takes effect, for person commands, the clock and
@@ -16,7 +17,7 @@ import (
 // applyInbound applies the outcome of a person's message. The job's inbound key is
 // recorded with it, so a redelivered event is recognised; it is the only commit that
 // carries the key.
-func (t *jobRun) applyInbound(ctx context.Context, o core.Outcome) error {
+func (t *jobRun) applyInbound(ctx context.Context, o machine.Outcome) error {
 	if t.j.inbound != nil && (!changeEmpty(o.Change) || len(o.Effects) > 0) {
 		// A reply with no transition of its own still records the event, lazily, with
 		// its outbox row (see delivery.go): a replay is then not answered twice.
@@ -33,7 +34,7 @@ func (t *jobRun) applyInbound(ctx context.Context, o core.Outcome) error {
 }
 
 // apply writes, commits and carries out o.
-func (t *jobRun) apply(ctx context.Context, o core.Outcome) error {
+func (t *jobRun) apply(ctx context.Context, o machine.Outcome) error {
 	if err := t.prepare(o); err != nil {
 		return err
 	}
@@ -48,9 +49,9 @@ func (t *jobRun) apply(ctx context.Context, o core.Outcome) error {
 
 // prepare writes the files of new plan versions before the commit: a stored plan must
 // not point at a file that was never written. A failure stops the transition.
-func (t *jobRun) prepare(o core.Outcome) error {
+func (t *jobRun) prepare(o machine.Outcome) error {
 	for _, eff := range o.Effects {
-		if eff.Kind != core.EffWriteFile {
+		if eff.Kind != machine.EffWriteFile {
 			continue
 		}
 		if _, err := t.e.files.write(o.Session, eff.Plan); err != nil {
@@ -106,32 +107,32 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 
 // carryOut runs the effects of a committed outcome. Delivery failures are logged (and,
 // where the outcome says so, answered with a notice); only an agent turn can fail it.
-func (t *jobRun) carryOut(ctx context.Context, o core.Outcome) error {
+func (t *jobRun) carryOut(ctx context.Context, o machine.Outcome) error {
 	e := t.e
 	for _, eff := range o.Effects {
 		switch eff.Kind {
-		case core.EffWriteFile:
+		case machine.EffWriteFile:
 			// done by prepare
-		case core.EffRefreshFile:
+		case machine.EffRefreshFile:
 			e.files.refresh(t.sess, eff.Plan)
-		case core.EffWorkspaceCopy:
+		case machine.EffWorkspaceCopy:
 			// Now, not in the background: the agent's next call may read it.
 			e.copyPlan(t.sess, eff.Plan)
-		case core.EffNudgesChanged:
+		case machine.EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
 			}
-		case core.EffRetire, core.EffApprovals:
+		case machine.EffRetire, machine.EffApprovals:
 			_, _ = t.sendEffect(ctx, o, eff)
-		case core.EffProgress:
+		case machine.EffProgress:
 			t.postProgress(ctx, o, eff)
-		case core.EffForget:
+		case machine.EffForget:
 			e.progress.forget(ctx, eff.Plan.ID)
-		case core.EffSay:
+		case machine.EffSay:
 			if _, err := t.sendEffect(ctx, o, eff); err != nil {
 				t.onFail(ctx, eff, &o, err)
 			}
-		case core.EffRunTurn:
+		case machine.EffRunTurn:
 			if err := t.runTurns(ctx); err != nil {
 				return err
 			}
@@ -141,7 +142,7 @@ func (t *jobRun) carryOut(ctx context.Context, o core.Outcome) error {
 }
 
 // sendEffect delivers the reply of eff: its committed outbox row when it has one.
-func (t *jobRun) sendEffect(ctx context.Context, o core.Outcome, eff core.Effect) (string, error) {
+func (t *jobRun) sendEffect(ctx context.Context, o machine.Outcome, eff machine.Effect) (string, error) {
 	if eff.Row > 0 {
 		return t.e.deliver(ctx, &o.Change.Outbox[eff.Row-1])
 	}
@@ -174,7 +175,7 @@ func (t *jobRun) notice(ctx context.Context, format string, args ...any) {
 
 // postProgress sends the checklist, editing the plan's earlier checklist message in place
 // where the channel can.
-func (t *jobRun) postProgress(ctx context.Context, o core.Outcome, eff core.Effect) {
+func (t *jobRun) postProgress(ctx context.Context, o machine.Outcome, eff machine.Effect) {
 	if eff.Row == 0 {
 		eff.Reply.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 	}

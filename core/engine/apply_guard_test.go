@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
 // A bare "/plan accept" takes only the version that was pending when it arrived.
 func TestApplyBareAcceptTakesOnlyTheSeenVersion(t *testing.T) {
-	s, cur := fixture(core.PhaseAwaitingApproval, core.TrigAccept)
-	in := input(core.TrigAccept)
+	s, cur := fixture(core.PhaseAwaitingApproval, machine.TrigAccept)
+	in := input(machine.TrigAccept)
 	older := "a0"
 	in.SeenApproval = &older
-	o, err := core.Apply(s, cur, core.TrigAccept, in)
+	o, err := machine.Apply(s, cur, machine.TrigAccept, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,20 +29,20 @@ func TestApplyBareAcceptTakesOnlyTheSeenVersion(t *testing.T) {
 	}
 	seen := cur.ApprovalID
 	in.SeenApproval = &seen
-	if o, err = core.Apply(s, cur, core.TrigAccept, in); err != nil || o.Refused() || o.Session.Phase != core.PhaseExecuting {
+	if o, err = machine.Apply(s, cur, machine.TrigAccept, in); err != nil || o.Refused() || o.Session.Phase != core.PhaseExecuting {
 		t.Fatalf("accepting the version that was seen: refused %v, phase %s, err %v", o.Refused(), o.Session.Phase, err)
 	}
 }
 
 // A button of an older version is refused with an audit row, and changes nothing else.
 func TestApplyStaleButtonIsAudited(t *testing.T) {
-	s, cur := fixture(core.PhaseAwaitingApproval, core.TrigAccept)
+	s, cur := fixture(core.PhaseAwaitingApproval, machine.TrigAccept)
 	old := *cur
 	old.ID, old.Version, old.ApprovalID, old.Status = "p0", 0, "a0", core.PlanSuperseded
 	cur.Version = 1
-	in := input(core.TrigAccept)
+	in := input(machine.TrigAccept)
 	in.ApprovalID, in.Ref = "a0", &old
-	o, err := core.Apply(s, cur, core.TrigAccept, in)
+	o, err := machine.Apply(s, cur, machine.TrigAccept, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,18 +56,18 @@ func TestApplyStaleButtonIsAudited(t *testing.T) {
 	foreign := old
 	foreign.SessionID = "slack:T1:C1"
 	in.Ref = &foreign
-	if o, _ = core.Apply(s, cur, core.TrigAccept, in); !o.Refused() || len(o.Change.Events) != 0 {
+	if o, _ = machine.Apply(s, cur, machine.TrigAccept, in); !o.Refused() || len(o.Change.Events) != 0 {
 		t.Fatalf("a button of another conversation: refused %v, audit %v", o.Refused(), o.Change.Events)
 	}
 }
 
 // Apply is pure: it leaves its inputs as they were.
 func TestApplyLeavesInputsAlone(t *testing.T) {
-	for _, p := range core.Phases() {
-		for _, tr := range core.Triggers() {
+	for _, p := range machine.Phases() {
+		for _, tr := range machine.Triggers() {
 			s, cur := fixture(p, tr)
 			s0, cur0 := s, clonePlan(cur)
-			if _, err := core.Apply(s, cur, tr, input(tr)); err != nil {
+			if _, err := machine.Apply(s, cur, tr, input(tr)); err != nil {
 				t.Fatalf("%s/%s: %v", p, tr, err)
 			}
 			if !reflect.DeepEqual(s, s0) || !reflect.DeepEqual(cur, cur0) {
@@ -90,15 +91,15 @@ func TestApplyGuards(t *testing.T) {
 	cases := []struct {
 		name  string
 		phase core.Phase
-		tr    core.Trigger
-		edit  func(*core.Input)
+		tr    machine.Trigger
+		edit  func(*machine.Input)
 	}{
-		{"plan mode off", core.PhaseOff, core.TrigOn, func(in *core.Input) { in.Rules.PlanMode = false }},
-		{"agent, plan mode off", core.PhaseOff, core.TrigEnter, func(in *core.Input) { in.Rules.PlanMode = false }},
-		{"no feedback", core.PhaseAwaitingApproval, core.TrigRevise, func(in *core.Input) { in.Text = " " }},
-		{"not an option", core.PhasePlanning, core.TrigAnswer, func(in *core.Input) { in.Text = "C" }},
-		{"invalid plan", core.PhasePlanning, core.TrigPropose, func(in *core.Input) { in.Args = []byte(`{"title":"x","plan":[]}`) }},
-		{"dropped step", core.PhaseExecuting, core.TrigUpdate, func(in *core.Input) {
+		{"plan mode off", core.PhaseOff, machine.TrigOn, func(in *machine.Input) { in.Rules.PlanMode = false }},
+		{"agent, plan mode off", core.PhaseOff, machine.TrigEnter, func(in *machine.Input) { in.Rules.PlanMode = false }},
+		{"no feedback", core.PhaseAwaitingApproval, machine.TrigRevise, func(in *machine.Input) { in.Text = " " }},
+		{"not an option", core.PhasePlanning, machine.TrigAnswer, func(in *machine.Input) { in.Text = "C" }},
+		{"invalid plan", core.PhasePlanning, machine.TrigPropose, func(in *machine.Input) { in.Args = []byte(`{"title":"x","plan":[]}`) }},
+		{"dropped step", core.PhaseExecuting, machine.TrigUpdate, func(in *machine.Input) {
 			in.Args = []byte(`{"plan":[{"step":"First step","status":"completed"}]}`)
 		}},
 	}
@@ -106,7 +107,7 @@ func TestApplyGuards(t *testing.T) {
 		s, cur := fixture(c.phase, c.tr)
 		in := input(c.tr)
 		c.edit(&in)
-		o, err := core.Apply(s, cur, c.tr, in)
+		o, err := machine.Apply(s, cur, c.tr, in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -119,10 +120,10 @@ func TestApplyGuards(t *testing.T) {
 // Every trigger is guarded by the phase table, and every guard the table names is known
 // to Apply (an unknown one is an error, which TestApplyTable would report).
 func TestGuardTableCoversEveryTrigger(t *testing.T) {
-	m := core.NewMachine()
-	for _, tr := range core.Triggers() {
+	m := machine.NewMachine()
+	for _, tr := range machine.Triggers() {
 		gs := m.Guards(tr)
-		if !slices.Contains(gs, core.GuardPhase) {
+		if !slices.Contains(gs, machine.GuardPhase) {
 			t.Errorf("%s: guards %v do not consult the phase table", tr, gs)
 		}
 	}
@@ -150,14 +151,14 @@ func TestApplierOrderOnAccept(t *testing.T) {
 // conflict the compare-and-set would report, never a refusal computed on that state — the
 // approval counter would otherwise answer "you already approved plan v1" to the loser.
 func TestApplyDecisionOnTornReadIsConflict(t *testing.T) {
-	for _, tr := range []core.Trigger{core.TrigAccept, core.TrigApprove, core.TrigRevise} {
+	for _, tr := range []machine.Trigger{machine.TrigAccept, machine.TrigApprove, machine.TrigRevise} {
 		s, cur := fixture(core.PhaseAwaitingApproval, tr)
 		in := input(tr)
 		cur.Status = core.PlanAccepted
 		in.Requester = "terminal:alice"
 		cur.Approvals = []plan.Approval{{By: in.Requester, Version: cur.Version}}
 		in.ApprovalID = cur.ApprovalID
-		o, err := core.Apply(s, cur, tr, in)
+		o, err := machine.Apply(s, cur, tr, in)
 		if !errors.Is(err, core.ErrConflict) {
 			t.Errorf("%s: err %v, refusal %+v; want ErrConflict", tr, err, o.Refusal)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -22,106 +23,106 @@ type want struct {
 	cur     core.PlanStatus // status of the current plan afterwards ("" = none or unchanged)
 	created core.PlanStatus // status of a version the transition creates ("" = none)
 	audit   []core.EventKind
-	effects []core.EffectKind
+	effects []machine.EffectKind
 }
 
 const (
-	wf = core.EffWriteFile
-	rf = core.EffRefreshFile
-	nc = core.EffNudgesChanged
-	rt = core.EffRetire
-	ap = core.EffApprovals
-	pg = core.EffProgress
-	fg = core.EffForget
-	sy = core.EffSay
-	tu = core.EffRunTurn
+	wf = machine.EffWriteFile
+	rf = machine.EffRefreshFile
+	nc = machine.EffNudgesChanged
+	rt = machine.EffRetire
+	ap = machine.EffApprovals
+	pg = machine.EffProgress
+	fg = machine.EffForget
+	sy = machine.EffSay
+	tu = machine.EffRunTurn
 )
 
-func ev(ks ...core.EventKind) []core.EventKind   { return ks }
-func fx(ks ...core.EffectKind) []core.EffectKind { return ks }
+func ev(ks ...core.EventKind) []core.EventKind         { return ks }
+func fx(ks ...machine.EffectKind) []machine.EffectKind { return ks }
 
 var refused = want{refused: true}
 
 // table is docs/design.md §3: every (phase, trigger) pair. Refused person commands
 // answer with a notice; refused agent calls are tool errors and say nothing in the chat.
-var table = map[core.Phase]map[core.Trigger]want{
+var table = map[core.Phase]map[machine.Trigger]want{
 	core.PhaseOff: {
-		core.TrigOn:          {phase: core.PhasePlanning, audit: ev(core.EventEntered), effects: fx(sy, tu)},
-		core.TrigEnter:       {phase: core.PhasePlanning, audit: ev(core.EventEntered), effects: fx(sy)},
-		core.TrigPropose:     refused,
-		core.TrigAutoPropose: refused,
-		core.TrigAccept:      refused,
-		core.TrigApprove:     refused,
-		core.TrigRevise:      refused,
-		core.TrigAsk:         refused,
-		core.TrigAnswer:      refused,
-		core.TrigAutoOn:      {phase: core.PhaseOff, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigAutoOff:     {phase: core.PhaseOff, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigOff:         refused,
-		core.TrigExpire:      {noop: true},
-		core.TrigUpdate:      refused,
-		core.TrigComplete:    refused,
-		core.TrigEdit:        refused,
+		machine.TrigOn:          {phase: core.PhasePlanning, audit: ev(core.EventEntered), effects: fx(sy, tu)},
+		machine.TrigEnter:       {phase: core.PhasePlanning, audit: ev(core.EventEntered), effects: fx(sy)},
+		machine.TrigPropose:     refused,
+		machine.TrigAutoPropose: refused,
+		machine.TrigAccept:      refused,
+		machine.TrigApprove:     refused,
+		machine.TrigRevise:      refused,
+		machine.TrigAsk:         refused,
+		machine.TrigAnswer:      refused,
+		machine.TrigAutoOn:      {phase: core.PhaseOff, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigAutoOff:     {phase: core.PhaseOff, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigOff:         refused,
+		machine.TrigExpire:      {noop: true},
+		machine.TrigUpdate:      refused,
+		machine.TrigComplete:    refused,
+		machine.TrigEdit:        refused,
 	},
 	core.PhasePlanning: {
-		core.TrigOn:          refused,
-		core.TrigEnter:       {refused: true, benign: true},
-		core.TrigPropose:     {phase: core.PhaseAwaitingApproval, created: core.PlanPending, audit: ev(core.EventProposed), effects: fx(wf, nc, sy)},
-		core.TrigAutoPropose: {phase: core.PhaseExecuting, created: core.PlanAccepted, audit: ev(core.EventProposed, core.EventAutoAccepted), effects: fx(wf, nc, sy)},
-		core.TrigAccept:      refused,
-		core.TrigApprove:     refused,
-		core.TrigRevise:      refused,
-		core.TrigAsk:         {phase: core.PhasePlanning, audit: ev(core.EventAsked), effects: fx(nc, sy)},
-		core.TrigAnswer:      {phase: core.PhasePlanning, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
-		core.TrigAutoOn:      {phase: core.PhasePlanning, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigAutoOff:     {phase: core.PhasePlanning, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigOff:         {phase: core.PhaseOff, audit: ev(core.EventExited), effects: fx(nc, sy)},
-		core.TrigExpire:      {noop: true},
-		core.TrigUpdate:      {noop: true},                  // draft steps: "Noted"
-		core.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
-		core.TrigEdit:        refused,
+		machine.TrigOn:          refused,
+		machine.TrigEnter:       {refused: true, benign: true},
+		machine.TrigPropose:     {phase: core.PhaseAwaitingApproval, created: core.PlanPending, audit: ev(core.EventProposed), effects: fx(wf, nc, sy)},
+		machine.TrigAutoPropose: {phase: core.PhaseExecuting, created: core.PlanAccepted, audit: ev(core.EventProposed, core.EventAutoAccepted), effects: fx(wf, nc, sy)},
+		machine.TrigAccept:      refused,
+		machine.TrigApprove:     refused,
+		machine.TrigRevise:      refused,
+		machine.TrigAsk:         {phase: core.PhasePlanning, audit: ev(core.EventAsked), effects: fx(nc, sy)},
+		machine.TrigAnswer:      {phase: core.PhasePlanning, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
+		machine.TrigAutoOn:      {phase: core.PhasePlanning, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigAutoOff:     {phase: core.PhasePlanning, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigOff:         {phase: core.PhaseOff, audit: ev(core.EventExited), effects: fx(nc, sy)},
+		machine.TrigExpire:      {noop: true},
+		machine.TrigUpdate:      {noop: true},                  // draft steps: "Noted"
+		machine.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
+		machine.TrigEdit:        refused,
 	},
 	core.PhaseAwaitingApproval: {
-		core.TrigOn:    refused,
-		core.TrigEnter: {refused: true, benign: true},
-		core.TrigPropose: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
+		machine.TrigOn:    refused,
+		machine.TrigEnter: {refused: true, benign: true},
+		machine.TrigPropose: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
 			audit: ev(core.EventSuperseded, core.EventProposed), effects: fx(wf, rf, nc, rt, sy)},
-		core.TrigAutoPropose: {phase: core.PhaseExecuting, cur: core.PlanSuperseded, created: core.PlanAccepted,
+		machine.TrigAutoPropose: {phase: core.PhaseExecuting, cur: core.PlanSuperseded, created: core.PlanAccepted,
 			audit: ev(core.EventSuperseded, core.EventProposed, core.EventAutoAccepted), effects: fx(wf, rf, nc, rt, sy)},
-		core.TrigAccept: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAccepted), effects: fx(rf, nc, rt, sy, tu)},
+		machine.TrigAccept: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAccepted), effects: fx(rf, nc, rt, sy, tu)},
 		// One of two approvals: the version stays pending and keeps its buttons.
-		core.TrigApprove: {phase: core.PhaseAwaitingApproval, cur: core.PlanPending, audit: ev(core.EventApprovalRecorded), effects: fx(rf, ap, sy)},
-		core.TrigRevise:  {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
-		core.TrigAsk:     refused,
-		core.TrigAnswer:  refused,
-		core.TrigAutoOn: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAutoChanged, core.EventAutoAccepted),
+		machine.TrigApprove: {phase: core.PhaseAwaitingApproval, cur: core.PlanPending, audit: ev(core.EventApprovalRecorded), effects: fx(rf, ap, sy)},
+		machine.TrigRevise:  {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
+		machine.TrigAsk:     refused,
+		machine.TrigAnswer:  refused,
+		machine.TrigAutoOn: {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAutoChanged, core.EventAutoAccepted),
 			effects: fx(rf, nc, rt, sy, tu)},
-		core.TrigAutoOff:  {phase: core.PhaseAwaitingApproval, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigOff:      {phase: core.PhaseOff, cur: core.PlanAbandoned, audit: ev(core.EventAbandoned), effects: fx(rf, nc, rt, fg, sy)},
-		core.TrigExpire:   {phase: core.PhasePlanning, cur: core.PlanExpired, audit: ev(core.EventExpired), effects: fx(rf, nc, rt, sy)},
-		core.TrigUpdate:   refused,
-		core.TrigComplete: refused,
-		core.TrigEdit: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
+		machine.TrigAutoOff:  {phase: core.PhaseAwaitingApproval, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigOff:      {phase: core.PhaseOff, cur: core.PlanAbandoned, audit: ev(core.EventAbandoned), effects: fx(rf, nc, rt, fg, sy)},
+		machine.TrigExpire:   {phase: core.PhasePlanning, cur: core.PlanExpired, audit: ev(core.EventExpired), effects: fx(rf, nc, rt, sy)},
+		machine.TrigUpdate:   refused,
+		machine.TrigComplete: refused,
+		machine.TrigEdit: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
 			audit: ev(core.EventSuperseded, core.EventProposed), effects: fx(wf, rf, nc, rt, sy)},
 	},
 	core.PhaseExecuting: {
-		core.TrigOn:          refused,
-		core.TrigEnter:       {refused: true, benign: true},
-		core.TrigPropose:     refused,
-		core.TrigAutoPropose: refused,
-		core.TrigAccept:      refused,
-		core.TrigApprove:     refused,
-		core.TrigRevise:      {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
-		core.TrigAsk:         {phase: core.PhaseExecuting, audit: ev(core.EventAsked), effects: fx(nc, sy)},
-		core.TrigAnswer:      {phase: core.PhaseExecuting, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
-		core.TrigAutoOn:      {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigAutoOff:     {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},
-		core.TrigOff:         {phase: core.PhaseOff, cur: core.PlanAborted, audit: ev(core.EventAborted), effects: fx(rf, nc, rt, fg, sy)},
-		core.TrigExpire:      {noop: true},
-		core.TrigUpdate:      {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventStepUpdated), effects: fx(rf, pg)},
-		core.TrigComplete: {phase: core.PhaseOff, cur: core.PlanCompleted, audit: ev(core.EventStepUpdated, core.EventCompleted),
+		machine.TrigOn:          refused,
+		machine.TrigEnter:       {refused: true, benign: true},
+		machine.TrigPropose:     refused,
+		machine.TrigAutoPropose: refused,
+		machine.TrigAccept:      refused,
+		machine.TrigApprove:     refused,
+		machine.TrigRevise:      {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
+		machine.TrigAsk:         {phase: core.PhaseExecuting, audit: ev(core.EventAsked), effects: fx(nc, sy)},
+		machine.TrigAnswer:      {phase: core.PhaseExecuting, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
+		machine.TrigAutoOn:      {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigAutoOff:     {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},
+		machine.TrigOff:         {phase: core.PhaseOff, cur: core.PlanAborted, audit: ev(core.EventAborted), effects: fx(rf, nc, rt, fg, sy)},
+		machine.TrigExpire:      {noop: true},
+		machine.TrigUpdate:      {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventStepUpdated), effects: fx(rf, pg)},
+		machine.TrigComplete: {phase: core.PhaseOff, cur: core.PlanCompleted, audit: ev(core.EventStepUpdated, core.EventCompleted),
 			effects: fx(rf, nc, pg, fg, sy)},
-		core.TrigEdit: refused,
+		machine.TrigEdit: refused,
 	},
 }
 
@@ -129,11 +130,11 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 // fixture is a stored session in phase p (and its current plan), as the engine would
 // hand it to Apply for trigger tr.
-func fixture(p core.Phase, tr core.Trigger) (core.Session, *core.Plan) {
+func fixture(p core.Phase, tr machine.Trigger) (core.Session, *core.Plan) {
 	s := core.Session{ID: "terminal:local:main", Address: core.Address{Channel: "terminal", Account: "local", Chat: "main"},
 		Phase: p, Owner: "alice", Version: 3, CreatedAt: t0, UpdatedAt: t0,
-		AutoApprove: tr == core.TrigAutoPropose || tr == core.TrigAutoOff}
-	if tr == core.TrigAnswer && (p == core.PhasePlanning || p == core.PhaseExecuting) {
+		AutoApprove: tr == machine.TrigAutoPropose || tr == machine.TrigAutoOff}
+	if tr == machine.TrigAnswer && (p == core.PhasePlanning || p == core.PhaseExecuting) {
 		s.Question = &core.Question{ID: "q1", Text: "Which?", Options: []string{"A", "B"}, AskedAt: t0}
 	}
 	var pl *core.Plan
@@ -161,36 +162,36 @@ func args(v any) []byte {
 }
 
 // input is what the engine passes with trigger tr: who, the clock, and what it carries.
-func input(tr core.Trigger) core.Input {
-	in := core.Input{Now: t0.Add(time.Hour), Actor: core.PersonActor("alice"), Name: "alice",
-		Rules: core.Rules{PlanMode: true, Nudges: []time.Duration{time.Hour}, PlansDir: "plans"},
-		IDs:   core.NewIDs{Plan: "p2", Approval: "a2", Question: "q2"}}
+func input(tr machine.Trigger) machine.Input {
+	in := machine.Input{Now: t0.Add(time.Hour), Actor: core.PersonActor("alice"), Name: "alice",
+		Rules: machine.Rules{PlanMode: true, Nudges: []time.Duration{time.Hour}, PlansDir: "plans"},
+		IDs:   machine.NewIDs{Plan: "p2", Approval: "a2", Question: "q2"}}
 	switch tr {
-	case core.TrigOn:
+	case machine.TrigOn:
 		in.Text = "tidy the docs"
-	case core.TrigRevise:
+	case machine.TrigRevise:
 		in.Text = "tighten the scope"
-	case core.TrigAnswer:
+	case machine.TrigAnswer:
 		in.Text = "1"
-	case core.TrigExpire:
+	case machine.TrigExpire:
 		in.Actor, in.Name, in.PlanID, in.Spec = core.SystemActor, "", "p1", "1h"
-	case core.TrigApprove:
-		in.Rules.Policies = []core.Policy{{Required: 2, RequesterMayApprove: true}}
-	case core.TrigEnter, core.TrigPropose, core.TrigAutoPropose, core.TrigAsk, core.TrigUpdate, core.TrigComplete:
+	case machine.TrigApprove:
+		in.Rules.Policies = []machine.Policy{{Required: 2, RequesterMayApprove: true}}
+	case machine.TrigEnter, machine.TrigPropose, machine.TrigAutoPropose, machine.TrigAsk, machine.TrigUpdate, machine.TrigComplete:
 		in.Actor, in.Name = core.AgentActor, ""
 	}
 	switch tr {
-	case core.TrigPropose, core.TrigAutoPropose:
+	case machine.TrigPropose, machine.TrigAutoPropose:
 		in.Args = args(map[string]any{"title": "Another plan", "plan": []map[string]any{{"step": "Only step"}}})
-	case core.TrigAsk:
+	case machine.TrigAsk:
 		in.Args = args(map[string]any{"question": "Which?", "options": []string{"A", "B"}})
-	case core.TrigUpdate:
+	case machine.TrigUpdate:
 		in.Args = args(map[string]any{"plan": []map[string]any{{"step": "First step", "status": "in_progress"}}, "merge": true})
-	case core.TrigComplete:
+	case machine.TrigComplete:
 		in.Args = args(map[string]any{"plan": []map[string]any{{"step": "First step", "status": "completed"}, {"step": "Second step", "status": "cancelled"}}})
-	case core.TrigEdit:
+	case machine.TrigEdit:
 		_, cur := fixture(core.PhaseAwaitingApproval, tr)
-		file := strings.Replace(string(core.RenderPlanMarkdown(*cur, core.PhaseAwaitingApproval, "main", core.Reach{})),
+		file := strings.Replace(string(machine.RenderPlanMarkdown(*cur, core.PhaseAwaitingApproval, "main", machine.Reach{})),
 			"- [ ] Second step\n", "- [ ] Second step\n- [ ] Third step\n", 1)
 		in.Files = []core.File{{Name: "v1.md", MIME: "text/markdown", Data: []byte(file)}}
 	}
@@ -209,16 +210,16 @@ func kinds(evs []core.Event) []core.EventKind {
 // trigger, the next phase, the plan statuses, the audit rows and the effects, or a refusal
 // that changes nothing.
 func TestApplyTable(t *testing.T) {
-	m := core.NewMachine()
-	for _, p := range core.Phases() {
-		for _, tr := range core.Triggers() {
+	m := machine.NewMachine()
+	for _, p := range machine.Phases() {
+		for _, tr := range machine.Triggers() {
 			t.Run(fmt.Sprintf("%s/%s", p, tr), func(t *testing.T) {
 				w, ok := table[p][tr]
 				if !ok {
 					t.Fatal("no row in the table")
 				}
 				s, cur := fixture(p, tr)
-				o, err := core.Apply(s, cur, tr, input(tr))
+				o, err := machine.Apply(s, cur, tr, input(tr))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -228,7 +229,7 @@ func TestApplyTable(t *testing.T) {
 	}
 }
 
-func checkRow(t *testing.T, m core.Machine, s core.Session, cur *core.Plan, tr core.Trigger, w want, o core.Outcome) {
+func checkRow(t *testing.T, m machine.Machine, s core.Session, cur *core.Plan, tr machine.Trigger, w want, o machine.Outcome) {
 	t.Helper()
 	if o.Refused() != w.refused {
 		t.Fatalf("refused = %v, want %v (refusal %+v, effects %v)", o.Refused(), w.refused, o.Refusal, o.EffectKinds())
@@ -270,7 +271,7 @@ func checkRow(t *testing.T, m core.Machine, s core.Session, cur *core.Plan, tr c
 	checkPlans(t, cur, w, o)
 }
 
-func checkPlans(t *testing.T, cur *core.Plan, w want, o core.Outcome) {
+func checkPlans(t *testing.T, cur *core.Plan, w want, o machine.Outcome) {
 	t.Helper()
 	var gotCur, gotNew core.PlanStatus
 	for _, p := range o.Change.Plans {
@@ -295,7 +296,7 @@ func checkPlans(t *testing.T, cur *core.Plan, w want, o core.Outcome) {
 		if st == gotCur {
 			from = cur.Status
 		}
-		if to, ok := core.NewMachine().PlanNext(from, o.Trigger); !ok || to != st {
+		if to, ok := machine.NewMachine().PlanNext(from, o.Trigger); !ok || to != st {
 			t.Errorf("plan %s -> %s on %s is not in the plan-status table", from, st, o.Trigger)
 		}
 	}
@@ -303,12 +304,12 @@ func checkPlans(t *testing.T, cur *core.Plan, w want, o core.Outcome) {
 
 // The person who wrote an edited version may not accept it when the requester may not.
 func TestEditorRefusedUnderPolicy(t *testing.T) {
-	s, cur := fixture(core.PhaseAwaitingApproval, core.TrigAccept)
+	s, cur := fixture(core.PhaseAwaitingApproval, machine.TrigAccept)
 	cur.EditedBy, cur.Requesters = "terminal:bob", []core.Requester{{By: "terminal:carol"}}
-	in := input(core.TrigAccept)
+	in := input(machine.TrigAccept)
 	in.Actor, in.Name, in.Requester = core.PersonActor("bob"), "bob", "terminal:bob"
-	in.Rules.Policies = []core.Policy{{Required: 1}}
-	o, err := core.Apply(s, cur, core.TrigAccept, in)
+	in.Rules.Policies = []machine.Policy{{Required: 1}}
+	o, err := machine.Apply(s, cur, machine.TrigAccept, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestEditorRefusedUnderPolicy(t *testing.T) {
 		t.Fatalf("the editor's accept: refusal %+v", o.Refusal)
 	}
 	in.Actor, in.Name, in.Requester = core.PersonActor("alice"), "alice", "terminal:alice"
-	if o, err = core.Apply(s, cur, core.TrigAccept, in); err != nil || o.Refused() || o.Session.Phase != core.PhaseExecuting {
+	if o, err = machine.Apply(s, cur, machine.TrigAccept, in); err != nil || o.Refused() || o.Session.Phase != core.PhaseExecuting {
 		t.Fatalf("another approver's accept: err %v, refusal %+v, phase %s", err, o.Refusal, o.Session.Phase)
 	}
 }

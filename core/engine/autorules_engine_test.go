@@ -8,6 +8,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // proposeScoped is an exit_plan_mode call with steps and allowed paths.
@@ -21,7 +22,7 @@ func proposeScoped(title string, paths []string, steps ...string) core.ToolCall 
 }
 
 func docsRule(c *engine.Config) {
-	c.AutoApproveRules = []core.ApproveRule{{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 6}}
+	c.AutoApproveRules = []machine.ApproveRule{{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 6}}
 }
 
 func TestAutoApproveRuleAcceptsDocsOnly(t *testing.T) {

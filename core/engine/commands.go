@@ -10,6 +10,7 @@ import (
 
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // Person commands and buttons become triggers here: authorization is checked, the inputs
@@ -49,7 +50,7 @@ func (t *jobRun) badNudgeSpec(c commands.Command) (string, bool) {
 }
 
 func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
-	if !core.Authorized(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
+	if !machine.Authorized(t.e.approvers(t.sess.Address), c.Spec.Who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(c.Name))
 	}
 	in := t.personInput()
@@ -62,35 +63,35 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 		return t.show(ctx)
 	case commands.On:
 		in.Text = c.Args
-		return t.applyTrigger(ctx, core.TrigOn, in)
+		return t.applyTrigger(ctx, machine.TrigOn, in)
 	case commands.Off:
-		return t.applyTrigger(ctx, core.TrigOff, in)
+		return t.applyTrigger(ctx, machine.TrigOff, in)
 	case commands.Accept:
 		in.Version = c.Version
 		in.SeenApproval = t.j.seenApproval
-		return t.applyTrigger(ctx, core.TrigAccept, in)
+		return t.applyTrigger(ctx, machine.TrigAccept, in)
 	case commands.Revise:
 		in.Text = c.Args
 		in.SeenApproval = t.j.seenApproval
-		return t.applyTrigger(ctx, core.TrigRevise, in)
+		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case commands.Edit:
 		in.Files = t.msg().Attachments
-		ids, err := core.DrawIDs(t.e.d.Random, core.TrigEdit)
+		ids, err := machine.DrawIDs(t.e.d.Random, machine.TrigEdit)
 		if err != nil {
 			return err
 		}
 		in.IDs = ids
-		return t.applyTrigger(ctx, core.TrigEdit, in)
+		return t.applyTrigger(ctx, machine.TrigEdit, in)
 	case commands.Answer:
 		in.Text = c.Args
-		return t.applyTrigger(ctx, core.TrigAnswer, in)
+		return t.applyTrigger(ctx, machine.TrigAnswer, in)
 	case commands.Auto:
 		if c.Auto == commands.AutoOn {
-			return t.applyTrigger(ctx, core.TrigAutoOn, in)
+			return t.applyTrigger(ctx, machine.TrigAutoOn, in)
 		}
-		return t.applyTrigger(ctx, core.TrigAutoOff, in)
+		return t.applyTrigger(ctx, machine.TrigAutoOff, in)
 	case commands.Nudge:
-		o, err := core.ApplyNudge(t.sess, c.Nudge, in)
+		o, err := machine.ApplyNudge(t.sess, c.Nudge, in)
 		if err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func (t *jobRun) status(ctx context.Context) error {
 	if err != nil {
 		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
 	}
-	return t.answer(ctx, core.Reply{Text: core.StatusText(t.sess, cur, core.PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	return t.answer(ctx, core.Reply{Text: machine.StatusText(t.sess, cur, machine.PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
 // show answers /plan show. The plan file is a rendering of the stored plan: it is written
@@ -130,7 +131,7 @@ func (t *jobRun) show(ctx context.Context) error {
 			}
 		}
 	}
-	return t.answer(ctx, core.ShowReply(t.sess, cur))
+	return t.answer(ctx, machine.ShowReply(t.sess, cur))
 }
 
 func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
@@ -138,29 +139,29 @@ func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
 	if a.Kind == core.ActionAnswer {
 		who = commands.ApproverOrOwner
 	}
-	if !core.Authorized(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
+	if !machine.Authorized(t.e.approvers(t.sess.Address), who, t.sess, t.msg()) {
 		return t.refuseUnauthorized(ctx, string(a.Kind))
 	}
 	in := t.personInput()
 	in.ApprovalID = a.ApprovalID
 	switch a.Kind {
 	case core.ActionAccept:
-		return t.applyTrigger(ctx, core.TrigAccept, in)
+		return t.applyTrigger(ctx, machine.TrigAccept, in)
 	case core.ActionRevise:
 		in.Text = a.Value
-		return t.applyTrigger(ctx, core.TrigRevise, in)
+		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case core.ActionAuto:
-		return t.applyTrigger(ctx, core.TrigAutoOn, in)
+		return t.applyTrigger(ctx, machine.TrigAutoOn, in)
 	case core.ActionAnswer:
 		in.Text = a.Value
-		return t.applyTrigger(ctx, core.TrigAnswer, in)
+		return t.applyTrigger(ctx, machine.TrigAnswer, in)
 	}
 	return t.answer(ctx, unknownButton)
 }
 
 // onText hands a person's plain message to ApplyMessage.
 func (t *jobRun) onText(ctx context.Context) error {
-	text := core.MessageText(t.msg())
+	text := machine.MessageText(t.msg())
 	if text == "" {
 		return nil
 	}
@@ -169,8 +170,8 @@ func (t *jobRun) onText(ctx context.Context) error {
 		return err
 	}
 	in := t.personInput()
-	in.MayAnswer = core.Authorized(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
-	o, err := core.ApplyMessage(t.sess, cur, text, in)
+	in.MayAnswer = machine.Authorized(t.e.approvers(t.sess.Address), commands.ApproverOrOwner, t.sess, t.msg())
+	o, err := machine.ApplyMessage(t.sess, cur, text, in)
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func (t *jobRun) onText(ctx context.Context) error {
 }
 
 // applyTrigger loads what trigger tr needs, applies it and hands the outcome to the applier.
-func (t *jobRun) applyTrigger(ctx context.Context, tr core.Trigger, in core.Input) error {
+func (t *jobRun) applyTrigger(ctx context.Context, tr machine.Trigger, in machine.Input) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return err
@@ -186,7 +187,7 @@ func (t *jobRun) applyTrigger(ctx context.Context, tr core.Trigger, in core.Inpu
 	if in.Ref, err = t.referenced(ctx, cur, in); err != nil {
 		return err
 	}
-	o, err := core.Apply(t.sess, cur, tr, in)
+	o, err := machine.Apply(t.sess, cur, tr, in)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (t *jobRun) applyTrigger(ctx context.Context, tr core.Trigger, in core.Inpu
 
 // referenced loads the plan a button's approval id or "/plan accept vN" names when it is
 // not the current plan, so Apply can say why deciding on it changes nothing.
-func (t *jobRun) referenced(ctx context.Context, cur *core.Plan, in core.Input) (*core.Plan, error) {
+func (t *jobRun) referenced(ctx context.Context, cur *core.Plan, in machine.Input) (*core.Plan, error) {
 	st := t.e.d.Store
 	switch {
 	case in.ApprovalID != "" && in.ApprovalID != t.sess.ApprovalID:
@@ -220,17 +221,17 @@ func (t *jobRun) referenced(ctx context.Context, cur *core.Plan, in core.Input) 
 
 // refuseUnauthorized answers a decision by someone who may not make it.
 func (t *jobRun) refuseUnauthorized(ctx context.Context, what string) error {
-	return t.applyInbound(ctx, core.Unauthorized(t.sess, t.personInput(), what, len(t.e.approvers(t.sess.Address)) > 0))
+	return t.applyInbound(ctx, machine.Unauthorized(t.sess, t.personInput(), what, len(t.e.approvers(t.sess.Address)) > 0))
 }
 
 // personInput is the Input of the job's sender.
-func (t *jobRun) personInput() core.Input {
+func (t *jobRun) personInput() machine.Input {
 	m := t.msg()
 	a := core.PersonActor(m.Sender.ID)
 	if m.Sender.Admin {
 		a = core.AdminActor(strings.TrimPrefix(m.Sender.ID, "admin:"))
 	}
-	return core.Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules(), Requester: senderKey(m)}
+	return machine.Input{Now: t.e.d.Now(), Actor: a, Name: m.Sender.Name, Rules: t.e.rules(), Requester: senderKey(m)}
 }
 
 // senderKey names the sender of m as approver lists and approvals do: "channel:user id",
@@ -267,9 +268,9 @@ func (t *jobRun) currentPlan(ctx context.Context) (*core.Plan, error) {
 }
 
 // rules are the configuration flags transitions depend on.
-func (e *Engine) rules() core.Rules {
+func (e *Engine) rules() machine.Rules {
 	c := e.cfg
-	return core.Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
+	return machine.Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
 		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules, EditHints: c.EditHints,
 		Reach: c.Reach, Destructive: e.files.marks.isDestructive}
@@ -278,5 +279,5 @@ func (e *Engine) rules() core.Rules {
 // approvers is the approver list in force for a session at addr: its policy's, or the
 // global one.
 func (e *Engine) approvers(addr core.Address) []string {
-	return core.PolicyFor(e.cfg.Policies, addr).ApproverList(e.cfg.Approvers)
+	return machine.PolicyFor(e.cfg.Policies, addr).ApproverList(e.cfg.Approvers)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // A plain message for the agent is not committed on its own when the adapter replays the
@@ -19,11 +20,11 @@ import (
 // deferrable reports whether o is a plain message for the agent that may wait for the
 // turn's first commit: a lazy change of the session row and user entries with the
 // event's key, and nothing to do but start the turn.
-func (t *jobRun) deferrable(o core.Outcome) bool {
+func (t *jobRun) deferrable(o machine.Outcome) bool {
 	ch := o.Change
 	if !t.j.msg.Replays || ch.Inbound == nil || !ch.Lazy || ch.Session == nil || len(ch.Messages) == 0 ||
 		len(ch.Events) > 0 || len(ch.Plans) > 0 || len(ch.Nudges) > 0 || ch.CancelNudges || ch.CancelReminders ||
-		len(ch.Outbox) > 0 || len(o.Effects) != 1 || o.Effects[0].Kind != core.EffRunTurn {
+		len(ch.Outbox) > 0 || len(o.Effects) != 1 || o.Effects[0].Kind != machine.EffRunTurn {
 		return false
 	}
 	for _, m := range ch.Messages {
@@ -39,7 +40,7 @@ func (t *jobRun) deferrable(o core.Outcome) bool {
 // other process can run a turn that would need the message. When another process holds
 // it, the message is stored for that process as without deferral. As in runTurns, work
 // another process left meanwhile is looked for after the lease is released.
-func (t *jobRun) applyDeferred(ctx context.Context, o core.Outcome) error {
+func (t *jobRun) applyDeferred(ctx context.Context, o machine.Outcome) error {
 	ran := false
 	err := t.withLease(ctx, func(ctx context.Context) error {
 		ran = true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // Delivery through the outbox. Every reply a commit produces is a row of that commit
@@ -29,20 +30,20 @@ const DefaultOutboxMaxAge = time.Hour
 const maxOutboxAttempts = 5
 
 // hasReply reports whether an effect kind sends a reply.
-func hasReply(k core.EffectKind) bool {
-	return k == core.EffSay || k == core.EffRetire || k == core.EffApprovals || k == core.EffProgress
+func hasReply(k machine.EffectKind) bool {
+	return k == machine.EffSay || k == machine.EffRetire || k == machine.EffApprovals || k == machine.EffProgress
 }
 
 // queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
 // remembers its row (Effect.row), so carryOut delivers exactly what was committed.
-func (t *jobRun) queueReplies(ctx context.Context, o *core.Outcome) {
+func (t *jobRun) queueReplies(ctx context.Context, o *machine.Outcome) {
 	for i := range o.Effects {
 		eff := &o.Effects[i]
 		if !hasReply(eff.Kind) {
 			continue
 		}
 		r := t.address(eff.Reply)
-		if eff.Kind == core.EffProgress {
+		if eff.Kind == machine.EffProgress {
 			r.ReplaceID = t.e.progress.get(ctx, eff.Plan.ID)
 		}
 		eff.Reply = r
@@ -349,11 +350,11 @@ func (e *Engine) dropReason(o core.Outgoing, maxAge time.Duration) string {
 // onFail answers a reply that could not be delivered with its notice, sent directly: if
 // the notice gets through, the original row is given up (the chat knows), otherwise it
 // stays for the next start.
-func (t *jobRun) onFail(ctx context.Context, eff core.Effect, o *core.Outcome, err error) {
+func (t *jobRun) onFail(ctx context.Context, eff machine.Effect, o *machine.Outcome, err error) {
 	if eff.OnFail == "" {
 		return
 	}
-	text := strings.ReplaceAll(eff.OnFail, "{error}", core.OneLine(err.Error()))
+	text := strings.ReplaceAll(eff.OnFail, "{error}", machine.OneLine(err.Error()))
 	if _, nerr := t.send(ctx, core.Reply{Kind: core.ReplyNotice, Text: text}); nerr != nil || eff.Row == 0 {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -30,7 +31,7 @@ func editedCopy(t *testing.T, h *harness, chat, extra string) core.File {
 	s := h.session(chat)
 	if s.Phase != core.PhaseAwaitingApproval {
 		p := core.Plan{Version: 1, Status: core.PlanPending, Body: plan.Body{Title: "T", Steps: []plan.Step{{ID: "1", Text: "A step", Status: plan.StepPending}}}}
-		return core.File{Name: "plan.md", MIME: "text/markdown", Data: core.RenderPlanMarkdown(p, s.Phase, chat, core.Reach{})}
+		return core.File{Name: "plan.md", MIME: "text/markdown", Data: machine.RenderPlanMarkdown(p, s.Phase, chat, machine.Reach{})}
 	}
 	p := h.plan(s.PlanID)
 	data, err := os.ReadFile(p.File)

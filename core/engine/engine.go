@@ -12,13 +12,14 @@ import (
 
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
 	// Reach is what a command a plan grants may do here (tools.run_command), for the
 	// words of every plan's grants.
-	Reach           core.Reach
+	Reach           machine.Reach
 	PlansDir        string
 	WorkspaceRoot   string
 	PerSession      bool // one workspace sub-directory per session
@@ -33,12 +34,12 @@ type Config struct {
 	Approvers       []string // "channel:user id"
 	// Policies are access.policies; where one matches a session, its approvers replace
 	// Approvers there (docs/design.md §12).
-	Policies []core.Policy
+	Policies []machine.Policy
 	// EditHints say, per channel name, how a person sends an edited plan file back there
 	// (each adapter's EditHint); a channel without one is told to attach it to /plan edit.
 	EditHints map[string]string
 	// AutoApproveRules are plan_mode.auto_approve_rules.
-	AutoApproveRules []core.ApproveRule
+	AutoApproveRules []machine.ApproveRule
 	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
 	Nudges []time.Duration
 	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
@@ -70,7 +71,7 @@ type Deps struct {
 
 	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
 	// recurring reminders unavailable.
-	NudgeSpecs core.NudgeSpecs
+	NudgeSpecs machine.NudgeSpecs
 	// Owner names this engine as a lease holder; "" is the process's own id (one per
 	// process). Tests that play two processes in one give each engine its own.
 	Owner string
@@ -313,14 +314,14 @@ func (e *Engine) interrupted(sess core.Session) (string, bool) {
 		}
 		m := j.msg
 		if m.Action != nil && m.Action.Kind == core.ActionRevise && m.Action.Value != "" &&
-			sess.Phase == core.PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID && core.Authorized(e.approvers(sess.Address), commands.Approver, sess, m) {
+			sess.Phase == core.PhaseAwaitingApproval && m.Action.ApprovalID == sess.ApprovalID && machine.Authorized(e.approvers(sess.Address), commands.Approver, sess, m) {
 			return "a revision", true
 		}
 		if m.Action != nil || m.Sender.IsBot {
 			continue
 		}
 		r := j.parsed
-		if r.Kind != commands.IsCommand || !core.Authorized(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
+		if r.Kind != commands.IsCommand || !machine.Authorized(e.approvers(sess.Address), r.Cmd.Spec.Who, sess, m) {
 			continue
 		}
 		switch {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -33,7 +34,7 @@ func TestInScope(t *testing.T) {
 		{plan.Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", false}, // "." is not a pattern; "**" is the whole workspace
 		{plan.Scope{ForbiddenPaths: []string{"secrets/**"}}, ".", false},
 	} {
-		if _, ok := core.CheckScope(tc.scope, tc.path); ok != tc.ok {
+		if _, ok := machine.CheckScope(tc.scope, tc.path); ok != tc.ok {
 			t.Errorf("CheckScope(%+v, %q) = %v, want %v", tc.scope, tc.path, ok, tc.ok)
 		}
 	}
@@ -96,10 +97,10 @@ func TestMayDecideAdminFlag(t *testing.T) {
 	addr := core.Address{Channel: "slack", Account: "T", Chat: "C"}
 	admin := core.Message{Address: addr, Sender: core.Person{ID: "admin:ops", Admin: true}}
 	fake := core.Message{Address: addr, Sender: core.Person{ID: "admin:ops"}}
-	if !core.Authorized(approvers, commands.Approver, s, admin) || !core.Authorized(nil, commands.Approver, s, admin) {
+	if !machine.Authorized(approvers, commands.Approver, s, admin) || !machine.Authorized(nil, commands.Approver, s, admin) {
 		t.Fatal("the admin API's operator may not decide")
 	}
-	if core.Authorized(approvers, commands.Approver, s, fake) {
+	if machine.Authorized(approvers, commands.Approver, s, fake) {
 		t.Fatal("a person whose id starts with admin: decides as an admin")
 	}
 }

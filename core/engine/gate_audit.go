@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // What the gate tells people: every refused and every executed mutating call is an audit
@@ -49,7 +50,7 @@ func newToolAudit(call core.ToolCall, rule string) ToolAudit {
 func (a *ToolAudit) finished(err error, d time.Duration) {
 	a.Outcome = "ok"
 	if err != nil {
-		a.Outcome, a.Why = "failed", core.OneLine(err.Error())
+		a.Outcome, a.Why = "failed", machine.OneLine(err.Error())
 	}
 	ms := d.Milliseconds()
 	a.DurationMS = &ms
@@ -119,7 +120,7 @@ func (t *jobRun) auditMCP(ctx context.Context, ev core.Event) error {
 // withheld is the tool error that replaces the result of an MCP call whose audit row
 // could not be stored: the model does not act on what is not on record.
 func withheld(call core.ToolCall, err error) toolResult {
-	return toolError("%s ran, but plangate could not record it (%v), so its result is withheld; do not call it again before the store works", call.Name, core.OneLine(err.Error()))
+	return toolError("%s ran, but plangate could not record it (%v), so its result is withheld; do not call it again before the store works", call.Name, machine.OneLine(err.Error()))
 }
 
 // planInForce is the accepted plan a read-only row names (nil: none, or it cannot be
@@ -172,7 +173,7 @@ func (t *jobRun) serverDown(err error) {
 		t.gate.down = map[string]bool{}
 	}
 	t.gate.down[down.Server] = true
-	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", core.OneLine(down.Msg))
+	t.e.d.Log.Warn("tool server stopped during a call", "session", t.sess.ID, "server", down.Server, "err", machine.OneLine(down.Msg))
 	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
 }
 

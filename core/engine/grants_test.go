@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // TestProposalSaysEveryGrant: the proposal's message (the text every channel shows with
@@ -16,7 +16,7 @@ func TestProposalSaysEveryGrant(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		scope map[string]any
-		reach core.Reach
+		reach machine.Reach
 		chat  string // the proposal's grant lines
 		file  string // the plan file's Grants section
 	}{
@@ -33,7 +33,7 @@ func TestProposalSaysEveryGrant(t *testing.T) {
 		{
 			name:  "commands with the network",
 			scope: map[string]any{"allowed_paths": []string{"**"}},
-			reach: core.Reach{Commands: true, Network: true},
+			reach: machine.Reach{Commands: true, Network: true},
 			chat:  "\nMay change: the whole workspace\nCommands: may run programs in the workspace · Tools: none that change things · Network: commands may use it\n",
 			file: "\n## Grants\n\n- May change: the whole workspace\n" +
 				"- Commands: may run the gateway's allowed programs in the workspace (run_command)\n" +

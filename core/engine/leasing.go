@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // One process runs a session's turn: the turn runs only while this process holds the
@@ -22,7 +23,7 @@ const DefaultLeaseTTL = 30 * time.Second
 // newOwner is this process's lease owner id: random, so two processes (or a restarted
 // one) never share it.
 func newOwner() string {
-	id, err := core.NewID(rand.Reader, 10)
+	id, err := machine.NewID(rand.Reader, 10)
 	if err != nil {
 		panic("reading random bytes for the lease owner: " + err.Error())
 	}

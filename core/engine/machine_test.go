@@ -6,35 +6,36 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // TestMachineTable pins the transition table of docs/design.md §3.
 func TestMachineTable(t *testing.T) {
-	m := core.NewMachine()
-	allowed := map[core.Phase]map[core.Trigger]core.Phase{
+	m := machine.NewMachine()
+	allowed := map[core.Phase]map[machine.Trigger]core.Phase{
 		core.PhaseOff: {
-			core.TrigOn: core.PhasePlanning, core.TrigEnter: core.PhasePlanning,
-			core.TrigAutoOn: core.PhaseOff, core.TrigAutoOff: core.PhaseOff,
+			machine.TrigOn: core.PhasePlanning, machine.TrigEnter: core.PhasePlanning,
+			machine.TrigAutoOn: core.PhaseOff, machine.TrigAutoOff: core.PhaseOff,
 		},
 		core.PhasePlanning: {
-			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
-			core.TrigAsk: core.PhasePlanning, core.TrigAnswer: core.PhasePlanning, core.TrigUpdate: core.PhasePlanning,
-			core.TrigAutoOn: core.PhasePlanning, core.TrigAutoOff: core.PhasePlanning, core.TrigOff: core.PhaseOff,
+			machine.TrigPropose: core.PhaseAwaitingApproval, machine.TrigAutoPropose: core.PhaseExecuting,
+			machine.TrigAsk: core.PhasePlanning, machine.TrigAnswer: core.PhasePlanning, machine.TrigUpdate: core.PhasePlanning,
+			machine.TrigAutoOn: core.PhasePlanning, machine.TrigAutoOff: core.PhasePlanning, machine.TrigOff: core.PhaseOff,
 		},
 		core.PhaseAwaitingApproval: {
-			core.TrigPropose: core.PhaseAwaitingApproval, core.TrigAutoPropose: core.PhaseExecuting,
-			core.TrigAccept: core.PhaseExecuting, core.TrigApprove: core.PhaseAwaitingApproval, core.TrigRevise: core.PhasePlanning,
-			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseAwaitingApproval,
-			core.TrigOff: core.PhaseOff, core.TrigExpire: core.PhasePlanning, core.TrigEdit: core.PhaseAwaitingApproval,
+			machine.TrigPropose: core.PhaseAwaitingApproval, machine.TrigAutoPropose: core.PhaseExecuting,
+			machine.TrigAccept: core.PhaseExecuting, machine.TrigApprove: core.PhaseAwaitingApproval, machine.TrigRevise: core.PhasePlanning,
+			machine.TrigAutoOn: core.PhaseExecuting, machine.TrigAutoOff: core.PhaseAwaitingApproval,
+			machine.TrigOff: core.PhaseOff, machine.TrigExpire: core.PhasePlanning, machine.TrigEdit: core.PhaseAwaitingApproval,
 		},
 		core.PhaseExecuting: {
-			core.TrigRevise: core.PhasePlanning, core.TrigAsk: core.PhaseExecuting, core.TrigAnswer: core.PhaseExecuting,
-			core.TrigAutoOn: core.PhaseExecuting, core.TrigAutoOff: core.PhaseExecuting, core.TrigUpdate: core.PhaseExecuting,
-			core.TrigComplete: core.PhaseOff, core.TrigOff: core.PhaseOff,
+			machine.TrigRevise: core.PhasePlanning, machine.TrigAsk: core.PhaseExecuting, machine.TrigAnswer: core.PhaseExecuting,
+			machine.TrigAutoOn: core.PhaseExecuting, machine.TrigAutoOff: core.PhaseExecuting, machine.TrigUpdate: core.PhaseExecuting,
+			machine.TrigComplete: core.PhaseOff, machine.TrigOff: core.PhaseOff,
 		},
 	}
-	for _, p := range core.Phases() {
-		for _, tr := range core.Triggers() {
+	for _, p := range machine.Phases() {
+		for _, tr := range machine.Triggers() {
 			t.Run(fmt.Sprintf("%s/%s", p, tr), func(t *testing.T) {
 				want, wantOK := allowed[p][tr]
 				got, ok := m.Next(p, tr)
@@ -50,16 +51,16 @@ func TestMachineTable(t *testing.T) {
 // trigger the way a person or the model would. Allowed pairs land in the phase the table
 // names; refused pairs change nothing.
 func TestEveryPhaseEveryTrigger(t *testing.T) {
-	m := core.NewMachine()
-	for _, from := range core.Phases() {
-		for _, tr := range core.Triggers() {
-			if tr == core.TrigExpire {
+	m := machine.NewMachine()
+	for _, from := range machine.Phases() {
+		for _, tr := range machine.Triggers() {
+			if tr == machine.TrigExpire {
 				continue // the approval timeout is driven by the nudge scheduler, not a message
 			}
 			t.Run(fmt.Sprintf("%s/%s", from, tr), func(t *testing.T) {
 				h := newHarness(t, func(c *engine.Config) {
-					if tr == core.TrigApprove && from == core.PhaseAwaitingApproval { // one of two approvals; elsewhere refused as accept
-						c.Policies = []core.Policy{{Required: 2, RequesterMayApprove: true}}
+					if tr == machine.TrigApprove && from == core.PhaseAwaitingApproval { // one of two approvals; elsewhere refused as accept
+						c.Policies = []machine.Policy{{Required: 2, RequesterMayApprove: true}}
 					}
 				})
 				const chat = "c"
@@ -74,10 +75,10 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 				case core.PhaseExecuting:
 					h.toExecuting(chat, "Running plan")
 				}
-				if tr == core.TrigAutoPropose || tr == core.TrigAutoOff {
+				if tr == machine.TrigAutoPropose || tr == machine.TrigAutoOff {
 					h.setAuto(chat, true)
 				}
-				if tr == core.TrigAnswer && (from == core.PhasePlanning || from == core.PhaseExecuting) {
+				if tr == machine.TrigAnswer && (from == core.PhasePlanning || from == core.PhaseExecuting) {
 					h.model.push(sid, calls(call("ask_user_question", map[string]any{"question": "Which?", "options": []string{"A", "B"}})))
 					h.say(chat, "local", "ask me something")
 				}
@@ -86,41 +87,41 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 				command := true
 				var replies = func() []core.Reply {
 					switch tr {
-					case core.TrigOn:
+					case machine.TrigOn:
 						return h.say(chat, "local", "/plan on")
-					case core.TrigAccept, core.TrigApprove:
+					case machine.TrigAccept, machine.TrigApprove:
 						return h.say(chat, "local", "/plan accept")
-					case core.TrigRevise:
+					case machine.TrigRevise:
 						return h.say(chat, "local", "/plan revise tighten the scope")
-					case core.TrigAnswer:
+					case machine.TrigAnswer:
 						return h.say(chat, "local", "/plan answer 1")
-					case core.TrigAutoOn:
+					case machine.TrigAutoOn:
 						return h.say(chat, "local", "/plan auto")
-					case core.TrigAutoOff:
+					case machine.TrigAutoOff:
 						return h.say(chat, "local", "/plan auto off")
-					case core.TrigOff:
+					case machine.TrigOff:
 						return h.say(chat, "local", "/plan off")
-					case core.TrigEdit:
+					case machine.TrigEdit:
 						return h.sayFiles(chat, "local", "/plan edit", editedCopy(t, h, chat, "- [ ] An added step"))
 					}
 					command = false
 					switch tr {
-					case core.TrigEnter:
+					case machine.TrigEnter:
 						h.model.push(sid, calls(call("enter_plan_mode", map[string]any{"reason": "careful"})))
-					case core.TrigPropose, core.TrigAutoPropose:
+					case machine.TrigPropose, machine.TrigAutoPropose:
 						h.model.push(sid, calls(propose("Another plan", "Only step")))
-					case core.TrigAsk:
+					case machine.TrigAsk:
 						h.model.push(sid, calls(call("ask_user_question", map[string]any{"question": "Which?", "options": []string{"A", "B"}})))
-					case core.TrigUpdate:
+					case machine.TrigUpdate:
 						h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "in_progress"})))
-					case core.TrigComplete:
+					case machine.TrigComplete:
 						h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "completed"}, stepArg{Step: "Second step", Status: "cancelled"})))
 					}
 					return h.say(chat, "local", "please do it")
 				}()
 				after := h.session(chat)
 				want, ok := m.Next(from, tr)
-				if tr == core.TrigAnswer && from != core.PhasePlanning && from != core.PhaseExecuting {
+				if tr == machine.TrigAnswer && from != core.PhasePlanning && from != core.PhaseExecuting {
 					ok = false // no question can be pending here
 				}
 				if !ok {
@@ -166,7 +167,7 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 				if res.Role != core.RoleTool {
 					t.Fatalf("last message to the model is %s, want a tool result", res.Role)
 				}
-				noOp := tr == core.TrigEnter || (from == core.PhasePlanning && tr == core.TrigComplete) // drafts while planning
+				noOp := tr == machine.TrigEnter || (from == core.PhasePlanning && tr == machine.TrigComplete) // drafts while planning
 				if !noOp && !startsWith(res.Content, "error:") {
 					t.Errorf("refused %s: tool result %q is not an error", tr, res.Content)
 				}
@@ -180,13 +181,13 @@ func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(
 // The machine's tables are shared by every NewMachine: what Guards returns is a copy, so
 // a caller that changes it changes no other Apply's guards.
 func TestMachineGuardsAreACopy(t *testing.T) {
-	gs := core.NewMachine().Guards(core.TrigAccept)
+	gs := machine.NewMachine().Guards(machine.TrigAccept)
 	if len(gs) == 0 {
 		t.Fatal("accept has no guards")
 	}
 	first := gs[0]
 	gs[0] = "changed"
-	if got := core.NewMachine().Guards(core.TrigAccept)[0]; got != first {
+	if got := machine.NewMachine().Guards(machine.TrigAccept)[0]; got != first {
 		t.Errorf("a changed Guards result reached the next machine: %q, want %q", got, first)
 	}
 }

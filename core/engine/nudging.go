@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // nudgeLine is the "next nudge" part of /plan status from the session's schedules ns
@@ -35,7 +36,7 @@ func nudgeLine(s core.Session, ns []core.Nudge, known bool, now time.Time) strin
 	if s.NudgeSpec == core.NudgeOff {
 		line += " · reminders off"
 	} else if s.NudgeSpec != "" {
-		line += " · reminders " + core.DescribeSpec(s.NudgeSpec)
+		line += " · reminders " + machine.DescribeSpec(s.NudgeSpec)
 	}
 	if expire != nil {
 		line += fmt.Sprintf(" · expires %s", core.Clock(expire.NextFireAt))
@@ -54,8 +55,8 @@ func (e *Engine) Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time)
 			return err
 		}
 		if n.Action == core.NudgeExpire {
-			in := core.Input{Now: e.d.Now(), Actor: core.SystemActor, Rules: e.rules(), PlanID: n.PlanID, Spec: n.Spec}
-			o, err := core.Apply(t.sess, cur, core.TrigExpire, in)
+			in := machine.Input{Now: e.d.Now(), Actor: core.SystemActor, Rules: e.rules(), PlanID: n.PlanID, Spec: n.Spec}
+			o, err := machine.Apply(t.sess, cur, machine.TrigExpire, in)
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ func (e *Engine) Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time)
 // reminder is the reminder for schedule n, and its audit row; ok is false when what it
 // was made for is no longer waiting.
 func reminder(s core.Session, cur *core.Plan, n core.Nudge, scheduledAt, now time.Time) (core.Reply, core.Event, bool) {
-	planID, waiting := core.PendingKey(s)
+	planID, waiting := machine.PendingKey(s)
 	if !waiting || planID != n.PlanID || (planID != "" && cur == nil) {
 		return core.Reply{}, core.Event{}, false
 	}
@@ -82,17 +83,17 @@ func reminder(s core.Session, cur *core.Plan, n core.Nudge, scheduledAt, now tim
 	const snooze = "/plan nudge snooze 2h"
 	if planID != "" {
 		p := *cur
-		r := core.PlanReply(s, p)
+		r := machine.PlanReply(s, p)
 		r.Kind = core.ReplyNudge
 		r.Attachments = nil
-		r.Text = fmt.Sprintf("%s has waited %s for a decision. /plan accept · /plan revise <feedback> · %s", core.PlanLabel(p), core.HumanDuration(now.Sub(p.CreatedAt)), snooze)
+		r.Text = fmt.Sprintf("%s has waited %s for a decision. /plan accept · /plan revise <feedback> · %s", machine.PlanLabel(p), core.HumanDuration(now.Sub(p.CreatedAt)), snooze)
 		ev.PlanID, ev.PlanVersion = p.ID, p.Version
 		ev.Detail = "scheduled " + scheduledAt.UTC().Format(time.RFC3339)
 		return r, ev, true
 	}
 	q := s.Question
 	r := core.Reply{To: s.Address, Kind: core.ReplyNudge,
-		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s", core.HumanDuration(now.Sub(q.AskedAt)), q.Text, core.OptionList(q.Options), snooze)}
+		Text: fmt.Sprintf("A question has waited %s for an answer: %s — %s. /plan answer <number or text> · %s", core.HumanDuration(now.Sub(q.AskedAt)), q.Text, machine.OptionList(q.Options), snooze)}
 	for _, o := range q.Options {
 		r.Buttons = append(r.Buttons, core.Button{Label: o, Action: core.Action{Kind: core.ActionAnswer, ApprovalID: q.ID, Value: o}})
 	}
@@ -123,12 +124,12 @@ func missedText(s core.Session, cur *core.Plan, missed []core.MissedNudge) strin
 	for _, m := range missed {
 		times = append(times, core.Clock(m.ScheduledAt))
 	}
-	text := fmt.Sprintf("While plangate was down, %d %s missed (due %s).", len(missed), core.Plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))
-	if planID, waiting := core.PendingKey(s); waiting {
+	text := fmt.Sprintf("While plangate was down, %d %s missed (due %s).", len(missed), machine.Plural(len(missed), "reminder was", "reminders were"), strings.Join(times, ", "))
+	if planID, waiting := machine.PendingKey(s); waiting {
 		if planID == "" {
 			text += " A question is still waiting: /plan status shows it."
 		} else if cur != nil {
-			text += fmt.Sprintf(" %s is still waiting: /plan accept · /plan revise <feedback>", core.PlanLabel(*cur))
+			text += fmt.Sprintf(" %s is still waiting: /plan accept · /plan revise <feedback>", machine.PlanLabel(*cur))
 		}
 	}
 	return text

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -21,10 +22,10 @@ import (
 func (w *fileWriter) writePlan(s core.Session, p core.Plan, destructive func(string) bool) (string, error) {
 	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
-		name = core.FileBase(p.File)
+		name = machine.FileBase(p.File)
 	}
-	o := core.RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
-	data := core.RenderPlan(p, s.Phase, s.Address.Chat, o)
+	o := machine.RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
+	data := machine.RenderPlan(p, s.Phase, s.Address.Chat, o)
 	if p.Changes == nil && p.Version > 1 {
 		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
 	}
@@ -42,8 +43,8 @@ func (w *fileWriter) writePlan(s core.Session, p core.Plan, destructive func(str
 type fileWriter struct {
 	dir   string
 	log   *slog.Logger
-	marks *toolMarks // which allowed tools are marked destructive
-	reach core.Reach // for the grants' words
+	marks *toolMarks    // which allowed tools are marked destructive
+	reach machine.Reach // for the grants' words
 
 	writes atomic.Int64 // plan files written (prepare's and the refreshes)
 }

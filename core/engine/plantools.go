@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -79,9 +80,9 @@ func describeCall(name string, args json.RawMessage) string {
 	_ = json.Unmarshal(args, &a)
 	switch {
 	case a.Path != "":
-		return fmt.Sprintf("%s on %s", name, core.OneLine(a.Path))
+		return fmt.Sprintf("%s on %s", name, machine.OneLine(a.Path))
 	case len(a.Argv) > 0:
-		return fmt.Sprintf("%s %s", name, core.OneLine(strings.Join(a.Argv, " ")))
+		return fmt.Sprintf("%s %s", name, machine.OneLine(strings.Join(a.Argv, " ")))
 	}
 	return name
 }

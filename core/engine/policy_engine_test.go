@@ -8,6 +8,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // The requesters of a version are the people whose messages its planning answered: the
@@ -61,7 +62,7 @@ func requesterIDs(list []core.Requester) []string {
 
 // onlyOtherDecides: alice and bob decide in chat prod, one approval, never a requester's.
 func onlyOtherDecides(c *engine.Config) {
-	c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+	c.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: "terminal", Chat: "prod"},
 		Approvers: []string{"terminal:alice", "terminal:bob"}, Required: 1}}
 }
 
@@ -121,7 +122,7 @@ func TestApproverDoesNotBecomeTheNextPlansRequester(t *testing.T) {
 // bob, never a requester's, alice's own request can only be decided through the admin API.
 func TestUnreachableApprovalsAreSaidAtOnce(t *testing.T) {
 	h := newHarness(t, func(c *engine.Config) {
-		c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+		c.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: "terminal", Chat: "prod"},
 			Approvers: []string{"terminal:alice", "terminal:bob"}, Required: 2}}
 	})
 	h.say("prod", "alice", "/plan on deploy")
@@ -139,7 +140,7 @@ func TestUnreachableApprovalsAreSaidAtOnce(t *testing.T) {
 
 func twoOfThree(c *engine.Config) {
 	c.Approvers = []string{"terminal:local"}
-	c.Policies = []core.Policy{{Match: core.PolicyMatch{Channel: "terminal", Chat: "prod"},
+	c.Policies = []machine.Policy{{Match: machine.PolicyMatch{Channel: "terminal", Chat: "prod"},
 		Approvers: []string{"terminal:alice", "terminal:bob", "terminal:carol"}, Required: 2}}
 }
 
@@ -233,7 +234,7 @@ func TestReviseVoidsPartialApprovals(t *testing.T) {
 // accept, and the plan waits.
 func TestStrictPolicyHasNoAutoApprove(t *testing.T) {
 	h := newHarness(t, twoOfThree, func(c *engine.Config) {
-		c.AutoApproveRules = []core.ApproveRule{{Name: "all", Paths: []string{"**"}}}
+		c.AutoApproveRules = []machine.ApproveRule{{Name: "all", Paths: []string{"**"}}}
 	})
 	h.say("prod", "alice", "/plan on")
 	mustContain(t, lastText(h.say("prod", "bob", "/plan auto")), "Auto-approve is not available in this conversation: its approval policy (access.policies) needs 2 approvals from different people.")

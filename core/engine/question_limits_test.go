@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // A question goes to people as the model wrote it, so the judge's limits hold for it:
@@ -18,10 +19,10 @@ func TestAskUserQuestionLimits(t *testing.T) {
 		"newline option":  {"question": "Which?", "options": []string{"A\nB", "C"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, cur := fixture(core.PhasePlanning, core.TrigAsk)
-			in := input(core.TrigAsk)
+			s, cur := fixture(core.PhasePlanning, machine.TrigAsk)
+			in := input(machine.TrigAsk)
 			in.Args = args(a)
-			o, err := core.Apply(s, cur, core.TrigAsk, in)
+			o, err := machine.Apply(s, cur, machine.TrigAsk, in)
 			if err != nil {
 				t.Fatal(err)
 			}

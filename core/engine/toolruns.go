@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // At most once for mutating tool calls: a call that passed the gate is recorded as
@@ -31,7 +32,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	}
 	run := core.ToolRun{SessionID: t.sess.ID, Tool: call.Name, Detail: describeCall(call.Name, call.Args), StartedAt: t.e.d.Now()}
 	{
-		nonce, err := core.NewID(t.e.d.Random, 5)
+		nonce, err := machine.NewID(t.e.d.Random, 5)
 		if err == nil {
 			run.CallID = call.ID + "#" + nonce
 			err = t.e.d.Store.StartToolRun(ctx, run)
@@ -71,9 +72,9 @@ func ranText(call core.ToolCall, err error) string {
 	what := describeCall(call.Name, call.Args)
 	switch {
 	case call.Name == "write_file" && a.Path != "":
-		what = "wrote " + core.OneLine(a.Path)
+		what = "wrote " + machine.OneLine(a.Path)
 	case call.Name == "edit_file" && a.Path != "":
-		what = "edited " + core.OneLine(a.Path)
+		what = "edited " + machine.OneLine(a.Path)
 	case call.Name == "run_command":
 		what = "ran " + strings.TrimPrefix(what, "run_command ")
 	}
@@ -132,9 +133,9 @@ func changedWhy(cur, s core.Session, p *core.Plan) string {
 // mutating calls: "wrote NOTES.md, then the plan was turned off elsewhere".
 func (t *jobRun) changedElsewhere(why string) string {
 	if len(t.done) == 0 {
-		return core.UpperFirst(why)
+		return machine.UpperFirst(why)
 	}
-	return core.UpperFirst(strings.Join(t.done, ", ")) + ", then " + why
+	return machine.UpperFirst(strings.Join(t.done, ", ")) + ", then " + why
 }
 
 // conflictNotice is what a person is told when a commit lost to a change made elsewhere:

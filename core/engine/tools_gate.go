@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // Tool calls: plan tools become triggers of Apply, workspace tools go through the gate.
@@ -19,7 +20,7 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 		// A provider passes arguments that are not valid JSON through as a JSON string.
 		var raw string
 		_ = json.Unmarshal(call.Args, &raw)
-		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, core.OneLine(raw))
+		return toolError("the arguments of %s are not valid JSON (%s); send one JSON object that matches the tool's schema", call.Name, machine.OneLine(raw))
 	}
 	switch call.Name {
 	case ToolEnterPlanMode, ToolExitPlanMode, ToolUpdatePlan, ToolAskUserQuestion:
@@ -166,10 +167,10 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 		return toolResult{}, "", true
 	}
 	if in.pathsErr != nil {
-		return toolError("%s", in.pathsErr.Error()), core.OneLine(in.pathsErr.Error()), false
+		return toolError("%s", in.pathsErr.Error()), machine.OneLine(in.pathsErr.Error()), false
 	}
 	for _, p0 := range in.paths {
-		if why, ok := core.CheckScope(p.Body.Scope, p0); !ok {
+		if why, ok := machine.CheckScope(p.Body.Scope, p0); !ok {
 			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
 			return toolResult{content: "error: " + msg, isError: true,
 				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
@@ -190,7 +191,7 @@ type toolResult struct {
 	stop    string // a stop condition: report this to the chat and end the turn
 	// outcome is a plan tool's transition; the turn commits it with the call's transcript
 	// entries (see applyTool).
-	outcome *core.Outcome
+	outcome *machine.Outcome
 }
 
 func toolError(format string, args ...any) toolResult {
@@ -200,28 +201,28 @@ func toolError(format string, args ...any) toolResult {
 // planTool turns a plan tool call into a trigger, applies it and writes the files of a
 // new plan version, so the result the model gets says whether the plan was saved.
 func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
-	trig := map[string]core.Trigger{ToolEnterPlanMode: core.TrigEnter, ToolExitPlanMode: core.TrigPropose,
-		ToolUpdatePlan: core.TrigUpdate, ToolAskUserQuestion: core.TrigAsk}[call.Name]
-	if trig == core.TrigPropose && t.sess.AutoApprove && t.autoHeld() == "" {
-		trig = core.TrigAutoPropose
+	trig := map[string]machine.Trigger{ToolEnterPlanMode: machine.TrigEnter, ToolExitPlanMode: machine.TrigPropose,
+		ToolUpdatePlan: machine.TrigUpdate, ToolAskUserQuestion: machine.TrigAsk}[call.Name]
+	if trig == machine.TrigPropose && t.sess.AutoApprove && t.autoHeld() == "" {
+		trig = machine.TrigAutoPropose
 	}
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
 		return toolError("could not load the current plan: %v", err)
 	}
-	in := core.Input{Now: t.e.d.Now(), Actor: core.AgentActor, Rules: t.e.rules(), Args: call.Args}
+	in := machine.Input{Now: t.e.d.Now(), Actor: core.AgentActor, Rules: t.e.rules(), Args: call.Args}
 	if t.autoHeld() == "" {
 		in.Requester = senderKey(t.msg()) // a person's message started this turn
 	}
 	in.Asked = t.askedSoFar()
-	if trig == core.TrigPropose && t.sess.AutoApprove {
+	if trig == machine.TrigPropose && t.sess.AutoApprove {
 		in.AutoHeld = t.autoHeld()
 	}
 	in.Unattended = t.autoHeld()
-	if in.IDs, err = core.DrawIDs(t.e.d.Random, trig); err != nil {
+	if in.IDs, err = machine.DrawIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
-	o, err := core.Apply(t.sess, cur, trig, in)
+	o, err := machine.Apply(t.sess, cur, trig, in)
 	if err != nil {
 		return toolError("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // jobRun is one job being handled (a message, a command, a reminder), with what it keeps
@@ -47,9 +48,9 @@ type jobRun struct {
 // and the author of the job's message when it is a message to the agent. The approver
 // whose accept started the job asked for nothing.
 func (t *jobRun) askedSoFar() []core.Requester {
-	t.asked = core.WithRequesters(t.asked, t.sess.Requesters)
+	t.asked = machine.WithRequesters(t.asked, t.sess.Requesters)
 	if t.j.asks() {
-		t.asked = core.Asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
+		t.asked = machine.Asked(t.asked, senderKey(t.msg()), t.msg().Sender.Name)
 	}
 	return t.asked
 }
@@ -276,9 +277,9 @@ func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
 	if len(t.sess.Injections) > 0 || tr.answered > 0 {
 		// A decision or earlier work stands; the agent just could not go on.
-		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", core.OneLine(err.Error()))
+		t.notice(ctx, "The model could not answer: %s. What was decided stands; send a message (e.g. \"continue\") to let the agent go on.", machine.OneLine(err.Error()))
 	} else {
-		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", core.OneLine(err.Error()))
+		t.notice(ctx, "The model could not answer: %s. Nothing changed; send your message again to retry.", machine.OneLine(err.Error()))
 	}
 	if tr.answered > 0 {
 		return t.flush(ctx, tr)
@@ -385,7 +386,7 @@ func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall)
 // applyTool commits a plan tool's outcome in one transaction with the turn's uncommitted
 // entries (the call and its result included), then carries it out. The tool's files were
 // written by callTool already: its result depends on them.
-func (t *jobRun) applyTool(ctx context.Context, tr *turn, o core.Outcome) error {
+func (t *jobRun) applyTool(ctx context.Context, tr *turn, o machine.Outcome) error {
 	if o.Change.Session == nil {
 		return t.carryOut(ctx, o)
 	}
@@ -410,7 +411,7 @@ func (tr *turn) note(r *round, name string, res toolResult) {
 			tr.lastErr, tr.sameErr = res.content, 1
 		}
 		if tr.sameErr >= 3 && r.stop == "" {
-			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", core.OneLine(strings.TrimPrefix(res.content, "error: ")))
+			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", machine.OneLine(strings.TrimPrefix(res.content, "error: ")))
 		}
 	} else if r.ended == "" && r.stop == "" {
 		tr.lastErr, tr.sameErr = "", 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -256,5 +257,5 @@ func (e *Engine) copyPlan(s core.Session, p core.Plan) {
 // planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
 // the same way (see fileWriter.write), so the two are byte for byte the same.
 func (e *Engine) planMarkdown(s core.Session, p core.Plan) []byte {
-	return core.RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive(), e.cfg.Reach)
+	return machine.RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive(), e.cfg.Reach)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/core/tools"
 )
@@ -94,7 +95,7 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 
 			md, js := readFile(t, filepath.Join(ws, engine.PlanCopyMarkdown)), readFile(t, filepath.Join(ws, engine.PlanCopyJSON))
 			p := h.plans("main")[0]
-			want := core.RenderPlanMarkdown(p, core.PhaseExecuting, "main", core.Reach{})
+			want := machine.RenderPlanMarkdown(p, core.PhaseExecuting, "main", machine.Reach{})
 			if string(md) != string(want) {
 				t.Fatalf("PLAN.md changed:\n%s\nwant:\n%s", md, want)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -20,41 +21,41 @@ import (
 // with the status the copy then shows: a version becoming accepted, and every change of
 // the accepted one (progress, completion, a revise, /plan off). A pending version is
 // never copied: it would replace the contract being carried out.
-var copied = map[core.Phase]map[core.Trigger]core.PlanStatus{
-	core.PhasePlanning: {core.TrigAutoPropose: core.PlanAccepted},
-	core.PhaseAwaitingApproval: {core.TrigAccept: core.PlanAccepted, core.TrigAutoOn: core.PlanAccepted,
-		core.TrigAutoPropose: core.PlanAccepted},
-	core.PhaseExecuting: {core.TrigUpdate: core.PlanAccepted, core.TrigComplete: core.PlanCompleted,
-		core.TrigRevise: core.PlanRevised, core.TrigOff: core.PlanAborted},
+var copied = map[core.Phase]map[machine.Trigger]core.PlanStatus{
+	core.PhasePlanning: {machine.TrigAutoPropose: core.PlanAccepted},
+	core.PhaseAwaitingApproval: {machine.TrigAccept: core.PlanAccepted, machine.TrigAutoOn: core.PlanAccepted,
+		machine.TrigAutoPropose: core.PlanAccepted},
+	core.PhaseExecuting: {machine.TrigUpdate: core.PlanAccepted, machine.TrigComplete: core.PlanCompleted,
+		machine.TrigRevise: core.PlanRevised, machine.TrigOff: core.PlanAborted},
 }
 
 // TestApplyWorkspaceCopyTable runs the whole transition table with workspace_copy on:
 // the copy effect comes right after the plan file's, on exactly the rows above, and
 // nothing else about the outcome changes.
 func TestApplyWorkspaceCopyTable(t *testing.T) {
-	for _, p := range core.Phases() {
-		for _, tr := range core.Triggers() {
+	for _, p := range machine.Phases() {
+		for _, tr := range machine.Triggers() {
 			t.Run(fmt.Sprintf("%s/%s", p, tr), func(t *testing.T) {
 				s, cur := fixture(p, tr)
 				in := input(tr)
-				off, err := core.Apply(s, cur, tr, in)
+				off, err := machine.Apply(s, cur, tr, in)
 				if err != nil {
 					t.Fatal(err)
 				}
 				in.Rules.WorkspaceCopy = true
-				on, err := core.Apply(s, cur, tr, in)
+				on, err := machine.Apply(s, cur, tr, in)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var copies []core.Effect
-				var rest []core.EffectKind
+				var copies []machine.Effect
+				var rest []machine.EffectKind
 				for i, e := range on.Effects {
-					if e.Kind != core.EffWorkspaceCopy {
+					if e.Kind != machine.EffWorkspaceCopy {
 						rest = append(rest, e.Kind)
 						continue
 					}
 					copies = append(copies, e)
-					if i == 0 || (on.Effects[i-1].Kind != core.EffRefreshFile && on.Effects[i-1].Kind != core.EffWriteFile) {
+					if i == 0 || (on.Effects[i-1].Kind != machine.EffRefreshFile && on.Effects[i-1].Kind != machine.EffWriteFile) {
 						t.Errorf("the copy effect is not right after the plan file's: %v", on.EffectKinds())
 					}
 				}

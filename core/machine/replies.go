@@ -1,9 +1,10 @@
-package core
+package machine
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -12,8 +13,8 @@ import (
 
 // StatusText is the answer to /plan status: s with its current plan cur (nil for none)
 // under the session's approval policy pol, and the "next nudge" line.
-func StatusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
-	var p Plan
+func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) string {
+	var p core.Plan
 	ok := cur != nil
 	if ok {
 		p = *cur
@@ -21,7 +22,7 @@ func StatusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	parts := []string{"phase: " + string(s.Phase)}
 	if ok {
 		label := "plan"
-		if s.Phase == PhaseOff || s.Phase == PhasePlanning {
+		if s.Phase == core.PhaseOff || s.Phase == core.PhasePlanning {
 			label = "last plan"
 		}
 		completed, cancelled, total := stepCounts(p.Body.Steps)
@@ -36,7 +37,7 @@ func StatusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	if q := s.Question; q != nil {
 		lines = append(lines, "question: "+q.Text+" — "+OptionList(q.Options)+" · /plan answer <number or text>")
 	}
-	if s.Phase == PhaseAwaitingApproval && ok {
+	if s.Phase == core.PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
 		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol); prog != "" {
 			lines = append(lines, "approvals: "+prog)
@@ -104,30 +105,30 @@ func OptionList(opts []string) string {
 }
 
 // ShowReply is the answer to /plan show of the current plan cur (nil for none).
-func ShowReply(s Session, cur *Plan) Reply {
+func ShowReply(s core.Session, cur *core.Plan) core.Reply {
 	if cur == nil {
-		return Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."}
+		return core.Reply{Text: "There is no plan in this conversation yet. Start one with /plan on <goal>."}
 	}
 	p := *cur
 	r := PlanReply(s, p)
 	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, plan.Checklist(p.Body.Steps))
-	if p.Status == PlanPending {
+	if p.Status == core.PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
 	}
 	return r
 }
 
 // PlanReply is the reply that carries a plan file, with decision buttons while pending.
-func PlanReply(s Session, p Plan) Reply {
-	r := Reply{To: s.Address, Kind: ReplyPlan}
+func PlanReply(s core.Session, p core.Plan) core.Reply {
+	r := core.Reply{To: s.Address, Kind: core.ReplyPlan}
 	if p.File != "" {
-		r.Attachments = []File{{Name: FileBase(p.File), MIME: "text/markdown", Path: p.File}}
+		r.Attachments = []core.File{{Name: FileBase(p.File), MIME: "text/markdown", Path: p.File}}
 	}
-	if p.Status == PlanPending && p.ApprovalID != "" {
-		r.Buttons = []Button{
-			{Label: "Accept", Action: Action{Kind: ActionAccept, ApprovalID: p.ApprovalID}},
-			{Label: "Revise", Action: Action{Kind: ActionRevise, ApprovalID: p.ApprovalID}},
-			{Label: "Auto", Action: Action{Kind: ActionAuto, ApprovalID: p.ApprovalID}},
+	if p.Status == core.PlanPending && p.ApprovalID != "" {
+		r.Buttons = []core.Button{
+			{Label: "Accept", Action: core.Action{Kind: core.ActionAccept, ApprovalID: p.ApprovalID}},
+			{Label: "Revise", Action: core.Action{Kind: core.ActionRevise, ApprovalID: p.ApprovalID}},
+			{Label: "Auto", Action: core.Action{Kind: core.ActionAuto, ApprovalID: p.ApprovalID}},
 		}
 	}
 	return r
@@ -141,13 +142,13 @@ func FileBase(p string) string {
 }
 
 // questionReply is the reply that asks q, with one button per option.
-func questionReply(to Address, q *Question) Reply {
+func questionReply(to core.Address, q *core.Question) core.Reply {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Question: %s\n", q.Text)
-	r := Reply{To: to, Kind: ReplyQuestion}
+	r := core.Reply{To: to, Kind: core.ReplyQuestion}
 	for i, o := range q.Options {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, o)
-		r.Buttons = append(r.Buttons, Button{Label: o, Action: Action{Kind: ActionAnswer, ApprovalID: q.ID, Value: o}})
+		r.Buttons = append(r.Buttons, core.Button{Label: o, Action: core.Action{Kind: core.ActionAnswer, ApprovalID: q.ID, Value: o}})
 	}
 	b.WriteString("Answer: /plan answer <number>")
 	if q.AllowFreeText {
@@ -159,7 +160,7 @@ func questionReply(to Address, q *Question) Reply {
 
 // proposalText is a new version's chat message: what it does, every grant it asks for
 // (see PlanGrants), how it differs from the version it answers, and who decides.
-func proposalText(p Plan, superseded *Plan, decide string, rules Rules) string {
+func proposalText(p core.Plan, superseded *core.Plan, decide string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, Plural(n, "step", "steps"))
@@ -185,11 +186,11 @@ func proposalText(p Plan, superseded *Plan, decide string, rules Rules) string {
 // decideLine is the last line of a proposal: how it was accepted, or who decides.
 // rule is the words of the auto-approve rule that accepted it ("" if none did);
 // noRule is set when rules are configured and none covers the plan.
-func decideLine(p Plan, autoHeld, rule string, noRule bool) string {
+func decideLine(p core.Plan, autoHeld, rule string, noRule bool) string {
 	switch {
-	case p.Status == PlanAccepted && rule != "":
+	case p.Status == core.PlanAccepted && rule != "":
 		return "Auto-approved by " + rule + ". Working on it."
-	case p.Status == PlanAccepted:
+	case p.Status == core.PlanAccepted:
 		return "Auto-approved: auto-approve is on for this conversation (/plan auto off to stop). Working on it."
 	case autoHeld != "":
 		return fmt.Sprintf("Not auto-approved: auto-approve only takes a plan proposed in answer to a person's message, and %s. A person decides: /plan accept · /plan revise <feedback>", autoHeld)
@@ -233,7 +234,7 @@ func Plural(n int, one, many string) string {
 
 // MessageText is a person's message as the agent gets it: the text and the names of its
 // attachments.
-func MessageText(m Message) string {
+func MessageText(m core.Message) string {
 	text := strings.TrimSpace(m.Text)
 	for _, a := range m.Attachments {
 		text += fmt.Sprintf("\n[attachment: %s]", a.Name)

@@ -1,10 +1,11 @@
-package core
+package machine
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -54,7 +55,7 @@ func (x *transition) check(g Guard) (bool, error) {
 		return ok, nil
 	case GuardTimer:
 		// A plan decided meanwhile is left alone, and nothing is said.
-		return s.Phase == PhaseAwaitingApproval && s.PlanID == in.PlanID && x.cur != nil, nil
+		return s.Phase == core.PhaseAwaitingApproval && s.PlanID == in.PlanID && x.cur != nil, nil
 	case GuardValidPlan:
 		return x.validPlan(), nil
 	case GuardValidQuestion:
@@ -113,7 +114,7 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		x.refusef("Already in plan mode (phase: %s).", ph)
 		x.o.Refusal.Benign = true
 	case TrigPropose, TrigAutoPropose:
-		if ph == PhaseExecuting {
+		if ph == core.PhaseExecuting {
 			x.refuse("a plan is already accepted and being carried out; report progress with update_plan. Only the user can send it back (/plan revise)")
 		} else {
 			x.refuse("plan mode is off; call enter_plan_mode first, investigate, then propose a plan")
@@ -122,10 +123,10 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		x.refusef("ask_user_question is not available in phase %s; ask in your reply instead", ph)
 	case TrigUpdate, TrigComplete:
 		switch ph {
-		case PhasePlanning:
+		case core.PhasePlanning:
 			x.refuse(notedDrafts)
 			x.o.Refusal.Benign = true
-		case PhaseAwaitingApproval:
+		case core.PhaseAwaitingApproval:
 			x.refuse("the plan is waiting for the user's decision; wait for [PLAN_DECISION] before reporting progress")
 		default:
 			x.refusef("there is no accepted plan to update (phase: %s)", ph)

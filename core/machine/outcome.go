@@ -1,8 +1,10 @@
-package core
+package machine
 
 import (
 	"slices"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // Rules are the configuration a transition depends on.
@@ -46,7 +48,7 @@ type NewIDs struct {
 // the clock value, the actor, fresh ids and what the trigger carries.
 type Input struct {
 	Now   time.Time
-	Actor Actor
+	Actor core.Actor
 	Name  string // the actor's display name, for replies ("accepted by alice")
 	Rules Rules
 	IDs   NewIDs
@@ -60,13 +62,13 @@ type Input struct {
 	SeenApproval *string
 	// Ref is the plan that ApprovalID or Version names when it is not the current plan,
 	// as the store has it; nil if none was found.
-	Ref *Plan
+	Ref *core.Plan
 	// Text is the trigger's text: the goal, the revise feedback, the answer.
 	Text string
 	// Args are an agent tool call's arguments (propose, update, ask).
 	Args []byte
 	// Files are the attachments of the person's message (edit: the edited plan file).
-	Files []File
+	Files []core.File
 	// PlanID and Spec name the schedule that fired (expire): the plan it was made for and
 	// its spec, for the audit row.
 	PlanID, Spec string
@@ -86,7 +88,7 @@ type Input struct {
 	// the author of the message that started it (when it was a message to the agent, not a
 	// decision) and the requesters of the plan work it carried on, kept even when that
 	// work completed earlier in the job. Entering plan mode and proposing add them.
-	Asked []Requester
+	Asked []core.Requester
 }
 
 // who is the actor's name for replies: the display name, else the id.
@@ -124,8 +126,8 @@ func effectRank(k EffectKind) int {
 // it can later become an outbox row of the same transaction.
 type Effect struct {
 	Kind  EffectKind
-	Plan  Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress
-	Reply Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
+	Plan  core.Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress
+	Reply core.Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
 
@@ -136,7 +138,7 @@ type Effect struct {
 // to record (an unauthorized or stale decision). Nothing else changes.
 type Refusal struct {
 	Text  string
-	Audit []Event
+	Audit []core.Event
 	// Benign marks a refusal that is no error for the agent (entering plan mode twice).
 	Benign bool
 }
@@ -151,8 +153,8 @@ type ToolReply struct {
 // effects to run afterwards, or a refusal. Apply never performs any of it.
 type Outcome struct {
 	Trigger Trigger
-	Session Session // the next session; equal to the input when nothing changes
-	Change  Change  // Change.Session is set when the session row changes
+	Session core.Session // the next session; equal to the input when nothing changes
+	Change  core.Change  // Change.Session is set when the session row changes
 	Effects []Effect
 	Refusal *Refusal
 	Tool    *ToolReply // agent triggers: what the model is told
@@ -162,7 +164,7 @@ type Outcome struct {
 	// copies is Rules.WorkspaceCopy; wasAccepted the plans settled away from accepted.
 	copies      bool
 	wasAccepted map[string]bool
-	before      Session
+	before      core.Session
 }
 
 // Refused reports whether the transition was not taken.
@@ -178,12 +180,12 @@ func (o Outcome) EffectKinds() []EffectKind {
 }
 
 // say queues a reply of kind k with text.
-func (o *Outcome) say(k ReplyKind, text string) {
-	o.Effects = append(o.Effects, Effect{Kind: EffSay, Reply: Reply{To: o.before.Address, Kind: k, Text: text}})
+func (o *Outcome) say(k core.ReplyKind, text string) {
+	o.Effects = append(o.Effects, Effect{Kind: EffSay, Reply: core.Reply{To: o.before.Address, Kind: k, Text: text}})
 }
 
 // sayReply queues a prepared reply, with a notice for when it cannot be delivered.
-func (o *Outcome) sayReply(r Reply, onFail string) {
+func (o *Outcome) sayReply(r core.Reply, onFail string) {
 	o.Effects = append(o.Effects, Effect{Kind: EffSay, Reply: r, OnFail: onFail})
 }
 
@@ -196,7 +198,7 @@ func (o *Outcome) sayReply(r Reply, onFail string) {
 // work for the agent starts a turn.
 func (o Outcome) seal() Outcome {
 	if r := o.Refusal; r != nil {
-		o.Session, o.Change, o.Effects = o.before, Change{}, nil
+		o.Session, o.Change, o.Effects = o.before, core.Change{}, nil
 		if isAgentTrigger(o.Trigger) {
 			content := "error: " + r.Text
 			if r.Benign {
@@ -207,9 +209,9 @@ func (o Outcome) seal() Outcome {
 		}
 		if o.before.Version != 0 && len(r.Audit) > 0 {
 			// A session that is not stored yet has nothing to audit.
-			o.Change = Change{SessionID: o.before.ID, Events: r.Audit}
+			o.Change = core.Change{SessionID: o.before.ID, Events: r.Audit}
 		}
-		o.Effects = []Effect{{Kind: EffSay, Reply: Reply{To: o.before.Address, Kind: ReplyNotice, Text: r.Text}}}
+		o.Effects = []Effect{{Kind: EffSay, Reply: core.Reply{To: o.before.Address, Kind: core.ReplyNotice, Text: r.Text}}}
 		return o
 	}
 	// At most four effects per plan and two more: one allocation of the effects (each
@@ -225,11 +227,11 @@ func (o Outcome) seal() Outcome {
 			o.Effects = append(o.Effects, Effect{Kind: EffWorkspaceCopy, Plan: p})
 		}
 		if how, ok := o.retired[p.ID]; ok && p.ApprovalID != "" {
-			o.Effects = append(o.Effects, Effect{Kind: EffRetire, Plan: p, Reply: Reply{To: o.before.Address, Kind: ReplyDecided,
+			o.Effects = append(o.Effects, Effect{Kind: EffRetire, Plan: p, Reply: core.Reply{To: o.before.Address, Kind: core.ReplyDecided,
 				Ref: p.ApprovalID, Text: PlanLabel(p) + " — " + how}})
 		}
 		switch p.Status {
-		case PlanRevised, PlanAborted, PlanAbandoned, PlanCompleted:
+		case core.PlanRevised, core.PlanAborted, core.PlanAbandoned, core.PlanCompleted:
 			o.Effects = append(o.Effects, Effect{Kind: EffForget, Plan: p})
 		}
 	}
@@ -257,7 +259,7 @@ func (o Outcome) startsTurn() bool {
 		return true
 	}
 	for _, m := range o.Change.Messages {
-		if m.Role == RoleUser {
+		if m.Role == core.RoleUser {
 			return true
 		}
 	}
@@ -276,12 +278,12 @@ func isAgentTrigger(t Trigger) bool {
 // a version that is accepted or completed, or one that was accepted before this change
 // (a revise or abort then shows in PLAN.md too). A pending version never replaces the
 // copy of the plan being carried out.
-func (o Outcome) copiesPlan(p Plan) bool {
+func (o Outcome) copiesPlan(p core.Plan) bool {
 	if !o.copies {
 		return false
 	}
 	switch p.Status {
-	case PlanAccepted, PlanCompleted:
+	case core.PlanAccepted, core.PlanCompleted:
 		return true
 	}
 	return o.wasAccepted[p.ID]

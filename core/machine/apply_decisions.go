@@ -1,9 +1,11 @@
-package core
+package machine
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/plangate/plangate/core"
 )
 
 // The decisions of Apply: a person (or a rule, or the clock) decides on a plan version
@@ -27,17 +29,17 @@ func (x *transition) accept() error {
 	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
 	x.next.Injections = append(x.next.Injections, approvedInjection(p, "approved by "+x.in.who()))
-	x.record(x.event(EventAccepted, &p, ""))
+	x.record(x.event(core.EventAccepted, &p, ""))
 	x.o.Change.CancelNudges = true
 	with := ""
 	if pol := x.policy(); pol.needed() > 1 {
 		with = " with " + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol)
 	}
-	x.o.say(ReplyText, fmt.Sprintf("Accepted plan v%d %q%s. Working on it.", p.Version, p.Body.Title, with))
+	x.o.say(core.ReplyText, fmt.Sprintf("Accepted plan v%d %q%s. Working on it.", p.Version, p.Body.Title, with))
 	return nil
 }
 
-func approvedInjection(p Plan, how string) Injection {
+func approvedInjection(p core.Plan, how string) core.Injection {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[PLAN_DECISION]: approved (%s)\nPlan v%d %q is accepted. Carry it out step by step; mark progress with update_plan (a step is completed only when its acceptance criteria are verified).\nSteps:\n", how, p.Version, p.Body.Title)
 	for _, st := range p.Body.Steps {
@@ -46,7 +48,7 @@ func approvedInjection(p Plan, how string) Injection {
 			fmt.Fprintf(&b, "   - criterion: %s\n", c)
 		}
 	}
-	return Injection{Kind: InjectDecision, Text: strings.TrimRight(b.String(), "\n")}
+	return core.Injection{Kind: core.InjectDecision, Text: strings.TrimRight(b.String(), "\n")}
 }
 
 func (x *transition) revise() error {
@@ -65,15 +67,15 @@ func (x *transition) revise() error {
 	n.Requesters = Asked(n.Requesters, x.in.Requester, x.in.Name) // the next version answers the feedback
 	n.Question = nil
 	// An approval that never reached the agent (its turn was interrupted) is void now.
-	n.Injections = withoutKind(n.Injections, InjectDecision)
+	n.Injections = withoutKind(n.Injections, core.InjectDecision)
 	text := fmt.Sprintf("[PLAN_DECISION]: rejected\nPlan v%d %q was sent back by %s with this feedback:\n%s\nRevise the plan and propose it again with exit_plan_mode.", p.Version, p.Body.Title, x.in.who(), feedback)
 	if n.RejectionCount >= 3 {
 		text += fmt.Sprintf("\nThis is rejection number %d. Before proposing again, ask the user a clarifying question with ask_user_question.", n.RejectionCount)
 	}
-	n.Injections = append(n.Injections, Injection{Kind: InjectDecision, Text: text})
-	x.record(x.event(EventRevised, &p, feedback))
+	n.Injections = append(n.Injections, core.Injection{Kind: core.InjectDecision, Text: text})
+	x.record(x.event(core.EventRevised, &p, feedback))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.%s", p.Version, ordinal(n.RejectionCount), void))
+	x.o.say(core.ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.%s", p.Version, ordinal(n.RejectionCount), void))
 	return nil
 }
 
@@ -82,11 +84,11 @@ func (x *transition) answer() {
 	x.next.Phase = x.phase
 	x.next.Question = nil
 	x.next.Requesters = Asked(x.next.Requesters, x.in.Requester, x.in.Name) // the plan follows the answer
-	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectAnswer,
+	x.next.Injections = append(x.next.Injections, core.Injection{Kind: core.InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
-	x.record(x.event(EventAnswered, nil, answer))
+	x.record(x.event(core.EventAnswered, nil, answer))
 	x.o.Change.CancelReminders = true
-	x.o.say(ReplyText, "Answer recorded: "+answer)
+	x.o.say(core.ReplyText, "Answer recorded: "+answer)
 }
 
 func (x *transition) auto(on bool) error {
@@ -101,12 +103,12 @@ func (x *transition) auto(on bool) error {
 	}
 	x.next.AutoApprove = on
 	x.next.Phase = to
-	x.record(x.event(EventAutoChanged, nil, "auto-approve "+onOff(on)))
+	x.record(x.event(core.EventAutoChanged, nil, "auto-approve "+onOff(on)))
 	text := fmt.Sprintf("Auto-approve is %s for this conversation.", onOff(on))
 	if on {
 		text += " New plans will be accepted as soon as they are proposed."
 	}
-	if to == PhaseExecuting && x.s.Phase == PhaseAwaitingApproval {
+	if to == core.PhaseExecuting && x.s.Phase == core.PhaseAwaitingApproval {
 		if x.cur == nil {
 			return fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
 		}
@@ -116,11 +118,11 @@ func (x *transition) auto(on bool) error {
 		}
 		x.next.ApprovalID = ""
 		x.next.Injections = append(x.next.Injections, approvedInjection(p, "auto-approve turned on by "+x.in.who()))
-		x.record(x.event(EventAutoAccepted, &p, "auto-approve turned on"))
+		x.record(x.event(core.EventAutoAccepted, &p, "auto-approve turned on"))
 		x.o.Change.CancelNudges = true
 		text += fmt.Sprintf(" Accepted the pending plan v%d %q. Working on it.", p.Version, p.Body.Title)
 	}
-	x.o.say(ReplyText, text)
+	x.o.say(core.ReplyText, text)
 	return nil
 }
 
@@ -132,15 +134,15 @@ func (x *transition) expire() error {
 	}
 	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
-	x.record(x.event(EventExpired, &p, "approval timeout "+x.in.Spec))
+	x.record(x.event(core.EventExpired, &p, "approval timeout "+x.in.Spec))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyNotice, fmt.Sprintf("%s expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
-		PlanLabel(p), HumanDuration(x.in.Rules.ApprovalTimeout)))
+	x.o.say(core.ReplyNotice, fmt.Sprintf("%s expired: no decision within %s (plan_mode.approval_timeout). Back to planning: ask me to propose it again, or /plan off.",
+		PlanLabel(p), core.HumanDuration(x.in.Rules.ApprovalTimeout)))
 	return nil
 }
 
-func withoutKind(in []Injection, k InjectionKind) []Injection {
-	var out []Injection
+func withoutKind(in []core.Injection, k core.InjectionKind) []core.Injection {
+	var out []core.Injection
 	for _, i := range in {
 		if i.Kind != k {
 			out = append(out, i)
@@ -151,7 +153,7 @@ func withoutKind(in []Injection, k InjectionKind) []Injection {
 
 // matchOption resolves an answer: an option number, an option's text (case-insensitive),
 // or free text when the question allows it.
-func matchOption(q *Question, text string) (string, bool) {
+func matchOption(q *core.Question, text string) (string, bool) {
 	text = strings.TrimSpace(text)
 	if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(q.Options) {
 		return q.Options[n-1], true

@@ -1,15 +1,16 @@
-package core
+package machine
 
 import (
 	"fmt"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
 // RenderPlanMarkdown renders one plan version as the markdown file posted to the chat
 // (plan.Render): its body, the version's status and decision, and its grants in this
 // gateway's words (r, its reach). plan.ParseMarkdown reads the body back.
-func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
+func RenderPlanMarkdown(p core.Plan, phase core.Phase, session string, r Reach) []byte {
 	return RenderPlan(p, phase, session, RenderOptions{Reach: r})
 }
 
@@ -17,7 +18,7 @@ func RenderPlanMarkdown(p Plan, phase Phase, session string, r Reach) []byte {
 // that destructive reports marked "(destructive)" (MCP's destructiveHint). The mark is
 // the gateway's knowledge, not the plan's: plan.ParseMarkdown drops it, so an edited file
 // with marks reads back the same plan.
-func RenderPlanMarkdownMarked(p Plan, phase Phase, session string, destructive func(tool string) bool, r Reach) []byte {
+func RenderPlanMarkdownMarked(p core.Plan, phase core.Phase, session string, destructive func(tool string) bool, r Reach) []byte {
 	return RenderPlan(p, phase, session, RenderOptions{Destructive: destructive, Reach: r})
 }
 
@@ -29,7 +30,7 @@ type RenderOptions struct {
 }
 
 // RenderPlan renders one plan version as session's file, with o's optional parts.
-func RenderPlan(p Plan, phase Phase, session string, o RenderOptions) []byte {
+func RenderPlan(p core.Plan, phase core.Phase, session string, o RenderOptions) []byte {
 	return plan.Render(plan.File{
 		Body: p.Body, Version: p.Version, Status: string(p.Status), Phase: string(phase), Session: session,
 		Changes: o.Changes, Grants: PlanGrants(p.Body.Scope, o.Reach, o.Destructive),
@@ -41,19 +42,19 @@ func RenderPlan(p Plan, phase Phase, session string, o RenderOptions) []byte {
 // shownApprovals are the approvals the file lists: while p is pending (the approvals
 // counted so far under an N-of-M policy) and once accepted by more than one person. A
 // single approver's acceptance is the Decision section's "By" already.
-func shownApprovals(p Plan) []plan.Approval {
-	if len(p.Approvals) == 0 || p.Status != PlanPending && len(p.Approvals) < 2 {
+func shownApprovals(p core.Plan) []plan.Approval {
+	if len(p.Approvals) == 0 || p.Status != core.PlanPending && len(p.Approvals) < 2 {
 		return nil
 	}
 	return p.Approvals
 }
 
 // planFooter is the file's last line: what a person can do with a version in status st.
-func planFooter(st PlanStatus) string {
+func planFooter(st core.PlanStatus) string {
 	switch st {
-	case PlanPending:
+	case core.PlanPending:
 		return "Decide in the chat: `/plan accept` · `/plan revise <feedback>` · `/plan auto`\n"
-	case PlanAccepted:
+	case core.PlanAccepted:
 		return "This plan is being carried out. `/plan revise <feedback>` sends it back for a new version · `/plan status` shows progress\n"
 	}
 	return fmt.Sprintf("This version is %s. `/plan status` shows where things stand · `/plan help` lists the commands\n",

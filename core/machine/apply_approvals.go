@@ -1,9 +1,10 @@
-package core
+package machine
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -25,7 +26,7 @@ func (x *transition) approve() (bool, error) {
 	}
 	if !pol.RequesterMayApprove && p.EditedBy != "" && a.By == p.EditedBy {
 		x.refuse(fmt.Sprintf("You edited %s; another approver must accept it.", PlanLabel(p)),
-			x.event(EventRefused, &p, "accept by the editor refused: requester_may_approve is false"))
+			x.event(core.EventRefused, &p, "accept by the editor refused: requester_may_approve is false"))
 		return false, nil
 	}
 	st, v := RecordApproval(ApprovalState{Version: p.Version, Approvals: p.Approvals}, a, p.Requesters, pol)
@@ -35,10 +36,10 @@ func (x *transition) approve() (bool, error) {
 		if prog := ApprovalProgress(st, pol); prog != "" {
 			text += fmt.Sprintf(" %s: %s.", PlanLabel(p), prog)
 		}
-		x.refuse(text, x.event(EventRefused, &p, "accept by the requester refused: requester_may_approve is false"))
+		x.refuse(text, x.event(core.EventRefused, &p, "accept by the requester refused: requester_may_approve is false"))
 		return false, nil
 	case VerdictDuplicate:
-		x.refuse(UpperFirst(v.Text)+".", x.event(EventRefused, &p, "duplicate approval"))
+		x.refuse(UpperFirst(v.Text)+".", x.event(core.EventRefused, &p, "duplicate approval"))
 		return false, nil
 	case VerdictCounted:
 		return false, x.counted(p, st, pol, v)
@@ -50,7 +51,7 @@ func (x *transition) approve() (bool, error) {
 // stuck is the line a pending version's message adds when it can no longer get its
 // approvals (Policy.unreachable): its requesters and editor set aside, too few of the
 // people who may decide are left. "" otherwise.
-func (x *transition) stuck(p Plan) string {
+func (x *transition) stuck(p core.Plan) string {
 	excluded := make([]string, 0, len(p.Requesters)+1)
 	for _, r := range p.Requesters {
 		excluded = append(excluded, r.By)
@@ -67,7 +68,7 @@ func (x *transition) stuck(p Plan) string {
 
 // counted keeps the version pending with one more approval (TrigApprove: the phase and
 // plan-status tables are asked again); the buttons stay where they are.
-func (x *transition) counted(p Plan, st ApprovalState, pol Policy, v ApprovalVerdict) error {
+func (x *transition) counted(p core.Plan, st ApprovalState, pol Policy, v ApprovalVerdict) error {
 	x.o.Trigger = TrigApprove
 	if ok, err := x.check(GuardPhase); err != nil || !ok {
 		return err
@@ -79,18 +80,18 @@ func (x *transition) counted(p Plan, st ApprovalState, pol Policy, v ApprovalVer
 	}
 	progress := ApprovalProgress(st, pol)
 	x.next.Phase = x.phase
-	x.record(x.event(EventApprovalRecorded, &p, progress))
-	x.o.Effects = append(x.o.Effects, Effect{Kind: EffApprovals, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyApprovals,
+	x.record(x.event(core.EventApprovalRecorded, &p, progress))
+	x.o.Effects = append(x.o.Effects, Effect{Kind: EffApprovals, Plan: p, Reply: core.Reply{To: x.s.Address, Kind: core.ReplyApprovals,
 		Ref: p.ApprovalID, Text: PlanLabel(p) + " — " + progress}})
 	more := v.Required - v.Count
-	x.o.say(ReplyText, fmt.Sprintf("Approval recorded for %s: %s. It needs %d more %s before work starts.",
+	x.o.say(core.ReplyText, fmt.Sprintf("Approval recorded for %s: %s. It needs %d more %s before work starts.",
 		PlanLabel(p), progress, more, Plural(more, "approver", "approvers")))
 	return nil
 }
 
 // voidApprovals drops the partial approvals of p, which is being revised or replaced;
 // it returns the words for the reply ("" when there were none).
-func voidApprovals(p *Plan) string {
+func voidApprovals(p *core.Plan) string {
 	if len(p.Approvals) == 0 {
 		return ""
 	}

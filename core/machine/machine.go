@@ -1,8 +1,10 @@
-package core
+package machine
 
 import (
 	"slices"
 	"sync"
+
+	"github.com/plangate/plangate/core"
 )
 
 // Trigger is something that may move a session from one phase to another: a person's
@@ -36,55 +38,55 @@ func Triggers() []Trigger {
 }
 
 // Phases lists every phase, for exhaustive tests.
-func Phases() []Phase {
-	return []Phase{PhaseOff, PhasePlanning, PhaseAwaitingApproval, PhaseExecuting}
+func Phases() []core.Phase {
+	return []core.Phase{core.PhaseOff, core.PhasePlanning, core.PhaseAwaitingApproval, core.PhaseExecuting}
 }
 
 type transitionKey struct {
-	from Phase
+	from core.Phase
 	trig Trigger
 }
 
 // transitions is the approval state machine of docs/design.md §3. A pair that is not
 // listed is refused, and nothing changes. It is built fresh by a function, so there is no
 // package-level mutable state.
-func transitions() map[transitionKey]Phase {
-	return map[transitionKey]Phase{
-		{PhaseOff, TrigOn}:      PhasePlanning,
-		{PhaseOff, TrigEnter}:   PhasePlanning,
-		{PhaseOff, TrigAutoOn}:  PhaseOff,
-		{PhaseOff, TrigAutoOff}: PhaseOff,
+func transitions() map[transitionKey]core.Phase {
+	return map[transitionKey]core.Phase{
+		{core.PhaseOff, TrigOn}:      core.PhasePlanning,
+		{core.PhaseOff, TrigEnter}:   core.PhasePlanning,
+		{core.PhaseOff, TrigAutoOn}:  core.PhaseOff,
+		{core.PhaseOff, TrigAutoOff}: core.PhaseOff,
 
-		{PhasePlanning, TrigPropose}:     PhaseAwaitingApproval,
-		{PhasePlanning, TrigAutoPropose}: PhaseExecuting,
-		{PhasePlanning, TrigAsk}:         PhasePlanning,
-		{PhasePlanning, TrigAnswer}:      PhasePlanning,
-		{PhasePlanning, TrigAutoOn}:      PhasePlanning,
-		{PhasePlanning, TrigAutoOff}:     PhasePlanning,
-		{PhasePlanning, TrigUpdate}:      PhasePlanning,
-		{PhasePlanning, TrigOff}:         PhaseOff,
+		{core.PhasePlanning, TrigPropose}:     core.PhaseAwaitingApproval,
+		{core.PhasePlanning, TrigAutoPropose}: core.PhaseExecuting,
+		{core.PhasePlanning, TrigAsk}:         core.PhasePlanning,
+		{core.PhasePlanning, TrigAnswer}:      core.PhasePlanning,
+		{core.PhasePlanning, TrigAutoOn}:      core.PhasePlanning,
+		{core.PhasePlanning, TrigAutoOff}:     core.PhasePlanning,
+		{core.PhasePlanning, TrigUpdate}:      core.PhasePlanning,
+		{core.PhasePlanning, TrigOff}:         core.PhaseOff,
 
 		// A new proposal while one is pending supersedes it.
-		{PhaseAwaitingApproval, TrigPropose}:     PhaseAwaitingApproval,
-		{PhaseAwaitingApproval, TrigAutoPropose}: PhaseExecuting,
-		{PhaseAwaitingApproval, TrigAccept}:      PhaseExecuting,
-		{PhaseAwaitingApproval, TrigApprove}:     PhaseAwaitingApproval, // more approvals needed
-		{PhaseAwaitingApproval, TrigRevise}:      PhasePlanning,
-		{PhaseAwaitingApproval, TrigAutoOn}:      PhaseExecuting, // accepts the pending plan
-		{PhaseAwaitingApproval, TrigAutoOff}:     PhaseAwaitingApproval,
-		{PhaseAwaitingApproval, TrigOff}:         PhaseOff,
-		{PhaseAwaitingApproval, TrigExpire}:      PhasePlanning,
+		{core.PhaseAwaitingApproval, TrigPropose}:     core.PhaseAwaitingApproval,
+		{core.PhaseAwaitingApproval, TrigAutoPropose}: core.PhaseExecuting,
+		{core.PhaseAwaitingApproval, TrigAccept}:      core.PhaseExecuting,
+		{core.PhaseAwaitingApproval, TrigApprove}:     core.PhaseAwaitingApproval, // more approvals needed
+		{core.PhaseAwaitingApproval, TrigRevise}:      core.PhasePlanning,
+		{core.PhaseAwaitingApproval, TrigAutoOn}:      core.PhaseExecuting, // accepts the pending plan
+		{core.PhaseAwaitingApproval, TrigAutoOff}:     core.PhaseAwaitingApproval,
+		{core.PhaseAwaitingApproval, TrigOff}:         core.PhaseOff,
+		{core.PhaseAwaitingApproval, TrigExpire}:      core.PhasePlanning,
 		// An edited plan file replaces the pending version with one that waits too.
-		{PhaseAwaitingApproval, TrigEdit}: PhaseAwaitingApproval,
+		{core.PhaseAwaitingApproval, TrigEdit}: core.PhaseAwaitingApproval,
 
-		{PhaseExecuting, TrigRevise}:   PhasePlanning,
-		{PhaseExecuting, TrigAsk}:      PhaseExecuting,
-		{PhaseExecuting, TrigAnswer}:   PhaseExecuting,
-		{PhaseExecuting, TrigAutoOn}:   PhaseExecuting,
-		{PhaseExecuting, TrigAutoOff}:  PhaseExecuting,
-		{PhaseExecuting, TrigUpdate}:   PhaseExecuting,
-		{PhaseExecuting, TrigComplete}: PhaseOff,
-		{PhaseExecuting, TrigOff}:      PhaseOff,
+		{core.PhaseExecuting, TrigRevise}:   core.PhasePlanning,
+		{core.PhaseExecuting, TrigAsk}:      core.PhaseExecuting,
+		{core.PhaseExecuting, TrigAnswer}:   core.PhaseExecuting,
+		{core.PhaseExecuting, TrigAutoOn}:   core.PhaseExecuting,
+		{core.PhaseExecuting, TrigAutoOff}:  core.PhaseExecuting,
+		{core.PhaseExecuting, TrigUpdate}:   core.PhaseExecuting,
+		{core.PhaseExecuting, TrigComplete}: core.PhaseOff,
+		{core.PhaseExecuting, TrigOff}:      core.PhaseOff,
 	}
 }
 
@@ -92,8 +94,8 @@ func transitions() map[transitionKey]Phase {
 // status it gives a plan version, and the guards it must pass. The zero value is not usable; use
 // NewMachine.
 type Machine struct {
-	table  map[transitionKey]Phase
-	plans  map[planKey]PlanStatus
+	table  map[transitionKey]core.Phase
+	plans  map[planKey]core.PlanStatus
 	guards map[Trigger][]Guard
 }
 
@@ -109,7 +111,7 @@ var sharedMachine = sync.OnceValue(func() Machine {
 
 // Next returns the phase that trigger t leads to from phase p, and false if the
 // transition is not allowed.
-func (m Machine) Next(p Phase, t Trigger) (Phase, bool) {
+func (m Machine) Next(p core.Phase, t Trigger) (core.Phase, bool) {
 	to, ok := m.table[transitionKey{p, t}]
 	return to, ok
 }
@@ -162,39 +164,39 @@ func guards() map[Trigger][]Guard {
 func (m Machine) Guards(t Trigger) []Guard { return slices.Clone(m.guards[t]) }
 
 type planKey struct {
-	from PlanStatus
+	from core.PlanStatus
 	trig Trigger
 }
 
 // planTransitions is the life cycle of one plan version: which status a trigger moves
 // it to. "" as the source is a version that does not exist yet (a proposal creates it).
 // The previous pending version of a new proposal is the one that is superseded.
-func planTransitions() map[planKey]PlanStatus {
-	return map[planKey]PlanStatus{
-		{"", TrigPropose}:     PlanPending,
-		{"", TrigAutoPropose}: PlanAccepted,
-		{"", TrigEdit}:        PlanPending,
+func planTransitions() map[planKey]core.PlanStatus {
+	return map[planKey]core.PlanStatus{
+		{"", TrigPropose}:     core.PlanPending,
+		{"", TrigAutoPropose}: core.PlanAccepted,
+		{"", TrigEdit}:        core.PlanPending,
 
-		{PlanPending, TrigPropose}:     PlanSuperseded,
-		{PlanPending, TrigAutoPropose}: PlanSuperseded,
-		{PlanPending, TrigAccept}:      PlanAccepted,
-		{PlanPending, TrigApprove}:     PlanPending, // the approval is recorded on it
-		{PlanPending, TrigAutoOn}:      PlanAccepted,
-		{PlanPending, TrigRevise}:      PlanRevised,
-		{PlanPending, TrigOff}:         PlanAbandoned,
-		{PlanPending, TrigExpire}:      PlanExpired,
-		{PlanPending, TrigEdit}:        PlanSuperseded,
+		{core.PlanPending, TrigPropose}:     core.PlanSuperseded,
+		{core.PlanPending, TrigAutoPropose}: core.PlanSuperseded,
+		{core.PlanPending, TrigAccept}:      core.PlanAccepted,
+		{core.PlanPending, TrigApprove}:     core.PlanPending, // the approval is recorded on it
+		{core.PlanPending, TrigAutoOn}:      core.PlanAccepted,
+		{core.PlanPending, TrigRevise}:      core.PlanRevised,
+		{core.PlanPending, TrigOff}:         core.PlanAbandoned,
+		{core.PlanPending, TrigExpire}:      core.PlanExpired,
+		{core.PlanPending, TrigEdit}:        core.PlanSuperseded,
 
-		{PlanAccepted, TrigRevise}:   PlanRevised,
-		{PlanAccepted, TrigOff}:      PlanAborted,
-		{PlanAccepted, TrigUpdate}:   PlanAccepted,
-		{PlanAccepted, TrigComplete}: PlanCompleted,
+		{core.PlanAccepted, TrigRevise}:   core.PlanRevised,
+		{core.PlanAccepted, TrigOff}:      core.PlanAborted,
+		{core.PlanAccepted, TrigUpdate}:   core.PlanAccepted,
+		{core.PlanAccepted, TrigComplete}: core.PlanCompleted,
 	}
 }
 
 // PlanNext returns the status trigger t moves a plan version in status s to, and false
 // if t does not change such a version.
-func (m Machine) PlanNext(s PlanStatus, t Trigger) (PlanStatus, bool) {
+func (m Machine) PlanNext(s core.PlanStatus, t Trigger) (core.PlanStatus, bool) {
 	to, ok := m.plans[planKey{s, t}]
 	return to, ok
 }

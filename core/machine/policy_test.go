@@ -1,10 +1,11 @@
-package core
+package machine
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -15,13 +16,13 @@ func TestPolicyFor(t *testing.T) {
 	policies := []Policy{prod, slackAll, team}
 	cases := []struct {
 		name string
-		addr Address
+		addr core.Address
 		want Policy
 	}{
-		{"first match wins", Address{Channel: "slack", Account: "T9", Chat: "C0PROD"}, prod},
-		{"omitted chat matches all", Address{Channel: "slack", Account: "T1", Chat: "C1"}, slackAll},
-		{"account only", Address{Channel: "discord", Account: "T9", Chat: "x"}, team},
-		{"no match", Address{Channel: "telegram", Account: "bot", Chat: "42"}, DefaultPolicy},
+		{"first match wins", core.Address{Channel: "slack", Account: "T9", Chat: "C0PROD"}, prod},
+		{"omitted chat matches all", core.Address{Channel: "slack", Account: "T1", Chat: "C1"}, slackAll},
+		{"account only", core.Address{Channel: "discord", Account: "T9", Chat: "x"}, team},
+		{"no match", core.Address{Channel: "telegram", Account: "bot", Chat: "42"}, DefaultPolicy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,7 +32,7 @@ func TestPolicyFor(t *testing.T) {
 			}
 		})
 	}
-	if got := PolicyFor(nil, Address{Channel: "terminal"}); !got.RequesterMayApprove || got.Required != 1 || got.Approvers != nil {
+	if got := PolicyFor(nil, core.Address{Channel: "terminal"}); !got.RequesterMayApprove || got.Required != 1 || got.Approvers != nil {
 		t.Errorf("no policies: %+v, want the default", got)
 	}
 	global := []string{"slack:U9"}
@@ -87,9 +88,9 @@ func TestRecordApproval(t *testing.T) {
 			st := ApprovalState{Version: 2}
 			for i, s := range tc.steps {
 				before := len(st.Approvals)
-				var asked []Requester
+				var asked []core.Requester
 				if s.requester != "" {
-					asked = []Requester{{By: s.requester}}
+					asked = []core.Requester{{By: s.requester}}
 				}
 				next, v := RecordApproval(st, s.a, asked, s.policy)
 				if v.Kind != s.kind || v.Count != s.count || len(next.Approvals) != s.count {

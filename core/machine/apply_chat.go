@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
 )
 
 // Pure decisions outside the phase table: a person's plain message and /plan nudge.
@@ -16,7 +17,7 @@ import (
 // (when it matches an option and the sender may answer), or it goes to the agent — a
 // comment on a pending plan included — entering plan mode first when
 // plan_mode.start_in_plan is set and the session is new.
-func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) {
+func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcome, error) {
 	if q := s.Question; q != nil && in.MayAnswer {
 		if _, ok := matchOption(q, text); ok {
 			in.Text = text
@@ -27,14 +28,14 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 		return x.finish(), nil
 	}
 	x := &transition{m: NewMachine(), s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
-	x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: text, Name: in.Name, At: in.Now}}
+	x.o.Change.Messages = []core.ChatMessage{{Role: core.RoleUser, Content: text, Name: in.Name, At: in.Now}}
 	entered := false
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
 		if to, ok := x.to(TrigOn); ok {
 			x.next.Phase = to
 			x.next.Requesters = Asked(nil, in.Requester, in.Name)
-			x.record(x.event(EventEntered, nil, "plan_mode.start_in_plan"))
-			x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+			x.record(x.event(core.EventEntered, nil, "plan_mode.start_in_plan"))
+			x.o.say(core.ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 			entered = true
 		}
 	} else {
@@ -51,7 +52,7 @@ func ApplyMessage(s Session, cur *Plan, text string, in Input) (Outcome, error) 
 
 // Unauthorized is the refusal of a decision (what: the command or button) by someone who
 // may not make it, with its audit row. approvers tells whether access.approvers is set.
-func Unauthorized(s Session, in Input, what string, approvers bool) Outcome {
+func Unauthorized(s core.Session, in Input, what string, approvers bool) Outcome {
 	verb := "decide on plans"
 	if what == string(commands.Answer) {
 		verb = "answer questions"
@@ -61,7 +62,7 @@ func Unauthorized(s Session, in Input, what string, approvers bool) Outcome {
 	if approvers {
 		text = fmt.Sprintf("Only approvers can %s here (%s is not one).", verb, in.who())
 	}
-	x.refuse(text, x.event(EventRefused, nil, fmt.Sprintf("%s by %s: not authorized", what, in.who())))
+	x.refuse(text, x.event(core.EventRefused, nil, fmt.Sprintf("%s by %s: not authorized", what, in.who())))
 	return x.finish()
 }
 
@@ -88,7 +89,7 @@ func nextFire(r Rules, spec string, after time.Time) (time.Time, error) {
 
 // ApplyNudge decides /plan nudge: the session's reminder schedule, and the schedules of
 // what is waiting now.
-func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
+func ApplyNudge(s core.Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
 	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
 	now := in.Now
 	planID, waiting := PendingKey(s)
@@ -96,7 +97,7 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 	var text string
 	switch r.Mode {
 	case commands.NudgeModeOff:
-		x.next.NudgeSpec = NudgeOff
+		x.next.NudgeSpec = core.NudgeOff
 		ch.CancelReminders = true
 		text = "Reminders are off for this conversation. /plan nudge every 2h turns them back on."
 	case commands.NudgeModeSnooze:
@@ -106,9 +107,9 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 		}
 		at := now.Add(r.Duration)
 		ch.CancelReminders = true
-		ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
-			Spec: r.Duration.String(), NextFireAt: at, Status: NudgeActive, CreatedAt: now}}
-		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", Clock(at), HumanDuration(r.Duration))
+		ch.Nudges = []core.Nudge{{SessionID: s.ID, PlanID: planID, Kind: core.NudgeOnce, Action: core.NudgeRemind,
+			Spec: r.Duration.String(), NextFireAt: at, Status: core.NudgeActive, CreatedAt: now}}
+		text = fmt.Sprintf("Snoozed: the next reminder comes at %s (in %s).", core.Clock(at), core.HumanDuration(r.Duration))
 	case commands.NudgeModeEvery, commands.NudgeModeCron:
 		spec := r.Spec
 		if r.Mode == commands.NudgeModeEvery {
@@ -123,30 +124,30 @@ func ApplyNudge(s Session, r *commands.NudgeRequest, in Input) (Outcome, error) 
 		text = fmt.Sprintf("Reminders: %s while a decision or answer is pending.", DescribeSpec(spec))
 		if waiting {
 			ch.CancelReminders = true
-			ch.Nudges = []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
-				Spec: spec, NextFireAt: first, Status: NudgeActive, CreatedAt: now}}
-			text += fmt.Sprintf(" Next: %s.", Clock(first))
+			ch.Nudges = []core.Nudge{{SessionID: s.ID, PlanID: planID, Kind: core.NudgeRecurring, Action: core.NudgeRemind,
+				Spec: spec, NextFireAt: first, Status: core.NudgeActive, CreatedAt: now}}
+			text += fmt.Sprintf(" Next: %s.", core.Clock(first))
 		}
 	default:
 		return Outcome{}, fmt.Errorf("unhandled nudge request %q", r.Mode)
 	}
-	x.record(x.event(EventNudgeSet, nil, string(r.Mode)+" "+x.next.NudgeSpec))
-	x.o.say(ReplyText, text)
+	x.record(x.event(core.EventNudgeSet, nil, string(r.Mode)+" "+x.next.NudgeSpec))
+	x.o.say(core.ReplyText, text)
 	return x.finish(), nil
 }
 
 // reminders are the schedules a decision (planID != "") or a question (planID == "") gets
 // when it starts waiting: the session's own schedule, or the configured one-shots. A
 // session schedule that no longer parses gives none.
-func reminders(s Session, r Rules, planID string, now time.Time) []Nudge {
+func reminders(s core.Session, r Rules, planID string, now time.Time) []core.Nudge {
 	switch s.NudgeSpec {
-	case NudgeOff:
+	case core.NudgeOff:
 		return nil
 	case "":
-		out := make([]Nudge, 0, len(r.Nudges))
+		out := make([]core.Nudge, 0, len(r.Nudges))
 		for _, d := range r.Nudges {
-			out = append(out, Nudge{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeRemind,
-				Spec: d.String(), NextFireAt: now.Add(d), Status: NudgeActive, CreatedAt: now})
+			out = append(out, core.Nudge{SessionID: s.ID, PlanID: planID, Kind: core.NudgeOnce, Action: core.NudgeRemind,
+				Spec: d.String(), NextFireAt: now.Add(d), Status: core.NudgeActive, CreatedAt: now})
 		}
 		return out
 	}
@@ -154,25 +155,25 @@ func reminders(s Session, r Rules, planID string, now time.Time) []Nudge {
 	if err != nil {
 		return nil
 	}
-	return []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeRecurring, Action: NudgeRemind,
-		Spec: s.NudgeSpec, NextFireAt: next, Status: NudgeActive, CreatedAt: now}}
+	return []core.Nudge{{SessionID: s.ID, PlanID: planID, Kind: core.NudgeRecurring, Action: core.NudgeRemind,
+		Spec: s.NudgeSpec, NextFireAt: next, Status: core.NudgeActive, CreatedAt: now}}
 }
 
 // expiry is the approval-timeout schedule of a plan, if one is configured.
-func expiry(s Session, r Rules, planID string, now time.Time) []Nudge {
+func expiry(s core.Session, r Rules, planID string, now time.Time) []core.Nudge {
 	if r.ApprovalTimeout <= 0 {
 		return nil
 	}
 	d := r.ApprovalTimeout
-	return []Nudge{{SessionID: s.ID, PlanID: planID, Kind: NudgeOnce, Action: NudgeExpire,
-		Spec: d.String(), NextFireAt: now.Add(d), Status: NudgeActive, CreatedAt: now}}
+	return []core.Nudge{{SessionID: s.ID, PlanID: planID, Kind: core.NudgeOnce, Action: core.NudgeExpire,
+		Spec: d.String(), NextFireAt: now.Add(d), Status: core.NudgeActive, CreatedAt: now}}
 }
 
 // PendingKey names what is waiting in a session: the plan id of a pending plan, or "" for
 // a pending question; ok is false when nothing waits.
-func PendingKey(s Session) (planID string, ok bool) {
+func PendingKey(s core.Session) (planID string, ok bool) {
 	switch {
-	case s.Phase == PhaseAwaitingApproval && s.PlanID != "":
+	case s.Phase == core.PhaseAwaitingApproval && s.PlanID != "":
 		return s.PlanID, true
 	case s.Question != nil:
 		return "", true
@@ -183,7 +184,7 @@ func PendingKey(s Session) (planID string, ok bool) {
 func DescribeSpec(spec string) string {
 	if d, ok := strings.CutPrefix(spec, "@every "); ok {
 		if dd, err := time.ParseDuration(d); err == nil {
-			return "every " + HumanDuration(dd)
+			return "every " + core.HumanDuration(dd)
 		}
 	}
 	return "on the schedule " + spec

@@ -1,10 +1,11 @@
-package core
+package machine
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -143,4 +144,4 @@ func globWithin(p, r string) bool {
 func hasGlobMeta(s string) bool { return strings.ContainsAny(s, `*?[]{}\`) }
 
 // Actor is the audit actor of an acceptance by r: "rule:<name>".
-func (r ApproveRule) Actor() Actor { return Actor{Kind: ActorRule, ID: r.Name} }
+func (r ApproveRule) Actor() core.Actor { return core.Actor{Kind: core.ActorRule, ID: r.Name} }

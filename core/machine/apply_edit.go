@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -75,7 +76,7 @@ func (x *transition) edit() error {
 		return fmt.Errorf("no plan status for an edited version")
 	}
 	diff := x.editDiff
-	np := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
+	np := core.Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
 		Status: status, Body: x.body, Hash: plan.Hash(x.body), Requesters: prev.Requesters,
 		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
 	np.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), plan.FileName(np.CreatedAt, np.Body.Title, np.Version))
@@ -88,8 +89,8 @@ func (x *transition) edit() error {
 	n.Phase, n.PlanID, n.ApprovalID = x.phase, np.ID, np.ApprovalID
 	// Later versions build on the edit, so its author is one of those who asked for them.
 	n.Requesters = Asked(n.Requesters, np.EditedBy, in.Name)
-	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", np.Version, x.by())),
-		x.event(EventProposed, &np, "edited "+x.by()+": "+np.Body.Title))
+	x.record(x.event(core.EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", np.Version, x.by())),
+		x.event(core.EventProposed, &np, "edited "+x.by()+": "+np.Body.Title))
 	x.o.Change.CancelNudges = true
 	x.o.Change.Nudges = append(reminders(*n, in.Rules, np.ID, in.Now), expiry(*n, in.Rules, np.ID, in.Now)...)
 	x.o.newPlan = np.ID
@@ -102,7 +103,7 @@ func (x *transition) edit() error {
 
 // editedText is the chat message of an edited version: what it is, who edited it, what
 // changed, and that it still waits for a decision.
-func editedText(p Plan, d plan.Diff, editor string, rules Rules) string {
+func editedText(p core.Plan, d plan.Diff, editor string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, Plural(n, "step", "steps"), editor)
@@ -164,7 +165,7 @@ func IsTextFile(name, mime string) bool {
 }
 
 // fileLabel names an inbound file in a refusal.
-func fileLabel(f File) string {
+func fileLabel(f core.File) string {
 	if f.Name == "" {
 		return "The file"
 	}

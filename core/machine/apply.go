@@ -1,9 +1,10 @@
-package core
+package machine
 
 import (
 	"fmt"
 	"strconv"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -13,7 +14,7 @@ import (
 // file and sends nothing: the engine's applier commits the Outcome and runs its effects.
 // An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
 // row read around another process's commit (wrapping ErrConflict).
-func Apply(s Session, cur *Plan, t Trigger, in Input) (Outcome, error) {
+func Apply(s core.Session, cur *core.Plan, t Trigger, in Input) (Outcome, error) {
 	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s, copies: in.Rules.WorkspaceCopy}}
 	run, ok := x.handler(t)
@@ -62,17 +63,17 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 // transition is one Apply call in progress.
 type transition struct {
 	m    Machine
-	s    Session
-	cur  *Plan
+	s    core.Session
+	cur  *core.Plan
 	in   Input
-	next Session // the session being built
+	next core.Session // the session being built
 	o    Outcome
 
 	// What the guards found out, for the transition.
-	phase      Phase           // GuardPhase: where the trigger leads
-	target     Plan            // GuardPending: the version decided on
+	phase      core.Phase      // GuardPhase: where the trigger leads
+	target     core.Plan       // GuardPending: the version decided on
 	body       plan.Body       // GuardValidPlan
-	question   *Question       // GuardValidQuestion
+	question   *core.Question  // GuardValidQuestion
 	stepUpdate plan.UpdateArgs // GuardValidUpdate
 	answerText string          // GuardOption: the option the answer picked
 	editDiff   plan.Diff       // GuardEditedFile: what the edited file changes (x.body is the new body)
@@ -98,22 +99,22 @@ func (x *transition) changed() bool {
 }
 
 // refuse ends the transition with a refusal; audit rows are optional.
-func (x *transition) refuse(text string, audit ...Event) {
+func (x *transition) refuse(text string, audit ...core.Event) {
 	x.o.Refusal = &Refusal{Text: text, Audit: audit}
 }
 
 func (x *transition) refusef(format string, args ...any) { x.refuse(fmt.Sprintf(format, args...)) }
 
 // to asks the phase table; a pair it does not list is refused by the caller.
-func (x *transition) to(t Trigger) (Phase, bool) { return x.m.Next(x.s.Phase, t) }
+func (x *transition) to(t Trigger) (core.Phase, bool) { return x.m.Next(x.s.Phase, t) }
 
 // event builds an audit row by the input's actor; plan may be nil.
-func (x *transition) event(kind EventKind, plan *Plan, detail string) Event {
+func (x *transition) event(kind core.EventKind, plan *core.Plan, detail string) core.Event {
 	return x.eventBy(x.in.Actor, kind, plan, detail)
 }
 
-func (x *transition) eventBy(a Actor, kind EventKind, plan *Plan, detail string) Event {
-	ev := Event{SessionID: x.s.ID, Kind: kind, Actor: a, Channel: x.s.Address.Channel, Detail: detail, At: x.in.Now}
+func (x *transition) eventBy(a core.Actor, kind core.EventKind, plan *core.Plan, detail string) core.Event {
+	ev := core.Event{SessionID: x.s.ID, Kind: kind, Actor: a, Channel: x.s.Address.Channel, Detail: detail, At: x.in.Now}
 	if plan != nil {
 		ev.PlanID = plan.ID
 		ev.PlanVersion = plan.Version
@@ -121,20 +122,22 @@ func (x *transition) eventBy(a Actor, kind EventKind, plan *Plan, detail string)
 	return ev
 }
 
-func (x *transition) record(evs ...Event) { x.o.Change.Events = append(x.o.Change.Events, evs...) }
+func (x *transition) record(evs ...core.Event) {
+	x.o.Change.Events = append(x.o.Change.Events, evs...)
+}
 
 // settle moves plan p along the plan-status table for trigger t and records it in the
 // change. how, when set, is shown where the version's buttons were ("accepted by alice").
-func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
+func (x *transition) settle(p core.Plan, t Trigger, how string) (core.Plan, error) {
 	to, ok := x.m.PlanNext(p.Status, t)
 	if !ok {
 		// The session says the plan is pending (or accepted) and the plan row says
 		// otherwise: they were read at different moments, around another process's commit
 		// (a store read is not one snapshot). Committing would lose the compare-and-set on
 		// the session row anyway, so this is the same conflict.
-		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, ErrConflict)
+		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, core.ErrConflict)
 	}
-	if p.Status == PlanAccepted && to != PlanAccepted {
+	if p.Status == core.PlanAccepted && to != core.PlanAccepted {
 		x.o.leftAccepted(p.ID)
 	}
 	p.Status = to
@@ -150,14 +153,14 @@ func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
 }
 
 // decide settles p and records who decided, when and why.
-func (x *transition) decide(p Plan, t Trigger, outcome, feedback, how string) (Plan, error) {
+func (x *transition) decide(p core.Plan, t Trigger, outcome, feedback, how string) (core.Plan, error) {
 	p.Decision = &plan.Decision{By: decidedBy(x.in.Actor), ByName: x.in.Name, At: x.in.Now, Channel: x.s.Address.Channel,
 		Outcome: outcome, Feedback: feedback}
 	return x.settle(p, t, how)
 }
 
 // decidedBy is the Decision.By of an actor: a person's or rule's id, else the kind.
-func decidedBy(a Actor) string {
+func decidedBy(a core.Actor) string {
 	if a.ID != "" {
 		return a.ID
 	}
@@ -174,11 +177,11 @@ func (x *transition) planOn() {
 	if x.in.Text != "" {
 		x.next.Requesters = Asked(nil, x.in.Requester, x.in.Name)
 	}
-	x.record(x.event(EventEntered, nil, "by /plan on"))
+	x.record(x.event(core.EventEntered, nil, "by /plan on"))
 	if x.in.Text != "" {
-		x.o.Change.Messages = []ChatMessage{{Role: RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
+		x.o.Change.Messages = []core.ChatMessage{{Role: core.RoleUser, Content: x.in.Text, Name: x.in.Name, At: x.in.Now}}
 	}
-	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+	x.o.say(core.ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 }
 
 func (x *transition) planOff() error {
@@ -189,24 +192,24 @@ func (x *transition) planOff() error {
 	x.next.Requesters = nil
 	x.o.Change.CancelNudges = true
 	text := "Plan mode is off."
-	status, decided := PlanStatus(""), false
-	if x.cur != nil && (x.s.Phase == PhaseAwaitingApproval || x.s.Phase == PhaseExecuting) {
+	status, decided := core.PlanStatus(""), false
+	if x.cur != nil && (x.s.Phase == core.PhaseAwaitingApproval || x.s.Phase == core.PhaseExecuting) {
 		status, decided = x.m.PlanNext(x.cur.Status, TrigOff)
 	}
 	if !decided {
-		x.record(x.event(EventExited, nil, "by /plan off"))
-		x.o.say(ReplyText, text)
+		x.record(x.event(core.EventExited, nil, "by /plan off"))
+		x.o.say(core.ReplyText, text)
 		return nil
 	}
 	p, err := x.decide(*x.cur, TrigOff, string(status), "", string(status)+" (/plan off "+x.by()+")")
 	if err != nil {
 		return err
 	}
-	if status == PlanAbandoned {
-		x.record(x.event(EventAbandoned, &p, "by /plan off"))
+	if status == core.PlanAbandoned {
+		x.record(x.event(core.EventAbandoned, &p, "by /plan off"))
 		text += fmt.Sprintf(" %s was abandoned.", PlanLabel(p))
 	} else {
-		x.record(x.event(EventAborted, &p, "by /plan off"))
+		x.record(x.event(core.EventAborted, &p, "by /plan off"))
 		completed, cancelled, total := stepCounts(p.Body.Steps)
 		if cancelled > 0 {
 			// A cancelled step is not done: say so, as the completion message does.
@@ -215,7 +218,7 @@ func (x *transition) planOff() error {
 			text += fmt.Sprintf(" %s was stopped after %d of %d steps.", PlanLabel(p), completed, total)
 		}
 	}
-	x.o.say(ReplyText, text)
+	x.o.say(core.ReplyText, text)
 	return nil
 }
 
@@ -226,7 +229,7 @@ func (x *transition) pending() (bool, error) {
 	verb := "accept"
 	if x.o.Trigger == TrigRevise {
 		verb = "revise"
-		if x.s.Phase == PhaseExecuting && in.ApprovalID == "" {
+		if x.s.Phase == core.PhaseExecuting && in.ApprovalID == "" {
 			if x.cur == nil {
 				x.refusePhase(verb)
 				return false, nil
@@ -235,7 +238,7 @@ func (x *transition) pending() (bool, error) {
 			return true, nil
 		}
 	}
-	if x.s.Phase != PhaseAwaitingApproval {
+	if x.s.Phase != core.PhaseAwaitingApproval {
 		x.refusePhase(verb)
 		return false, nil
 	}
@@ -243,10 +246,10 @@ func (x *transition) pending() (bool, error) {
 		return false, fmt.Errorf("session %s awaits approval without a plan", x.s.ID)
 	}
 	p := *x.cur
-	if p.Status != PlanPending {
+	if p.Status != core.PlanPending {
 		// Read around another process's decision (see settle): refusing on this state
 		// ("you already approved", counted approvals) would answer one that never existed.
-		return false, fmt.Errorf("session %s awaits approval but plan %s is %s: %w", x.s.ID, p.ID, p.Status, ErrConflict)
+		return false, fmt.Errorf("session %s awaits approval but plan %s is %s: %w", x.s.ID, p.ID, p.Status, core.ErrConflict)
 	}
 	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
 		// The person could not have seen this version when they sent a bare decision.
@@ -278,11 +281,11 @@ func (x *transition) stale() {
 }
 
 // staleVersion explains why a decision about an older plan version changes nothing.
-func (x *transition) staleVersion(old Plan) {
-	audit := x.event(EventRefused, &old, "stale decision on v"+strconv.Itoa(old.Version))
+func (x *transition) staleVersion(old core.Plan) {
+	audit := x.event(core.EventRefused, &old, "stale decision on v"+strconv.Itoa(old.Version))
 	cur := x.cur
 	switch {
-	case old.Status == PlanSuperseded && cur != nil && cur.Version > old.Version:
+	case old.Status == core.PlanSuperseded && cur != nil && cur.Version > old.Version:
 		x.refuse(fmt.Sprintf("Plan v%d was superseded by v%d %q; nothing changed. %s", old.Version, cur.Version, cur.Body.Title, nextStep(*cur)), audit)
 	case old.Decision != nil:
 		by := old.Decision.ByName
@@ -298,17 +301,17 @@ func (x *transition) staleVersion(old Plan) {
 // refusePhase answers a command that the current phase does not allow.
 func (x *transition) refusePhase(what string) {
 	switch x.s.Phase {
-	case PhaseOff:
+	case core.PhaseOff:
 		x.refusef("There is no plan to %s (phase: off). Start one with /plan on <goal>.", what)
-	case PhasePlanning:
+	case core.PhasePlanning:
 		x.refusef("There is no plan to %s yet (phase: planning): I'm still working on one. /plan status shows where things stand.", what)
-	case PhaseExecuting:
+	case core.PhaseExecuting:
 		if p := x.cur; p != nil {
 			x.refusef("Plan v%d %q is already accepted and being carried out (phase: executing). To change course: /plan revise <feedback>.", p.Version, p.Body.Title)
 		} else {
 			x.refusef("Nothing to %s (phase: executing).", what)
 		}
-	case PhaseAwaitingApproval:
+	case core.PhaseAwaitingApproval:
 		var v int
 		var title string
 		if p := x.cur; p != nil {
@@ -318,12 +321,12 @@ func (x *transition) refusePhase(what string) {
 	}
 }
 
-func nextStep(p Plan) string {
-	if p.Status == PlanPending {
+func nextStep(p core.Plan) string {
+	if p.Status == core.PlanPending {
 		return "/plan accept decides on it."
 	}
 	return "/plan status shows where things stand."
 }
 
 // PlanLabel names a plan version in replies: Plan v2 "Docs".
-func PlanLabel(p Plan) string { return fmt.Sprintf("Plan v%d %q", p.Version, p.Body.Title) }
+func PlanLabel(p core.Plan) string { return fmt.Sprintf("Plan v%d %q", p.Version, p.Body.Title) }

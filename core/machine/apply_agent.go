@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -21,8 +22,8 @@ func (x *transition) tool(endTurn bool, format string, args ...any) {
 func (x *transition) enter() {
 	x.next.Phase = x.phase
 	x.next.Requesters = WithRequesters(x.s.Requesters, x.in.Asked)
-	x.record(x.event(EventEntered, nil, "enter_plan_mode"))
-	x.o.say(ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
+	x.record(x.event(core.EventEntered, nil, "enter_plan_mode"))
+	x.o.say(core.ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 	x.tool(false, "Plan mode is on. Investigate with read-only tools, then propose a plan with exit_plan_mode.")
 }
 
@@ -31,8 +32,8 @@ func (x *transition) enter() {
 func (x *transition) propose() error {
 	in, body := x.in, x.body
 	prev, hash := x.cur, plan.Hash(body)
-	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
-		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", PlanLabel(*prev)))
+	if prev != nil && prev.Status == core.PlanPending && prev.Hash == hash {
+		x.o.say(core.ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", PlanLabel(*prev)))
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
 		return nil
 	}
@@ -48,8 +49,8 @@ func (x *transition) propose() error {
 	}
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID, n.Question = how.to, plan.ID, plan.ApprovalID, nil
-	var superseded *Plan
-	if prev != nil && prev.Status == PlanPending {
+	var superseded *core.Plan
+	if prev != nil && prev.Status == core.PlanPending {
 		old := *prev
 		voidApprovals(&old) // a new version needs its own approvals
 		old, err := x.settle(old, trig, fmt.Sprintf("superseded by v%d", plan.Version))
@@ -57,9 +58,9 @@ func (x *transition) propose() error {
 			return err
 		}
 		superseded = &old
-		x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d", plan.Version)))
+		x.record(x.event(core.EventSuperseded, &old, fmt.Sprintf("by v%d", plan.Version)))
 	}
-	x.record(x.event(EventProposed, &plan, body.Title))
+	x.record(x.event(core.EventProposed, &plan, body.Title))
 	// Whatever was scheduled before (an older version, a question) is replaced.
 	x.o.Change.CancelNudges = true
 	x.tool(true, "Plan v%d posted for approval. Stop here and wait for [PLAN_DECISION].", plan.Version)
@@ -76,7 +77,7 @@ func (x *transition) propose() error {
 	r := PlanReply(x.next, plan)
 	pol := x.policy()
 	decide := decideLine(plan, in.AutoHeld, how.why, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
-	if plan.Status == PlanPending && pol.strict() {
+	if plan.Status == core.PlanPending && pol.strict() {
 		// /plan auto is refused here: offer only what works.
 		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs(plan.Requesters) + x.stuck(plan)
 	}
@@ -89,7 +90,7 @@ func (x *transition) propose() error {
 // (TrigAutoPropose) by auto-approve or by a rule, and the phase that leads to.
 type taken struct {
 	trig   Trigger
-	to     Phase
+	to     core.Phase
 	rule   ApproveRule
 	why    string // the rule's reason, in words
 	byRule bool
@@ -121,13 +122,13 @@ func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
 
 // newVersion is the plan version the proposal makes, with what changed from the version
 // it answers (in its file and its chat message).
-func (x *transition) newVersion(trig Trigger, hash string) (Plan, error) {
+func (x *transition) newVersion(trig Trigger, hash string) (core.Plan, error) {
 	in, body, prev := x.in, x.body, x.cur
 	status, ok := x.m.PlanNext("", trig)
 	if !ok {
-		return Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
+		return core.Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
 	}
-	np := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
+	np := core.Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
 		Body: body, Hash: hash, Requesters: x.next.Requesters, CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
 		np.Version = prev.Version + 1
@@ -144,16 +145,16 @@ func (x *transition) newVersion(trig Trigger, hash string) (Plan, error) {
 }
 
 // autoAccept accepts plan as it is proposed, by auto-approve or by how's rule.
-func (x *transition) autoAccept(np *Plan, how taken) {
+func (x *transition) autoAccept(np *core.Plan, how taken) {
 	in, n := x.in, &x.next
-	actor, why := AutoRule, "auto-approve is on"
+	actor, why := core.AutoRule, "auto-approve is on"
 	if how.byRule {
 		actor, why = how.rule.Actor(), how.why
 	}
 	np.Decision = &plan.Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
 	n.ApprovalID = ""
 	n.Injections = append(n.Injections, approvedInjection(*np, why))
-	x.record(x.eventBy(actor, EventAutoAccepted, np, why))
+	x.record(x.eventBy(actor, core.EventAutoAccepted, np, why))
 	x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", np.Version, why)
 }
 
@@ -168,8 +169,8 @@ func (x *transition) ruleFor(body plan.Body) (ApproveRule, string, bool) {
 }
 
 // prevIfRevised returns the previous version when it is the one the new version answers.
-func prevIfRevised(prev *Plan) *Plan {
-	if prev == nil || prev.Status == PlanCompleted || prev.Status == PlanAborted || prev.Status == PlanAbandoned {
+func prevIfRevised(prev *core.Plan) *core.Plan {
+	if prev == nil || prev.Status == core.PlanCompleted || prev.Status == core.PlanAborted || prev.Status == core.PlanAbandoned {
 		return nil
 	}
 	return prev
@@ -207,7 +208,7 @@ func (x *transition) validQuestion() bool {
 		x.refusef("ask_user_question refused: %s", strings.Join(notes, "; "))
 		return false
 	}
-	x.question = &Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
+	x.question = &core.Question{ID: x.in.IDs.Question, Text: a.Question, Options: opts, AllowFreeText: a.AllowFreeText, AskedAt: x.in.Now}
 	return true
 }
 
@@ -215,7 +216,7 @@ func (x *transition) ask() {
 	q := x.question
 	x.next.Phase = x.phase
 	x.next.Question = q
-	x.record(x.event(EventAsked, nil, q.Text))
+	x.record(x.event(core.EventAsked, nil, q.Text))
 	x.o.Change.CancelReminders = true
 	x.o.Change.Nudges = reminders(x.next, x.in.Rules, "", x.in.Now)
 	x.o.sayReply(questionReply(x.s.Address, q), "A question could not be delivered here; /plan status shows it.")
@@ -227,7 +228,7 @@ func (x *transition) ask() {
 // criteria of the accepted steps only: a different plan is a new version, which needs a
 // person's decision.
 func (x *transition) update() error {
-	if x.s.Phase == PhasePlanning {
+	if x.s.Phase == core.PhasePlanning {
 		x.tool(false, notedDrafts)
 		return nil
 	}
@@ -260,7 +261,7 @@ func (x *transition) update() error {
 }
 
 // progress records the new steps of p, and completes the plan when they are all done.
-func (x *transition) progress(p Plan, steps []plan.Step) error {
+func (x *transition) progress(p core.Plan, steps []plan.Step) error {
 	trig := x.o.Trigger
 	if ok, err := x.check(GuardPhase); err != nil || !ok {
 		return err // the table decides again: update and complete lead to different phases
@@ -273,8 +274,8 @@ func (x *transition) progress(p Plan, steps []plan.Step) error {
 	}
 	words := progressWords(steps)
 	done, total := stepProgress(steps)
-	x.record(x.eventBy(AgentActor, EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
-	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyProgress,
+	x.record(x.eventBy(core.AgentActor, core.EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
+	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: core.Reply{To: x.s.Address, Kind: core.ReplyProgress,
 		Text: fmt.Sprintf("Plan v%d — %s: %s\n%s", p.Version, p.Body.Title, words, plan.Checklist(steps))}})
 	x.tool(false, "Plan updated: %s.", words)
 	if trig != TrigComplete {
@@ -283,18 +284,18 @@ func (x *transition) progress(p Plan, steps []plan.Step) error {
 	x.next.Phase = to
 	x.next.Question = nil
 	x.next.Requesters = nil
-	x.next.Injections = append(x.next.Injections, Injection{Kind: InjectComplete,
+	x.next.Injections = append(x.next.Injections, core.Injection{Kind: core.InjectComplete,
 		Text: fmt.Sprintf("[PLAN_COMPLETE]\nEvery step of plan v%d %q is finished (%s). Post a short summary of what changed for the user.", p.Version, p.Body.Title, words)})
-	x.record(x.eventBy(AgentActor, EventCompleted, &p, words))
+	x.record(x.eventBy(core.AgentActor, core.EventCompleted, &p, words))
 	x.o.Change.CancelNudges = true
-	x.o.say(ReplyText, completionText(p))
+	x.o.say(core.ReplyText, completionText(p))
 	x.tool(false, "Plan updated: all %d steps are finished (%s) and plan v%d is complete.", total, words, p.Version)
 	return nil
 }
 
 // completionText is the chat's message when a plan is finished. Cancelled steps are not
 // done: it says how many were completed, how many cancelled, and why.
-func completionText(p Plan) string {
+func completionText(p core.Plan) string {
 	completed, cancelled, total := stepCounts(p.Body.Steps)
 	if cancelled == 0 {
 		return fmt.Sprintf("Done: %d of %d steps. Plan v%d completed.", completed, total, p.Version)
@@ -368,7 +369,7 @@ func keepAccepted(before, after []plan.Step) []plan.Step {
 // updateProblems applies the judge's limits to an update: the plan it leaves must pass
 // plan.Judge, and the explanation — the reason a step cancelled now is given, which the
 // person is told — is one clean line of limited length.
-func updateProblems(p Plan, steps []plan.Step, u plan.UpdateArgs) []string {
+func updateProblems(p core.Plan, steps []plan.Step, u plan.UpdateArgs) []string {
 	problems := plan.LineProblems("update_plan: explanation", u.Explanation)
 	for i, st := range steps {
 		if st.Status != plan.StepCancelled || p.Body.Steps[i].Status == plan.StepCancelled {

@@ -1,13 +1,14 @@
-package core
+package machine
 
 import (
 	"slices"
 
 	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core"
 )
 
 // Authorized applies the access rules of docs/design.md §4.
-func Authorized(approvers []string, who commands.Who, s Session, m Message) bool {
+func Authorized(approvers []string, who commands.Who, s core.Session, m core.Message) bool {
 	switch who {
 	case commands.Anyone:
 		return true
@@ -33,6 +34,6 @@ func Authorized(approvers []string, who commands.Who, s Session, m Message) bool
 // the engine applies to an accept, under the approvers of the session's policy (or the
 // global approvers). Adapters use it to show a session, or its buttons, only to people
 // the engine would let decide.
-func MayDecide(policies []Policy, approvers []string, s Session, m Message) bool {
+func MayDecide(policies []Policy, approvers []string, s core.Session, m core.Message) bool {
 	return Authorized(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
 }

@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -21,7 +22,7 @@ type PolicyMatch struct {
 }
 
 // Matches reports whether a session at addr falls under m.
-func (m PolicyMatch) Matches(addr Address) bool {
+func (m PolicyMatch) Matches(addr core.Address) bool {
 	return (m.Channel == "" || m.Channel == addr.Channel) &&
 		(m.Account == "" || m.Account == addr.Account) &&
 		(m.Chat == "" || m.Chat == addr.Chat)
@@ -44,7 +45,7 @@ type Policy struct {
 var DefaultPolicy = Policy{Required: 1, RequesterMayApprove: true}
 
 // PolicyFor returns the first policy whose match fits addr, or DefaultPolicy.
-func PolicyFor(policies []Policy, addr Address) Policy {
+func PolicyFor(policies []Policy, addr core.Address) Policy {
 	for _, p := range policies {
 		if p.Match.Matches(addr) {
 			return p
@@ -64,7 +65,7 @@ func (p Policy) ApproverList(global []string) []string {
 // needs is the line a pending version's message adds under p: "" for one approval that
 // anyone allowed may give, else "\nNeeds 2 approvals from different people, not from
 // whoever asked for it (alice)." naming the version's requesters.
-func (p Policy) needs(requesters []Requester) string {
+func (p Policy) needs(requesters []core.Requester) string {
 	n := p.needed()
 	who := "whoever asked for it"
 	if len(requesters) > 0 {
@@ -128,7 +129,7 @@ type ApprovalVerdict struct {
 // requesters asked for the plan. Approvals of another version are dropped first: a revise
 // or a new version voids partial approvals. Whether a may decide at all (the approver
 // list) is checked before, as for any decision.
-func RecordApproval(st ApprovalState, a plan.Approval, requesters []Requester, p Policy) (ApprovalState, ApprovalVerdict) {
+func RecordApproval(st ApprovalState, a plan.Approval, requesters []core.Requester, p Policy) (ApprovalState, ApprovalVerdict) {
 	if st.Version != a.Version {
 		st = ApprovalState{Version: a.Version}
 	}
@@ -252,15 +253,15 @@ func PolicyProblem(p Policy, global []string) string {
 
 // Asked returns list with by added (once; the first name given is kept). An empty by
 // (no person) leaves it as it is.
-func Asked(list []Requester, by, name string) []Requester {
+func Asked(list []core.Requester, by, name string) []core.Requester {
 	if by == "" || isRequester(list, by) {
 		return list
 	}
-	return append(slices.Clip(list), Requester{By: by, Name: name})
+	return append(slices.Clip(list), core.Requester{By: by, Name: name})
 }
 
 // WithRequesters is list with every one of more added (once each).
-func WithRequesters(list, more []Requester) []Requester {
+func WithRequesters(list, more []core.Requester) []core.Requester {
 	for _, r := range more {
 		list = Asked(list, r.By, r.Name)
 	}
@@ -268,12 +269,12 @@ func WithRequesters(list, more []Requester) []Requester {
 }
 
 // isRequester reports whether by is one of list.
-func isRequester(list []Requester, by string) bool {
-	return slices.ContainsFunc(list, func(r Requester) bool { return r.By == by })
+func isRequester(list []core.Requester, by string) bool {
+	return slices.ContainsFunc(list, func(r core.Requester) bool { return r.By == by })
 }
 
 // requesterNames is "alice, bob" for the chat: each requester's name, else their id.
-func requesterNames(list []Requester) string {
+func requesterNames(list []core.Requester) string {
 	names := make([]string, len(list))
 	for i, r := range list {
 		names[i] = cmp.Or(r.Name, r.By)

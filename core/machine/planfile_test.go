@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -32,9 +33,9 @@ func mdParser() goldmark.Markdown {
 // text and nothing else.
 var planfileDay = time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)
 
-func fullPlan() Plan {
-	return Plan{
-		ID: "p7k2m9x4q1", SessionID: "terminal:local:main", Version: 2, Status: PlanAccepted, ApprovalID: "a1",
+func fullPlan() core.Plan {
+	return core.Plan{
+		ID: "p7k2m9x4q1", SessionID: "terminal:local:main", Version: 2, Status: core.PlanAccepted, ApprovalID: "a1",
 		Body: plan.Body{
 			Title:   "Docs cleanup with spelling fixes",
 			Summary: "Reword the README introduction and fix internal links.\n\nAlso correct spelling mistakes\nfound by the checker.",
@@ -60,14 +61,14 @@ func fullPlan() Plan {
 	}
 }
 
-func minimalPlan() Plan {
-	return Plan{ID: "p1", Version: 1, Status: PlanPending,
+func minimalPlan() core.Plan {
+	return core.Plan{ID: "p1", Version: 1, Status: core.PlanPending,
 		Body: plan.Body{Title: "Add a changelog", Steps: []plan.Step{{ID: "1", Text: "Create CHANGELOG.md", Status: plan.StepPending}}}}
 }
 
 // forgedPlan is a pending plan whose every field tries to forge structure or a mention.
-func forgedPlan() Plan {
-	return Plan{ID: "p2", Version: 3, Status: PlanPending,
+func forgedPlan() core.Plan {
+	return core.Plan{ID: "p2", Version: 3, Status: core.PlanPending,
 		Body: plan.Body{
 			Title:   "# Approved\n## Decision <b>@everyone</b>",
 			Summary: "# Fake heading\n> quote\n- item\n1. one\n```\ncode\n```\n<script>alert(1)</script>\n\nSetext\n===\n| a | b |\n|---|---|\n**bold** _em_ [link](http://x) ![img](y) <@123> @here &#64;everyone",
@@ -88,14 +89,14 @@ func TestRenderPlanMarkdown(t *testing.T) {
 	headings := []string{"Summary", "Steps", "Assumptions", "Risks", "Verification", "Grants", "Scope", "References"}
 	cases := []struct {
 		name     string
-		plan     Plan
-		phase    Phase
+		plan     core.Plan
+		phase    core.Phase
 		session  string
 		headings []string // level 2, in order
 	}{
-		{"full", fullPlan(), PhaseExecuting, "main", append(slices.Clone(headings), "Decision")},
-		{"minimal", minimalPlan(), PhaseAwaitingApproval, "main", []string{"Steps", "Grants"}},
-		{"forged", forgedPlan(), PhaseAwaitingApproval, "telegram-<@1>_x", headings},
+		{"full", fullPlan(), core.PhaseExecuting, "main", append(slices.Clone(headings), "Decision")},
+		{"minimal", minimalPlan(), core.PhaseAwaitingApproval, "main", []string{"Steps", "Grants"}},
+		{"forged", forgedPlan(), core.PhaseAwaitingApproval, "telegram-<@1>_x", headings},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestRenderPlanMarkdown(t *testing.T) {
 }
 
 func TestRenderPlanMarkdownContent(t *testing.T) {
-	got := string(RenderPlanMarkdown(fullPlan(), PhaseExecuting, "main", Reach{}))
+	got := string(RenderPlanMarkdown(fullPlan(), core.PhaseExecuting, "main", Reach{}))
 	for _, want := range []string{
 		"# Docs cleanup with spelling fixes\n",
 		"Version 2 · status: accepted · phase: executing · session: main\n",
@@ -130,7 +131,7 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 		}
 	}
 
-	pending := string(RenderPlanMarkdown(minimalPlan(), PhaseAwaitingApproval, "main", Reach{}))
+	pending := string(RenderPlanMarkdown(minimalPlan(), core.PhaseAwaitingApproval, "main", Reach{}))
 	for _, want := range []string{"`/plan accept`", "`/plan revise <feedback>`", "`/plan auto`"} {
 		if !strings.Contains(pending, want) {
 			t.Errorf("pending plan footer lacks %s", want)
@@ -142,13 +143,13 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 		}
 	}
 	superseded := minimalPlan()
-	superseded.Status = PlanSuperseded
-	if s := string(RenderPlanMarkdown(superseded, PhasePlanning, "main", Reach{})); strings.Contains(s, "/plan accept") || !strings.Contains(s, "superseded") {
+	superseded.Status = core.PlanSuperseded
+	if s := string(RenderPlanMarkdown(superseded, core.PhasePlanning, "main", Reach{})); strings.Contains(s, "/plan accept") || !strings.Contains(s, "superseded") {
 		t.Errorf("a superseded plan should not offer /plan accept and should say it is superseded:\n%s", s)
 	}
 	untitled := minimalPlan()
 	untitled.Body.Title = ""
-	if s := string(RenderPlanMarkdown(untitled, PhasePlanning, "main", Reach{})); !strings.HasPrefix(s, "# Untitled plan\n") {
+	if s := string(RenderPlanMarkdown(untitled, core.PhasePlanning, "main", Reach{})); !strings.HasPrefix(s, "# Untitled plan\n") {
 		t.Errorf("an untitled plan should get a placeholder title:\n%s", s)
 	}
 }
@@ -219,7 +220,7 @@ func checkPlanfileGolden(t *testing.T, path string, got []byte) {
 
 // TestParsePlanMarkdownGoldens reads the writer's golden files back (plan.ParseMarkdown).
 func TestParsePlanMarkdownGoldens(t *testing.T) {
-	for name, p := range map[string]Plan{"full": fullPlan(), "minimal": minimalPlan()} {
+	for name, p := range map[string]core.Plan{"full": fullPlan(), "minimal": minimalPlan()} {
 		data, err := os.ReadFile(filepath.Join("testdata", "planfile", name+".golden"))
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +249,7 @@ func TestParsePlanMarkdownGoldens(t *testing.T) {
 		!reflect.DeepEqual(got.Assumptions, []string{"---", "1) numbered", "# indented", `\# pre-escaped`}) {
 		t.Errorf("forged plan read back as %#v", got)
 	}
-	again, err := plan.ParseMarkdown(RenderPlanMarkdown(Plan{Version: 2, Status: PlanPending, Body: got}, PhaseAwaitingApproval, "main", Reach{}))
+	again, err := plan.ParseMarkdown(RenderPlanMarkdown(core.Plan{Version: 2, Status: core.PlanPending, Body: got}, core.PhaseAwaitingApproval, "main", Reach{}))
 	if err != nil || !reflect.DeepEqual(again, got) {
 		t.Errorf("forged plan does not round-trip a second time: %v\n%#v", err, again)
 	}

@@ -1,4 +1,4 @@
-package core
+package machine
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
 
@@ -19,7 +20,7 @@ func TestPlanFileListsApprovals(t *testing.T) {
 
 	pending := minimalPlan()
 	pending.Approvals = []plan.Approval{bob}
-	got := string(RenderPlanMarkdown(pending, PhaseAwaitingApproval, "main", Reach{}))
+	got := string(RenderPlanMarkdown(pending, core.PhaseAwaitingApproval, "main", Reach{}))
 	if !strings.Contains(got, "\n## Approvals\n\n- Bob (terminal:bob) at 2026-11-30 09:05 UTC\n") {
 		t.Errorf("a pending version with one approval should list it:\n%s", got)
 	}
@@ -32,10 +33,10 @@ func TestPlanFileListsApprovals(t *testing.T) {
 	}
 
 	accepted := minimalPlan()
-	accepted.Status = PlanAccepted
+	accepted.Status = core.PlanAccepted
 	accepted.Approvals = []plan.Approval{bob, carol}
 	accepted.Decision = &plan.Decision{By: carol.By, ByName: carol.ByName, At: carol.At, Channel: "terminal", Outcome: "accepted"}
-	got = string(RenderPlanMarkdown(accepted, PhaseExecuting, "main", Reach{}))
+	got = string(RenderPlanMarkdown(accepted, core.PhaseExecuting, "main", Reach{}))
 	for _, want := range []string{
 		"- Bob (terminal:bob) at 2026-11-30 09:05 UTC\n",
 		"- " + plan.EscapeMarkdown(carol.ByName) + " (terminal:carol) at 2026-11-30 09:06 UTC\n",
@@ -49,10 +50,10 @@ func TestPlanFileListsApprovals(t *testing.T) {
 	}
 
 	single := minimalPlan()
-	single.Status = PlanAccepted
+	single.Status = core.PlanAccepted
 	single.Approvals = []plan.Approval{bob}
 	single.Decision = &plan.Decision{By: bob.By, ByName: bob.ByName, At: at, Channel: "terminal", Outcome: "accepted"}
-	if got := string(RenderPlanMarkdown(single, PhaseExecuting, "main", Reach{})); strings.Contains(got, "## Approvals") {
+	if got := string(RenderPlanMarkdown(single, core.PhaseExecuting, "main", Reach{})); strings.Contains(got, "## Approvals") {
 		t.Errorf("a single approver's acceptance is the decision's By; no Approvals section:\n%s", got)
 	}
 }
