@@ -52,7 +52,7 @@ func TestPlanCopyOnDisk(t *testing.T) {
 
 	dir := chat(t, "")
 	ws := filepath.Join(dir, "workspace", "main")
-	md, err := os.ReadFile(filepath.Join(ws, engine.PlanCopyMarkdown))
+	md, err := os.ReadFile(filepath.Join(ws, core.PlanCopyMarkdown))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPlanCopyOnDisk(t *testing.T) {
 		t.Fatalf("PLAN.md:\n%s", md)
 	}
 	var doc engine.PlanDocument
-	js, err := os.ReadFile(filepath.Join(ws, engine.PlanCopyJSON))
+	js, err := os.ReadFile(filepath.Join(ws, core.PlanCopyJSON))
 	if err != nil {
 		t.Fatal(err)
 	}

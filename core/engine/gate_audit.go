@@ -165,7 +165,7 @@ func (t *jobRun) audit(ctx context.Context, ev core.Event) {
 // serverDown tells the chat, once per job and server, that a tool server stopped during
 // a call (see ToolServerDown); the turn goes on without its tools.
 func (t *jobRun) serverDown(err error) {
-	var down *ToolServerDown
+	var down *core.ToolServerDown
 	if !errors.As(err, &down) || t.gate.down[down.Server] {
 		return
 	}
@@ -181,7 +181,7 @@ func (t *jobRun) serverDown(err error) {
 // belong to a tool server that is down (it failed to start or died between turns): the
 // agent will not find those tools.
 func (t *jobRun) planServersDown(ctx context.Context) {
-	ws, ok := t.e.d.Tools.(ToolServers)
+	ws, ok := t.e.d.Tools.(core.ToolServers)
 	if !ok || t.sess.Phase != core.PhaseExecuting {
 		return
 	}
@@ -191,7 +191,7 @@ func (t *jobRun) planServersDown(ctx context.Context) {
 	}
 	for _, tool := range p.Body.Scope.AllowedTools {
 		if srv, status, down := ws.Withdrawn(tool); down {
-			t.serverDown(&ToolServerDown{Server: srv, Msg: fmt.Sprintf("MCP server %s is %s", srv, status)})
+			t.serverDown(&core.ToolServerDown{Server: srv, Msg: fmt.Sprintf("MCP server %s is %s", srv, status)})
 		}
 	}
 }

@@ -89,7 +89,7 @@ func TestExpandedSpecPlan(t *testing.T) {
 	}
 	h.say("main", "local", "/plan accept")
 	var doc engine.PlanDocument
-	if err := json.Unmarshal(readFile(t, filepath.Join(h.cfg.WorkspaceRoot, "main", engine.PlanCopyJSON)), &doc); err != nil {
+	if err := json.Unmarshal(readFile(t, filepath.Join(h.cfg.WorkspaceRoot, "main", core.PlanCopyJSON)), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Spec == nil || len(doc.Spec.Features) != 2 || doc.Spec.Features[0].Priority != "high" || doc.Spec.TechStack[1] != "vanilla JS" {

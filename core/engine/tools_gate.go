@@ -72,7 +72,7 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 // withdrawn answers a call of a tool whose server is down (its tools are not offered):
 // the model learns the server's state, the chat that the server stopped.
 func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
-	ws, ok := t.e.d.Tools.(ToolServers)
+	ws, ok := t.e.d.Tools.(core.ToolServers)
 	if !ok {
 		return toolResult{}, false
 	}
@@ -81,7 +81,7 @@ func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
 		return toolResult{}, false
 	}
 	msg := fmt.Sprintf("MCP server %s is not available (%s); its tools are withdrawn, go on without them", srv, status)
-	t.serverDown(&ToolServerDown{Server: srv, Msg: msg})
+	t.serverDown(&core.ToolServerDown{Server: srv, Msg: msg})
 	return toolError("%s", msg), true
 }
 

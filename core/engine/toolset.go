@@ -61,29 +61,9 @@ func (ts toolboxes) WritePaths(name string, args json.RawMessage) ([]string, err
 	return b.WritePaths(name, args)
 }
 
-// ToolServerDown is the error of a tool call whose server stopped during it (an MCP
-// server that crashed mid-call, or hung). The model sees Msg as the tool error and the
-// turn goes on; the chat is told once per job that the server's tools are withdrawn.
-type ToolServerDown struct {
-	Server string
-	Msg    string
-}
-
-func (e *ToolServerDown) Error() string { return e.Msg }
-
-// ToolServers is what a Toolbox may implement to tell a tool that is not offered because
-// its server is down (an MCP server that failed to start or died) from one that does not
-// exist: the model gets the server's state instead of "unknown tool", and the chat hears
-// that the server stopped.
-type ToolServers interface {
-	// Withdrawn reports the server of tool and its state when the server is configured
-	// but not up.
-	Withdrawn(tool string) (server, status string, ok bool)
-}
-
 func (ts toolboxes) Withdrawn(tool string) (string, string, bool) {
 	for _, b := range ts {
-		if w, ok := b.(ToolServers); ok {
+		if w, ok := b.(core.ToolServers); ok {
 			if srv, st, ok := w.Withdrawn(tool); ok {
 				return srv, st, true
 			}

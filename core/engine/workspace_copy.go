@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -23,41 +21,9 @@ import (
 // an abort or a revise), so the agent and anything it runs can read the contract it works
 // under. The workspace tools refuse to change either file (core/tools).
 
-// Names of the workspace copy, at the workspace root.
-const (
-	PlanCopyMarkdown = "PLAN.md"
-	PlanCopyJSON     = "PLAN.json"
-)
-
 // PlanCopyFormat is the version of PLAN.json's shape. Fields are only ever added within a
 // format; a rename or removal would be format 2.
 const PlanCopyFormat = 1
-
-// PlanCopyNames are the workspace copy's file names.
-var PlanCopyNames = []string{PlanCopyMarkdown, PlanCopyJSON}
-
-// IsPlanCopy reports whether the cleaned, slash-separated, workspace-relative rel names
-// one of the copy's files. Names compare without case: on a case-insensitive file system
-// plan.md is PLAN.md.
-func IsPlanCopy(rel string) (string, bool) {
-	rel = path.Clean(strings.TrimPrefix(rel, "./"))
-	for _, n := range PlanCopyNames {
-		if strings.EqualFold(rel, n) {
-			return n, true
-		}
-	}
-	return "", false
-}
-
-// PlanCopyContract is what the tools say of the copy's file name.
-func PlanCopyContract(name string) string {
-	return name + " is the approved plan, the person's contract; it cannot be changed"
-}
-
-// PlanCopyRefusal is the tool error for an attempt to change the copy's file name.
-func PlanCopyRefusal(name string) error {
-	return errors.New(PlanCopyContract(name) + ". Read it with read_file; if the plan must change, say so in the chat and a person can send it back with /plan revise")
-}
 
 // PlanDocument is PLAN.json. Every list is present (empty rather than missing), so a
 // reader need not tell "none" from "not written"; spec and decision are omitted when the
@@ -156,16 +122,16 @@ func WritePlanCopy(dir string, md, js []byte) error {
 	}
 	defer root.Close()
 	if !ownCopy(root) {
-		for _, name := range PlanCopyNames {
+		for _, name := range core.PlanCopyNames {
 			if _, err := root.Lstat(name); err == nil {
-				return fmt.Errorf("%w: %s", ErrForeignPlanCopy, name)
+				return fmt.Errorf("%w: %s", core.ErrForeignPlanCopy, name)
 			}
 		}
 	}
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{PlanCopyJSON, js}, {PlanCopyMarkdown, md}} {
+	}{{core.PlanCopyJSON, js}, {core.PlanCopyMarkdown, md}} {
 		tmp := "." + f.name + ".tmp-" + rand.Text()
 		err := writeTemp(root, tmp, f.data)
 		if err == nil {
@@ -179,23 +145,14 @@ func WritePlanCopy(dir string, md, js []byte) error {
 	return nil
 }
 
-// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
-var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
-
-// MaxPlanCopyBytes bounds what is read back of the copy's files (to recognise plangate's
-// own PLAN.json, and for run_command's put-back). It is above anything the judge lets a
-// plan render to: 50 steps of 50 criteria of 2000 characters, listed twice in PLAN.json
-// when verified, is about 42 MB at 4 bytes a character.
-const MaxPlanCopyBytes = 64 << 20
-
 // ownCopy reports whether the workspace's PLAN.json is one plangate wrote: a regular
 // file that reads as a PlanDocument with a format and a plan id.
 func ownCopy(root *os.Root) bool {
-	fi, err := root.Lstat(PlanCopyJSON)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxPlanCopyBytes {
+	fi, err := root.Lstat(core.PlanCopyJSON)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > core.MaxPlanCopyBytes {
 		return false
 	}
-	data, err := root.ReadFile(PlanCopyJSON)
+	data, err := root.ReadFile(core.PlanCopyJSON)
 	if err != nil {
 		return false
 	}
@@ -247,7 +204,7 @@ func (e *Engine) copyPlan(s core.Session, p core.Plan) {
 		err = WritePlanCopy(ws.Dir, e.planMarkdown(s, p), js)
 	}
 	switch {
-	case errors.Is(err, ErrForeignPlanCopy):
+	case errors.Is(err, core.ErrForeignPlanCopy):
 		e.d.Log.Warn("not writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
 	case err != nil:
 		e.d.Log.Error("writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)

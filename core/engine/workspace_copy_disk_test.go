@@ -65,7 +65,7 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 				"title": "Notes", "plan": []stepArg{{Step: "Write notes", AcceptanceCriteria: []string{"notes.md exists"}}, {Step: "Review"}},
 				"scope": map[string]any{"allowed_paths": []string{"**"}}})))
 			h.say("main", "local", "write notes")
-			if _, err := os.Lstat(filepath.Join(ws, engine.PlanCopyMarkdown)); err == nil {
+			if _, err := os.Lstat(filepath.Join(ws, core.PlanCopyMarkdown)); err == nil {
 				t.Fatal("PLAN.md exists before the plan was accepted")
 			}
 
@@ -81,8 +81,8 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 			// Set before the calls run: links the tools could not make themselves.
 			h.model.Hook(func(req core.ModelRequest) {
 				if req.SessionID == sid {
-					_ = os.Symlink(engine.PlanCopyMarkdown, filepath.Join(ws, "alias.md"))
-					_ = os.Link(filepath.Join(ws, engine.PlanCopyJSON), filepath.Join(ws, "hard.json"))
+					_ = os.Symlink(core.PlanCopyMarkdown, filepath.Join(ws, "alias.md"))
+					_ = os.Link(filepath.Join(ws, core.PlanCopyJSON), filepath.Join(ws, "hard.json"))
 				}
 			})
 			hostile := []core.ToolCall{write("PLAN.md"), write("plan.md"), write("./PLAN.json"), edit("PLAN.md"),
@@ -93,7 +93,7 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 			h.say("main", "local", "/plan accept")
 			h.model.Hook(nil)
 
-			md, js := readFile(t, filepath.Join(ws, engine.PlanCopyMarkdown)), readFile(t, filepath.Join(ws, engine.PlanCopyJSON))
+			md, js := readFile(t, filepath.Join(ws, core.PlanCopyMarkdown)), readFile(t, filepath.Join(ws, core.PlanCopyJSON))
 			p := h.plans("main")[0]
 			want := machine.RenderPlanMarkdown(p, core.PhaseExecuting, "main", machine.Reach{})
 			if string(md) != string(want) {
@@ -123,9 +123,9 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 			// Progress rewrites the copy: the step is shown in progress in both files.
 			h.model.push(sid, calls(update(stepArg{Step: "Write notes", Status: "in_progress"})), text("working"))
 			h.say("main", "local", "go on")
-			mustContain(t, string(readFile(t, filepath.Join(ws, engine.PlanCopyMarkdown))), "- [>] Write notes")
+			mustContain(t, string(readFile(t, filepath.Join(ws, core.PlanCopyMarkdown))), "- [>] Write notes")
 			var doc engine.PlanDocument
-			if err := json.Unmarshal(readFile(t, filepath.Join(ws, engine.PlanCopyJSON)), &doc); err != nil {
+			if err := json.Unmarshal(readFile(t, filepath.Join(ws, core.PlanCopyJSON)), &doc); err != nil {
 				t.Fatal(err)
 			}
 			if doc.Steps[0].Status != plan.StepInProgress || doc.Status != core.PlanAccepted || doc.Decision == nil || doc.Decision.Outcome != "accepted" {
@@ -151,9 +151,9 @@ func TestPlanCopySeedsWorkspace(t *testing.T) {
 	if got := readFile(t, filepath.Join(ws, "README.md")); string(got) != "# seeded\n" {
 		t.Fatalf("README.md = %q: the workspace was not seeded", got)
 	}
-	mustContain(t, string(readFile(t, filepath.Join(ws, engine.PlanCopyMarkdown))), "# Seeded", "status: accepted")
+	mustContain(t, string(readFile(t, filepath.Join(ws, core.PlanCopyMarkdown))), "# Seeded", "status: accepted")
 	h.say("main", "local", "/plan off")
-	mustContain(t, string(readFile(t, filepath.Join(ws, engine.PlanCopyMarkdown))), "status: aborted")
+	mustContain(t, string(readFile(t, filepath.Join(ws, core.PlanCopyMarkdown))), "status: aborted")
 }
 
 // TestPlanCopyOff: with workspace_copy off nothing is written, and a toolbox that does
@@ -173,7 +173,7 @@ func TestPlanCopyOff(t *testing.T) {
 	if got := readFile(t, filepath.Join(ws, "PLAN.md")); string(got) != "mine" {
 		t.Fatalf("PLAN.md = %q; with the copy off it is the workspace's own file", got)
 	}
-	if _, err := os.Stat(filepath.Join(ws, engine.PlanCopyJSON)); err == nil {
+	if _, err := os.Stat(filepath.Join(ws, core.PlanCopyJSON)); err == nil {
 		t.Fatal("PLAN.json written with workspace_copy off")
 	}
 }

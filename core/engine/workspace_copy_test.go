@@ -120,7 +120,7 @@ func TestIsPlanCopy(t *testing.T) {
 		"PLAN.md": true, "plan.md": true, "Plan.MD": true, "./PLAN.json": true, "docs/../PLAN.json": true, "plan.JSON": true,
 		"docs/PLAN.md": false, "PLAN.md.bak": false, "PLAN": false, "": false,
 	} {
-		if _, got := engine.IsPlanCopy(rel); got != want {
+		if _, got := core.IsPlanCopy(rel); got != want {
 			t.Errorf("IsPlanCopy(%q) = %v, want %v", rel, got, want)
 		}
 	}
@@ -152,7 +152,7 @@ func TestWritePlanCopyLeavesForeignFilesAlone(t *testing.T) {
 				}
 			}
 			err := engine.WritePlanCopy(dir, []byte("# new\n"), js)
-			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, engine.ErrForeignPlanCopy)) {
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, core.ErrForeignPlanCopy)) {
 				t.Fatalf("WritePlanCopy = %v, want ok %v", err, tc.ok)
 			}
 			md, _ := os.ReadFile(filepath.Join(dir, "PLAN.md"))

@@ -14,7 +14,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/core/engine"
 )
 
 // Outcome is how one MCP tool call ended, for metrics and audit.
@@ -196,7 +195,7 @@ func (m *Manager) Withdrawn(name string) (string, string, bool) {
 	return srvName, status, true
 }
 
-var _ engine.ToolServers = (*Manager)(nil)
+var _ core.ToolServers = (*Manager)(nil)
 
 // WritePaths is empty for MCP tools: they change no workspace path the gate could check;
 // the gate holds them with the plan's scope.allowed_tools instead.
@@ -248,7 +247,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		return "", OutcomeFailed, fmt.Errorf("%s was cancelled: %w", full, ctx.Err())
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		if !s.probe(sess) {
-			return "", OutcomeFailed, &engine.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+			return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
 				"%s timed out after %s and MCP server %s does not answer a ping either; its tools are withdrawn until it restarts", full, s.cfg.callTimeout(), s.cfg.Name)}
 		}
 		return "", OutcomeTimeout, fmt.Errorf("%s timed out after %s", full, s.cfg.callTimeout())
@@ -257,7 +256,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	}
 	why := s.clean(err.Error())
 	s.withdraw(sess, "failed during a call: "+why)
-	return "", OutcomeFailed, &engine.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
+	return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
 		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, why)}
 }
 

@@ -12,7 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/mcp/testdata/testserver"
 )
@@ -168,7 +167,7 @@ func TestListChangedAddsATool(t *testing.T) {
 func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 	m, ms, rec, g := startMem(t, mcp.ServerConfig{})
 	_, err := call(t, m, "ts__crash", "")
-	var down *engine.ToolServerDown
+	var down *core.ToolServerDown
 	if !errors.As(err, &down) || down.Server != "ts" || !strings.Contains(err.Error(), "MCP server ts failed during ts__crash") {
 		t.Fatalf("crashing call: %v", err)
 	}

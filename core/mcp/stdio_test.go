@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/mcp"
 )
 
@@ -112,7 +112,7 @@ func TestHungServerIsRestarted(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Close() })
 	_, err = call(t, m, "bin__freeze", "")
-	var down *engine.ToolServerDown
+	var down *core.ToolServerDown
 	if !errors.As(err, &down) || down.Server != "bin" ||
 		err.Error() != "bin__freeze timed out after 200ms and MCP server bin does not answer a ping either; its tools are withdrawn until it restarts" {
 		t.Fatalf("freezing call: %v", err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/core/engine"
 )
 
 // The executor's copy of the accepted plan, PLAN.md and PLAN.json at the workspace root
@@ -28,16 +27,16 @@ func (w *workspace) refusePlanCopy(rel string) error {
 	if !w.protect {
 		return nil
 	}
-	if name, ok := engine.IsPlanCopy(rel); ok {
-		return engine.PlanCopyRefusal(name)
+	if name, ok := core.IsPlanCopy(rel); ok {
+		return core.PlanCopyRefusal(name)
 	}
 	target, err := w.root.Stat(rel)
 	if err != nil {
 		return nil // a new file: not one of the copy's
 	}
-	for _, name := range engine.PlanCopyNames {
+	for _, name := range core.PlanCopyNames {
 		if fi, err := w.root.Lstat(name); err == nil && os.SameFile(fi, target) {
-			return engine.PlanCopyRefusal(name)
+			return core.PlanCopyRefusal(name)
 		}
 	}
 	return nil
@@ -57,8 +56,8 @@ func (t *Toolbox) planCopyPath(rel string) error {
 	if !t.cfg.ProtectPlanCopy {
 		return nil
 	}
-	if name, ok := engine.IsPlanCopy(rel); ok {
-		return engine.PlanCopyRefusal(name)
+	if name, ok := core.IsPlanCopy(rel); ok {
+		return core.PlanCopyRefusal(name)
 	}
 	return nil
 }
@@ -75,7 +74,7 @@ func (t *Toolbox) snapshotPlanCopy(dir string) *copySnapshot {
 		return nil
 	}
 	s := &copySnapshot{dir: dir, files: map[string][]byte{}}
-	for _, name := range engine.PlanCopyNames {
+	for _, name := range core.PlanCopyNames {
 		if data, ok := readCopyFile(dir, name); ok {
 			s.files[name] = data
 		}
@@ -94,7 +93,7 @@ func readCopyFile(dir, name string) ([]byte, bool) {
 	}
 	defer root.Close()
 	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > engine.MaxPlanCopyBytes {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > core.MaxPlanCopyBytes {
 		return nil, false
 	}
 	data, err := root.ReadFile(name)
@@ -108,7 +107,7 @@ func (s *copySnapshot) restore() string {
 		return ""
 	}
 	var notes []string
-	for _, name := range engine.PlanCopyNames {
+	for _, name := range core.PlanCopyNames {
 		want, ok := s.files[name]
 		if !ok {
 			continue
@@ -116,9 +115,9 @@ func (s *copySnapshot) restore() string {
 		if got, ok := readCopyFile(s.dir, name); ok && bytes.Equal(got, want) {
 			continue
 		}
-		note := engine.PlanCopyContract(name) + ": the command changed it, and it was put back."
+		note := core.PlanCopyContract(name) + ": the command changed it, and it was put back."
 		if err := putBack(s.dir, name, want); err != nil {
-			note = engine.PlanCopyContract(name) + ": the command changed it, and putting it back failed: " + hostless(err).Error()
+			note = core.PlanCopyContract(name) + ": the command changed it, and putting it back failed: " + hostless(err).Error()
 		}
 		notes = append(notes, note)
 	}
@@ -146,7 +145,7 @@ func putBack(dir, name string, data []byte) error {
 // a command in ws; they come after the workspace's own bind.
 func protectArgs(ws string) []string {
 	var a []string
-	for _, name := range engine.PlanCopyNames {
+	for _, name := range core.PlanCopyNames {
 		p := filepath.Join(ws, name)
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 			a = append(a, "--ro-bind", p, p)
