@@ -15,7 +15,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 )
 
 // timestampWindow is how far a request's signed X-Signature-Timestamp may be from the

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // The gateway tests of commands, buttons and the Revise modal, run again with the fake

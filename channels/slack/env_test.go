@@ -10,8 +10,8 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // testTuning keeps Slack's rules but not its patience: no pacing, Retry-After counted in

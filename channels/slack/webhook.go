@@ -17,7 +17,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 )
 
 // The routes of mode http, under http.public_url: the Request URLs of the app's Event

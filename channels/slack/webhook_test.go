@@ -14,7 +14,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 )
 
 // The Socket Mode tests of buttons, modals, files, slash commands and retries, run again

@@ -15,7 +15,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 )
 
 // WebhookPath is the route Telegram posts updates to in webhook mode, under http.public_url.

@@ -22,7 +22,7 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/plangate/plangate/channels/channeltest"
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

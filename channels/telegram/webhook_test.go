@@ -17,8 +17,8 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 const hookSecret = "hook-Secret_0123456789"

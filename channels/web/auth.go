@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plangate/plangate/httpserver"
+	"github.com/plangate/plangate/channels/httpserver"
 )
 
 // Sign-in: a person types their token into the form at /login; the token is compared in

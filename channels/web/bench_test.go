@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

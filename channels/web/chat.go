@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // RegisterHTTP adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // editUpload is the card's Edit: an edited copy of the plan file, uploaded as multipart

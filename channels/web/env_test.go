@@ -19,10 +19,10 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

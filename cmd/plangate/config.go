@@ -17,10 +17,10 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"unicode"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/conf"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // HTTPConfig is the http section (docs/design.md §10): one server for the webhooks,

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/engine"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

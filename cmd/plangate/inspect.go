@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"

@@ -16,7 +16,7 @@ import (
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
-	"github.com/plangate/plangate/metrics"
+	"github.com/plangate/plangate/core/metrics"
 )
 
 // mcpScript is a hostile scripted agent: it calls the mutating MCP tool before any plan

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/mcp"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // watchMCP shows the MCP servers to an operator: a readiness check per server

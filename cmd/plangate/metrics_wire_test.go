@@ -12,7 +12,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/metrics"
+	"github.com/plangate/plangate/core/metrics"
 )
 
 // sample is a counter's or gauge's value, or a histogram's sample count, of the series of

@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/adminapi"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
-	"github.com/plangate/plangate/httpserver"
-	"github.com/plangate/plangate/metrics"
+	"github.com/plangate/plangate/core/metrics"
 	"github.com/plangate/plangate/store"
 )
 

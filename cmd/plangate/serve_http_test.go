@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/channels"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

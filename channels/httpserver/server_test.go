@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/httpserver"
-	"github.com/plangate/plangate/metrics"
+	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core/metrics"
 )
 
 func newServer(t *testing.T, cfg httpserver.Config) (*httpserver.Server, *metrics.Metrics, *httptest.Server) {

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // The two changes: a decision on a plan and a session's mode. Each is one message to the

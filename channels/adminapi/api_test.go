@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 )

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // stuckEngine answers nothing until done is given a value: an engine busy elsewhere, or

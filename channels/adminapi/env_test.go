@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
 	"github.com/plangate/plangate/channels/channeltest"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
-	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
 )
 

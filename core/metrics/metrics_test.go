@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plangate/plangate/metrics"
+	"github.com/plangate/plangate/core/metrics"
 )
 
 func TestMetricNamesAndNilSafety(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/adminapi"
+	"github.com/plangate/plangate/channels/adminapi"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // A decision that is counted but not yet enough (a 2-of-M policy) is a success with the

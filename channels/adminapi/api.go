@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // Store is the part of the store the API reads; *store.Store satisfies it.

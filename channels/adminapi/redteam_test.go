@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
-	"github.com/plangate/plangate/httpserver"
 )
 
 // TestRedTeamOneTokenTwoRoutes: under required: 2, one admin token approves with a
