@@ -60,9 +60,6 @@ type Store struct {
 	ws   *walSync      // SQLite: the fsyncs that make commits durable; nil for PostgreSQL
 	// riders: bookkeeping writes waiting for the next transaction (riders.go).
 	riders *riders
-	// floors: SQLite's lower bounds on the ids of unsent outbox rows (outbox_floor.go);
-	// nil for PostgreSQL, which has an index of them.
-	floors *unsentFloors
 	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
 	stateMu *sync.Mutex
 	// onCommit, when set, is told each Commit's duration (see OnCommit).
@@ -149,7 +146,7 @@ func open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws, riders: &riders{}, floors: &unsentFloors{}}, nil
+	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws, riders: &riders{}}, nil
 }
 
 // Close writes the queued riders (FlushSent), then closes the read pool, the writer and
