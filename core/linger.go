@@ -106,7 +106,6 @@ func (t *jobRun) leftResumable(ctx context.Context) bool {
 	if !e.sending.anyFailed() {
 		return false
 	}
-	e.flushSent(ctx) // the marks of the sends that went through, which the job's end would write
 	rows, err := e.d.Store.UnsentOutbox(ctx, []string{t.sess.Address.Channel}, 0)
 	if err != nil {
 		e.d.Log.Warn("listing unsent replies before keeping the session's lease", "session", t.sess.ID, "err", err)

@@ -10,11 +10,11 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// testSentSoon: a mark made with MarkSentSoon is written no later than the instance's
-// next write of any kind, FlushSent, or Close (both drivers queue it for the next
-// write); a write that carries it and fails still leaves the row
-// marked (a lost mark would send a reply twice after a restart).
-func testSentSoon(t *testing.T, open func() Store) {
+// testMarkSent: a mark made with MarkSent is written when it returns, visible to every
+// instance, and no later failed write undoes it (a lost mark would send a reply twice
+// after a restart). A mark changes only a row neither sent nor dropped: a dropped row
+// stays dropped, and a second mark of a sent row changes nothing.
+func testMarkSent(t *testing.T, open func() Store) {
 	ctx := context.Background()
 	s, other := open(), open()
 	cur := seed(t, s, "s1")
@@ -42,54 +42,50 @@ func testSentSoon(t *testing.T, open func() Store) {
 		}
 		return x
 	}
-
-	mark := func(i int) {
+	mark := func(i int, platformID string) {
 		t.Helper()
-		if err := s.MarkSentSoon(ctx, out[i].ID, fmt.Sprintf("m%d", i), at(10+i)); err != nil {
+		if err := s.MarkSent(ctx, out[i].ID, platformID, at(10+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mark(0)
-	if _, ok, err := s.AcquireLease(ctx, "session:s1", "a", at(10), 30e9); err != nil || !ok {
-		t.Fatalf("AcquireLease = %v, %v", ok, err)
-	}
-	if got := unsent(); !slices.Equal(got, ids(1, 2, 3, 4)) {
-		t.Fatalf("the lease write did not carry the mark: unsent %v", got)
-	}
 
-	// A commit that loses its compare-and-set undoes what it carried; the mark is then
-	// written on its own.
-	mark(1)
+	mark(0, "m0")
+	if got := unsent(); !slices.Equal(got, ids(1, 2, 3, 4)) {
+		t.Fatalf("after MarkSent: unsent %v, want the mark visible at once", got)
+	}
+	// A commit that loses its compare-and-set afterwards leaves the mark.
+	mark(1, "m1")
 	stale := cur
 	stale.Version--
 	if _, err := s.Commit(ctx, core.Change{Session: &stale}); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("stale commit = %v, want a conflict", err)
 	}
 	if got := unsent(); !slices.Equal(got, ids(2, 3, 4)) {
-		t.Fatalf("the failed carrier lost the mark: unsent %v", got)
+		t.Fatalf("the failed commit undid a mark: unsent %v", got)
 	}
-
-	mark(2)
-	if err := s.FlushSent(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushSent(ctx); err != nil { // nothing queued: nothing to do
-		t.Fatal(err)
-	}
-	// A dropped row stays dropped (the mark changes only a row neither sent nor dropped).
 	if err := s.DropOutbox(ctx, out[3].ID, "too old"); err != nil {
 		t.Fatal(err)
 	}
-	mark(3)
-	mark(4)
-	if got := unsent(); !slices.Equal(got, ids(4)) && len(got) != 0 { // 4 may wait for a write
-		t.Fatalf("after FlushSent: unsent %v", got)
+	for i := 2; i < 5; i++ {
+		mark(i, fmt.Sprintf("m%d", i))
 	}
-	if err := s.Close(); err != nil {
+	mark(4, "again")
+	if got := unsent(); len(got) != 0 {
+		t.Fatalf("after marking every row: unsent %v", got)
+	}
+	sent, err := other.SentSince(ctx, cur.Address.Channel, at(-1), 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := unsent(); len(got) != 0 {
-		t.Fatalf("Close did not write the queued marks: unsent %v", got)
+	var got []int64
+	for _, o := range sent {
+		got = append(got, o.ID)
+		if o.Attempts != 1 {
+			t.Errorf("sent row %d has %d attempts, want 1 (a second mark changes nothing)", o.ID, o.Attempts)
+		}
+	}
+	if want := ids(0, 1, 2, 4); !slices.Equal(got, want) {
+		t.Fatalf("sent rows %v, want %v (the dropped one stays dropped)", got, want)
 	}
 	// Pruning takes every finished row created before the cut, the newest one too.
 	if n, err := other.PruneOutbox(ctx, at(20)); err != nil || n != 5 {
