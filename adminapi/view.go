@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The JSON views of sessions, plans and audit rows. They are the documented shapes of
@@ -64,14 +65,14 @@ type PlanJSON struct {
 	Status    core.PlanStatus `json:"status"`
 	Title     string          `json:"title"`
 	File      string          `json:"file"`
-	Steps     []core.Step     `json:"steps,omitempty"`
+	Steps     []plan.Step     `json:"steps,omitempty"`
 }
 
 // PlanDetailJSON is one plan with its body and decision (`plans show --json`).
 type PlanDetailJSON struct {
 	PlanJSON
-	Body     core.PlanBody  `json:"body"`
-	Decision *core.Decision `json:"decision"`
+	Body     plan.Body      `json:"body"`
+	Decision *plan.Decision `json:"decision"`
 	Created  string         `json:"created_at"`
 }
 
@@ -99,7 +100,7 @@ func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 	if withSteps {
 		j.Steps = p.Body.Steps
 		if j.Steps == nil {
-			j.Steps = []core.Step{}
+			j.Steps = []plan.Step{}
 		}
 	}
 	return j

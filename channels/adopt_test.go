@@ -25,6 +25,14 @@ func (s keyState) SetChannelState(ctx context.Context, ch, acc, key, value strin
 	return s.State.SetChannelState(ctx, ch, acc, s.key, value)
 }
 
+func (s keyState) SetChannelStateLazy(ctx context.Context, ch, acc, key, value string) error {
+	return s.State.SetChannelStateLazy(ctx, ch, acc, s.key, value)
+}
+
+func (s keyState) SetChannelStateWith(ctx context.Context, ch, acc, key string, lazy bool, value func() (string, error)) error {
+	return s.State.SetChannelStateWith(ctx, ch, acc, s.key, lazy, value)
+}
+
 // Adopt takes the pending entries of another inbox's record into this one, durably, in
 // their order there and after the entries waiting here; a key pending here already is not
 // taken twice, and a record that does not decode changes nothing.

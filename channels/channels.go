@@ -21,33 +21,37 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Handler receives normalized inbound messages. The engine implements it.
+// Handler takes normalized inbound messages. The engine implements it: EnqueueThen queues m
+// for its conversation and calls then with m's outcome once it is handled, on the engine's
+// goroutine, so an adapter goes on receiving and needs no goroutine per message. Messages
+// queued for one conversation are handled in the order EnqueueThen was called. then is
+// called exactly once and must not block. An adapter that must acknowledge an event only
+// once it is handled (a Telegram update offset) does so in then.
 type Handler interface {
-	Handle(ctx context.Context, m core.Message) error
-}
-
-// AsyncHandler is implemented by handlers (the engine) that can queue a message and report
-// its outcome later. Messages queued for one conversation are handled in the order Enqueue
-// was called, while the caller goes on receiving; an adapter that must acknowledge an event
-// only once it is handled (a Telegram update offset) waits on the returned channel.
-type AsyncHandler interface {
-	Enqueue(ctx context.Context, m core.Message) <-chan error
-}
-
-// ThenHandler is an AsyncHandler (the engine) that can also report a message's outcome
-// by calling then, on its own goroutine right after the message is handled: an adapter
-// settling each message this way needs no goroutine per message waiting on a channel.
-// then must not block.
-type ThenHandler interface {
-	AsyncHandler
 	EnqueueThen(ctx context.Context, m core.Message, then func(error))
 }
 
-// HandlerFunc adapts a function to Handler.
+// HandlerFunc adapts a function to Handler: EnqueueThen calls f(ctx, m) and then then with
+// its result, before returning. Test doubles use it.
 type HandlerFunc func(ctx context.Context, m core.Message) error
 
-// Handle calls f(ctx, m).
-func (f HandlerFunc) Handle(ctx context.Context, m core.Message) error { return f(ctx, m) }
+// EnqueueThen calls then(f(ctx, m)).
+func (f HandlerFunc) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	then(f(ctx, m))
+}
+
+// Handle hands m to h and waits for its outcome, or for ctx to end: for callers that
+// answer one message at a time (the terminal).
+func Handle(ctx context.Context, h Handler, m core.Message) error {
+	done := make(chan error, 1)
+	h.EnqueueThen(ctx, m, func(err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Channel is one chat platform connection.
 type Channel interface {

@@ -32,6 +32,20 @@ func (s *flakyState) SetChannelState(ctx context.Context, ch, acc, key, value st
 	return s.State.SetChannelState(ctx, ch, acc, key, value)
 }
 
+func (s *flakyState) SetChannelStateLazy(ctx context.Context, ch, acc, key, value string) error {
+	if s.fail {
+		return errors.New("disk full")
+	}
+	return s.State.SetChannelStateLazy(ctx, ch, acc, key, value)
+}
+
+func (s *flakyState) SetChannelStateWith(ctx context.Context, ch, acc, key string, lazy bool, value func() (string, error)) error {
+	if s.fail {
+		return errors.New("disk full")
+	}
+	return s.State.SetChannelStateWith(ctx, ch, acc, key, lazy, value)
+}
+
 func TestInboxSurvivesAReopenInOrder(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "plangate.db")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestFetchPlanFile(t *testing.T) {
@@ -19,7 +19,7 @@ func TestFetchPlanFile(t *testing.T) {
 			return io.NopCloser(strings.NewReader(s)), nil
 		}
 	}
-	big := strings.Repeat("x", core.MaxPlanFileBytes+1)
+	big := strings.Repeat("x", plan.MaxFileBytes+1)
 	for _, tc := range []struct {
 		name, file, mime, content string
 		declared                  int64
@@ -29,7 +29,7 @@ func TestFetchPlanFile(t *testing.T) {
 	}{
 		{"text", "plan.md", "", "# Plan\n", 7, "# Plan\n", 0, true},
 		{"text by type", "plan", "text/plain", "# Plan\n", 0, "# Plan\n", 0, true},
-		{"announced too big", "plan.md", "", "# Plan\n", core.MaxPlanFileBytes + 1, "", core.MaxPlanFileBytes + 1, false},
+		{"announced too big", "plan.md", "", "# Plan\n", plan.MaxFileBytes + 1, "", plan.MaxFileBytes + 1, false},
 		{"bigger than announced", "plan.md", "", big, 10, "", int64(len(big)), true},
 		{"not text", "shot.png", "image/png", "\x89PNG", 4, "", 4, false},
 	} {

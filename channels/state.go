@@ -8,36 +8,22 @@ import (
 
 // State is where an adapter keeps what must survive a restart (which messages carry which
 // approval's buttons, an update offset), as string values under (channel, account, key).
-// *store.Store satisfies it.
+// *store.Store implements it.
 type State interface {
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	// SetChannelState saves value durably.
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
-
-// LazyState is a State that can also save without waiting for the disk (the store): for
-// records whose loss in an OS crash would only replay finished work, such as an inbox's
-// handled events. A process kill loses nothing either way.
-type LazyState interface {
-	State
+	// SetChannelStateLazy saves value without waiting for the disk: for records whose loss
+	// in an OS crash would only replay finished work, such as an inbox's handled events.
+	// A process kill loses nothing either way.
 	SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error
-}
-
-// SnapshotState is a State that computes a record's value when its save runs, keeping
-// the saves of one record in the order they run (the store: on SQLite inside the
-// writer's batch, where saves of one record that share a batch are merged into one). A
-// Saver saving through it has no save of its own to wait for: a caller waits for the
-// store's batch in flight and its own, not for another caller's whole save first.
-type SnapshotState interface {
-	State
+	// SetChannelStateWith saves the value that value computes when the save runs, durably
+	// unless lazy, keeping the saves of one record in the order they run (the store: on
+	// SQLite inside the writer's batch, where saves of one record that share a batch are
+	// merged into one). A Saver saving through it has no save of its own to wait for: a
+	// caller waits for the store's batch in flight and its own, not for another caller's
+	// whole save first.
 	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
-}
-
-// SetStateLazy saves value with st's lazy save if it has one, else durably.
-func SetStateLazy(ctx context.Context, st State, channel, account, key, value string) error {
-	if ls, ok := st.(LazyState); ok {
-		return ls.SetChannelStateLazy(ctx, channel, account, key, value)
-	}
-	return st.SetChannelState(ctx, channel, account, key, value)
 }
 
 // LoadJSON reads the JSON record stored under key and decodes it into a T. ok is false,

@@ -37,6 +37,18 @@ func (f *fakeState) SetChannelState(_ context.Context, channel, account, key, va
 	return nil
 }
 
+func (f *fakeState) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	return f.SetChannelState(ctx, channel, account, key, value)
+}
+
+func (f *fakeState) SetChannelStateWith(ctx context.Context, channel, account, key string, _ bool, value func() (string, error)) error {
+	v, err := value()
+	if err != nil {
+		return err
+	}
+	return f.SetChannelState(ctx, channel, account, key, v)
+}
+
 type record struct {
 	IDs     []int  `json:"ids"`
 	Decided string `json:"decided,omitempty"`

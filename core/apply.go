@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Apply is the approval state machine as a pure function: given a session, its current
@@ -67,13 +69,13 @@ type transition struct {
 	o    Outcome
 
 	// What the guards found out, for the transition.
-	phase      Phase          // GuardPhase: where the trigger leads
-	target     Plan           // GuardPending: the version decided on
-	body       PlanBody       // GuardValidPlan
-	question   *Question      // GuardValidQuestion
-	stepUpdate UpdatePlanArgs // GuardValidUpdate
-	answerText string         // GuardOption: the option the answer picked
-	editDiff   PlanDiff       // GuardEditedFile: what the edited file changes (x.body is the new body)
+	phase      Phase           // GuardPhase: where the trigger leads
+	target     Plan            // GuardPending: the version decided on
+	body       plan.Body       // GuardValidPlan
+	question   *Question       // GuardValidQuestion
+	stepUpdate plan.UpdateArgs // GuardValidUpdate
+	answerText string          // GuardOption: the option the answer picked
+	editDiff   plan.Diff       // GuardEditedFile: what the edited file changes (x.body is the new body)
 }
 
 // finish stores the next session in the outcome and derives the implied effects.
@@ -149,7 +151,7 @@ func (x *transition) settle(p Plan, t Trigger, how string) (Plan, error) {
 
 // decide settles p and records who decided, when and why.
 func (x *transition) decide(p Plan, t Trigger, outcome, feedback, how string) (Plan, error) {
-	p.Decision = &Decision{By: decidedBy(x.in.Actor), ByName: x.in.Name, At: x.in.Now, Channel: x.s.Address.Channel,
+	p.Decision = &plan.Decision{By: decidedBy(x.in.Actor), ByName: x.in.Name, At: x.in.Now, Channel: x.s.Address.Channel,
 		Outcome: outcome, Feedback: feedback}
 	return x.settle(p, t, how)
 }

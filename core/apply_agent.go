@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The agent's plan tools as transitions of Apply. A refusal reaches the model as a tool
@@ -28,7 +30,7 @@ func (x *transition) enter() {
 // accepts it at once when the trigger is TrigAutoPropose (auto-approve is on).
 func (x *transition) propose() error {
 	in, body := x.in, x.body
-	prev, hash := x.cur, HashPlan(body)
+	prev, hash := x.cur, plan.Hash(body)
 	if prev != nil && prev.Status == PlanPending && prev.Hash == hash {
 		x.o.say(ReplyNotice, fmt.Sprintf("%s is unchanged and still waiting: /plan accept · /plan revise <feedback>", planLabel(*prev)))
 		x.tool(true, "This plan is identical to the pending plan v%d, which is still waiting for the user's decision. Stop here.", prev.Version)
@@ -97,7 +99,7 @@ type taken struct {
 // hold under a strict policy (people decide); a rule that covers the plan accepts it as
 // if auto-approve were on. Either change of trigger asks the phase table again; ok is
 // false when it refuses (the refusal is set).
-func (x *transition) howTaken(body PlanBody) (taken, bool, error) {
+func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
 	how := taken{trig: x.o.Trigger, to: x.phase}
 	if how.trig == TrigAutoPropose && x.policy().strict() {
 		x.o.Trigger = TrigPropose
@@ -125,40 +127,40 @@ func (x *transition) newVersion(trig Trigger, hash string) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
 	}
-	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
+	np := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
 		Body: body, Hash: hash, Requesters: x.next.Requesters, CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
-		plan.Version = prev.Version + 1
+		np.Version = prev.Version + 1
 	}
-	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, body.Title, plan.Version))
+	np.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), plan.FileName(np.CreatedAt, body.Title, np.Version))
 	if answered := prevIfRevised(prev); answered != nil {
-		d := DiffPlans(answered.Body, body)
+		d := plan.Compare(answered.Body, body)
 		d.From = answered.Version
 		if !d.Empty() {
-			plan.Changes = &d
+			np.Changes = &d
 		}
 	}
-	return plan, nil
+	return np, nil
 }
 
 // autoAccept accepts plan as it is proposed, by auto-approve or by how's rule.
-func (x *transition) autoAccept(plan *Plan, how taken) {
+func (x *transition) autoAccept(np *Plan, how taken) {
 	in, n := x.in, &x.next
 	actor, why := AutoRule, "auto-approve is on"
 	if how.byRule {
 		actor, why = how.rule.Actor(), how.why
 	}
-	plan.Decision = &Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
+	np.Decision = &plan.Decision{By: decidedBy(actor), At: in.Now, Channel: x.s.Address.Channel, Outcome: "auto_accepted"}
 	n.ApprovalID = ""
-	n.Injections = append(n.Injections, approvedInjection(*plan, why))
-	x.record(x.eventBy(actor, EventAutoAccepted, plan, why))
-	x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", plan.Version, why)
+	n.Injections = append(n.Injections, approvedInjection(*np, why))
+	x.record(x.eventBy(actor, EventAutoAccepted, np, why))
+	x.tool(true, "Plan v%d was auto-approved (%s). Stop here; the decision arrives as [PLAN_DECISION].", np.Version, why)
 }
 
 // ruleFor finds the auto-approve rule that accepts a proposal made while auto-approve is
 // off, with why in words. A proposal no person's message led to is never taken: like
 // auto-approve, rules do not chain on the agent's own work.
-func (x *transition) ruleFor(body PlanBody) (ApproveRule, string, bool) {
+func (x *transition) ruleFor(body plan.Body) (ApproveRule, string, bool) {
 	if x.o.Trigger != TrigPropose || x.in.Unattended != "" || x.policy().strict() {
 		return ApproveRule{}, "", false
 	}
@@ -197,10 +199,9 @@ func (x *transition) validQuestion() bool {
 	}
 	// The question reaches people as it is: the judge's limits on length and on invisible
 	// or control characters hold for it as for a plan.
-	var notes judgeNotes
-	notes.text("the question", a.Question)
+	notes := plan.TextProblems("the question", a.Question)
 	for i, o := range opts {
-		notes.line(fmt.Sprintf("option %d", i+1), o)
+		notes = append(notes, plan.LineProblems(fmt.Sprintf("option %d", i+1), o)...)
 	}
 	if len(notes) > 0 {
 		x.refusef("ask_user_question refused: %s", strings.Join(notes, "; "))
@@ -235,7 +236,7 @@ func (x *transition) update() error {
 		return nil
 	}
 	p, u := *x.cur, x.stepUpdate
-	steps, err := ApplyUpdate(p.Body.Steps, u)
+	steps, err := plan.ApplyUpdate(p.Body.Steps, u)
 	if err != nil {
 		x.refusef("%v", err)
 		return nil
@@ -248,18 +249,18 @@ func (x *transition) update() error {
 	}
 	steps = keepAccepted(p.Body.Steps, steps)
 	if problems := updateProblems(p, steps, u); len(problems) > 0 {
-		x.refuse(problemList(problems).Error())
+		x.refuse(plan.Problems(problems).Error())
 		return nil
 	}
 	x.o.Trigger = TrigUpdate
-	if AllDone(steps) {
+	if plan.AllDone(steps) {
 		x.o.Trigger = TrigComplete
 	}
 	return x.progress(p, steps)
 }
 
 // progress records the new steps of p, and completes the plan when they are all done.
-func (x *transition) progress(p Plan, steps []Step) error {
+func (x *transition) progress(p Plan, steps []plan.Step) error {
 	trig := x.o.Trigger
 	if ok, err := x.check(GuardPhase); err != nil || !ok {
 		return err // the table decides again: update and complete lead to different phases
@@ -274,7 +275,7 @@ func (x *transition) progress(p Plan, steps []Step) error {
 	done, total := stepProgress(steps)
 	x.record(x.eventBy(AgentActor, EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: Reply{To: x.s.Address, Kind: ReplyProgress,
-		Text: fmt.Sprintf("Plan v%d — %s: %s\n%s", p.Version, p.Body.Title, words, Checklist(steps))}})
+		Text: fmt.Sprintf("Plan v%d — %s: %s\n%s", p.Version, p.Body.Title, words, plan.Checklist(steps))}})
 	x.tool(false, "Plan updated: %s.", words)
 	if trig != TrigComplete {
 		return nil
@@ -300,7 +301,7 @@ func completionText(p Plan) string {
 	}
 	var why []string
 	for _, st := range p.Body.Steps {
-		if st.Status == StepCancelled {
+		if st.Status == plan.StepCancelled {
 			reason := oneLine(st.CancelReason)
 			if reason == "" {
 				reason = "no reason given"
@@ -316,8 +317,8 @@ func completionText(p Plan) string {
 // status and verified criteria: steps added or left out, acceptance criteria changed.
 // Steps keep their ids through ApplyUpdate, so a reworded step is one left out and one
 // added.
-func acceptedChanges(before, after []Step, merge bool) []string {
-	old := map[string]Step{}
+func acceptedChanges(before, after []plan.Step, merge bool) []string {
+	old := map[string]plan.Step{}
 	for _, s := range before {
 		old[s.ID] = s
 	}
@@ -348,16 +349,16 @@ func acceptedChanges(before, after []Step, merge bool) []string {
 
 // keepAccepted returns the accepted steps, in their order and wording, with the status,
 // verified criteria and cancellation reason the update gave them.
-func keepAccepted(before, after []Step) []Step {
-	byID := map[string]Step{}
+func keepAccepted(before, after []plan.Step) []plan.Step {
+	byID := map[string]plan.Step{}
 	for _, s := range after {
 		byID[s.ID] = s
 	}
-	out := cloneSteps(before)
+	out := plan.CloneSteps(before)
 	for i := range out {
 		u := byID[out[i].ID]
 		out[i].Status, out[i].VerifiedCriteria = u.Status, u.VerifiedCriteria
-		if out[i].Status != StepCancelled {
+		if out[i].Status != plan.StepCancelled {
 			out[i].CancelReason = ""
 		}
 	}
@@ -365,21 +366,19 @@ func keepAccepted(before, after []Step) []Step {
 }
 
 // updateProblems applies the judge's limits to an update: the plan it leaves must pass
-// JudgePlan, and the explanation — the reason a step cancelled now is given, which the
+// plan.Judge, and the explanation — the reason a step cancelled now is given, which the
 // person is told — is one clean line of limited length.
-func updateProblems(p Plan, steps []Step, u UpdatePlanArgs) []string {
-	var j judgeNotes
-	j.line("update_plan: explanation", u.Explanation)
-	problems := []string(j)
+func updateProblems(p Plan, steps []plan.Step, u plan.UpdateArgs) []string {
+	problems := plan.LineProblems("update_plan: explanation", u.Explanation)
 	for i, st := range steps {
-		if st.Status != StepCancelled || p.Body.Steps[i].Status == StepCancelled {
+		if st.Status != plan.StepCancelled || p.Body.Steps[i].Status == plan.StepCancelled {
 			continue
 		}
 		steps[i].CancelReason = u.Explanation
 	}
 	body := p.Body
 	body.Steps = steps
-	if err := JudgePlan(body); err != nil {
+	if err := plan.Judge(body); err != nil {
 		problems = append(problems, "update_plan: the plan it leaves breaks the plan rules:\n"+err.Error())
 	}
 	return problems

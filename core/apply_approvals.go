@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Approvals under a session's policy (docs/design.md §12): every acceptance is recorded on the
@@ -17,7 +19,7 @@ func (x *transition) policy() Policy { return PolicyFor(x.in.Rules.Policies, x.s
 // when it was refused or counted (the outcome says which).
 func (x *transition) approve() (bool, error) {
 	p, pol := x.target, x.policy()
-	a := Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
+	a := plan.Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
 	if a.By == "" {
 		a.By = decidedBy(x.in.Actor)
 	}
@@ -102,7 +104,7 @@ func voidApprovals(p *Plan) string {
 }
 
 // approverName is how an approval names its approver: the display name, else the id.
-func approverName(a Approval) string {
+func approverName(a plan.Approval) string {
 	if a.ByName != "" {
 		return a.ByName
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // A plan people can edit (docs/design.md §13): an approver answers the pending version with an
@@ -16,7 +18,7 @@ import (
 // that the file is one (GuardEditedFile):
 //
 //   - exactly the first attachment of the message is read; none is a refusal;
-//   - over MaxPlanFileBytes (as downloaded, or as the platform declared it when the adapter
+//   - over plan.MaxFileBytes (as downloaded, or as the platform declared it when the adapter
 //     did not download it), not a text file, not UTF-8, not parsing (the line is named),
 //     refused by the judge, or changing nothing: one refusal each, and nothing changes;
 //   - the file's status line ("Version N · ...") must name the pending version: an edit of
@@ -39,8 +41,8 @@ func (x *transition) editedFile() bool {
 		x.refusef("I could not download %s; nothing changed. Send it again.", fileLabel(f))
 		return false
 	}
-	if size := max(f.Size, int64(len(f.Data))); size > MaxPlanFileBytes {
-		x.refusef("%s is %d KB; an edited plan file may be at most %d KB. Nothing changed.", fileLabel(f), (size+1023)/1024, MaxPlanFileBytes>>10)
+	if size := max(f.Size, int64(len(f.Data))); size > plan.MaxFileBytes {
+		x.refusef("%s is %d KB; an edited plan file may be at most %d KB. Nothing changed.", fileLabel(f), (size+1023)/1024, plan.MaxFileBytes>>10)
 		return false
 	}
 	if !IsTextFile(f.Name, f.MIME) {
@@ -52,7 +54,7 @@ func (x *transition) editedFile() bool {
 			fileLabel(f), v, planLabel(cur), cur.Version)
 		return false
 	}
-	body, diff, refusal := ReadEditedPlan(cur.Body, f.Data)
+	body, diff, refusal := plan.ReadEdited(cur.Body, f.Data)
 	if refusal != "" {
 		x.refuse(refusal)
 		return false
@@ -73,34 +75,34 @@ func (x *transition) edit() error {
 		return fmt.Errorf("no plan status for an edited version")
 	}
 	diff := x.editDiff
-	plan := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
-		Status: status, Body: x.body, Hash: HashPlan(x.body), Requesters: prev.Requesters,
+	np := Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
+		Status: status, Body: x.body, Hash: plan.Hash(x.body), Requesters: prev.Requesters,
 		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
-	plan.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), PlanFileName(plan.CreatedAt, plan.Body.Title, plan.Version))
+	np.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), plan.FileName(np.CreatedAt, np.Body.Title, np.Version))
 	voidApprovals(&prev) // the edited version needs its own approvals
-	old, err := x.settle(prev, TrigEdit, fmt.Sprintf("superseded by v%d (edited %s)", plan.Version, x.by()))
+	old, err := x.settle(prev, TrigEdit, fmt.Sprintf("superseded by v%d (edited %s)", np.Version, x.by()))
 	if err != nil {
 		return err
 	}
 	n := &x.next
-	n.Phase, n.PlanID, n.ApprovalID = x.phase, plan.ID, plan.ApprovalID
+	n.Phase, n.PlanID, n.ApprovalID = x.phase, np.ID, np.ApprovalID
 	// Later versions build on the edit, so its author is one of those who asked for them.
-	n.Requesters = asked(n.Requesters, plan.EditedBy, in.Name)
-	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", plan.Version, x.by())),
-		x.event(EventProposed, &plan, "edited "+x.by()+": "+plan.Body.Title))
+	n.Requesters = asked(n.Requesters, np.EditedBy, in.Name)
+	x.record(x.event(EventSuperseded, &old, fmt.Sprintf("by v%d, edited %s", np.Version, x.by())),
+		x.event(EventProposed, &np, "edited "+x.by()+": "+np.Body.Title))
 	x.o.Change.CancelNudges = true
-	x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
-	x.o.newPlan = plan.ID
-	x.o.Change.Plans = append(x.o.Change.Plans, plan)
-	r := planReply(x.next, plan)
-	r.Text = editedText(plan, diff, in.who(), in.Rules) + x.stuck(plan)
-	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
+	x.o.Change.Nudges = append(reminders(*n, in.Rules, np.ID, in.Now), expiry(*n, in.Rules, np.ID, in.Now)...)
+	x.o.newPlan = np.ID
+	x.o.Change.Plans = append(x.o.Change.Plans, np)
+	r := planReply(x.next, np)
+	r.Text = editedText(np, diff, in.who(), in.Rules) + x.stuck(np)
+	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+np.File+"; /plan show sends it again.")
 	return nil
 }
 
 // editedText is the chat message of an edited version: what it is, who edited it, what
 // changed, and that it still waits for a decision.
-func editedText(p Plan, d PlanDiff, editor string, rules Rules) string {
+func editedText(p Plan, d plan.Diff, editor string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, plural(n, "step", "steps"), editor)
@@ -129,7 +131,7 @@ func editHow(hints map[string]string, channel string) string {
 // the title; false when the file has none before its first section.
 func fileVersion(data []byte) (int, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), MaxPlanFileBytes+1)
+	sc.Buffer(make([]byte, 0, 4096), plan.MaxFileBytes+1)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "## ") {

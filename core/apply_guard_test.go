@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // A bare "/plan accept" takes only the version that was pending when it arrived.
@@ -80,7 +81,7 @@ func clonePlan(p *core.Plan) *core.Plan {
 		return nil
 	}
 	c := *p
-	c.Body.Steps = append([]core.Step(nil), p.Body.Steps...)
+	c.Body.Steps = append([]plan.Step(nil), p.Body.Steps...)
 	return &c
 }
 
@@ -154,7 +155,7 @@ func TestApplyDecisionOnTornReadIsConflict(t *testing.T) {
 		in := input(tr)
 		cur.Status = core.PlanAccepted
 		in.Requester = "terminal:alice"
-		cur.Approvals = []core.Approval{{By: in.Requester, Version: cur.Version}}
+		cur.Approvals = []plan.Approval{{By: in.Requester, Version: cur.Version}}
 		in.ApprovalID = cur.ApprovalID
 		o, err := core.Apply(s, cur, tr, in)
 		if !errors.Is(err, core.ErrConflict) {

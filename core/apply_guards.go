@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // check runs one guard of the table; false means it refused (or dropped) the transition.
@@ -60,7 +62,7 @@ func (x *transition) check(g Guard) (bool, error) {
 	case GuardEditedFile:
 		return x.editedFile(), nil
 	case GuardValidUpdate:
-		u, err := ParseUpdatePlan(in.Args)
+		u, err := plan.ParseUpdate(in.Args)
 		if err != nil {
 			x.refusef("%v", err)
 		}
@@ -84,13 +86,13 @@ func (x *transition) questionPending() bool {
 }
 
 func (x *transition) validPlan() bool {
-	body, err := ParseProposal(x.in.Args)
+	body, err := plan.ParseProposal(x.in.Args)
 	if err != nil {
 		x.refusef("%v", err)
 		return false
 	}
 	// The spec, when one is sent, is judged with the rest: one list of every problem.
-	if err := errors.Join(JudgePlan(body), JudgeSpec(body)); err != nil {
+	if err := errors.Join(plan.Judge(body), plan.JudgeSpec(body)); err != nil {
 		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // want is one row of docs/design.md §3 as Apply answers it.
@@ -135,20 +136,20 @@ func fixture(p core.Phase, tr core.Trigger) (core.Session, *core.Plan) {
 	if tr == core.TrigAnswer && (p == core.PhasePlanning || p == core.PhaseExecuting) {
 		s.Question = &core.Question{ID: "q1", Text: "Which?", Options: []string{"A", "B"}, AskedAt: t0}
 	}
-	var plan *core.Plan
+	var pl *core.Plan
 	switch p {
 	case core.PhaseAwaitingApproval, core.PhaseExecuting:
-		plan = &core.Plan{ID: "p1", SessionID: s.ID, Version: 1, Status: core.PlanPending, ApprovalID: "a1", File: "plans/main/v1.md",
-			Body:      core.PlanBody{Title: "Docs", Steps: []core.Step{{ID: "1", Text: "First step", Status: core.StepPending}, {ID: "2", Text: "Second step", Status: core.StepPending}}},
+		pl = &core.Plan{ID: "p1", SessionID: s.ID, Version: 1, Status: core.PlanPending, ApprovalID: "a1", File: "plans/main/v1.md",
+			Body:      plan.Body{Title: "Docs", Steps: []plan.Step{{ID: "1", Text: "First step", Status: plan.StepPending}, {ID: "2", Text: "Second step", Status: plan.StepPending}}},
 			CreatedAt: t0}
-		s.PlanID = plan.ID
+		s.PlanID = pl.ID
 		if p == core.PhaseAwaitingApproval {
-			s.ApprovalID = plan.ApprovalID
+			s.ApprovalID = pl.ApprovalID
 		} else {
-			plan.Status = core.PlanAccepted
+			pl.Status = core.PlanAccepted
 		}
 	}
-	return s, plan
+	return s, pl
 }
 
 func args(v any) []byte {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Rule-based auto-approve (docs/design.md §12): a proposal is accepted without a person only
@@ -28,7 +30,7 @@ func (r ApproveRule) Problems() []string {
 		out = append(out, `paths is empty: list the globs the rule covers, such as ["docs/**", "*.md"]`)
 	}
 	for i, p := range r.Paths {
-		if problem := scopePathProblem(p); problem != "" {
+		if problem := plan.ScopePathProblem(p); problem != "" {
 			out = append(out, fmt.Sprintf("paths[%d] %q %s", i, p, problem))
 		}
 	}
@@ -42,7 +44,7 @@ func (r ApproveRule) Problems() []string {
 // ("rule docs-only: 2 steps, every path under docs/** or *.md"). A plan without allowed
 // paths never matches; a path the matcher cannot prove lies under the rule's paths does
 // not either.
-func MatchAutoRule(rules []ApproveRule, b PlanBody) (ApproveRule, string, bool) {
+func MatchAutoRule(rules []ApproveRule, b plan.Body) (ApproveRule, string, bool) {
 	if len(b.Scope.AllowedPaths) == 0 {
 		return ApproveRule{}, "", false
 	}
@@ -54,7 +56,7 @@ func MatchAutoRule(rules []ApproveRule, b PlanBody) (ApproveRule, string, bool) 
 	return ApproveRule{}, "", false
 }
 
-func ruleAccepts(r ApproveRule, b PlanBody) (string, bool) {
+func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 	if r.MaxSteps > 0 && len(b.Steps) > r.MaxSteps {
 		return "", false
 	}
@@ -83,7 +85,7 @@ func ruleAccepts(r ApproveRule, b PlanBody) (string, bool) {
 }
 
 // planMayRunCommands reports whether the scope lets run_command run, as tools_gate decides.
-func planMayRunCommands(s Scope) bool {
+func planMayRunCommands(s plan.Scope) bool {
 	_, ok := checkScope(s, ".")
 	return ok
 }
@@ -107,11 +109,11 @@ func orList(items []string) string {
 //     pattern with a component it surely matches (the same pattern, or a literal name r
 //     matches): "docs/*.md" and "**/README.md" lie within "*.md".
 func globWithin(p, r string) bool {
-	p, r = normScopePattern(p), normScopePattern(r)
-	if r == WholeWorkspaceScope {
+	p, r = plan.NormPattern(p), plan.NormPattern(r)
+	if r == plan.WholeWorkspaceScope {
 		return true
 	}
-	if p == WholeWorkspaceScope || p == "" || r == "" {
+	if p == plan.WholeWorkspaceScope || p == "" || r == "" {
 		return false
 	}
 	if p == r {

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestGlobWithin(t *testing.T) {
@@ -44,36 +46,36 @@ func TestGlobWithin(t *testing.T) {
 func TestMatchAutoRule(t *testing.T) {
 	docs := ApproveRule{Name: "docs-only", Paths: []string{"docs/**", "*.md"}, MaxSteps: 3}
 	everything := ApproveRule{Name: "sandbox", Paths: []string{"**"}, AllowRunCommand: true, AllowTools: []string{"fs__write"}}
-	steps := func(n int) []Step {
-		out := make([]Step, n)
+	steps := func(n int) []plan.Step {
+		out := make([]plan.Step, n)
 		for i := range out {
-			out[i] = Step{Text: "s"}
+			out[i] = plan.Step{Text: "s"}
 		}
 		return out
 	}
 	cases := []struct {
 		name  string
 		rules []ApproveRule
-		body  PlanBody
+		body  plan.Body
 		rule  string
 		why   string
 	}{
-		{"docs plan", []ApproveRule{docs}, PlanBody{Steps: steps(2), Scope: Scope{AllowedPaths: []string{"docs/guide.md", "README.md"}}},
+		{"docs plan", []ApproveRule{docs}, plan.Body{Steps: steps(2), Scope: plan.Scope{AllowedPaths: []string{"docs/guide.md", "README.md"}}},
 			"docs-only", "rule docs-only: 2 steps, every path under docs/** or *.md"},
-		{"touches src", []ApproveRule{docs}, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"docs/**", "src/main.go"}}}, "", ""},
-		{"no scope", []ApproveRule{docs, everything}, PlanBody{Steps: steps(1)}, "", ""},
-		{"too many steps", []ApproveRule{docs}, PlanBody{Steps: steps(4), Scope: Scope{AllowedPaths: []string{"README.md"}}}, "", ""},
-		{"first rule that fits", []ApproveRule{docs, everything}, PlanBody{Steps: steps(4), Scope: Scope{AllowedPaths: []string{"README.md"}}},
+		{"touches src", []ApproveRule{docs}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"docs/**", "src/main.go"}}}, "", ""},
+		{"no scope", []ApproveRule{docs, everything}, plan.Body{Steps: steps(1)}, "", ""},
+		{"too many steps", []ApproveRule{docs}, plan.Body{Steps: steps(4), Scope: plan.Scope{AllowedPaths: []string{"README.md"}}}, "", ""},
+		{"first rule that fits", []ApproveRule{docs, everything}, plan.Body{Steps: steps(4), Scope: plan.Scope{AllowedPaths: []string{"README.md"}}},
 			"sandbox", "rule sandbox: 4 steps, every path under **"},
-		{"whole workspace needs run_command", []ApproveRule{{Name: "all", Paths: []string{"**"}}}, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"**"}}}, "", ""},
+		{"whole workspace needs run_command", []ApproveRule{{Name: "all", Paths: []string{"**"}}}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"**"}}}, "", ""},
 		{"whole workspace with forbidden paths runs no commands", []ApproveRule{{Name: "all", Paths: []string{"**"}}},
-			PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"**"}, ForbiddenPaths: []string{".git/**"}}}, "all", "rule all: 1 step, every path under **"},
-		{"run_command allowed", []ApproveRule{everything}, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"**"}}},
+			plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"**"}, ForbiddenPaths: []string{".git/**"}}}, "all", "rule all: 1 step, every path under **"},
+		{"run_command allowed", []ApproveRule{everything}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"**"}}},
 			"sandbox", "rule sandbox: 1 step, every path under **, commands allowed"},
-		{"listed tool", []ApproveRule{everything}, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"a.txt"}, AllowedTools: []string{"fs__write"}}},
+		{"listed tool", []ApproveRule{everything}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.txt"}, AllowedTools: []string{"fs__write"}}},
 			"sandbox", "rule sandbox: 1 step, every path under **, tools fs__write"},
-		{"unlisted tool", []ApproveRule{everything, docs}, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"a.md"}, AllowedTools: []string{"gh__merge"}}}, "", ""},
-		{"no rules", nil, PlanBody{Steps: steps(1), Scope: Scope{AllowedPaths: []string{"a.md"}}}, "", ""},
+		{"unlisted tool", []ApproveRule{everything, docs}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.md"}, AllowedTools: []string{"gh__merge"}}}, "", ""},
+		{"no rules", nil, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.md"}}}, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,8 +23,7 @@ import (
 // store's fsynced transactions per decision, writes/decision its writes (commits),
 // txs/decision the transactions they took (writes arriving together share one),
 // sync-waits/decision the durable writes that waited for an fsync (several share one),
-// file-writes/decision the plan files written (after the turns, the file writer drained)
-// and file-creates/decision how many of those went into a newly created file;
+// file-writes/decision the plan files written (after the turns, the file writer drained);
 // cpu-µs/decision is the process's CPU (user and system, every goroutine) in the timed
 // part, which moves less with the other jobs on the machine than the rates do.
 //
@@ -61,7 +60,7 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	}
 	raw, serial := rates()
 	st0 := h.st.GroupStats()
-	fw0, fc0 := core.PlanFileWrites(h.eng)
+	fw0 := core.PlanFileWrites(h.eng)
 	b.ResetTimer()
 	stopProfile := coretest.TimedProfile(b, "DECISIONS_CPUPROFILE", "DECISIONS_MEMPROFILE")
 	cpu0 := coretest.ProcessCPU(b)
@@ -86,7 +85,7 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 	if err := h.eng.Wait(ctx); err != nil {
 		b.Fatal(err)
 	}
-	fw, fc := core.PlanFileWrites(h.eng)
+	fw := core.PlanFileWrites(h.eng)
 	if s := h.session(chats[len(chats)-1]); s.Phase != core.PhaseExecuting {
 		b.Fatalf("the last decision left phase %s, want executing", s.Phase)
 	}
@@ -108,7 +107,6 @@ func benchDecisions(b *testing.B, driver string, sessions int, acked bool) {
 		b.ReportMetric(float64(st.Waited-st0.Waited)/float64(b.N), "sync-waits/decision")
 	}
 	b.ReportMetric(float64(fw-fw0)/float64(b.N), "file-writes/decision")
-	b.ReportMetric(float64(fc-fc0)/float64(b.N), "file-creates/decision")
 }
 
 // rawCommitRate measures single-row fsynced commits per second in dir with the store's

@@ -55,7 +55,7 @@ func (t *jobRun) applyDeferred(ctx context.Context, o Outcome) error {
 	if !ran && errors.Is(err, errLeaseHeld) {
 		return t.apply(ctx, o)
 	}
-	if err != nil || t.kept { // kept: the linger's end looks (see linger.go)
+	if err != nil {
 		return err
 	}
 	if again, err := t.moreWork(ctx); err != nil || !again {

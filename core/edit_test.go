@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // sayFiles delivers a message with attachments, as an adapter hands over a downloaded file.
@@ -27,7 +28,7 @@ func editedCopy(t *testing.T, h *harness, chat, extra string) core.File {
 	t.Helper()
 	s := h.session(chat)
 	if s.Phase != core.PhaseAwaitingApproval {
-		p := core.Plan{Version: 1, Status: core.PlanPending, Body: core.PlanBody{Title: "T", Steps: []core.Step{{ID: "1", Text: "A step", Status: core.StepPending}}}}
+		p := core.Plan{Version: 1, Status: core.PlanPending, Body: plan.Body{Title: "T", Steps: []plan.Step{{ID: "1", Text: "A step", Status: plan.StepPending}}}}
 		return core.File{Name: "plan.md", MIME: "text/markdown", Data: core.RenderPlanMarkdown(p, s.Phase, chat, core.Reach{})}
 	}
 	p := h.plan(s.PlanID)

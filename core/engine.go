@@ -54,10 +54,6 @@ type Config struct {
 	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
 	// background, for every call outside the indicator's window (see typing.go).
 	TypingDelay time.Duration
-	// LeaseLinger is how long a session's lease is kept after a turn ends normally, for
-	// the session's next turn to reuse without a store write (DefaultLeaseLinger in the
-	// gateway); 0 releases it at once (see linger.go).
-	LeaseLinger time.Duration
 }
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
@@ -98,7 +94,6 @@ type Engine struct {
 
 	owner    string
 	leaseTTL time.Duration
-	linger   lingering // session leases kept after a turn (see linger.go)
 	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
 	renewAfter func(d time.Duration, f func()) func() bool
 	pending    pendingReminders
@@ -131,9 +126,6 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *jobRun) error
 	sessionID string
-	// bare: sys loads the session itself (the linger's end reads it after the release);
-	// person: a person's message started the work sys continues (see autoHeld).
-	bare, person bool
 	// outcome is what became of the message, for the Observer ("" until it is known).
 	outcome string
 }
@@ -175,7 +167,6 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach},
 		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-	e.linger.after = e.typer.after
 	e.renewAfter = e.typer.after
 	e.progress.st = d.Store
 	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
@@ -366,15 +357,11 @@ func (j *job) readOnly() bool {
 func (e *Engine) run(j *job) error {
 	ctx := j.ctx
 	if j.sys != nil {
-		var sess Session
-		if !j.bare {
-			s, err := e.d.Store.Session(ctx, j.sessionID)
-			if err != nil {
-				return fmt.Errorf("loading session %s: %w", j.sessionID, err)
-			}
-			sess = s
+		sess, err := e.d.Store.Session(ctx, j.sessionID)
+		if err != nil {
+			return fmt.Errorf("loading session %s: %w", j.sessionID, err)
 		}
-		err := j.sys(ctx, &jobRun{e: e, j: j, sess: sess})
+		err = j.sys(ctx, &jobRun{e: e, j: j, sess: sess})
 		if err != nil && !errors.Is(err, ErrConflict) {
 			e.d.Log.Error("system job", "session", j.sessionID, "err", err)
 		}
@@ -471,7 +458,6 @@ func (e *Engine) Wait(ctx context.Context) error {
 		e.mu.Lock()
 		idle := len(e.queues) == 0 && e.inflight == 0
 		e.mu.Unlock()
-		idle = idle && !e.files.busy()
 		if idle {
 			return nil
 		}

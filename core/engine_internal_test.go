@@ -5,31 +5,32 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/commands"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestInScope(t *testing.T) {
 	for _, tc := range []struct {
-		scope Scope
+		scope plan.Scope
 		path  string
 		ok    bool
 	}{
-		{Scope{}, "anything/at/all.go", false}, // a plan without a scope changes nothing
-		{Scope{AllowedPaths: []string{"README.md"}}, "README.md", true},
-		{Scope{AllowedPaths: []string{"README.md"}}, "./README.md", true},
-		{Scope{AllowedPaths: []string{"README.md"}}, "docs/a.md", false},
-		{Scope{AllowedPaths: []string{"docs/**"}}, "docs/a/b.md", true},
-		{Scope{AllowedPaths: []string{"docs"}}, "docs/a.md", true},
-		{Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/a.md", true},
-		{Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/x/a.md", false},
-		{Scope{ForbiddenPaths: []string{"secrets/**"}}, "secrets/key", false},
-		{Scope{ForbiddenPaths: []string{"secrets/**"}}, "src/main.go", false},
+		{plan.Scope{}, "anything/at/all.go", false}, // a plan without a scope changes nothing
+		{plan.Scope{AllowedPaths: []string{"README.md"}}, "README.md", true},
+		{plan.Scope{AllowedPaths: []string{"README.md"}}, "./README.md", true},
+		{plan.Scope{AllowedPaths: []string{"README.md"}}, "docs/a.md", false},
+		{plan.Scope{AllowedPaths: []string{"docs/**"}}, "docs/a/b.md", true},
+		{plan.Scope{AllowedPaths: []string{"docs"}}, "docs/a.md", true},
+		{plan.Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/a.md", true},
+		{plan.Scope{AllowedPaths: []string{"docs/*.md"}}, "docs/x/a.md", false},
+		{plan.Scope{ForbiddenPaths: []string{"secrets/**"}}, "secrets/key", false},
+		{plan.Scope{ForbiddenPaths: []string{"secrets/**"}}, "src/main.go", false},
 		// "." stands for a command that may touch anything.
-		{Scope{}, ".", false},
-		{Scope{AllowedPaths: []string{"README.md"}}, ".", false},
-		{Scope{AllowedPaths: []string{"**"}}, ".", true},
-		{Scope{AllowedPaths: []string{"**"}}, "deep/down/file.go", true},
-		{Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", false}, // "." is not a pattern; "**" is the whole workspace
-		{Scope{ForbiddenPaths: []string{"secrets/**"}}, ".", false},
+		{plan.Scope{}, ".", false},
+		{plan.Scope{AllowedPaths: []string{"README.md"}}, ".", false},
+		{plan.Scope{AllowedPaths: []string{"**"}}, ".", true},
+		{plan.Scope{AllowedPaths: []string{"**"}}, "deep/down/file.go", true},
+		{plan.Scope{AllowedPaths: []string{"."}}, "deep/down/file.go", false}, // "." is not a pattern; "**" is the whole workspace
+		{plan.Scope{ForbiddenPaths: []string{"secrets/**"}}, ".", false},
 	} {
 		if _, ok := inScope(tc.scope, tc.path); ok != tc.ok {
 			t.Errorf("inScope(%+v, %q) = %v, want %v", tc.scope, tc.path, ok, tc.ok)

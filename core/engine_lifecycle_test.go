@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestRestartKeepsPendingApproval(t *testing.T) {
@@ -110,7 +111,7 @@ func TestReviseInterruptsExecutionAtToolBoundary(t *testing.T) {
 		t.Fatal("the revision was applied before the running turn stopped")
 	}
 	p := h.plan(h.session("main").PlanID)
-	if p.Body.Steps[0].Status != core.StepPending {
+	if p.Body.Steps[0].Status != plan.StepPending {
 		t.Fatalf("the interrupted tool call ran: %+v", p.Body.Steps[0])
 	}
 }

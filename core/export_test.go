@@ -8,17 +8,8 @@ func WindowOf(e *Engine, id string, version int64) ([]ChatMessage, bool) {
 	return e.windows.get(id, version, e.d.Now())
 }
 
-// SetLingerTimer replaces the timer that ends a kept lease's linger (time.AfterFunc):
-// after schedules f after d and returns its cancel.
-func SetLingerTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
-	e.linger.after = after
-}
-
-// PlanFileWrites is how many plan files engine e has written, and how many of those
-// went into a newly created file (see planFiles).
-func PlanFileWrites(e *Engine) (written, created int64) {
-	return e.files.out.writes.Load(), e.files.out.created.Load()
-}
+// PlanFileWrites is how many plan files engine e has written.
+func PlanFileWrites(e *Engine) int64 { return e.files.writes.Load() }
 
 // SetRenewTimer replaces the timer of a turn's lease renewals (time.AfterFunc): after
 // schedules f after d and returns its cancel.

@@ -265,7 +265,7 @@ func blockedNotice(bs []blockedCall) string {
 // agent's own work, a restart or a reminder started. Auto-approve never chains.
 func (t *jobRun) autoHeld() string {
 	switch {
-	case t.j.sys != nil && !t.j.person:
+	case t.j.sys != nil:
 		return "no person's message started this turn (a restart or a reminder did)"
 	case t.gate.chained:
 		return "no person's message started this turn (it followed the agent's previous turn)"

@@ -1,6 +1,10 @@
 package core
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/plangate/plangate/core/plan"
+)
 
 // A plan's grants in words: what accepting it lets the agent do beyond reading. The
 // proposal's chat message, the web card, the plan file and PLAN.md all say them from
@@ -14,41 +18,25 @@ type Reach struct {
 	Network  bool
 }
 
-// Grant is one kind of grant in words: Words for the plan file and the card ("none (only
-// a plan whose scope allows ** …)"), Short for the proposal's chat line ("none").
-type Grant struct {
-	Kind  string
-	Words string
-	Short string
-}
-
-// The kinds of grant, in the order they are listed.
-const (
-	GrantFiles    = "May change"
-	GrantCommands = "Commands"
-	GrantTools    = "Tools"
-	GrantNetwork  = "Network"
-)
-
 // PlanGrants lists every grant of scope s: the files it may change, whether it may run
 // commands, the MCP tools that change things it may call (destructive ones marked, as
 // destructive reports; nil marks none), and what reaches the network.
-func PlanGrants(s Scope, r Reach, destructive func(string) bool) []Grant {
-	files := Grant{Kind: GrantFiles, Words: "nothing (" + scopeNoFiles + ")"}
+func PlanGrants(s plan.Scope, r Reach, destructive func(string) bool) []plan.Grant {
+	files := plan.Grant{Kind: plan.GrantFiles, Words: "nothing (" + scopeNoFiles + ")"}
 	if len(s.AllowedPaths) > 0 {
-		files.Words = ScopeSummary(s)
+		files.Words = plan.ScopeSummary(s)
 	}
 	files.Short = files.Words
 	_, commands := checkScope(s, ".")
 	run := commands && r.Commands
-	cmd := Grant{Kind: GrantCommands, Words: "none (only a plan whose scope allows ** and forbids nothing may run them)", Short: "none"}
+	cmd := plan.Grant{Kind: plan.GrantCommands, Words: "none (only a plan whose scope allows ** and forbids nothing may run them)", Short: "none"}
 	switch {
 	case run:
 		cmd.Words, cmd.Short = "may run the gateway's allowed programs in the workspace (run_command)", "may run programs in the workspace"
 	case commands:
 		cmd.Words, cmd.Short = "none (the scope would allow them, but run_command is off in this gateway)", "none (run_command is off)"
 	}
-	tools := Grant{Kind: GrantTools, Words: "none that change things (read-only tools always run)", Short: "none that change things"}
+	tools := plan.Grant{Kind: plan.GrantTools, Words: "none that change things (read-only tools always run)", Short: "none that change things"}
 	if n := len(s.AllowedTools); n > 0 {
 		names := make([]string, n)
 		for i, t := range s.AllowedTools {
@@ -59,7 +47,7 @@ func PlanGrants(s Scope, r Reach, destructive func(string) bool) []Grant {
 		}
 		tools.Words, tools.Short = "may call "+strings.Join(names, ", "), "may call "+strings.Join(names, ", ")
 	}
-	net := Grant{Kind: GrantNetwork, Words: "none", Short: "none"}
+	net := plan.Grant{Kind: plan.GrantNetwork, Words: "none", Short: "none"}
 	switch {
 	case run && r.Network:
 		net.Words, net.Short = "commands may use it", "commands may use it"
@@ -71,12 +59,12 @@ func PlanGrants(s Scope, r Reach, destructive func(string) bool) []Grant {
 		net.Words += "; the MCP tools above act through their servers, which may reach it"
 		net.Short += "; MCP tools reach what their servers reach"
 	}
-	return []Grant{files, cmd, tools, net}
+	return []plan.Grant{files, cmd, tools, net}
 }
 
 // grantLines are a proposal's lines about its grants: what it may change, then the rest
 // on one line ("Commands: none · Tools: may call fs__write · Network: none").
-func grantLines(s Scope, r Reach, destructive func(string) bool) string {
+func grantLines(s plan.Scope, r Reach, destructive func(string) bool) string {
 	gs := PlanGrants(s, r, destructive)
 	rest := make([]string, 0, len(gs)-1)
 	for _, g := range gs[1:] {

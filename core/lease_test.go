@@ -252,15 +252,14 @@ func TestConflictAfterWriteIsReportedTruthfully(t *testing.T) {
 // A turn whose lease was taken over (this process stalled past the ttl) is stopped: its
 // renewal is refused and its context cancelled, and the new holder's lease stays.
 func TestLostLeaseStopsTheTurn(t *testing.T) {
-	h := newHarness(t, func(c *core.Config) { c.LeaseTTL, c.LeaseLinger = 30*time.Millisecond, time.Millisecond })
+	h := newHarness(t, func(c *core.Config) { c.LeaseTTL = 30 * time.Millisecond })
 	// The model blocks every call until its context ends.
 	m, entered := newFakeModel(), make(chan struct{})
 	m.Block(make(chan struct{}))
 	m.Hook(func(core.ModelRequest) { close(entered) })
 	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "stalled",
 		Now: func() time.Time { return h.clock }})
-	timers, renewals := &lingerTimers{}, &lingerTimers{}
-	core.SetLingerTimer(eng, timers.after)
+	renewals := &fakeTimers{}
 	core.SetRenewTimer(eng, renewals.after)
 	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
 	<-entered
@@ -274,9 +273,6 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	<-done              // the refused renewal cancelled the turn
 	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
 		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
-	}
-	if n := len(timers.delays); n != 0 {
-		t.Fatalf("%d lingers scheduled; a lost lease is not kept", n)
 	}
 	if n := renewals.pending(); n != 0 {
 		t.Fatalf("%d renewals scheduled after the lease was lost", n)
@@ -301,16 +297,6 @@ func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) erro
 // released the lease, or nobody answers it.
 func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	h := newHarness(t)
-	leftJustBeforeRelease(t, h, false)
-	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
-		t.Fatalf("lease after the turns: %v", err)
-	}
-}
-
-// As TestMessageLeftJustBeforeReleaseIsAnswered, with the lease lingering after A's
-// turn: the release comes at the linger's end (here Close), and the look after it.
-func TestMessageLeftJustBeforeLingerEndsIsAnswered(t *testing.T) {
-	h := newHarness(t, func(c *core.Config) { c.LeaseLinger = core.DefaultLeaseLinger })
 	leftJustBeforeRelease(t, h, false)
 	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the turns: %v", err)
@@ -344,7 +330,7 @@ func leftJustBeforeRelease(t *testing.T, h *harness, replays bool) {
 	if err := <-a.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Close(context.Background()); err != nil { // a kept lease's release too
+	if err := a.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(b.model.requests()); got != 0 {
@@ -356,5 +342,48 @@ func leftJustBeforeRelease(t *testing.T, h *harness, replays bool) {
 	}
 	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != core.RoleUser || last.Content != "also this" {
 		t.Fatalf("A's second turn ended with %+v, want B's message", last)
+	}
+}
+
+// A decision another process commits while this one holds the session's lease queues the
+// agent's turn, which that process cannot start (the lease is held): this one runs it
+// once it has released the lease and looked again (moreWork), and that process runs none.
+func TestDecisionLeftJustBeforeReleaseStartsItsTurn(t *testing.T) {
+	h := newHarness(t)
+	b := h.process(nil, nil, nil)
+	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hooked := &releaseHook{Store: st, before: func() {
+		if err := b.eng.Handle(context.Background(), evMsg(h, "a", "ev-accept", "/plan accept")); err != nil {
+			t.Error(err)
+		}
+		if s := h.session("a"); s.Phase != core.PhaseExecuting || len(s.Injections) == 0 {
+			t.Errorf("after B's accept: phase %s, %d injections; want executing with the turn queued", s.Phase, len(s.Injections))
+		}
+	}}
+	model, out := newFakeModel(), &recorder{}
+	a := h.waitOnCleanup(core.NewEngine(h.cfg, core.Deps{Store: hooked, Model: model, Out: out, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return h.clock }, Owner: "test-process-decision-a"}))
+	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-on", "/plan on")); err != nil {
+		t.Fatal(err)
+	}
+	model.push(sessionID("a"), calls(propose("Notes", "Write the notes", "Check them")))
+	if err := <-a.Enqueue(context.Background(), evMsg(h, "a", "ev-plan", "plan the notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.model.requests()); n != 0 {
+		t.Fatalf("B made %d model calls; the lease was A's when it committed the accept", n)
+	}
+	if n := len(model.requests()); n != 2 {
+		t.Fatalf("A made %d model calls, want 2 (the proposal, then the accepted plan's turn)", n)
+	}
+	if s := h.session("a"); len(s.Injections) != 0 {
+		t.Fatalf("injections left: %+v", s.Injections)
 	}
 }

@@ -9,9 +9,9 @@ import (
 
 // One process runs a session's turn: the turn runs only while this process holds the
 // session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
-// ends, or kept for a short linger first for the session's next turn (linger.go). A
-// person's command that changes state needs no lease (its commit is a compare-and-set on
-// the session's version); only agent turns do, since they act on the workspace. A lease left behind by a killed process marks a turn that did not end:
+// ends. A person's command that changes state needs no lease (its commit is a
+// compare-and-set on the session's version); only agent turns do, since they act on the
+// workspace. A lease left behind by a killed process marks a turn that did not end:
 // Resume takes it over once it has expired.
 
 // LeaseStore is the part of Store leases need.
@@ -55,12 +55,7 @@ var errLeaseHeld = errors.New("session lease held by another process")
 // outer lease. When another process holds it, fn does not run and errLeaseHeld is
 // returned. Losing the lease while fn runs (a renewal refused: another process took it
 // over after this one stalled past the ttl), or renewals failing until the lease would
-// end (renew.go), cancels fn's context.
-//
-// A lease this process kept after the session's last turn (see linger.go) is taken with
-// no store write; when fn ends normally after a turn ran, the lease is kept again
-// (t.kept: the release and the look for work another process left are then the linger's
-// end's). A failed turn, a lost lease or a cancelled context release it at once.
+// end (renew.go), cancels fn's context. The lease is released when fn ends.
 func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	ls := t.e.d.Store
 	if t.leased {
@@ -74,16 +69,11 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	r := t.e.startRenewal(lctx, name, sid, until, cancel)
-	t.leased, t.kept = true, false
+	t.leased = true
 	defer func() {
 		t.leased = false
-		until := r.stop()
-		lost := lctx.Err() != nil // the lease lost, or the job's context ended
+		r.stop()
 		cancel()
-		if err == nil && !lost && t.keep(ctx, until) {
-			t.kept = true
-			return
-		}
 		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
 			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
 		}
@@ -91,13 +81,9 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 	return fn(lctx)
 }
 
-// takeLease takes the session's lease for a turn: the one this process kept, when its
-// expiry leaves ample time, else from the store. It returns the lease's expiry, or
-// errLeaseHeld when another process holds it.
+// takeLease takes the session's lease for a turn from the store. It returns the lease's
+// expiry, or errLeaseHeld when another process holds it.
 func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, error) {
-	if until, ok := e.reuse(sid); ok {
-		return until, nil
-	}
 	held, ok, err := e.acquire(ctx, name)
 	if err != nil {
 		return time.Time{}, err

@@ -13,11 +13,15 @@ import (
 
 // Address identifies one conversation on one platform; it keys a session.
 type Address struct {
-	Channel string // "terminal", "telegram", "slack", "discord"
-	Account string // bot id, team id, guild id, or "local"
-	Chat    string // chat / channel id, or the terminal session name
-	Thread  string // forum topic, thread_ts or thread id; "" if none
+	Channel string // the adapter's name
+	Account string // the bot, team or server the conversation is in; LocalAccount for a console
+	Chat    string // the chat or channel id; a console's session name
+	Thread  string // forum topic, thread or reply chain; "" if none
 }
+
+// LocalAccount is the Account of a console's sessions: one local user base, each session
+// named by its Chat.
+const LocalAccount = "local"
 
 // SessionID is the stable, human-readable session key derived from the address,
 // e.g. "terminal:local:main" or "slack:T1:C2:1700000000.0001".
@@ -29,13 +33,13 @@ func (a Address) SessionID() string {
 	return strings.Join(parts, ":")
 }
 
-// Dir is the directory name of this session's plan files and workspace: the session name
-// for the terminal, otherwise channel, account, chat and thread. It is always one path
+// Dir is the directory name of this session's plan files and workspace: the Chat (the
+// session name) on LocalAccount, otherwise channel, account, chat and thread. It is always one path
 // element, and distinct sessions get distinct names: when characters unsafe in file names
 // had to be replaced, a short hash of the session id is appended.
 func (a Address) Dir() string {
 	var raw string
-	if a.Channel == "terminal" {
+	if a.Account == LocalAccount {
 		raw = a.Chat
 	} else {
 		raw = a.Channel + "-" + a.Account + "-" + a.Chat

@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/plangate/plangate/core/plan"
+)
 
 // PlanStatus is the life-cycle state of one plan version. The zero value is not a status.
 type PlanStatus string
@@ -17,103 +21,6 @@ const (
 	PlanCompleted  PlanStatus = "completed"
 )
 
-// StepStatus is the status of one plan step. The zero value is not a status.
-type StepStatus string
-
-// Step statuses.
-const (
-	StepPending    StepStatus = "pending"
-	StepInProgress StepStatus = "in_progress"
-	StepCompleted  StepStatus = "completed"
-	StepCancelled  StepStatus = "cancelled"
-)
-
-// Valid reports whether s is one of the step statuses.
-func (s StepStatus) Valid() bool {
-	switch s {
-	case StepPending, StepInProgress, StepCompleted, StepCancelled:
-		return true
-	}
-	return false
-}
-
-// Step is one item of a plan.
-type Step struct {
-	ID                 string     `json:"id"`
-	Text               string     `json:"text"`
-	Status             StepStatus `json:"status"`
-	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
-	VerifiedCriteria   []string   `json:"verified_criteria,omitempty"`
-	// CancelReason is why a cancelled step was cancelled (update_plan's explanation).
-	CancelReason string `json:"cancel_reason,omitempty"`
-}
-
-// Risk is a risk the plan names, with how it is mitigated.
-type Risk struct {
-	Risk       string `json:"risk"`
-	Mitigation string `json:"mitigation"`
-}
-
-// Scope limits what an accepted plan may change: globs relative to the workspace.
-type Scope struct {
-	AllowedPaths   []string `json:"allowed_paths,omitempty"`
-	ForbiddenPaths []string `json:"forbidden_paths,omitempty"`
-	// AllowedTools names the mutating MCP tools ("<server>__<tool>") the plan may call
-	// (docs/design.md §15); read-only tools need no entry.
-	AllowedTools []string `json:"allowed_tools,omitempty"`
-}
-
-// Decision records who decided on a plan version, when, where and with what feedback.
-type Decision struct {
-	By       string    `json:"by"`
-	ByName   string    `json:"by_name,omitempty"`
-	At       time.Time `json:"at"`
-	Channel  string    `json:"channel"`
-	Outcome  string    `json:"outcome"` // accepted, auto_accepted, revised, abandoned, aborted, expired
-	Feedback string    `json:"feedback,omitempty"`
-}
-
-// PlanBody is what the model proposes; it is stored as JSON and hashed.
-type PlanBody struct {
-	Title        string   `json:"title"`
-	Summary      string   `json:"summary,omitempty"`
-	Steps        []Step   `json:"steps"`
-	Assumptions  []string `json:"assumptions,omitempty"`
-	Risks        []Risk   `json:"risks,omitempty"`
-	Verification []string `json:"verification,omitempty"`
-	Scope        Scope    `json:"scope,omitzero"`
-	References   []string `json:"references,omitempty"`
-	// Spec is the product spec a short goal is expanded into first (plan_mode.planner
-	// expand_short_goals); nil for an ordinary plan.
-	Spec *ProductSpec `json:"spec,omitempty"`
-}
-
-// ProductSpec describes the product a plan builds, before its steps (docs/design.md §13).
-type ProductSpec struct {
-	Overview        string    `json:"overview,omitempty"`
-	Features        []Feature `json:"features,omitempty"`
-	UserStories     []string  `json:"user_stories,omitempty"`
-	TechStack       []string  `json:"tech_stack,omitempty"`
-	DesignDirection string    `json:"design_direction,omitempty"`
-}
-
-// Feature is one feature of a product spec, with its priority (high, medium, low) and its
-// complexity (small, medium, large).
-type Feature struct {
-	Name       string `json:"name"`
-	Priority   string `json:"priority"`
-	Complexity string `json:"complexity"`
-}
-
-// Approval is one person's acceptance of a plan version; a policy may need several
-// (docs/design.md §12). They are kept on the plan, outside the hashed body.
-type Approval struct {
-	By      string    `json:"by"`
-	ByName  string    `json:"by_name,omitempty"`
-	At      time.Time `json:"at"`
-	Version int       `json:"version"`
-}
-
 // Requester is a person whose message a plan version answers.
 type Requester struct {
 	By   string `json:"by"` // "channel:user id"
@@ -127,11 +34,11 @@ type Plan struct {
 	Version    int
 	Status     PlanStatus
 	ApprovalID string // single-use id for this version's decision
-	Body       PlanBody
+	Body       plan.Body
 	Hash       string // content hash of Body, for re-proposal de-duplication
 	File       string // path of the markdown file: plans.dir/<session dir>/<name>
-	Decision   *Decision
-	Approvals  []Approval // acceptances recorded so far, while more are required
+	Decision   *plan.Decision
+	Approvals  []plan.Approval // acceptances recorded so far, while more are required
 	// Requesters are the people whose messages the planning of this version answered (its
 	// request, its revisions, its answers); EditedBy is the person who wrote it by editing
 	// the plan file ("channel:user id"). Under requester_may_approve: false none of them
@@ -140,8 +47,8 @@ type Plan struct {
 	EditedBy   string
 	// Changes is what this version changed from the one before, for the "## Changes from
 	// vN" section of the file written when the version is created. It is not stored: later
-	// rewrites of the file keep the section they find (see writePlanFile).
-	Changes   *PlanDiff
+	// rewrites of the file keep the section they find (see fileWriter.writePlan).
+	Changes   *plan.Diff
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

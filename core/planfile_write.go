@@ -8,102 +8,74 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 )
 
 // Writing a plan file. Readers of the file are the channels that upload it (a proposal,
-// /plan show: ReadWhole of Plan.File, possibly while the file writer rewrites it), the
-// edit path that keeps its "## Changes from vN" section, and people who open it; the
+// /plan show: an os.ReadFile of Plan.File, possibly while the file writer rewrites it),
+// the edit path that keeps its "## Changes from vN" section, and people who open it; the
 // sandboxed agent never sees it (it is one of the hidden paths; it reads the workspace
-// copy). None of them may see half a plan, so new content always goes into a file no
-// reader holds and is swapped in under the plan's name by one rename.
+// copy). None of them may see half a plan, so every write creates a new file beside the
+// plan file and moves the plan's name to it in one step (see replaceFile): an open of
+// the name ends on one whole version, old or new, and a reader holding the old file
+// keeps reading it; no file is ever written again once it has had the plan's name.
 
-// WritePlanFile writes data to plansDir/sessionDir/name, confined to plansDir: through an
-// os.Root opened on it, or on Linux relative to descriptors of the two directories with
-// no symbolic link followed, so neither name nor a link can place the file outside
-// plansDir. The content goes into a file no reader holds and is renamed into place, so
-// readers never see half a plan; it is not synced, since the store holds the plan durably.
-// Any reader of plan files must read them with ReadWhole, not os.ReadFile: on Linux the
-// file an open of the name ends on may have been refilled for another session's plan
-// meanwhile (planfile_write_linux.go), and ReadWhole checks it was not.
+// WritePlanFile writes data to plansDir/sessionDir/name, confined to plansDir through an
+// os.Root opened on it, so neither name nor a symbolic link can place the file outside
+// plansDir; the directories are created when missing. The content goes into a new file
+// in the session directory (created exclusively under a random name, as os.CreateTemp
+// does, but through the root) and put in place by replaceFile. It is not synced: the store
+// holds the plan durably, and the file is a rendering of it that /plan show writes again.
 // sessionDir and name must each be one path element. It returns
 // filepath.Join(plansDir, sessionDir, name).
 func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {
-	var pf planFiles
-	return pf.write(plansDir, sessionDir, name, data)
-}
-
-// planFiles writes plan files (see WritePlanFile) and keeps what it learnt about the file
-// system and how often it wrote; the zero value is ready. On Linux a rewrite reuses the
-// file the previous rewrite displaced (planfile_write_linux.go) rather than creating one:
-// creating and freeing an inode was most of a write's cost.
-type planFiles struct {
-	noLeases atomic.Bool  // the file system grants no leases: every write creates its file
-	writes   atomic.Int64 // files written
-	created  atomic.Int64 // of those, written into a newly created file
-}
-
-// write is WritePlanFile.
-func (pf *planFiles) write(plansDir, sessionDir, name string, data []byte) (string, error) {
 	if err := checkPathElement("session directory", sessionDir); err != nil {
 		return "", err
 	}
 	if err := checkPathElement("file name", name); err != nil {
 		return "", err
 	}
-	if done, err := pf.replace(plansDir, sessionDir, name, data); done {
-		if err != nil {
-			return "", fmt.Errorf("writing plan file: %w", err)
-		}
-	} else if err := pf.writePortably(plansDir, sessionDir, name, data); err != nil {
-		return "", err
-	}
-	pf.writes.Add(1)
-	// No fsync: the plan is durable in the store, and the file is a rendering of it that
-	// /plan show writes again. Syncing here would double the disk flushes per decision.
-	return filepath.Join(plansDir, sessionDir, name), nil
-}
-
-// writePortably writes through an os.Root, creating the directories when missing (a
-// refresh, the common case, costs no mkdir calls).
-func (pf *planFiles) writePortably(plansDir, sessionDir, name string, data []byte) error {
 	root, err := os.OpenRoot(plansDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(plansDir, 0o755); err != nil {
-			return fmt.Errorf("creating plans directory: %w", err)
+			return "", fmt.Errorf("creating plans directory: %w", err)
 		}
 		root, err = os.OpenRoot(plansDir)
 	}
 	if err != nil {
-		return fmt.Errorf("opening plans directory: %w", err)
+		return "", fmt.Errorf("opening plans directory: %w", err)
 	}
 	defer root.Close()
-	err = pf.createAndRename(root, sessionDir, name, data)
+	err = createAndRename(root, sessionDir, name, data)
 	if errors.Is(err, fs.ErrNotExist) {
+		// A refresh, the common case, finds the session directory and costs no mkdir.
 		if err := root.Mkdir(sessionDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("creating session plans directory: %w", err)
+			return "", fmt.Errorf("creating session plans directory: %w", err)
 		}
-		err = pf.createAndRename(root, sessionDir, name, data)
+		err = createAndRename(root, sessionDir, name, data)
 	}
 	if err != nil {
-		return fmt.Errorf("writing plan file: %w", err)
+		return "", fmt.Errorf("writing plan file: %w", err)
 	}
-	return nil
+	return filepath.Join(plansDir, sessionDir, name), nil
 }
 
-// createAndRename writes data to a new temporary file in sessionDir and renames it over
-// name: the portable way, an inode created per write. It fails with fs.ErrNotExist when
-// sessionDir is missing.
-func (pf *planFiles) createAndRename(root *os.Root, sessionDir, name string, data []byte) error {
-	target := filepath.Join(sessionDir, name)
-	tmp := filepath.Join(sessionDir, tempName(name))
-	if err := writeTemp(root, tmp, data); err != nil {
-		_ = root.Remove(tmp)
+// createAndRename writes data to a new temporary file in sessionDir and puts it in place
+// of name (see replaceFile). The temporary file is in the session directory, not the
+// plans directory, so this works when the session directory is another file system's.
+// It fails with fs.ErrNotExist when sessionDir is missing.
+func createAndRename(root *os.Root, sessionDir, name string, data []byte) error {
+	dir, err := root.Open(sessionDir)
+	if err != nil {
 		return err
 	}
-	pf.created.Add(1)
-	if err := root.Rename(tmp, target); err != nil {
-		_ = root.Remove(tmp)
+	defer dir.Close()
+	tmp := tempName(name)
+	if err := writeTemp(root, filepath.Join(sessionDir, tmp), data); err != nil {
+		_ = root.Remove(filepath.Join(sessionDir, tmp))
+		return err
+	}
+	if err := replaceFile(root, dir, sessionDir, tmp, name); err != nil {
+		_ = root.Remove(filepath.Join(sessionDir, tmp))
 		return err
 	}
 	return nil

@@ -150,3 +150,27 @@ func TestWritePlanFileRefusesEscapes(t *testing.T) {
 		t.Errorf("WritePlanFile into a regular file succeeded")
 	}
 }
+
+// The engine's own read of a plan file (the old rendering whose "## Changes" section a
+// rewrite keeps) stays inside the plans directory: a plan file that is a symbolic link
+// out of it reads as nothing; one inside it reads whole.
+func TestReadPlanFileStaysInThePlansDirectory(t *testing.T) {
+	base := t.TempDir()
+	plans := filepath.Join(base, "plans")
+	outside := filepath.Join(base, "outside.md")
+	if err := os.WriteFile(outside, []byte("## Changes from v1\nnot a plan's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WritePlanFile(plans, "s", "p.md", []byte("# Plan\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readPlanFile(plans, "s", "p.md"); string(got) != "# Plan\n" {
+		t.Errorf("readPlanFile(p.md) = %q, want %q", got, "# Plan\n")
+	}
+	if err := os.Symlink(outside, filepath.Join(plans, "s", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readPlanFile(plans, "s", "link.md"); got != nil {
+		t.Errorf("readPlanFile through a link out of the plans directory = %q, want nothing", got)
+	}
+}

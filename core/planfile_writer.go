@@ -2,120 +2,76 @@ package core
 
 import (
 	"bytes"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The plan files: a new version's file is written before its commit (see prepare), later
-// changes are rewritten in the background by a fileWriter.
+// changes are rewritten after it (see carryOut), both by a fileWriter.
 
-// writePlanFile renders a plan as session s sees it and writes it under plansDir. A new
-// version that carries its changes gets the "## Changes from vN" section; a later rewrite
+// writePlan renders a plan as session s sees it, with the destructive tools of the plan's
+// scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
+// that carries its changes gets the "## Changes from vN" section; a later rewrite
 // (p.Changes is not stored) keeps the section the file already has.
-func writePlanFile(plansDir string, s Session, p Plan) (string, error) {
-	var pf planFiles
-	return pf.writePlan(plansDir, s, p, nil, Reach{})
-}
-
-// writePlan is writePlanFile with the destructive tools of the plan's scope marked (see
-// RenderPlanMarkdownMarked).
-func (pf *planFiles) writePlan(plansDir string, s Session, p Plan, destructive func(string) bool, r Reach) (string, error) {
-	name := PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
+func (w *fileWriter) writePlan(s Session, p Plan, destructive func(string) bool) (string, error) {
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	if p.File != "" {
 		name = fileBase(p.File)
 	}
-	o := renderOpts{changes: p.Changes, destructive: destructive, reach: r}
+	o := renderOpts{changes: p.Changes, destructive: destructive, reach: w.reach}
 	data := renderPlan(p, s.Phase, s.Address.Chat, o)
 	if p.Changes == nil && p.Version > 1 {
-		data = keepChanges(readPlanFile(plansDir, s.Address.Dir(), name), data)
+		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
 	}
-	return pf.write(plansDir, s.Address.Dir(), name, data)
+	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
+	if err == nil {
+		w.writes.Add(1)
+	}
+	return path, err
 }
 
-// fileWriter rewrites plan files after their status or steps changed, off the decision's
-// path: writes of one file are coalesced (the newest rendering wins) and applied by a
-// single goroutine. The database is the record; a failed write is logged, not fatal.
+// fileWriter writes plan files: a new version's before its commit, and a rewrite after
+// its status or steps changed, after the commit, in the job that changed them (jobs of
+// one session run one at a time, so rewrites of a file are in order). The database is
+// the record; a failed rewrite is logged, not fatal.
 type fileWriter struct {
 	dir   string
 	log   *slog.Logger
 	marks *toolMarks // which allowed tools are marked destructive
 	reach Reach      // for the grants' words
-	out   planFiles  // prepare's writes and the refreshes go through it
 
-	mu      sync.Mutex
-	pending map[string]func() // path -> the latest rewrite
-	running bool
+	writes atomic.Int64 // plan files written (prepare's and the refreshes)
 }
 
 // write writes p's file as session s sees it, now: a new version's, before its commit.
 func (w *fileWriter) write(s Session, p Plan) (string, error) {
-	return w.out.writePlan(w.dir, s, p, w.marks.destructive(), w.reach)
+	return w.writePlan(s, p, w.marks.destructive())
 }
 
-// refresh schedules a rewrite of p's file as session s now sees it.
+// refresh rewrites p's file as session s now sees it.
 func (w *fileWriter) refresh(s Session, p Plan) {
 	if p.File == "" {
 		return
 	}
-	destructive := w.marks.destructive() // now: the toolbox is not the writer's to list later
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pending == nil {
-		w.pending = map[string]func(){}
-	}
-	w.pending[p.File] = func() {
-		if _, err := w.out.writePlan(w.dir, s, p, destructive, w.reach); err != nil {
-			w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
-		}
-	}
-	if !w.running {
-		w.running = true
-		go w.run()
+	if _, err := w.writePlan(s, p, w.marks.destructive()); err != nil {
+		w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 	}
 }
 
-// busy reports whether rewrites are pending or running (Engine.Wait waits for them).
-func (w *fileWriter) busy() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.running
-}
-
-// run applies pending rewrites until none are left.
-func (w *fileWriter) run() {
-	for {
-		w.mu.Lock()
-		var write func()
-		for path, f := range w.pending {
-			write = f
-			delete(w.pending, path)
-			break
-		}
-		if write == nil {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		write()
-	}
-}
-
-// readPlanFile reads plansDir/sessionDir/name through an os.Root, checked as ReadWhole
-// checks (a spare refilled for another session must not lend this file its section);
-// nil if it cannot.
+// readPlanFile reads plansDir/sessionDir/name through an os.Root, so no symbolic link
+// takes the read outside plansDir; nil if it cannot. A plan file's name only ever moves
+// to a complete new file (see WritePlanFile), so what it reads is one whole version.
 func readPlanFile(plansDir, sessionDir, name string) []byte {
 	root, err := os.OpenRoot(plansDir)
 	if err != nil {
 		return nil
 	}
 	defer root.Close()
-	rel := filepath.Join(sessionDir, name)
-	b, err := readWhole(filepath.Join(plansDir, rel), func() (*os.File, error) { return root.Open(rel) },
-		func() (fs.FileInfo, error) { return root.Stat(rel) })
+	b, err := root.ReadFile(filepath.Join(sessionDir, name))
 	if err != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // TestPlannerStyleInSystemPrompt: the configured planner reaches the model as the
@@ -56,7 +57,7 @@ func goodSpec() map[string]any {
 }
 
 // TestExpandedSpecPlan: a proposal with a spec is posted with the spec in its file (as
-// sections ParsePlanMarkdown reads back), stored, and carried into PLAN.json on accept.
+// sections plan.ParseMarkdown reads back), stored, and carried into PLAN.json on accept.
 func TestExpandedSpecPlan(t *testing.T) {
 	h := newHarness(t, func(c *core.Config) {
 		c.Planner = core.Planner{Style: core.StyleAmbitious, ExpandShortGoals: true}
@@ -78,7 +79,7 @@ func TestExpandedSpecPlan(t *testing.T) {
 	if i, j := strings.Index(file, "## Product spec"), strings.Index(file, "## Steps"); i < 0 || j < i {
 		t.Errorf("the spec is not before the steps:\n%s", file)
 	}
-	back, err := core.ParsePlanMarkdown([]byte(file))
+	back, err := plan.ParseMarkdown([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Names of the plan tools the core handles itself.
@@ -84,14 +86,14 @@ func describeCall(name string, args json.RawMessage) string {
 }
 
 // inScope checks a workspace-relative path against a plan's scope (see checkScope).
-func inScope(s Scope, p string) (string, bool) {
+func inScope(s plan.Scope, p string) (string, bool) {
 	return checkScope(s, p)
 }
 
 func (t *jobRun) planStatus(ctx context.Context) toolResult {
 	type stepOut struct {
-		Step   string     `json:"step"`
-		Status StepStatus `json:"status"`
+		Step   string          `json:"step"`
+		Status plan.StepStatus `json:"status"`
 	}
 	out := struct {
 		Phase       Phase     `json:"phase"`

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Approval policies (docs/design.md §12): who may accept a plan in a session, how many distinct
@@ -100,7 +102,7 @@ func (p Policy) needed() int { return max(p.Required, 1) }
 // ApprovalState is the approvals one plan version has collected so far.
 type ApprovalState struct {
 	Version   int
-	Approvals []Approval
+	Approvals []plan.Approval
 }
 
 // VerdictKind is the outcome of one acceptance under a policy.
@@ -126,7 +128,7 @@ type ApprovalVerdict struct {
 // requesters asked for the plan. Approvals of another version are dropped first: a revise
 // or a new version voids partial approvals. Whether a may decide at all (the approver
 // list) is checked before, as for any decision.
-func RecordApproval(st ApprovalState, a Approval, requesters []Requester, p Policy) (ApprovalState, ApprovalVerdict) {
+func RecordApproval(st ApprovalState, a plan.Approval, requesters []Requester, p Policy) (ApprovalState, ApprovalVerdict) {
 	if st.Version != a.Version {
 		st = ApprovalState{Version: a.Version}
 	}
@@ -142,7 +144,7 @@ func RecordApproval(st ApprovalState, a Approval, requesters []Requester, p Poli
 			return st, verdict(VerdictDuplicate, fmt.Sprintf("you already approved plan v%d; %s", a.Version, ApprovalProgress(st, p)))
 		}
 	}
-	st.Approvals = append(append([]Approval(nil), st.Approvals...), a)
+	st.Approvals = append(append([]plan.Approval(nil), st.Approvals...), a)
 	if len(st.Approvals) >= need {
 		return st, verdict(VerdictAccepted, ApprovalProgress(st, p))
 	}
@@ -176,7 +178,7 @@ func ApprovalProgress(st ApprovalState, p Policy) string {
 // than approvals are missing, no nudge can help. Only people listed by id are counted (a
 // role may hold anyone); with no list the session's owner (owner) decides. The operator's
 // admin API is not counted: it is the way out this names.
-func (p Policy) unreachable(global []string, owner string, excluded []string, approvals []Approval) string {
+func (p Policy) unreachable(global []string, owner string, excluded []string, approvals []plan.Approval) string {
 	if p.RequesterMayApprove {
 		return ""
 	}
@@ -186,7 +188,7 @@ func (p Policy) unreachable(global []string, owner string, excluded []string, ap
 	}
 	left := map[string]bool{}
 	for _, a := range list {
-		if strings.HasPrefix(a, "discord-role:") {
+		if isRole(a) {
 			return ""
 		}
 		left[a] = !slices.Contains(excluded, a)
@@ -228,7 +230,7 @@ func PolicyProblem(p Policy, global []string) string {
 	list := p.ApproverList(global)
 	distinct := map[string]bool{}
 	for _, a := range list {
-		if strings.HasPrefix(a, "discord-role:") {
+		if isRole(a) {
 			return "" // a role may hold any number of people
 		}
 		distinct[a] = true
@@ -277,4 +279,11 @@ func requesterNames(list []Requester) string {
 		names[i] = cmp.Or(r.Name, r.By)
 	}
 	return strings.Join(names, ", ")
+}
+
+// isRole reports whether access entry a names a platform role ("<kind>-role:<id>", as an
+// adapter puts in Person.Roles) rather than one person ("<channel>:<user id>").
+func isRole(a string) bool {
+	kind, _, ok := strings.Cut(a, ":")
+	return ok && strings.HasSuffix(kind, "-role")
 }

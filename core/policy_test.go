@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestPolicyFor(t *testing.T) {
@@ -43,14 +45,14 @@ func TestPolicyFor(t *testing.T) {
 
 func TestRecordApproval(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	alice := Approval{By: "slack:U1", ByName: "alice", At: at, Version: 2}
-	bob := Approval{By: "slack:U2", ByName: "bob", At: at, Version: 2}
-	carol := Approval{By: "slack:U3", At: at, Version: 2}
+	alice := plan.Approval{By: "slack:U1", ByName: "alice", At: at, Version: 2}
+	bob := plan.Approval{By: "slack:U2", ByName: "bob", At: at, Version: 2}
+	carol := plan.Approval{By: "slack:U3", At: at, Version: 2}
 	twoOf3 := Policy{Approvers: []string{"slack:U1", "slack:U2", "slack:U3"}, Required: 2}
 	open := Policy{Required: 2, RequesterMayApprove: true}
 
 	type step struct {
-		a         Approval
+		a         plan.Approval
 		requester string
 		policy    Policy
 		kind      VerdictKind
@@ -75,8 +77,8 @@ func TestRecordApproval(t *testing.T) {
 		}},
 		{"a new version voids partial approvals", []step{
 			{alice, "", open, VerdictCounted, 1, "1 of 2 approvals (alice)"},
-			{Approval{By: "slack:U2", ByName: "bob", Version: 3}, "", open, VerdictCounted, 1, "1 of 2 approvals (bob)"},
-			{Approval{By: "slack:U1", ByName: "alice", Version: 3}, "", open, VerdictAccepted, 2, "2 of 2 approvals (bob, alice)"},
+			{plan.Approval{By: "slack:U2", ByName: "bob", Version: 3}, "", open, VerdictCounted, 1, "1 of 2 approvals (bob)"},
+			{plan.Approval{By: "slack:U1", ByName: "alice", Version: 3}, "", open, VerdictAccepted, 2, "2 of 2 approvals (bob, alice)"},
 		}},
 		{"unknown requester refuses nobody", []step{{alice, "", twoOf3, VerdictCounted, 1, "1 of 2 approvals (alice)"}}},
 	}

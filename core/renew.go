@@ -108,12 +108,11 @@ func (r *renewal) write(began time.Time) (l Lease, ok, ended bool, err error) {
 	return l, ok, ended, err
 }
 
-// stop ends the renewals, waiting for one in flight, and returns the lease's expiry as
-// last written. A timer that fires after it finds the renewal stopped and writes nothing.
-func (r *renewal) stop() time.Time {
+// stop ends the renewals, waiting for one in flight. A timer that fires after it finds
+// the renewal stopped and writes nothing.
+func (r *renewal) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
 	r.cancel()
-	return r.until
 }

@@ -32,7 +32,7 @@ func (s *failingLeases) AcquireLease(ctx context.Context, name, owner string, no
 // context ends), with renewals on a fake timer and its log kept.
 type renewer struct {
 	eng      *core.Engine
-	renewals *lingerTimers
+	renewals *fakeTimers
 	block    chan struct{}
 	entered  chan struct{}
 	log      *syncWriter
@@ -41,7 +41,7 @@ type renewer struct {
 
 func newRenewer(t *testing.T, h *harness, leases core.Store, model core.Model, m *fakeModel) *renewer {
 	t.Helper()
-	r := &renewer{renewals: &lingerTimers{}, block: make(chan struct{}), entered: make(chan struct{}, 1),
+	r := &renewer{renewals: &fakeTimers{}, block: make(chan struct{}), entered: make(chan struct{}, 1),
 		log: &syncWriter{w: &bytes.Buffer{}}}
 	m.Block(r.block)
 	m.Hook(func(core.ModelRequest) { r.entered <- struct{}{} })
@@ -49,7 +49,7 @@ func newRenewer(t *testing.T, h *harness, leases core.Store, model core.Model, m
 		Log: slog.New(slog.NewTextHandler(r.log, nil)), Now: func() time.Time { return h.clock }})
 	var once sync.Once
 	r.release = func() { once.Do(func() { close(r.block) }) }
-	t.Cleanup(func() { r.release(); _ = r.eng.Close(context.Background()) }) // a failure leaves no turn blocked
+	t.Cleanup(func() { r.release(); _ = r.eng.Wait(context.Background()) }) // a failure leaves no turn blocked
 	core.SetRenewTimer(r.eng, r.renewals.after)
 	return r
 }

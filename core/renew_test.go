@@ -22,8 +22,8 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 	m.Hook(func(core.ModelRequest) { entered <- struct{}{} })
 	eng := core.NewEngine(h.cfg, core.Deps{Store: h.st, Model: m, Out: h.out, Owner: "renewer",
 		Now: func() time.Time { return h.clock }})
-	t.Cleanup(func() { _ = eng.Close(context.Background()) })
-	renewals := &lingerTimers{}
+	t.Cleanup(func() { _ = eng.Wait(context.Background()) })
+	renewals := &fakeTimers{}
 	core.SetRenewTimer(eng, renewals.after)
 	ctx := context.Background()
 	name := core.SessionLease(sessionID("a"))
@@ -63,7 +63,7 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 	released := func(when string) {
 		t.Helper()
 		if l, err := h.st.Lease(ctx, name); !errors.Is(err, core.ErrNotFound) {
-			t.Fatalf("lease %s: %+v, %v; want it released (no linger configured)", when, l, err)
+			t.Fatalf("lease %s: %+v, %v; want it released", when, l, err)
 		}
 	}
 	released("after the turn")
@@ -114,8 +114,8 @@ func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
 		Now: func() time.Time { return h.clock }})
 	var unblock sync.Once
 	release := func() { unblock.Do(func() { close(block) }) }
-	t.Cleanup(func() { release(); _ = eng.Close(context.Background()) }) // a failure leaves no turn blocked
-	renewals := &lingerTimers{}
+	t.Cleanup(func() { release(); _ = eng.Wait(context.Background()) }) // a failure leaves no turn blocked
+	renewals := &fakeTimers{}
 	core.SetRenewTimer(eng, renewals.after)
 
 	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
@@ -139,5 +139,60 @@ func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
 	release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fakeTimers is a fake time.AfterFunc for lease renewals: the test fires them itself.
+type fakeTimers struct {
+	mu      sync.Mutex
+	delays  []time.Duration
+	fns     []func()
+	stopped []bool
+}
+
+func (s *fakeTimers) after(d time.Duration, f func()) func() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := len(s.fns)
+	s.delays, s.fns, s.stopped = append(s.delays, d), append(s.fns, f), append(s.stopped, false)
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		was := !s.stopped[i]
+		s.stopped[i] = true
+		return was
+	}
+}
+
+// pending is how many timers are scheduled and neither stopped nor fired.
+func (s *fakeTimers) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, st := range s.stopped {
+		if !st {
+			n++
+		}
+	}
+	return n
+}
+
+// fireAll fires every pending timer.
+func (s *fakeTimers) fireAll(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	var due []func()
+	for i, f := range s.fns {
+		if !s.stopped[i] {
+			s.stopped[i] = true
+			due = append(due, f)
+		}
+	}
+	s.mu.Unlock()
+	if len(due) == 0 {
+		t.Fatal("no timer pending")
+	}
+	for _, f := range due {
+		f()
 	}
 }

@@ -2,8 +2,9 @@ package core
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // What plangate says: /plan status and /plan show, and the texts of plans, questions and
@@ -51,9 +52,9 @@ func statusText(s Session, cur *Plan, pol Policy, nudgeLine string) string {
 	return strings.Join(lines, "\n")
 }
 
-func stepProgress(steps []Step) (done, total int) {
+func stepProgress(steps []plan.Step) (done, total int) {
 	for _, st := range steps {
-		if st.Status == StepCompleted || st.Status == StepCancelled {
+		if st.Status == plan.StepCompleted || st.Status == plan.StepCancelled {
 			done++
 		}
 	}
@@ -61,12 +62,12 @@ func stepProgress(steps []Step) (done, total int) {
 }
 
 // stepCounts counts completed and cancelled steps: a cancelled step is finished, not done.
-func stepCounts(steps []Step) (completed, cancelled, total int) {
+func stepCounts(steps []plan.Step) (completed, cancelled, total int) {
 	for _, st := range steps {
 		switch st.Status {
-		case StepCompleted:
+		case plan.StepCompleted:
 			completed++
-		case StepCancelled:
+		case plan.StepCancelled:
 			cancelled++
 		}
 	}
@@ -75,7 +76,7 @@ func stepCounts(steps []Step) (completed, cancelled, total int) {
 
 // progressWords is a plan's progress for the chat: "2 of 3 steps done", and how many were
 // cancelled, if any ("1 of 3 steps done, 1 cancelled").
-func progressWords(steps []Step) string {
+func progressWords(steps []plan.Step) string {
 	completed, cancelled, total := stepCounts(steps)
 	w := fmt.Sprintf("%d of %d steps done", completed, total)
 	if cancelled > 0 {
@@ -109,7 +110,7 @@ func showReply(s Session, cur *Plan) Reply {
 	}
 	p := *cur
 	r := planReply(s, p)
-	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, Checklist(p.Body.Steps))
+	r.Text = fmt.Sprintf("Plan v%d — %s (%s)\n%s", p.Version, p.Body.Title, p.Status, plan.Checklist(p.Body.Steps))
 	if p.Status == PlanPending {
 		r.Text += "\nDecide: /plan accept · /plan revise <feedback> · /plan auto"
 	}
@@ -200,8 +201,8 @@ func decideLine(p Plan, autoHeld, rule string, noRule bool) string {
 
 // StepDiff lists added ("+ text") and removed ("− text") steps by text, as the chat's
 // "Changes from vN" line and the web channel's card show them.
-func StepDiff(old, cur []Step) []string {
-	in := func(steps []Step, text string) bool {
+func StepDiff(old, cur []plan.Step) []string {
+	in := func(steps []plan.Step, text string) bool {
 		for _, s := range steps {
 			if strings.EqualFold(strings.TrimSpace(s.Text), strings.TrimSpace(text)) {
 				return true
@@ -221,38 +222,6 @@ func StepDiff(old, cur []Step) []string {
 		}
 	}
 	return parts
-}
-
-// changedParts names the parts of a plan body other than steps and scope that differ.
-func changedParts(old, cur PlanBody) []string {
-	var out []string
-	add := func(name string, changed bool) {
-		if changed {
-			out = append(out, name)
-		}
-	}
-	add("title", old.Title != cur.Title)
-	add("summary", old.Summary != cur.Summary)
-	criteria := len(old.Steps) != len(cur.Steps)
-	for i := 0; !criteria && i < len(old.Steps); i++ {
-		criteria = !slices.Equal(old.Steps[i].AcceptanceCriteria, cur.Steps[i].AcceptanceCriteria)
-	}
-	add("acceptance criteria", criteria)
-	add("step order", !criteria && !sameStepOrder(old.Steps, cur.Steps))
-	add("assumptions", !slices.Equal(old.Assumptions, cur.Assumptions))
-	add("risks", !slices.Equal(old.Risks, cur.Risks))
-	add("verification", !slices.Equal(old.Verification, cur.Verification))
-	add("references", !slices.Equal(old.References, cur.References))
-	return out
-}
-
-func sameStepOrder(old, cur []Step) bool {
-	for i := range old {
-		if i >= len(cur) || old[i].Text != cur[i].Text {
-			return false
-		}
-	}
-	return true
 }
 
 func plural(n int, one, many string) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // resumeWindow bounds how old an unanswered message may be for Resume to answer it: after
@@ -95,10 +97,6 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(Se
 // another process was found, so a turn may have been cut off.
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
 	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
-		// This process keeps the session's lease from its last turn: nothing restarted, the
-		// work found (left by another process meanwhile) is the linger's look. Stable here:
-		// only a job of the session's queue takes a kept lease.
-		lingering := !leftover && e.linger.holds(sessionID)
 		err := t.withLease(ctx, func(ctx context.Context) error {
 			last, err := e.lastEntry(ctx, t.sess)
 			if err != nil {
@@ -110,9 +108,6 @@ func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool)
 			}
 			if !resumeTurn(needsTurn(t.sess, last, e.d.Now()), leftover, len(runs) > 0, endedTurn(t.sess, last)) {
 				return nil
-			}
-			if lingering && len(runs) == 0 {
-				return t.runTurns(ctx)
 			}
 			if err := t.tellRestart(ctx, runs); err != nil {
 				return err
@@ -208,7 +203,7 @@ func restartNotice(s Session, cur *Plan, runs []ToolRun) (Reply, *Injection) {
 // stepToContinue is the number of the first step of p that is neither completed nor cancelled.
 func stepToContinue(p Plan) int {
 	for i, s := range p.Body.Steps {
-		if s.Status != StepCompleted && s.Status != StepCancelled {
+		if s.Status != plan.StepCompleted && s.Status != plan.StepCancelled {
 			return i + 1
 		}
 	}
@@ -285,8 +280,7 @@ func unseenPerson(h []ChatMessage, seen *seenPeople) bool {
 // seenPeople are the person messages of the transcript window a turn loaded. The window
 // is kept as it was loaded (its entries are never changed) and keyed only when asked,
 // which is only after another process wrote the session (moreWork), not on every turn.
-// A job's turns run one at a time, and a lingering lease hands it to the next job of the
-// same session, so it is never used by two goroutines at once.
+// A job's turns run one at a time, so it is never used by two goroutines at once.
 type seenPeople struct {
 	window []ChatMessage
 	keys   map[string]bool // userKeys(window), built at the first has

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The decisions Resume, the reminders and the tool-run recheck take, without a store.
@@ -48,7 +50,7 @@ func TestNeedsTurnAndEndedTurn(t *testing.T) {
 }
 
 func TestRestartNotice(t *testing.T) {
-	cur := &Plan{Version: 2, Status: PlanAccepted, Body: PlanBody{Title: "T", Steps: []Step{{Status: StepCompleted}, {Status: StepPending}}}}
+	cur := &Plan{Version: 2, Status: PlanAccepted, Body: plan.Body{Title: "T", Steps: []plan.Step{{Status: plan.StepCompleted}, {Status: plan.StepPending}}}}
 	chat, note := restartNotice(Session{Phase: PhaseExecuting}, cur, nil)
 	if note == nil || note.Kind != InjectRestart || !strings.Contains(chat.Text, "continuing with step 2") {
 		t.Errorf("executing: chat %q, note %+v; want step 2 and a RESTART injection", chat.Text, note)

@@ -71,14 +71,6 @@ func (s *sending) retryLater(id int64, at time.Time) {
 	}
 }
 
-// anyFailed reports whether any row waits for a retry: a delivery of this process that
-// failed, or a row handed over by retryLater.
-func (s *sending) anyFailed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.failedAt) > 0
-}
-
 // due reports whether row o may be tried again at now: its last attempt failed in this
 // process, it is not in flight, and its backoff has passed. A row another process failed
 // is the start-up backlog's (Backlog.Deliver); only if that attempt fails too does it

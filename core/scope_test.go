@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestScopeMatch(t *testing.T) {
@@ -110,7 +112,7 @@ func TestCheckScope(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			why, ok := inScope(Scope{AllowedPaths: c.allowed, ForbiddenPaths: c.forbidden}, c.path)
+			why, ok := inScope(plan.Scope{AllowedPaths: c.allowed, ForbiddenPaths: c.forbidden}, c.path)
 			if ok != c.ok {
 				t.Fatalf("inScope(%q) = %v (%s), want %v", c.path, ok, why, c.ok)
 			}
@@ -122,40 +124,40 @@ func TestCheckScope(t *testing.T) {
 }
 
 func TestScopeSummaryAndChange(t *testing.T) {
-	readme := Scope{AllowedPaths: []string{"README.md"}}
-	all := Scope{AllowedPaths: []string{"**"}}
-	both := Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}
-	guarded := Scope{AllowedPaths: []string{"**"}, ForbiddenPaths: []string{"secrets/*"}}
+	readme := plan.Scope{AllowedPaths: []string{"README.md"}}
+	all := plan.Scope{AllowedPaths: []string{"**"}}
+	both := plan.Scope{AllowedPaths: []string{"README.md", "CHANGELOG.md"}}
+	guarded := plan.Scope{AllowedPaths: []string{"**"}, ForbiddenPaths: []string{"secrets/*"}}
 	for _, c := range []struct {
-		s    Scope
+		s    plan.Scope
 		want string
 	}{
-		{Scope{}, "no files"},
-		{Scope{ForbiddenPaths: []string{"*.env"}}, "no files"},
+		{plan.Scope{}, "no files"},
+		{plan.Scope{ForbiddenPaths: []string{"*.env"}}, "no files"},
 		{readme, "README.md"},
 		{both, "README.md, CHANGELOG.md"},
 		{all, "the whole workspace"},
 		{guarded, "the whole workspace except secrets/*"},
 	} {
-		if got := ScopeSummary(c.s); got != c.want {
+		if got := plan.ScopeSummary(c.s); got != c.want {
 			t.Errorf("ScopeSummary(%+v) = %q, want %q", c.s, got, c.want)
 		}
 	}
 	for _, c := range []struct {
-		old, new Scope
+		old, new plan.Scope
 		want     string
 	}{
 		{readme, readme, ""},
-		{both, Scope{AllowedPaths: []string{"CHANGELOG.md", "./README.md"}}, ""},
+		{both, plan.Scope{AllowedPaths: []string{"CHANGELOG.md", "./README.md"}}, ""},
 		{readme, all, "scope widened: README.md → the whole workspace"},
-		{Scope{}, readme, "scope widened: no files → README.md"},
+		{plan.Scope{}, readme, "scope widened: no files → README.md"},
 		{readme, both, "scope widened: README.md → README.md, CHANGELOG.md"},
 		{guarded, all, "scope widened: the whole workspace except secrets/* → the whole workspace"},
 		{all, readme, "scope narrowed: the whole workspace → README.md"},
 		{all, guarded, "scope narrowed: the whole workspace → the whole workspace except secrets/*"},
-		{readme, Scope{AllowedPaths: []string{"main.go"}}, "scope changed: README.md → main.go"},
+		{readme, plan.Scope{AllowedPaths: []string{"main.go"}}, "scope changed: README.md → main.go"},
 	} {
-		if got := ScopeChange(c.old, c.new); got != c.want {
+		if got := plan.ScopeChange(c.old, c.new); got != c.want {
 			t.Errorf("ScopeChange(%+v, %+v) = %q, want %q", c.old, c.new, got, c.want)
 		}
 	}

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"strings"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // specLineFeatures is how many features a proposal's chat message names; the plan file
@@ -12,7 +14,7 @@ const specLineFeatures = 5
 // specLine is a proposal's line about its product spec: how many features, the first
 // few with their priority and complexity, e.g. "Product spec: 2 features — Add a todo
 // (high, small) · Due dates (low, medium)". "" without a spec.
-func specLine(sp *ProductSpec) string {
+func specLine(sp *plan.ProductSpec) string {
 	if sp == nil {
 		return ""
 	}

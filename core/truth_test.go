@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Tests that plangate tells people the truth: they assert on the store
@@ -59,7 +60,7 @@ func TestUpdatePlanKeepsTheAcceptedSteps(t *testing.T) {
 		{"explanation with a bidi override", call("update_plan", map[string]any{"plan": []stepArg{{Step: "First step", Status: "cancelled"}},
 			"merge": true, "explanation": "not needed\u202e"}), "explanation contains the invisible or control character U+202E (RIGHT-TO-LEFT OVERRIDE)"},
 		{"explanation too long", call("update_plan", map[string]any{"plan": []stepArg{{Step: "First step", Status: "cancelled"}},
-			"merge": true, "explanation": strings.Repeat("x", core.MaxFieldLen+1)}), "explanation is 2001 characters long"},
+			"merge": true, "explanation": strings.Repeat("x", plan.MaxFieldLen+1)}), "explanation is 2001 characters long"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +76,7 @@ func TestUpdatePlanKeepsTheAcceptedSteps(t *testing.T) {
 			stored := h.plan(p.ID)
 			if stored.Status != core.PlanAccepted || len(stored.Body.Steps) != 2 ||
 				stored.Body.Steps[0].Text != "First step" || stored.Body.Steps[1].Text != "Second step" ||
-				stored.Body.Steps[0].Status != core.StepPending || len(stored.Body.Steps[0].AcceptanceCriteria) != 0 {
+				stored.Body.Steps[0].Status != plan.StepPending || len(stored.Body.Steps[0].AcceptanceCriteria) != 0 {
 				t.Fatalf("stored plan changed: %+v", stored)
 			}
 			if n := countKind(h.events("main"), core.EventStepUpdated); n != countKind(before, core.EventStepUpdated) {
@@ -95,8 +96,8 @@ func TestUpdatePlanKeepsTheAcceptedSteps(t *testing.T) {
 			{Step: "second step", Status: "in_progress"}, {Step: "FIRST STEP", Status: "completed"}}})), text("on it"))
 		h.say("main", "local", "continue")
 		st := h.plan(p.ID).Body.Steps
-		if len(st) != 2 || st[0].Text != "First step" || st[0].Status != core.StepCompleted ||
-			st[1].Text != "Second step" || st[1].Status != core.StepInProgress {
+		if len(st) != 2 || st[0].Text != "First step" || st[0].Status != plan.StepCompleted ||
+			st[1].Text != "Second step" || st[1].Status != plan.StepInProgress {
 			t.Fatalf("steps %+v, want the accepted order and wording with the new statuses", st)
 		}
 	})
@@ -113,7 +114,7 @@ func TestCancelledStepsAreNotDone(t *testing.T) {
 		text("summary"))
 	rs := h.say("main", "local", "continue")
 	stored := h.plan(p.ID)
-	if stored.Status != core.PlanCompleted || stored.Body.Steps[1].Status != core.StepCancelled ||
+	if stored.Status != core.PlanCompleted || stored.Body.Steps[1].Status != plan.StepCancelled ||
 		stored.Body.Steps[1].CancelReason != "the user dropped it" || stored.Body.Steps[0].CancelReason != "" {
 		t.Fatalf("stored plan %+v", stored)
 	}
@@ -272,7 +273,7 @@ func TestPlanOffCountsCancelledStepsApart(t *testing.T) {
 		t.Fatalf("replies %+v, want the retired buttons and the text", rs)
 	}
 	mustContain(t, rs[1].Text, `Plan v1 "Stopped" was stopped with 0 of 2 steps done, 1 cancelled.`)
-	if st := h.plan(p.ID); st.Status != core.PlanAborted || st.Body.Steps[0].Status != core.StepCancelled {
+	if st := h.plan(p.ID); st.Status != core.PlanAborted || st.Body.Steps[0].Status != plan.StepCancelled {
 		t.Fatalf("plan %+v", st)
 	}
 }

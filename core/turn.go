@@ -19,10 +19,8 @@ type jobRun struct {
 	// gate: the calls the gate refused in the running turn, and whether the turn was
 	// started by a person's message (see gate_audit.go).
 	gate turnGate
-	// leased: this job holds the session's lease (see withLease); kept: its last
-	// withLease kept the lease lingering rather than releasing it (see linger.go); cut:
-	// the last turn stopped short of a visible end (see leftResumable).
-	leased, kept, cut bool
+	// leased: this job holds the session's lease (see withLease).
+	leased bool
 	// done lists the mutating calls that ran in this job, so a conflict after them is
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
@@ -102,14 +100,13 @@ func (tr *turn) undrained(queue []Injection) []Injection {
 // That process leaves a message to this one because the lease is held. So the look for
 // such work (moreWork) comes after the lease is released: a message stored before the
 // release is seen then, and one stored after it finds the lease free and gets its own
-// turn there. When there is work, this process takes the lease again for it. A lease kept
-// lingering (see linger.go) is looked after when the linger ends and it is released.
+// turn there. When there is work, this process takes the lease again for it.
 func (t *jobRun) runTurns(ctx context.Context) error {
 	if t.leased {
 		return t.leasedTurns(ctx, true) // an outer lease
 	}
 	for range maxChainedTurns {
-		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil || t.kept {
+		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil {
 			return err
 		}
 		if again, err := t.moreWork(ctx); err != nil || !again {
@@ -149,7 +146,6 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
-	t.cut = true           // until it ends with an answer, a plan or a question
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
@@ -169,7 +165,6 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			if err := t.flush(ctx, tr, rs...); err != nil {
 				return false, err
 			}
-			t.cut = false
 			return len(t.sess.Injections) > 0, nil
 		}
 		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
@@ -189,7 +184,6 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		if r.ended != "" {
-			t.cut = false
 			return len(t.sess.Injections) > 0, nil
 		}
 	}

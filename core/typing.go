@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// typingEvery is how long one typing indicator counts for a chat: Telegram shows it for
-// 5 s (or until the next message), so a second one sooner only costs an API call.
+// typingEvery is how long one typing indicator counts for a chat: platforms show one for
+// about 5 s (or until the next message), so a second one sooner only costs an API call.
 const typingEvery = 4 * time.Second
 
 // DefaultTypingDelay is how long a model call runs before its chat is shown the typing

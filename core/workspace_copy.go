@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The executor's copy of the plan (docs/design.md §13): once a version is accepted it is written
@@ -59,35 +61,35 @@ func PlanCopyRefusal(name string) error {
 // reader need not tell "none" from "not written"; spec and decision are omitted when the
 // plan has none.
 type PlanDocument struct {
-	Format       int           `json:"format"` // PlanCopyFormat
-	PlanID       string        `json:"plan_id"`
-	Session      string        `json:"session"`
-	Version      int           `json:"version"` // the plan version (v1, v2, ...)
-	Status       PlanStatus    `json:"status"`
-	Title        string        `json:"title"`
-	Summary      string        `json:"summary"`
-	Steps        []PlanDocStep `json:"steps"`
-	Assumptions  []string      `json:"assumptions"`
-	Risks        []Risk        `json:"risks"`
-	Verification []string      `json:"verification"`
-	Scope        PlanDocScope  `json:"scope"`
-	References   []string      `json:"references"`
-	Spec         *ProductSpec  `json:"spec,omitempty"`
-	Approvals    []Approval    `json:"approvals"`
-	Decision     *Decision     `json:"decision,omitempty"`
-	Requesters   []Requester   `json:"requesters,omitempty"`
-	EditedBy     string        `json:"edited_by,omitempty"`
-	UpdatedAt    time.Time     `json:"updated_at"`
+	Format       int               `json:"format"` // PlanCopyFormat
+	PlanID       string            `json:"plan_id"`
+	Session      string            `json:"session"`
+	Version      int               `json:"version"` // the plan version (v1, v2, ...)
+	Status       PlanStatus        `json:"status"`
+	Title        string            `json:"title"`
+	Summary      string            `json:"summary"`
+	Steps        []PlanDocStep     `json:"steps"`
+	Assumptions  []string          `json:"assumptions"`
+	Risks        []plan.Risk       `json:"risks"`
+	Verification []string          `json:"verification"`
+	Scope        PlanDocScope      `json:"scope"`
+	References   []string          `json:"references"`
+	Spec         *plan.ProductSpec `json:"spec,omitempty"`
+	Approvals    []plan.Approval   `json:"approvals"`
+	Decision     *plan.Decision    `json:"decision,omitempty"`
+	Requesters   []Requester       `json:"requesters,omitempty"`
+	EditedBy     string            `json:"edited_by,omitempty"`
+	UpdatedAt    time.Time         `json:"updated_at"`
 }
 
 // PlanDocStep is one step of PLAN.json.
 type PlanDocStep struct {
-	ID                 string     `json:"id"`
-	Text               string     `json:"text"`
-	Status             StepStatus `json:"status"`
-	AcceptanceCriteria []string   `json:"acceptance_criteria"`
-	VerifiedCriteria   []string   `json:"verified_criteria"`
-	CancelReason       string     `json:"cancel_reason,omitempty"`
+	ID                 string          `json:"id"`
+	Text               string          `json:"text"`
+	Status             plan.StepStatus `json:"status"`
+	AcceptanceCriteria []string        `json:"acceptance_criteria"`
+	VerifiedCriteria   []string        `json:"verified_criteria"`
+	CancelReason       string          `json:"cancel_reason,omitempty"`
 }
 
 // PlanDocScope is the scope of PLAN.json.
@@ -107,10 +109,10 @@ func NewPlanDocument(s Session, p Plan) PlanDocument {
 		Approvals: p.Approvals, Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	if d.Risks == nil {
-		d.Risks = []Risk{}
+		d.Risks = []plan.Risk{}
 	}
 	if d.Approvals == nil {
-		d.Approvals = []Approval{}
+		d.Approvals = []plan.Approval{}
 	}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/core/tools"
 )
 
@@ -125,7 +126,7 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 			if err := json.Unmarshal(readFile(t, filepath.Join(ws, core.PlanCopyJSON)), &doc); err != nil {
 				t.Fatal(err)
 			}
-			if doc.Steps[0].Status != core.StepInProgress || doc.Status != core.PlanAccepted || doc.Decision == nil || doc.Decision.Outcome != "accepted" {
+			if doc.Steps[0].Status != plan.StepInProgress || doc.Status != core.PlanAccepted || doc.Decision == nil || doc.Decision.Outcome != "accepted" {
 				t.Fatalf("PLAN.json after progress: %+v", doc)
 			}
 		})

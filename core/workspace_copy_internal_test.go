@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/plangate/plangate/core/plan"
+	"github.com/plangate/plangate/core/plan/plantest"
 )
 
 // TestPlanJSONRoundTrip is the property for PLAN.json: for random plans (the generator of
@@ -14,7 +17,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 14))
 	s := Session{ID: "terminal:local:main"}
 	for i := range 1000 {
-		b := genPlan(r)
+		b := plantest.Body(r)
 		data, err := RenderPlanJSON(s, Plan{ID: "p1", Version: 1, Status: PlanAccepted, Body: b})
 		if err != nil {
 			t.Fatal(err)
@@ -23,11 +26,11 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(data, &d); err != nil {
 			t.Fatalf("plan %d: %v\n%s", i, err, data)
 		}
-		got := PlanBody{Title: d.Title, Summary: d.Summary, Assumptions: d.Assumptions, Risks: d.Risks,
+		got := plan.Body{Title: d.Title, Summary: d.Summary, Assumptions: d.Assumptions, Risks: d.Risks,
 			Verification: d.Verification, References: d.References, Spec: d.Spec,
-			Scope: Scope{AllowedPaths: d.Scope.AllowedPaths, ForbiddenPaths: d.Scope.ForbiddenPaths, AllowedTools: d.Scope.AllowedTools}}
+			Scope: plan.Scope{AllowedPaths: d.Scope.AllowedPaths, ForbiddenPaths: d.Scope.ForbiddenPaths, AllowedTools: d.Scope.AllowedTools}}
 		for _, st := range d.Steps {
-			got.Steps = append(got.Steps, Step{ID: st.ID, Text: st.Text, Status: st.Status,
+			got.Steps = append(got.Steps, plan.Step{ID: st.ID, Text: st.Text, Status: st.Status,
 				AcceptanceCriteria: st.AcceptanceCriteria, VerifiedCriteria: st.VerifiedCriteria, CancelReason: st.CancelReason})
 		}
 		if !reflect.DeepEqual(normal(got), normal(b)) {
@@ -37,7 +40,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 }
 
 // normal makes empty lists nil: PLAN.json writes [] where the body has none.
-func normal(b PlanBody) PlanBody {
+func normal(b plan.Body) plan.Body {
 	nil0 := func(l []string) []string {
 		if len(l) == 0 {
 			return nil
@@ -45,7 +48,7 @@ func normal(b PlanBody) PlanBody {
 		return l
 	}
 	b.Assumptions, b.Verification, b.References = nil0(b.Assumptions), nil0(b.Verification), nil0(b.References)
-	b.Scope = Scope{nil0(b.Scope.AllowedPaths), nil0(b.Scope.ForbiddenPaths), nil0(b.Scope.AllowedTools)}
+	b.Scope = plan.Scope{AllowedPaths: nil0(b.Scope.AllowedPaths), ForbiddenPaths: nil0(b.Scope.ForbiddenPaths), AllowedTools: nil0(b.Scope.AllowedTools)}
 	if len(b.Risks) == 0 {
 		b.Risks = nil
 	}

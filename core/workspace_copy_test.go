@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // copied lists the (phase, trigger) rows whose outcome rewrites PLAN.md and PLAN.json,
@@ -80,13 +81,13 @@ func TestPlanCopyDocument(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	s := core.Session{ID: "slack:T1:C1", Address: core.Address{Channel: "slack", Account: "T1", Chat: "C1"}, Phase: core.PhaseExecuting}
 	p := core.Plan{ID: "p1", Version: 2, Status: core.PlanAccepted, UpdatedAt: at, Requesters: []core.Requester{{By: "slack:U1", Name: "Ann"}},
-		Body: core.PlanBody{Title: "Docs <b> & *stars*", Steps: []core.Step{
-			{ID: "1", Text: "Fix `typos`", Status: core.StepCompleted, AcceptanceCriteria: []string{"no typos"}, VerifiedCriteria: []string{"no typos"}},
-			{ID: "2", Text: "Link", Status: core.StepInProgress}},
-			Scope: core.Scope{AllowedPaths: []string{"docs/**"}},
-			Spec:  &core.ProductSpec{Overview: "A tidy guide.", Features: []core.Feature{{Name: "Search", Priority: "high", Complexity: "small"}}}},
-		Approvals: []core.Approval{{By: "slack:U2", At: at, Version: 2}},
-		Decision:  &core.Decision{By: "slack:U3", At: at, Channel: "slack", Outcome: "accepted"}}
+		Body: plan.Body{Title: "Docs <b> & *stars*", Steps: []plan.Step{
+			{ID: "1", Text: "Fix `typos`", Status: plan.StepCompleted, AcceptanceCriteria: []string{"no typos"}, VerifiedCriteria: []string{"no typos"}},
+			{ID: "2", Text: "Link", Status: plan.StepInProgress}},
+			Scope: plan.Scope{AllowedPaths: []string{"docs/**"}},
+			Spec:  &plan.ProductSpec{Overview: "A tidy guide.", Features: []plan.Feature{{Name: "Search", Priority: "high", Complexity: "small"}}}},
+		Approvals: []plan.Approval{{By: "slack:U2", At: at, Version: 2}},
+		Decision:  &plan.Decision{By: "slack:U3", At: at, Channel: "slack", Outcome: "accepted"}}
 	data, err := core.RenderPlanJSON(s, p)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestPlanCopyDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	if doc.Session != s.ID || doc.PlanID != "p1" || doc.Status != core.PlanAccepted || len(doc.Steps) != 2 ||
-		doc.Steps[1].Status != core.StepInProgress || doc.Spec == nil || doc.Spec.Features[0].Name != "Search" ||
+		doc.Steps[1].Status != plan.StepInProgress || doc.Spec == nil || doc.Spec.Features[0].Name != "Search" ||
 		len(doc.Approvals) != 1 || doc.Decision.By != "slack:U3" || !doc.UpdatedAt.Equal(at) || len(doc.Requesters) != 1 || doc.Requesters[0].By != "slack:U1" {
 		t.Fatalf("PLAN.json read back as %+v", doc)
 	}
@@ -168,10 +169,10 @@ func TestWritePlanCopyLeavesForeignFilesAlone(t *testing.T) {
 // leave the copy stale as a "foreign" file.
 func TestWritePlanCopyKeepsALargeCopyCurrent(t *testing.T) {
 	s := core.Session{ID: "terminal:local:main"}
-	p := core.Plan{ID: "p1", Version: 1, Status: core.PlanAccepted, Body: core.PlanBody{Title: "Big"}}
-	crit := strings.Repeat("c", core.MaxFieldLen)
-	for i := 0; i < core.MaxSteps; i++ {
-		st := core.Step{ID: fmt.Sprint(i + 1), Text: fmt.Sprint("step ", i), Status: core.StepPending}
+	p := core.Plan{ID: "p1", Version: 1, Status: core.PlanAccepted, Body: plan.Body{Title: "Big"}}
+	crit := strings.Repeat("c", plan.MaxFieldLen)
+	for i := 0; i < plan.MaxSteps; i++ {
+		st := plan.Step{ID: fmt.Sprint(i + 1), Text: fmt.Sprint("step ", i), Status: plan.StepPending}
 		for j := 0; j < 50; j++ {
 			st.AcceptanceCriteria = append(st.AcceptanceCriteria, fmt.Sprint(j, crit))
 		}

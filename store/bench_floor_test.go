@@ -16,6 +16,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/coretest"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // BenchmarkDecisionFloor is the floor of BenchmarkEngineDecisions (core/bench_test.go):
@@ -141,8 +142,8 @@ func seedPending(b *testing.B, s *Store, n int) []string {
 			Session: &core.Session{ID: id, Address: a, Phase: core.PhaseAwaitingApproval, Owner: "local",
 				PlanID: pid, ApprovalID: "a" + pid, Requesters: []core.Requester{{By: "terminal:local"}}},
 			Plans: []core.Plan{{ID: pid, Version: 1, Status: core.PlanPending, ApprovalID: "a" + pid,
-				Body: core.PlanBody{Title: "Decision bench", Summary: "Summary of Decision bench",
-					Steps: []core.Step{{ID: "1", Text: "First step", Status: core.StepPending}, {ID: "2", Text: "Second step", Status: core.StepPending}}},
+				Body: plan.Body{Title: "Decision bench", Summary: "Summary of Decision bench",
+					Steps: []plan.Step{{ID: "1", Text: "First step", Status: plan.StepPending}, {ID: "2", Text: "Second step", Status: plan.StepPending}}},
 				File: "/plans/" + id + "/plan-v1.md", Requesters: []core.Requester{{By: "terminal:local"}}}},
 			Events: []core.Event{{Kind: core.EventProposed, Actor: core.AgentActor, Channel: "terminal"}},
 		})
@@ -357,7 +358,7 @@ type floorRows struct {
 
 // decisionRows makes the rows of accepting what rd read, as plangate writes them.
 func decisionRows(rd floorRead, event, chat string) (floorRows, error) {
-	var body core.PlanBody
+	var body plan.Body
 	if err := json.Unmarshal([]byte(rd.body), &body); err != nil {
 		return floorRows{}, err
 	}
@@ -372,7 +373,7 @@ func decisionRows(rd floorRead, event, chat string) (floorRows, error) {
 	if err != nil {
 		return floorRows{}, err
 	}
-	decision, err := json.Marshal(core.Decision{By: "local", ByName: "local", At: r.now, Channel: "terminal", Outcome: "accepted"})
+	decision, err := json.Marshal(plan.Decision{By: "local", ByName: "local", At: r.now, Channel: "terminal", Outcome: "accepted"})
 	if err != nil {
 		return floorRows{}, err
 	}

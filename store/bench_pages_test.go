@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // BenchmarkBigRows measures what the page size (PageSize) costs the rows that do not fit
@@ -22,9 +23,9 @@ import (
 func BenchmarkBigRows(b *testing.B) {
 	ctx := context.Background()
 	long := strings.Repeat("A long answer, in words that do not compress into anything. ", 68) // ~4 KB
-	body := core.PlanBody{Title: "Migrate the billing jobs", Summary: long[:400]}
+	body := plan.Body{Title: "Migrate the billing jobs", Summary: long[:400]}
 	for i := range 12 {
-		body.Steps = append(body.Steps, core.Step{ID: fmt.Sprintf("s%d", i+1), Text: long[:250],
+		body.Steps = append(body.Steps, plan.Step{ID: fmt.Sprintf("s%d", i+1), Text: long[:250],
 			AcceptanceCriteria: []string{"the job runs on the new queue"}})
 	}
 	setup := func(b *testing.B) (*Store, core.Session) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Commit applies ch in one transaction (on SQLite an IMMEDIATE one on the writer
@@ -396,11 +397,11 @@ func requestersJSON(list []core.Requester) (sql.NullString, error) {
 }
 
 // approvalsJSON encodes a plan's recorded approvals, NULL while there are none.
-func approvalsJSON(list []core.Approval) (sql.NullString, error) {
+func approvalsJSON(list []plan.Approval) (sql.NullString, error) {
 	if len(list) == 0 {
 		return sql.NullString{}, nil
 	}
-	out := make([]core.Approval, len(list))
+	out := make([]plan.Approval, len(list))
 	for i, a := range list {
 		a.At = a.At.UTC()
 		out[i] = a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // seed stores a fully populated session with its plan and returns it as stored.
@@ -154,7 +155,7 @@ func TestCommitStampsZeroTimes(t *testing.T) {
 	s.now = func() time.Time { return fixed }
 	got, err := s.Commit(ctx, core.Change{
 		Session:  &core.Session{ID: "s1", Phase: core.PhasePlanning},
-		Plans:    []core.Plan{{ID: "p1", Version: 1, Status: core.PlanPending, Body: core.PlanBody{Title: "t"}}},
+		Plans:    []core.Plan{{ID: "p1", Version: 1, Status: core.PlanPending, Body: plan.Body{Title: "t"}}},
 		Events:   []core.Event{{Kind: core.EventEntered}},
 		Messages: []core.ChatMessage{{Role: core.RoleUser, Content: "hi"}},
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -24,7 +25,7 @@ func fill(t *testing.T, s *store.Store) {
 		Question:   &core.Question{ID: "q", Text: "Which?", Options: []string{"a"}, AskedAt: c0},
 		Injections: []core.Injection{{Kind: core.InjectAnswer, Text: "a"}}, CreatedAt: c0, UpdatedAt: c0}
 	plan := core.Plan{ID: "p1", Version: 1, Status: core.PlanPending, ApprovalID: "a1",
-		Body: core.PlanBody{Title: "t", Steps: []core.Step{{ID: "s1", Text: "x", Status: core.StepPending}}}, CreatedAt: c0, UpdatedAt: c0}
+		Body: plan.Body{Title: "t", Steps: []plan.Step{{ID: "s1", Text: "x", Status: plan.StepPending}}}, CreatedAt: c0, UpdatedAt: c0}
 	out := []core.Outgoing{{Reply: core.Reply{To: se.Address, Text: "sent"}, CreatedAt: c0},
 		{Reply: core.Reply{To: se.Address, Text: "unsent"}, CreatedAt: c0}}
 	if _, err := s.Commit(ctx, core.Change{Session: &se, Plans: []core.Plan{plan},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestReopenMidCycle(t *testing.T) {
@@ -53,7 +54,7 @@ func TestReopenMidCycle(t *testing.T) {
 	// The decision arrives after the restart, from the version read back.
 	read.Phase, read.ApprovalID = core.PhaseExecuting, ""
 	p.Status = core.PlanAccepted
-	p.Decision = &core.Decision{By: "U123", At: at(30), Channel: "slack", Outcome: "accepted"}
+	p.Decision = &plan.Decision{By: "U123", At: at(30), Channel: "slack", Outcome: "accepted"}
 	after, err := s.Commit(ctx, core.Change{Session: &read, Plans: []core.Plan{p},
 		Events: []core.Event{{PlanID: p.ID, PlanVersion: 2, Kind: core.EventAccepted, At: at(30)}}})
 	if err != nil {

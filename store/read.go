@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // All reads go to the read-only pool. Every *sql.Rows is closed before returning: an open
@@ -179,7 +180,7 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		return core.Plan{}, fmt.Errorf("plan %q: decoding body: %w", p.ID, err)
 	}
 	if decision.Valid {
-		p.Decision = new(core.Decision)
+		p.Decision = new(plan.Decision)
 		if err := json.Unmarshal([]byte(decision.String), p.Decision); err != nil {
 			return core.Plan{}, fmt.Errorf("plan %q: decoding decision: %w", p.ID, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestTranscriptLimit(t *testing.T) {
@@ -156,7 +157,7 @@ func TestPlanUpsertKeepsCreatedAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Status = core.PlanCompleted
-	p.Body.Steps[1].Status = core.StepCompleted
+	p.Body.Steps[1].Status = plan.StepCompleted
 	p.CreatedAt = time.Time{}
 	p.UpdatedAt = at(40)
 	if _, err := s.Commit(ctx, core.Change{SessionID: "s1", Plans: []core.Plan{p}}); err != nil {
@@ -166,7 +167,7 @@ func TestPlanUpsertKeepsCreatedAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != core.PlanCompleted || got.Body.Steps[1].Status != core.StepCompleted ||
+	if got.Status != core.PlanCompleted || got.Body.Steps[1].Status != plan.StepCompleted ||
 		!got.CreatedAt.Equal(at(1)) || !got.UpdatedAt.Equal(at(40)) {
 		t.Fatalf("after update plan = %+v", got)
 	}

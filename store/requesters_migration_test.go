@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store/pgtest"
 )
 
@@ -40,7 +41,7 @@ func TestRequestedByBecomesTheRequesters(t *testing.T) {
 			se := core.Session{ID: "s1", Address: core.Address{Channel: "slack", Account: "T1", Chat: "C1"}, Phase: core.PhaseAwaitingApproval,
 				PlanID: "p1", ApprovalID: "a1", CreatedAt: now, UpdatedAt: now}
 			p := core.Plan{ID: "p1", SessionID: "s1", Version: 1, Status: core.PlanPending, ApprovalID: "a1",
-				Body: core.PlanBody{Title: "Docs", Steps: []core.Step{{ID: "1", Text: "Reword", Status: core.StepPending}}}, CreatedAt: now, UpdatedAt: now}
+				Body: plan.Body{Title: "Docs", Steps: []plan.Step{{ID: "1", Text: "Reword", Status: plan.StepPending}}}, CreatedAt: now, UpdatedAt: now}
 			if _, err := s.Commit(ctx, core.Change{Session: &se, Plans: []core.Plan{p}}); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store/pgtest"
 )
 
@@ -76,7 +77,7 @@ func TestSessionPlanOneSnapshot(t *testing.T) {
 		next.Phase, next.ApprovalID = core.PhaseExecuting, ""
 		accepted := pending
 		accepted.Status = core.PlanAccepted
-		accepted.Decision = &core.Decision{By: "U123", Outcome: "accepted", At: at(9), Channel: "slack"}
+		accepted.Decision = &plan.Decision{By: "U123", Outcome: "accepted", At: at(9), Channel: "slack"}
 		if _, err := s.Commit(ctx, core.Change{Session: &next, Plans: []core.Plan{accepted}}); err != nil {
 			t.Errorf("committing the other decision: %v", err)
 		}

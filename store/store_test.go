@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // openTest opens a fresh store in a temporary directory and closes it after the test.
@@ -71,23 +72,23 @@ func fullPlan(id, sessionID string, version int) core.Plan {
 		Version:    version,
 		Status:     core.PlanAccepted,
 		ApprovalID: sessionID + "-a" + string(rune('0'+version)),
-		Body: core.PlanBody{
+		Body: plan.Body{
 			Title:   "Add a changelog",
 			Summary: "Create CHANGELOG.md & link it",
-			Steps: []core.Step{
-				{ID: "s1", Text: "Create CHANGELOG.md", Status: core.StepCompleted,
+			Steps: []plan.Step{
+				{ID: "s1", Text: "Create CHANGELOG.md", Status: plan.StepCompleted,
 					AcceptanceCriteria: []string{"file exists"}, VerifiedCriteria: []string{"file exists"}},
-				{ID: "s2", Text: "Link it from README", Status: core.StepInProgress},
+				{ID: "s2", Text: "Link it from README", Status: plan.StepInProgress},
 			},
 			Assumptions:  []string{"README.md exists"},
-			Risks:        []core.Risk{{Risk: "merge conflict", Mitigation: "small diff"}},
+			Risks:        []plan.Risk{{Risk: "merge conflict", Mitigation: "small diff"}},
 			Verification: []string{"cat CHANGELOG.md"},
-			Scope:        core.Scope{AllowedPaths: []string{"*.md"}, ForbiddenPaths: []string{".git/**"}},
+			Scope:        plan.Scope{AllowedPaths: []string{"*.md"}, ForbiddenPaths: []string{".git/**"}},
 			References:   []string{"https://keepachangelog.com"},
 		},
 		Hash: "sha256:abc",
 		File: "slack-C2/plan-2025-03-14-add-a-changelog-v1.md",
-		Decision: &core.Decision{
+		Decision: &plan.Decision{
 			By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok",
 		},
 		CreatedAt: at(1),

@@ -144,7 +144,12 @@ type recorder struct {
 	changed chan struct{}
 }
 
-func (r *recorder) Handle(_ context.Context, m core.Message) error {
+// EnqueueThen records m and reports its outcome at once.
+func (r *recorder) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
+	then(r.record(m))
+}
+
+func (r *recorder) record(m core.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.msgs = append(r.msgs, m)

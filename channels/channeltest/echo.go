@@ -14,17 +14,13 @@ import (
 // place of an engine.
 type EchoHandler struct{ Out core.Sender }
 
-// Handle sends the echo.
-func (h EchoHandler) Handle(ctx context.Context, m core.Message) error {
-	_, err := h.Out.Send(ctx, core.Reply{To: m.Address, Text: "re: " + m.Text, InReplyTo: m.ID})
-	return err
-}
-
-// Enqueue handles m on its own goroutine, as the engine's queue would.
-func (h EchoHandler) Enqueue(ctx context.Context, m core.Message) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- h.Handle(ctx, m) }()
-	return done
+// EnqueueThen sends the echo on its own goroutine, as the engine's queue would, and
+// reports its outcome to then.
+func (h EchoHandler) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	go func() {
+		_, err := h.Out.Send(ctx, core.Reply{To: m.Address, Text: "re: " + m.Text, InReplyTo: m.ID})
+		then(err)
+	}()
 }
 
 // Replies pairs the replies "re: <text>" a platform fake receives with the messages that

@@ -104,8 +104,8 @@ func (e *Env[C]) Start() {
 	e.TB.Cleanup(e.Stop)
 }
 
-// Stop ends Run (releasing a blocked model first) and waits for the engine to go idle,
-// ending the session leases it kept after turns (core.Engine.Close), as a shutdown does.
+// Stop ends Run (releasing a blocked model first) and waits for the engine to go idle, as
+// a shutdown does.
 func (e *Env[C]) Stop() {
 	e.TB.Helper()
 	if e.cancel == nil {
@@ -124,7 +124,7 @@ func (e *Env[C]) Stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := e.Engine.Close(ctx); err != nil {
+	if err := e.Engine.Wait(ctx); err != nil {
 		e.TB.Errorf("engine did not go idle: %v", err)
 	}
 }

@@ -88,7 +88,7 @@ func (f *Fake) Deliver(ctx context.Context, m core.Message) error {
 		h, changed := f.handler, f.changed
 		f.mu.Unlock()
 		if h != nil {
-			return h.Handle(ctx, m)
+			return channels.Handle(ctx, h, m)
 		}
 		select {
 		case <-changed:
@@ -193,8 +193,9 @@ func (f *Fake) notifyLocked() {
 
 // MemState is an in-memory channels.State, for adapters tested without a store.
 type MemState struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu    sync.Mutex
+	m     map[string]string
+	order sync.Mutex // snapshot saves, one at a time so they land in order
 }
 
 // ChannelState implements channels.State.
@@ -214,4 +215,20 @@ func (s *MemState) SetChannelState(_ context.Context, ch, acc, key, value string
 	}
 	s.m[ch+"/"+acc+"/"+key] = value
 	return nil
+}
+
+// SetChannelStateLazy implements channels.State: memory has no disk to wait for.
+func (s *MemState) SetChannelStateLazy(ctx context.Context, ch, acc, key, value string) error {
+	return s.SetChannelState(ctx, ch, acc, key, value)
+}
+
+// SetChannelStateWith implements channels.State.
+func (s *MemState) SetChannelStateWith(ctx context.Context, ch, acc, key string, _ bool, value func() (string, error)) error {
+	s.order.Lock()
+	defer s.order.Unlock()
+	v, err := value()
+	if err != nil {
+		return err
+	}
+	return s.SetChannelState(ctx, ch, acc, key, v)
 }

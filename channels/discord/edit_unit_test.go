@@ -27,7 +27,6 @@ func TestFetchChainKeepsOrder(t *testing.T) {
 		return nil
 	})
 	d := newDispatcher(c, h, context.Background())
-	defer d.stop()
 	release := make(chan struct{})
 	d.fetches.deliver(d, work{msg: core.Message{ID: "edit"}}, func(w *work) {
 		<-release // the download is slow

@@ -73,13 +73,6 @@ func (b *ixInbox) untake(key string) {
 	b.inflight.Done()
 }
 
-// keep leaves a taken interaction in the inbox for the next start (it was not handled):
-// Drain counts it.
-func (b *ixInbox) keep(key string) {
-	b.left.Add(1)
-	b.untake(key)
-}
-
 // openInbox loads the inbox when interactions start being taken and returns what is to
 // be replayed. The first time it reads the saved record; later (the gateway elected again
 // after another replica held it) it merges the saved record into the one in memory, as

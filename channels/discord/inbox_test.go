@@ -38,7 +38,7 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// dyingHandler takes messages as the engine does (AsyncHandler) and never reports their
+// dyingHandler takes messages as the engine does and never reports their
 // outcome: the process dies first. With inner set, the message is handled by that engine
 // (committed, answered) before the process dies; without it, nothing is committed.
 type dyingHandler struct {
@@ -49,17 +49,14 @@ type dyingHandler struct {
 	errs chan error // inner's outcomes
 }
 
-func (h *dyingHandler) Handle(ctx context.Context, m core.Message) error { return <-h.Enqueue(ctx, m) }
-
-func (h *dyingHandler) Enqueue(ctx context.Context, m core.Message) <-chan error {
+// EnqueueThen never calls then.
+func (h *dyingHandler) EnqueueThen(ctx context.Context, m core.Message, _ func(error)) {
 	h.mu.Lock()
 	h.got = append(h.got, m)
 	h.mu.Unlock()
 	if h.inner != nil {
-		done := h.inner.Enqueue(ctx, m)
-		go func() { h.errs <- <-done }()
+		h.inner.EnqueueThen(ctx, m, func(err error) { h.errs <- err })
 	}
-	return make(chan error) // never reported
 }
 
 func (h *dyingHandler) count() int {
@@ -311,6 +308,20 @@ func (s inboxFailing) SetChannelState(ctx context.Context, channel, account, key
 		return errors.New("database or disk is full")
 	}
 	return s.State.SetChannelState(ctx, channel, account, key, value)
+}
+
+func (s inboxFailing) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	if key == inboxKey {
+		return errors.New("database or disk is full")
+	}
+	return s.State.SetChannelStateLazy(ctx, channel, account, key, value)
+}
+
+func (s inboxFailing) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
+	if key == inboxKey {
+		return errors.New("database or disk is full")
+	}
+	return s.State.SetChannelStateWith(ctx, channel, account, key, lazy, value)
 }
 
 // An interaction that cannot be saved is not acknowledged as taken: no deferred answer,

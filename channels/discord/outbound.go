@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -161,7 +162,7 @@ func readFiles(fs []core.File) ([]*discordgo.File, error) {
 		data := f.Data
 		if data == nil && f.Path != "" {
 			var err error
-			if data, err = core.ReadWhole(f.Path); err != nil {
+			if data, err = os.ReadFile(f.Path); err != nil {
 				errs = append(errs, fmt.Errorf("reading attachment %s: %w", f.Name, err))
 				continue
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,10 +20,9 @@ import (
 // gateway session so Discord replays what was missed; Run returns an error only when
 // Discord refuses the bot for good (a bad token, intents that are not enabled).
 //
-// With an AsyncHandler (the engine) messages are queued in gateway order and the gateway
+// Messages are queued with the handler (the engine) in gateway order and the gateway
 // goroutine goes on at once; the queued work outlives Run, so a shutdown lets in-flight
-// turns finish (the caller bounds that with Engine.Wait). A plain Handler is called from one
-// worker goroutine, in order.
+// turns finish (the caller bounds that with Engine.Wait).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	d, release := c.accept(ctx, h)
 	defer release()
@@ -36,7 +34,7 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 // verified with the public key, the deferred answer is the HTTP response and the
 // follow-ups go through the webhook API with the interaction's token. So with several
 // replicas it runs on every one of them, and RunGateway only on the replica elected for
-// it. Run together with RunGateway, a plain Handler may be called from both at once.
+// it.
 func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error {
 	_, release := c.accept(ctx, h)
 	defer release()
@@ -49,7 +47,6 @@ func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error
 // gateway while every replica runs RunInteractions.
 func (c *Channel) RunGateway(ctx context.Context, h channels.Handler) error {
 	d := newDispatcher(c, h, ctx)
-	defer d.stop()
 	if !c.HTTPInteractions() { // the gateway brings the interactions: their inbox is here
 		defer c.receiveInteractions(ctx, d)()
 	}
@@ -57,8 +54,7 @@ func (c *Channel) RunGateway(ctx context.Context, h channels.Handler) error {
 }
 
 // accept makes a dispatcher the one of the interactions route, with the inbox open and
-// replayed, until release: release stops the route taking requests, saves the inbox and
-// stops the dispatcher's worker.
+// replayed, until release: release stops the route taking requests and saves the inbox.
 func (c *Channel) accept(ctx context.Context, h channels.Handler) (*dispatcher, func()) {
 	d := newDispatcher(c, h, ctx)
 	stopInbox := c.receiveInteractions(ctx, d)
@@ -70,7 +66,6 @@ func (c *Channel) accept(ctx context.Context, h channels.Handler) (*dispatcher, 
 	return d, func() {
 		d.accepting.Store(false)
 		stopInbox()
-		d.stop()
 	}
 }
 
@@ -266,112 +261,30 @@ type work struct {
 
 // dispatcher hands messages to the handler in gateway order.
 type dispatcher struct {
-	c     *Channel
-	h     channels.Handler
-	async channels.AsyncHandler
-	ctx   context.Context // outlives Run: queued work is finished, not abandoned
-	run   context.Context // Run's own: once it ends, a stopped handler's work is kept
+	c   *Channel
+	h   channels.Handler
+	ctx context.Context // outlives Run: queued work is finished, not abandoned
+	run context.Context // Run's own: once it ends, a stopped handler's work is kept
 
 	accepting atomic.Bool // Run or RunInteractions is running: the interactions route may queue
 	fetches   fetchChain  // messages wait for an edited plan file's download before them
-
-	mu      sync.Mutex
-	queue   []work
-	wake    chan struct{}
-	quit    chan struct{}
-	stopped bool
 }
 
 func newDispatcher(c *Channel, h channels.Handler, run context.Context) *dispatcher {
-	d := &dispatcher{c: c, h: h, ctx: context.WithoutCancel(run), run: run}
-	if ah, ok := h.(channels.AsyncHandler); ok {
-		d.async = ah
-		return d
-	}
-	d.wake, d.quit = make(chan struct{}, 1), make(chan struct{})
-	go d.work()
-	return d
+	return &dispatcher{c: c, h: h, ctx: context.WithoutCancel(run), run: run}
 }
 
+// deliver queues w's message with the handler, in gateway order.
 func (d *dispatcher) deliver(w work) {
-	if d.async != nil {
-		// An interaction's settling may wait for its placeholder's acknowledgement and
-		// delete it (Channel.finish): that must not hold the engine's goroutine.
-		if th, ok := d.async.(channels.ThenHandler); ok && w.ix == nil {
-			th.EnqueueThen(d.ctx, w.msg, func(err error) { d.handled(w, err) })
+	d.h.EnqueueThen(d.ctx, w.msg, func(err error) {
+		if w.ix != nil {
+			// An interaction's settling may wait for its placeholder's acknowledgement and
+			// delete it (Channel.finish): that must not hold the engine's goroutine.
+			go d.handled(w, err)
 			return
 		}
-		done := d.async.Enqueue(d.ctx, w.msg)
-		go func() { d.handled(w, <-done) }()
-		return
-	}
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		d.c.log.Warn("a message arrived while stopping; not handled", "message", w.msg.ID)
-		if w.key != "" {
-			d.c.inbox().keep(w.key)
-		}
-		return
-	}
-	d.queue = append(d.queue, w)
-	d.mu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
-
-// work calls a plain Handler, one message at a time.
-func (d *dispatcher) work() {
-	for {
-		select {
-		case <-d.quit:
-			return
-		default:
-		}
-		d.mu.Lock()
-		var w work
-		ok := len(d.queue) > 0
-		if ok {
-			w, d.queue = d.queue[0], d.queue[1:]
-		}
-		d.mu.Unlock()
-		if !ok {
-			select {
-			case <-d.wake:
-				continue
-			case <-d.quit:
-				return
-			}
-		}
-		d.handled(w, d.h.Handle(d.ctx, w.msg))
-	}
-}
-
-// stop ends the worker of a plain Handler after the message it is handling.
-func (d *dispatcher) stop() {
-	if d.async != nil {
-		return
-	}
-	d.mu.Lock()
-	if d.stopped {
-		d.mu.Unlock()
-		return
-	}
-	d.stopped = true
-	left := len(d.queue)
-	for _, w := range d.queue {
-		if w.key != "" {
-			d.c.inbox().keep(w.key)
-		}
-	}
-	d.queue = nil
-	d.mu.Unlock()
-	close(d.quit)
-	if left > 0 {
-		d.c.log.Warn("stopping with messages not handled", "count", left)
-	}
+		d.handled(w, err)
+	})
 }
 
 // handled logs a handler failure, retires the interaction the message came from from the

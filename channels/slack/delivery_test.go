@@ -346,7 +346,7 @@ func TestBadBotToken(t *testing.T) {
 // channelsHandlerNop is a Handler that does nothing.
 type channelsHandlerNop struct{}
 
-func (channelsHandlerNop) Handle(context.Context, core.Message) error { return nil }
+func (channelsHandlerNop) EnqueueThen(_ context.Context, _ core.Message, then func(error)) { then(nil) }
 
 func TestQuestionButtons(t *testing.T) {
 	e := newEnv(t)
@@ -380,7 +380,8 @@ type gate struct {
 	got     []string
 }
 
-func (g *gate) Handle(_ context.Context, m core.Message) error {
+// EnqueueThen records m and, for the first, returns only once released.
+func (g *gate) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	g.mu.Lock()
 	first := len(g.got) == 0
 	g.got = append(g.got, m.Text)
@@ -388,7 +389,7 @@ func (g *gate) Handle(_ context.Context, m core.Message) error {
 	if first {
 		<-g.release
 	}
-	return nil
+	then(nil)
 }
 
 func TestShutdownHandlesWhatWasAcked(t *testing.T) {

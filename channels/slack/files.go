@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	slackgo "github.com/slack-go/slack"
@@ -65,7 +66,7 @@ func (c *Channel) upload(ctx context.Context, ch, thread string, f core.File, co
 	data := f.Data
 	if data == nil && f.Path != "" {
 		var err error
-		if data, err = core.ReadWhole(f.Path); err != nil {
+		if data, err = os.ReadFile(f.Path); err != nil {
 			return fmt.Errorf("reading attachment: %w", err)
 		}
 	}

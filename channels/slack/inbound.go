@@ -173,7 +173,7 @@ func (c *Channel) rememberRecent(ctx context.Context, ch, thread string) {
 	if c.recent[ch] == thread {
 		return
 	}
-	if err := channels.SetStateLazy(ctx, c.st, Name, c.team, recentKey(ch), thread); err != nil {
+	if err := c.st.SetChannelStateLazy(ctx, Name, c.team, recentKey(ch), thread); err != nil {
 		c.log.Error("saving the channel's most recent session", "slack_channel", ch, "err", err)
 		return
 	}

@@ -16,12 +16,15 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// asyncFunc is an AsyncHandler from a function.
+// asyncFunc is a Handler from a function that reports the outcome on a channel, as a
+// queueing engine would.
 type asyncFunc func(ctx context.Context, m core.Message) <-chan error
 
-func (f asyncFunc) Handle(ctx context.Context, m core.Message) error { return <-f(ctx, m) }
-
-func (f asyncFunc) Enqueue(ctx context.Context, m core.Message) <-chan error { return f(ctx, m) }
+// EnqueueThen calls then with what f's channel brings, on its own goroutine.
+func (f asyncFunc) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	done := f(ctx, m)
+	go func() { then(<-done) }()
+}
 
 // gatedTransport holds every users.info request until open is closed: a slow lookup of
 // the sender's name. A stubborn gate ignores the request's context too, as a server that
@@ -122,6 +125,17 @@ func (s *failingState) SetChannelState(ctx context.Context, ch, acc, key, value 
 		return errors.New("database or disk is full")
 	}
 	return s.MemState.SetChannelState(ctx, ch, acc, key, value)
+}
+
+func (s *failingState) SetChannelStateLazy(ctx context.Context, ch, acc, key, value string) error {
+	return s.SetChannelState(ctx, ch, acc, key, value)
+}
+
+func (s *failingState) SetChannelStateWith(ctx context.Context, ch, acc, key string, lazy bool, value func() (string, error)) error {
+	if s.fail.Load() {
+		return errors.New("database or disk is full")
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acc, key, lazy, value)
 }
 
 // An envelope that cannot be stored is not acknowledged, so Slack delivers it again.

@@ -22,10 +22,9 @@ import (
 // envelope worth handling in the durable inbox, then acknowledges it and queues it, and a
 // second goroutine turns the queue, in order, into messages. So an acknowledged envelope
 // survives a crash (the next Run replays the inbox first), while an ack never waits for
-// the engine, a users.info lookup or another envelope's work. With an AsyncHandler (the
-// engine) messages are queued with a context that outlives Run, so a shutdown lets turns
-// in flight finish (Drain waits for them); a plain Handler is called synchronously by the
-// second goroutine.
+// the engine, a users.info lookup or another envelope's work. Messages are queued with
+// the handler (the engine) with a context that outlives Run, so a shutdown lets turns in
+// flight finish (Drain waits for them).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if c.cfg.Mode == ModeHTTP {
 		return c.runHTTP(ctx, h)
@@ -59,10 +58,6 @@ loop:
 // the way out, and the inbox is saved.
 func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher, stop func()) {
 	d = &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx), ctx: ctx}
-	if ah, ok := h.(channels.AsyncHandler); ok {
-		d.async = ah
-	}
-	d.then, _ = h.(channels.ThenHandler)
 	c.disp.Store(d)
 	d.replay()
 	var wg sync.WaitGroup
@@ -245,12 +240,10 @@ func (q *queue) pop() (item, bool) {
 
 // dispatcher turns queued envelopes into work, in the order they arrived.
 type dispatcher struct {
-	c     *Channel
-	h     channels.Handler
-	async channels.AsyncHandler // h, when it can queue
-	then  channels.ThenHandler  // h, when it can also report by a call
-	q     *queue
-	in    *channels.Inbox
+	c  *Channel
+	h  channels.Handler
+	q  *queue
+	in *channels.Inbox
 
 	ctx       context.Context // Run's, in mode http: what the routes accept with
 	accepting atomic.Bool     // mode http: Run is taking requests
@@ -291,30 +284,18 @@ func (d *dispatcher) work(ctx context.Context) {
 // deliver hands a message to the handler; after, if set, runs once it is queued.
 func (d *dispatcher) deliver(ctx context.Context, key string, m core.Message, after func(ctx context.Context)) {
 	m.Replays = true // the inbox keeps the event until it is settled
-	if d.async == nil {
-		err := d.h.Handle(ctx, m)
-		d.settle(ctx, key, m, err)
-		if after != nil {
-			after(context.WithoutCancel(ctx))
+	// Settled by the engine's goroutine, right after the turn.
+	d.inflight.Add(1)
+	d.h.EnqueueThen(context.WithoutCancel(ctx), m, func(err error) {
+		defer d.inflight.Done()
+		if ctx.Err() != nil {
+			// Run has ended: the settle saves the inbox durably at once (done), which
+			// must not hold the engine's worker (then must not block). Drain waits.
+			d.inflight.Go(func() { d.settle(ctx, key, m, err) })
+			return
 		}
-		return
-	}
-	if th := d.then; th != nil { // settled by the engine's goroutine, right after the turn
-		d.inflight.Add(1)
-		th.EnqueueThen(context.WithoutCancel(ctx), m, func(err error) {
-			defer d.inflight.Done()
-			if ctx.Err() != nil {
-				// Run has ended: the settle saves the inbox durably at once (done), which
-				// must not hold the engine's worker (then must not block). Drain waits.
-				d.inflight.Go(func() { d.settle(ctx, key, m, err) })
-				return
-			}
-			d.settle(ctx, key, m, err)
-		})
-	} else {
-		done := d.async.Enqueue(context.WithoutCancel(ctx), m)
-		d.inflight.Go(func() { d.settle(ctx, key, m, <-done) })
-	}
+		d.settle(ctx, key, m, err)
+	})
 	if after != nil {
 		go after(context.WithoutCancel(ctx))
 	}

@@ -15,10 +15,6 @@ import (
 // test to call as the engine's worker would after the turn.
 type thenEngine struct{ then chan func(error) }
 
-func (e thenEngine) Handle(context.Context, core.Message) error { panic("not used") }
-
-func (e thenEngine) Enqueue(context.Context, core.Message) <-chan error { panic("not used") }
-
 func (e thenEngine) EnqueueThen(_ context.Context, _ core.Message, then func(error)) {
 	e.then <- then
 }
@@ -37,6 +33,14 @@ func (s *heldSaves) SetChannelState(ctx context.Context, ch, acct, key, v string
 		<-s.release
 	}
 	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
+}
+
+func (s *heldSaves) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if !lazy && s.hold.Load() {
+		s.waiting.Add(1)
+		<-s.release
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acct, key, lazy, value)
 }
 
 // After Run has ended (a shutdown's grace period) the engine settles a message on its

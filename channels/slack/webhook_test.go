@@ -213,6 +213,20 @@ func (s *fullDisk) SetChannelState(ctx context.Context, ch, acct, key, v string)
 	return s.State.SetChannelState(ctx, ch, acct, key, v)
 }
 
+func (s *fullDisk) SetChannelStateLazy(ctx context.Context, ch, acct, key, v string) error {
+	if s.full.Load() && key == "inbox" {
+		return errors.New("saving channel state: database or disk is full")
+	}
+	return s.State.SetChannelStateLazy(ctx, ch, acct, key, v)
+}
+
+func (s *fullDisk) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if s.full.Load() && key == "inbox" {
+		return errors.New("saving channel state: database or disk is full")
+	}
+	return s.State.SetChannelStateWith(ctx, ch, acct, key, lazy, value)
+}
+
 func TestHTTPFullDiskAnswers503AndRecovers(t *testing.T) {
 	disk := &fullDisk{}
 	e := newEnv(t, httpMode, func(e *env) {

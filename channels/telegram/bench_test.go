@@ -109,7 +109,6 @@ func benchRoundTrip(b *testing.B, bc benchCase) {
 	e.Log = slog.New(slog.DiscardHandler)
 	e.Core.PerSession, e.Core.MaxIterations = false, 0
 	e.Core.TypingDelay = core.DefaultTypingDelay // as the gateway runs: an instant model needs no indicator
-	e.Core.LeaseLinger = core.DefaultLeaseLinger // as the gateway runs (store.lease_linger)
 	e.Model.Echo("re: ")
 	e.Echo = !withEngine
 	replies := channeltest.NewReplies()

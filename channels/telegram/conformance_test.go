@@ -20,7 +20,7 @@ type telegramIDs struct{ *Channel }
 func (c telegramIDs) Run(ctx context.Context, h channels.Handler) error {
 	return c.Channel.Run(ctx, channels.HandlerFunc(func(ctx context.Context, m core.Message) error {
 		m.Sender.ID = "u" + m.Sender.ID
-		return h.Handle(ctx, m)
+		return channels.Handle(ctx, h, m)
 	}))
 }
 

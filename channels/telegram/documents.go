@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -73,7 +74,7 @@ func (c *Channel) sendDocument(ctx context.Context, chat int64, thread int, f co
 	data := f.Data
 	if f.Path != "" && data == nil {
 		var err error
-		if data, err = core.ReadWhole(f.Path); err != nil {
+		if data, err = os.ReadFile(f.Path); err != nil {
 			return 0, fmt.Errorf("reading attachment: %w", err)
 		}
 	}

@@ -177,11 +177,9 @@ func (c *Channel) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 // dispatcher hands received updates to the handler and retires them from the inbox as
 // they are handled.
 type dispatcher struct {
-	c     *Channel
-	h     channels.Handler
-	async channels.AsyncHandler // h, when it can queue
-	then  channels.ThenHandler  // h, when it can also report by a call
-	in    *inbox
+	c  *Channel
+	h  channels.Handler
+	in *inbox
 
 	ctx       context.Context // Run's: dispatching webhook updates
 	accepting atomic.Bool     // Run is taking webhook updates
@@ -295,29 +293,15 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 		return
 	}
 	job.msg.Replays = true // the inbox keeps the update until it is settled
-	if d.async == nil {
-		err := d.h.Handle(ctx, job.msg)
-		if d.settle(ctx, job, u.ID, err) {
-			d.in.done(u.ID)
-		}
-		return
-	}
 	// The engine's work outlives Run: a shutdown stops receiving, not the turns in flight.
-	settle := func(err error) {
+	// The update is settled by the engine's goroutine, right after the turn.
+	d.inflight.Add(1)
+	d.h.EnqueueThen(context.WithoutCancel(ctx), job.msg, func(err error) {
+		defer d.inflight.Done()
 		if d.settle(ctx, job, u.ID, err) {
 			d.finish(ctx, u.ID, d.c.tune.flushDelay)
 		}
-	}
-	if th := d.then; th != nil { // settled by the engine's goroutine, right after the turn
-		d.inflight.Add(1)
-		th.EnqueueThen(context.WithoutCancel(ctx), job.msg, func(err error) {
-			defer d.inflight.Done()
-			settle(err)
-		})
-		return
-	}
-	done := d.async.Enqueue(context.WithoutCancel(ctx), job.msg)
-	d.inflight.Go(func() { settle(<-done) })
+	})
 }
 
 // finish retires an update handled off the polling loop and saves the inbox after delay,

@@ -183,12 +183,15 @@ func TestPollSkipsPastAnUnreadableUpdateWithAKnownID(t *testing.T) {
 	}
 }
 
-// asyncFunc is an AsyncHandler from a function.
+// asyncFunc is a Handler from a function that reports the outcome on a channel, as a
+// queueing engine would.
 type asyncFunc func(ctx context.Context, m core.Message) <-chan error
 
-func (f asyncFunc) Handle(ctx context.Context, m core.Message) error { return <-f(ctx, m) }
-
-func (f asyncFunc) Enqueue(ctx context.Context, m core.Message) <-chan error { return f(ctx, m) }
+// EnqueueThen calls then with what f's channel brings, on its own goroutine.
+func (f asyncFunc) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	done := f(ctx, m)
+	go func() { then(<-done) }()
+}
 
 // A message the handler gave up on while stopping (a context error) is not handled: it
 // stays in the inbox, Drain counts it, and the next start replays it.

@@ -131,6 +131,15 @@ func (s *countedState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v
 	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
 }
 
+func (s *countedState) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if lazy {
+		s.lazy.Add(1)
+	} else {
+		s.durable.Add(1)
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acct, key, lazy, value)
+}
+
 // A finished update leaves the saved inbox with the durable save of the next batch, so
 // its lazy save, due flushDelay later, finds nothing to write; an update the adapter
 // settled itself asks for a sooner save (flushLocal), which brings the scheduled one

@@ -20,10 +20,6 @@ import (
 // test to call as the engine's worker would after the turn.
 type thenEngine struct{ then chan func(error) }
 
-func (e thenEngine) Handle(context.Context, core.Message) error { panic("not used") }
-
-func (e thenEngine) Enqueue(context.Context, core.Message) <-chan error { panic("not used") }
-
 func (e thenEngine) EnqueueThen(_ context.Context, _ core.Message, then func(error)) {
 	e.then <- then
 }
@@ -44,6 +40,14 @@ func (s *heldSaves) SetChannelState(ctx context.Context, ch, acct, key, v string
 	return s.MemState.SetChannelState(ctx, ch, acct, key, v)
 }
 
+func (s *heldSaves) SetChannelStateWith(ctx context.Context, ch, acct, key string, lazy bool, value func() (string, error)) error {
+	if !lazy && s.hold.Load() {
+		s.waiting.Add(1)
+		<-s.release
+	}
+	return s.MemState.SetChannelStateWith(ctx, ch, acct, key, lazy, value)
+}
+
 // After Run has ended (a shutdown's grace period) the engine settles an update on its
 // worker, calling then right after the turn. The inbox is saved durably at once, but
 // beside that worker, which goes on to the session's next job while the save waits for
@@ -60,7 +64,7 @@ func TestSettleAfterStopLeavesTheWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 		eng := thenEngine{then: make(chan func(error), 1)}
-		d := &dispatcher{c: c, h: eng, async: eng, then: eng, in: in, ctx: run}
+		d := &dispatcher{c: c, h: eng, in: in, ctx: run}
 		c.disp.Store(d)
 		const id = 101
 		in.receive(id, rawUpdate(id))

@@ -209,10 +209,10 @@ func (c *Channel) Username() string { return c.username }
 // and takes updates from the HTTP route, until ctx ends (returning nil). It returns an error only when
 // Telegram refuses the bot for good (a revoked token).
 //
-// With an AsyncHandler (the engine) messages are queued in order and Run goes on polling;
-// each update leaves the saved inbox when the engine reports it handled. The messages are
+// Messages are queued with the handler (the engine) in order and Run goes on polling; each
+// update leaves the saved inbox when the engine reports it handled. The messages are
 // queued with a context that outlives Run, so a shutdown lets in-flight turns finish (the
-// caller bounds that with Engine.Wait). A plain Handler is called synchronously.
+// caller bounds that with Engine.Wait).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setCommands(ctx)
 	in, err := c.loadInbox(ctx)
@@ -224,10 +224,6 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	}
 	d := &dispatcher{c: c, h: h, in: in, ctx: ctx}
 	c.disp.Store(d)
-	if ah, ok := h.(channels.AsyncHandler); ok {
-		d.async = ah
-	}
-	d.then, _ = h.(channels.ThenHandler)
 	for _, u := range in.replay() {
 		d.dispatch(ctx, u)
 	}

@@ -145,15 +145,8 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 		d.in.unreceive(ids, -1)
 		return 0, err
 	}
-	all := func() {
-		for _, raw := range raws {
-			d.dispatch(d.ctx, raw)
-		}
-	}
-	if d.async == nil {
-		d.inflight.Go(all)
-	} else {
-		all()
+	for _, raw := range raws {
+		d.dispatch(d.ctx, raw)
 	}
 	return len(raws), nil
 }
@@ -201,10 +194,6 @@ func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle fu
 		return http.StatusServiceUnavailable, "storing the update failed; deliver it again", nil
 	}
 	d.stored()
-	if d.async == nil {
-		// A plain handler runs the turn itself: not in the hand-over queue.
-		return http.StatusOK, "", func() { d.inflight.Go(func() { d.dispatchUpdate(d.ctx, u) }) }
-	}
 	return http.StatusOK, "", func() { d.dispatchUpdate(d.ctx, u) }
 }
 

@@ -66,20 +66,10 @@ func (s *diskState) SetChannelStateWith(ctx context.Context, ch, acct, key strin
 		s.failed.Add(1)
 		return errors.New("saving channel state: database or disk is full")
 	}
-	var err error
-	if ss, ok := s.State.(channels.SnapshotState); ok {
-		ran := false // a save merged into a later one writes nothing itself
-		err = ss.SetChannelStateWith(ctx, ch, acct, key, lazy, func() (string, error) { ran = true; return value() })
-		if !ran {
-			return err
-		}
-	} else { // a memory store: one save at a time keeps them in order
-		s.mu.Lock()
-		var v string
-		if v, err = value(); err == nil {
-			err = s.State.SetChannelState(ctx, ch, acct, key, v)
-		}
-		s.mu.Unlock()
+	ran := false // a save merged into a later one writes nothing itself
+	err := s.State.SetChannelStateWith(ctx, ch, acct, key, lazy, func() (string, error) { ran = true; return value() })
+	if !ran {
+		return err
 	}
 	if err == nil && !lazy {
 		s.saves.Add(1)
@@ -94,7 +84,7 @@ func (s *diskState) SetChannelStateLazy(ctx context.Context, ch, acct, key, v st
 		s.failed.Add(1)
 		return errors.New("saving channel state: database or disk is full")
 	}
-	return channels.SetStateLazy(ctx, s.State, ch, acct, key, v)
+	return s.State.SetChannelStateLazy(ctx, ch, acct, key, v)
 }
 
 // hookEnv is the adapter in webhook mode behind a real httpserver.Server.

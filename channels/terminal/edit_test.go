@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // /plan edit PATH hands the engine the file's bytes, or only its size when it is over the
@@ -22,7 +23,7 @@ func TestPlanEditReadsTheFile(t *testing.T) {
 	if err := os.WriteFile(small, []byte("# Plan\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), core.MaxPlanFileBytes+10), 0o644); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), plan.MaxFileBytes+10), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	in := strings.Join([]string{"/plan edit " + small, "/plan edit " + big, "/plan edit " + filepath.Join(dir, "nope.md"), "/plan edit " + dir}, "\n")
@@ -42,7 +43,7 @@ func TestPlanEditReadsTheFile(t *testing.T) {
 	if f := got[0].Attachments; len(f) != 1 || string(f[0].Data) != "# Plan\n" || f[0].Name != "plan.md" || got[0].Text != "/plan edit "+small {
 		t.Errorf("small file: %+v", got[0])
 	}
-	if f := got[1].Attachments; len(f) != 1 || f[0].Data != nil || f[0].Size != core.MaxPlanFileBytes+10 {
+	if f := got[1].Attachments; len(f) != 1 || f[0].Data != nil || f[0].Size != plan.MaxFileBytes+10 {
 		t.Errorf("big file: data %d bytes, size %d", len(f[0].Data), f[0].Size)
 	}
 	for _, want := range []string{"There is no file " + filepath.Join(dir, "nope.md") + ". Nothing changed.", dir + " is a directory"} {

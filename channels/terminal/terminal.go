@@ -31,7 +31,7 @@ const Name = "terminal"
 const EditHint = "/plan edit PATH"
 
 // account is the Address.Account of every terminal session: there is one local user base.
-const account = "local"
+const account = core.LocalAccount
 
 // maxLine bounds one input line; a pasted document longer than this is an input error.
 const maxLine = 1 << 20
@@ -183,7 +183,7 @@ func (c *Channel) handleLine(ctx context.Context, h channels.Handler, line strin
 		}
 		m.Attachments = []core.File{f}
 	}
-	if err := h.Handle(ctx, m); err != nil {
+	if err := channels.Handle(ctx, h, m); err != nil {
 		c.log.Error("handling terminal line", "session", c.cfg.Session, "sender", sender, "err", err)
 		c.printLine("error: " + oneLine(err.Error()))
 	}

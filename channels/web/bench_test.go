@@ -39,7 +39,7 @@ func BenchmarkWebSSE(b *testing.B) {
 		b.Fatal(err)
 	}
 	hs := httpserver.New(httpserver.Config{}, nil, nil)
-	ch.Register(hs)
+	ch.RegisterHTTP(hs)
 	srv := httptest.NewServer(hs.Handler())
 	defer srv.Close()
 	rec := httptest.NewRecorder()

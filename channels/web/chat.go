@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/httpserver"
 )
 
-// Register adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
+// RegisterHTTP adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
 // the dashboard (/dashboard), sign-in and the embedded assets.
-func (c *Channel) Register(srv *httpserver.Server) {
+func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	for pattern, h := range c.routes() {
 		srv.Handle(pattern, h)
 	}
@@ -263,7 +264,7 @@ func (c *Channel) planFile(w http.ResponseWriter, r *http.Request, v viewer) {
 		http.NotFound(w, r)
 		return
 	}
-	name := core.PlanFileName(p.CreatedAt, p.Body.Title, p.Version)
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	_, _ = w.Write([]byte(core.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, c.d.Reach)))

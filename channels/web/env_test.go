@@ -65,7 +65,7 @@ func newPolicyEnv(t *testing.T, policies []core.Policy, approvers ...string) *en
 		PerSession: true, PlanMode: true, Approvers: approvers, Policies: policies, Nudges: []time.Duration{10 * time.Minute}},
 		core.Deps{Store: st, Model: e.model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
-	e.web.Register(hs)
+	e.web.RegisterHTTP(hs)
 	e.srv = httptest.NewServer(hs.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -106,7 +106,7 @@ func bareEnv(t *testing.T) *env {
 // serve puts a channel's routes on a fresh HTTP server.
 func serve(t *testing.T, ch *Channel) *httptest.Server {
 	hs := httpserver.New(httpserver.Config{}, nil, nil)
-	ch.Register(hs)
+	ch.RegisterHTTP(hs)
 	srv := httptest.NewServer(hs.Handler())
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

@@ -20,6 +20,7 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 //go:embed assets
@@ -190,12 +191,12 @@ var statusWords = map[core.PlanStatus]string{
 	core.PlanExpired: "expired", core.PlanCompleted: "completed",
 }
 
-var stepMarks = map[core.StepStatus]string{
-	core.StepPending: "[ ]", core.StepInProgress: "[>]", core.StepCompleted: "[x]", core.StepCancelled: "[~]",
+var stepMarks = map[plan.StepStatus]string{
+	plan.StepPending: "[ ]", plan.StepInProgress: "[>]", plan.StepCompleted: "[x]", plan.StepCancelled: "[~]",
 }
 
-var stepWords = map[core.StepStatus]string{
-	core.StepPending: "to do", core.StepInProgress: "in progress", core.StepCompleted: "done", core.StepCancelled: "cancelled",
+var stepWords = map[plan.StepStatus]string{
+	plan.StepPending: "to do", plan.StepInProgress: "in progress", plan.StepCompleted: "done", plan.StepCancelled: "cancelled",
 }
 
 type stepView struct{ Mark, Text, Status, Class string }
@@ -205,7 +206,7 @@ type cardView struct {
 	PlanID, Title, Summary, Status, StatusClass string
 	Version, Done, Total, PrevVersion           int
 	Steps                                       []stepView
-	Grants                                      []core.Grant // every grant of the plan, in words
+	Grants                                      []plan.Grant // every grant of the plan, in words
 	Changes                                     string
 	Download                                    string
 	Decision                                    string
@@ -236,7 +237,7 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 	}
 	for _, s := range p.Body.Steps {
 		v.Steps = append(v.Steps, stepView{Mark: stepMarks[s.Status], Text: s.Text, Status: stepWords[s.Status], Class: string(s.Status)})
-		if s.Status == core.StepCompleted || s.Status == core.StepCancelled {
+		if s.Status == plan.StepCompleted || s.Status == plan.StepCancelled {
 			v.Done++
 		}
 	}
@@ -280,6 +281,6 @@ func (c *Channel) progress(p core.Plan, a core.Address) string {
 
 // stepChanges says which steps a version added and removed compared with the one
 // before, "" when the steps are the same.
-func stepChanges(old, cur []core.Step) string {
+func stepChanges(old, cur []plan.Step) string {
 	return strings.Join(core.StepDiff(old, cur), " · ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestConfig(t *testing.T) {
@@ -57,17 +58,17 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// recorder is a plain Handler that records messages.
+// recorder is a Handler that records messages and reports each handled at once.
 type recorder struct {
 	mu   sync.Mutex
 	msgs []core.Message
 }
 
-func (r *recorder) Handle(_ context.Context, m core.Message) error {
+func (r *recorder) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.msgs = append(r.msgs, m)
-	return nil
+	r.mu.Unlock()
+	then(nil)
 }
 
 func (r *recorder) got() []core.Message {
@@ -203,9 +204,9 @@ func TestNotRunning(t *testing.T) {
 // call included, not only the files it may change.
 func TestCardSaysEveryGrant(t *testing.T) {
 	e := newEnv(t, "web:alice")
-	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: core.PlanBody{
-		Title: "Write the record", Steps: []core.Step{{ID: "1", Text: "Write it"}},
-		Scope: core.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
+	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: plan.Body{
+		Title: "Write the record", Steps: []plan.Step{{ID: "1", Text: "Write it"}},
+		Scope: plan.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
 	got := string(e.web.renderCard(context.Background(), p, "alice"))
 	for _, want := range []string{
 		"<li><strong>May change:</strong> README.md</li>",

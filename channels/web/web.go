@@ -226,8 +226,7 @@ type Channel struct {
 	runWait chan struct{} // closed and replaced when run changes
 	convos  map[string]*convo
 	byMsgID map[string]msgRef // Send ids -> where the message is, for Edit
-	queues  map[string]*serial
-	mirror  *mirror // nil without Deps.Sent
+	mirror  *mirror           // nil without Deps.Sent
 
 	streams map[string]int // open live pages per user
 	making  sync.Mutex     // New conversation, one at a time
@@ -299,8 +298,8 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	c := &Channel{
 		cfg: cfg, d: d, log: d.Log.With("channel", Name), keys: map[string][]byte{}, pages: p,
 		runWait: make(chan struct{}), convos: map[string]*convo{}, byMsgID: map[string]msgRef{},
-		queues: map[string]*serial{}, streams: map[string]int{},
-		epoch: randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second, keepAlive: keepAlive,
+		streams: map[string]int{},
+		epoch:   randomID(4), startWait: 2 * time.Second, refresh: 10 * time.Second, keepAlive: keepAlive,
 	}
 	for name, tok := range cfg.Users {
 		c.keys[name] = userKey(tok)
@@ -365,16 +364,7 @@ func (c *Channel) deliver(ctx context.Context, m core.Message) error {
 			c.log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
 		}
 	}
-	if th, ok := r.h.(channels.ThenHandler); ok {
-		th.EnqueueThen(r.ctx, m, logFailure)
-		return nil
-	}
-	if ah, ok := r.h.(channels.AsyncHandler); ok {
-		done := ah.Enqueue(r.ctx, m)
-		go func() { logFailure(<-done) }()
-		return nil
-	}
-	c.serialFor(m.Address.SessionID()).push(r, m, c.log)
+	r.h.EnqueueThen(r.ctx, m, logFailure)
 	return nil
 }
 
@@ -432,50 +422,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// serial hands the messages of one conversation to a plain Handler one at a time, in
-// order, for handlers that cannot queue by themselves.
-type serial struct {
-	mu      sync.Mutex
-	pending []core.Message
-	busy    bool
-}
-
-func (c *Channel) serialFor(id string) *serial {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.queues[id]
-	if q == nil {
-		q = &serial{}
-		c.queues[id] = q
-	}
-	return q
-}
-
-func (q *serial) push(r *running, m core.Message, log *slog.Logger) {
-	q.mu.Lock()
-	q.pending = append(q.pending, m)
-	if q.busy {
-		q.mu.Unlock()
-		return
-	}
-	q.busy = true
-	q.mu.Unlock()
-	go func() {
-		for {
-			q.mu.Lock()
-			if len(q.pending) == 0 {
-				q.busy = false
-				q.mu.Unlock()
-				return
-			}
-			m := q.pending[0]
-			q.pending = q.pending[1:]
-			q.mu.Unlock()
-			if err := r.h.Handle(r.ctx, m); err != nil && r.ctx.Err() == nil {
-				log.Warn("handling message", "session", m.Address.SessionID(), "err", err)
-			}
-		}
-	}()
 }

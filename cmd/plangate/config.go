@@ -17,11 +17,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
-	"github.com/plangate/plangate/channels/discord"
-	"github.com/plangate/plangate/channels/slack"
-	"github.com/plangate/plangate/channels/telegram"
-	"github.com/plangate/plangate/channels/terminal"
-	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
@@ -55,9 +50,6 @@ type StoreConfig struct {
 	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
 	Path   string `yaml:"path" config:"path"` // the SQLite file
 	DSN    string `yaml:"dsn"`                // PostgreSQL; secret: it may carry the password
-	// LeaseLinger is how long a session's lease is kept after a turn for the session's
-	// next turn (core.Config.LeaseLinger); 0 = released at once.
-	LeaseLinger time.Duration `yaml:"lease_linger"`
 }
 
 // postgres reports whether the store is a PostgreSQL database.
@@ -183,36 +175,12 @@ type AccessConfig struct {
 	Policies []ApprovalPolicyConfig `yaml:"policies"`
 }
 
-// ChannelsConfig holds one section per chat platform. Each adapter package owns its
-// section's type: its keys, defaults, checks and summary.
-type ChannelsConfig struct {
-	Terminal terminal.Config `yaml:"terminal"`
-	Telegram telegram.Config `yaml:"telegram"`
-	Slack    slack.Config    `yaml:"slack"`
-	Discord  discord.Config  `yaml:"discord"`
-	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
-	// OutboxMaxAge: a reply left unsent by a killed process is delivered at the next start
-	// only if it is at most this old; older ones are dropped with a log line.
-	OutboxMaxAge time.Duration `yaml:"outbox_max_age"`
-}
-
 // describe lists the summaries of the enabled channels for `plangate config check`; each
 // adapter writes its own, without secrets.
 func (ch ChannelsConfig) describe() []string {
 	var out []string
-	for _, s := range []struct {
-		enabled bool
-		cfg     interface{ Describe() string }
-	}{
-		{ch.Terminal.Enabled, ch.Terminal},
-		{ch.Telegram.Enabled, ch.Telegram},
-		{ch.Slack.Enabled, ch.Slack},
-		{ch.Discord.Enabled, ch.Discord},
-		{ch.Web.Enabled, &ch.Web},
-	} {
-		if s.enabled {
-			out = append(out, s.cfg.Describe())
-		}
+	for _, r := range enabledRows(&ch) {
+		out = append(out, r.section(&ch).Describe())
 	}
 	return out
 }
@@ -261,7 +229,7 @@ type LogConfig struct {
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{
-		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}", LeaseLinger: core.DefaultLeaseLinger},
+		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}"},
 		Plans:     PlansConfig{Dir: "plans"},
 		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
 		LLM: LLMConfig{
@@ -281,18 +249,10 @@ func defaultConfig() *Config {
 			Planner:       PlannerConfig{Style: "conservative"}, // core.StyleConservative
 			WorkspaceCopy: true,
 		},
-		Channels: ChannelsConfig{
-			Terminal: terminal.Defaults(),
-			Telegram: telegram.Defaults(),
-			Slack:    slack.Defaults(),
-			Discord:  discord.Defaults(),
-			Web:      web.Defaults(),
-			// An answer an hour late would surprise more than help.
-			OutboxMaxAge: time.Hour,
-		},
-		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
-		HTTP:  HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
-		Log:   LogConfig{Level: LogInfo, Format: LogText},
+		Channels: defaultChannels(),
+		Tools:    ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		HTTP:     HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
+		Log:      LogConfig{Level: LogInfo, Format: LogText},
 	}
 }
 

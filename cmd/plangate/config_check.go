@@ -164,12 +164,15 @@ func (c *Config) openApprovalWarning() string {
 		return ""
 	}
 	var open []string
-	for _, ch := range []struct {
-		name    string
-		enabled bool
-	}{{"telegram", c.Channels.Telegram.Enabled}, {"slack", c.Channels.Slack.Enabled}, {"discord", c.Channels.Discord.Enabled}} {
-		if ch.enabled {
-			open = append(open, ch.name)
+	example := ""
+	for _, r := range channelTable {
+		if r.openToAll {
+			if example == "" {
+				example = r.name + ":" + r.exampleUser
+			}
+			if r.section(&c.Channels).On() {
+				open = append(open, r.name)
+			}
 		}
 	}
 	if len(open) == 0 {
@@ -177,7 +180,7 @@ func (c *Config) openApprovalWarning() string {
 	}
 	return "access.approvers is empty: on " + strings.Join(open, ", ") +
 		" the first person who writes in each chat owns its session and decides on its plans;" +
-		" list who may decide in access.approvers (e.g. telegram:123456789)"
+		" list who may decide in access.approvers (e.g. " + example + ")"
 }
 
 // describeStore names the database: the SQLite file, or the PostgreSQL server and

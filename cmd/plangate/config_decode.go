@@ -364,7 +364,9 @@ func (c *Config) resolvePaths(dir string) {
 		}
 	}
 	visit(reflect.ValueOf(c).Elem())
-	if c.Channels.Terminal.AttachmentsDir == "" {
-		c.Channels.Terminal.AttachmentsDir = c.Plans.Dir
+	for _, r := range channelTable {
+		if r.afterPaths != nil {
+			r.afterPaths(c)
+		}
 	}
 }

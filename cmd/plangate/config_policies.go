@@ -90,11 +90,11 @@ func (a AccessConfig) policyProblems() []error {
 		for j, s := range p.Approvers {
 			if !validApprover(s) {
 				errs = append(errs, conf.BadValue(fmt.Sprintf("%s.approvers[%d]", key, j), s,
-					"expected channel:user-id with channel terminal, telegram, slack or discord (or discord-role:role-id)"))
+					"%s", approverHint(func(r channelRow) bool { return r.userIDs })))
 			}
 		}
 		if c := p.Match.Channel; c != "" {
-			errs = append(errs, conf.OneOf(key+".match.channel", c, "terminal", "telegram", "slack", "discord", "web"))
+			errs = append(errs, conf.OneOf(key+".match.channel", c, channelNames(nil)...))
 		}
 		if p.Required < 0 {
 			errs = append(errs, conf.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))

@@ -63,7 +63,7 @@ func exported(c *Config) Config {
 // wantDefaults is docs/design.md §9 written out by hand, with paths resolved against dir.
 func wantDefaults(dir string) Config {
 	return Config{
-		Store:     StoreConfig{Driver: "sqlite", Path: filepath.Join(dir, "plangate.db"), LeaseLinger: time.Second},
+		Store:     StoreConfig{Driver: "sqlite", Path: filepath.Join(dir, "plangate.db")},
 		Plans:     PlansConfig{Dir: filepath.Join(dir, "plans")},
 		Workspace: WorkspaceConfig{Root: filepath.Join(dir, "workspace"), PerSession: true},
 		LLM: LLMConfig{

@@ -9,10 +9,6 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/channels/discord"
-	"github.com/plangate/plangate/channels/slack"
-	"github.com/plangate/plangate/channels/telegram"
-	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/store"
 )
@@ -22,10 +18,11 @@ import (
 func (c *Config) validate() []problem {
 	ps := c.sectionProblems(reflect.ValueOf(c).Elem(), "")
 	ps = append(ps, c.ownFilesOutsideWorkspace()...)
-	if c.Channels.Web.Enabled && c.HTTP.Listen == "" {
-		ps = append(ps, problem{"channels.web.enabled", "channels.web.enabled is true but http.listen is empty: the web channel's pages are served by the HTTP server; set http.listen, e.g. 127.0.0.1:8080"})
+	for _, r := range channelTable {
+		if r.problems != nil {
+			ps = append(ps, r.problems(c)...)
+		}
 	}
-	ps = append(ps, c.webhookProblems()...)
 
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
@@ -148,14 +145,6 @@ func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_a
 // Validate checks the store section: the driver, and the key that driver needs. A bad
 // DSN is never quoted: it may carry a password.
 func (s StoreConfig) Validate() error {
-	if err := checkNotNegative("lease_linger", s.LeaseLinger); err != nil {
-		return err
-	}
-	// A lease is kept only while it has half its ttl and the linger left (core/linger.go):
-	// a longer linger would silently never apply.
-	if maxLinger := core.DefaultLeaseTTL / 3; s.LeaseLinger > maxLinger {
-		return conf.Invalid("lease_linger", "is %s: it must be at most %s (a third of the %s session lease)", s.LeaseLinger, maxLinger, core.DefaultLeaseTTL)
-	}
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)
@@ -283,8 +272,7 @@ func (a AccessConfig) Validate() error {
 	var errs []error
 	for i, s := range a.Approvers {
 		if !validApprover(s) {
-			errs = append(errs, conf.BadValue(fmt.Sprintf("approvers[%d]", i), s,
-				"expected channel:user-id with channel terminal, telegram, slack, discord or web (or discord-role:role-id)"))
+			errs = append(errs, conf.BadValue(fmt.Sprintf("approvers[%d]", i), s, "%s", approverHint(nil)))
 		}
 	}
 	return errors.Join(append(errs, a.policyProblems()...)...)
@@ -299,39 +287,29 @@ func (l LogConfig) Validate() error {
 }
 
 func validApprover(s string) bool {
-	channel, id, ok := strings.Cut(s, ":")
+	kind, id, ok := strings.Cut(s, ":")
 	if !ok || id == "" || strings.ContainsAny(id, " \t\r\n") {
 		return false
 	}
-	switch channel {
-	case "terminal", "telegram", "slack", "discord", "web", "discord-role":
-		return true
+	for _, r := range channelTable {
+		if kind == r.name || r.roleKind != "" && kind == r.roleKind {
+			return true
+		}
 	}
 	return false
 }
 
-// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
-const maxWriteBytesLimit = 64 << 20
-
-// webhookProblems: a channel that receives over HTTP needs the HTTP server, and Telegram's
-// webhook needs the public address it registers.
-func (c *Config) webhookProblems() []problem {
-	ch := c.Channels
-	var ps []problem
-	for _, w := range []struct {
-		on       bool
-		key, val string
-	}{
-		{ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook, "channels.telegram.mode", ch.Telegram.Mode},
-		{ch.Slack.Enabled && ch.Slack.Mode == slack.ModeHTTP, "channels.slack.mode", ch.Slack.Mode},
-		{ch.Discord.Enabled && ch.Discord.Interactions == discord.InteractionsHTTP, "channels.discord.interactions", ch.Discord.Interactions},
-	} {
-		if w.on && c.HTTP.Listen == "" {
-			ps = append(ps, problem{w.key, fmt.Sprintf("%s is %s but http.listen is empty: the platform delivers to plangate's HTTP server; set http.listen (and http.public_url)", w.key, w.val)})
+// approverHint says what an approver entry looks like, naming the channels keep lets
+// through (nil: all).
+func approverHint(keep func(channelRow) bool) string {
+	var roles []string
+	for _, r := range channelTable {
+		if r.roleKind != "" {
+			roles = append(roles, r.roleKind+":role-id")
 		}
 	}
-	if ch.Telegram.Enabled && ch.Telegram.Mode == telegram.ModeWebhook && c.HTTP.PublicURL == "" {
-		ps = append(ps, problem{"channels.telegram.mode", "channels.telegram.mode is webhook but http.public_url is empty: set it to the HTTPS address Telegram reaches (ports 443, 80, 88 or 8443)"})
-	}
-	return ps
+	return "expected channel:user-id with channel " + orList(channelNames(keep)) + " (or " + orList(roles) + ")"
 }
+
+// maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.
+const maxWriteBytesLimit = 64 << 20

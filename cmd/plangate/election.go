@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/channels/discord"
-	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/httpserver"
 	"github.com/plangate/plangate/store"
@@ -42,13 +40,8 @@ func elect(chans []channels.Channel, cfg *Config, st *store.Store, now func() ti
 
 // electionFor names the lease a channel's receiving needs, "" for none.
 func electionFor(ch channels.Channel, cfg *Config) (lease, what string) {
-	switch c := ch.(type) {
-	case *telegram.Channel:
-		if cfg.Channels.Telegram.Mode != telegram.ModeWebhook {
-			return "poller:telegram:" + c.Username(), "telegram polling"
-		}
-	case *discord.Channel:
-		return "gateway:discord:" + c.BotID(), "the discord gateway"
+	if r, ok := rowFor(ch.Name()); ok && r.election != nil {
+		return r.election(ch, cfg)
 	}
 	return "", ""
 }

@@ -164,14 +164,13 @@ func pruneInbound(ctx context.Context, st *store.Store, now func() time.Time, lo
 	}
 }
 
-// shutdown waits up to grace for queued and running turns, releasing the session leases
-// kept after turns at once (Close), then stops the scheduler. It reports turns that had
-// to be interrupted.
+// shutdown waits up to grace for queued and running turns, then stops the scheduler. It
+// reports turns that had to be interrupted.
 func (g *gateway) shutdown(grace time.Duration, interrupt context.CancelFunc) error {
 	wctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	var errs []error
-	if err := g.eng.Close(wctx); err != nil {
+	if err := g.eng.Wait(wctx); err != nil {
 		g.log.Warn("interrupting agent turns that did not finish in time", "grace", grace)
 		if interrupt != nil {
 			interrupt()
@@ -221,12 +220,12 @@ type workHandler struct {
 	ctx context.Context
 }
 
-func (w workHandler) Handle(_ context.Context, m core.Message) error { return w.eng.Handle(w.ctx, m) }
-
+// Enqueue is adminapi.Engine's.
 func (w workHandler) Enqueue(_ context.Context, m core.Message) <-chan error {
 	return w.eng.Enqueue(w.ctx, m)
 }
 
+// EnqueueThen is channels.Handler's.
 func (w workHandler) EnqueueThen(_ context.Context, m core.Message, then func(error)) {
 	w.eng.EnqueueThen(w.ctx, m, then)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/plangate/plangate/adminapi"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store"
 )
 
@@ -143,7 +144,7 @@ func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w
 		fmt.Fprintf(w, "approvals:      %s\n", strings.Join(names, ", "))
 	}
 	if p := v.Plan; p != nil {
-		fmt.Fprintf(w, "plan:           v%d %q (%s) %s\n%s\n", p.Version, p.Title, p.Status, p.File, core.Checklist(p.Steps))
+		fmt.Fprintf(w, "plan:           v%d %q (%s) %s\n%s\n", p.Version, p.Title, p.Status, p.File, plan.Checklist(p.Steps))
 	} else {
 		fmt.Fprintln(w, "plan:           none")
 	}
@@ -196,7 +197,7 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 	if p.Body.Summary != "" {
 		fmt.Fprintln(out, p.Body.Summary)
 	}
-	fmt.Fprintln(out, core.Checklist(p.Body.Steps))
+	fmt.Fprintln(out, plan.Checklist(p.Body.Steps))
 	if d := p.Decision; d != nil {
 		fmt.Fprintf(out, "decision: %s by %s on %s at %s\n", d.Outcome, d.By, d.Channel, d.At.UTC().Format("2006-01-02 15:04 MST"))
 	}

@@ -18,15 +18,10 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/channels/discord"
-	"github.com/plangate/plangate/channels/slack"
-	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
-	"github.com/plangate/plangate/channels/web"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/llm"
 	"github.com/plangate/plangate/core/tools"
-	"github.com/plangate/plangate/store"
 )
 
 // version is plangate's release; "dev" builds come from a checkout.
@@ -243,29 +238,27 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) core.Config {
 	return core.Config{
-		Reach:           cfg.Tools.reach(),
-		PlansDir:        cfg.Plans.Dir,
-		WorkspaceRoot:   cfg.Workspace.Root,
-		PerSession:      cfg.Workspace.PerSession,
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		MaxIterations:   cfg.Agent.MaxIterations,
-		HistoryMessages: cfg.Agent.HistoryMessages,
-		HistoryChars:    cfg.Agent.HistoryChars,
-		ToolResultChars: cfg.Agent.ToolResultChars,
-		PlanMode:        cfg.PlanMode.Enabled,
-		StartInPlan:     cfg.PlanMode.StartInPlan,
-		AutoApprove:     cfg.PlanMode.AutoApprove,
-		Approvers:       cfg.Access.Approvers,
-		Policies:        cfg.Access.CorePolicies(),
-		EditHints: map[string]string{terminal.Name: terminal.EditHint, telegram.Name: telegram.EditHint,
-			slack.Name: slack.EditHint, discord.Name: discord.EditHint, web.Name: web.EditHint},
+		Reach:            cfg.Tools.reach(),
+		PlansDir:         cfg.Plans.Dir,
+		WorkspaceRoot:    cfg.Workspace.Root,
+		PerSession:       cfg.Workspace.PerSession,
+		SystemPrompt:     cfg.Agent.SystemPrompt,
+		MaxIterations:    cfg.Agent.MaxIterations,
+		HistoryMessages:  cfg.Agent.HistoryMessages,
+		HistoryChars:     cfg.Agent.HistoryChars,
+		ToolResultChars:  cfg.Agent.ToolResultChars,
+		PlanMode:         cfg.PlanMode.Enabled,
+		StartInPlan:      cfg.PlanMode.StartInPlan,
+		AutoApprove:      cfg.PlanMode.AutoApprove,
+		Approvers:        cfg.Access.Approvers,
+		Policies:         cfg.Access.CorePolicies(),
+		EditHints:        editHints(),
 		AutoApproveRules: cfg.PlanMode.CoreRules(),
 		Nudges:           cfg.PlanMode.Nudges,
 		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
 		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
 		Planner:          cfg.PlanMode.Planner.CorePlanner(),
 		TypingDelay:      core.DefaultTypingDelay,
-		LeaseLinger:      cfg.Store.LeaseLinger,
 	}
 }
 
@@ -343,8 +336,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer leaveReplica()
-	cfg.Channels.Discord.Now = e.now // whether a saved interaction's token is still valid
-	chans, err := openChannels(ctx, cfg, st, log)
+	chans, err := openChannels(ctx, cfg, st, e.now, log)
 	if err != nil {
 		return err
 	}
@@ -411,54 +403,10 @@ func serveConfig(args []string, e procEnv) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ch := cfg.Channels; !ch.Telegram.Enabled && !ch.Slack.Enabled && !ch.Discord.Enabled && !ch.Web.Enabled {
-		return nil, errors.New("no chat channel is enabled: set channels.telegram.enabled (or slack, discord, web) in the config, or use plangate chat for the terminal")
+	if err := servesChannels(cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
-}
-
-// openChannels connects every enabled chat channel, each with its own config section.
-func openChannels(ctx context.Context, cfg *Config, st *store.Store, log *slog.Logger) ([]channels.Channel, error) {
-	ch := cfg.Channels
-	var chans []channels.Channel
-	if ch.Telegram.Enabled {
-		ch.Telegram.PublicURL = cfg.HTTP.PublicURL // webhook mode registers it with Telegram
-		tg, err := telegram.New(ctx, ch.Telegram, stateFor(cfg, st, telegram.Name), log)
-		if err != nil {
-			return nil, err
-		}
-		log.Info("telegram connected", "bot", tg.Username())
-		chans = append(chans, tg)
-	}
-	if ch.Slack.Enabled {
-		sl, err := slack.New(ctx, ch.Slack, stateFor(cfg, st, slack.Name), log)
-		if err != nil {
-			return nil, err
-		}
-		log.Info("slack connected", "team", sl.TeamID())
-		chans = append(chans, sl)
-	}
-	if ch.Discord.Enabled {
-		dc, err := discord.New(ctx, ch.Discord, stateFor(cfg, st, discord.Name), log)
-		if err != nil {
-			return nil, err
-		}
-		log.Info("discord connected", "bot", dc.BotID())
-		chans = append(chans, dc)
-	}
-	if ch.Web.Enabled {
-		deps := web.Deps{Store: st, Approvers: cfg.Access.Approvers, Policies: cfg.Access.CorePolicies(), Log: log,
-			PublicURL: cfg.HTTP.PublicURL, Reach: cfg.Tools.reach()}
-		if cfg.Store.postgres() {
-			deps.Sent = st // other replicas' replies reach the pages open here
-		}
-		wc, err := web.New(ch.Web, deps)
-		if err != nil {
-			return nil, err
-		}
-		chans = append(chans, wc) // its pages are mounted on the HTTP server (track)
-	}
-	return chans, nil
 }
 
 func cmdConfig(args []string, e procEnv) error {

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels"
-	"github.com/plangate/plangate/channels/discord"
-	"github.com/plangate/plangate/channels/slack"
-	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 )
@@ -50,14 +47,13 @@ import (
 // replica: channel -> key.
 func replicaInboxes(cfg *Config) map[string]string {
 	out := map[string]string{}
-	if ch := cfg.Channels.Telegram; ch.Enabled && ch.Mode == telegram.ModeWebhook {
-		out[telegram.Name] = "updates" // channels/telegram inbox.go
-	}
-	if cfg.Channels.Slack.Enabled {
-		out[slack.Name] = "inbox" // channels/inbox.go
-	}
-	if ch := cfg.Channels.Discord; ch.Enabled && ch.Interactions == discord.InteractionsHTTP {
-		out[discord.Name] = "inbox" // channels/discord/inbox.go: the interactions endpoint runs on every replica
+	for _, r := range enabledRows(&cfg.Channels) {
+		if r.replicaInbox == nil {
+			continue
+		}
+		if key := r.replicaInbox(&cfg.Channels); key != "" {
+			out[r.name] = key
+		}
 	}
 	return out
 }
@@ -83,6 +79,14 @@ func (r replicaState) ChannelState(ctx context.Context, channel, account, key st
 
 func (r replicaState) SetChannelState(ctx context.Context, channel, account, key, value string) error {
 	return r.st.SetChannelState(ctx, channel, account, r.key(key), value)
+}
+
+func (r replicaState) SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error {
+	return r.st.SetChannelStateLazy(ctx, channel, account, r.key(key), value)
+}
+
+func (r replicaState) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
+	return r.st.SetChannelStateWith(ctx, channel, account, r.key(key), lazy, value)
 }
 
 // stateFor is the state the adapter of channel gets: scoped on PostgreSQL when the

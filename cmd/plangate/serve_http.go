@@ -104,14 +104,9 @@ func registerPprof(srv *httpserver.Server) {
 }
 
 // httpRoutes is what an adapter implements to receive over HTTP (webhooks, the web
-// channel's pages): it adds its routes to the server before it runs. Two spellings are in
-// use: telegram's RegisterHTTP and web's Register.
+// channel's pages): it adds its routes to the server before it runs.
 type httpRoutes interface {
 	RegisterHTTP(srv *httpserver.Server)
-}
-
-type httpRegister interface {
-	Register(srv *httpserver.Server)
 }
 
 // track mounts the channels' own routes and returns the channels wrapped so that /readyz
@@ -124,11 +119,8 @@ func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 	}
 	out := make([]channels.Channel, 0, len(chans))
 	for _, ch := range chans {
-		switch r := unelected(ch).(type) {
-		case httpRoutes:
+		if r, ok := unelected(ch).(httpRoutes); ok {
 			r.RegisterHTTP(w.srv)
-		case httpRegister:
-			r.Register(w.srv)
 		}
 		t := &trackedChannel{Channel: ch}
 		w.srv.AddCheck(ch.Name(), t.check)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // TestPlanCopyOnDisk replays the plan_copy transcript through `plangate chat` and looks
@@ -73,7 +74,7 @@ func TestPlanCopyOnDisk(t *testing.T) {
 		t.Fatalf("PLAN.json: %v\n%s", err, js)
 	}
 	if doc.Format != core.PlanCopyFormat || doc.Status != core.PlanCompleted || doc.Title != "Guide notes" ||
-		len(doc.Steps) != 1 || doc.Steps[0].Status != core.StepCompleted || doc.Decision == nil || doc.Decision.By != "local" {
+		len(doc.Steps) != 1 || doc.Steps[0].Status != plan.StepCompleted || doc.Decision == nil || doc.Decision.By != "local" {
 		t.Fatalf("PLAN.json: %+v", doc)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "docs", "notes.md")); err != nil || string(b) != "Notes.\n" {

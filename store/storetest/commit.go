@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func testSessionRoundTrip(t *testing.T, open func() Store) {
@@ -151,7 +152,7 @@ func testPlans(t *testing.T, open func() Store) {
 	kept := p1
 	kept.Status, kept.Hash, kept.File, kept.Requesters, kept.EditedBy = core.PlanCompleted, "sha256:def", "slack-C2/plan-v1b.md", []core.Requester{{By: "slack:U8"}}, ""
 	kept.Body.Title, kept.Body.Steps = "Add a changelog, linked", kept.Body.Steps[:1]
-	kept.Decision = &core.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
+	kept.Decision = &plan.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
 	kept.Approvals = nil
 	kept.UpdatedAt = at(9)
 	sent := kept

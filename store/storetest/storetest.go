@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/store"
 )
 
@@ -156,22 +157,22 @@ func fullPlan(id, sessionID string, version int) core.Plan {
 	return core.Plan{
 		ID: id, SessionID: sessionID, Version: version, Status: core.PlanAccepted,
 		ApprovalID: id + "-a",
-		Body: core.PlanBody{
+		Body: plan.Body{
 			Title: "Add a changelog", Summary: "Create CHANGELOG.md & link it",
-			Steps: []core.Step{
-				{ID: "s1", Text: "Create CHANGELOG.md", Status: core.StepCompleted,
+			Steps: []plan.Step{
+				{ID: "s1", Text: "Create CHANGELOG.md", Status: plan.StepCompleted,
 					AcceptanceCriteria: []string{"file exists"}, VerifiedCriteria: []string{"file exists"}},
-				{ID: "s2", Text: "Link it from README", Status: core.StepInProgress},
+				{ID: "s2", Text: "Link it from README", Status: plan.StepInProgress},
 			},
 			Assumptions:  []string{"README.md exists"},
-			Risks:        []core.Risk{{Risk: "merge conflict", Mitigation: "small diff"}},
+			Risks:        []plan.Risk{{Risk: "merge conflict", Mitigation: "small diff"}},
 			Verification: []string{"cat CHANGELOG.md"},
-			Scope:        core.Scope{AllowedPaths: []string{"*.md"}, ForbiddenPaths: []string{".git/**"}},
+			Scope:        plan.Scope{AllowedPaths: []string{"*.md"}, ForbiddenPaths: []string{".git/**"}},
 			References:   []string{"https://keepachangelog.com"},
 		},
 		Hash: "sha256:abc", File: "slack-C2/plan-v1.md",
-		Decision:   &core.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
-		Approvals:  []core.Approval{{By: "slack:U9", ByName: "Bob", At: at(2), Version: version}},
+		Decision:   &plan.Decision{By: "U123", ByName: "Alice", At: at(3), Channel: "slack", Outcome: "accepted", Feedback: "ok"},
+		Approvals:  []plan.Approval{{By: "slack:U9", ByName: "Bob", At: at(2), Version: version}},
 		Requesters: []core.Requester{{By: "slack:U7", Name: "Uma"}}, EditedBy: "slack:U9",
 		CreatedAt: at(1), UpdatedAt: at(3),
 	}

@@ -139,7 +139,7 @@ func TestDashboardAcceptsATelegramPlan(t *testing.T) {
 	eng := core.NewEngine(core.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
 		PerSession: true, PlanMode: true, Approvers: approvers}, core.Deps{Store: st, Model: model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
-	wch.Register(hs)
+	wch.RegisterHTTP(hs)
 	srv := httptest.NewServer(hs.Handler())
 	defer srv.Close()
 	runCtx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,34 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+)
+
+// ReadEdited turns a plan file a person edited and sent back into the body of the
+// next version (docs/design.md §13). It returns the body and what changed from prev, or a
+// refusal worded for the person, with nothing to change: the file does not parse (the
+// line is named), the judge refuses the plan, or it changes nothing. Step progress in the
+// file is dropped: every step of the new version is pending.
+func ReadEdited(prev Body, file []byte) (Body, Diff, string) {
+	b, err := ParseMarkdown(file)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return Body{}, Diff{}, "I could not read the edited plan: " + pe.Error() + ". Nothing changed."
+		}
+		return Body{}, Diff{}, "I could not read the edited plan. Nothing changed."
+	}
+	// An edited file is a proposal, not progress: boxes ticked in it mark nothing done.
+	for i := range b.Steps {
+		b.Steps[i].Status, b.Steps[i].VerifiedCriteria = StepPending, nil
+	}
+	if err := errors.Join(Judge(b), JudgeSpec(b)); err != nil {
+		return Body{}, Diff{}, "The edited plan is not valid:\n" + strings.TrimSpace(err.Error()) + "\nNothing changed."
+	}
+	d := Compare(prev, b)
+	if d.Empty() {
+		return Body{}, Diff{}, "The edited plan is the same as the current one. Nothing changed."
+	}
+	return b, d, ""
+}

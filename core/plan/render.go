@@ -1,0 +1,387 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxSlugLen bounds the title part of a plan file name.
+const maxSlugLen = 50
+
+// slug turns a plan title into a file-name part: lower-case ASCII letters and digits
+// separated by single "-", at most 50 bytes, "untitled" when nothing is left. Letters
+// outside ASCII are dropped (the standard library has no transliteration); other
+// characters, emoji included, separate words.
+func slug(title string) string {
+	var b strings.Builder
+	for _, r := range title {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(unicode.ToLower(r))
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)):
+		default:
+			if s := b.String(); s != "" && !strings.HasSuffix(s, "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	s := strings.TrimRight(b.String(), "-")
+	if len(s) > maxSlugLen {
+		// Cut at the last word boundary that fits (a "-" right after the limit counts).
+		if i := strings.LastIndexByte(s[:maxSlugLen+1], '-'); i > 0 {
+			s = s[:i]
+		} else {
+			s = s[:maxSlugLen]
+		}
+		s = strings.TrimRight(s, "-")
+	}
+	if s == "" {
+		return "untitled"
+	}
+	return s
+}
+
+// FileName is the markdown file name of a plan version, e.g.
+// "plan-2026-11-30-docs-cleanup-v1.md". The date is day's calendar date in its own location.
+func FileName(day time.Time, title string, version int) string {
+	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), slug(title), version)
+}
+
+// stepMarker is the checklist box of a step, in the file and in chat progress messages.
+func stepMarker(s StepStatus) string {
+	switch s {
+	case StepCompleted:
+		return "[x]"
+	case StepInProgress:
+		return "[>]"
+	case StepCancelled:
+		return "[~]"
+	}
+	return "[ ]"
+}
+
+// Checklist is the step list for chat progress messages: one "[x] text" line per step.
+func Checklist(steps []Step) string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = stepMarker(s.Status) + " " + EscapeMarkdown(s.Text)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// File is one plan version as its markdown file shows it: the body, and what plangate
+// says about the version. Render escapes every string that came from the model or a person;
+// Footer is plangate's own markdown and is written as it is.
+type File struct {
+	Body    Body
+	Version int
+	Status  string // the version's status
+	Phase   string // the session's phase
+	Session string
+	// Changes is a "## Changes from vN" section after the status line (nil: none).
+	Changes *Diff
+	// Grants is the "## Grants" section: every grant of the plan in words.
+	Grants []Grant
+	// Approvals is the "## Approvals" section (nil: none); Decision the "## Decision" one.
+	Approvals []Approval
+	Decision  *Decision
+	Footer    string
+	// Destructive marks the tools of scope.allowed_tools it reports "(destructive)" (nil:
+	// none). The mark is the gateway's knowledge, not the plan's: ParseMarkdown drops it.
+	Destructive func(tool string) bool
+}
+
+// Render writes f as the plan file posted to the chat; ParseMarkdown reads the body back.
+func Render(f File) []byte {
+	var b bytes.Buffer
+	title := EscapeMarkdown(f.Body.Title)
+	if title == "" {
+		title = "Untitled plan"
+	}
+	fmt.Fprintf(&b, "# %s\n\nVersion %d · status: %s · phase: %s · session: %s\n",
+		title, f.Version, EscapeMarkdown(f.Status), EscapeMarkdown(f.Phase), EscapeMarkdown(f.Session))
+
+	if f.Changes != nil {
+		b.WriteString(f.Changes.Markdown())
+	}
+	if summary := escapeMarkdownBlock(f.Body.Summary); summary != "" {
+		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", summary)
+	}
+	writeSpec(&b, f.Body.Spec)
+	if len(f.Body.Steps) > 0 {
+		b.WriteString("\n## Steps\n\n")
+		for _, s := range f.Body.Steps {
+			fmt.Fprintf(&b, "- %s %s\n", stepMarker(s.Status), EscapeMarkdown(s.Text))
+			for _, c := range s.AcceptanceCriteria {
+				box := "[ ]"
+				if findCriterion(s.VerifiedCriteria, c) >= 0 {
+					box = "[x]"
+				}
+				fmt.Fprintf(&b, "  - %s %s\n", box, EscapeMarkdown(c))
+			}
+		}
+	}
+	writeBullets(&b, "Assumptions", f.Body.Assumptions)
+	var risks []string
+	for _, r := range f.Body.Risks {
+		if line := riskLine(r); line != "" {
+			risks = append(risks, line)
+		}
+	}
+	writeSection(&b, "Risks", risks)
+	writeBullets(&b, "Verification", f.Body.Verification)
+	writeGrants(&b, f.Grants)
+	writeScope(&b, f.Body.Scope, f.Destructive)
+	writeBullets(&b, "References", f.Body.References)
+	writeSection(&b, "Approvals", approvalLines(f.Approvals))
+	if d := f.Decision; d != nil {
+		writeSection(&b, "Decision", decisionLines(*d))
+	}
+
+	b.WriteString("\n---\n\n")
+	b.WriteString(f.Footer)
+	return b.Bytes()
+}
+
+// riskSep separates a risk from its mitigation in the file. An em dash inside the risk is
+// written as the entity &#8212; (it renders the same), so the first " — " of a line is
+// always the separator and ParseMarkdown can split it back; a risk that names only a
+// mitigation starts with "— ".
+const riskSep = " — "
+
+func riskLine(r Risk) string {
+	line := strings.ReplaceAll(EscapeMarkdown(r.Risk), "—", "&#8212;")
+	m := EscapeMarkdown(r.Mitigation)
+	switch {
+	case m == "":
+	case line == "":
+		line = strings.TrimLeft(riskSep, " ") + m
+	default:
+		line += riskSep + m
+	}
+	return line
+}
+
+// writeBullets writes a section of escaped model text, one bullet per entry.
+func writeBullets(b *bytes.Buffer, heading string, items []string) {
+	var lines []string
+	for _, it := range items {
+		if e := EscapeMarkdown(it); e != "" {
+			lines = append(lines, e)
+		}
+	}
+	writeSection(b, heading, lines)
+}
+
+// writeSection writes already escaped lines as a bulleted section, or nothing when empty.
+func writeSection(b *bytes.Buffer, heading string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
+}
+
+// writeGrants writes "## Grants": every grant of the plan in words. It is plangate's
+// section, skipped when an edited file is read back: the scope is the truth.
+func writeGrants(b *bytes.Buffer, gs []Grant) {
+	lines := make([]string, len(gs))
+	for i, g := range gs {
+		lines[i] = g.Kind + ": " + EscapeMarkdown(g.Words)
+	}
+	writeSection(b, "Grants", lines)
+}
+
+// destructiveMark follows a destructive tool in the file's "Allowed tools" list, after
+// its code span (only a name written verbatim in one is marked, so the parser can tell
+// the mark from the name).
+const destructiveMark = " (destructive)"
+
+func writeScope(b *bytes.Buffer, sc Scope, destructive func(string) bool) {
+	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 {
+		return
+	}
+	b.WriteString("\n## Scope\n")
+	for _, part := range []struct {
+		label string
+		paths []string
+	}{{scopeAllowed, sc.AllowedPaths}, {scopeForbidden, sc.ForbiddenPaths}, {scopeTools, sc.AllowedTools}} {
+		if len(part.paths) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s:\n\n", part.label)
+		for _, p := range part.paths {
+			mark := ""
+			if part.label == scopeTools && destructive != nil && codeSpanVerbatim(p) && destructive(p) {
+				mark = destructiveMark
+			}
+			fmt.Fprintf(b, "- %s%s\n", codeSpan(p), mark)
+		}
+	}
+}
+
+// codeSpan shows a scope glob verbatim in a code span, where * and _ need no escaping;
+// text that could break out of the span is escaped as ordinary text instead.
+func codeSpan(s string) string {
+	if s == "" || strings.ContainsAny(s, "`\t\n\r") || strings.IndexFunc(s, isUnsafeRune) >= 0 || s != strings.TrimSpace(s) {
+		return EscapeMarkdown(s)
+	}
+	var b strings.Builder
+	b.WriteByte('`')
+	rs := []rune(s)
+	for i, r := range rs {
+		b.WriteRune(r)
+		if r == '@' && mentionAt(rs, i) {
+			b.WriteRune(zeroWidthSpace)
+		}
+	}
+	b.WriteByte('`')
+	return b.String()
+}
+
+const zeroWidthSpace = '\u200b'
+
+// EscapeMarkdown makes one line of untrusted text safe to place in markdown: white space
+// (newlines included) collapses to single spaces, control and bidi-override characters are
+// dropped, markdown punctuation is backslash-escaped so the text cannot open headings,
+// lists, quotes, code, links, tables, HTML, entities or emphasis, and mentions (@everyone, @here,
+// @name, <@id>, <!channel>) get a zero-width space after the @ or ! so they never ping.
+func EscapeMarkdown(s string) string {
+	return escapeMarkdownLine(strings.Join(strings.Fields(stripUnsafe(s)), " "))
+}
+
+// escapeMarkdownBlock escapes multi-line text (the summary): each line is escaped like
+// EscapeMarkdown, and paragraph breaks survive as single blank lines.
+func escapeMarkdownBlock(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	return paragraphs(strings.Split(s, "\n"), EscapeMarkdown)
+}
+
+// paragraphs maps each line with f and joins the results, a run of empty ones kept as a
+// single blank line between paragraphs (none at the start or the end).
+func paragraphs(lines []string, f func(string) string) string {
+	var out []string
+	blank := false
+	for _, line := range lines {
+		e := f(line)
+		if e == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+			blank = false
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, "\n")
+}
+
+// isUnsafeRune reports characters that are dropped from untrusted text: controls other than
+// white space, and the bidi controls that can make text read differently than it is stored.
+func isUnsafeRune(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069', r == '\u200e', r == '\u200f', r == '\u061c':
+		return true
+	}
+	return false
+}
+
+func stripUnsafe(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if strings.IndexFunc(s, isUnsafeRune) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isUnsafeRune(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// escapeMarkdownLine escapes one line that has no line breaks and no surrounding spaces.
+func escapeMarkdownLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	rs := []rune(s)
+	var b strings.Builder
+	// Block markers only count at the start of a line.
+	switch rs[0] {
+	case '#', '-', '+', '=':
+		b.WriteByte('\\')
+	}
+	digits := 0
+	for digits < len(rs) && rs[digits] >= '0' && rs[digits] <= '9' {
+		digits++
+	}
+	for i, r := range rs {
+		switch r {
+		case '\\', '`', '*', '[', ']', '<', '>', '|', '~':
+			b.WriteByte('\\')
+		case '&':
+			// "&#64;everyone" would render as a mention after conversion.
+			if entityAt(rs, i) {
+				b.WriteByte('\\')
+			}
+		case '_':
+			// An underscore inside a word never makes emphasis; leaving it keeps
+			// identifiers and file names readable in the raw file.
+			if !(i > 0 && isWordRune(rs[i-1]) && i+1 < len(rs) && isWordRune(rs[i+1])) {
+				b.WriteByte('\\')
+			}
+		case '.', ')':
+			if digits > 0 && i == digits { // "1." or "1)" would start an ordered list
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+		if (r == '@' && mentionAt(rs, i)) || (r == '!' && i > 0 && rs[i-1] == '<') {
+			b.WriteRune(zeroWidthSpace)
+		}
+	}
+	return b.String()
+}
+
+// mentionAt reports whether the @ at rs[i] would start a mention: not inside a word (so
+// e-mail addresses stay intact) and followed by a name, an id or a Discord <@&id> / <@!id>.
+func mentionAt(rs []rune, i int) bool {
+	if i > 0 && isWordRune(rs[i-1]) {
+		return false
+	}
+	if i+1 >= len(rs) {
+		return false
+	}
+	next := rs[i+1]
+	return isWordRune(next) || next == '_' || next == '&' || next == '!'
+}
+
+// entityAt reports whether rs[i] ('&') starts an HTML entity or character reference.
+func entityAt(rs []rune, i int) bool {
+	for j := i + 1; j < len(rs) && j <= i+33; j++ {
+		switch r := rs[j]; {
+		case r == ';':
+			return j > i+1
+		case r == '#' && j == i+1:
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// A plan's scope in words, and the form of its entries; the gate matches paths against it.
+
+// WholeWorkspaceScope is the one scope entry that covers the whole workspace. Only a plan
+// that lists it may run commands, which can change any file.
+const WholeWorkspaceScope = "**"
+
+// CoversAll reports whether a list of scope entries includes the whole workspace.
+func CoversAll(patterns []string) bool {
+	for _, a := range patterns {
+		if NormPattern(a) == WholeWorkspaceScope {
+			return true
+		}
+	}
+	return false
+}
+
+// NormPattern drops a leading "./" and a trailing "/" (the judge refuses both in new
+// plans; older plans may still carry them).
+func NormPattern(p string) string {
+	for strings.HasPrefix(p, "./") {
+		p = p[2:]
+	}
+	for len(p) > 1 && strings.HasSuffix(p, "/") {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// validScopePattern reports whether doublestar can use p as a pattern.
+func validScopePattern(p string) bool {
+	return doublestar.ValidatePattern(p)
+}
+
+// ScopeSummary says in words what a plan may change, for the plan file and the chat:
+// "the whole workspace", "no files", or the allowed paths, with what is forbidden.
+func ScopeSummary(s Scope) string {
+	var out string
+	switch {
+	case len(s.AllowedPaths) == 0:
+		return "no files"
+	case CoversAll(s.AllowedPaths):
+		out = "the whole workspace"
+	default:
+		out = strings.Join(s.AllowedPaths, ", ")
+	}
+	if len(s.ForbiddenPaths) > 0 {
+		out += " except " + strings.Join(s.ForbiddenPaths, ", ")
+	}
+	return out
+}
+
+// ScopeChange says how a new version's scope differs from the old one, or returns "" when
+// it allows and forbids the same: "scope widened: README.md → the whole workspace". A
+// scope is wider when it keeps every allowed entry (or allows everything) and forbids no
+// more; narrower the other way round.
+func ScopeChange(prev, next Scope) string {
+	wider := allowsAtLeast(next, prev) && subset(next.ForbiddenPaths, prev.ForbiddenPaths)
+	narrower := allowsAtLeast(prev, next) && subset(prev.ForbiddenPaths, next.ForbiddenPaths)
+	verb := "changed"
+	switch {
+	case wider && narrower:
+		return ""
+	case wider:
+		verb = "widened"
+	case narrower:
+		verb = "narrowed"
+	}
+	return fmt.Sprintf("scope %s: %s → %s", verb, ScopeSummary(prev), ScopeSummary(next))
+}
+
+// allowsAtLeast reports whether a allows every entry b allows.
+func allowsAtLeast(a, b Scope) bool {
+	return CoversAll(a.AllowedPaths) || (!CoversAll(b.AllowedPaths) && subset(b.AllowedPaths, a.AllowedPaths))
+}
+
+// subset reports whether every entry of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if NormPattern(x) == NormPattern(y) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
