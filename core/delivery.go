@@ -27,16 +27,6 @@ type OutboxStore interface {
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 }
 
-// SentMarker is an OutboxStore that records deliveries without a transaction of their
-// own: MarkSentSoon's mark rides the store's next write (the SQLite store; PostgreSQL's
-// writes it at once), FlushSent writes what no write carried. The engine flushes before it waits on anything outside the process (a model
-// call, a tool run) and when a job ends, so the window in which a kill re-sends a reply
-// stays the local work between the send and that point. *store.Store satisfies it.
-type SentMarker interface {
-	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
-	FlushSent(ctx context.Context) error
-}
-
 // DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
 // restart (channels.outbox_max_age).
 const DefaultOutboxMaxAge = time.Hour
@@ -111,17 +101,10 @@ func (e *Engine) deliverRow(ctx context.Context, o *Outgoing, claimed bool) (str
 		}
 		return "", err
 	}
-	if merr := e.d.Store.MarkSentSoon(mctx, o.ID, id, e.d.Now()); merr != nil { // see SentMarker
+	if merr := e.d.Store.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
 		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
 	}
 	return id, nil
-}
-
-// flushSent writes the marks of delivered replies that no write carried yet.
-func (e *Engine) flushSent(ctx context.Context) {
-	if err := e.d.Store.FlushSent(context.WithoutCancel(ctx)); err != nil {
-		e.d.Log.Warn("marking replies sent", "err", err)
-	}
 }
 
 // errInFlight: the row is being delivered already (by the start-up backlog or a retry).
@@ -277,7 +260,6 @@ func (b Backlog) deliver(ctx context.Context) int {
 			sent++
 		}
 	}
-	e.flushSent(ctx)
 	return sent
 }
 

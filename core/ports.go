@@ -145,7 +145,6 @@ type Store interface {
 
 	SessionPlanReader
 	OutboxStore
-	SentMarker
 	OutboxClaimer
 	LeaseStore
 	PendingCounter
