@@ -145,7 +145,6 @@ type Store interface {
 
 	SessionPlanReader
 	OutboxStore
-	SentMarker
 	OutboxClaimer
 	LeaseStore
 	PendingCounter
@@ -236,16 +235,6 @@ type OutboxStore interface {
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
-}
-
-// SentMarker is an OutboxStore that records deliveries without a transaction of their
-// own: MarkSentSoon's mark rides the store's next write (the SQLite store; PostgreSQL's
-// writes it at once), FlushSent writes what no write carried. The engine flushes before it waits on anything outside the process (a model
-// call, a tool run) and when a job ends, so the window in which a kill re-sends a reply
-// stays the local work between the send and that point. *store.Store satisfies it.
-type SentMarker interface {
-	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
-	FlushSent(ctx context.Context) error
 }
 
 // OutboxClaimer is the part of Store that lets two processes deliver

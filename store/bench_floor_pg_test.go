@@ -256,8 +256,8 @@ func (f *pgFloor) tx(ctx context.Context, ws []write, replies []string, session,
 	return err
 }
 
-// oneTrip sends BEGIN, ws and COMMIT in one batch: a one-statement write with riders, whose
-// outcome may be anything but an error (as plangate's lease writes with marks).
+// oneTrip sends BEGIN, ws and COMMIT in one batch: writes whose outcome may be anything
+// but an error (as plangate's one-statement lease writes and marks).
 func (f *pgFloor) oneTrip(ctx context.Context, ws ...write) error {
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN")

@@ -69,10 +69,10 @@ func BenchmarkBigRows(b *testing.B) {
 	})
 }
 
-// BenchmarkMessagePages is a spaced plain message's five store transactions on their own
+// BenchmarkMessagePages is a spaced plain message's six store transactions on their own
 // (the durable inbox save, the lease acquire, the turn's lazy commit of the session, two
-// messages, the inbound key and the answer's outbox row, the release carrying the
-// mark-sent, the lazy inbox save), on files of three page sizes (made as an earlier
+// messages, the inbound key and the answer's outbox row, the mark-sent, the release, the
+// lazy inbox save), on files of three page sizes (made as an earlier
 // plangate or an operator would: existing files keep theirs) and with two sets of row
 // sizes: rows=bench as in BenchmarkTelegramRoundTrip, rows=real with a 700-byte update
 // in the inbox record, a 35-byte lease owner and a 400-byte answer. With checkpoints
@@ -140,7 +140,7 @@ func benchMessagePages(b *testing.B, pageSize, update, ownerLen, answer int) {
 			b.Fatal(err)
 		}
 		cur = next
-		if err := s.MarkSentSoon(ctx, out[0].ID, "12345", now); err != nil {
+		if err := s.MarkSent(ctx, out[0].ID, "12345", now); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.ReleaseLease(ctx, lease, owner); err != nil {

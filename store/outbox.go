@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -45,19 +46,34 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([
 }
 
 // UnsentOutbox lists undelivered, not dropped replies for the given channels (all for
-// none), oldest first, at most limit (0 = no limit). PostgreSQL reads them through the
-// partial index outbox_unsent; SQLite, which has none since 0012, scans from a floor
-// (outbox_floor.go).
+// none), oldest first, at most limit (0 = no limit).
 func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
-	if s.floors != nil {
-		return s.unsentFromFloor(ctx, channels, limit)
-	}
-	q, args := unsentQuery(channels, limit, nil, nil)
+	q, args := unsentQuery(channels, limit)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing unsent replies: %w", err)
 	}
-	return scanOutbox(rows, "unsent", nil)
+	return scanOutbox(rows, "unsent")
+}
+
+// unsentQuery is UnsentOutbox's query. Both drivers run it through the partial index
+// outbox_unsent, keyed by id: it holds the few replies not delivered yet, in the order
+// asked for, and the channel is filtered on them.
+func unsentQuery(channels []string, limit int) (string, []any) {
+	q := `SELECT id, session_id, reply, created_at, attempts, owner FROM outbox WHERE sent_at IS NULL AND dropped = ''`
+	args := make([]any, 0, len(channels)+1)
+	if len(channels) > 0 {
+		q += ` AND channel IN (?` + strings.Repeat(`, ?`, len(channels)-1) + `)`
+		for _, c := range channels {
+			args = append(args, c)
+		}
+	}
+	q += ` ORDER BY id`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return q, args
 }
 
 // markSentQuery marks an outbox row sent, unless it was sent or dropped already.
@@ -112,14 +128,10 @@ func (s *Store) updateOutbox(ctx context.Context, id int64, q string, args ...an
 	return nil
 }
 
-// PruneOutbox deletes sent or dropped replies created before olderThan, except the
-// newest row of the outbox, and returns how many it removed. The newest row stays so
-// that ids never go back: SQLite gives a new row max(id)+1, and a deleted maximum would
-// be given again, under the floor of a process that saw it sent (outbox_floor.go).
-// PostgreSQL's ids come from a sequence; it keeps the row too, one contract for both.
+// PruneOutbox deletes sent or dropped replies created before olderThan and returns how
+// many it removed.
 func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error) {
-	res, err := s.execWriter(ctx, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?
-		AND id < (SELECT max(id) FROM outbox)`, formatTime(olderThan))
+	res, err := s.execWriter(ctx, `DELETE FROM outbox WHERE (sent_at IS NOT NULL OR dropped != '') AND created_at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning the outbox: %w", err)
 	}
@@ -148,12 +160,11 @@ func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("listing sent replies: %w", err)
 	}
-	return scanOutbox(rows, "sent", nil)
+	return scanOutbox(rows, "sent")
 }
 
-// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner[,
-// channel]]); with chans, the channel of each row is appended to it.
-func scanOutbox(rows *sql.Rows, what string, chans *[]string) ([]core.Outgoing, error) {
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]).
+func scanOutbox(rows *sql.Rows, what string) ([]core.Outgoing, error) {
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
@@ -162,8 +173,8 @@ func scanOutbox(rows *sql.Rows, what string, chans *[]string) ([]core.Outgoing, 
 	var out []core.Outgoing
 	for rows.Next() {
 		var o core.Outgoing
-		var body, created, channel string
-		dest := []any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner, &channel}[:len(cols)]
+		var body, created string
+		dest := []any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("listing %s replies: %w", what, err)
 		}
@@ -176,9 +187,6 @@ func scanOutbox(rows *sql.Rows, what string, chans *[]string) ([]core.Outgoing, 
 		}
 		o.CreatedAt = at
 		out = append(out, o)
-		if chans != nil {
-			*chans = append(*chans, channel)
-		}
 	}
 	return out, rows.Err()
 }

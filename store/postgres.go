@@ -49,8 +49,7 @@ package store
 // Round trips: a transition and a nudge claim are one pipelined batch (BEGIN and every
 // statement) and a COMMIT sent after the outcomes were checked, two round trips whatever
 // the change holds (steps.go); a one-statement write (a lease, an outbox mark) sends its
-// COMMIT in the batch, one round trip, and carries the replies' marks queued since the
-// last write (riders.go), so a turn's marks cost no transaction of their own. Sending a transition's COMMIT before its outcomes
+// COMMIT in the batch, one round trip. Sending a transition's COMMIT before its outcomes
 // are known (guarding the checks on the server) was tried and dropped: a killed process's
 // batch then still commits on the server after its death was seen and its work taken
 // over, and replies were sent twice. Concurrent commits are grouped by PostgreSQL's WAL
@@ -136,7 +135,7 @@ func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, er
 		w.Close()
 		return nil, err
 	}
-	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}, riders: &riders{}}, nil
+	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}}, nil
 }
 
 // Ping checks that the database answers and, on SQLite, can still make writes durable

@@ -32,9 +32,6 @@ type step struct {
 	// the transition with none; then, unless nil, runs after a successful scan.
 	dest []any
 	then func() error
-	// rider: a queued bookkeeping write riding the transaction (riders.go), to be
-	// committed whatever the steps before it did.
-	rider bool
 	// lastID (SQLite only, Exec steps): where the rowid the statement inserted goes, once
 	// it succeeded (before then).
 	lastID *int64
@@ -62,8 +59,9 @@ func (st step) outcome(n int64, err error) error {
 	return nil
 }
 
-// runOwn is runSteps without riders.
-func (s *Store) runOwn(ctx context.Context, steps []step, lazy bool) error {
+// runSteps executes steps in one transaction and commits it if every outcome is as
+// expected; otherwise nothing of it remains.
+func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	if s.pool != nil {
 		return asConflict(s.runBatch(ctx, steps, lazy))
 	}
@@ -138,10 +136,9 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 	err = checkBatch(br, steps, lazy, trip)
 	committed, commitErr := false, errors.New("the server did not commit")
 	if trip {
-		// Only the first statement may have an unexpected outcome (no row), which changed
-		// nothing: the COMMIT already sent commits the rest (riders, which are to be
-		// written whatever it did). Any other failure aborted the transaction, and the
-		// server answers the COMMIT with an error or ROLLBACK.
+		// Only a lone statement may have an unexpected outcome (no row), which changed
+		// nothing: the COMMIT already sent commits nothing else. Any other failure aborted
+		// the transaction, and the server answers the COMMIT with an error or ROLLBACK.
 		tag, cerr := br.Exec()
 		committed = cerr == nil && tag.String() == "COMMIT"
 		if cerr != nil {
@@ -178,18 +175,13 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 
 // oneTrip reports whether steps may be committed in the batch that runs them, before
 // their outcomes are read: when no step checks its outcome (only a statement's own error,
-// which aborts the transaction, can fail them), or when only the first does, without a
-// Go check, and every step after it is a rider: a statement that affected no row changed
-// nothing, and riders are committed whatever it did. Transitions (a compare-and-set or
-// an inbound key among other writes) keep their separate COMMIT.
+// which aborts the transaction, can fail them), or when the only step does, without a Go
+// check (a statement that affected no row changed nothing). Transitions (a
+// compare-and-set or an inbound key among other writes) keep their separate COMMIT.
 func oneTrip(steps []step) bool {
-	checked := false
-	for i, st := range steps {
-		switch {
-		case st.then != nil, i > 0 && st.none != nil, checked && !st.rider:
+	for _, st := range steps {
+		if st.then != nil || st.none != nil && len(steps) > 1 {
 			return false
-		case st.none != nil:
-			checked = true
 		}
 	}
 	return true

@@ -58,11 +58,6 @@ type Store struct {
 	pool *pgxpool.Pool // PostgreSQL: the pool under w, used natively for Commit; nil for SQLite
 	gc   *groupCommit  // the writer's queue: concurrent commits share a transaction
 	ws   *walSync      // SQLite: the fsyncs that make commits durable; nil for PostgreSQL
-	// riders: bookkeeping writes waiting for the next transaction (riders.go).
-	riders *riders
-	// floors: SQLite's lower bounds on the ids of unsent outbox rows (outbox_floor.go);
-	// nil for PostgreSQL, which has an index of them.
-	floors *unsentFloors
 	// stateMu keeps SetChannelStateWith's saves one at a time on PostgreSQL.
 	stateMu *sync.Mutex
 	// onCommit, when set, is told each Commit's duration (see OnCommit).
@@ -149,16 +144,14 @@ func open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws, riders: &riders{}, floors: &unsentFloors{}}, nil
+	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws}, nil
 }
 
-// Close writes the queued riders (FlushSent), then closes the read pool, the writer and
-// the WAL sync file, so the last connection to close is the one allowed to checkpoint the
-// WAL.
+// Close closes the read pool, the writer and the WAL sync file, so the last connection to
+// close is the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
-	errF := s.FlushSent(context.Background())
 	if s.pool != nil {
-		err := errors.Join(errF, s.w.Close())
+		err := s.w.Close()
 		s.pool.Close()
 		if err != nil {
 			return fmt.Errorf("closing store %s: %w", s.path, err)
@@ -168,7 +161,7 @@ func (s *Store) Close() error {
 	errR := s.r.Close()
 	errW := s.w.Close()
 	errS := s.ws.close()
-	if err := errors.Join(errF, errR, errW, errS); err != nil {
+	if err := errors.Join(errR, errW, errS); err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
 	}
 	return nil

@@ -96,17 +96,10 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool)
 		}
 		return "", err
 	}
-	if merr := e.d.Store.MarkSentSoon(mctx, o.ID, id, e.d.Now()); merr != nil { // see SentMarker
+	if merr := e.d.Store.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
 		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
 	}
 	return id, nil
-}
-
-// flushSent writes the marks of delivered replies that no write carried yet.
-func (e *Engine) flushSent(ctx context.Context) {
-	if err := e.d.Store.FlushSent(context.WithoutCancel(ctx)); err != nil {
-		e.d.Log.Warn("marking replies sent", "err", err)
-	}
 }
 
 // errInFlight: the row is being delivered already (by the start-up backlog or a retry).
@@ -262,7 +255,6 @@ func (b Backlog) deliver(ctx context.Context) int {
 			sent++
 		}
 	}
-	e.flushSent(ctx)
 	return sent
 }
 

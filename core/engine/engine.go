@@ -357,7 +357,6 @@ func (j *job) readOnly() bool {
 // run handles one job. Failures are reported to the chat and returned.
 func (e *Engine) run(j *job) error {
 	ctx := j.ctx
-	defer e.flushSent(ctx) // the job's deliveries are marked before it is done
 	if j.sys != nil {
 		sess, err := e.d.Store.Session(ctx, j.sessionID)
 		if err != nil {

@@ -7,9 +7,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// The marks of delivered replies ride the store's next write (core.SentMarker), but none
-// waits for the model: the replies of a decision are marked before the turn it starts
-// asks the model, and a job's last replies before the job is done.
+// A delivered reply is marked sent as it is delivered, so no mark waits for the model:
+// the replies of a decision are marked before the turn it starts asks the model, and a
+// job's last replies before the job is done.
 func TestSentMarksDoNotWaitForTheModel(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

@@ -251,7 +251,6 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
-	e.flushSent(ctx) // no mark waits for the model (see SentMarker)
 	stopTyping := e.typingSoon(ctx, t.sess.Address)
 	start := time.Now() // real time, not the injected clock: this is latency
 	resp, err := e.d.Model.Complete(ctx, req)
@@ -368,7 +367,6 @@ func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall)
 				res = toolResult{content: "not run: the user interrupted"}
 				break
 			}
-			t.e.flushSent(ctx) // nor for a tool
 			res = t.callTool(ctx, call)
 			res.content = truncateResult(res.content, t.e.cfg.ToolResultChars)
 		}

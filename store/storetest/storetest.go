@@ -51,8 +51,7 @@ type Store interface {
 
 	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error)
 	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
-	MarkSentSoon(ctx context.Context, id int64, platformID string, at time.Time) error
-	FlushSent(ctx context.Context) error
+	SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error)
 	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
 	NoteOutboxAttempt(ctx context.Context, id int64) error
@@ -93,7 +92,7 @@ func Run(t *testing.T, f Factory) {
 		{"SignOuts", testSignOuts},
 		{"ToolRuns", testToolRuns},
 		{"Outbox", testOutbox},
-		{"SentSoon", testSentSoon},
+		{"MarkSent", testMarkSent},
 		{"Pruning", testPruning},
 		{"RacingCommits", testRacingCommits},
 		{"RacingInserts", testRacingInserts},
