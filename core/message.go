@@ -126,7 +126,7 @@ type Message struct {
 	Time        time.Time
 	// Replays: the adapter keeps the event until its handling returned and replays it
 	// after a crash (an inbox), so the engine may hold a plain message back for the
-	// turn's first commit (see core/deferred.go).
+	// turn's first commit (see core/engine/deferred.go).
 	Replays bool
 }
 

@@ -14,7 +14,7 @@
 // scheduler keeps a min-heap of due times and gives cron exactly one entry at a time, a
 // one-shot schedule for the earliest due time; that wake-up runs one dispatch round through
 // cron's chain (cron.Recover, and DelayIfStillRunning so rounds never overlap). Recurring
-// specs are parsed with cron's parser, exactly as Specs (the engine's core.NudgeSpecs)
+// specs are parsed with cron's parser, exactly as Specs (the engine's machine.NudgeSpecs)
 // parses them, and their next times are computed from the stored occurrence, never from
 // when they were loaded.
 package nudges
@@ -63,13 +63,13 @@ type Store interface {
 
 // ReminderClaimer claims a reminder's occurrence together with the reminder itself, in
 // one transaction (the reply goes into the outbox), so a fired reminder is delivered at
-// least once even when the process dies before handing it on; *core.Engine satisfies
+// least once even when the process dies before handing it on; *engine.Engine satisfies
 // it. A Deliverer without it is claimed with Store.FireNudge.
 type ReminderClaimer interface {
 	ClaimReminder(ctx context.Context, n core.Nudge, scheduledAt, firedAt, next time.Time) (bool, error)
 }
 
-// Deliverer hands occurrences to the engine; *core.Engine satisfies it.
+// Deliverer hands occurrences to the engine; *engine.Engine satisfies it.
 type Deliverer interface {
 	Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time) error
 	ReportMissed(ctx context.Context, sessionID string, missed []core.MissedNudge) error

@@ -230,7 +230,7 @@ func (r *racingStore) FireNudge(ctx context.Context, id int64, at time.Time, out
 // TestCancelRacingFiring: a cancellation committed between the moment a nudge falls due
 // and its claim wins, and the nudge is never delivered; one committed after the claim
 // comes too late for the scheduler (the engine then drops the stale nudge, see
-// core.Engine.Nudge). Either way the store agrees with what was delivered.
+// engine.Engine.Nudge). Either way the store agrees with what was delivered.
 func TestCancelRacingFiring(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, _ := openStore(t)

@@ -12,7 +12,7 @@ import (
 const MinInterval = time.Second
 
 // Specs checks and evaluates the recurring schedules people set with /plan nudge. It is
-// the engine's core.NudgeSpecs port: the command grammar only normalizes a spec's text,
+// the engine's machine.NudgeSpecs port: the command grammar only normalizes a spec's text,
 // and what a valid cron spec is stays here, next to the scheduler that fires it.
 type Specs struct{}
 

@@ -19,7 +19,7 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// BenchmarkDecisionFloor is the floor of BenchmarkEngineDecisions (core/bench_test.go):
+// BenchmarkDecisionFloor is the floor of BenchmarkEngineDecisions (core/engine/bench_test.go):
 // the least work a /plan accept needs for its guarantees (docs/design.md §3 and §8), done with
 // the store's SQLite settings (writerDSN, readerDSN, 1 KB pages, synchronous=NORMAL and
 // an fdatasync of the -wal outside the writer) on the store's own schema (the file Open

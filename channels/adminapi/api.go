@@ -29,7 +29,7 @@ type Store interface {
 	Events(ctx context.Context, sessionID string) ([]core.Event, error)
 }
 
-// Engine takes the API's changes; *core.Engine satisfies it. The context given is not the
+// Engine takes the API's changes; *engine.Engine satisfies it. The context given is not the
 // request's: the work a change starts (an agent turn after an accept) outlives the request.
 type Engine interface {
 	Enqueue(ctx context.Context, m core.Message) <-chan error
@@ -45,7 +45,7 @@ type Deps struct {
 	Now    func() time.Time
 	// Wait bounds how long a change waits for the engine's answer; 0 = DefaultWait.
 	Wait time.Duration
-	// Reach is the engine's (core.Config.Reach), for the grants in plan files served.
+	// Reach is the engine's (engine.Config.Reach), for the grants in plan files served.
 	Reach machine.Reach
 }
 

@@ -45,7 +45,7 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "discord"
 
-// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+// EditHint is how a person sends an edited plan file back here (engine.Config.EditHints).
 const EditHint = "attach it to a reply to the plan's message"
 
 // State is where the adapter keeps what must survive a restart: which messages carry which

@@ -43,7 +43,7 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "slack"
 
-// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+// EditHint is how a person sends an edited plan file back here (engine.Config.EditHints).
 const EditHint = "share it in the plan's thread"
 
 // defaultAPIURL is the public Web API.

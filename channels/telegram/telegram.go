@@ -34,7 +34,7 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "telegram"
 
-// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+// EditHint is how a person sends an edited plan file back here (engine.Config.EditHints).
 const EditHint = "send it as a document in reply to the plan's message"
 
 // defaultPollTimeout is how long one getUpdates call waits for news at Telegram.

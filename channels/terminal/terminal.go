@@ -27,7 +27,7 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "terminal"
 
-// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+// EditHint is how a person sends an edited plan file back here (engine.Config.EditHints).
 const EditHint = "/plan edit PATH"
 
 // account is the Address.Account of every terminal session: there is one local user base.

@@ -35,7 +35,7 @@ import (
 // Name is the channel name in core.Address.Channel.
 const Name = "web"
 
-// EditHint is how a person sends an edited plan file back here (core.Config.EditHints).
+// EditHint is how a person sends an edited plan file back here (engine.Config.EditHints).
 const EditHint = "use Edit on the plan's card"
 
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
@@ -187,7 +187,7 @@ type Deps struct {
 	// Sent, when set, lists the replies every replica sent, so that open pages show
 	// those another replica sent too (see stream.go); nil for a single process.
 	Sent SentReplies
-	// Reach is the engine's (core.Config.Reach): cards and downloaded plan files say a
+	// Reach is the engine's (engine.Config.Reach): cards and downloaded plan files say a
 	// plan's grants with it.
 	Reach machine.Reach
 	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
@@ -382,7 +382,7 @@ func (c *Channel) decider(name string) bool {
 }
 
 // mayDecide reports whether web user name may decide on plans in session s, by the
-// engine's own rule (core.MayDecide). direct is true for the user's own conversation on
+// engine's own rule (machine.MayDecide). direct is true for the user's own conversation on
 // its page, where a message of theirs is direct; the dashboard's decisions are not.
 func (c *Channel) mayDecide(name string, s core.Session, direct bool) bool {
 	m := core.Message{Address: s.Address, Sender: person(name, s.Address.Channel), Direct: direct}

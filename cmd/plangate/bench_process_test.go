@@ -43,7 +43,7 @@ const gatewayWarmUp = 50
 // (no limit, as the in-process benchmark's test tuning has). There is no config key or
 // environment variable for pacing. Everything else is production's default: poll_timeout
 // 50 s, the inbox's flushDelay 100 ms, the typing indicator after 300 ms
-// (core.DefaultTypingDelay, never reached with an instant model), log level info to
+// (engine.DefaultTypingDelay, never reached with an instant model), log level info to
 // stderr (a pipe, read here), no HTTP server.
 //
 // spaced/chats=N: one message at a time, round-robin over N private chats, gatewayGap of

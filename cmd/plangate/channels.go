@@ -58,7 +58,7 @@ type channelDeps struct {
 // channelRow is one chat channel as the command wires it.
 type channelRow struct {
 	name     string
-	editHint string // how a person sends an edited plan file back (core.Config.EditHints)
+	editHint string // how a person sends an edited plan file back (engine.Config.EditHints)
 	// section is the channel's config section: whether it is on, its summary.
 	section func(*ChannelsConfig) channelSection
 	// open connects the channel for serve; nil for the one `plangate chat` runs itself.
@@ -284,7 +284,7 @@ func servesChannels(cfg *Config) error {
 		served[0], strings.Join(served[1:], ", "), chatOnly)
 }
 
-// editHints is core.Config.EditHints: each channel's.
+// editHints is engine.Config.EditHints: each channel's.
 func editHints() map[string]string {
 	out := make(map[string]string, len(channelTable))
 	for _, r := range channelTable {

@@ -31,7 +31,7 @@ func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv
 	return st, rest, asJSON, markdown, err
 }
 
-// openForReadingWith is openForReading that also returns the config's core.Reach, for a
+// openForReadingWith is openForReading that also returns the config's machine.Reach, for a
 // command that renders plan files.
 func openForReadingWith(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, machine.Reach, error) {
 	fs := newFlags(name)

@@ -78,7 +78,7 @@ func (w *webServer) registerAdmin(st *store.Store, eng adminapi.Engine, now func
 	adminapi.New(adminapi.Deps{Store: st, Engine: eng, Tap: w.tap, Log: w.log, Now: now, Reach: reach}).Register(w.srv)
 }
 
-// core.Observer is what the engine reports to; the one Metrics of serve satisfies it.
+// engine.Observer is what the engine reports to; the one Metrics of serve satisfies it.
 var _ engine.Observer = (*metrics.Metrics)(nil)
 
 // observe hands the server's Metrics to the Hub (replies, events the adapters drop) and returns it for the engine

@@ -29,14 +29,14 @@ type takeover struct {
 	maxAge time.Duration // channels.outbox_max_age
 	now    func() time.Time
 	log    *slog.Logger
-	me     string // this replica (core.ProcessOwner)
+	me     string // this replica (engine.ProcessOwner)
 	// The channels that keep an inbox per replica (replicaInboxes: channel -> key), and
 	// their running adapters that can adopt another replica's.
 	inboxes  map[string]string
 	adopters map[string]channels.InboxAdopter
 }
 
-// takeoverEngine is what takeover asks of the engine (*core.Engine).
+// takeoverEngine is what takeover asks of the engine (*engine.Engine).
 type takeoverEngine interface {
 	DeliverLeft(ctx context.Context, channels []string, maxAge time.Duration) (int, error)
 	StartResume(ctx context.Context, only func(core.Session) bool) (wait func() int, err error)

@@ -11,7 +11,7 @@ import (
 )
 
 // The executor's copy of the accepted plan, PLAN.md and PLAN.json at the workspace root
-// (core/workspace_copy.go), is the person's contract: with Config.ProtectPlanCopy the
+// (core/engine/workspace_copy.go), is the person's contract: with Config.ProtectPlanCopy the
 // agent may read it but nothing it calls may change it.
 //
 //   - write_file and edit_file refuse the names (after cleaning, without case), and any
@@ -155,7 +155,7 @@ func protectArgs(ws string) []string {
 }
 
 // EnsureWorkspace creates the workspace of ws as the first tool call would, seeding it
-// (core.WorkspaceEnsurer): the engine calls it before writing the plan's copy there.
+// (engine.WorkspaceEnsurer): the engine calls it before writing the plan's copy there.
 func (t *Toolbox) EnsureWorkspace(ws core.Workspace) error {
 	if ws.Dir == "" {
 		return errors.New("no workspace directory is configured for this session")
