@@ -28,6 +28,7 @@ func TestConfig(t *testing.T) {
 		{"empty token", Config{Enabled: true, Users: map[string]string{"alice": ""}}, "channels.web.users.alice: the token is empty"},
 		{"short token", Config{Enabled: true, Users: map[string]string{"alice": "short"}}, "shorter than 16"},
 		{"bad name", Config{Enabled: true, Users: map[string]string{"Alice Smith": "a-token-of-16-chars"}}, "channels.web.users.Alice Smith: a user name"},
+		{"the terminal's account", Config{Enabled: true, Users: map[string]string{"local": "a-token-of-16-chars"}}, "channels.web.users.local: the name is the terminal's account"},
 		{"negative cap", Config{Enabled: true, Users: ok, MaxStreams: -1}, "channels.web.max_streams: must not be negative"},
 		{"shared token", Config{Enabled: true, Users: map[string]string{"alice": "a-token-of-16-chars", "bob": "a-token-of-16-chars"}}, "the same token as alice"},
 	}

@@ -114,6 +114,8 @@ func (c *Config) Validate() error {
 		switch {
 		case !userName.MatchString(name):
 			return fmt.Errorf("channels.web.users.%s: a user name is lower-case letters, digits, '.', '_' or '-' (at most 32)", name)
+		case name == core.LocalAccount:
+			return fmt.Errorf("channels.web.users.%s: the name is the terminal's account, so its sessions would share the terminal's plan directories; choose another", name)
 		case tok == "":
 			return fmt.Errorf("channels.web.users.%s: the token is empty (is its environment variable set?)", name)
 		case len(tok) < minTokenLen:
