@@ -146,6 +146,11 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "temperature not a number",
+			body: "llm:\n  temperature: .nan\n",
+			want: []string{`FILE:2: llm.temperature is NaN: it must be between 0 and 2`},
+		},
+		{
 			// store.lease_linger is not a key: a session's lease is released when its turn
 			// ends. A config that still sets it is refused with the key named.
 			name: "store.lease_linger",

@@ -173,7 +173,7 @@ func (l LLMConfig) Validate() error {
 	if l.MaxRetries < 0 {
 		errs = append(errs, conf.Invalid("max_retries", "is %d: it must be 0 or more", l.MaxRetries))
 	}
-	if t := l.Temperature; t != nil && (*t < 0 || *t > 2) {
+	if t := l.Temperature; t != nil && !(*t >= 0 && *t <= 2) { // NaN fails both comparisons
 		errs = append(errs, conf.Invalid("temperature", "is %g: it must be between 0 and 2", *t))
 	}
 	errs = append(errs, checkNotNegative("timeout", l.Timeout), checkNotNegative("turn_budget", l.TurnBudget))
