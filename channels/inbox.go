@@ -251,8 +251,7 @@ func (in *Inbox) record() Record {
 // encode is a snapshot of the inbox in its stored form: savedInbox as json.Marshal writes
 // it, but for each entry's Data, which goes in as it is (AddAll checked that it is JSON;
 // a loaded or merged record's was decoded). json.Marshal would scan and compact every
-// pending event's data again at every save, inside the store's batch
-// (docs/performance.md, "Sixth round: the webhook floor").
+// pending event's data again at every save, inside the store's batch.
 func (in *Inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Seq: in.seq}

@@ -314,8 +314,7 @@ func validPlanStatus(st core.PlanStatus) bool {
 // progress leaves it: same session, version and approval id, which stay out of its SET
 // list. SQLite rewrites every index on a column an UPDATE sets, whether the value
 // changes or not, and the upsert sets version and approval_id, both in unique indexes:
-// 2 of the 6.8 pages of the WAL a /plan accept's plan wrote (docs/performance.md, "Sixth
-// round"). Only when no such row exists (a new version, one whose version or approval
+// 2 of the 6.8 pages of the WAL a /plan accept's plan wrote. Only when no such row exists (a new version, one whose version or approval
 // id changes, one of another session) does the upsert run, with its checks.
 func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error) {
 	if p.ID == "" {

@@ -262,8 +262,7 @@ func (in *inbox) record() channels.Record {
 // it, but for the pending updates, which go in as they are. Each is valid JSON already (a
 // webhook body that decoded, or a value decoded from getUpdates or a saved record), and
 // json.Marshal would scan and compact every one of them again at every save while it is
-// pending, inside the store's batch (docs/performance.md, "Sixth round: the webhook
-// floor").
+// pending, inside the store's batch.
 func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Floor: in.floor}
