@@ -31,9 +31,9 @@ type inbox struct {
 
 	// Webhooks deliver updates concurrently and out of order, so "below next" does not
 	// mean "seen": the ids received lately are remembered instead (saved, oldest first),
-	// and an id at or below floor, the newest one forgotten, counts as seen.
-	recent recentSet
-	floor  int64
+	// and an id at or below forgotten (the newest id evicted from recent) counts as seen.
+	recent    recentSet
+	forgotten int64
 }
 
 // recentIDs is how many webhook update ids are remembered against redeliveries; Telegram
@@ -47,7 +47,7 @@ const recentIDs = 512
 // later one relative to the end of the run before (a stretch of 512 ids in order is
 // `[1000001,512]`). Records written before it hold Recent, the ids themselves, oldest
 // first; they are read, never written. (A build older than RecentRuns reads a newer
-// record without its recent ids, keeping the floor: an update redelivered then is taken
+// record without its recent ids, keeping Forgotten: an update redelivered then is taken
 // again, and the engine's de-duplication on its key is what stops a second answer.)
 type savedInbox struct {
 	// Handled is the update offset proper: every update up to it is handled.
@@ -56,7 +56,7 @@ type savedInbox struct {
 	Pending    []json.RawMessage `json:"pending,omitempty"` // oldest first
 	Recent     []int64           `json:"recent,omitempty"`  // the old form of RecentRuns
 	RecentRuns []int64           `json:"recent_runs,omitempty"`
-	Floor      int64             `json:"floor,omitempty"`
+	Forgotten  int64             `json:"floor,omitempty"`
 }
 
 // recentIDs lists the saved webhook ids, oldest first, from either form; an error is a
@@ -93,7 +93,7 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 		return in, nil
 	}
 	in.next = max(s.Next, s.Handled+1)
-	in.floor = s.Floor
+	in.forgotten = s.Forgotten
 	for _, id := range recent {
 		in.remember(id)
 	}
@@ -163,7 +163,7 @@ func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 	if _, pending := in.pending[id]; pending || in.recent.has(id) {
 		return false
 	}
-	if id <= in.floor && in.floor-id < idResetGap {
+	if id <= in.forgotten && in.forgotten-id < idResetGap {
 		return false
 	}
 	in.remember(id)
@@ -175,7 +175,7 @@ func (in *inbox) receiveAny(id int64, raw json.RawMessage) bool {
 
 // adopt merges the pending updates of saved, another replica's inbox record, into this
 // inbox (not yet saved) and returns those that were new here, oldest first, with their
-// ids. One pending here, or received here lately, is not taken twice; the floor is not
+// ids. One pending here, or received here lately, is not taken twice; forgotten is not
 // asked, since the other replica's ids interleave with this one's.
 func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 	var s savedInbox
@@ -206,7 +206,7 @@ func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 func (in *inbox) remember(id int64) {
 	in.recent.add(id)
 	for in.recent.size > recentIDs {
-		in.floor = max(in.floor, in.recent.evictOldest())
+		in.forgotten = max(in.forgotten, in.recent.evictOldest())
 	}
 }
 
@@ -265,7 +265,7 @@ func (in *inbox) record() channels.Record {
 // pending, inside the store's batch.
 func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
-	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Floor: in.floor}
+	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Forgotten: in.forgotten}
 	size := 0
 	for i, id := range in.pendingIDs() {
 		if i == 0 {
@@ -313,9 +313,9 @@ func (s *savedInbox) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
-	if s.Floor != 0 {
+	if s.Forgotten != 0 {
 		b = append(b, `,"floor":`...)
-		b = strconv.AppendInt(b, s.Floor, 10)
+		b = strconv.AppendInt(b, s.Forgotten, 10)
 	}
 	return append(b, '}')
 }

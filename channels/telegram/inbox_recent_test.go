@@ -150,9 +150,9 @@ func TestRecentRunsMatchTheList(t *testing.T) {
 		src := &idSource{rng: rng, hi: 1 + rng.Int64N(1_000_000_000)}
 		check := func(step int, what string) {
 			t.Helper()
-			if got := in.recent.list(); !slices.Equal(got, m.recent) || in.floor != m.floor || in.recent.size != len(m.recent) || in.offset() != m.next {
+			if got := in.recent.list(); !slices.Equal(got, m.recent) || in.forgotten != m.floor || in.recent.size != len(m.recent) || in.offset() != m.next {
 				t.Fatalf("sequence %d step %d (%s): recent %v floor %d next %d, the list has %v floor %d next %d",
-					seq, step, what, got, in.floor, in.offset(), m.recent, m.floor, m.next)
+					seq, step, what, got, in.forgotten, in.offset(), m.recent, m.floor, m.next)
 			}
 		}
 		steps := rng.IntN(1500)

@@ -47,7 +47,7 @@ func TestOldInboxRecordLoadsAndSavesAsRuns(t *testing.T) {
 	}
 	pendingID := int64(base + 701)
 	m.receiveAny(pendingID)
-	old, err := json.Marshal(savedInbox{Handled: pendingID - 1, Next: m.next, Pending: []json.RawMessage{rawUpdate(pendingID)}, Recent: m.recent, Floor: m.floor})
+	old, err := json.Marshal(savedInbox{Handled: pendingID - 1, Next: m.next, Pending: []json.RawMessage{rawUpdate(pendingID)}, Recent: m.recent, Forgotten: m.floor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func TestOldInboxRecordLoadsAndSavesAsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := in.recent.list(); !slices.Equal(got, m.recent) || in.floor != m.floor || in.offset() != m.next {
-		t.Fatalf("loaded recent %v floor %d offset %d, want %v floor %d offset %d", got, in.floor, in.offset(), m.recent, m.floor, m.next)
+	if got := in.recent.list(); !slices.Equal(got, m.recent) || in.forgotten != m.floor || in.offset() != m.next {
+		t.Fatalf("loaded recent %v floor %d offset %d, want %v floor %d offset %d", got, in.forgotten, in.offset(), m.recent, m.floor, m.next)
 	}
 	if got := in.replay(); len(got) != 1 || string(got[0]) != string(rawUpdate(pendingID)) {
 		t.Errorf("replay %s, want update %d", got, pendingID)
@@ -89,8 +89,8 @@ func TestOldInboxRecordLoadsAndSavesAsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.recent.list(); !slices.Equal(got, m.recent) || again.floor != m.floor || again.offset() != m.next {
-		t.Fatalf("reloaded recent %v floor %d offset %d, want %v floor %d offset %d", got, again.floor, again.offset(), m.recent, m.floor, m.next)
+	if got := again.recent.list(); !slices.Equal(got, m.recent) || again.forgotten != m.floor || again.offset() != m.next {
+		t.Fatalf("reloaded recent %v floor %d offset %d, want %v floor %d offset %d", got, again.forgotten, again.offset(), m.recent, m.floor, m.next)
 	}
 	if len(again.replay()) != 2 {
 		t.Errorf("replay %s, want the two pending updates", again.replay())
@@ -163,8 +163,8 @@ func refusedAtLoad(t *testing.T, record string) {
 		t.Fatal(err)
 	}
 	in, err := c.loadInbox(ctx)
-	if err != nil || in.offset() != 0 || len(in.replay()) != 0 || in.recent.size != 0 || in.floor != 0 {
-		t.Errorf("loading %s: %v, offset %d, %d replayed, %d recent, floor %d; want a fresh inbox", record, err, in.offset(), len(in.replay()), in.recent.size, in.floor)
+	if err != nil || in.offset() != 0 || len(in.replay()) != 0 || in.recent.size != 0 || in.forgotten != 0 {
+		t.Errorf("loading %s: %v, offset %d, %d replayed, %d recent, floor %d; want a fresh inbox", record, err, in.offset(), len(in.replay()), in.recent.size, in.forgotten)
 	}
 	if !strings.Contains(logs.String(), "unreadable") {
 		t.Errorf("loading %s logged nothing about it: %q", record, logs)
@@ -178,8 +178,8 @@ func TestInboxRecordEncodesAsMarshal(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	for _, s := range []savedInbox{
 		{Handled: 0, Next: 1},
-		{Handled: 41, Next: 50, Floor: 7},
-		{Handled: 712_345_000, Next: 712_345_003, Pending: []json.RawMessage{raw(`{"update_id":712345001,"message":{"text":"<b>&</b> \u00e9"}}`), raw(" {\n \"update_id\" : 712345002 }\t")}, RecentRuns: []int64{712_345_001, 2, 5, 1}, Floor: 712_000_000},
+		{Handled: 41, Next: 50, Forgotten: 7},
+		{Handled: 712_345_000, Next: 712_345_003, Pending: []json.RawMessage{raw(`{"update_id":712345001,"message":{"text":"<b>&</b> \u00e9"}}`), raw(" {\n \"update_id\" : 712345002 }\t")}, RecentRuns: []int64{712_345_001, 2, 5, 1}, Forgotten: 712_000_000},
 		{Handled: -1, Next: 3, Recent: []int64{1, 2}, RecentRuns: []int64{1, 2}},
 		{Handled: 9, Next: 10, Pending: []json.RawMessage{raw(`{"update_id":10}`)}},
 	} {
