@@ -1,4 +1,4 @@
-package engine
+package core_test
 
 import (
 	"testing"
