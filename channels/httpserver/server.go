@@ -26,7 +26,7 @@ const DefaultMaxBody = 1 << 20
 // Config is the http section of the configuration.
 type Config struct {
 	Listen    string `yaml:"listen"`     // "" = no server
-	PublicURL string `yaml:"public_url"` // used to register webhooks
+	PublicURL string `yaml:"public_url"` // the address webhooks are registered with
 	// AdminToken is one admin token, named DefaultAdminName; AdminTokens are named ones.
 	// Neither = admin API off (404).
 	AdminToken  string       `yaml:"admin_token"`

@@ -406,7 +406,7 @@ type hashedBody struct {
 	References   []string     `json:"references,omitempty"`
 }
 
-// Hash is the content hash of a plan body (sha256, hex), used to recognise an identical
+// Hash is the content hash of a plan body (sha256, hex); it recognises an identical
 // re-proposal.
 func Hash(b Body) string {
 	h := hashedBody{
