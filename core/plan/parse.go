@@ -131,9 +131,11 @@ type planParser struct {
 	sub      string // sub-section of the spec
 	seen     map[int]bool
 	subSeen  map[string]bool
-	preamble bool // between the title and the first section: only the status line
+	preamble bool      // between the title and the first section: only the status line
+	list     *[]string // where the items of a list section or spec part go
 	scopeTo  *[]string
-	block    []string // lines of the summary or a spec text part
+	blockTo  *string  // where the text part being collected goes (the summary, a spec part)
+	block    []string // its lines
 }
 
 func (p *planParser) fail(format string, args ...any) {
@@ -178,7 +180,7 @@ func (p *planParser) line(line string) bool {
 
 func (p *planParser) heading(name string) {
 	p.flushBlock()
-	p.preamble, p.sub, p.scopeTo = false, "", nil
+	p.preamble, p.sub, p.list, p.scopeTo, p.blockTo = false, "", nil, nil, nil
 	sec, ok := sectionNames[strings.ToLower(name)]
 	if !ok && strings.HasPrefix(strings.ToLower(name), "changes from") {
 		sec, ok = secSkipped, true
@@ -191,7 +193,16 @@ func (p *planParser) heading(name string) {
 	}
 	p.seen[sec] = true
 	p.sec = sec
-	if sec == secSpec {
+	switch sec {
+	case secSummary:
+		p.blockTo = &p.body.Summary
+	case secAssumptions:
+		p.list = &p.body.Assumptions
+	case secVerification:
+		p.list = &p.body.Verification
+	case secReferences:
+		p.list = &p.body.References
+	case secSpec:
 		p.body.Spec = &ProductSpec{}
 		p.subSeen = map[string]bool{}
 	}
@@ -213,6 +224,7 @@ func (p *planParser) subHeading(name string) {
 			}
 			p.subSeen[known] = true
 			p.sub = known
+			p.specPart()
 			return
 		}
 	}
@@ -220,79 +232,54 @@ func (p *planParser) subHeading(name string) {
 		name, specOverview, specFeatures, specUserStories, specTechStack, specDesign)
 }
 
+// specPart points the list or text targets at the spec part just begun.
+func (p *planParser) specPart() {
+	sp := p.body.Spec
+	p.list, p.blockTo = nil, nil
+	switch p.sub {
+	case specOverview:
+		p.blockTo = &sp.Overview
+	case specDesign:
+		p.blockTo = &sp.DesignDirection
+	case specUserStories:
+		p.list = &sp.UserStories
+	case specTechStack:
+		p.list = &sp.TechStack
+	}
+}
+
 // content handles a line inside a section.
 func (p *planParser) content(line, trimmed string) {
-	switch p.sec {
-	case secSkipped:
-		return
-	case secSummary:
+	switch {
+	case p.sec == secSkipped:
+	case p.blockTo != nil:
 		p.block = append(p.block, line)
-		return
-	case secSpec:
-		p.specContent(line, trimmed)
-		return
-	}
-	if trimmed == "" {
-		return
-	}
-	switch p.sec {
-	case secSteps:
+	case trimmed == "":
+	case p.sec == secSteps:
 		p.stepLine(line, trimmed)
-	case secScope:
+	case p.sec == secScope:
 		p.scopeLine(trimmed)
-	case secAssumptions, secVerification, secReferences, secRisks:
-		item, ok := bulletText(trimmed)
-		if !ok {
-			p.fail("an entry of this section must be a list item like `- text`")
-			return
-		}
-		p.listItem(item)
+	case p.sec == secSpec && p.sub == "":
+		p.fail("text in the product spec must be under one of its `###` parts, such as `### %s`", specOverview)
+	default:
+		p.listLine(trimmed)
 	}
 }
 
-func (p *planParser) listItem(raw string) {
-	if p.sec == secRisks {
-		if r := parseRisk(raw); r != (Risk{}) {
+// listLine reads an entry of a list section or of a spec part made of items.
+func (p *planParser) listLine(trimmed string) {
+	item, ok := bulletText(trimmed)
+	switch {
+	case !ok && p.sec == secSpec:
+		p.fail("an entry of %q must be a list item like `- text`", p.sub)
+	case !ok:
+		p.fail("an entry of this section must be a list item like `- text`")
+	case p.sec == secRisks:
+		if r := parseRisk(item); r != (Risk{}) {
 			p.body.Risks = append(p.body.Risks, r)
 		}
-		return
-	}
-	text := fileText(raw, false)
-	if text == "" {
-		return
-	}
-	switch p.sec {
-	case secAssumptions:
-		p.body.Assumptions = append(p.body.Assumptions, text)
-	case secVerification:
-		p.body.Verification = append(p.body.Verification, text)
-	case secReferences:
-		p.body.References = append(p.body.References, text)
-	}
-}
-
-func (p *planParser) specContent(line, trimmed string) {
-	sp := p.body.Spec
-	switch p.sub {
-	case specOverview, specDesign:
-		p.block = append(p.block, line)
-		return
-	}
-	if trimmed == "" {
-		return
-	}
-	if p.sub == "" {
-		p.fail("text in the product spec must be under one of its `###` parts, such as `### %s`", specOverview)
-		return
-	}
-	item, ok := bulletText(trimmed)
-	if !ok {
-		p.fail("an entry of %q must be a list item like `- text`", p.sub)
-		return
-	}
-	switch p.sub {
-	case specFeatures:
-		if strings.TrimSpace(item) == "" {
+	case p.sub == specFeatures:
+		if item == "" {
 			return
 		}
 		f, problem := parseFeature(item)
@@ -300,33 +287,19 @@ func (p *planParser) specContent(line, trimmed string) {
 			p.fail("%s", problem)
 			return
 		}
-		sp.Features = append(sp.Features, f)
-	case specUserStories:
+		p.body.Spec.Features = append(p.body.Spec.Features, f)
+	default:
 		if t := fileText(item, false); t != "" {
-			sp.UserStories = append(sp.UserStories, t)
-		}
-	case specTechStack:
-		if t := fileText(item, false); t != "" {
-			sp.TechStack = append(sp.TechStack, t)
+			*p.list = append(*p.list, t)
 		}
 	}
 }
 
-// flushBlock stores the collected lines of a text part (the summary, the spec's overview
-// or design direction) when its section ends.
+// flushBlock stores the collected lines of a text part when the part ends.
 func (p *planParser) flushBlock() {
-	if p.block == nil {
-		return
-	}
-	text := fileBlock(p.block)
-	p.block = nil
-	switch {
-	case p.sec == secSummary:
-		p.body.Summary = text
-	case p.sec == secSpec && p.sub == specOverview:
-		p.body.Spec.Overview = text
-	case p.sec == secSpec && p.sub == specDesign:
-		p.body.Spec.DesignDirection = text
+	if p.block != nil {
+		*p.blockTo = fileBlock(p.block)
+		p.block = nil
 	}
 }
 
@@ -385,16 +358,11 @@ func (p *planParser) stepLine(line, trimmed string) {
 
 func (p *planParser) scopeLine(trimmed string) {
 	label := strings.TrimSuffix(trimmed, ":")
-	switch {
-	case strings.EqualFold(label, scopeAllowed):
-		p.scopeTo = &p.body.Scope.AllowedPaths
-		return
-	case strings.EqualFold(label, scopeForbidden):
-		p.scopeTo = &p.body.Scope.ForbiddenPaths
-		return
-	case strings.EqualFold(label, scopeTools):
-		p.scopeTo = &p.body.Scope.AllowedTools
-		return
+	for _, part := range scopeParts(&p.body.Scope) {
+		if strings.EqualFold(label, part.label) {
+			p.scopeTo = part.paths
+			return
+		}
 	}
 	item, ok := bulletText(trimmed)
 	switch {

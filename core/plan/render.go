@@ -110,9 +110,7 @@ func Render(f File) []byte {
 	if f.Changes != nil {
 		b.WriteString(f.Changes.Markdown())
 	}
-	if summary := escapeMarkdownBlock(f.Body.Summary); summary != "" {
-		fmt.Fprintf(&b, "\n## Summary\n\n%s\n", summary)
-	}
+	writeBlock(&b, "## Summary", f.Body.Summary)
 	writeSpec(&b, f.Body.Spec)
 	if len(f.Body.Steps) > 0 {
 		b.WriteString("\n## Steps\n\n")
@@ -127,21 +125,21 @@ func Render(f File) []byte {
 			}
 		}
 	}
-	writeBullets(&b, "Assumptions", f.Body.Assumptions)
+	writeList(&b, "## Assumptions", escapedLines(f.Body.Assumptions))
 	var risks []string
 	for _, r := range f.Body.Risks {
 		if line := riskLine(r); line != "" {
 			risks = append(risks, line)
 		}
 	}
-	writeSection(&b, "Risks", risks)
-	writeBullets(&b, "Verification", f.Body.Verification)
+	writeList(&b, "## Risks", risks)
+	writeList(&b, "## Verification", escapedLines(f.Body.Verification))
 	writeGrants(&b, f.Grants)
 	writeScope(&b, f.Body.Scope, f.Destructive)
-	writeBullets(&b, "References", f.Body.References)
-	writeSection(&b, "Approvals", approvalLines(f.Approvals))
+	writeList(&b, "## References", escapedLines(f.Body.References))
+	writeList(&b, "## Approvals", approvalLines(f.Approvals))
 	if d := f.Decision; d != nil {
-		writeSection(&b, "Decision", decisionLines(*d))
+		writeList(&b, "## Decision", decisionLines(*d))
 	}
 
 	b.WriteString("\n---\n\n")
@@ -156,7 +154,7 @@ func Render(f File) []byte {
 const riskSep = " — "
 
 func riskLine(r Risk) string {
-	line := strings.ReplaceAll(EscapeMarkdown(r.Risk), "—", "&#8212;")
+	line := strings.ReplaceAll(EscapeMarkdown(r.Risk), "—", entityEmDash)
 	m := EscapeMarkdown(r.Mitigation)
 	switch {
 	case m == "":
@@ -168,26 +166,33 @@ func riskLine(r Risk) string {
 	return line
 }
 
-// writeBullets writes a section of escaped model text, one bullet per entry.
-func writeBullets(b *bytes.Buffer, heading string, items []string) {
-	var lines []string
-	for _, it := range items {
-		if e := EscapeMarkdown(it); e != "" {
-			lines = append(lines, e)
-		}
-	}
-	writeSection(b, heading, lines)
-}
-
-// writeSection writes already escaped lines as a bulleted section, or nothing when empty.
-func writeSection(b *bytes.Buffer, heading string, lines []string) {
+// writeList writes lines as bullets under a heading line ("## Risks", "### Features").
+func writeList(b *bytes.Buffer, heading string, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	fmt.Fprintf(b, "\n%s\n\n", heading)
 	for _, l := range lines {
 		fmt.Fprintf(b, "- %s\n", l)
 	}
+}
+
+// writeBlock writes multi-line text under a heading line, or nothing when it is empty.
+func writeBlock(b *bytes.Buffer, heading, text string) {
+	if e := escapeMarkdownBlock(text); e != "" {
+		fmt.Fprintf(b, "\n%s\n\n%s\n", heading, e)
+	}
+}
+
+// escapedLines escapes list entries and drops the ones left empty.
+func escapedLines(items []string) []string {
+	var out []string
+	for _, it := range items {
+		if e := EscapeMarkdown(it); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // writeGrants writes "## Grants": every grant of the plan in words. It is plangate's
@@ -197,7 +202,7 @@ func writeGrants(b *bytes.Buffer, gs []Grant) {
 	for i, g := range gs {
 		lines[i] = g.Kind + ": " + EscapeMarkdown(g.Words)
 	}
-	writeSection(b, "Grants", lines)
+	writeList(b, "## Grants", lines)
 }
 
 // destructiveMark follows a destructive tool in the file's "Allowed tools" list, after
@@ -205,20 +210,27 @@ func writeGrants(b *bytes.Buffer, gs []Grant) {
 // the mark from the name).
 const destructiveMark = " (destructive)"
 
+// scopeParts are the labelled lists of the file's "## Scope" section, in their order.
+func scopeParts(sc *Scope) []scopePart {
+	return []scopePart{{scopeAllowed, &sc.AllowedPaths}, {scopeForbidden, &sc.ForbiddenPaths}, {scopeTools, &sc.AllowedTools}}
+}
+
+type scopePart struct {
+	label string
+	paths *[]string
+}
+
 func writeScope(b *bytes.Buffer, sc Scope, destructive func(string) bool) {
 	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 {
 		return
 	}
 	b.WriteString("\n## Scope\n")
-	for _, part := range []struct {
-		label string
-		paths []string
-	}{{scopeAllowed, sc.AllowedPaths}, {scopeForbidden, sc.ForbiddenPaths}, {scopeTools, sc.AllowedTools}} {
-		if len(part.paths) == 0 {
+	for _, part := range scopeParts(&sc) {
+		if len(*part.paths) == 0 {
 			continue
 		}
 		fmt.Fprintf(b, "\n%s:\n\n", part.label)
-		for _, p := range part.paths {
+		for _, p := range *part.paths {
 			mark := ""
 			if part.label == scopeTools && destructive != nil && codeSpanVerbatim(p) && destructive(p) {
 				mark = destructiveMark

@@ -39,42 +39,17 @@ func writeSpec(b *bytes.Buffer, sp *ProductSpec) {
 		return
 	}
 	fmt.Fprintf(b, "\n## %s\n", specHeading)
-	block := func(heading, text string) {
-		if e := escapeMarkdownBlock(text); e != "" {
-			fmt.Fprintf(b, "\n### %s\n\n%s\n", heading, e)
-		}
-	}
-	list := func(heading string, lines []string) {
-		if len(lines) == 0 {
-			return
-		}
-		fmt.Fprintf(b, "\n### %s\n\n", heading)
-		for _, l := range lines {
-			fmt.Fprintf(b, "- %s\n", l)
-		}
-	}
-	block(specOverview, sp.Overview)
+	writeBlock(b, "### "+specOverview, sp.Overview)
 	var features []string
 	for _, f := range sp.Features {
 		if name := EscapeMarkdown(f.Name); name != "" {
 			features = append(features, fmt.Sprintf(featureLineFormat, name, EscapeMarkdown(f.Priority), EscapeMarkdown(f.Complexity)))
 		}
 	}
-	list(specFeatures, features)
-	list(specUserStories, escapedLines(sp.UserStories))
-	list(specTechStack, escapedLines(sp.TechStack))
-	block(specDesign, sp.DesignDirection)
-}
-
-// escapedLines escapes list entries and drops the ones left empty.
-func escapedLines(items []string) []string {
-	var out []string
-	for _, it := range items {
-		if e := EscapeMarkdown(it); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
+	writeList(b, "### "+specFeatures, features)
+	writeList(b, "### "+specUserStories, escapedLines(sp.UserStories))
+	writeList(b, "### "+specTechStack, escapedLines(sp.TechStack))
+	writeBlock(b, "### "+specDesign, sp.DesignDirection)
 }
 
 // parseFeature reads one feature entry (the text after "- ").
