@@ -219,14 +219,7 @@ func wordSimilarity(a, b string) float64 {
 func missing(a, b []string) []string {
 	var out []string
 	for _, x := range a {
-		found := false
-		for _, y := range b {
-			if x == y {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(b, x) {
 			out = append(out, x)
 		}
 	}

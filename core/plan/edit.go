@@ -12,12 +12,8 @@ import (
 // file is dropped: every step of the new version is pending.
 func ReadEdited(prev Body, file []byte) (Body, Diff, string) {
 	b, err := ParseMarkdown(file)
-	if err != nil {
-		var pe *ParseError
-		if errors.As(err, &pe) {
-			return Body{}, Diff{}, "I could not read the edited plan: " + pe.Error() + ". Nothing changed."
-		}
-		return Body{}, Diff{}, "I could not read the edited plan. Nothing changed."
+	if err != nil { // a *ParseError, which names the line
+		return Body{}, Diff{}, "I could not read the edited plan: " + err.Error() + ". Nothing changed."
 	}
 	// An edited file is a proposal, not progress: boxes ticked in it mark nothing done.
 	for i := range b.Steps {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Plan limits. They keep a plan readable in a chat and its file small; the judge and
@@ -240,7 +242,7 @@ func ScopePathProblem(p string) string {
 	case c != t:
 		return fmt.Sprintf("is not a clean relative path; write %q", c)
 	}
-	if !validScopePattern(t) {
+	if !doublestar.ValidatePattern(t) {
 		return "is not a valid glob (check the [ ] brackets, { } braces and \\ escapes)"
 	}
 	// Matching {a,b} groups costs the product of their alternatives: keep them few.

@@ -243,7 +243,7 @@ func writeScope(b *bytes.Buffer, sc Scope, destructive func(string) bool) {
 // codeSpan shows a scope glob verbatim in a code span, where * and _ need no escaping;
 // text that could break out of the span is escaped as ordinary text instead.
 func codeSpan(s string) string {
-	if s == "" || strings.ContainsAny(s, "`\t\n\r") || strings.IndexFunc(s, isUnsafeRune) >= 0 || s != strings.TrimSpace(s) {
+	if !codeSpanVerbatim(s) {
 		return EscapeMarkdown(s)
 	}
 	var b strings.Builder

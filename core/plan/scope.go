@@ -2,9 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // A plan's scope in words, and the form of its entries; the gate matches paths against it.
@@ -15,12 +14,7 @@ const WholeWorkspaceScope = "**"
 
 // CoversAll reports whether a list of scope entries includes the whole workspace.
 func CoversAll(patterns []string) bool {
-	for _, a := range patterns {
-		if NormPattern(a) == WholeWorkspaceScope {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(patterns, func(a string) bool { return NormPattern(a) == WholeWorkspaceScope })
 }
 
 // NormPattern drops a leading "./" and a trailing "/" (the judge refuses both in new
@@ -33,11 +27,6 @@ func NormPattern(p string) string {
 		p = p[:len(p)-1]
 	}
 	return p
-}
-
-// validScopePattern reports whether doublestar can use p as a pattern.
-func validScopePattern(p string) bool {
-	return doublestar.ValidatePattern(p)
 }
 
 // ScopeSummary says in words what a plan may change, for the plan file and the chat:
@@ -85,14 +74,7 @@ func allowsAtLeast(a, b Scope) bool {
 // subset reports whether every entry of a is in b.
 func subset(a, b []string) bool {
 	for _, x := range a {
-		found := false
-		for _, y := range b {
-			if NormPattern(x) == NormPattern(y) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(b, func(y string) bool { return NormPattern(x) == NormPattern(y) }) {
 			return false
 		}
 	}

@@ -5,9 +5,6 @@ package plan
 
 // approvalLines lists who approved a version, one line per approval.
 func approvalLines(approvals []Approval) []string {
-	if len(approvals) == 0 {
-		return nil
-	}
 	lines := make([]string, 0, len(approvals))
 	for _, a := range approvals {
 		line := personLabel(a.By, a.ByName)
