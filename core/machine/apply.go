@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -160,12 +161,7 @@ func (x *transition) decide(p core.Plan, t Trigger, outcome, feedback, how strin
 }
 
 // decidedBy is the Decision.By of an actor: a person's or rule's id, else the kind.
-func decidedBy(a core.Actor) string {
-	if a.ID != "" {
-		return a.ID
-	}
-	return string(a.Kind)
-}
+func decidedBy(a core.Actor) string { return cmp.Or(a.ID, string(a.Kind)) }
 
 func (x *transition) by() string { return "by " + x.in.who() }
 
@@ -288,10 +284,7 @@ func (x *transition) staleVersion(old core.Plan) {
 	case old.Status == core.PlanSuperseded && cur != nil && cur.Version > old.Version:
 		x.refuse(fmt.Sprintf("Plan v%d was superseded by v%d %q; nothing changed. %s", old.Version, cur.Version, cur.Body.Title, nextStep(*cur)), audit)
 	case old.Decision != nil:
-		by := old.Decision.ByName
-		if by == "" {
-			by = old.Decision.By
-		}
+		by := cmp.Or(old.Decision.ByName, old.Decision.By)
 		x.refuse(fmt.Sprintf("%s was already decided (%s by %s); nothing changed.", PlanLabel(old), old.Decision.Outcome, by), audit)
 	default:
 		x.refuse(fmt.Sprintf("%s is no longer pending (%s); nothing changed.", PlanLabel(old), old.Status), audit)

@@ -273,8 +273,8 @@ func (x *transition) progress(p core.Plan, steps []plan.Step) error {
 		return err
 	}
 	words := progressWords(steps)
-	done, total := stepProgress(steps)
-	x.record(x.eventBy(core.AgentActor, core.EventStepUpdated, &p, fmt.Sprintf("%d/%d done", done, total)))
+	completed, cancelled, total := stepCounts(steps)
+	x.record(x.eventBy(core.AgentActor, core.EventStepUpdated, &p, fmt.Sprintf("%d/%d done", completed+cancelled, total)))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffProgress, Plan: p, Reply: core.Reply{To: x.s.Address, Kind: core.ReplyProgress,
 		Text: fmt.Sprintf("Plan v%d — %s: %s\n%s", p.Version, p.Body.Title, words, plan.Checklist(steps))}})
 	x.tool(false, "Plan updated: %s.", words)

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -95,19 +96,16 @@ func voidApprovals(p *core.Plan) string {
 	if len(p.Approvals) == 0 {
 		return ""
 	}
-	names := make([]string, len(p.Approvals))
-	for i, a := range p.Approvals {
-		names[i] = approverName(a)
-	}
-	n := len(p.Approvals)
+	n, names := len(p.Approvals), approverNames(p.Approvals)
 	p.Approvals = nil
-	return fmt.Sprintf(" The %s it had (%s) no longer %s.", Plural(n, "approval", "approvals"), strings.Join(names, ", "), Plural(n, "counts", "count"))
+	return fmt.Sprintf(" The %s it had (%s) no longer %s.", Plural(n, "approval", "approvals"), names, Plural(n, "counts", "count"))
 }
 
-// approverName is how an approval names its approver: the display name, else the id.
-func approverName(a plan.Approval) string {
-	if a.ByName != "" {
-		return a.ByName
+// approverNames is "alice, bob": each approval's display name, else its approver's id.
+func approverNames(approvals []plan.Approval) string {
+	names := make([]string, len(approvals))
+	for i, a := range approvals {
+		names[i] = cmp.Or(a.ByName, a.By)
 	}
-	return a.By
+	return strings.Join(names, ", ")
 }

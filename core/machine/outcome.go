@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -92,12 +93,7 @@ type Input struct {
 }
 
 // who is the actor's name for replies: the display name, else the id.
-func (in Input) who() string {
-	if in.Name != "" {
-		return in.Name
-	}
-	return in.Actor.ID
-}
+func (in Input) who() string { return cmp.Or(in.Name, in.Actor.ID) }
 
 // EffectKind names one thing the applier does after (or, for write_file, just before)
 // the commit.

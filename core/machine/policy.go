@@ -161,14 +161,7 @@ func ApprovalProgress(st ApprovalState, p Policy) string {
 	}
 	s := fmt.Sprintf("%d of %d %s", len(st.Approvals), need, Plural(need, "approval", "approvals"))
 	if len(st.Approvals) > 0 {
-		names := make([]string, len(st.Approvals))
-		for i, a := range st.Approvals {
-			names[i] = a.ByName
-			if names[i] == "" {
-				names[i] = a.By
-			}
-		}
-		s += " (" + strings.Join(names, ", ") + ")"
+		s += " (" + approverNames(st.Approvals) + ")"
 	}
 	return s
 }

@@ -53,15 +53,6 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	return strings.Join(lines, "\n")
 }
 
-func stepProgress(steps []plan.Step) (done, total int) {
-	for _, st := range steps {
-		if st.Status == plan.StepCompleted || st.Status == plan.StepCancelled {
-			done++
-		}
-	}
-	return done, len(steps)
-}
-
 // stepCounts counts completed and cancelled steps: a cancelled step is finished, not done.
 func stepCounts(steps []plan.Step) (completed, cancelled, total int) {
 	for _, st := range steps {
