@@ -9,12 +9,11 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// Apply is the approval state machine as a pure function: given a session, its current
-// plan (nil if none), a trigger and the trigger's input, it returns what the transition
-// changes and what must happen afterwards, or a refusal. It reads no store, writes no
-// file and sends nothing: the engine's applier commits the Outcome and runs its effects.
-// An error means the inputs are inconsistent: awaiting approval without a plan, or a plan
-// row read around another process's commit (wrapping ErrConflict).
+// Apply is the approval state machine as a pure function: from a session, its current
+// plan (nil if none), a trigger and its input, it returns what the transition changes and
+// what must happen afterwards (the engine's applier commits and runs it), or a refusal.
+// An error means inconsistent inputs: awaiting approval without a plan, or a plan row read
+// around another process's commit (wrapping ErrConflict).
 func Apply(s core.Session, cur *core.Plan, t Trigger, in Input) (Outcome, error) {
 	x := &transition{m: NewMachine(), s: s, cur: cur, in: in, next: s,
 		o: Outcome{Trigger: t, Session: s, before: s, copies: in.Rules.WorkspaceCopy}}
@@ -132,10 +131,9 @@ func (x *transition) record(evs ...core.Event) {
 func (x *transition) settle(p core.Plan, t Trigger, how string) (core.Plan, error) {
 	to, ok := x.m.PlanNext(p.Status, t)
 	if !ok {
-		// The session says the plan is pending (or accepted) and the plan row says
-		// otherwise: they were read at different moments, around another process's commit
-		// (a store read is not one snapshot). Committing would lose the compare-and-set on
-		// the session row anyway, so this is the same conflict.
+		// The session and the plan row disagree: they were read around another process's
+		// commit (a store read is not one snapshot), and committing would lose the session
+		// row's compare-and-set anyway.
 		return p, fmt.Errorf("plan %s is %s, which %s does not change: %w", p.ID, p.Status, t, core.ErrConflict)
 	}
 	if p.Status == core.PlanAccepted && to != core.PlanAccepted {

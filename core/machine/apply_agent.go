@@ -63,11 +63,12 @@ func (x *transition) propose() error {
 	x.record(x.event(core.EventProposed, &plan, body.Title))
 	// Whatever was scheduled before (an older version, a question) is replaced.
 	x.o.Change.CancelNudges = true
-	x.tool(true, "Plan v%d posted for approval. Stop here and wait for [PLAN_DECISION].", plan.Version)
-	if trig == TrigPropose && in.AutoHeld != "" {
-		x.tool(true, "Plan v%d posted for approval. Auto-approve did not take it: %s, so a person decides. Stop here and wait for [PLAN_DECISION].", plan.Version, in.AutoHeld)
-	}
 	if trig == TrigPropose {
+		held := ""
+		if in.AutoHeld != "" {
+			held = " Auto-approve did not take it: " + in.AutoHeld + ", so a person decides."
+		}
+		x.tool(true, "Plan v%d posted for approval.%s Stop here and wait for [PLAN_DECISION].", plan.Version, held)
 		x.o.Change.Nudges = append(reminders(*n, in.Rules, plan.ID, in.Now), expiry(*n, in.Rules, plan.ID, in.Now)...)
 	} else {
 		x.autoAccept(&plan, how)

@@ -10,13 +10,12 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Pure decisions outside the phase table: a person's plain message and /plan nudge.
-// They return an Outcome like Apply, so the one applier commits and carries them out.
+// Pure decisions outside the phase table (a person's plain message, /plan nudge), as
+// Outcomes like Apply's for the one applier.
 
 // ApplyMessage decides what a person's plain message does: it answers a pending question
-// (when it matches an option and the sender may answer), or it goes to the agent — a
-// comment on a pending plan included — entering plan mode first when
-// plan_mode.start_in_plan is set and the session is new.
+// (an option, from someone who may answer), or it goes to the agent, entering plan mode
+// first in a new session under plan_mode.start_in_plan.
 func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcome, error) {
 	if q := s.Question; q != nil && in.MayAnswer {
 		if _, ok := matchOption(q, text); ok {
@@ -39,9 +38,8 @@ func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcom
 			entered = true
 		}
 	} else {
-		// Whatever plan work follows answers this message too (the agent may enter plan
-		// mode on it, in this process or in the one holding the session's lease): its
-		// author is one of those who asked, until the plan work ends.
+		// Whatever plan work follows (here or in the process holding the session's lease)
+		// answers this message too: its author asked, until the plan work ends.
 		x.next.Requesters = Asked(s.Requesters, in.Requester, in.Name)
 	}
 	// A message for the agent is no decision: unless it changes the phase it need not wait
@@ -66,9 +64,8 @@ func Unauthorized(s core.Session, in Input, what string, approvers bool) Outcome
 	return x.finish()
 }
 
-// NudgeSpecs checks and evaluates the recurring reminder specs people set with
-// /plan nudge (nudges.Specs): what a valid cron spec is lives beside the scheduler that
-// fires it, so the command grammar stays standard library only.
+// NudgeSpecs checks and evaluates /plan nudge's recurring reminder specs (nudges.Specs):
+// the cron grammar lives beside the scheduler, so the commands need only the standard library.
 type NudgeSpecs interface {
 	// Check says why a normalized spec is no schedule, in words a person can act on.
 	Check(spec string, now time.Time) error
@@ -87,8 +84,7 @@ func nextFire(r Rules, spec string, after time.Time) (time.Time, error) {
 	return r.Specs.Next(spec, after)
 }
 
-// ApplyNudge decides /plan nudge: the session's reminder schedule, and the schedules of
-// what is waiting now.
+// ApplyNudge decides /plan nudge: the session's reminder schedule and what waits now.
 func ApplyNudge(s core.Session, r *commands.NudgeRequest, in Input) (Outcome, error) {
 	x := &transition{s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
 	now := in.Now
@@ -137,8 +133,8 @@ func ApplyNudge(s core.Session, r *commands.NudgeRequest, in Input) (Outcome, er
 }
 
 // reminders are the schedules a decision (planID != "") or a question (planID == "") gets
-// when it starts waiting: the session's own schedule, or the configured one-shots. A
-// session schedule that no longer parses gives none.
+// when it starts waiting: the session's own (none if it no longer parses), else the
+// configured one-shots.
 func reminders(s core.Session, r Rules, planID string, now time.Time) []core.Nudge {
 	switch s.NudgeSpec {
 	case core.NudgeOff:
@@ -169,8 +165,7 @@ func expiry(s core.Session, r Rules, planID string, now time.Time) []core.Nudge 
 		Spec: d.String(), NextFireAt: now.Add(d), Status: core.NudgeActive, CreatedAt: now}}
 }
 
-// PendingKey names what is waiting in a session: the plan id of a pending plan, or "" for
-// a pending question; ok is false when nothing waits.
+// PendingKey names what waits in a session: a pending plan's id, or "" for a question.
 func PendingKey(s core.Session) (planID string, ok bool) {
 	switch {
 	case s.Phase == core.PhaseAwaitingApproval && s.PlanID != "":

@@ -1,8 +1,6 @@
 package machine
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,19 +10,14 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// A plan people can edit (docs/design.md §13): an approver answers the pending version with an
-// edited copy of its file, and it becomes the next version, "edited by" them, which still
-// needs a decision. Who may edit is checked before Apply, as for any decision (the
-// command's row says approvers); Apply checks that a version is pending (GuardPhase) and
-// that the file is one (GuardEditedFile):
-//
-//   - exactly the first attachment of the message is read; none is a refusal;
-//   - over plan.MaxFileBytes (as downloaded, or as the platform declared it when the adapter
-//     did not download it), not a text file, not UTF-8, not parsing (the line is named),
-//     refused by the judge, or changing nothing: one refusal each, and nothing changes;
-//   - the file's status line ("Version N · ...") must name the pending version: an edit of
-//     an older version would silently drop what the newer one changed. A file without a
-//     status line is taken as an edit of the pending version.
+// A plan people can edit (docs/design.md §13): an approver answers the pending version with
+// an edited copy of its file, and it becomes the next version, "edited by" them, which still
+// needs a decision. Who may edit is checked before Apply, as for any decision. Only the
+// message's first attachment is read; each way it can fail to be the pending version's file
+// (missing, too large, not text, not parsing, refused by the judge, changing nothing) is
+// one refusal, and nothing changes. Its status line must name the pending version, since an
+// edit of an older one would silently drop what the newer one changed; a file without one
+// is taken as an edit of the pending version.
 
 // editedFile is GuardEditedFile.
 func (x *transition) editedFile() bool {
@@ -131,10 +124,8 @@ func editHow(hints map[string]string, channel string) string {
 // fileVersion reads N from the status line "Version N · ..." that plangate writes under
 // the title; false when the file has none before its first section.
 func fileVersion(data []byte) (int, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), plan.MaxFileBytes+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "## ") {
 			return 0, false
 		}

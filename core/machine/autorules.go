@@ -9,9 +9,6 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// Rule-based auto-approve (docs/design.md §12): a proposal is accepted without a person only
-// when a configured rule covers everything it may do.
-
 // ApproveRule is one plan_mode.auto_approve_rules entry.
 type ApproveRule struct {
 	Name            string
@@ -41,10 +38,9 @@ func (r ApproveRule) Problems() []string {
 	return out
 }
 
-// MatchAutoRule returns the first rule that accepts b, with why in words for the chat
-// ("rule docs-only: 2 steps, every path under docs/** or *.md"). A plan without allowed
-// paths never matches; a path the matcher cannot prove lies under the rule's paths does
-// not either.
+// MatchAutoRule returns the first rule (docs/design.md §12) that covers everything b may
+// do, with why in words ("rule docs-only: 2 steps, every path under docs/** or *.md"). A
+// plan without allowed paths never matches, nor one with a path not provably covered.
 func MatchAutoRule(rules []ApproveRule, b plan.Body) (ApproveRule, string, bool) {
 	if len(b.Scope.AllowedPaths) == 0 {
 		return ApproveRule{}, "", false

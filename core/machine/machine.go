@@ -48,8 +48,7 @@ type transitionKey struct {
 }
 
 // transitions is the approval state machine of docs/design.md §3. A pair that is not
-// listed is refused, and nothing changes. It is built fresh by a function, so there is no
-// package-level mutable state.
+// listed is refused, and nothing changes.
 func transitions() map[transitionKey]core.Phase {
 	return map[transitionKey]core.Phase{
 		{core.PhaseOff, TrigOn}:      core.PhasePlanning,
@@ -91,18 +90,15 @@ func transitions() map[transitionKey]core.Phase {
 }
 
 // Machine answers which transitions are allowed: the phase a trigger leads to, the
-// status it gives a plan version, and the guards it must pass. The zero value is not usable; use
-// NewMachine.
+// status it gives a plan version, and the guards it must pass. Use NewMachine.
 type Machine struct {
 	table  map[transitionKey]core.Phase
 	plans  map[planKey]core.PlanStatus
 	guards map[Trigger][]Guard
 }
 
-// NewMachine returns the approval state machine. Every call returns the same tables,
-// built once: nothing writes them after they are built (Guards hands out a copy), and
-// building the three maps again for every message was a tenth of the engine's own
-// allocations per message.
+// NewMachine returns the approval state machine. Every call shares tables built once,
+// which nothing writes (Guards hands out a copy): building them per message is costly.
 func NewMachine() Machine { return sharedMachine() }
 
 var sharedMachine = sync.OnceValue(func() Machine {
@@ -116,9 +112,8 @@ func (m Machine) Next(p core.Phase, t Trigger) (core.Phase, bool) {
 	return to, ok
 }
 
-// Guard names a condition a transition must meet. Apply checks the guards of a trigger
-// in the order the table lists them, before the transition; the first that fails refuses
-// it (or, for a timer, drops it). GuardPhase is the phase table itself.
+// Guard names a condition a transition must meet. Apply checks a trigger's guards in
+// order; the first that fails refuses it (a timer's is dropped). GuardPhase is the table.
 type Guard string
 
 // Guards of the approval state machine.
@@ -169,8 +164,8 @@ type planKey struct {
 }
 
 // planTransitions is the life cycle of one plan version: which status a trigger moves
-// it to. "" as the source is a version that does not exist yet (a proposal creates it).
-// The previous pending version of a new proposal is the one that is superseded.
+// it to. "" as the source is the version a proposal creates; the pending one it
+// supersedes moves from PlanPending.
 func planTransitions() map[planKey]core.PlanStatus {
 	return map[planKey]core.PlanStatus{
 		{"", TrigPropose}:     core.PlanPending,

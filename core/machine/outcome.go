@@ -15,38 +15,31 @@ type Rules struct {
 	Nudges          []time.Duration // one-shot reminders (plan_mode.nudges)
 	ApprovalTimeout time.Duration
 	PlansDir        string // where plan files go; Apply only computes their paths
-	// WorkspaceCopy writes an accepted plan into the workspace as PLAN.md and PLAN.json
-	// (plan_mode.workspace_copy): the outcome then carries workspace_copy effects.
+	// WorkspaceCopy: accepted plans get workspace_copy effects (plan_mode.workspace_copy).
 	WorkspaceCopy bool
-	// Specs evaluates recurring reminder specs (a pure function of its arguments); nil
-	// makes recurring reminders unavailable.
+	// Specs evaluates recurring reminder specs; nil makes them unavailable.
 	Specs NudgeSpecs
 	// Policies are access.policies (docs/design.md §12): the first that matches the session
 	// says how many distinct approvers a version needs and whether its requester may be one.
 	Policies []Policy
 	// EditHints say, per channel name, how an edited plan file is sent back there.
 	EditHints map[string]string
-	// Approvers is access.approvers, the list where no policy has its own: it tells
-	// whether a version can still get its approvals.
+	// Approvers is access.approvers, the list where no policy has its own.
 	Approvers []string
-	// AutoRules are plan_mode.auto_approve_rules: a proposal a rule covers is accepted
-	// without a person.
+	// AutoRules are plan_mode.auto_approve_rules.
 	AutoRules []ApproveRule
-	// Reach is what a granted command may do in this gateway, and Destructive reports
-	// the MCP tools marked destructive (nil: none): both for the words of a proposal's
-	// grants (PlanGrants).
+	// Reach and Destructive (the MCP tools marked destructive; nil: none) word a
+	// proposal's grants (PlanGrants).
 	Reach       Reach
 	Destructive func(tool string) bool
 }
 
-// NewIDs are fresh random ids a transition may hand out (a new plan version, its
-// approval id, a question id). The caller draws them; Apply uses the ones it needs.
+// NewIDs are fresh random ids the caller draws (DrawIDs); Apply uses the ones it needs.
 type NewIDs struct {
 	Plan, Approval, Question string
 }
 
-// Input is everything Apply needs besides the session and its current plan. It is data:
-// the clock value, the actor, fresh ids and what the trigger carries.
+// Input is everything Apply needs besides the session and its current plan, as data.
 type Input struct {
 	Now   time.Time
 	Actor core.Actor
@@ -76,27 +69,24 @@ type Input struct {
 	// MayAnswer: the sender of a plain message may answer the pending question.
 	MayAnswer bool
 	// AutoHeld, for a proposal while auto-approve is on, says why auto-approve may not
-	// take it (no person's message started the turn): it waits for a person. "" = none.
+	// take it (no person's message started the turn), so it waits for a person.
 	AutoHeld string
-	// Unattended, for a proposal, says why no person's message started the turn ("" when
-	// one did): auto-approve rules, like auto-approve, take only attended proposals.
+	// Unattended, for a proposal, says why no person's message started the turn:
+	// auto-approve rules, like auto-approve, take only attended proposals.
 	Unattended string
-	// Requester is the person ("channel:user id") whose message started this job, "" when
-	// none did (a restart, a reminder, the agent's own turn). A request, a revision or an
-	// answer makes them one of the session's Requesters.
+	// Requester ("channel:user id") is whose message started this job ("" for none). A
+	// request, a revision or an answer makes them one of the session's Requesters.
 	Requester string
-	// Asked, for the agent's plan tools, are the people the running job's work answers:
-	// the author of the message that started it (when it was a message to the agent, not a
-	// decision) and the requesters of the plan work it carried on, kept even when that
-	// work completed earlier in the job. Entering plan mode and proposing add them.
+	// Asked, for the agent's plan tools, are the people the running job's work answers
+	// (its message's author, and the requesters of plan work it carried on, even work
+	// completed earlier in the job). Entering plan mode and proposing add them.
 	Asked []core.Requester
 }
 
 // who is the actor's name for replies: the display name, else the id.
 func (in Input) who() string { return cmp.Or(in.Name, in.Actor.ID) }
 
-// EffectKind names one thing the applier does after (or, for write_file, just before)
-// the commit.
+// EffectKind names one thing the applier does after (write_file: just before) the commit.
 type EffectKind string
 
 // Effect kinds, in the order the applier runs them.
@@ -118,8 +108,7 @@ func effectRank(k EffectKind) int {
 		EffProgress, EffForget, EffSay, EffRunTurn}, k)
 }
 
-// Effect is one piece of work after a commit, as data: the applier carries it out, so
-// it can later become an outbox row of the same transaction.
+// Effect is one piece of work after a commit, as data, for the applier to carry out.
 type Effect struct {
 	Kind  EffectKind
 	Plan  core.Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress
@@ -130,8 +119,8 @@ type Effect struct {
 	Row int // 1 + the index of the reply's row in Change.Outbox; 0 = sent directly
 }
 
-// Refusal is a transition that is not taken: the reply that says why, and audit rows
-// to record (an unauthorized or stale decision). Nothing else changes.
+// Refusal is a transition not taken: the reply that says why, and audit rows to record
+// (an unauthorized or stale decision). Nothing else changes.
 type Refusal struct {
 	Text  string
 	Audit []core.Event
@@ -146,7 +135,7 @@ type ToolReply struct {
 }
 
 // Outcome is the result of Apply: the next session, the Change to commit and the
-// effects to run afterwards, or a refusal. Apply never performs any of it.
+// effects to run afterwards, or a refusal.
 type Outcome struct {
 	Trigger Trigger
 	Session core.Session // the next session; equal to the input when nothing changes
@@ -186,12 +175,8 @@ func (o *Outcome) sayReply(r core.Reply, onFail string) {
 }
 
 // seal derives the effects every transition implies from what it changes, so no
-// transition can forget one, and orders all effects the one way the applier runs them:
-// every plan written gets its file written or refreshed (and, when it is or was the
-// accepted one, its workspace copy), every version that stopped
-// being pending has its buttons retired, a plan that is over has its checklist message
-// forgotten, any schedule change is told to the scheduler, and a decision that leaves
-// work for the agent starts a turn.
+// transition can forget one (file writes, workspace copies, retired buttons, forgotten
+// checklists, scheduler and turn starts), and orders all effects as the applier runs them.
 func (o Outcome) seal() Outcome {
 	if r := o.Refusal; r != nil {
 		o.Session, o.Change, o.Effects = o.before, core.Change{}, nil
@@ -210,8 +195,7 @@ func (o Outcome) seal() Outcome {
 		o.Effects = []Effect{{Kind: EffSay, Reply: core.Reply{To: o.before.Address, Kind: core.ReplyNotice, Text: r.Text}}}
 		return o
 	}
-	// At most four effects per plan and two more: one allocation of the effects (each
-	// carries a Plan and a Reply, ~0.6 KB) instead of a doubling per append.
+	// At most four effects per plan and two more: one allocation (an effect is ~0.6 KB).
 	o.Effects = slices.Grow(o.Effects, 4*len(o.Change.Plans)+2)
 	for _, p := range o.Change.Plans {
 		kind := EffRefreshFile
@@ -244,9 +228,8 @@ func (o Outcome) seal() Outcome {
 	return o
 }
 
-// startsTurn: work a person (or the clock) left for the agent — a decision or answer
-// injected, or a message for it — starts a turn. The agent's own tools never do: its
-// turn is already running and picks the work up itself.
+// startsTurn: work a person left for the agent (an injected decision or answer, or a
+// message) starts a turn. The agent's own tools never do: its turn is already running.
 func (o Outcome) startsTurn() bool {
 	if o.Trigger == TrigExpire || isAgentTrigger(o.Trigger) {
 		return false
@@ -270,10 +253,8 @@ func isAgentTrigger(t Trigger) bool {
 	return false
 }
 
-// copiesPlan reports whether a plan the outcome writes gets its workspace copy written:
-// a version that is accepted or completed, or one that was accepted before this change
-// (a revise or abort then shows in PLAN.md too). A pending version never replaces the
-// copy of the plan being carried out.
+// copiesPlan reports whether a plan the outcome writes gets its workspace copy: one that
+// is or was accepted (a revise or abort shows in PLAN.md too), never a pending version.
 func (o Outcome) copiesPlan(p core.Plan) bool {
 	if !o.copies {
 		return false

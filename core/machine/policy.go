@@ -10,22 +10,14 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// Approval policies (docs/design.md §12): who may accept a plan in a session, how many distinct
-// people must, and whether the person who asked for the work may be one of them. These
-// are pure decisions; the engine records the approvals on the plan and audits them.
+// Approval policies (docs/design.md §12): who may accept a plan in a session, how many
+// distinct people must, and whether the person who asked for the work may be one of them.
 
 // PolicyMatch selects sessions by their address; an empty field matches every value.
 type PolicyMatch struct {
 	Channel string
 	Account string
 	Chat    string
-}
-
-// Matches reports whether a session at addr falls under m.
-func (m PolicyMatch) Matches(addr core.Address) bool {
-	return (m.Channel == "" || m.Channel == addr.Channel) &&
-		(m.Account == "" || m.Account == addr.Account) &&
-		(m.Chat == "" || m.Chat == addr.Chat)
 }
 
 // Policy is the approval rule of one session.
@@ -47,7 +39,8 @@ var DefaultPolicy = Policy{Required: 1, RequesterMayApprove: true}
 // PolicyFor returns the first policy whose match fits addr, or DefaultPolicy.
 func PolicyFor(policies []Policy, addr core.Address) Policy {
 	for _, p := range policies {
-		if p.Match.Matches(addr) {
+		if m := p.Match; (m.Channel == "" || m.Channel == addr.Channel) && (m.Account == "" || m.Account == addr.Account) &&
+			(m.Chat == "" || m.Chat == addr.Chat) {
 			return p
 		}
 	}
@@ -62,9 +55,8 @@ func (p Policy) ApproverList(global []string) []string {
 	return global
 }
 
-// needs is the line a pending version's message adds under p: "" for one approval that
-// anyone allowed may give, else "\nNeeds 2 approvals from different people, not from
-// whoever asked for it (alice)." naming the version's requesters.
+// needs is the line a pending version's message adds under p ("" for one approval anyone
+// allowed may give), naming the version's requesters.
 func (p Policy) needs(requesters []core.Requester) string {
 	n := p.needed()
 	who := "whoever asked for it"
@@ -82,9 +74,8 @@ func (p Policy) needs(requesters []core.Requester) string {
 	return ""
 }
 
-// strict reports whether p asks more than one person's word: several approvals, or not
-// the requester's. Such a session has no auto-approve and no auto-approve rules: no
-// single switch or rule may stand in for the people the policy names.
+// strict reports whether p asks more than one person's word (several approvals, or not
+// the requester's): then no auto-approve switch or rule may stand in for those people.
 func (p Policy) strict() bool { return p.needed() > 1 || !p.RequesterMayApprove }
 
 // noAuto is the refusal of /plan auto on under a strict policy.
@@ -126,9 +117,8 @@ type ApprovalVerdict struct {
 }
 
 // RecordApproval records a's acceptance of plan version a.Version under policy p, where
-// requesters asked for the plan. Approvals of another version are dropped first: a revise
-// or a new version voids partial approvals. Whether a may decide at all (the approver
-// list) is checked before, as for any decision.
+// requesters asked for the plan; approvals of another version are void. Whether a may
+// decide at all is checked before, as for any decision.
 func RecordApproval(st ApprovalState, a plan.Approval, requesters []core.Requester, p Policy) (ApprovalState, ApprovalVerdict) {
 	if st.Version != a.Version {
 		st = ApprovalState{Version: a.Version}
@@ -167,11 +157,10 @@ func ApprovalProgress(st ApprovalState, p Policy) string {
 }
 
 // unreachable says why a pending version can no longer collect the approvals p needs, or
-// returns "". Under requester_may_approve: false its requesters and its editor (excluded,
-// "channel:user id") may not accept it; when fewer of the people who may decide are left
-// than approvals are missing, no nudge can help. Only people listed by id are counted (a
-// role may hold anyone); with no list the session's owner (owner) decides. The operator's
-// admin API is not counted: it is the way out this names.
+// returns "": under requester_may_approve: false its requesters and editor (excluded) may
+// not accept it, and fewer people who may decide are left than approvals are missing.
+// Only people listed by id count (a role may hold anyone); with no list, owner decides.
+// The admin API is not counted: it is the way out this names.
 func (p Policy) unreachable(global []string, owner string, excluded []string, approvals []plan.Approval) string {
 	if p.RequesterMayApprove {
 		return ""
@@ -214,9 +203,8 @@ func (p Policy) unreachable(global []string, owner string, excluded []string, ap
 		missing, who)
 }
 
-// PolicyProblem says why a policy can never be satisfied, or returns "": more required
-// approvals than approvers (the global list when the policy has none of its own). An empty
-// list means the session owner decides, which is one person.
+// PolicyProblem says why a policy can never be satisfied (more required approvals than
+// approvers; with none listed the session owner alone decides), or returns "".
 func PolicyProblem(p Policy, global []string) string {
 	if p.Required < 0 {
 		return fmt.Sprintf("required is %d: it must be 1 or more", p.Required)
@@ -244,8 +232,7 @@ func PolicyProblem(p Policy, global []string) string {
 	return ""
 }
 
-// Asked returns list with by added (once; the first name given is kept). An empty by
-// (no person) leaves it as it is.
+// Asked returns list with by added once (the first name given is kept); "" adds no one.
 func Asked(list []core.Requester, by, name string) []core.Requester {
 	if by == "" || isRequester(list, by) {
 		return list
@@ -275,8 +262,8 @@ func requesterNames(list []core.Requester) string {
 	return strings.Join(names, ", ")
 }
 
-// isRole reports whether access entry a names a platform role ("<kind>-role:<id>", as an
-// adapter puts in Person.Roles) rather than one person ("<channel>:<user id>").
+// isRole reports whether access entry a names a platform role ("<kind>-role:<id>")
+// rather than one person ("<channel>:<user id>").
 func isRole(a string) bool {
 	kind, _, ok := strings.Cut(a, ":")
 	return ok && strings.HasSuffix(kind, "-role")

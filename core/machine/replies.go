@@ -85,14 +85,11 @@ func onOff(b bool) string {
 }
 
 func OptionList(opts []string) string {
-	var b strings.Builder
+	parts := make([]string, len(opts))
 	for i, o := range opts {
-		if i > 0 {
-			b.WriteString(" · ")
-		}
-		fmt.Fprintf(&b, "%d. %s", i+1, o)
+		parts[i] = fmt.Sprintf("%d. %s", i+1, o)
 	}
-	return b.String()
+	return strings.Join(parts, " · ")
 }
 
 // ShowReply is the answer to /plan show of the current plan cur (nil for none).
