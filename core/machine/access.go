@@ -30,10 +30,8 @@ func Authorized(approvers []string, who commands.Who, s core.Session, m core.Mes
 	return false
 }
 
-// MayDecide reports whether the sender of m may decide on plans in session s: the rule
-// the engine applies to an accept, under the approvers of the session's policy (or the
-// global approvers). Adapters use it to show a session, or its buttons, only to people
-// the engine would let decide.
+// MayDecide reports whether the sender of m may decide on plans in session s, as the
+// engine decides an accept: adapters show a session's buttons only to them.
 func MayDecide(policies []Policy, approvers []string, s core.Session, m core.Message) bool {
 	return Authorized(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
 }

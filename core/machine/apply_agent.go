@@ -97,10 +97,9 @@ type taken struct {
 	byRule bool
 }
 
-// howTaken decides how the proposal is taken. The session's auto-approve flag does not
-// hold under a strict policy (people decide); a rule that covers the plan accepts it as
-// if auto-approve were on. Either change of trigger asks the phase table again; ok is
-// false when it refuses (the refusal is set).
+// howTaken decides how the proposal is taken: auto-approve does not hold under a strict
+// policy, and a rule that covers the plan accepts it as auto-approve would. Either change
+// of trigger asks the phase table again; ok is false when it refuses.
 func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
 	how := taken{trig: x.o.Trigger, to: x.phase}
 	if how.trig == TrigAutoPropose && x.policy().strict() {
@@ -224,10 +223,9 @@ func (x *transition) ask() {
 	x.tool(true, "Question posted. Stop here; the answer arrives as [QUESTION_ANSWER].")
 }
 
-// update applies step progress to the accepted plan and completes it when every step is
-// done (the trigger becomes TrigComplete). It may change the status and the verified
-// criteria of the accepted steps only: a different plan is a new version, which needs a
-// person's decision.
+// update applies step progress to the accepted plan, completing it (TrigComplete) when
+// every step is done. It changes only the steps' status and verified criteria: a
+// different plan is a new version, which needs a person's decision.
 func (x *transition) update() error {
 	if x.s.Phase == core.PhasePlanning {
 		x.tool(false, notedDrafts)
@@ -294,8 +292,8 @@ func (x *transition) progress(p core.Plan, steps []plan.Step) error {
 	return nil
 }
 
-// completionText is the chat's message when a plan is finished. Cancelled steps are not
-// done: it says how many were completed, how many cancelled, and why.
+// completionText is the chat's message when a plan is finished: cancelled steps are not
+// done, so it says how many were cancelled, and why.
 func completionText(p core.Plan) string {
 	completed, cancelled, total := stepCounts(p.Body.Steps)
 	if cancelled == 0 {
@@ -315,10 +313,9 @@ func completionText(p core.Plan) string {
 		p.Version, completed, total, cancelled, strings.Join(why, "; "), p.Version)
 }
 
-// acceptedChanges names what an update does to the accepted plan's steps beyond their
-// status and verified criteria: steps added or left out, acceptance criteria changed.
-// Steps keep their ids through ApplyUpdate, so a reworded step is one left out and one
-// added.
+// acceptedChanges names what an update does to the accepted steps beyond their status and
+// verified criteria. Steps keep their ids through ApplyUpdate, so a reworded step is one
+// left out and one added.
 func acceptedChanges(before, after []plan.Step, merge bool) []string {
 	old := map[string]plan.Step{}
 	for _, s := range before {
@@ -367,9 +364,8 @@ func keepAccepted(before, after []plan.Step) []plan.Step {
 	return out
 }
 
-// updateProblems applies the judge's limits to an update: the plan it leaves must pass
-// plan.Judge, and the explanation — the reason a step cancelled now is given, which the
-// person is told — is one clean line of limited length.
+// updateProblems applies the judge's limits to an update: the plan it leaves, and the
+// explanation, which is the reason people are told for a step cancelled now.
 func updateProblems(p core.Plan, steps []plan.Step, u plan.UpdateArgs) []string {
 	problems := plan.LineProblems("update_plan: explanation", u.Explanation)
 	for i, st := range steps {

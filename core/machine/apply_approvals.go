@@ -9,16 +9,14 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// Approvals under a session's policy (docs/design.md §12): every acceptance is recorded on the
-// version; the version is accepted only with the N-th distinct approver, and the person
-// who asked for it (or wrote it by editing the file) may be refused.
+// Approvals under a session's policy (docs/design.md §12), recorded on the version until
+// the N-th distinct approver accepts it.
 
 // policy is the approval policy of the transition's session.
 func (x *transition) policy() Policy { return PolicyFor(x.in.Rules.Policies, x.s.Address) }
 
-// approve records the acceptance of x.target under the session's policy. It returns true
-// when this acceptance completes the approvals, with the target carrying them all; false
-// when it was refused or counted (the outcome says which).
+// approve records the acceptance of x.target under the session's policy: true when it
+// completes the approvals (the target carries them all), false when refused or counted.
 func (x *transition) approve() (bool, error) {
 	p, pol := x.target, x.policy()
 	a := plan.Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
@@ -50,8 +48,7 @@ func (x *transition) approve() (bool, error) {
 }
 
 // stuck is the line a pending version's message adds when it can no longer get its
-// approvals (Policy.unreachable): its requesters and editor set aside, too few of the
-// people who may decide are left. "" otherwise.
+// approvals (Policy.unreachable), or "".
 func (x *transition) stuck(p core.Plan) string {
 	excluded := make([]string, 0, len(p.Requesters)+1)
 	for _, r := range p.Requesters {

@@ -6,13 +6,11 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// A plan's grants in words: what accepting it lets the agent do beyond reading. The
-// proposal's chat message, the web card, the plan file and PLAN.md all say them from
-// PlanGrants, so no render path can leave a grant out.
+// A plan's grants in words: what accepting it lets the agent do beyond reading. Every
+// render path says them from PlanGrants, so none can leave a grant out.
 
-// Reach is what this gateway lets a granted command do, from the operator's settings
-// (tools.run_command): whether run_command is offered at all, and whether a command
-// reaches the network (the sandbox allows it, or there is no sandbox).
+// Reach is what this gateway lets a granted command do (tools.run_command): whether
+// run_command is offered, and whether a command reaches the network.
 type Reach struct {
 	Commands bool
 	Network  bool
@@ -45,7 +43,8 @@ func PlanGrants(s plan.Scope, r Reach, destructive func(string) bool) []plan.Gra
 				names[i] += " (destructive)"
 			}
 		}
-		tools.Words, tools.Short = "may call "+strings.Join(names, ", "), "may call "+strings.Join(names, ", ")
+		tools.Words = "may call " + strings.Join(names, ", ")
+		tools.Short = tools.Words
 	}
 	net := plan.Grant{Kind: plan.GrantNetwork, Words: "none", Short: "none"}
 	switch {

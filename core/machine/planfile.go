@@ -7,17 +7,14 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// RenderPlanMarkdown renders one plan version as the markdown file posted to the chat
-// (plan.Render): its body, the version's status and decision, and its grants in this
-// gateway's words (r, its reach). plan.ParseMarkdown reads the body back.
+// RenderPlanMarkdown renders one plan version as the markdown file posted to the chat,
+// with its grants in this gateway's words (r, its reach).
 func RenderPlanMarkdown(p core.Plan, phase core.Phase, session string, r Reach) []byte {
 	return RenderPlan(p, phase, session, RenderOptions{Reach: r})
 }
 
-// RenderPlanMarkdownMarked is RenderPlanMarkdown with the tools of scope.allowed_tools
-// that destructive reports marked "(destructive)" (MCP's destructiveHint). The mark is
-// the gateway's knowledge, not the plan's: plan.ParseMarkdown drops it, so an edited file
-// with marks reads back the same plan.
+// RenderPlanMarkdownMarked is RenderPlanMarkdown with the allowed tools that destructive
+// reports marked "(destructive)"; plan.ParseMarkdown drops the marks.
 func RenderPlanMarkdownMarked(p core.Plan, phase core.Phase, session string, destructive func(tool string) bool, r Reach) []byte {
 	return RenderPlan(p, phase, session, RenderOptions{Destructive: destructive, Reach: r})
 }
@@ -39,9 +36,8 @@ func RenderPlan(p core.Plan, phase core.Phase, session string, o RenderOptions) 
 	})
 }
 
-// shownApprovals are the approvals the file lists: while p is pending (the approvals
-// counted so far under an N-of-M policy) and once accepted by more than one person. A
-// single approver's acceptance is the Decision section's "By" already.
+// shownApprovals are the approvals the file lists: those counted while p is pending, and
+// those of more than one person after (one approver is the Decision section's "By").
 func shownApprovals(p core.Plan) []plan.Approval {
 	if len(p.Approvals) == 0 || p.Status != core.PlanPending && len(p.Approvals) < 2 {
 		return nil

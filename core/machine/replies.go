@@ -9,7 +9,7 @@ import (
 )
 
 // What plangate says: /plan status and /plan show, and the texts of plans, questions and
-// checklists. Everything here is pure; commands.go loads what status and show need.
+// checklists.
 
 // StatusText is the answer to /plan status: s with its current plan cur (nil for none)
 // under the session's approval policy pol, and the "next nudge" line.
@@ -171,9 +171,8 @@ func proposalText(p core.Plan, superseded *core.Plan, decide string, rules Rules
 	return b.String()
 }
 
-// decideLine is the last line of a proposal: how it was accepted, or who decides.
-// rule is the words of the auto-approve rule that accepted it ("" if none did);
-// noRule is set when rules are configured and none covers the plan.
+// decideLine is the last line of a proposal: how it was accepted (rule: the accepting
+// rule's words), or who decides (noRule: rules are configured and none covers the plan).
 func decideLine(p core.Plan, autoHeld, rule string, noRule bool) string {
 	switch {
 	case p.Status == core.PlanAccepted && rule != "":

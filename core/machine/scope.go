@@ -13,11 +13,8 @@ import (
 const scopeNoFiles = "this plan names no files it may change"
 
 // CheckScope decides whether a plan's scope lets a call change p, a cleaned
-// workspace-relative path; "." stands for the whole workspace (run_command). It returns
-// the reason for a refusal, worded for the model and the chat.
-//
-// Allowed and forbidden paths use the same matcher (scopeMatch), so what the person reads
-// in the plan is what is enforced. A plan without allowed paths may change nothing.
+// workspace-relative path ("." is the whole workspace: run_command), or why not. Allowed
+// and forbidden paths use one matcher, so what the person reads is what is enforced.
 func CheckScope(s plan.Scope, p string) (string, bool) {
 	p = path.Clean(strings.TrimPrefix(p, "./"))
 	if len(s.AllowedPaths) == 0 {

@@ -191,11 +191,10 @@ func ParseUpdate(args json.RawMessage) (UpdateArgs, error) {
 
 const validStepStatuses = `"pending", "in_progress", "completed", "cancelled"`
 
-// ApplyUpdate applies an update_plan call to steps and returns the new step list; steps is
-// not modified. Steps are matched by text (exactly after trimming, else ignoring case).
-// Acceptance and verified criteria only accumulate, so an update can never drop the
-// criteria a plan was accepted with to get a step closed. On any rule violation it returns
-// an error listing every problem and no steps.
+// ApplyUpdate applies an update_plan call to a copy of steps. Steps are matched by text
+// (exactly after trimming, else ignoring case). Criteria only accumulate, so an update
+// can never drop the criteria a plan was accepted with to get a step closed. On any rule
+// violation it returns every problem and no steps.
 func ApplyUpdate(steps []Step, u UpdateArgs) ([]Step, error) {
 	if len(u.Plan) == 0 {
 		return nil, errors.New(`"plan" must list at least one step`)
@@ -385,9 +384,8 @@ func AllDone(steps []Step) bool {
 	return true
 }
 
-// hashedStep and hashedBody are the canonical form Hash hashes: the content the model
-// proposed, without step ids, statuses or verified criteria, and with nil and empty lists
-// alike, so the same proposal always hashes the same.
+// hashedStep and hashedBody are the canonical form Hash hashes: the proposed content,
+// without ids, statuses or verified criteria, nil and empty lists alike.
 type hashedStep struct {
 	Text     string   `json:"text"`
 	Criteria []string `json:"acceptance_criteria,omitempty"`

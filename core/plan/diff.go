@@ -37,9 +37,9 @@ type ToolDelta struct {
 	Added, Removed []string
 }
 
-// Compare compares two plan bodies. Steps are paired by text first (ignoring case and
-// runs of spaces), then the rest by position, else by the most similar text, when their
-// words are similar enough; what is left is added or removed.
+// Compare compares two plan bodies. Steps are paired by text (ignoring case and runs of
+// spaces), then by position or else the most similar text when similar enough; what is
+// left is added or removed.
 func Compare(old, cur Body) Diff {
 	var d Diff
 	oldTaken := make([]bool, len(old.Steps))
@@ -137,9 +137,7 @@ func (d Diff) parts() []string {
 }
 
 // Summary is the one-line chat message, "Changes from v1: + Add X · ~ Reword Y · − Z ·
-// scope widened: a → b", or "" when nothing changed; when only other parts changed it names
-// them.
-// The step texts are the model's; the chat adapters escape them.
+// scope widened: a → b", or "" when nothing changed. The chat adapters escape the texts.
 func (d Diff) Summary() string {
 	parts := d.parts()
 	switch {

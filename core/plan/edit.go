@@ -5,11 +5,9 @@ import (
 	"strings"
 )
 
-// ReadEdited turns a plan file a person edited and sent back into the body of the
-// next version (docs/design.md §13). It returns the body and what changed from prev, or a
-// refusal worded for the person, with nothing to change: the file does not parse (the
-// line is named), the judge refuses the plan, or it changes nothing. Step progress in the
-// file is dropped: every step of the new version is pending.
+// ReadEdited turns a plan file a person edited and sent back into the body of the next
+// version (docs/design.md §13), with what changed from prev, or a refusal worded for the
+// person: the file does not parse, the judge refuses it, or it changes nothing.
 func ReadEdited(prev Body, file []byte) (Body, Diff, string) {
 	b, err := ParseMarkdown(file)
 	if err != nil { // a *ParseError, which names the line

@@ -170,10 +170,9 @@ func (j *judgeNotes) scope(field string, paths []string) {
 	}
 }
 
-// tools checks scope.allowed_tools: each entry must be a name an MCP tool can have
-// ("<server>__<tool>", the characters model APIs carry), because the gate compares it
-// exactly and a person reads it in the chat. "run_command" there would allow nothing yet
-// read as if it did; an invisible or direction character would reorder the chat line.
+// tools checks that scope.allowed_tools names MCP tools exactly as the gate compares them
+// and a person reads them: "run_command" would allow nothing yet read as if it did, and an
+// invisible or direction character would reorder the chat line.
 func (j *judgeNotes) tools(names []string) {
 	j.count("scope.allowed_tools entries", len(names))
 	for _, n := range names {
@@ -212,9 +211,8 @@ func clipQuote(s string) string {
 	return strconv.Quote(s)
 }
 
-// ScopePathProblem says why p cannot be a scope glob, or returns "". Scope globs are matched
-// against workspace-relative paths, so anything that names a place outside the workspace
-// is refused rather than silently never matching.
+// ScopePathProblem says why p cannot be a scope glob, or returns "": a place outside the
+// workspace is refused rather than silently never matching.
 func ScopePathProblem(p string) string {
 	t := strings.TrimSpace(p)
 	switch {
@@ -257,9 +255,8 @@ func hasDriveLetter(p string) bool {
 }
 
 // textProblem says why s cannot be plan text, or returns "". The plan a person reads must
-// be the plan that is enforced: invalid UTF-8, control characters (ESC sequences rewrite a
-// terminal) and format characters (zero-width spaces, bidi overrides) would let two
-// different texts look alike, so they are refused rather than cleaned up silently.
+// be the plan enforced: invalid UTF-8, control and format characters (ESC sequences,
+// zero-width spaces, bidi overrides) would let different texts look alike.
 func textProblem(s string, multiLine bool) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8 text"

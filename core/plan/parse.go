@@ -9,9 +9,6 @@ import (
 	"unicode/utf8"
 )
 
-// Reading a plan file back (docs/design.md §13): a person edits the markdown plangate wrote and
-// sends it back; ParseMarkdown turns it into a plan body for the judge.
-
 // MaxFileBytes bounds an edited plan file.
 const MaxFileBytes = 256 << 10
 
@@ -60,12 +57,11 @@ var sectionNames = map[string]int{
 
 const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"
 
-// ParseMarkdown reads a plan file in the layout Render writes back into a
-// plan body: the title, the sections, the steps' boxes and acceptance criteria, the scope
-// lists and the product spec. The status line, the decision, the changes section and the
-// footer are plangate's and are ignored; the writer's escaping is undone and white space
-// is collapsed as the writer does, so what it accepts renders and parses to itself. Step ids
-// are "1", "2", ... in file order. It checks the form only; Judge checks the content.
+// ParseMarkdown reads a plan file a person edited (docs/design.md §13), in the layout
+// Render writes, back into a plan body. plangate's own parts (status line, decision,
+// changes, footer) are ignored; the escaping is undone and white space collapsed as the
+// writer does, so what it accepts renders and parses to itself. Step ids are "1", "2", ...
+// in file order. It checks the form only; Judge checks the content.
 func ParseMarkdown(b []byte) (Body, error) {
 	lines, err := planLines(b)
 	if err != nil {

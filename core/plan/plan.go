@@ -1,7 +1,6 @@
-// Package plan is the plan document: its body (steps, scope, product spec), the markdown
-// file plangate writes and reads back, what changed between versions, the judge, and the
-// arguments of the plan tools (exit_plan_mode, update_plan). It knows nothing of sessions,
-// the engine or the store (docs/design.md §5, §13).
+// Package plan is the plan document: its body, the markdown file plangate writes and
+// reads back, what changed between versions, the judge, and the plan tools' arguments.
+// It knows nothing of sessions, the engine or the store (docs/design.md §5, §13).
 package plan
 
 import "time"
@@ -103,8 +102,8 @@ type Approval struct {
 	Version int       `json:"version"`
 }
 
-// Grant is one kind of grant in words: Words for the plan file and the card ("none (only
-// a plan whose scope allows ** …)"), Short for the proposal's chat line ("none").
+// Grant is one kind of grant in words: Words for the plan file and the card, Short for
+// the proposal's chat line.
 type Grant struct {
 	Kind  string
 	Words string

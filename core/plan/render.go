@@ -14,8 +14,7 @@ const maxSlugLen = 50
 
 // slug turns a plan title into a file-name part: lower-case ASCII letters and digits
 // separated by single "-", at most 50 bytes, "untitled" when nothing is left. Letters
-// outside ASCII are dropped (the standard library has no transliteration); other
-// characters, emoji included, separate words.
+// outside ASCII are dropped (there is no transliteration); other characters separate words.
 func slug(title string) string {
 	var b strings.Builder
 	for _, r := range title {
@@ -75,9 +74,8 @@ func Checklist(steps []Step) string {
 	return strings.Join(lines, "\n")
 }
 
-// File is one plan version as its markdown file shows it: the body, and what plangate
-// says about the version. Render escapes every string that came from the model or a person;
-// Footer is plangate's own markdown and is written as it is.
+// File is one plan version as its markdown file shows it. Render escapes every string
+// that came from the model or a person; Footer is plangate's markdown, written as it is.
 type File struct {
 	Body    Body
 	Version int
@@ -92,8 +90,8 @@ type File struct {
 	Approvals []Approval
 	Decision  *Decision
 	Footer    string
-	// Destructive marks the tools of scope.allowed_tools it reports "(destructive)" (nil:
-	// none). The mark is the gateway's knowledge, not the plan's: ParseMarkdown drops it.
+	// Destructive marks the allowed tools it reports "(destructive)" (nil: none). The mark
+	// is the gateway's knowledge, not the plan's: ParseMarkdown drops it.
 	Destructive func(tool string) bool
 }
 
@@ -148,9 +146,8 @@ func Render(f File) []byte {
 }
 
 // riskSep separates a risk from its mitigation in the file. An em dash inside the risk is
-// written as the entity &#8212; (it renders the same), so the first " — " of a line is
-// always the separator and ParseMarkdown can split it back; a risk that names only a
-// mitigation starts with "— ".
+// written as &#8212; (it renders the same), so the first " — " is always the separator; a
+// risk that names only a mitigation starts with "— ".
 const riskSep = " — "
 
 func riskLine(r Risk) string {
@@ -205,9 +202,8 @@ func writeGrants(b *bytes.Buffer, gs []Grant) {
 	writeList(b, "## Grants", lines)
 }
 
-// destructiveMark follows a destructive tool in the file's "Allowed tools" list, after
-// its code span (only a name written verbatim in one is marked, so the parser can tell
-// the mark from the name).
+// destructiveMark follows a destructive tool's code span in "Allowed tools" (only a
+// verbatim name is marked, so the parser can tell the mark from the name).
 const destructiveMark = " (destructive)"
 
 // scopeParts are the labelled lists of the file's "## Scope" section, in their order.
@@ -261,11 +257,10 @@ func codeSpan(s string) string {
 
 const zeroWidthSpace = '\u200b'
 
-// EscapeMarkdown makes one line of untrusted text safe to place in markdown: white space
-// (newlines included) collapses to single spaces, control and bidi-override characters are
-// dropped, markdown punctuation is backslash-escaped so the text cannot open headings,
-// lists, quotes, code, links, tables, HTML, entities or emphasis, and mentions (@everyone, @here,
-// @name, <@id>, <!channel>) get a zero-width space after the @ or ! so they never ping.
+// EscapeMarkdown makes one line of untrusted text safe in markdown: white space collapses
+// to single spaces, control and bidi-override characters are dropped, markdown punctuation
+// is backslash-escaped so the text opens no markup, and mentions (@everyone, @name, <@id>,
+// <!channel>) get a zero-width space after the @ or ! so they never ping.
 func EscapeMarkdown(s string) string {
 	return escapeMarkdownLine(strings.Join(strings.Fields(stripUnsafe(s)), " "))
 }

@@ -47,10 +47,9 @@ func ScopeSummary(s Scope) string {
 	return out
 }
 
-// ScopeChange says how a new version's scope differs from the old one, or returns "" when
-// it allows and forbids the same: "scope widened: README.md → the whole workspace". A
-// scope is wider when it keeps every allowed entry (or allows everything) and forbids no
-// more; narrower the other way round.
+// ScopeChange says how a new version's scope differs ("scope widened: README.md → the
+// whole workspace"), or "". Wider keeps every allowed entry (or allows everything) and
+// forbids no more; narrower the other way round.
 func ScopeChange(prev, next Scope) string {
 	wider := allowsAtLeast(next, prev) && subset(next.ForbiddenPaths, prev.ForbiddenPaths)
 	narrower := allowsAtLeast(prev, next) && subset(prev.ForbiddenPaths, next.ForbiddenPaths)
