@@ -49,7 +49,7 @@ func (x *transition) propose() error {
 	}
 	n := &x.next
 	n.Phase, n.PlanID, n.ApprovalID, n.Question = how.to, plan.ID, plan.ApprovalID, nil
-	var superseded *core.Plan
+	superseded := 0
 	if prev != nil && prev.Status == core.PlanPending {
 		old := *prev
 		voidApprovals(&old) // a new version needs its own approvals
@@ -57,7 +57,7 @@ func (x *transition) propose() error {
 		if err != nil {
 			return err
 		}
-		superseded = &old
+		superseded = old.Version
 		x.record(x.event(core.EventSuperseded, &old, fmt.Sprintf("by v%d", plan.Version)))
 	}
 	x.record(x.event(core.EventProposed, &plan, body.Title))
@@ -82,7 +82,7 @@ func (x *transition) propose() error {
 		// /plan auto is refused here: offer only what works.
 		decide = "Decide: /plan accept · /plan revise <feedback>" + pol.needs(plan.Requesters) + x.stuck(plan)
 	}
-	r.Text = proposalText(plan, superseded, decide, in.Rules)
+	r.Text = proposalText(plan, "", superseded, decide, in.Rules)
 	x.o.sayReply(r, "The plan could not be delivered here ({error}). It is saved as "+plan.File+"; /plan show sends it again.")
 	return nil
 }

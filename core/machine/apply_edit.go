@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -89,36 +90,16 @@ func (x *transition) edit() error {
 	x.o.newPlan = np.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, np)
 	r := PlanReply(x.next, np)
-	r.Text = editedText(np, diff, in.who(), in.Rules) + x.stuck(np)
+	decide := "It still needs a decision: /plan accept · /plan revise <feedback>"
+	r.Text = proposalText(np, in.who(), prev.Version, decide, in.Rules) + x.stuck(np)
 	x.o.sayReply(r, "The edited plan could not be delivered here ({error}). It is saved as "+np.File+"; /plan show sends it again.")
 	return nil
-}
-
-// editedText is the chat message of an edited version: what it is, who edited it, what
-// changed, and that it still waits for a decision.
-func editedText(p core.Plan, d plan.Diff, editor string, rules Rules) string {
-	var b strings.Builder
-	n := len(p.Body.Steps)
-	fmt.Fprintf(&b, "Plan v%d — %s (%d %s), edited by %s", p.Version, p.Body.Title, n, Plural(n, "step", "steps"), editor)
-	if p.Body.Summary != "" {
-		b.WriteString("\n" + OneLine(p.Body.Summary))
-	}
-	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
-	if s := d.Summary(); s != "" {
-		b.WriteString("\n" + s)
-	}
-	fmt.Fprintf(&b, "\n(v%d is superseded.)", d.From)
-	b.WriteString("\nIt still needs a decision: /plan accept · /plan revise <feedback>")
-	return b.String()
 }
 
 // editHow says how an edited file is sent back on a channel: its adapter's words
 // (Rules.EditHints), else the command that works everywhere.
 func editHow(hints map[string]string, channel string) string {
-	if h := hints[channel]; h != "" {
-		return h
-	}
-	return "attach it to /plan edit"
+	return cmp.Or(hints[channel], "attach it to /plan edit")
 }
 
 // fileVersion reads N from the status line "Version N · ..." that plangate writes under

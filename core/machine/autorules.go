@@ -62,7 +62,7 @@ func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 			return "", false
 		}
 	}
-	runs := planMayRunCommands(b.Scope)
+	_, runs := CheckScope(b.Scope, ".") // as the tool gate decides
 	if runs && !r.AllowRunCommand {
 		return "", false
 	}
@@ -79,12 +79,6 @@ func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 		why += ", tools " + strings.Join(b.Scope.AllowedTools, ", ")
 	}
 	return why, true
-}
-
-// planMayRunCommands reports whether the scope lets run_command run, as tools_gate decides.
-func planMayRunCommands(s plan.Scope) bool {
-	_, ok := CheckScope(s, ".")
-	return ok
 }
 
 func orList(items []string) string {

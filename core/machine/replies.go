@@ -147,15 +147,20 @@ func questionReply(to core.Address, q *core.Question) core.Reply {
 }
 
 // proposalText is a new version's chat message: what it does, every grant it asks for
-// (see PlanGrants), how it differs from the version it answers, and who decides.
-func proposalText(p core.Plan, superseded *core.Plan, decide string, rules Rules) string {
+// (see PlanGrants), how it differs from the version it answers, the version it supersedes
+// (0: none) and who decides. An edited version's message names its editor instead of
+// its spec.
+func proposalText(p core.Plan, editor string, superseded int, decide string, rules Rules) string {
 	var b strings.Builder
 	n := len(p.Body.Steps)
 	fmt.Fprintf(&b, "Plan v%d — %s (%d %s)", p.Version, p.Body.Title, n, Plural(n, "step", "steps"))
+	if editor != "" {
+		b.WriteString(", edited by " + editor)
+	}
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + OneLine(p.Body.Summary))
 	}
-	if line := specLine(p.Body.Spec); line != "" {
+	if line := specLine(p.Body.Spec); line != "" && editor == "" {
 		b.WriteString("\n" + line)
 	}
 	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
@@ -164,8 +169,8 @@ func proposalText(p core.Plan, superseded *core.Plan, decide string, rules Rules
 			b.WriteString("\n" + line)
 		}
 	}
-	if superseded != nil {
-		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded.Version)
+	if superseded > 0 {
+		fmt.Fprintf(&b, "\n(v%d is superseded.)", superseded)
 	}
 	b.WriteString("\n" + decide)
 	return b.String()

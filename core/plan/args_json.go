@@ -4,6 +4,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,10 +64,7 @@ func unknownFields(tool, where string, obj map[string]json.RawMessage, known []s
 		}
 	}
 	slices.Sort(names)
-	place := "the arguments"
-	if where != "" {
-		place = where
-	}
+	place := cmp.Or(where, "the arguments")
 	var problems []string
 	for _, k := range names {
 		p := fmt.Sprintf("%s: unknown field %q in %s", tool, k, place)
