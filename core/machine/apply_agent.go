@@ -41,14 +41,14 @@ func (x *transition) propose() error {
 	if err != nil || !ok {
 		return err
 	}
-	trig := how.trig
+	trig := x.o.Trigger
 	x.next.Requesters = WithRequesters(x.s.Requesters, in.Asked)
 	plan, err := x.newVersion(trig, hash)
 	if err != nil {
 		return err
 	}
 	n := &x.next
-	n.Phase, n.PlanID, n.ApprovalID, n.Question = how.to, plan.ID, plan.ApprovalID, nil
+	n.Phase, n.PlanID, n.ApprovalID, n.Question = x.phase, plan.ID, plan.ApprovalID, nil
 	superseded := 0
 	if prev != nil && prev.Status == core.PlanPending {
 		old := *prev
@@ -87,27 +87,24 @@ func (x *transition) propose() error {
 	return nil
 }
 
-// taken is how a proposal is taken: waiting for people (TrigPropose) or accepted at once
-// (TrigAutoPropose) by auto-approve or by a rule, and the phase that leads to.
+// taken is the auto-approve rule that took a proposal (byRule), with why in words.
 type taken struct {
-	trig   Trigger
-	to     core.Phase
 	rule   ApproveRule
-	why    string // the rule's reason, in words
+	why    string
 	byRule bool
 }
 
-// howTaken decides how the proposal is taken: auto-approve does not hold under a strict
-// policy, and a rule that covers the plan accepts it as auto-approve would. Either change
-// of trigger asks the phase table again; ok is false when it refuses.
+// howTaken settles the proposal's trigger, and with it x.phase: waiting for people
+// (TrigPropose) or accepted at once (TrigAutoPropose). Auto-approve does not hold under a
+// strict policy, and a rule that covers the plan accepts it as auto-approve would; either
+// change asks the phase table again. ok is false when it refuses.
 func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
-	how := taken{trig: x.o.Trigger, to: x.phase}
-	if how.trig == TrigAutoPropose && x.policy().strict() {
+	var how taken
+	if x.o.Trigger == TrigAutoPropose && x.policy().strict() {
 		x.o.Trigger = TrigPropose
 		if ok, err := x.check(GuardPhase); err != nil || !ok {
 			return how, false, err
 		}
-		how.trig, how.to = TrigPropose, x.phase
 	}
 	how.rule, how.why, how.byRule = x.ruleFor(body)
 	if how.byRule {
@@ -115,7 +112,6 @@ func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
 		if ok, err := x.check(GuardPhase); err != nil || !ok {
 			return how, false, err
 		}
-		how.trig, how.to = TrigAutoPropose, x.phase
 	}
 	return how, true, nil
 }
@@ -134,9 +130,10 @@ func (x *transition) newVersion(trig Trigger, hash string) (core.Plan, error) {
 		np.Version = prev.Version + 1
 	}
 	np.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), plan.FileName(np.CreatedAt, body.Title, np.Version))
-	if answered := prevIfRevised(prev); answered != nil {
-		d := plan.Compare(answered.Body, body)
-		d.From = answered.Version
+	// A version that ended (completed, aborted, abandoned) is not one the new version answers.
+	if prev != nil && !slices.Contains([]core.PlanStatus{core.PlanCompleted, core.PlanAborted, core.PlanAbandoned}, prev.Status) {
+		d := plan.Compare(prev.Body, body)
+		d.From = prev.Version
 		if !d.Empty() {
 			np.Changes = &d
 		}
@@ -166,14 +163,6 @@ func (x *transition) ruleFor(body plan.Body) (ApproveRule, string, bool) {
 		return ApproveRule{}, "", false
 	}
 	return MatchAutoRule(x.in.Rules.AutoRules, body)
-}
-
-// prevIfRevised returns the previous version when it is the one the new version answers.
-func prevIfRevised(prev *core.Plan) *core.Plan {
-	if prev == nil || prev.Status == core.PlanCompleted || prev.Status == core.PlanAborted || prev.Status == core.PlanAbandoned {
-		return nil
-	}
-	return prev
 }
 
 // validQuestion parses ask_user_question (GuardValidQuestion).

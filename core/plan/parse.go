@@ -409,16 +409,12 @@ func checkbox(item string) (box, text string, ok bool) {
 	return item[1:2], strings.TrimSpace(rest), true
 }
 
+// boxStatus reads a step's box (without its brackets); an X is an x.
 func boxStatus(box string) (StepStatus, bool) {
-	switch box {
-	case " ":
-		return StepPending, true
-	case "x", "X":
-		return StepCompleted, true
-	case ">":
-		return StepInProgress, true
-	case "~":
-		return StepCancelled, true
+	for st, b := range stepBoxes {
+		if b == "["+strings.ToLower(box)+"]" {
+			return st, true
+		}
 	}
 	return "", false
 }

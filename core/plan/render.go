@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -52,18 +53,12 @@ func FileName(day time.Time, title string, version int) string {
 	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), slug(title), version)
 }
 
-// stepMarker is the checklist box of a step, in the file and in chat progress messages.
-func stepMarker(s StepStatus) string {
-	switch s {
-	case StepCompleted:
-		return "[x]"
-	case StepInProgress:
-		return "[>]"
-	case StepCancelled:
-		return "[~]"
-	}
-	return "[ ]"
-}
+// stepBoxes are the checklist boxes of the step statuses, in the file and in chat
+// progress messages.
+var stepBoxes = map[StepStatus]string{StepPending: "[ ]", StepInProgress: "[>]", StepCompleted: "[x]", StepCancelled: "[~]"}
+
+// stepMarker is the box of a step; one without a valid status is to do.
+func stepMarker(s StepStatus) string { return cmp.Or(stepBoxes[s], "[ ]") }
 
 // Checklist is the step list for chat progress messages: one "[x] text" line per step.
 func Checklist(steps []Step) string {
