@@ -72,20 +72,14 @@ func ParseProposal(args json.RawMessage) (Body, error) {
 		return Body{}, err
 	}
 	problems := unknownFields(tool, "", top, proposalFields)
-	for i, item := range argArray(top["plan"]) {
-		problems = append(problems, unknownFields(tool, fmt.Sprintf("plan[%d]", i), item, proposalStepFields)...)
-	}
-	for i, item := range argArray(top["risks"]) {
-		problems = append(problems, unknownFields(tool, fmt.Sprintf("risks[%d]", i), item, riskFields)...)
-	}
+	problems = append(problems, itemFields(tool, "plan", top["plan"], proposalStepFields)...)
+	problems = append(problems, itemFields(tool, "risks", top["risks"], riskFields)...)
 	if sc, ok := argMap(top["scope"]); ok {
 		problems = append(problems, unknownFields(tool, "scope", sc, scopeFields)...)
 	}
 	if sp, ok := argMap(top["spec"]); ok {
 		problems = append(problems, unknownFields(tool, "spec", sp, specFields)...)
-		for i, item := range argArray(sp["features"]) {
-			problems = append(problems, unknownFields(tool, fmt.Sprintf("spec.features[%d]", i), item, featureFields)...)
-		}
+		problems = append(problems, itemFields(tool, "spec.features", sp["features"], featureFields)...)
 	}
 	if len(problems) > 0 {
 		return Body{}, Problems(problems)
@@ -156,9 +150,7 @@ func ParseUpdate(args json.RawMessage) (UpdateArgs, error) {
 		return UpdateArgs{}, err
 	}
 	problems := unknownFields(tool, "", top, updateFields)
-	for i, item := range argArray(top["plan"]) {
-		problems = append(problems, unknownFields(tool, fmt.Sprintf("plan[%d]", i), item, updateStepFields)...)
-	}
+	problems = append(problems, itemFields(tool, "plan", top["plan"], updateStepFields)...)
 	if len(problems) > 0 {
 		return UpdateArgs{}, Problems(problems)
 	}

@@ -38,20 +38,20 @@ func argMap(raw json.RawMessage) (map[string]json.RawMessage, bool) {
 	return m, true
 }
 
-// argArray returns the object elements of a JSON array; anything else is left for the typed
-// decode to report.
-func argArray(raw json.RawMessage) map[int]map[string]json.RawMessage {
+// itemFields names the unknown fields of the objects in the JSON array raw, as where[i],
+// in order; anything else is left for the typed decode to report.
+func itemFields(tool, where string, raw json.RawMessage, known []string) []string {
 	var items []json.RawMessage
 	if json.Unmarshal(raw, &items) != nil {
 		return nil
 	}
-	out := map[int]map[string]json.RawMessage{}
+	var problems []string
 	for i, it := range items {
 		if m, ok := argMap(it); ok {
-			out[i] = m
+			problems = append(problems, unknownFields(tool, fmt.Sprintf("%s[%d]", where, i), m, known)...)
 		}
 	}
-	return out
+	return problems
 }
 
 // unknownFields names every member of obj that is not in known, with a hint when the name
