@@ -79,10 +79,11 @@ type transition struct {
 	editDiff   plan.Diff       // GuardEditedFile: what the edited file changes (x.body is the new body)
 }
 
-// finish stores the next session in the outcome and derives the implied effects.
+// finish stores the next session in the outcome and derives the implied effects. Any
+// state change, audit row or transcript entry goes with a new session row version.
 func (x *transition) finish() Outcome {
 	o := x.o
-	if o.Refusal == nil && x.changed() {
+	if ch := o.Change; o.Refusal == nil && (len(ch.Events) > 0 || len(ch.Plans) > 0 || len(ch.Messages) > 0) {
 		next := x.next
 		next.UpdatedAt = x.in.Now
 		o.Session = next
@@ -91,22 +92,12 @@ func (x *transition) finish() Outcome {
 	return o.seal()
 }
 
-// changed reports whether the transition writes the session row: any state change,
-// audit row or transcript entry goes with a new row version.
-func (x *transition) changed() bool {
-	ch := x.o.Change
-	return len(ch.Events) > 0 || len(ch.Plans) > 0 || len(ch.Messages) > 0
-}
-
 // refuse ends the transition with a refusal; audit rows are optional.
 func (x *transition) refuse(text string, audit ...core.Event) {
 	x.o.Refusal = &Refusal{Text: text, Audit: audit}
 }
 
 func (x *transition) refusef(format string, args ...any) { x.refuse(fmt.Sprintf(format, args...)) }
-
-// to asks the phase table; a pair it does not list is refused by the caller.
-func (x *transition) to(t Trigger) (core.Phase, bool) { return x.m.Next(x.s.Phase, t) }
 
 // event builds an audit row by the input's actor; plan may be nil.
 func (x *transition) event(kind core.EventKind, plan *core.Plan, detail string) core.Event {
@@ -280,7 +271,11 @@ func (x *transition) staleVersion(old core.Plan) {
 	cur := x.cur
 	switch {
 	case old.Status == core.PlanSuperseded && cur != nil && cur.Version > old.Version:
-		x.refuse(fmt.Sprintf("Plan v%d was superseded by v%d %q; nothing changed. %s", old.Version, cur.Version, cur.Body.Title, nextStep(*cur)), audit)
+		next := "/plan status shows where things stand."
+		if cur.Status == core.PlanPending {
+			next = "/plan accept decides on it."
+		}
+		x.refuse(fmt.Sprintf("Plan v%d was superseded by v%d %q; nothing changed. %s", old.Version, cur.Version, cur.Body.Title, next), audit)
 	case old.Decision != nil:
 		by := cmp.Or(old.Decision.ByName, old.Decision.By)
 		x.refuse(fmt.Sprintf("%s was already decided (%s by %s); nothing changed.", PlanLabel(old), old.Decision.Outcome, by), audit)
@@ -310,13 +305,6 @@ func (x *transition) refusePhase(what string) {
 		}
 		x.refusef("Plan v%d %q is waiting for a decision (phase: awaiting_approval): /plan accept · /plan revise <feedback>.", v, title)
 	}
-}
-
-func nextStep(p core.Plan) string {
-	if p.Status == core.PlanPending {
-		return "/plan accept decides on it."
-	}
-	return "/plan status shows where things stand."
 }
 
 // PlanLabel names a plan version in replies: Plan v2 "Docs".

@@ -30,7 +30,7 @@ func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcom
 	x.o.Change.Messages = []core.ChatMessage{{Role: core.RoleUser, Content: text, Name: in.Name, At: in.Now}}
 	entered := false
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
-		if to, ok := x.to(TrigOn); ok {
+		if to, ok := x.m.Next(s.Phase, TrigOn); ok {
 			x.next.Phase = to
 			x.next.Requesters = Asked(nil, in.Requester, in.Name)
 			x.record(x.event(core.EventEntered, nil, "plan_mode.start_in_plan"))

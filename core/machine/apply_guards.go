@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ func (x *transition) check(g Guard) (bool, error) {
 		}
 		return in.Rules.PlanMode, nil
 	case GuardPhase:
-		to, ok := x.to(x.o.Trigger)
+		to, ok := x.m.Next(s.Phase, x.o.Trigger)
 		if !ok {
 			x.refusePhaseFor(x.o.Trigger)
 		}
@@ -133,16 +134,9 @@ func (x *transition) refusePhaseFor(t Trigger) {
 		}
 	case TrigExpire:
 		// a timer is never refused: it finds nothing to do
-	case TrigAccept, TrigApprove:
-		x.refusePhase("accept")
-	case TrigRevise:
-		x.refusePhase("revise")
-	case TrigAnswer:
-		x.refusePhase("answer")
-	case TrigEdit:
-		x.refusePhase("edit")
 	default:
-		x.refusePhase("auto-approve")
+		what := map[Trigger]string{TrigAccept: "accept", TrigApprove: "accept", TrigRevise: "revise", TrigAnswer: "answer", TrigEdit: "edit"}[t]
+		x.refusePhase(cmp.Or(what, "auto-approve"))
 	}
 }
 
