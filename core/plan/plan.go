@@ -16,13 +16,14 @@ const (
 	StepCancelled  StepStatus = "cancelled"
 )
 
+// stepBoxes are the step statuses with their checklist boxes, in the file and in chat
+// progress messages.
+var stepBoxes = map[StepStatus]string{StepPending: "[ ]", StepInProgress: "[>]", StepCompleted: "[x]", StepCancelled: "[~]"}
+
 // Valid reports whether s is one of the step statuses.
 func (s StepStatus) Valid() bool {
-	switch s {
-	case StepPending, StepInProgress, StepCompleted, StepCancelled:
-		return true
-	}
-	return false
+	_, ok := stepBoxes[s]
+	return ok
 }
 
 // Step is one item of a plan.

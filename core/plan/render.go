@@ -53,10 +53,6 @@ func FileName(day time.Time, title string, version int) string {
 	return fmt.Sprintf("plan-%s-%s-v%d.md", day.Format("2006-01-02"), slug(title), version)
 }
 
-// stepBoxes are the checklist boxes of the step statuses, in the file and in chat
-// progress messages.
-var stepBoxes = map[StepStatus]string{StepPending: "[ ]", StepInProgress: "[>]", StepCompleted: "[x]", StepCancelled: "[~]"}
-
 // stepMarker is the box of a step; one without a valid status is to do.
 func stepMarker(s StepStatus) string { return cmp.Or(stepBoxes[s], "[ ]") }
 
