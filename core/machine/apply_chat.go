@@ -28,14 +28,12 @@ func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcom
 	}
 	x := &transition{m: NewMachine(), s: s, in: in, next: s, o: Outcome{Session: s, before: s}}
 	x.o.Change.Messages = []core.ChatMessage{{Role: core.RoleUser, Content: text, Name: in.Name, At: in.Now}}
-	entered := false
 	if s.Version == 0 && in.Rules.PlanMode && in.Rules.StartInPlan {
 		if to, ok := x.m.Next(s.Phase, TrigOn); ok {
 			x.next.Phase = to
 			x.next.Requesters = Asked(nil, in.Requester, in.Name)
 			x.record(x.event(core.EventEntered, nil, "plan_mode.start_in_plan"))
 			x.o.say(core.ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
-			entered = true
 		}
 	} else {
 		// Whatever plan work follows (here or in the process holding the session's lease)
@@ -44,7 +42,7 @@ func ApplyMessage(s core.Session, cur *core.Plan, text string, in Input) (Outcom
 	}
 	// A message for the agent is no decision: unless it changes the phase it need not wait
 	// for the disk (see Change.Lazy).
-	x.o.Change.Lazy = !entered
+	x.o.Change.Lazy = x.next.Phase == s.Phase
 	return x.finish(), nil
 }
 
