@@ -230,13 +230,13 @@ func (x *transition) update() error {
 		x.refusef("%v", err)
 		return nil
 	}
-	if changes := acceptedChanges(p.Body.Steps, steps, u.Merge); len(changes) > 0 {
+	steps, changes := keepAccepted(p.Body.Steps, steps, u.Merge)
+	if len(changes) > 0 {
 		x.refusef("update_plan may only change the status and verified criteria of the accepted plan's steps, but this update %s. "+
 			"A plan with other steps is a new version, which needs a person's decision: carry out or cancel the steps as accepted, "+
 			"and say in your reply what should change (the user can send the plan back with /plan revise)", strings.Join(changes, "; "))
 		return nil
 	}
-	steps = keepAccepted(p.Body.Steps, steps)
 	if problems := updateProblems(p, steps, u); len(problems) > 0 {
 		x.refuse(plan.Problems(problems).Error())
 		return nil
@@ -302,55 +302,44 @@ func completionText(p core.Plan) string {
 		p.Version, completed, total, cancelled, strings.Join(why, "; "), p.Version)
 }
 
-// acceptedChanges names what an update does to the accepted steps beyond their status and
-// verified criteria. Steps keep their ids through ApplyUpdate, so a reworded step is one
-// left out and one added.
-func acceptedChanges(before, after []plan.Step, merge bool) []string {
+// keepAccepted returns the accepted steps, in their order and wording, with the status,
+// verified criteria and cancellation reason the update gave them, and what else the update
+// does to them: steps added or left out, acceptance criteria changed. Steps keep their ids
+// through ApplyUpdate, so a reworded step is one left out and one added.
+func keepAccepted(before, after []plan.Step, merge bool) ([]plan.Step, []string) {
 	old := map[string]plan.Step{}
 	for _, s := range before {
 		old[s.ID] = s
 	}
-	kept := map[string]bool{}
-	var out []string
+	updated := map[string]plan.Step{}
+	var changes []string
 	for _, s := range after {
+		updated[s.ID] = s
 		o, ok := old[s.ID]
-		if !ok {
-			out = append(out, fmt.Sprintf("adds step %q", s.Text))
-			continue
-		}
-		kept[s.ID] = true
-		if !slices.Equal(o.AcceptanceCriteria, s.AcceptanceCriteria) {
-			out = append(out, fmt.Sprintf("changes the acceptance criteria of step %q", o.Text))
+		switch {
+		case !ok:
+			changes = append(changes, fmt.Sprintf("adds step %q", s.Text))
+		case !slices.Equal(o.AcceptanceCriteria, s.AcceptanceCriteria):
+			changes = append(changes, fmt.Sprintf("changes the acceptance criteria of step %q", o.Text))
 		}
 	}
-	for _, s := range before {
-		if !kept[s.ID] {
+	out := plan.CloneSteps(before)
+	for i, s := range out {
+		u, ok := updated[s.ID]
+		if !ok {
 			hint := ""
 			if !merge {
 				hint = " (list every step, or use merge: true)"
 			}
-			out = append(out, fmt.Sprintf("leaves out step %q%s", s.Text, hint))
+			changes = append(changes, fmt.Sprintf("leaves out step %q%s", s.Text, hint))
+			continue
 		}
-	}
-	return out
-}
-
-// keepAccepted returns the accepted steps, in their order and wording, with the status,
-// verified criteria and cancellation reason the update gave them.
-func keepAccepted(before, after []plan.Step) []plan.Step {
-	byID := map[string]plan.Step{}
-	for _, s := range after {
-		byID[s.ID] = s
-	}
-	out := plan.CloneSteps(before)
-	for i := range out {
-		u := byID[out[i].ID]
 		out[i].Status, out[i].VerifiedCriteria = u.Status, u.VerifiedCriteria
-		if out[i].Status != plan.StepCancelled {
+		if u.Status != plan.StepCancelled {
 			out[i].CancelReason = ""
 		}
 	}
-	return out
+	return out, changes
 }
 
 // updateProblems applies the judge's limits to an update: the plan it leaves, and the
