@@ -73,13 +73,11 @@ var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .gi
 // snapshotGit reads the guarded paths of the workspace dir. A workspace without them
 // gives an empty snapshot: whatever a command creates there is removed after it.
 func snapshotGit(dir string) (*gitSnapshot, error) {
-	s := &gitSnapshot{dir: dir}
 	entries, tops, dotgits, err := readGit(dir)
 	if err != nil {
 		return nil, err
 	}
-	s.entries, s.tops, s.dotgits = entries, tops, dotgits
-	return s, nil
+	return &gitSnapshot{dir: dir, entries: entries, tops: tops, dotgits: dotgits}, nil
 }
 
 // guardedTops are the guarded paths of the workspace root: gitControl, what

@@ -212,30 +212,27 @@ func resolveProgram(prog, path string, sandboxed bool) (string, error) {
 // sandboxPath keeps the entries of path that lie in the sandbox's root, so a program is
 // found where the command can run it.
 func sandboxPath(path string) string {
-	var keep []string
-	for _, d := range filepath.SplitList(path) {
-		if visibleInSandbox(filepath.Clean(d)) {
-			keep = append(keep, d)
-		}
-	}
-	if len(keep) == 0 {
-		return "/usr/local/bin:/usr/bin:/bin"
-	}
-	return strings.Join(keep, string(filepath.ListSeparator))
+	return filterPath(path, func(d string) bool { return visibleInSandbox(filepath.Clean(d)) })
 }
 
 // commandPath is the gateway's PATH without relative entries.
 func commandPath() string {
-	var keep []string
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if filepath.IsAbs(d) {
-			keep = append(keep, d)
+	return filterPath(os.Getenv("PATH"), filepath.IsAbs)
+}
+
+// filterPath keeps the entries of path that keep accepts, or gives a default PATH when
+// none is left.
+func filterPath(path string, keep func(string) bool) string {
+	var kept []string
+	for _, d := range filepath.SplitList(path) {
+		if keep(d) {
+			kept = append(kept, d)
 		}
 	}
-	if len(keep) == 0 {
+	if len(kept) == 0 {
 		return "/usr/local/bin:/usr/bin:/bin"
 	}
-	return strings.Join(keep, string(filepath.ListSeparator))
+	return strings.Join(kept, string(filepath.ListSeparator))
 }
 
 // commandEnv is the whole environment a command sees: nothing of the gateway's own
