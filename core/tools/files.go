@@ -37,17 +37,17 @@ func (w *workspace) openRegular(tool, rel string) (*os.File, fs.FileInfo, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	switch {
+	switch n := linkCount(fi); {
 	case fi.IsDir():
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
+		err = fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
 	case !fi.Mode().IsRegular():
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file (it is %s); %s works on regular files only", rel, fileKind(fi.Mode()), tool)
+		err = fmt.Errorf("%s is not a regular file (it is %s); %s works on regular files only", rel, fileKind(fi.Mode()), tool)
+	case n > 1:
+		err = fmt.Errorf("%s has %d hard links; %s refuses files with more than one link, because another link may be a file outside the workspace (write_file replaces such a file with a new one)", rel, n, tool)
 	}
-	if n := linkCount(fi); n > 1 {
+	if err != nil {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s has %d hard links; %s refuses files with more than one link, because another link may be a file outside the workspace (write_file replaces such a file with a new one)", rel, n, tool)
+		return nil, nil, err
 	}
 	return f, fi, nil
 }

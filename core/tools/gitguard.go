@@ -70,63 +70,35 @@ type gitSnapshot struct {
 
 var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .git/info hold more than %d MiB, too much to check after a command; remove what they need not hold", maxGitSnapshot>>20)
 
-// snapshotGit reads the guarded paths of the workspace dir. A workspace without them
-// gives an empty snapshot: whatever a command creates there is removed after it.
+// snapshotGit reads the guarded paths of the workspace dir without following symlinks,
+// and says which it looked at. A workspace without them gives an empty snapshot: whatever
+// a command creates there is removed after it.
 func snapshotGit(dir string) (*gitSnapshot, error) {
-	entries, tops, dotgits, err := readGit(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &gitSnapshot{dir: dir, entries: entries, tops: tops, dotgits: dotgits}, nil
-}
-
-// guardedTops are the guarded paths of the workspace root: gitControl, what
-// gitControlGlobs match now, and for each gitlink of the root's index (a submodule or a
-// nested repository) the same parts of its own .git directory. dotgits are the .git
-// entries guarded when they are not a directory: the root's and each gitlink's.
-func guardedTops(root *os.Root) (tops, dotgits []string) {
-	tops = slices.Clone(gitControl)
-	for _, g := range gitControlGlobs {
-		m, _ := fs.Glob(root.FS(), g)
-		tops = append(tops, m...)
-	}
-	dotgits = []string{gitFile}
-	for _, p := range gitlinks(root) {
-		for _, c := range gitControl {
-			tops = append(tops, p+"/"+c)
-		}
-		dotgits = append(dotgits, p+"/"+gitFile)
-	}
-	return tops, dotgits
-}
-
-// readGit reads the guarded paths under dir without following symlinks, and says which
-// it looked at.
-func readGit(dir string) (out map[string]gitEntry, tops, dotgits []string, err error) {
-	out = map[string]gitEntry{}
+	s := &gitSnapshot{dir: dir, entries: map[string]gitEntry{}}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return out, nil, nil, nil // no workspace yet: nothing to guard
+		return s, nil // no workspace yet: nothing to guard
 	}
 	defer root.Close()
 	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
 		e, err := readDotgit(root, gitFile, fi)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		out[gitFile] = e
-		return out, nil, []string{gitFile}, nil // nothing of gitControl can be under a file
+		s.entries[gitFile] = e
+		s.dotgits = []string{gitFile} // nothing of gitControl can be under a file
+		return s, nil
 	}
-	tops, dotgits = guardedTops(root)
-	for _, p := range dotgits[1:] {
+	s.tops, s.dotgits = guardedTops(root)
+	for _, p := range s.dotgits[1:] {
 		if fi, err := root.Lstat(p); err == nil && !fi.IsDir() {
-			if out[p], err = readDotgit(root, p, fi); err != nil {
-				return nil, nil, nil, err
+			if s.entries[p], err = readDotgit(root, p, fi); err != nil {
+				return nil, err
 			}
 		}
 	}
 	total := 0
-	for _, top := range tops {
+	for _, top := range s.tops {
 		fi, err := root.Lstat(top)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -134,14 +106,14 @@ func readGit(dir string) (out map[string]gitEntry, tops, dotgits []string, err e
 		case err != nil:
 			// .git is a symlink leading out of the workspace, or unreadable: kept as a
 			// kind only, so a change to or from it still shows.
-			out[top] = gitEntry{mode: fs.ModeIrregular}
+			s.entries[top] = gitEntry{mode: fs.ModeIrregular}
 			continue
 		case fi.Mode()&fs.ModeSymlink != 0:
 			link, err := root.Readlink(top)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
-			out[top] = gitEntry{mode: fs.ModeSymlink, link: link}
+			s.entries[top] = gitEntry{mode: fs.ModeSymlink, link: link}
 			continue
 		}
 		err = fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
@@ -168,14 +140,34 @@ func readGit(dir string) (out map[string]gitEntry, tops, dotgits []string, err e
 			if err != nil {
 				return err
 			}
-			out[p] = e
+			s.entries[p] = e
 			return nil
 		})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
-	return out, tops, dotgits, nil
+	return s, nil
+}
+
+// guardedTops are the guarded paths of the workspace root: gitControl, what
+// gitControlGlobs match now, and for each gitlink of the root's index (a submodule or a
+// nested repository) the same parts of its own .git directory. dotgits are the .git
+// entries guarded when they are not a directory: the root's and each gitlink's.
+func guardedTops(root *os.Root) (tops, dotgits []string) {
+	tops = slices.Clone(gitControl)
+	for _, g := range gitControlGlobs {
+		m, _ := fs.Glob(root.FS(), g)
+		tops = append(tops, m...)
+	}
+	dotgits = []string{gitFile}
+	for _, p := range gitlinks(root) {
+		for _, c := range gitControl {
+			tops = append(tops, p+"/"+c)
+		}
+		dotgits = append(dotgits, p+"/"+gitFile)
+	}
+	return tops, dotgits
 }
 
 // readDotgit reads a .git entry that is not a directory (fi is its Lstat).
@@ -199,24 +191,28 @@ func (s *gitSnapshot) restore() string {
 	if s == nil {
 		return ""
 	}
-	now, nowTops, nowDotgits, err := readGit(s.dir)
+	now, err := snapshotGit(s.dir)
 	all := err != nil // unreadable or too large now: every part counts as changed
+	if all {
+		now = &gitSnapshot{}
+	}
 	var changed []string
 	var failed []string
-	for _, p := range union(union([]string{gitFile}, s.dotgits), nowDotgits) {
+	for _, p := range union(union([]string{gitFile}, s.dotgits), now.dotgits) {
 		before, ok := s.entries[p]
-		if !all && ok == hasEntry(now, p) && (!ok || before.equal(now[p])) {
+		after, nowOK := now.entries[p]
+		if !all && ok == nowOK && (!ok || before.equal(after)) {
 			continue
 		}
-		if ok || hasEntry(now, p) {
+		if ok || nowOK {
 			changed = append(changed, p)
 			if err := s.putBackFile(p); err != nil {
 				failed = append(failed, p+": "+hostless(err).Error())
 			}
 		}
 	}
-	for _, top := range union(s.tops, nowTops) {
-		if !all && subtreeEqual(s.entries, now, top) {
+	for _, top := range union(s.tops, now.tops) {
+		if !all && subtreeEqual(s.entries, now.entries, top) {
 			continue
 		}
 		changed = append(changed, top)
@@ -237,8 +233,6 @@ func (s *gitSnapshot) restore() string {
 	}
 	return note
 }
-
-func hasEntry(m map[string]gitEntry, p string) bool { _, ok := m[p]; return ok }
 
 // union is a followed by the paths of b not in a.
 func union(a, b []string) []string {
