@@ -50,18 +50,6 @@ func copyNote(cfg Config) string {
 	return " PLAN.md and PLAN.json at the workspace root are the accepted plan: read them, never write them."
 }
 
-// planCopyPath refuses the copy's names in WritePaths, so the gate answers with the
-// contract's words rather than a scope violation.
-func (t *Toolbox) planCopyPath(rel string) error {
-	if !t.cfg.ProtectPlanCopy {
-		return nil
-	}
-	if name, ok := core.IsPlanCopy(rel); ok {
-		return core.PlanCopyRefusal(name)
-	}
-	return nil
-}
-
 // copySnapshot is the copy's files as they were before a command ran.
 type copySnapshot struct {
 	dir   string

@@ -241,14 +241,16 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 	return nil, fmt.Errorf("unknown workspace tool %q", name)
 }
 
-// writePath is what write_file or edit_file of p would change.
+// writePath is what write_file or edit_file of p would change. The plan's copy is
+// refused here too, so the gate answers with the contract's words rather than a scope
+// violation.
 func (t *Toolbox) writePath(tool, p string) ([]string, error) {
 	rel, err := writeTarget(tool, p)
-	if err == nil {
-		err = t.planCopyPath(rel)
-	}
 	if err != nil {
 		return nil, err
+	}
+	if name, ok := core.IsPlanCopy(rel); ok && t.cfg.ProtectPlanCopy {
+		return nil, core.PlanCopyRefusal(name)
 	}
 	return []string{rel}, nil
 }
