@@ -170,7 +170,9 @@ func (m *Manager) Status() string {
 func (m *Manager) Tools() []core.ToolSpec {
 	var specs []core.ToolSpec
 	for _, s := range m.servers {
-		specs = append(specs, s.specsCopy()...)
+		s.mu.Lock()
+		specs = append(specs, s.specs...)
+		s.mu.Unlock()
 	}
 	return specs
 }

@@ -345,12 +345,6 @@ func (s *server) notifyStatus(line string) {
 	}
 }
 
-func (s *server) specsCopy() []core.ToolSpec {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.specs)
-}
-
 // oneLine keeps the first line of s, at most 200 characters: a status is one line.
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")

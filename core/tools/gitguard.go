@@ -31,14 +31,12 @@ import (
 
 // gitControl are the guarded paths under a .git directory, relative to the workspace;
 // gitControlGlobs add those of each linked worktree's record and of each submodule's
-// repository under .git/modules (two levels deep). gitFile, .git itself, is
-// guarded when it is not a directory: a file there (or one a command makes where there was
-// none) names the directory git reads everything from.
+// repository under .git/modules (two levels deep). gitFile, .git itself, is guarded when
+// it is not a directory: a file there names the directory git reads everything from.
 var (
 	gitControl      = []string{".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/commondir"}
 	gitControlGlobs = []string{".git/worktrees/*/commondir", ".git/worktrees/*/gitdir", ".git/worktrees/*/config.worktree",
-		// A submodule's repository (its .git is a gitdir: file pointing here): git status
-		// at the root runs git inside it, with its own settings.
+		// A submodule's repository, which git status at the root runs git inside.
 		".git/modules/*/config", ".git/modules/*/hooks", ".git/modules/*/info", ".git/modules/*/commondir",
 		".git/modules/*/modules/*/config", ".git/modules/*/modules/*/hooks"}
 )

@@ -47,11 +47,9 @@ type sandbox struct {
 // makes the same links.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// etcFiles are the files of /etc a command sees, read-only, where the host has them:
-// user and group names, name resolution, the dynamic linker's cache, TLS certificates
-// (the public ones only: not /etc/ssl/private), the alternatives' links, the time zone and
-// the settings git, python and perl read. The rest of /etc (credentials, private keys,
-// service configuration, plangate's own config) is absent.
+// etcFiles are the files of /etc a command sees, read-only, where the host has them; the
+// public TLS certificates only, not /etc/ssl/private. The rest of /etc (credentials,
+// private keys, service configuration, plangate's own config) is absent.
 var etcFiles = []string{
 	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
 	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services",
@@ -239,8 +237,8 @@ func (s *sandbox) probe() error {
 	cmd.Stderr = &stderr
 	cmd.Env = commandEnv(sandboxHome, sandboxPath(commandPath()))
 	if err := cmd.Run(); err != nil {
-		why := firstLine(stderr.String())
-		if why == "" {
+		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if why = strings.TrimSpace(why); why == "" {
 			why = err.Error()
 		}
 		if strings.Contains(why, "--size") {
@@ -249,11 +247,6 @@ func (s *sandbox) probe() error {
 		return fmt.Errorf("bwrap cannot start a sandbox on this host: %s", why)
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(s)
 }
 
 // errUnknownSandbox is returned for a sandbox mode other than bwrap or none; the
