@@ -79,7 +79,7 @@ func snapshotGit(dir string) (*gitSnapshot, error) {
 	}
 	defer root.Close()
 	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
-		e, err := readDotgit(root, gitFile, fi)
+		e, err := readEntry(root, gitFile, fi, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func snapshotGit(dir string) (*gitSnapshot, error) {
 	s.tops, s.dotgits = guardedTops(root)
 	for _, p := range s.dotgits[1:] {
 		if fi, err := root.Lstat(p); err == nil && !fi.IsDir() {
-			if s.entries[p], err = readDotgit(root, p, fi); err != nil {
+			if s.entries[p], err = readEntry(root, p, fi, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -122,24 +122,8 @@ func snapshotGit(dir string) (*gitSnapshot, error) {
 			if err != nil {
 				return err
 			}
-			e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				e.link, err = root.Readlink(p)
-			case fi.Mode().IsRegular():
-				if total += int(fi.Size()); total > maxGitSnapshot {
-					return errGitTooLarge
-				}
-				e.data, err = root.ReadFile(p)
-			case fi.IsDir():
-			default:
-				e.mode = fi.Mode().Type() // a FIFO or device: kept as a kind only
-			}
-			if err != nil {
-				return err
-			}
-			s.entries[p] = e
-			return nil
+			s.entries[p], err = readEntry(root, p, fi, &total)
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -168,15 +152,23 @@ func guardedTops(root *os.Root) (tops, dotgits []string) {
 	return tops, dotgits
 }
 
-// readDotgit reads a .git entry that is not a directory (fi is its Lstat).
-func readDotgit(root *os.Root, p string, fi fs.FileInfo) (gitEntry, error) {
+// readEntry reads the guarded entry p (fi is its Lstat). With total, a file's size counts
+// towards maxGitSnapshot; without (a .git that is not a directory), a larger file is
+// kept as a kind only, like a FIFO or a device.
+func readEntry(root *os.Root, p string, fi fs.FileInfo, total *int) (gitEntry, error) {
 	e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
 	var err error
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.link, err = root.Readlink(p)
+	case fi.Mode().IsRegular() && total != nil:
+		if *total += int(fi.Size()); *total > maxGitSnapshot {
+			return e, errGitTooLarge
+		}
+		e.data, err = root.ReadFile(p)
 	case fi.Mode().IsRegular() && fi.Size() <= maxGitSnapshot:
 		e.data, err = root.ReadFile(p)
+	case fi.IsDir():
 	default:
 		e.mode = fi.Mode().Type()
 	}
