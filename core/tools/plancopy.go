@@ -70,10 +70,9 @@ func (t *Toolbox) snapshotPlanCopy(dir string) *copySnapshot {
 	return s
 }
 
-// readCopyFile reads a regular file name at the root of dir, not following a link. The
-// bound is core.MaxPlanCopyBytes, not the file tools' 4 MB: a large accepted plan's copy
-// that the snapshot skipped would be the command's to rewrite. A file over it after a
-// command is taken as changed and put back.
+// readCopyFile reads a regular file name at the root of dir, not following a link, of at
+// most core.MaxPlanCopyBytes: above any plan's copy, so the snapshot skips none. A file
+// over it after a command is taken as changed and put back.
 func readCopyFile(dir, name string) ([]byte, bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
