@@ -352,7 +352,8 @@ func gitArgs(ws string) []string {
 	tops, dotgits := guardedTops(root)
 	var a []string
 	for _, rel := range dotgits[1:] { // a submodule's gitdir: pointer
-		if p := filepath.Join(ws, filepath.FromSlash(rel)); isRegular(p) {
+		p := filepath.Join(ws, filepath.FromSlash(rel))
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
@@ -363,9 +364,4 @@ func gitArgs(ws string) []string {
 		}
 	}
 	return a
-}
-
-func isRegular(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
 }

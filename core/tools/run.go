@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,10 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		}
 	}
 	prog := a.Argv[0]
-	if len(t.allow) == 0 {
+	if len(t.cfg.Allow) == 0 {
 		return "", errors.New("run_command may not start any program: none are listed in tools.run_command.allow; ask the gateway's operator to list the programs the agent may run, or use the file tools")
 	}
-	if !t.allow[prog] {
+	if !slices.Contains(t.cfg.Allow, prog) {
 		return "", t.notAllowed(prog)
 	}
 	path := commandPath()

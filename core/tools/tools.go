@@ -111,7 +111,6 @@ type Config struct {
 // Toolbox implements core.Toolbox.
 type Toolbox struct {
 	cfg   Config
-	allow map[string]bool
 	specs []core.ToolSpec
 	// sandbox runs commands under bwrap; nil with SandboxNone or when unavailable.
 	sandbox *sandbox
@@ -131,10 +130,8 @@ func New(cfg Config) *Toolbox {
 	orDefault(&cfg.MaxOutput, DefaultMaxOutput)
 	orDefault(&cfg.MaxWriteBytes, DefaultMaxWriteBytes)
 	cfg.Limits = cfg.Limits.withDefaults()
-	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
-	for _, a := range cfg.Allow {
-		t.allow[a] = true
-	}
+	cfg.Allow = slices.Clone(cfg.Allow) // what may run stays as configured
+	t := &Toolbox{cfg: cfg}
 	if cfg.RunCommand {
 		t.setUpSandbox()
 	}
