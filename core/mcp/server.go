@@ -24,11 +24,7 @@ const (
 
 // backoff is the wait before restart number n (1-based): 1s, 2s, 4s, … up to maxBackoff.
 func backoff(n int) time.Duration {
-	d := minBackoff
-	for i := 1; i < n && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
+	return min(minBackoff<<min(max(n-1, 0), 7), maxBackoff) // 1s<<7 is past maxBackoff
 }
 
 // server supervises one MCP server: it connects, lists the tools, waits for the
