@@ -129,12 +129,12 @@ func (w *workspace) readRegular(ctx context.Context, tool, rel string, limit int
 // written, synced and renamed over rel. A hard link at rel is replaced, never written
 // through (the other link keeps its content), and a crash leaves the old or the new
 // file, never half of one.
-func (w *workspace) replaceFile(rel string, data []byte, perm fs.FileMode) error {
+func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	dir := path.Dir(rel)
 	tmp := path.Join(dir, ".plangate-"+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fsError(rel, err)
 	}
@@ -149,13 +149,13 @@ func (w *workspace) replaceFile(rel string, data []byte, perm fs.FileMode) error
 		err = cerr
 	}
 	if err == nil {
-		err = w.root.Rename(tmp, rel)
+		err = root.Rename(tmp, rel)
 	}
 	if err != nil {
-		_ = w.root.Remove(tmp)
+		_ = root.Remove(tmp)
 		return fsError(rel, err)
 	}
-	if d, err := w.root.Open(dir); err == nil {
+	if d, err := root.Open(dir); err == nil {
 		_ = d.Sync() // make the rename itself durable; best effort
 		_ = d.Close()
 	}

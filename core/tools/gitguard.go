@@ -257,8 +257,7 @@ func (s *gitSnapshot) putBackFile(p string) error {
 	case before.mode&fs.ModeSymlink != 0:
 		return root.Symlink(before.link, p)
 	case before.mode.IsRegular():
-		w := &workspace{root: root, dir: s.dir}
-		return w.replaceFile(p, before.data, before.mode.Perm())
+		return replaceFile(root, p, before.data, before.mode.Perm())
 	}
 	return nil
 }
@@ -321,8 +320,7 @@ func (s *gitSnapshot) putBack(top string) error {
 		case e.mode&fs.ModeSymlink != 0:
 			err = root.Symlink(e.link, p)
 		case e.mode.IsRegular():
-			w := &workspace{root: root, dir: s.dir}
-			err = w.replaceFile(filepath.ToSlash(p), e.data, perm)
+			err = replaceFile(root, filepath.ToSlash(p), e.data, perm)
 		}
 		if err != nil {
 			return err

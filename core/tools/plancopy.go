@@ -124,8 +124,7 @@ func putBack(dir, name string, data []byte) error {
 			return err
 		}
 	}
-	w := &workspace{root: root, dir: dir}
-	return w.replaceFile(name, data, 0o644)
+	return replaceFile(root, name, data, 0o644)
 }
 
 // protectArgs bind the copy's existing files read-only over themselves in the sandbox of
