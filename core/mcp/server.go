@@ -318,9 +318,7 @@ func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 		s.status = line
 	}
 	s.mu.Unlock()
-	if line != "" {
-		s.m.opt.Observer.ServerStatus(s.cfg.Name, line)
-	}
+	s.notifyStatus(line)
 	go func() { _ = sess.Close() }()
 }
 
