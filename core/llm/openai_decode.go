@@ -41,9 +41,8 @@ type answerUsage struct {
 // decodeAnswer reads the body openai-go handed over (option.WithResponseBodyInto) as it
 // would have read it into an *openai.ChatCompletion, with the same errors. A completion
 // of the plain shape every server sends is read by fastAnswer, with gjson as openai-go's
-// decoder reads it but without its reflection over the whole ChatCompletion type (which
-// was most of the provider's CPU in a model call after the body); anything else goes
-// through openai-go's own decoding.
+// decoder reads it but without its reflection over the whole ChatCompletion type, the
+// provider's largest CPU cost after the body; anything else goes through openai-go's.
 func decodeAnswer(res *http.Response, raw []byte) (*answer, error) {
 	contentType := res.Header.Get("content-type")
 	mediaType, _, _ := mime.ParseMediaType(contentType)

@@ -9,10 +9,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// The request body is appended by hand, byte for byte what encoding/json wrote for the
-// chatRequest struct this replaced (SetEscapeHTML(false), the Encoder's trailing newline):
-// reflection, the re-compacting of every tool schema and a json.Valid of each of them on
-// every call were most of what building a body cost. TestBodyMatchesEncodingJSON and
+// The request body is appended by hand, byte for byte what encoding/json writes for it
+// (SetEscapeHTML(false), the Encoder's trailing newline), without reflection or compacting
+// and validating every tool schema on every call. TestBodyMatchesEncodingJSON and
 // FuzzAppendString hold the bytes to encoding/json's.
 
 // emptySchema is offered for a tool that declares no parameters: some servers reject a

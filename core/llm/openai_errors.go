@@ -112,13 +112,11 @@ func (o *OpenAI) statusFailure(status int, code, msg, model string, res *http.Re
 		label += " " + o.clean(code)
 	}
 	switch {
+	case status == http.StatusUnauthorized && o.cfg.APIKey == "":
+		// The endpoint's text is left out of a 401: OpenAI's names part of the key.
+		f.base = "the model endpoint requires an API key (401); set llm.api_key"
 	case status == http.StatusUnauthorized:
-		// The endpoint's text is left out: OpenAI's names part of the key.
-		if o.cfg.APIKey == "" {
-			f.base = "the model endpoint requires an API key (401); set llm.api_key"
-		} else {
-			f.base = "the model endpoint refused the API key (401); check llm.api_key"
-		}
+		f.base = "the model endpoint refused the API key (401); check llm.api_key"
 	case status == http.StatusForbidden:
 		f.base = fmt.Sprintf("the model endpoint denied access (%s); check llm.api_key and the model's permissions", label)
 		f.tail = colon(msg)

@@ -6,13 +6,11 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// body encodes the request for req and names the model it asks for: the plan model while
-// planning, if one is configured. It is encoded here and handed to openai-go as the
-// request body (option.WithRequestBody) rather than built from openai-go's param types:
-// their encoder (reflection, and every nested MarshalJSON re-compacted by its parent) took
-// 0.57 ms for a typical turn of 18 KB, and was most of what the provider added to a model
-// call. The client still does everything else: base URL, auth, the HTTP exchange, errors.
-// See openai_encode.go for how the bytes are made.
+// body encodes the request for req (openai_encode.go) and names the model it asks for:
+// the plan model while planning, if one is configured. openai-go gets it as the request
+// body (option.WithRequestBody): its param types' encoder, reflection with every nested
+// MarshalJSON re-compacted by its parent, costs more than the rest of the provider's work
+// in a call. openai-go still makes the call: base URL, auth, the HTTP exchange, errors.
 func (o *OpenAI) body(req core.ModelRequest) ([]byte, string, error) {
 	model, prefix := o.cfg.Model, o.prefix
 	if req.Planning && o.cfg.PlanModel != "" {

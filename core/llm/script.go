@@ -55,6 +55,7 @@ type scriptCall struct {
 // scriptSession is the replay position of one session.
 type scriptSession struct {
 	used  []bool
+	nUsed int // how many of used are true
 	calls int // tool calls handed out so far, for unique call ids
 }
 
@@ -110,9 +111,8 @@ func appendJSON(b *bytes.Buffer, v any) error {
 			if !ok {
 				key = fmt.Sprint(item.Key)
 			}
-			if err := appendJSON(b, key); err != nil {
-				return err
-			}
+			k, _ := json.Marshal(key) // a string always marshals
+			b.Write(k)
 			b.WriteByte(':')
 			if err := appendJSON(b, item.Value); err != nil {
 				return err
@@ -269,16 +269,11 @@ func (s *Script) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 		}
 	}
 	if idx < 0 {
-		used := 0
-		for _, u := range sess.used {
-			if u {
-				used++
-			}
-		}
 		return core.ModelResponse{}, fmt.Errorf("script %s: no unused turn matches %s (%d of %d turns used)",
-			s.name, quoteShort(target), used, len(s.turns))
+			s.name, quoteShort(target), sess.nUsed, len(s.turns))
 	}
 	sess.used[idx] = true
+	sess.nUsed++
 	t := s.turns[idx]
 	if t.err != "" {
 		return core.ModelResponse{}, fmt.Errorf("script %s: turn %d: %s", s.name, idx+1, t.err)

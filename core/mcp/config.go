@@ -10,6 +10,7 @@ package mcp
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -155,7 +156,7 @@ func (s ServerConfig) describe() string {
 	if len(s.Command) > 0 {
 		fmt.Fprintf(&b, "stdio %s", strings.Join(slices.Concat(s.Command, s.Args), " "))
 		if len(s.Env) > 0 {
-			fmt.Fprintf(&b, ", env %s", strings.Join(sortedKeys(s.Env), ","))
+			fmt.Fprintf(&b, ", env %s", strings.Join(slices.Sorted(maps.Keys(s.Env)), ","))
 		}
 		if s.Dir != "" {
 			fmt.Fprintf(&b, ", in %s", s.Dir)
@@ -163,7 +164,7 @@ func (s ServerConfig) describe() string {
 	} else {
 		fmt.Fprintf(&b, "http %s", redactURL(s.URL))
 		if len(s.Headers) > 0 {
-			fmt.Fprintf(&b, ", headers %s (values hidden)", strings.Join(sortedKeys(s.Headers), ","))
+			fmt.Fprintf(&b, ", headers %s (values hidden)", strings.Join(slices.Sorted(maps.Keys(s.Headers)), ","))
 		}
 	}
 	fmt.Fprintf(&b, ", call timeout %s", s.callTimeout())
@@ -203,12 +204,3 @@ func redactURL(u string) string {
 // startTimeout bounds starting a server and listing its tools: a short call timeout must
 // not make a slow starter fail.
 func (s ServerConfig) startTimeout() time.Duration { return max(s.callTimeout(), 15*time.Second) }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -49,7 +49,7 @@ func (m *Manager) Servers() []ServerState {
 // enterLocked moves s to st (s.mu held); since changes only with the state.
 func (s *server) enterLocked(st State) {
 	if s.state != st || s.since.IsZero() {
-		s.state, s.since = st, s.m.now()
+		s.state, s.since = st, s.m.opt.Now()
 	}
 }
 

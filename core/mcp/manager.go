@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,14 +64,9 @@ type Options struct {
 
 // Manager runs the configured MCP servers and is core's Toolbox for their tools.
 type Manager struct {
-	servers   []*server
-	byName    map[string]*server
-	log       *slog.Logger
-	obs       Observer
-	transport TransportFunc
-	now       func() time.Time
-	sleep     func(context.Context, time.Duration) error
-	version   string
+	servers []*server
+	byName  map[string]*server
+	opt     Options // every field set
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -83,26 +79,25 @@ func New(cfg Config, o Options) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("checking tools.mcp: %w", err)
 	}
-	m := &Manager{byName: map[string]*server{}, log: o.Log, obs: o.Observer, transport: o.Transport,
-		now: o.Now, sleep: o.Sleep, version: o.Version}
-	if m.log == nil {
-		m.log = slog.New(slog.DiscardHandler)
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if m.obs == nil {
-		m.obs = nopObserver{}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
-	if m.transport == nil {
-		m.transport = DefaultTransport(m.log)
+	if o.Transport == nil {
+		o.Transport = DefaultTransport(o.Log)
 	}
-	if m.now == nil {
-		m.now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if m.sleep == nil {
-		m.sleep = sleepCtx
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
 	}
-	if m.version == "" {
-		m.version = "dev"
+	if o.Version == "" {
+		o.Version = "dev"
 	}
+	m := &Manager{byName: map[string]*server{}, opt: o}
 	for _, sc := range cfg {
 		s := &server{cfg: sc, m: m, status: "starting", state: StateStarting, secrets: sc.secrets()}
 		m.servers = append(m.servers, s)
@@ -135,7 +130,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	for _, s := range m.servers {
 		s.life = ctx
 		s.mu.Lock()
-		s.since = m.now() // starting since now
+		s.since = m.opt.Now() // starting since now
 		s.mu.Unlock()
 		first.Add(1)
 		m.wg.Add(1)
@@ -175,7 +170,9 @@ func (m *Manager) Status() string {
 func (m *Manager) Tools() []core.ToolSpec {
 	var specs []core.ToolSpec
 	for _, s := range m.servers {
-		specs = append(specs, s.specsCopy()...)
+		s.mu.Lock()
+		specs = append(specs, s.specs...)
+		s.mu.Unlock()
 	}
 	return specs
 }
@@ -208,16 +205,16 @@ func (m *Manager) Call(ctx context.Context, _ core.Workspace, name string, args 
 	if !ok || s == nil {
 		return "", fmt.Errorf("%s is not an MCP tool of this gateway", name)
 	}
-	start := m.now()
+	start := m.opt.Now()
 	out, outcome, err := s.call(ctx, tool, args)
-	m.obs.ToolCalled(CallRecord{Server: srvName, Tool: tool, Outcome: outcome, Duration: m.now().Sub(start)})
+	m.opt.Observer.ToolCalled(CallRecord{Server: srvName, Tool: tool, Outcome: outcome, Duration: m.opt.Now().Sub(start)})
 	return out, err
 }
 
 // call runs tool on s and classifies the outcome.
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (string, Outcome, error) {
 	full := s.cfg.Name + Separator + tool
-	if containsName(s.cfg.DenyTools, tool) {
+	if slices.Contains(s.cfg.DenyTools, tool) {
 		return "", OutcomeDenied, fmt.Errorf("%s is denied by the operator (deny_tools of MCP server %s); do without it", full, s.cfg.Name)
 	}
 	sess, t, status := s.current(tool)
@@ -258,13 +255,4 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	s.withdraw(sess, "failed during a call: "+why)
 	return "", OutcomeFailed, &core.ToolServerDown{Server: s.cfg.Name, Msg: fmt.Sprintf(
 		"MCP server %s failed during %s (%s); its tools are withdrawn until it restarts", s.cfg.Name, full, why)}
-}
-
-func containsName(list []string, name string) bool {
-	for _, n := range list {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }

@@ -24,11 +24,7 @@ const (
 
 // backoff is the wait before restart number n (1-based): 1s, 2s, 4s, … up to maxBackoff.
 func backoff(n int) time.Duration {
-	d := minBackoff
-	for i := 1; i < n && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
+	return min(minBackoff<<min(max(n-1, 0), 7), maxBackoff) // 1s<<7 is past maxBackoff
 }
 
 // server supervises one MCP server: it connects, lists the tools, waits for the
@@ -61,27 +57,27 @@ type server struct {
 func (s *server) run(ctx context.Context, ready func()) {
 	fails := 0
 	for {
-		started := s.m.now()
+		started := s.m.opt.Now()
 		err := s.session(ctx, ready)
 		ready()
 		if ctx.Err() != nil {
 			s.stopped()
 			return
 		}
-		if s.m.now().Sub(started) >= maxBackoff {
+		if s.m.opt.Now().Sub(started) >= maxBackoff {
 			fails = 0 // it ran long enough: start the backoff over
 		}
 		fails++
 		delay := backoff(fails)
 		why := s.clean(err.Error())
-		s.m.log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", why, "retry_in", delay)
+		s.m.opt.Log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", why, "retry_in", delay)
 		s.mu.Lock()
 		s.enterLocked(StateDown)
 		s.lastErr = why
 		line := s.statusLocked(fmt.Sprintf("down (%s), restarting in %s", why, delay))
 		s.mu.Unlock()
 		s.notifyStatus(line)
-		if err := s.m.sleep(ctx, delay); err != nil {
+		if err := s.m.opt.Sleep(ctx, delay); err != nil {
 			s.stopped()
 			return
 		}
@@ -102,11 +98,11 @@ func (s *server) stopped() {
 
 // session runs one connection from start to end and says why it ended.
 func (s *server) session(ctx context.Context, ready func()) error {
-	t, err := s.m.transport(ctx, s.cfg)
+	t, err := s.m.opt.Transport(ctx, s.cfg)
 	if err != nil {
 		return fmt.Errorf("opening transport: %w", err)
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "plangate", Version: s.m.version}, &sdk.ClientOptions{
+	client := sdk.NewClient(&sdk.Implementation{Name: "plangate", Version: s.m.opt.Version}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			// The handler runs on the connection's reader: list from elsewhere.
@@ -192,7 +188,7 @@ func (s *server) list(ctx context.Context, sess *sdk.ClientSession, first bool) 
 	line := s.statusLocked(fmt.Sprintf("up, %d tools", len(specs)))
 	s.mu.Unlock()
 	if first {
-		s.m.log.Info("mcp server up", "server", s.cfg.Name, "tools", len(specs))
+		s.m.opt.Log.Info("mcp server up", "server", s.cfg.Name, "tools", len(specs))
 	}
 	s.notifyStatus(line)
 	return nil
@@ -211,20 +207,15 @@ func (s *server) relistSoon(ctx context.Context, sess *sdk.ClientSession) {
 	s.relisting = true
 	go func() {
 		for sess != nil {
-			s.relist(ctx, sess)
+			if err := s.list(ctx, sess, false); err != nil && ctx.Err() == nil {
+				s.m.opt.Log.Warn("mcp server tools could not be re-listed", "server", s.cfg.Name, "err", oneLine(err.Error()))
+			}
 			s.mu.Lock()
 			sess, s.again = s.again, nil
 			s.relisting = sess != nil
 			s.mu.Unlock()
 		}
 	}()
-}
-
-// relist re-lists the tools after the server said they changed.
-func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
-	if err := s.list(ctx, sess, false); err != nil && ctx.Err() == nil {
-		s.m.log.Warn("mcp server tools could not be re-listed", "server", s.cfg.Name, "err", oneLine(err.Error()))
-	}
 }
 
 // spec describes t to the model and the gate. Only the operator makes a tool read-only;
@@ -235,7 +226,7 @@ func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 		return core.ToolSpec{}, false
 	}
 	if !validToolName(name) {
-		s.m.log.Warn("mcp tool not offered: its name is not [A-Za-z0-9_-]{1,64}", "server", s.cfg.Name, "tool", t.Name)
+		s.m.opt.Log.Warn("mcp tool not offered: its name is not [A-Za-z0-9_-]{1,64}", "server", s.cfg.Name, "tool", t.Name)
 		return core.ToolSpec{}, false
 	}
 	params := json.RawMessage(`{"type":"object"}`)
@@ -247,13 +238,11 @@ func (s *server) spec(t *sdk.Tool) (core.ToolSpec, bool) {
 	spec := core.ToolSpec{Name: name, Description: t.Description, Parameters: params, Kind: core.ToolMutating}
 	if s.cfg.TrustReadOnly || slices.Contains(s.cfg.ReadOnlyTools, t.Name) {
 		spec.Kind = core.ToolReadOnly // the operator's word; a server's readOnlyHint never is
-		spec.Description = describe(spec)
-		return spec, true
-	}
-	// Mutating. Whether it may destroy only marks it for the people who read the plan:
-	// the gate holds every mutating tool alike.
-	if a := t.Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint {
-		spec.Destructive = true // MCP's default: a tool that does not say otherwise may destroy
+	} else if a := t.Annotations; a == nil || a.DestructiveHint == nil || *a.DestructiveHint {
+		// Whether a mutating tool may destroy only marks it for the people who read the
+		// plan: the gate holds every mutating tool alike. MCP's default: a tool that does
+		// not say otherwise may destroy.
+		spec.Destructive = true
 	}
 	spec.Description = describe(spec)
 	return spec, true
@@ -329,9 +318,7 @@ func (s *server) withdraw(sess *sdk.ClientSession, why string) {
 		s.status = line
 	}
 	s.mu.Unlock()
-	if line != "" {
-		s.m.obs.ServerStatus(s.cfg.Name, line)
-	}
+	s.notifyStatus(line)
 	go func() { _ = sess.Close() }()
 }
 
@@ -348,14 +335,8 @@ func (s *server) statusLocked(line string) string {
 // notifyStatus tells the observer a changed line (outside s.mu: it may call back).
 func (s *server) notifyStatus(line string) {
 	if line != "" {
-		s.m.obs.ServerStatus(s.cfg.Name, line)
+		s.m.opt.Observer.ServerStatus(s.cfg.Name, line)
 	}
-}
-
-func (s *server) specsCopy() []core.ToolSpec {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.specs)
 }
 
 // oneLine keeps the first line of s, at most 200 characters: a status is one line.

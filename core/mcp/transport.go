@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -44,7 +45,7 @@ func DefaultTransport(log *slog.Logger) TransportFunc {
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
 		}
-		for _, k := range sortedKeys(s.Env) {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
 		}
 		cmd.Stderr = &stderrLog{log: log, server: s.Name}

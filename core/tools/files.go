@@ -37,17 +37,17 @@ func (w *workspace) openRegular(tool, rel string) (*os.File, fs.FileInfo, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	switch {
+	switch n := linkCount(fi); {
 	case fi.IsDir():
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
+		err = fmt.Errorf("%s is a directory; list_files with path %q shows what is in it", rel, rel)
 	case !fi.Mode().IsRegular():
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file (it is %s); %s works on regular files only", rel, fileKind(fi.Mode()), tool)
+		err = fmt.Errorf("%s is not a regular file (it is %s); %s works on regular files only", rel, fileKind(fi.Mode()), tool)
+	case n > 1:
+		err = fmt.Errorf("%s has %d hard links; %s refuses files with more than one link, because another link may be a file outside the workspace (write_file replaces such a file with a new one)", rel, n, tool)
 	}
-	if n := linkCount(fi); n > 1 {
+	if err != nil {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("%s has %d hard links; %s refuses files with more than one link, because another link may be a file outside the workspace (write_file replaces such a file with a new one)", rel, n, tool)
+		return nil, nil, err
 	}
 	return f, fi, nil
 }
@@ -129,12 +129,12 @@ func (w *workspace) readRegular(ctx context.Context, tool, rel string, limit int
 // written, synced and renamed over rel. A hard link at rel is replaced, never written
 // through (the other link keeps its content), and a crash leaves the old or the new
 // file, never half of one.
-func (w *workspace) replaceFile(rel string, data []byte, perm fs.FileMode) error {
+func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	dir := path.Dir(rel)
 	tmp := path.Join(dir, ".plangate-"+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fsError(rel, err)
 	}
@@ -149,13 +149,13 @@ func (w *workspace) replaceFile(rel string, data []byte, perm fs.FileMode) error
 		err = cerr
 	}
 	if err == nil {
-		err = w.root.Rename(tmp, rel)
+		err = root.Rename(tmp, rel)
 	}
 	if err != nil {
-		_ = w.root.Remove(tmp)
+		_ = root.Remove(tmp)
 		return fsError(rel, err)
 	}
-	if d, err := w.root.Open(dir); err == nil {
+	if d, err := root.Open(dir); err == nil {
 		_ = d.Sync() // make the rename itself durable; best effort
 		_ = d.Close()
 	}

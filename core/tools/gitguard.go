@@ -31,14 +31,12 @@ import (
 
 // gitControl are the guarded paths under a .git directory, relative to the workspace;
 // gitControlGlobs add those of each linked worktree's record and of each submodule's
-// repository under .git/modules (two levels deep). gitFile, .git itself, is
-// guarded when it is not a directory: a file there (or one a command makes where there was
-// none) names the directory git reads everything from.
+// repository under .git/modules (two levels deep). gitFile, .git itself, is guarded when
+// it is not a directory: a file there names the directory git reads everything from.
 var (
 	gitControl      = []string{".git/config", ".git/config.worktree", ".git/hooks", ".git/info", ".git/commondir"}
 	gitControlGlobs = []string{".git/worktrees/*/commondir", ".git/worktrees/*/gitdir", ".git/worktrees/*/config.worktree",
-		// A submodule's repository (its .git is a gitdir: file pointing here): git status
-		// at the root runs git inside it, with its own settings.
+		// A submodule's repository, which git status at the root runs git inside.
 		".git/modules/*/config", ".git/modules/*/hooks", ".git/modules/*/info", ".git/modules/*/commondir",
 		".git/modules/*/modules/*/config", ".git/modules/*/modules/*/hooks"}
 )
@@ -70,15 +68,67 @@ type gitSnapshot struct {
 
 var errGitTooLarge = fmt.Errorf("the workspace's .git/config, .git/hooks and .git/info hold more than %d MiB, too much to check after a command; remove what they need not hold", maxGitSnapshot>>20)
 
-// snapshotGit reads the guarded paths of the workspace dir. A workspace without them
-// gives an empty snapshot: whatever a command creates there is removed after it.
+// snapshotGit reads the guarded paths of the workspace dir without following symlinks,
+// and says which it looked at. A workspace without them gives an empty snapshot: whatever
+// a command creates there is removed after it.
 func snapshotGit(dir string) (*gitSnapshot, error) {
-	s := &gitSnapshot{dir: dir}
-	entries, tops, dotgits, err := readGit(dir)
+	s := &gitSnapshot{dir: dir, entries: map[string]gitEntry{}}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return s, nil // no workspace yet: nothing to guard
 	}
-	s.entries, s.tops, s.dotgits = entries, tops, dotgits
+	defer root.Close()
+	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
+		e, err := readEntry(root, gitFile, fi, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.entries[gitFile] = e
+		s.dotgits = []string{gitFile} // nothing of gitControl can be under a file
+		return s, nil
+	}
+	s.tops, s.dotgits = guardedTops(root)
+	for _, p := range s.dotgits[1:] {
+		if fi, err := root.Lstat(p); err == nil && !fi.IsDir() {
+			if s.entries[p], err = readEntry(root, p, fi, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	total := 0
+	for _, top := range s.tops {
+		fi, err := root.Lstat(top)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			// .git is a symlink leading out of the workspace, or unreadable: kept as a
+			// kind only, so a change to or from it still shows.
+			s.entries[top] = gitEntry{mode: fs.ModeIrregular}
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			link, err := root.Readlink(top)
+			if err != nil {
+				return nil, err
+			}
+			s.entries[top] = gitEntry{mode: fs.ModeSymlink, link: link}
+			continue
+		}
+		err = fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := root.Lstat(p)
+			if err != nil {
+				return err
+			}
+			s.entries[p], err = readEntry(root, p, fi, &total)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -102,93 +152,23 @@ func guardedTops(root *os.Root) (tops, dotgits []string) {
 	return tops, dotgits
 }
 
-// readGit reads the guarded paths under dir without following symlinks, and says which
-// it looked at.
-func readGit(dir string) (out map[string]gitEntry, tops, dotgits []string, err error) {
-	out = map[string]gitEntry{}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return out, nil, nil, nil // no workspace yet: nothing to guard
-	}
-	defer root.Close()
-	if fi, err := root.Lstat(gitFile); err == nil && !fi.IsDir() {
-		e, err := readDotgit(root, gitFile, fi)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		out[gitFile] = e
-		return out, nil, []string{gitFile}, nil // nothing of gitControl can be under a file
-	}
-	tops, dotgits = guardedTops(root)
-	for _, p := range dotgits[1:] {
-		if fi, err := root.Lstat(p); err == nil && !fi.IsDir() {
-			if out[p], err = readDotgit(root, p, fi); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-	}
-	total := 0
-	for _, top := range tops {
-		fi, err := root.Lstat(top)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			// .git is a symlink leading out of the workspace, or unreadable: kept as a
-			// kind only, so a change to or from it still shows.
-			out[top] = gitEntry{mode: fs.ModeIrregular}
-			continue
-		case fi.Mode()&fs.ModeSymlink != 0:
-			link, err := root.Readlink(top)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			out[top] = gitEntry{mode: fs.ModeSymlink, link: link}
-			continue
-		}
-		err = fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := root.Lstat(p)
-			if err != nil {
-				return err
-			}
-			e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				e.link, err = root.Readlink(p)
-			case fi.Mode().IsRegular():
-				if total += int(fi.Size()); total > maxGitSnapshot {
-					return errGitTooLarge
-				}
-				e.data, err = root.ReadFile(p)
-			case fi.IsDir():
-			default:
-				e.mode = fi.Mode().Type() // a FIFO or device: kept as a kind only
-			}
-			if err != nil {
-				return err
-			}
-			out[p] = e
-			return nil
-		})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	return out, tops, dotgits, nil
-}
-
-// readDotgit reads a .git entry that is not a directory (fi is its Lstat).
-func readDotgit(root *os.Root, p string, fi fs.FileInfo) (gitEntry, error) {
+// readEntry reads the guarded entry p (fi is its Lstat). With total, a file's size counts
+// towards maxGitSnapshot; without (a .git that is not a directory), a larger file is
+// kept as a kind only, like a FIFO or a device.
+func readEntry(root *os.Root, p string, fi fs.FileInfo, total *int) (gitEntry, error) {
 	e := gitEntry{mode: fi.Mode() & (fs.ModeType | fs.ModePerm)}
 	var err error
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.link, err = root.Readlink(p)
+	case fi.Mode().IsRegular() && total != nil:
+		if *total += int(fi.Size()); *total > maxGitSnapshot {
+			return e, errGitTooLarge
+		}
+		e.data, err = root.ReadFile(p)
 	case fi.Mode().IsRegular() && fi.Size() <= maxGitSnapshot:
 		e.data, err = root.ReadFile(p)
+	case fi.IsDir():
 	default:
 		e.mode = fi.Mode().Type()
 	}
@@ -201,24 +181,28 @@ func (s *gitSnapshot) restore() string {
 	if s == nil {
 		return ""
 	}
-	now, nowTops, nowDotgits, err := readGit(s.dir)
+	now, err := snapshotGit(s.dir)
 	all := err != nil // unreadable or too large now: every part counts as changed
+	if all {
+		now = &gitSnapshot{}
+	}
 	var changed []string
 	var failed []string
-	for _, p := range union(union([]string{gitFile}, s.dotgits), nowDotgits) {
+	for _, p := range union(union([]string{gitFile}, s.dotgits), now.dotgits) {
 		before, ok := s.entries[p]
-		if !all && ok == hasEntry(now, p) && (!ok || before.equal(now[p])) {
+		after, nowOK := now.entries[p]
+		if !all && ok == nowOK && (!ok || before.equal(after)) {
 			continue
 		}
-		if ok || hasEntry(now, p) {
+		if ok || nowOK {
 			changed = append(changed, p)
 			if err := s.putBackFile(p); err != nil {
 				failed = append(failed, p+": "+hostless(err).Error())
 			}
 		}
 	}
-	for _, top := range union(s.tops, nowTops) {
-		if !all && subtreeEqual(s.entries, now, top) {
+	for _, top := range union(s.tops, now.tops) {
+		if !all && subtreeEqual(s.entries, now.entries, top) {
 			continue
 		}
 		changed = append(changed, top)
@@ -239,8 +223,6 @@ func (s *gitSnapshot) restore() string {
 	}
 	return note
 }
-
-func hasEntry(m map[string]gitEntry, p string) bool { _, ok := m[p]; return ok }
 
 // union is a followed by the paths of b not in a.
 func union(a, b []string) []string {
@@ -275,8 +257,7 @@ func (s *gitSnapshot) putBackFile(p string) error {
 	case before.mode&fs.ModeSymlink != 0:
 		return root.Symlink(before.link, p)
 	case before.mode.IsRegular():
-		w := &workspace{root: root, dir: s.dir}
-		return w.replaceFile(p, before.data, before.mode.Perm())
+		return replaceFile(root, p, before.data, before.mode.Perm())
 	}
 	return nil
 }
@@ -339,8 +320,7 @@ func (s *gitSnapshot) putBack(top string) error {
 		case e.mode&fs.ModeSymlink != 0:
 			err = root.Symlink(e.link, p)
 		case e.mode.IsRegular():
-			w := &workspace{root: root, dir: s.dir}
-			err = w.replaceFile(filepath.ToSlash(p), e.data, perm)
+			err = replaceFile(root, filepath.ToSlash(p), e.data, perm)
 		}
 		if err != nil {
 			return err
@@ -370,7 +350,8 @@ func gitArgs(ws string) []string {
 	tops, dotgits := guardedTops(root)
 	var a []string
 	for _, rel := range dotgits[1:] { // a submodule's gitdir: pointer
-		if p := filepath.Join(ws, filepath.FromSlash(rel)); isRegular(p) {
+		p := filepath.Join(ws, filepath.FromSlash(rel))
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
@@ -381,9 +362,4 @@ func gitArgs(ws string) []string {
 		}
 	}
 	return a
-}
-
-func isRegular(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
 }

@@ -48,25 +48,20 @@ const processPoll = 10 * time.Millisecond
 // withDefaults fills in the zero fields.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.Processes <= 0 {
-		l.Processes = d.Processes
-	}
-	if l.Memory <= 0 {
-		l.Memory = d.Memory
-	}
-	if l.CPUTime <= 0 {
-		l.CPUTime = d.CPUTime
-	}
-	if l.FileSize <= 0 {
-		l.FileSize = d.FileSize
-	}
-	if l.TmpSize <= 0 {
-		l.TmpSize = d.TmpSize
-	}
-	if l.Output <= 0 {
-		l.Output = d.Output
-	}
+	orDefault(&l.Processes, d.Processes)
+	orDefault(&l.Memory, d.Memory)
+	orDefault(&l.CPUTime, d.CPUTime)
+	orDefault(&l.FileSize, d.FileSize)
+	orDefault(&l.TmpSize, d.TmpSize)
+	orDefault(&l.Output, d.Output)
 	return l
+}
+
+// orDefault sets *v to d when it is not positive.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // prlimitArgs set the per-process limits for the program that follows them.

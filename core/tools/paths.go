@@ -109,10 +109,7 @@ func (w *workspace) refuseSymlinks(tool, rel string) error {
 
 // openWorkspace opens the root of ws, creating the directory (and seeding it) on first use.
 func (t *Toolbox) openWorkspace(ws core.Workspace) (*os.Root, error) {
-	if ws.Dir == "" {
-		return nil, errors.New("no workspace directory is configured for this session")
-	}
-	if err := t.ensureWorkspace(ws.Dir); err != nil {
+	if err := t.EnsureWorkspace(ws); err != nil {
 		return nil, err
 	}
 	root, err := os.OpenRoot(ws.Dir)
@@ -158,11 +155,11 @@ func (t *Toolbox) ensureWorkspace(dir string) error {
 		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("copying the sample workspace: %w", hostless(err))
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("creating the workspace: %w", hostless(err))
+	err = os.Chmod(tmp, 0o755)
+	if err == nil {
+		err = os.Rename(tmp, dir)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err != nil {
 		_ = os.RemoveAll(tmp)
 		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
 			return nil // another process created it first

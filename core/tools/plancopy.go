@@ -50,18 +50,6 @@ func copyNote(cfg Config) string {
 	return " PLAN.md and PLAN.json at the workspace root are the accepted plan: read them, never write them."
 }
 
-// planCopyPath refuses the copy's names in WritePaths, so the gate answers with the
-// contract's words rather than a scope violation.
-func (t *Toolbox) planCopyPath(rel string) error {
-	if !t.cfg.ProtectPlanCopy {
-		return nil
-	}
-	if name, ok := core.IsPlanCopy(rel); ok {
-		return core.PlanCopyRefusal(name)
-	}
-	return nil
-}
-
 // copySnapshot is the copy's files as they were before a command ran.
 type copySnapshot struct {
 	dir   string
@@ -82,10 +70,9 @@ func (t *Toolbox) snapshotPlanCopy(dir string) *copySnapshot {
 	return s
 }
 
-// readCopyFile reads a regular file name at the root of dir, not following a link. The
-// bound is core.MaxPlanCopyBytes, not the file tools' 4 MB: a large accepted plan's copy
-// that the snapshot skipped would be the command's to rewrite. A file over it after a
-// command is taken as changed and put back.
+// readCopyFile reads a regular file name at the root of dir, not following a link, of at
+// most core.MaxPlanCopyBytes: above any plan's copy, so the snapshot skips none. A file
+// over it after a command is taken as changed and put back.
 func readCopyFile(dir, name string) ([]byte, bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -137,8 +124,7 @@ func putBack(dir, name string, data []byte) error {
 			return err
 		}
 	}
-	w := &workspace{root: root, dir: dir}
-	return w.replaceFile(name, data, 0o644)
+	return replaceFile(root, name, data, 0o644)
 }
 
 // protectArgs bind the copy's existing files read-only over themselves in the sandbox of

@@ -297,24 +297,9 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 		entries int
 		note    string
 	)
-	walkErr := fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == start {
-				return fsError(start, err)
-			}
-			fmt.Fprintf(&out, "%s (unreadable: %v)\n", p, fsError(p, err))
-			return nil
-		}
+	unreadable := func(p string, err error) { fmt.Fprintf(&out, "%s (unreadable: %v)\n", p, fsError(p, err)) }
+	walkErr := w.walk(ctx, start, unreadable, func(p string, d fs.DirEntry) error {
 		if p == start {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.Name() == ".git" || w.isHidden(p) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
 			return nil
 		}
 		if entries >= maxListEntries || out.Len() >= w.maxOut {
@@ -341,6 +326,32 @@ func (w *workspace) listFiles(ctx context.Context, a listArgs) (string, error) {
 	}
 	out.WriteString(note)
 	return out.String(), nil
+}
+
+// walk calls fn for start and what lies under it, skipping .git and the hidden paths
+// below start. An error reading start ends the walk; onErr, when set, hears of one below.
+func (w *workspace) walk(ctx context.Context, start string, onErr func(string, error), fn func(string, fs.DirEntry) error) error {
+	return fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil && p == start:
+			return fsError(start, err)
+		case err != nil:
+			if onErr != nil {
+				onErr(p, err)
+			}
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p != start && (d.Name() == ".git" || w.isHidden(p)) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		return fn(p, d)
+	})
 }
 
 // listDepth checks list_files' depth and pattern and returns the depth to walk.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,10 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		}
 	}
 	prog := a.Argv[0]
-	if len(t.allow) == 0 {
+	if len(t.cfg.Allow) == 0 {
 		return "", errors.New("run_command may not start any program: none are listed in tools.run_command.allow; ask the gateway's operator to list the programs the agent may run, or use the file tools")
 	}
-	if !t.allow[prog] {
+	if !slices.Contains(t.cfg.Allow, prog) {
 		return "", t.notAllowed(prog)
 	}
 	path := commandPath()
@@ -212,30 +213,27 @@ func resolveProgram(prog, path string, sandboxed bool) (string, error) {
 // sandboxPath keeps the entries of path that lie in the sandbox's root, so a program is
 // found where the command can run it.
 func sandboxPath(path string) string {
-	var keep []string
-	for _, d := range filepath.SplitList(path) {
-		if visibleInSandbox(filepath.Clean(d)) {
-			keep = append(keep, d)
-		}
-	}
-	if len(keep) == 0 {
-		return "/usr/local/bin:/usr/bin:/bin"
-	}
-	return strings.Join(keep, string(filepath.ListSeparator))
+	return filterPath(path, func(d string) bool { return visibleInSandbox(filepath.Clean(d)) })
 }
 
 // commandPath is the gateway's PATH without relative entries.
 func commandPath() string {
-	var keep []string
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if filepath.IsAbs(d) {
-			keep = append(keep, d)
+	return filterPath(os.Getenv("PATH"), filepath.IsAbs)
+}
+
+// filterPath keeps the entries of path that keep accepts, or gives a default PATH when
+// none is left.
+func filterPath(path string, keep func(string) bool) string {
+	var kept []string
+	for _, d := range filepath.SplitList(path) {
+		if keep(d) {
+			kept = append(kept, d)
 		}
 	}
-	if len(keep) == 0 {
+	if len(kept) == 0 {
 		return "/usr/local/bin:/usr/bin:/bin"
 	}
-	return strings.Join(keep, string(filepath.ListSeparator))
+	return strings.Join(kept, string(filepath.ListSeparator))
 }
 
 // commandEnv is the whole environment a command sees: nothing of the gateway's own

@@ -47,11 +47,9 @@ type sandbox struct {
 // makes the same links.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// etcFiles are the files of /etc a command sees, read-only, where the host has them:
-// user and group names, name resolution, the dynamic linker's cache, TLS certificates
-// (the public ones only: not /etc/ssl/private), the alternatives' links, the time zone and
-// the settings git, python and perl read. The rest of /etc (credentials, private keys,
-// service configuration, plangate's own config) is absent.
+// etcFiles are the files of /etc a command sees, read-only, where the host has them; the
+// public TLS certificates only, not /etc/ssl/private. The rest of /etc (credentials,
+// private keys, service configuration, plangate's own config) is absent.
 var etcFiles = []string{
 	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
 	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services",
@@ -98,11 +96,7 @@ func rootArgs() []string {
 // bound: bwrap creates its parent directories, empty, on the sandbox's root.
 func (s *sandbox) args(ws, exe string, args []string) []string {
 	hideBefore, hideAfter := hideArgs(ws, s.hidden)
-	a := rootArgs()
-	a = append(a,
-		"--dev", "/dev",
-		"--proc", "/proc",
-	)
+	a := append(rootArgs(), "--dev", "/dev", "--proc", "/proc")
 	// The kernel's settings read-only, explicitly: bwrap covers these only where it finds
 	// them writable, and a command running as uid 0 without capabilities can still write
 	// root-owned sysctls (core_pattern would run a program on the host as root).
@@ -111,17 +105,12 @@ func (s *sandbox) args(ws, exe string, args []string) []string {
 	}
 	// /dev/shm is a tmpfs bounded like /tmp; the rest of /dev (bwrap's own tmpfs, as
 	// large as the host's memory) is read-only once it is set up.
+	var size []string
 	if s.limits.TmpSize > 0 {
-		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
+		size = []string{"--size", strconv.FormatInt(s.limits.TmpSize, 10)}
 	}
-	a = append(a, "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
-	if s.limits.TmpSize > 0 {
-		a = append(a, "--size", strconv.FormatInt(s.limits.TmpSize, 10))
-	}
-	a = append(a,
-		"--tmpfs", "/tmp",
-		"--dir", sandboxHome,
-	)
+	a = append(append(a, size...), "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	a = append(append(a, size...), "--tmpfs", "/tmp", "--dir", sandboxHome)
 	a = append(a, hideBefore...)
 	a = append(a, "--bind", ws, ws)
 	a = append(a, hideAfter...)
@@ -189,14 +178,10 @@ func CheckSandbox(bwrap string, network bool) error {
 	return err
 }
 
-// probeCache remembers per bwrap path and network setting whether a sandbox can start,
-// so building many toolboxes (tests, reloads) runs the check once per process.
-var probeCache sync.Map // probeKey -> error
-
-type probeKey struct {
-	bwrap   string
-	network bool
-}
+// probeCache remembers per bwrap path and network setting whether a sandbox can start
+// (the probe's error, or nil), so building many toolboxes (tests, reloads) runs the check
+// once per process.
+var probeCache sync.Map
 
 // newSandbox finds bwrap and checks that it can start a sandbox on this host (user
 // namespaces may be disabled, or bwrap missing). The error is one line for the operator.
@@ -210,19 +195,17 @@ func newSandbox(bwrap string, network bool) (*sandbox, error) {
 	}
 	// The probe bounds its /tmp as commands do: bwrap before 0.8 lacks --size.
 	s := &sandbox{bwrap: path, network: network, limits: Limits{TmpSize: DefaultLimits.TmpSize}}
-	key := probeKey{path, network}
-	if v, ok := probeCache.Load(key); ok {
-		if v != nil {
-			return nil, v.(error)
-		}
-		return s, nil
+	key := struct {
+		bwrap   string
+		network bool
+	}{path, network}
+	v, ok := probeCache.Load(key)
+	if !ok {
+		v, _ = probeCache.LoadOrStore(key, s.probe())
 	}
-	err = s.probe()
-	if err != nil {
-		probeCache.Store(key, err)
+	if err, _ := v.(error); err != nil {
 		return nil, err
 	}
-	probeCache.Store(key, nil)
 	return s, nil
 }
 
@@ -254,8 +237,8 @@ func (s *sandbox) probe() error {
 	cmd.Stderr = &stderr
 	cmd.Env = commandEnv(sandboxHome, sandboxPath(commandPath()))
 	if err := cmd.Run(); err != nil {
-		why := firstLine(stderr.String())
-		if why == "" {
+		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if why = strings.TrimSpace(why); why == "" {
 			why = err.Error()
 		}
 		if strings.Contains(why, "--size") {
@@ -264,11 +247,6 @@ func (s *sandbox) probe() error {
 		return fmt.Errorf("bwrap cannot start a sandbox on this host: %s", why)
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(s)
 }
 
 // errUnknownSandbox is returned for a sandbox mode other than bwrap or none; the

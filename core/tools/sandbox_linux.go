@@ -14,7 +14,7 @@ import (
 )
 
 // watchPid takes a pidfd on pid (not a child of ours) and returns a function that waits
-// at most max for the process to exit: a pidfd becomes readable when it has.
+// at most max for the process to exit.
 func watchPid(pid int) func(time.Duration) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -23,21 +23,23 @@ func watchPid(pid int) func(time.Duration) {
 	return func(max time.Duration) {
 		defer unix.Close(fd)
 		deadline := time.Now().Add(max)
-		for {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return
-			}
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil || n > 0 {
+		for left := max; left > 0; left = time.Until(deadline) {
+			if exited(fd, int(left/time.Millisecond)+1) {
 				return
 			}
 		}
 	}
+}
+
+// exited polls the pidfd fd for at most ms milliseconds and reports whether its process
+// has exited (a pidfd becomes readable when it has) or the poll failed; false after a
+// timeout or a signal.
+func exited(fd, ms int) bool {
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+	if errors.Is(err, unix.EINTR) {
+		return false
+	}
+	return err != nil || n > 0
 }
 
 // limitProcs takes a pidfd on pid (the sandbox's init, not counted) at once and then, in
@@ -49,26 +51,16 @@ func limitProcs(pid, max int, over *atomic.Bool) {
 	if err != nil {
 		return // already gone
 	}
-	go watchProcs(fd, pid, max, over)
-}
-
-func watchProcs(fd, pid, max int, over *atomic.Bool) {
-	defer unix.Close(fd)
-	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(processPoll/time.Millisecond))
-		if errors.Is(err, unix.EINTR) {
-			continue
+	go func() {
+		defer unix.Close(fd)
+		for !exited(fd, int(processPoll/time.Millisecond)) {
+			if countProcs(pid, max) > max {
+				over.Store(true)
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+				return
+			}
 		}
-		if err != nil || n > 0 {
-			return // exited
-		}
-		if countProcs(pid, max) > max {
-			over.Store(true)
-			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-			return
-		}
-	}
+	}()
 }
 
 // countProcs counts the tasks (processes and their threads: the kernel gives each a pid)

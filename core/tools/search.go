@@ -36,27 +36,10 @@ func (w *workspace) searchFiles(ctx context.Context, a searchArgs) (string, erro
 		return "", fsError(start, err)
 	}
 	s := &search{w: w, re: re}
-	walkErr := fs.WalkDir(w.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == start {
-				return fsError(start, err)
-			}
-			return nil // an unreadable directory is not worth failing the search
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if (d.Name() == ".git" || w.isHidden(p)) && p != start {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if w.isHidden(p) {
-			return nil
-		}
+	// An unreadable directory is not worth failing the search.
+	walkErr := w.walk(ctx, start, nil, func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() || d.Name() == ".git" {
-			return nil // symlinks and special files: not followed
+			return nil // directories; symlinks and special files: not followed
 		}
 		if p != start && a.Glob != "" {
 			target := d.Name()

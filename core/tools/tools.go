@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +111,6 @@ type Config struct {
 // Toolbox implements core.Toolbox.
 type Toolbox struct {
 	cfg   Config
-	allow map[string]bool
 	specs []core.ToolSpec
 	// sandbox runs commands under bwrap; nil with SandboxNone or when unavailable.
 	sandbox *sandbox
@@ -126,20 +126,12 @@ var _ core.Toolbox = (*Toolbox)(nil)
 
 // New returns a toolbox with cfg, filling in defaults.
 func New(cfg Config) *Toolbox {
-	if cfg.CommandTimeout <= 0 {
-		cfg.CommandTimeout = DefaultCommandTimeout
-	}
-	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = DefaultMaxOutput
-	}
-	if cfg.MaxWriteBytes <= 0 {
-		cfg.MaxWriteBytes = DefaultMaxWriteBytes
-	}
+	orDefault(&cfg.CommandTimeout, DefaultCommandTimeout)
+	orDefault(&cfg.MaxOutput, DefaultMaxOutput)
+	orDefault(&cfg.MaxWriteBytes, DefaultMaxWriteBytes)
 	cfg.Limits = cfg.Limits.withDefaults()
-	t := &Toolbox{cfg: cfg, allow: make(map[string]bool, len(cfg.Allow))}
-	for _, a := range cfg.Allow {
-		t.allow[a] = true
-	}
+	cfg.Allow = slices.Clone(cfg.Allow) // what may run stays as configured
+	t := &Toolbox{cfg: cfg}
 	if cfg.RunCommand {
 		t.setUpSandbox()
 	}
@@ -168,9 +160,7 @@ func (t *Toolbox) runRefusal() error {
 
 // Tools lists the tools offered to the model; run_command only when enabled.
 func (t *Toolbox) Tools() []core.ToolSpec {
-	out := make([]core.ToolSpec, len(t.specs))
-	copy(out, t.specs)
-	return out
+	return slices.Clone(t.specs)
 }
 
 // Call runs one tool in the workspace ws. Errors are written for the model: they say
@@ -181,9 +171,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 			return "", err
 		}
 	}
-	switch name {
-	case ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand:
-	default:
+	if _, ok := argShapes[name]; !ok {
 		return "", fmt.Errorf("unknown workspace tool %q", name)
 	}
 	if err := t.checkArgSize(name, args); err != nil {
@@ -203,42 +191,28 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 	}
 	switch name {
 	case ToolReadFile:
-		var a readArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return w.readFile(ctx, a)
+		return withArgs(name, args, func(a readArgs) (string, error) { return w.readFile(ctx, a) })
 	case ToolListFiles:
-		var a listArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return w.listFiles(ctx, a)
+		return withArgs(name, args, func(a listArgs) (string, error) { return w.listFiles(ctx, a) })
 	case ToolSearchFiles:
-		var a searchArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return w.searchFiles(ctx, a)
+		return withArgs(name, args, func(a searchArgs) (string, error) { return w.searchFiles(ctx, a) })
 	case ToolWriteFile:
-		var a writeArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return w.writeFile(a)
+		return withArgs(name, args, w.writeFile)
 	case ToolEditFile:
-		var a editArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return w.editFile(ctx, a)
+		return withArgs(name, args, func(a editArgs) (string, error) { return w.editFile(ctx, a) })
 	default: // ToolRunCommand
-		var a runArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return "", err
-		}
-		return t.runCommand(ctx, ws.Dir, a)
+		return withArgs(name, args, func(a runArgs) (string, error) { return t.runCommand(ctx, ws.Dir, a) })
 	}
+}
+
+// withArgs decodes the arguments of tool into an A and calls f with them.
+func withArgs[A, R any](tool string, data json.RawMessage, f func(A) (R, error)) (R, error) {
+	var a A
+	if err := decodeArgs(tool, data, &a); err != nil {
+		var zero R
+		return zero, err
+	}
+	return f(a)
 }
 
 // WritePaths names what a mutating call would change, as workspace-relative,
@@ -252,31 +226,9 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 	case ToolReadFile, ToolListFiles, ToolSearchFiles:
 		return nil, nil
 	case ToolWriteFile:
-		var a writeArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return nil, err
-		}
-		p, err := writeTarget(name, a.Path)
-		if err == nil {
-			err = t.planCopyPath(p)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return []string{p}, nil
+		return withArgs(name, args, func(a writeArgs) ([]string, error) { return t.writePath(name, a.Path) })
 	case ToolEditFile:
-		var a editArgs
-		if err := decodeArgs(name, args, &a); err != nil {
-			return nil, err
-		}
-		p, err := writeTarget(name, a.Path)
-		if err == nil {
-			err = t.planCopyPath(p)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return []string{p}, nil
+		return withArgs(name, args, func(a editArgs) ([]string, error) { return t.writePath(name, a.Path) })
 	case ToolRunCommand:
 		if err := t.runRefusal(); err != nil {
 			return nil, err
@@ -284,6 +236,20 @@ func (t *Toolbox) WritePaths(name string, args json.RawMessage) ([]string, error
 		return []string{WholeWorkspace}, nil
 	}
 	return nil, fmt.Errorf("unknown workspace tool %q", name)
+}
+
+// writePath is what write_file or edit_file of p would change. The plan's copy is
+// refused here too, so the gate answers with the contract's words rather than a scope
+// violation.
+func (t *Toolbox) writePath(tool, p string) ([]string, error) {
+	rel, err := writeTarget(tool, p)
+	if err != nil {
+		return nil, err
+	}
+	if name, ok := core.IsPlanCopy(rel); ok && t.cfg.ProtectPlanCopy {
+		return nil, core.PlanCopyRefusal(name)
+	}
+	return []string{rel}, nil
 }
 
 // maxArgBytes bounds the JSON arguments of the tools that take no file content.
@@ -320,7 +286,7 @@ func decodeArgs(tool string, data json.RawMessage, v any) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s arguments are invalid (%s); expected %s", tool, argError(err), argShape(tool))
+		return fmt.Errorf("%s arguments are invalid (%s); expected %s", tool, argError(err), argShapes[tool])
 	}
 	return nil
 }
@@ -352,23 +318,14 @@ func argError(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// argShape is the argument shape of docs/design.md §6, quoted in argument errors.
-func argShape(tool string) string {
-	switch tool {
-	case ToolReadFile:
-		return "{path: string, offset?: int, limit?: int}"
-	case ToolListFiles:
-		return "{path?: string, pattern?: string, depth?: int}"
-	case ToolSearchFiles:
-		return "{pattern: string, path?: string, glob?: string}"
-	case ToolWriteFile:
-		return "{path: string, content: string}"
-	case ToolEditFile:
-		return "{path: string, old: string, new: string}"
-	case ToolRunCommand:
-		return "{argv: [string], timeout_seconds?: int}"
-	}
-	return "a JSON object"
+// argShapes are the argument shapes of docs/design.md §6, quoted in argument errors.
+var argShapes = map[string]string{
+	ToolReadFile:    "{path: string, offset?: int, limit?: int}",
+	ToolListFiles:   "{path?: string, pattern?: string, depth?: int}",
+	ToolSearchFiles: "{pattern: string, path?: string, glob?: string}",
+	ToolWriteFile:   "{path: string, content: string}",
+	ToolEditFile:    "{path: string, old: string, new: string}",
+	ToolRunCommand:  "{argv: [string], timeout_seconds?: int}",
 }
 
 type readArgs struct {

@@ -67,7 +67,7 @@ func (w *workspace) writeFile(a writeArgs) (string, error) {
 			return "", fsError(dir, err)
 		}
 	}
-	if err := w.replaceFile(rel, data, perm); err != nil {
+	if err := replaceFile(w.root, rel, data, perm); err != nil {
 		return "", err
 	}
 	lines := countLines(data)
@@ -124,7 +124,7 @@ func (w *workspace) editFile(ctx context.Context, a editArgs) (string, error) {
 	if len(updated) > w.maxWrite {
 		return "", fmt.Errorf("the edited %s would be %d bytes; edit_file writes at most %d bytes (tools.max_write_bytes)", rel, len(updated), w.maxWrite)
 	}
-	if err := w.replaceFile(rel, []byte(updated), fi.Mode().Perm()); err != nil {
+	if err := replaceFile(w.root, rel, []byte(updated), fi.Mode().Perm()); err != nil {
 		return "", err
 	}
 	line := strings.Count(content[:i], "\n") + 1

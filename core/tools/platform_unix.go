@@ -4,6 +4,7 @@ package tools
 
 import (
 	"io/fs"
+	"os/exec"
 	"syscall"
 )
 
@@ -16,4 +17,13 @@ func linkCount(fi fs.FileInfo) uint64 {
 		return uint64(st.Nlink)
 	}
 	return 1
+}
+
+// killProcessGroup starts the command in its own process group and makes cancellation
+// kill the whole group, so a timeout also stops the children it started.
+func killProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
