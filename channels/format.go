@@ -33,24 +33,33 @@ var markdownParser = sync.OnceValue(func() parser.Parser {
 	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 })
 
-// flavor is the output format of a render.
-type flavor string
+// flavor is the output format of a render, an index into dialects.
+type flavor uint8
 
 const (
-	flavorTelegram flavor = "telegram"
-	flavorSlack    flavor = "slack"
-	flavorDiscord  flavor = "discord"
-	flavorPlain    flavor = "plain"
+	flavorTelegram flavor = iota
+	flavorSlack
+	flavorDiscord
+	flavorPlain
 )
 
-// style is an inline style that maps onto a pair of markers.
-type style string
+func (f flavor) String() string { return [...]string{"telegram", "slack", "discord", "plain"}[f] }
 
-const (
-	styleBold   style = "bold"
-	styleItalic style = "italic"
-	styleStrike style = "strike"
-)
+// dialect is what a flavor writes for text, the inline styles (open and closing markers)
+// and the lines of a quote (before a line, and before an empty one); Telegram writes a
+// quote as an element instead.
+type dialect struct {
+	escape               func(b *bytes.Buffer, s string)
+	bold, italic, strike [2]string
+	quote                [2]string
+}
+
+var dialects = [...]dialect{
+	flavorTelegram: {escape: writeTelegramEscaped, bold: [2]string{"<b>", "</b>"}, italic: [2]string{"<i>", "</i>"}, strike: [2]string{"<s>", "</s>"}},
+	flavorSlack:    {escape: writeSlackEscaped, bold: [2]string{"*", "*"}, italic: [2]string{"_", "_"}, strike: [2]string{"~", "~"}, quote: [2]string{"> ", ">"}},
+	flavorDiscord:  {escape: writeDiscordEscaped, bold: [2]string{"**", "**"}, italic: [2]string{"*", "*"}, strike: [2]string{"~~", "~~"}, quote: [2]string{"> ", ">"}},
+	flavorPlain:    {escape: func(b *bytes.Buffer, s string) { b.WriteString(s) }, quote: [2]string{"│ ", "│"}},
+}
 
 // thematicBreak stands in for "---": no platform here renders a horizontal rule.
 const thematicBreak = "──────────"
@@ -181,13 +190,13 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 	case *ast.CodeSpan:
 		r.codeSpan(b, codeSpanText(r.src, n))
 	case *ast.Emphasis:
-		st := styleItalic
 		if n.Level >= 2 {
-			st = styleBold
+			r.styled(b, n, dialects[r.f].bold, true)
+		} else {
+			r.styled(b, n, dialects[r.f].italic, false)
 		}
-		r.styled(b, st, n)
 	case *extast.Strikethrough:
-		r.styled(b, styleStrike, n)
+		r.styled(b, n, dialects[r.f].strike, false)
 	case *ast.Link:
 		dest := unescapeMarkdown(n.Destination)
 		r.link(b, dest, isBareLink(r.src, n, dest), func() { r.inlines(b, n) })
@@ -205,12 +214,7 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 		label := string(n.Label(r.src))
 		r.link(b, url, n.AutoLinkType == ast.AutoLinkURL, func() { r.text(b, label) })
 	case *ast.RawHTML:
-		var raw strings.Builder
-		for i := range n.Segments.Len() {
-			seg := n.Segments.At(i)
-			raw.Write(seg.Value(r.src))
-		}
-		r.text(b, raw.String())
+		r.text(b, linesText(r.src, n.Segments))
 	case *extast.TaskCheckBox:
 		// A checkbox stays readable text; no platform here has a checkbox.
 		if n.IsChecked {
@@ -223,14 +227,13 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 	}
 }
 
-// styled writes the children of n wrapped in the markers of st, leaving out the markers
-// when the content is empty (an empty entity is an error on Telegram).
-func (r *renderer) styled(b *bytes.Buffer, st style, n ast.Node) {
-	open, closing := r.markers(st)
-	if st == styleBold && r.inBold {
-		open, closing = "", ""
+// styled writes the children of n wrapped in marks, leaving out the marks when the
+// content is empty (an empty entity is an error on Telegram).
+func (r *renderer) styled(b *bytes.Buffer, n ast.Node, marks [2]string, bold bool) {
+	if bold && r.inBold {
+		marks = [2]string{}
 	}
-	r.wrapInlines(b, n, open, closing, r.inBold || st == styleBold && r.f == flavorSlack)
+	r.wrapInlines(b, n, marks[0], marks[1], r.inBold || bold && r.f == flavorSlack)
 }
 
 // wrapInlines writes the children of n between open and closing, with r.inBold set to
@@ -262,20 +265,12 @@ func writeNonEmpty(b *bytes.Buffer, prefix string, write func()) bool {
 // heading writes a heading as a bold line (Discord has real headings for levels 1 to 3),
 // or nothing when it has no text.
 func (r *renderer) heading(b *bytes.Buffer, n *ast.Heading) {
-	var open, closing string
-	switch r.f {
-	case flavorTelegram:
-		open, closing = "<b>", "</b>"
-	case flavorSlack:
-		open, closing = "*", "*"
-	case flavorDiscord:
+	marks := dialects[r.f].bold
+	if r.f == flavorDiscord && n.Level <= 3 {
 		// Discord renders #, ## and ###; deeper levels would show their hashes.
-		open, closing = "**", "**"
-		if n.Level <= 3 {
-			open, closing = strings.Repeat("#", n.Level)+" ", ""
-		}
+		marks = [2]string{strings.Repeat("#", n.Level) + " ", ""}
 	}
-	r.wrapInlines(b, n, open, closing, r.f == flavorSlack)
+	r.wrapInlines(b, n, marks[0], marks[1], r.f == flavorSlack)
 }
 
 func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
@@ -287,19 +282,15 @@ func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
 	if content == "" {
 		return
 	}
-	switch r.f {
-	case flavorTelegram:
-		if r.quoteDepth > 0 {
-			b.WriteString(content)
-			return
-		}
+	switch {
+	case r.f != flavorTelegram:
+		prefixLines(b, content, dialects[r.f].quote[0], dialects[r.f].quote[1])
+	case r.quoteDepth > 0:
+		b.WriteString(content)
+	default:
 		b.WriteString("<blockquote>")
 		b.WriteString(content)
 		b.WriteString("</blockquote>")
-	case flavorSlack, flavorDiscord:
-		prefixLines(b, content, "> ", ">")
-	default:
-		prefixLines(b, content, "│ ", "│")
 	}
 }
 
@@ -336,20 +327,12 @@ func (r *renderer) list(b *bytes.Buffer, l *ast.List) {
 			b.WriteString(strings.TrimRight(marker, " "))
 			continue
 		}
-		indent := strings.Repeat(" ", utf8.RuneCountInString(marker))
-		first := true
-		for line := range strings.SplitSeq(content, "\n") {
-			switch {
-			case first:
-				b.WriteString(marker)
-				first = false
-			case line != "":
-				b.WriteByte('\n')
-				b.WriteString(indent)
-			default:
-				b.WriteByte('\n')
-			}
-			b.WriteString(line)
+		head, rest, more := strings.Cut(content, "\n")
+		b.WriteString(marker)
+		b.WriteString(head)
+		if more {
+			b.WriteByte('\n')
+			prefixLines(b, rest, strings.Repeat(" ", utf8.RuneCountInString(marker)), "")
 		}
 	}
 }

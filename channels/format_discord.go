@@ -84,6 +84,14 @@ func neutralizeDiscordMentions(s string) string {
 	return b.String()
 }
 
+// discordFence writes code in a ``` block whose info string is lang; a ``` inside the
+// code is broken up so that it cannot end the block.
+func discordFence(b *bytes.Buffer, lang, code string) {
+	b.WriteString("```" + lang + "\n")
+	b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(code, "```", "`"+zwsp+"``")))
+	b.WriteString("\n```")
+}
+
 // discordCodeSpan writes code in a span whose backtick fence is longer than any backtick
 // run inside it, padded with spaces when the code starts or ends with a backtick.
 func discordCodeSpan(b *bytes.Buffer, code string) {

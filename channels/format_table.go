@@ -31,17 +31,11 @@ func (r *renderer) table(b *bytes.Buffer, t *extast.Table) {
 	}
 	switch r.f {
 	case flavorTelegram:
-		b.WriteString("<pre>")
-		writeHTMLEscaped(b, layout, false)
-		b.WriteString("</pre>")
+		r.enclose(b, "<pre>", layout, "</pre>")
 	case flavorSlack:
-		b.WriteString("```\n")
-		writeSlackEscaped(b, layout)
-		b.WriteString("\n```")
+		r.enclose(b, "```\n", layout, "\n```")
 	case flavorDiscord:
-		b.WriteString("```\n")
-		b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(layout, "```", "`\u200b``")))
-		b.WriteString("\n```")
+		discordFence(b, "", layout)
 	default:
 		b.WriteString(layout)
 	}

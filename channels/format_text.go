@@ -151,11 +151,16 @@ func characterReference(s []byte) (string, int) {
 	return string(e.Characters), end + 1
 }
 
-// writeHTMLEscaped writes s with the characters Telegram's HTML parser treats specially
-// replaced by the entities it supports; attr also escapes the double quote.
-func writeHTMLEscaped(b *bytes.Buffer, s string, attr bool) {
+// writeTelegramEscaped writes s with the characters Telegram's HTML parser treats
+// specially replaced by the entities it supports.
+func writeTelegramEscaped(b *bytes.Buffer, s string) {
+	writeEscaped(b, s, func(i int) string { return markupEntity(s[i]) })
+}
+
+// writeAttrEscaped is writeTelegramEscaped for an attribute value: the double quote too.
+func writeAttrEscaped(b *bytes.Buffer, s string) {
 	writeEscaped(b, s, func(i int) string {
-		if s[i] == '"' && attr {
+		if s[i] == '"' {
 			return "&quot;"
 		}
 		return markupEntity(s[i])
