@@ -44,9 +44,7 @@ func userKey(token string) []byte {
 }
 
 func mac(key []byte, msg string) string {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(msg))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(sum(key, msg))
 }
 
 // csrf is the CSRF token of user name's sign-in with nonce ("" for an unknown user).
@@ -55,9 +53,13 @@ func (c *Channel) csrf(name, nonce string) string {
 	if !ok {
 		return ""
 	}
+	return hex.EncodeToString(sum(key, "csrf\x00"+nonce))[:32]
+}
+
+func sum(key []byte, msg string) []byte {
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte("csrf\x00" + nonce))
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	h.Write([]byte(msg))
+	return h.Sum(nil)
 }
 
 // match returns the user whose token is tok. Every token is compared, in constant time,
@@ -77,7 +79,13 @@ func (c *Channel) issue(w http.ResponseWriter, name string) {
 	body := name + "|" + randomID(10) + "|" + strconv.FormatInt(exp.Unix(), 10)
 	val := base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + mac(c.keys[name], body)
 	// MaxAge rather than Expires: the browser counts it from its own clock.
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: val, Path: "/", MaxAge: int(c.cfg.SessionTTL / time.Second),
+	c.setCookie(w, sessionCookie, val, "/", int(c.cfg.SessionTTL/time.Second))
+}
+
+// setCookie sets a cookie that scripts cannot read and other sites cannot send; a
+// negative maxAge deletes it.
+func (c *Channel) setCookie(w http.ResponseWriter, name, value, path string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
 }
 
@@ -186,8 +194,7 @@ func (c *Channel) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Channel) showLogin(w http.ResponseWriter, code int, why string) {
 	tok := randomID(16)
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 3600})
+	c.setCookie(w, loginCookie, tok, "/login", 3600)
 	c.write(w, code, "login", loginView{CSRF: tok, Error: why})
 }
 
@@ -209,7 +216,7 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 		c.showLogin(w, http.StatusUnauthorized, "That token is not right. Check it and try again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+	c.setCookie(w, loginCookie, "", "/login", -1)
 	c.issue(w, name)
 	c.log.Info("signed in", "user", name)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -230,8 +237,7 @@ func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.log.Debug("pruned expired sign-outs", "rows", n)
 	}
 	c.log.Info("signed out", "user", v.Name)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+	c.setCookie(w, sessionCookie, "", "/", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

@@ -143,7 +143,8 @@ func (cv *convo) edit(it *item, html template.HTML, text string, payload []byte)
 }
 
 // card emits a "card" event: every card of the plan shows the new rendering.
-func (cv *convo) card(planID string, html template.HTML, payload []byte) {
+func (cv *convo) card(planID string, html template.HTML) {
+	p := payload(map[string]string{"plan": planID, "html": string(html)})
 	cv.mu.Lock()
 	defer cv.mu.Unlock()
 	for _, it := range cv.items {
@@ -151,7 +152,7 @@ func (cv *convo) card(planID string, html template.HTML, payload []byte) {
 			it.html = html
 		}
 	}
-	cv.emitLocked("card", payload)
+	cv.emitLocked("card", p)
 }
 
 func (cv *convo) emitLocked(name string, payload []byte) {
@@ -232,9 +233,9 @@ func (c *Channel) show(ctx context.Context, r core.Reply) string {
 	case it.kind == itemCard && r.Kind == core.ReplyPlan:
 		cv.add(it, payload(map[string]string{"id": it.dom, "plan": it.planID, "html": string(c.itemHTML(it))}))
 	case it.kind == itemCard:
-		cv.card(it.planID, it.html, payload(map[string]string{"plan": it.planID, "html": string(it.html)}))
+		cv.card(it.planID, it.html)
 	default:
-		cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+		cv.add(it, c.shows(it))
 	}
 	return id
 }
@@ -262,11 +263,11 @@ func (c *Channel) edit(ctx context.Context, id string, r core.Reply) error {
 	cv := c.convo(ctx, r.To)
 	it := c.present(ctx, id, r)
 	if it.kind == itemCard {
-		cv.card(it.planID, it.html, payload(map[string]string{"plan": it.planID, "html": string(it.html)}))
+		cv.card(it.planID, it.html)
 		return nil
 	}
 	it.dom = ref.item.dom
-	cv.edit(ref.item, it.html, it.text, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	cv.edit(ref.item, it.html, it.text, c.shows(it))
 	return nil
 }
 
@@ -282,8 +283,7 @@ func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
 	if err != nil {
 		return fmt.Errorf("showing approvals on web: %w", err)
 	}
-	html := c.renderCard(ctx, p, r.To.Account)
-	c.convo(ctx, r.To).card(p.ID, html, payload(map[string]string{"plan": p.ID, "html": string(html)}))
+	c.convo(ctx, r.To).card(p.ID, c.renderCard(ctx, p, r.To.Account))
 	return nil
 }
 
@@ -343,23 +343,12 @@ func (c *Channel) planOf(ctx context.Context, r core.Reply) (core.Plan, bool) {
 	return p, err == nil
 }
 
+// shows is the payload of a "msg" or "edit" event that shows it.
+func (c *Channel) shows(it *item) []byte {
+	return payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))})
+}
+
 func payload(v map[string]string) []byte {
 	b, _ := json.Marshal(v) // a map of strings always encodes
 	return b
-}
-
-// shown returns what a conversation shows, oldest first, for tests.
-func (c *Channel) shown(a core.Address) []string {
-	c.mu.Lock()
-	cv := c.convos[a.SessionID()]
-	c.mu.Unlock()
-	if cv == nil {
-		return nil
-	}
-	items, _ := cv.snapshot()
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.text + "\n" + string(it.html)
-	}
-	return out
 }

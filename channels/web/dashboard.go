@@ -189,8 +189,7 @@ func (c *Channel) stale(ctx context.Context, s core.Session, act core.Action) st
 }
 
 func (c *Channel) note(w http.ResponseWriter, text string) {
-	http.SetCookie(w, &http.Cookie{Name: "plangate_note", Value: url.QueryEscape(text), Path: "/dashboard",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 60})
+	c.setCookie(w, "plangate_note", url.QueryEscape(text), "/dashboard", 60)
 }
 
 // sessionView is one session's plan versions and audit timeline.

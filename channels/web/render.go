@@ -16,7 +16,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
-	ghtml "github.com/yuin/goldmark/renderer/html"
+	gmtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
 	"github.com/plangate/plangate/core"
@@ -81,17 +81,14 @@ func escapeText(s string) template.HTML {
 	return template.HTML("<p>" + strings.ReplaceAll(html.EscapeString(s), "\n", "<br>") + "</p>") // #nosec: escaped
 }
 
-// rawAsText renders raw HTML in markdown as visible, escaped text.
+// rawAsText renders raw HTML in markdown as visible, escaped text; the default renderer
+// handles every other node.
 type rawAsText struct{}
 
 func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if entering {
-			segs := n.(*ast.RawHTML).Segments
-			for i := 0; i < segs.Len(); i++ {
-				seg := segs.At(i)
-				_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
-			}
+			writeEscaped(w, src, n.(*ast.RawHTML).Segments)
 		}
 		return ast.WalkSkipChildren, nil
 	})
@@ -101,11 +98,7 @@ func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 		}
 		hb := n.(*ast.HTMLBlock)
 		_, _ = w.WriteString("<p>")
-		lines := hb.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
-		}
+		writeEscaped(w, src, hb.Lines())
 		if hb.HasClosure() {
 			_, _ = w.WriteString(html.EscapeString(string(hb.ClosureLine.Value(src))))
 		}
@@ -114,7 +107,13 @@ func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	})
 }
 
-var _ = ghtml.NewRenderer // the default renderer handles every other node
+// writeEscaped writes the source text of segs, HTML-escaped.
+func writeEscaped(w util.BufWriter, src []byte, segs *gmtext.Segments) {
+	for i := range segs.Len() {
+		seg := segs.At(i)
+		_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
+	}
+}
 
 // buttonView is one decision or answer button.
 type buttonView struct {
@@ -139,10 +138,15 @@ func (c *Channel) renderReply(r core.Reply) template.HTML {
 	for _, f := range r.Attachments {
 		v.Attachments = append(v.Attachments, f.Name)
 	}
-	h, err := c.pages.render("reply", v)
+	return c.fragment("reply", v, escapeText(r.Text))
+}
+
+// fragment renders template name, or logs why it could not and returns fallback.
+func (c *Channel) fragment(name string, data any, fallback template.HTML) template.HTML {
+	h, err := c.pages.render(name, data)
 	if err != nil {
-		c.log.Error("rendering reply", "err", err)
-		return escapeText(r.Text)
+		c.log.Error("rendering "+name, "err", err)
+		return fallback
 	}
 	return h
 }
@@ -169,12 +173,7 @@ type itemView struct {
 var kindLabels = map[itemKind]string{itemUser: "", itemBot: "plangate", itemNotice: "Notice", itemNudge: "Reminder", itemCard: "Plan"}
 
 func (c *Channel) itemHTML(it *item) template.HTML {
-	h, err := c.pages.render("item", c.itemView(it))
-	if err != nil {
-		c.log.Error("rendering item", "err", err)
-		return ""
-	}
-	return h
+	return c.fragment("item", c.itemView(it), "")
 }
 
 func (c *Channel) itemView(it *item) itemView {
@@ -220,13 +219,7 @@ type cardView struct {
 
 // renderCard renders plan p's card as viewer (a web user name) sees it in a chat.
 func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) template.HTML {
-	v := c.cardView(ctx, p, viewer)
-	h, err := c.pages.render("card", v)
-	if err != nil {
-		c.log.Error("rendering card", "err", err)
-		return escapeText(p.Body.Title)
-	}
-	return h
+	return c.fragment("card", c.cardView(ctx, p, viewer), escapeText(p.Body.Title))
 }
 
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {

@@ -145,14 +145,10 @@ func (c *Config) Describe() string {
 	if !c.Enabled {
 		return "web: off"
 	}
-	ttl := c.SessionTTL
-	if ttl <= 0 {
-		ttl = DefaultSessionTTL
-	}
 	d := *c
 	d.Defaults()
 	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server; per user at most %d conversations, %d live pages, %d-byte messages",
-		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl,
+		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), d.SessionTTL,
 		d.MaxConversations, d.MaxStreams, d.MaxMessageBytes)
 }
 
