@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -38,12 +39,7 @@ func neutralize(s string, field bool) string {
 		case r == 0x7f:
 			b.WriteString("^?")
 		case r >= 0x80 && r <= 0x9f, isBidiControl(r):
-			b.WriteString(`\u`)
-			const hex = "0123456789abcdef"
-			b.WriteByte(hex[r>>12&0xf])
-			b.WriteByte(hex[r>>8&0xf])
-			b.WriteByte(hex[r>>4&0xf])
-			b.WriteByte(hex[r&0xf])
+			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}

@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/yuin/goldmark/util"
+
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
@@ -74,15 +76,7 @@ func New(cfg Config, in io.Reader, out io.Writer, log *slog.Logger) *Channel {
 	if err != nil {
 		wd = "" // paths are then printed as given
 	}
-	return &Channel{
-		cfg:         cfg,
-		in:          in,
-		interactive: isTerminal(in),
-		log:         log,
-		now:         time.Now,
-		wd:          wd,
-		out:         out,
-	}
+	return &Channel{cfg: cfg, in: in, interactive: isTerminal(in), log: log, now: time.Now, wd: wd, out: out}
 }
 
 func isTerminal(r io.Reader) bool {
@@ -345,14 +339,10 @@ func plainText(md string) string {
 	var b strings.Builder
 	b.Grow(len(md))
 	for i := 0; i < len(md); i++ {
-		if md[i] == '\\' && i+1 < len(md) && isASCIIPunct(md[i+1]) {
+		if md[i] == '\\' && i+1 < len(md) && util.IsPunct(md[i+1]) {
 			i++
 		}
 		b.WriteByte(md[i])
 	}
 	return b.String()
-}
-
-func isASCIIPunct(c byte) bool {
-	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
 }

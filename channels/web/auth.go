@@ -19,7 +19,7 @@ import (
 // cookie is self-contained — user, random nonce, expiry, and an HMAC keyed by a hash of
 // that user's token — so it survives a restart and works on every replica, and changing
 // a user's token signs that user out everywhere. Sign-out clears the cookie and records
-// its nonce in the store (SignOuts) until it would have expired, so a copy of the cookie
+// its nonce in the store until it would have expired, so a copy of the cookie
 // is refused after a restart and by every replica on the same database.
 //
 // Every POST carries a CSRF token, an HMAC of the user's key over the sign-in's nonce, so
@@ -116,7 +116,7 @@ func (c *Channel) who(r *http.Request) (viewer, bool) {
 	if err != nil || !c.d.Now().Before(time.Unix(exp, 0)) {
 		return viewer{}, false
 	}
-	gone, err := c.d.SignOuts.SignedOut(r.Context(), nonce)
+	gone, err := c.d.Store.SignedOut(r.Context(), nonce)
 	if err != nil {
 		// Refused rather than let in: the store cannot say whether it was signed out.
 		c.log.Warn("reading sign-outs", "user", name, "err", err)
@@ -134,7 +134,7 @@ func (c *Channel) holds(ctx context.Context, v viewer) bool {
 	if !c.d.Now().Before(v.expires) {
 		return false
 	}
-	gone, err := c.d.SignOuts.SignedOut(ctx, v.nonce)
+	gone, err := c.d.Store.SignedOut(ctx, v.nonce)
 	return err == nil && !gone
 }
 
@@ -226,12 +226,12 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 // could not be recorded is reported and the user stays signed in, since a copy of the
 // cookie would still work.
 func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
-	if err := c.d.SignOuts.SignOut(r.Context(), v.nonce, v.expires); err != nil {
+	if err := c.d.Store.SignOut(r.Context(), v.nonce, v.expires); err != nil {
 		c.log.Error("signing out", "user", v.Name, "err", err)
 		http.Error(w, "Signing out failed: the gateway could not record it, so you are still signed in. Try again in a moment; details are in the gateway log.", http.StatusInternalServerError)
 		return
 	}
-	if n, err := c.d.SignOuts.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
+	if n, err := c.d.Store.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
 		c.log.Warn("pruning sign-outs", "err", err)
 	} else if n > 0 {
 		c.log.Debug("pruned expired sign-outs", "rows", n)

@@ -156,8 +156,10 @@ func (c *Config) userNames() []string {
 	return slices.Sorted(maps.Keys(c.Users))
 }
 
-// Reader is what the pages read from the store; *store.Store satisfies it.
-type Reader interface {
+// Store is what the pages read, and where sign-outs (auth.go) and the conversations users
+// made (conversations.go) are kept, shared by every replica on the database and kept
+// across restarts; *store.Store satisfies it.
+type Store interface {
 	Session(ctx context.Context, id string) (core.Session, error)
 	Sessions(ctx context.Context) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
@@ -166,11 +168,16 @@ type Reader interface {
 	Transcript(ctx context.Context, sessionID string, limit int) ([]core.ChatMessage, error)
 	Events(ctx context.Context, sessionID string) ([]core.Event, error)
 	Nudges(ctx context.Context, sessionID string) ([]core.Nudge, error)
+	SignOut(ctx context.Context, nonce string, until time.Time) error
+	SignedOut(ctx context.Context, nonce string) (bool, error)
+	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
 }
 
 // Deps are what the channel talks through. Store is required; the rest have defaults.
 type Deps struct {
-	Store Reader
+	Store Store
 	// Approvers is access.approvers: who may decide from the dashboard, and whose chat
 	// shows decision buttons. The engine enforces the rules either way.
 	Approvers []string
@@ -188,22 +195,9 @@ type Deps struct {
 	// Reach is the engine's (engine.Config.Reach): cards and downloaded plan files say a
 	// plan's grants with it.
 	Reach machine.Reach
-	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
-	SignOuts SignOuts
-	// State keeps the conversations users made (conversations.go); nil takes Store,
-	// which must then be one.
-	State ConversationState
 	// PublicURL is http.public_url: when it is https, the cookies are Secure whatever
 	// secure_cookie says.
 	PublicURL string
-}
-
-// SignOuts is where sign-outs are kept, shared by every replica on the database and
-// kept across restarts; *store.Store satisfies it.
-type SignOuts interface {
-	SignOut(ctx context.Context, nonce string, until time.Time) error
-	SignedOut(ctx context.Context, nonce string) (bool, error)
-	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -258,20 +252,6 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	}
 	if d.Store == nil {
 		return nil, errors.New("starting web: no store")
-	}
-	if d.SignOuts == nil {
-		so, ok := d.Store.(SignOuts)
-		if !ok {
-			return nil, errors.New("starting web: the store does not keep sign-outs")
-		}
-		d.SignOuts = so
-	}
-	if d.State == nil {
-		cs, ok := d.Store.(ConversationState)
-		if !ok {
-			return nil, errors.New("starting web: the store does not keep channel state")
-		}
-		d.State = cs
 	}
 	if u := strings.ToLower(d.PublicURL); strings.HasPrefix(u, "https://") {
 		cfg.Secure = true
