@@ -1,15 +1,11 @@
 package channels
 
-// Outbound replies are markdown (core.Reply.Text). Every platform wants something else, so
-// the text is parsed once with goldmark (CommonMark plus the GFM extensions) and the AST is
-// rendered for the target: Telegram HTML, Slack mrkdwn, Discord markdown or plain text. Going
-// through a parser rather than rewriting the markdown with patterns is what keeps hostile or
-// merely unusual input (raw HTML, unbalanced emphasis, link syntax inside code) from turning
-// into markup the platform rejects or, worse, executes.
-//
-// The renderer is shared: block structure (paragraphs, lists, quotes, code, tables) is the
-// same everywhere, and the per-platform files decide how text is escaped and how an inline
-// style, a code block, a link or a quote is written.
+// Outbound replies are markdown (core.Reply.Text), parsed once with goldmark (CommonMark
+// plus GFM) and rendered for the target: Telegram HTML, Slack mrkdwn, Discord markdown or
+// plain text. A parser rather than pattern rewriting is what keeps hostile or unusual input
+// (raw HTML, unbalanced emphasis, link syntax inside code) from becoming markup the
+// platform rejects or executes. Block structure is rendered the same everywhere; the
+// dialect table and the per-platform files say how text, styles, code and links are written.
 
 import (
 	"bytes"
@@ -26,9 +22,8 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
-// markdownParser is built once because assembling goldmark's parser tables costs far more
-// than parsing a chat reply. It is never changed after construction, and goldmark's parser
-// keeps per-call state in its parse context, so sharing it between goroutines is safe.
+// markdownParser is built once: assembling goldmark's parser tables costs far more than
+// parsing a reply. Its per-call state lives in the parse context, so goroutines share it.
 var markdownParser = sync.OnceValue(func() parser.Parser {
 	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 })
@@ -50,15 +45,20 @@ func (f flavor) String() string { return [...]string{"telegram", "slack", "disco
 // quote as an element instead.
 type dialect struct {
 	escape               func(b *bytes.Buffer, s string)
-	bold, italic, strike [2]string
-	quote                [2]string
+	bold, italic, strike marks
+	quote                marks
 }
 
+type marks [2]string
+
 var dialects = [...]dialect{
-	flavorTelegram: {escape: writeTelegramEscaped, bold: [2]string{"<b>", "</b>"}, italic: [2]string{"<i>", "</i>"}, strike: [2]string{"<s>", "</s>"}},
-	flavorSlack:    {escape: writeSlackEscaped, bold: [2]string{"*", "*"}, italic: [2]string{"_", "_"}, strike: [2]string{"~", "~"}, quote: [2]string{"> ", ">"}},
-	flavorDiscord:  {escape: writeDiscordEscaped, bold: [2]string{"**", "**"}, italic: [2]string{"*", "*"}, strike: [2]string{"~~", "~~"}, quote: [2]string{"> ", ">"}},
-	flavorPlain:    {escape: func(b *bytes.Buffer, s string) { b.WriteString(s) }, quote: [2]string{"│ ", "│"}},
+	flavorTelegram: {escape: writeTelegramEscaped,
+		bold: marks{"<b>", "</b>"}, italic: marks{"<i>", "</i>"}, strike: marks{"<s>", "</s>"}},
+	flavorSlack: {escape: writeSlackEscaped,
+		bold: marks{"*", "*"}, italic: marks{"_", "_"}, strike: marks{"~", "~"}, quote: marks{"> ", ">"}},
+	flavorDiscord: {escape: writeDiscordEscaped,
+		bold: marks{"**", "**"}, italic: marks{"*", "*"}, strike: marks{"~~", "~~"}, quote: marks{"> ", ">"}},
+	flavorPlain: {escape: func(b *bytes.Buffer, s string) { b.WriteString(s) }, quote: marks{"│ ", "│"}},
 }
 
 // thematicBreak stands in for "---": no platform here renders a horizontal rule.
@@ -227,13 +227,13 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 	}
 }
 
-// styled writes the children of n wrapped in marks, leaving out the marks when the
+// styled writes the children of n wrapped in m, leaving out the marks when the
 // content is empty (an empty entity is an error on Telegram).
-func (r *renderer) styled(b *bytes.Buffer, n ast.Node, marks [2]string, bold bool) {
+func (r *renderer) styled(b *bytes.Buffer, n ast.Node, m marks, bold bool) {
 	if bold && r.inBold {
-		marks = [2]string{}
+		m = marks{}
 	}
-	r.wrapInlines(b, n, marks[0], marks[1], r.inBold || bold && r.f == flavorSlack)
+	r.wrapInlines(b, n, m[0], m[1], r.inBold || bold && r.f == flavorSlack)
 }
 
 // wrapInlines writes the children of n between open and closing, with r.inBold set to
@@ -265,12 +265,12 @@ func writeNonEmpty(b *bytes.Buffer, prefix string, write func()) bool {
 // heading writes a heading as a bold line (Discord has real headings for levels 1 to 3),
 // or nothing when it has no text.
 func (r *renderer) heading(b *bytes.Buffer, n *ast.Heading) {
-	marks := dialects[r.f].bold
+	m := dialects[r.f].bold
 	if r.f == flavorDiscord && n.Level <= 3 {
 		// Discord renders #, ## and ###; deeper levels would show their hashes.
-		marks = [2]string{strings.Repeat("#", n.Level) + " ", ""}
+		m = marks{strings.Repeat("#", n.Level) + " ", ""}
 	}
-	r.wrapInlines(b, n, marks[0], marks[1], r.f == flavorSlack)
+	r.wrapInlines(b, n, m[0], m[1], r.f == flavorSlack)
 }
 
 func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
@@ -356,13 +356,11 @@ func prefixLines(b *bytes.Buffer, content, prefix, bare string) {
 
 // plainParagraph reports whether md is one line that CommonMark with GFM parses into a
 // single paragraph of exactly its own text: ASCII letters, digits, spaces and punctuation
-// that means nothing in the middle of a line, starting with a letter (so no list, heading,
-// quote, table or code block can start) and not ending in a space, with no "www." for an
-// autolink to start at (a URL would need '/', an e-mail address '@'). Such a reply, the
-// common short one, is rendered without parsing: the parser's tree was most of a plain
-// reply's formatting cost. Discord's escaping depends on where its parser splits the
-// text, so its replies are always parsed. TestPlainParagraphRendersAsParsed holds this
-// to the parser.
+// that means nothing mid-line, starting with a letter (so no block can start) and not
+// ending in a space, with no "www." for an autolink (a URL would need '/', an e-mail '@').
+// Such a reply, the common short one, skips the parser, most of its formatting cost.
+// Discord's escaping depends on where its parser splits the text, so Discord always
+// parses. TestPlainParagraphRendersAsParsed holds this to the parser.
 func plainParagraph(md string) bool {
 	if md == "" || !isASCIILetter(md[0]) || md[len(md)-1] == ' ' {
 		return false

@@ -14,13 +14,12 @@ import (
 	"github.com/plangate/plangate/channels/httpserver"
 )
 
-// Sign-in: a person types their token into the form at /login; the token is compared in
-// constant time with every configured token, and a match sets a session cookie. The
-// cookie is self-contained — user, random nonce, expiry, and an HMAC keyed by a hash of
-// that user's token — so it survives a restart and works on every replica, and changing
-// a user's token signs that user out everywhere. Sign-out clears the cookie and records
-// its nonce in the store until it would have expired, so a copy of the cookie
-// is refused after a restart and by every replica on the same database.
+// Sign-in: the token typed at /login is compared in constant time with every configured
+// token, and a match sets a self-contained session cookie (user, random nonce, expiry,
+// and an HMAC keyed by a hash of the user's token), so it works on every replica and
+// after a restart, and changing a token signs its user out everywhere. Sign-out records
+// the nonce in the store until the cookie would have expired, so a copy of it is refused
+// by every replica on the database.
 //
 // Every POST carries a CSRF token, an HMAC of the user's key over the sign-in's nonce, so
 // a token read from one sign-in is refused with another; the sign-in form, which has no

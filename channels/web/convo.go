@@ -17,14 +17,13 @@ import (
 
 // A conversation's page is a list of items (messages and plan cards); its live stream is
 // a log of events with increasing sequence numbers: "msg" appends an item, "edit" replaces
-// one, "card" re-renders every card of one plan. Event payloads are rendered once, when
-// the event happens, so a thousand open pages cost one rendering.
+// one, "card" re-renders every card of one plan. Payloads are rendered once, when the
+// event happens, so a thousand open pages cost one rendering.
 //
-// The log is in memory. When the process starts again a conversation's items are rebuilt
-// from the store — the transcript (what people typed, what the agent answered) and every
-// plan version as a card with its current status — and a page that reconnects with an id
-// of the previous process is told to reload. What a restart loses is only what the store
-// never had: notices, refusals, status and help answers, nudge texts shown before it.
+// The log is in memory. A restarted process rebuilds the items from the store (the
+// transcript and every plan version as a card) and tells a page that reconnects with an
+// old id to reload; only what the store never had (notices, status and help answers,
+// nudge texts) is lost.
 const (
 	maxItems  = 500  // items a page shows
 	maxEvents = 2000 // events a reconnecting page can catch up on before it must reload

@@ -1,15 +1,12 @@
 // Package web is the browser channel of docs/design.md §11: a chat page where a person
 // signed in with a token talks to the agent and decides on plans, and a dashboard of every
-// session on every channel that waits for a decision or an answer. It is a channel like
-// the others — it implements channels.Channel, so the engine neither knows nor cares that
-// the "platform" is a browser — and it serves its pages on the shared httpserver.Server.
+// session on every channel that waits for a decision or an answer. It implements
+// channels.Channel like any platform and serves its pages on the shared httpserver.Server.
 //
 // Pages are html/template, rendered on the server; one small embedded script posts the
-// buttons and applies the live updates that arrive over Server-Sent Events. Everything the
-// engine sends to a web conversation is appended to that conversation's event log with an
-// increasing id, so a stream that reconnects with Last-Event-ID gets exactly what it
-// missed. The log lives in memory; what the page shows when the process starts again is
-// derived from the store (the transcript and the plans), see convo.go.
+// buttons and applies the live updates that arrive over Server-Sent Events, from an
+// in-memory event log per conversation (convo.go) that a reconnecting stream resumes
+// with Last-Event-ID.
 package web
 
 import (
@@ -41,9 +38,7 @@ const EditHint = "use Edit on the plan's card"
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
 const DefaultSessionTTL = 7 * 24 * time.Hour
 
-// The per-user caps when channels.web leaves them unset: conversations a user may have,
-// live pages (Server-Sent Event streams) a user may hold open on one replica, and the
-// size of one message (or button value) in bytes.
+// The per-user caps when channels.web leaves them unset (see Config).
 const (
 	DefaultMaxConversations = 100
 	DefaultMaxStreams       = 10
@@ -243,8 +238,8 @@ var (
 	_ channels.Editor  = (*Channel)(nil)
 )
 
-// New returns the web channel; it does no I/O. Register its routes on the HTTP server
-// with Register, and run it in the Hub like any channel.
+// New returns the web channel; it does no I/O. Its routes go on the HTTP server with
+// RegisterHTTP, and it runs in the Hub like any channel.
 func New(cfg Config, d Deps) (*Channel, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil && cfg.Enabled {
@@ -292,9 +287,8 @@ func New(cfg Config, d Deps) (*Channel, error) {
 // Name implements channels.Channel.
 func (c *Channel) Name() string { return Name }
 
-// Run makes h the receiver of what people type and click in the browser, until ctx ends;
-// it returns nil then. The pages are served by the HTTP server (Register), so Run itself
-// only has to be there for them.
+// Run makes h the receiver of what people type and click in the browser until ctx ends,
+// and returns nil; the HTTP server serves the pages.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setRunning(&running{ctx: ctx, h: h})
 	if c.mirror != nil {
