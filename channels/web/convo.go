@@ -73,10 +73,6 @@ type convo struct {
 	changed chan struct{}
 }
 
-func newConvo(a core.Address, epoch string) *convo {
-	return &convo{addr: a, epoch: epoch, next: 1, changed: make(chan struct{})}
-}
-
 // convo returns the conversation of a, rebuilding its items from the store the first time
 // it is used in this process.
 func (c *Channel) convo(ctx context.Context, a core.Address) *convo {
@@ -84,7 +80,7 @@ func (c *Channel) convo(ctx context.Context, a core.Address) *convo {
 	c.mu.Lock()
 	cv := c.convos[id]
 	if cv == nil {
-		cv = newConvo(a, c.epoch)
+		cv = &convo{addr: a, epoch: c.epoch, next: 1, changed: make(chan struct{})}
 		c.convos[id] = cv
 	}
 	c.mu.Unlock()

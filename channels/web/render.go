@@ -191,12 +191,10 @@ var statusWords = map[core.PlanStatus]string{
 	core.PlanExpired: "expired", core.PlanCompleted: "completed",
 }
 
-var stepMarks = map[plan.StepStatus]string{
-	plan.StepPending: "[ ]", plan.StepInProgress: "[>]", plan.StepCompleted: "[x]", plan.StepCancelled: "[~]",
-}
-
-var stepWords = map[plan.StepStatus]string{
-	plan.StepPending: "to do", plan.StepInProgress: "in progress", plan.StepCompleted: "done", plan.StepCancelled: "cancelled",
+// stepLooks are a step's mark and words by its status.
+var stepLooks = map[plan.StepStatus]struct{ mark, words string }{
+	plan.StepPending: {"[ ]", "to do"}, plan.StepInProgress: {"[>]", "in progress"},
+	plan.StepCompleted: {"[x]", "done"}, plan.StepCancelled: {"[~]", "cancelled"},
 }
 
 type stepView struct{ Mark, Text, Status, Class string }
@@ -230,7 +228,8 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		v.Status = string(p.Status)
 	}
 	for _, s := range p.Body.Steps {
-		v.Steps = append(v.Steps, stepView{Mark: stepMarks[s.Status], Text: s.Text, Status: stepWords[s.Status], Class: string(s.Status)})
+		look := stepLooks[s.Status]
+		v.Steps = append(v.Steps, stepView{Mark: look.mark, Text: s.Text, Status: look.words, Class: string(s.Status)})
 		if s.Status == plan.StepCompleted || s.Status == plan.StepCancelled {
 			v.Done++
 		}

@@ -74,17 +74,16 @@ func Defaults() Config {
 
 // Defaults fills in what the configuration left out.
 func (c *Config) Defaults() {
-	if c.SessionTTL <= 0 {
-		c.SessionTTL = DefaultSessionTTL
-	}
-	if c.MaxConversations <= 0 {
-		c.MaxConversations = DefaultMaxConversations
-	}
-	if c.MaxStreams <= 0 {
-		c.MaxStreams = DefaultMaxStreams
-	}
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
+	orDefault(&c.SessionTTL, DefaultSessionTTL)
+	orDefault(&c.MaxConversations, DefaultMaxConversations)
+	orDefault(&c.MaxStreams, DefaultMaxStreams)
+	orDefault(&c.MaxMessageBytes, DefaultMaxMessageBytes)
+}
+
+// orDefault sets *v to def when it is not positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
