@@ -69,12 +69,8 @@ func neutralizeDiscordMentions(s string) string {
 	b.Grow(len(s) + 8)
 	last := 0
 	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '@' && startsWithAnyFold(s[i+1:], discordBroadcasts[:]):
-			b.WriteString(s[last : i+1])
-			b.WriteString(zwsp)
-			last = i + 1
-		case s[i] == '<' && i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '#'):
+		if s[i] == '@' && startsWithAnyFold(s[i+1:], discordBroadcasts[:]) ||
+			s[i] == '<' && i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '#') {
 			b.WriteString(s[last : i+1])
 			b.WriteString(zwsp)
 			last = i + 1

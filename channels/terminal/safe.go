@@ -8,11 +8,10 @@ import (
 )
 
 // Neutralize makes text from a model, a workspace file or a chat safe to print to a
-// terminal: control characters (C0 except newline and tab, DEL, C1) and the bidirectional
-// overrides are shown as visible escapes instead of being interpreted, so an ESC or OSC
-// sequence in a reply cannot erase lines, retitle the window or write the clipboard, and
-// right-to-left overrides cannot make text read differently from what it is. Invalid
-// UTF-8 is shown as U+FFFD.
+// terminal: control characters (C0 but newline and tab, DEL, C1) and bidirectional
+// overrides are shown as visible escapes, so an ESC or OSC sequence cannot erase lines,
+// retitle the window or write the clipboard, and an override cannot make text read as
+// what it is not. Invalid UTF-8 is shown as U+FFFD.
 func Neutralize(s string) string { return neutralize(s, false) }
 
 // NeutralizeField is Neutralize for one cell of a table: newlines and tabs become visible

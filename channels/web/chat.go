@@ -173,13 +173,8 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	if !ok {
 		return
 	}
-	act, ok := formAction(r)
+	act, ok := c.formAction(w, r, "/c/"+id)
 	if !ok {
-		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "That button is not one plangate knows.")
-		return
-	}
-	if why := c.tooLong(act.Value); why != "" {
-		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
 		return
 	}
 	// The click is shown as what the person said, so the transcript reads like a chat.
@@ -219,13 +214,23 @@ func (c *Channel) handOn(w http.ResponseWriter, r *http.Request, back string, m 
 
 var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
 
-func formAction(r *http.Request) (core.Action, bool) {
+// formAction reads the button a form posted, or answers the post from page back with why
+// it cannot be taken and returns false.
+func (c *Channel) formAction(w http.ResponseWriter, r *http.Request, back string) (core.Action, bool) {
 	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),
 		Value: strings.TrimSpace(r.PostForm.Get("value"))}
 	switch a.Kind {
 	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer:
-		return a, a.ApprovalID != "" || a.Kind == core.ActionAnswer
+		if a.ApprovalID == "" && a.Kind != core.ActionAnswer {
+			break
+		}
+		if why := c.tooLong(a.Value); why != "" {
+			c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)
+			return a, false
+		}
+		return a, true
 	}
+	c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
 	return a, false
 }
 

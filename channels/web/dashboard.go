@@ -133,13 +133,8 @@ func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v v
 // decided or superseded meanwhile) is answered here and not sent on.
 func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v viewer) {
 	back := "/dashboard"
-	act, ok := formAction(r)
+	act, ok := c.formAction(w, r, back)
 	if !ok {
-		c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
-		return
-	}
-	if why := c.tooLong(act.Value); why != "" {
-		c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)
 		return
 	}
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
