@@ -242,7 +242,7 @@ func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
 
 // write renders a whole page.
 func (c *Channel) write(w http.ResponseWriter, code int, name string, data any) {
-	h, err := c.pages.render(name, data)
+	h, err := c.render(name, data)
 	if err != nil {
 		c.log.Error("rendering page", "page", name, "err", err)
 		http.Error(w, "The page could not be rendered; details are in the gateway log.", http.StatusInternalServerError)

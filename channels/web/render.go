@@ -27,10 +27,8 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// pages holds the parsed templates.
-type pages struct{ t *template.Template }
-
-func newPages() (*pages, error) {
+// parsePages parses the page templates.
+func parsePages() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"when": func(t time.Time) string {
 			if t.IsZero() {
@@ -42,12 +40,12 @@ func newPages() (*pages, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing templates: %w", err)
 	}
-	return &pages{t: t}, nil
+	return t, nil
 }
 
-func (p *pages) render(name string, data any) (template.HTML, error) {
+func (c *Channel) render(name string, data any) (template.HTML, error) {
 	var b bytes.Buffer
-	if err := p.t.ExecuteTemplate(&b, name, data); err != nil {
+	if err := c.pages.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("rendering %s: %w", name, err)
 	}
 	return template.HTML(b.String()), nil // #nosec: the output of html/template
@@ -143,7 +141,7 @@ func (c *Channel) renderReply(r core.Reply) template.HTML {
 
 // fragment renders template name, or logs why it could not and returns fallback.
 func (c *Channel) fragment(name string, data any, fallback template.HTML) template.HTML {
-	h, err := c.pages.render(name, data)
+	h, err := c.render(name, data)
 	if err != nil {
 		c.log.Error("rendering "+name, "err", err)
 		return fallback
@@ -165,9 +163,8 @@ func withCSRF(h template.HTML, token string) template.HTML {
 
 // itemView is what the "item" template needs.
 type itemView struct {
-	DOM, Kind, Label, By string
-	At                   time.Time
-	HTML                 template.HTML
+	DOM, Kind, Label string
+	HTML             template.HTML
 }
 
 var kindLabels = map[itemKind]string{itemUser: "", itemBot: "plangate", itemNotice: "Notice", itemNudge: "Reminder", itemCard: "Plan"}
@@ -181,7 +178,7 @@ func (c *Channel) itemView(it *item) itemView {
 	if it.kind == itemUser {
 		label = it.by
 	}
-	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, By: it.by, At: it.at, HTML: it.html}
+	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, HTML: it.html}
 }
 
 // statusWords are the badges' words: the status is readable without its colour.

@@ -15,6 +15,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"maps"
 	"regexp"
@@ -201,7 +202,7 @@ type Channel struct {
 	log   *slog.Logger
 	keys  map[string][]byte // per-user key for cookies and CSRF tokens, from the token
 	epoch string            // distinguishes event ids of this process from a previous one
-	pages *pages
+	pages *template.Template
 	// startWait is how long a post waits for Run to start (at start-up, a page may post
 	// before the Hub has started the channel).
 	startWait time.Duration
@@ -264,7 +265,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 			}
 		}
 	}
-	p, err := newPages()
+	p, err := parsePages()
 	if err != nil {
 		return nil, fmt.Errorf("starting web: %w", err)
 	}
