@@ -7,10 +7,10 @@ import (
 
 // DiscordMarkdown re-renders markdown for Discord, whose dialect is close to CommonMark:
 // emphasis, code, fences, quotes, lists and #..### headings pass through; a table becomes an
-// aligned ``` block; only http(s) links stay links; raw HTML and escaped punctuation come out
-// as literal text (backslash-escaped where Discord would read it as markup). Mentions written
-// in the text (@everyone, @here, <@id>, <@!id>, <@&role>, <#channel>) get a zero-width space
-// so they stay inert even if a message is sent without an empty allowed_mentions.
+// aligned ``` block; only http(s) links stay links; raw HTML and escaped punctuation are
+// literal text (backslash-escaped where Discord would read markup). Mentions in the text
+// (@everyone, @here, <@id>, <@&role>, <#channel>) get a zero-width space, inert even in a
+// message sent without an empty allowed_mentions.
 func DiscordMarkdown(md string) string {
 	return render(md, flavorDiscord)
 }

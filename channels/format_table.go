@@ -8,8 +8,8 @@ import (
 	extast "github.com/yuin/goldmark/extension/ast"
 )
 
-// Chat platforms have no tables (a markdown table once produced empty Telegram messages), so
-// a table becomes aligned columns of plain text in a monospaced block.
+// Chat platforms have no tables, so a table becomes aligned columns of plain text in a
+// monospaced block.
 
 func (r *renderer) table(b *bytes.Buffer, t *extast.Table) {
 	var rows [][]string

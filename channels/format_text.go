@@ -80,9 +80,8 @@ func plainInline(src []byte, n ast.Node) string {
 	return b.String()
 }
 
-// unescapeMarkdown resolves what CommonMark resolves in text: backslash escapes of ASCII
-// punctuation and entity or numeric character references. It mirrors goldmark's HTML
-// writer but produces plain text, so each flavor can escape it its own way.
+// unescapeMarkdown resolves what CommonMark resolves in text (backslash escapes of ASCII
+// punctuation, character references) into plain text that each flavor escapes its own way.
 func unescapeMarkdown(src []byte) string {
 	if bytes.IndexAny(src, "\\&\x00") < 0 {
 		return string(src)
