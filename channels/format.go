@@ -40,11 +40,11 @@ const (
 
 func (f flavor) String() string { return [...]string{"telegram", "slack", "discord", "plain"}[f] }
 
-// dialect is what a flavor writes for text, the inline styles (open and closing markers)
-// and the lines of a quote (before a line, and before an empty one); Telegram writes a
-// quote as an element instead.
+// dialect is what a flavor writes for the inline styles (open and closing markers) and
+// the lines of a quote (before a line, and before an empty one); Telegram writes a quote
+// as an element instead. Text escaping is a switch (renderer.text): through a function
+// value, every buffer it writes to would escape to the heap.
 type dialect struct {
-	escape               func(b *bytes.Buffer, s string)
 	bold, italic, strike marks
 	quote                marks
 }
@@ -52,13 +52,10 @@ type dialect struct {
 type marks [2]string
 
 var dialects = [...]dialect{
-	flavorTelegram: {escape: writeTelegramEscaped,
-		bold: marks{"<b>", "</b>"}, italic: marks{"<i>", "</i>"}, strike: marks{"<s>", "</s>"}},
-	flavorSlack: {escape: writeSlackEscaped,
-		bold: marks{"*", "*"}, italic: marks{"_", "_"}, strike: marks{"~", "~"}, quote: marks{"> ", ">"}},
-	flavorDiscord: {escape: writeDiscordEscaped,
-		bold: marks{"**", "**"}, italic: marks{"*", "*"}, strike: marks{"~~", "~~"}, quote: marks{"> ", ">"}},
-	flavorPlain: {escape: func(b *bytes.Buffer, s string) { b.WriteString(s) }, quote: marks{"│ ", "│"}},
+	flavorTelegram: {bold: marks{"<b>", "</b>"}, italic: marks{"<i>", "</i>"}, strike: marks{"<s>", "</s>"}},
+	flavorSlack:    {bold: marks{"*", "*"}, italic: marks{"_", "_"}, strike: marks{"~", "~"}, quote: marks{"> ", ">"}},
+	flavorDiscord:  {bold: marks{"**", "**"}, italic: marks{"*", "*"}, strike: marks{"~~", "~~"}, quote: marks{"> ", ">"}},
+	flavorPlain:    {quote: marks{"│ ", "│"}},
 }
 
 // thematicBreak stands in for "---": no platform here renders a horizontal rule.

@@ -11,7 +11,18 @@ import (
 
 // The flavor switches: how text, code and links are written for each platform.
 
-func (r *renderer) text(b *bytes.Buffer, s string) { dialects[r.f].escape(b, s) }
+func (r *renderer) text(b *bytes.Buffer, s string) {
+	switch r.f {
+	case flavorTelegram:
+		writeTelegramEscaped(b, s)
+	case flavorSlack:
+		writeSlackEscaped(b, s)
+	case flavorDiscord:
+		writeDiscordEscaped(b, s)
+	default:
+		b.WriteString(s)
+	}
+}
 
 func (r *renderer) codeSpan(b *bytes.Buffer, code string) {
 	if code == "" {
