@@ -11,12 +11,11 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// A conversation exists once its user made it with New conversation (POST
-// /conversations) or once its session is in the store; a page, a stream or a post for
-// any other id is answered 404 and stores nothing. Made conversations are kept in the
-// channel state record "conversations" of the user (their ids, space-separated), so every
-// replica and a restarted process know them before their first message makes a session.
-// A user has at most max_conversations of them.
+// A conversation exists once its user made it with New conversation (POST /conversations)
+// or once its session is in the store; any other id is answered 404 and stores nothing.
+// Made conversations are the user's channel state record "conversations" (ids,
+// space-separated), so every replica and a restarted process know them before their
+// first message makes a session.
 
 // conversationsKey is the channel state key, per user, of the conversations they made.
 const conversationsKey = "conversations"

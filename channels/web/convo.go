@@ -197,8 +197,7 @@ func (cv *convo) snapshot() ([]item, uint64) {
 	return out, cv.next - 1
 }
 
-// Send implements channels.Channel: the reply is added to its conversation and pushed to
-// every open page of it.
+// Send implements channels.Channel by show.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -292,9 +291,8 @@ func (c *Channel) checkAddress(a core.Address) error {
 	return nil
 }
 
-// present turns a reply into an item. Replies about a plan (the proposal, progress, a
-// decision) become its card, rendered from the store; everything else is sanitized
-// markdown with its buttons.
+// present turns a reply into an item: a reply about a plan (proposal, progress, decision)
+// is its card, rendered from the store; any other is sanitized markdown with its buttons.
 func (c *Channel) present(ctx context.Context, id string, r core.Reply) *item {
 	it := &item{dom: "m" + strings.TrimPrefix(id, "w"), kind: itemBot, text: r.Text, at: c.d.Now()}
 	switch r.Kind {

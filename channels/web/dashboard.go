@@ -127,10 +127,9 @@ func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v v
 	return card
 }
 
-// dashboardAction decides on a session of any channel as the signed-in user: it is the
-// same core.Message with an Action that a button click on that platform produces, so the
-// engine applies the same rules. A decision that is no longer possible (the plan was
-// decided or superseded meanwhile) is answered here and not sent on.
+// dashboardAction decides on a session of any channel as the signed-in user, with the
+// core.Message a button click on that platform makes, so the engine applies the same
+// rules. A decision no longer possible (decided or superseded meanwhile) is answered here.
 func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v viewer) {
 	back := "/dashboard"
 	act, ok := c.formAction(w, r, back)

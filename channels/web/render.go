@@ -149,11 +149,11 @@ func (c *Channel) fragment(name string, data any, fallback template.HTML) templa
 	return h
 }
 
-// The CSRF token belongs to one sign-in, and what the engine sends is rendered once for
-// every page of a conversation (the user may be signed in twice), so the forms of
-// replies and cards are rendered with an empty token. A page drawn for a sign-in gets its
-// token put in (withCSRF), and the page's script posts a form with the token of the page
-// it is on. Sanitized content cannot contain the attribute's quotes, only forms can.
+// The CSRF token belongs to one sign-in, but what the engine sends is rendered once for
+// every page of a conversation (the user may be signed in twice), so replies and cards
+// are rendered with an empty token; a page drawn for a sign-in gets its token put in, and
+// the script posts with the token of its page. Sanitized content cannot contain the
+// attribute's quotes, only forms can.
 const blankCSRF = `name="csrf" value=""`
 
 // withCSRF puts the sign-in's CSRF token into the forms of h.

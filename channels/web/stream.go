@@ -33,12 +33,10 @@ func (c *Channel) parseEventID(id string) (uint64, bool) {
 	return seq, err == nil
 }
 
-// stream is a conversation's live updates as Server-Sent Events. It starts after the
-// Last-Event-ID the browser sends when it reconnects, or after the page's own last event
-// (?after=) on the first connection, and writes every event from there on, so nothing
-// between the page and the stream, or between two connections, is missed. A stream that
-// cannot continue (an id of a previous process, or events that have been dropped) is
-// told to reload, which rebuilds the page from the store.
+// stream is a conversation's live updates as Server-Sent Events, from the Last-Event-ID
+// of a reconnecting browser or the page's own last event (?after=), so nothing between
+// the page and the stream or between two connections is missed. A stream that cannot
+// continue (an id of a previous process, or dropped events) is told to reload.
 func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	_, cv, ok := c.existing(w, r, v)
 	if !ok {
