@@ -178,9 +178,6 @@ func SplitText(s string, limit int, length func(string) int) []string {
 type textChunk struct{ prefix, body, suffix string }
 
 func splitText(s string, limit int, length func(string) int) []textChunk {
-	if length == nil {
-		length = utf8.RuneCountInString
-	}
 	if length(s) <= limit {
 		return []textChunk{{body: s}}
 	}
