@@ -1,15 +1,11 @@
 package channels
 
-// Outbound replies are markdown (core.Reply.Text). Every platform wants something else, so
-// the text is parsed once with goldmark (CommonMark plus the GFM extensions) and the AST is
-// rendered for the target: Telegram HTML, Slack mrkdwn, Discord markdown or plain text. Going
-// through a parser rather than rewriting the markdown with patterns is what keeps hostile or
-// merely unusual input (raw HTML, unbalanced emphasis, link syntax inside code) from turning
-// into markup the platform rejects or, worse, executes.
-//
-// The renderer is shared: block structure (paragraphs, lists, quotes, code, tables) is the
-// same everywhere, and the per-platform files decide how text is escaped and how an inline
-// style, a code block, a link or a quote is written.
+// Outbound replies are markdown (core.Reply.Text), parsed once with goldmark (CommonMark
+// plus GFM) and rendered for the target: Telegram HTML, Slack mrkdwn, Discord markdown or
+// plain text. A parser rather than pattern rewriting is what keeps hostile or unusual input
+// (raw HTML, unbalanced emphasis, link syntax inside code) from becoming markup the
+// platform rejects or executes. Block structure is rendered the same everywhere; the
+// dialect table and the per-platform files say how text, styles, code and links are written.
 
 import (
 	"bytes"
@@ -26,31 +22,41 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
-// markdownParser is built once because assembling goldmark's parser tables costs far more
-// than parsing a chat reply. It is never changed after construction, and goldmark's parser
-// keeps per-call state in its parse context, so sharing it between goroutines is safe.
+// markdownParser is built once: assembling goldmark's parser tables costs far more than
+// parsing a reply. Its per-call state lives in the parse context, so goroutines share it.
 var markdownParser = sync.OnceValue(func() parser.Parser {
 	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
 })
 
-// flavor is the output format of a render.
-type flavor string
+// flavor is the output format of a render, an index into dialects.
+type flavor uint8
 
 const (
-	flavorTelegram flavor = "telegram"
-	flavorSlack    flavor = "slack"
-	flavorDiscord  flavor = "discord"
-	flavorPlain    flavor = "plain"
+	flavorTelegram flavor = iota
+	flavorSlack
+	flavorDiscord
+	flavorPlain
 )
 
-// style is an inline style that maps onto a pair of markers.
-type style string
+func (f flavor) String() string { return [...]string{"telegram", "slack", "discord", "plain"}[f] }
 
-const (
-	styleBold   style = "bold"
-	styleItalic style = "italic"
-	styleStrike style = "strike"
-)
+// dialect is what a flavor writes for the inline styles (open and closing markers) and
+// the lines of a quote (before a line, and before an empty one); Telegram writes a quote
+// as an element instead. Text escaping is a switch (renderer.text): through a function
+// value, every buffer it writes to would escape to the heap.
+type dialect struct {
+	bold, italic, strike marks
+	quote                marks
+}
+
+type marks [2]string
+
+var dialects = [...]dialect{
+	flavorTelegram: {bold: marks{"<b>", "</b>"}, italic: marks{"<i>", "</i>"}, strike: marks{"<s>", "</s>"}},
+	flavorSlack:    {bold: marks{"*", "*"}, italic: marks{"_", "_"}, strike: marks{"~", "~"}, quote: marks{"> ", ">"}},
+	flavorDiscord:  {bold: marks{"**", "**"}, italic: marks{"*", "*"}, strike: marks{"~~", "~~"}, quote: marks{"> ", ">"}},
+	flavorPlain:    {quote: marks{"│ ", "│"}},
+}
 
 // thematicBreak stands in for "---": no platform here renders a horizontal rule.
 const thematicBreak = "──────────"
@@ -181,13 +187,13 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 	case *ast.CodeSpan:
 		r.codeSpan(b, codeSpanText(r.src, n))
 	case *ast.Emphasis:
-		st := styleItalic
 		if n.Level >= 2 {
-			st = styleBold
+			r.styled(b, n, dialects[r.f].bold, true)
+		} else {
+			r.styled(b, n, dialects[r.f].italic, false)
 		}
-		r.styled(b, st, n)
 	case *extast.Strikethrough:
-		r.styled(b, styleStrike, n)
+		r.styled(b, n, dialects[r.f].strike, false)
 	case *ast.Link:
 		dest := unescapeMarkdown(n.Destination)
 		r.link(b, dest, isBareLink(r.src, n, dest), func() { r.inlines(b, n) })
@@ -205,12 +211,7 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 		label := string(n.Label(r.src))
 		r.link(b, url, n.AutoLinkType == ast.AutoLinkURL, func() { r.text(b, label) })
 	case *ast.RawHTML:
-		var raw strings.Builder
-		for i := range n.Segments.Len() {
-			seg := n.Segments.At(i)
-			raw.Write(seg.Value(r.src))
-		}
-		r.text(b, raw.String())
+		r.text(b, linesText(r.src, n.Segments))
 	case *extast.TaskCheckBox:
 		// A checkbox stays readable text; no platform here has a checkbox.
 		if n.IsChecked {
@@ -223,14 +224,13 @@ func (r *renderer) inline(b *bytes.Buffer, n ast.Node) {
 	}
 }
 
-// styled writes the children of n wrapped in the markers of st, leaving out the markers
-// when the content is empty (an empty entity is an error on Telegram).
-func (r *renderer) styled(b *bytes.Buffer, st style, n ast.Node) {
-	open, closing := r.markers(st)
-	if st == styleBold && r.inBold {
-		open, closing = "", ""
+// styled writes the children of n wrapped in m, leaving out the marks when the
+// content is empty (an empty entity is an error on Telegram).
+func (r *renderer) styled(b *bytes.Buffer, n ast.Node, m marks, bold bool) {
+	if bold && r.inBold {
+		m = marks{}
 	}
-	r.wrapInlines(b, n, open, closing, r.inBold || st == styleBold && r.f == flavorSlack)
+	r.wrapInlines(b, n, m[0], m[1], r.inBold || bold && r.f == flavorSlack)
 }
 
 // wrapInlines writes the children of n between open and closing, with r.inBold set to
@@ -262,20 +262,12 @@ func writeNonEmpty(b *bytes.Buffer, prefix string, write func()) bool {
 // heading writes a heading as a bold line (Discord has real headings for levels 1 to 3),
 // or nothing when it has no text.
 func (r *renderer) heading(b *bytes.Buffer, n *ast.Heading) {
-	var open, closing string
-	switch r.f {
-	case flavorTelegram:
-		open, closing = "<b>", "</b>"
-	case flavorSlack:
-		open, closing = "*", "*"
-	case flavorDiscord:
+	m := dialects[r.f].bold
+	if r.f == flavorDiscord && n.Level <= 3 {
 		// Discord renders #, ## and ###; deeper levels would show their hashes.
-		open, closing = "**", "**"
-		if n.Level <= 3 {
-			open, closing = strings.Repeat("#", n.Level)+" ", ""
-		}
+		m = marks{strings.Repeat("#", n.Level) + " ", ""}
 	}
-	r.wrapInlines(b, n, open, closing, r.f == flavorSlack)
+	r.wrapInlines(b, n, m[0], m[1], r.f == flavorSlack)
 }
 
 func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
@@ -287,19 +279,15 @@ func (r *renderer) quote(b *bytes.Buffer, n *ast.Blockquote) {
 	if content == "" {
 		return
 	}
-	switch r.f {
-	case flavorTelegram:
-		if r.quoteDepth > 0 {
-			b.WriteString(content)
-			return
-		}
+	switch {
+	case r.f != flavorTelegram:
+		prefixLines(b, content, dialects[r.f].quote[0], dialects[r.f].quote[1])
+	case r.quoteDepth > 0:
+		b.WriteString(content)
+	default:
 		b.WriteString("<blockquote>")
 		b.WriteString(content)
 		b.WriteString("</blockquote>")
-	case flavorSlack, flavorDiscord:
-		prefixLines(b, content, "> ", ">")
-	default:
-		prefixLines(b, content, "│ ", "│")
 	}
 }
 
@@ -336,20 +324,12 @@ func (r *renderer) list(b *bytes.Buffer, l *ast.List) {
 			b.WriteString(strings.TrimRight(marker, " "))
 			continue
 		}
-		indent := strings.Repeat(" ", utf8.RuneCountInString(marker))
-		first := true
-		for line := range strings.SplitSeq(content, "\n") {
-			switch {
-			case first:
-				b.WriteString(marker)
-				first = false
-			case line != "":
-				b.WriteByte('\n')
-				b.WriteString(indent)
-			default:
-				b.WriteByte('\n')
-			}
-			b.WriteString(line)
+		head, rest, more := strings.Cut(content, "\n")
+		b.WriteString(marker)
+		b.WriteString(head)
+		if more {
+			b.WriteByte('\n')
+			prefixLines(b, rest, strings.Repeat(" ", utf8.RuneCountInString(marker)), "")
 		}
 	}
 }
@@ -373,13 +353,11 @@ func prefixLines(b *bytes.Buffer, content, prefix, bare string) {
 
 // plainParagraph reports whether md is one line that CommonMark with GFM parses into a
 // single paragraph of exactly its own text: ASCII letters, digits, spaces and punctuation
-// that means nothing in the middle of a line, starting with a letter (so no list, heading,
-// quote, table or code block can start) and not ending in a space, with no "www." for an
-// autolink to start at (a URL would need '/', an e-mail address '@'). Such a reply, the
-// common short one, is rendered without parsing: the parser's tree was most of a plain
-// reply's formatting cost. Discord's escaping depends on where its parser splits the
-// text, so its replies are always parsed. TestPlainParagraphRendersAsParsed holds this
-// to the parser.
+// that means nothing mid-line, starting with a letter (so no block can start) and not
+// ending in a space, with no "www." for an autolink (a URL would need '/', an e-mail '@').
+// Such a reply, the common short one, skips the parser, most of its formatting cost.
+// Discord's escaping depends on where its parser splits the text, so Discord always
+// parses. TestPlainParagraphRendersAsParsed holds this to the parser.
 func plainParagraph(md string) bool {
 	if md == "" || !isASCIILetter(md[0]) || md[len(md)-1] == ' ' {
 		return false

@@ -7,10 +7,10 @@ import (
 
 // DiscordMarkdown re-renders markdown for Discord, whose dialect is close to CommonMark:
 // emphasis, code, fences, quotes, lists and #..### headings pass through; a table becomes an
-// aligned ``` block; only http(s) links stay links; raw HTML and escaped punctuation come out
-// as literal text (backslash-escaped where Discord would read it as markup). Mentions written
-// in the text (@everyone, @here, <@id>, <@!id>, <@&role>, <#channel>) get a zero-width space
-// so they stay inert even if a message is sent without an empty allowed_mentions.
+// aligned ``` block; only http(s) links stay links; raw HTML and escaped punctuation are
+// literal text (backslash-escaped where Discord would read markup). Mentions in the text
+// (@everyone, @here, <@id>, <@&role>, <#channel>) get a zero-width space, inert even in a
+// message sent without an empty allowed_mentions.
 func DiscordMarkdown(md string) string {
 	return render(md, flavorDiscord)
 }
@@ -69,12 +69,8 @@ func neutralizeDiscordMentions(s string) string {
 	b.Grow(len(s) + 8)
 	last := 0
 	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '@' && startsWithAnyFold(s[i+1:], discordBroadcasts[:]):
-			b.WriteString(s[last : i+1])
-			b.WriteString(zwsp)
-			last = i + 1
-		case s[i] == '<' && i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '#'):
+		if s[i] == '@' && startsWithAnyFold(s[i+1:], discordBroadcasts[:]) ||
+			s[i] == '<' && i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '#') {
 			b.WriteString(s[last : i+1])
 			b.WriteString(zwsp)
 			last = i + 1
@@ -82,6 +78,14 @@ func neutralizeDiscordMentions(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// discordFence writes code in a ``` block whose info string is lang; a ``` inside the
+// code is broken up so that it cannot end the block.
+func discordFence(b *bytes.Buffer, lang, code string) {
+	b.WriteString("```" + lang + "\n")
+	b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(code, "```", "`"+zwsp+"``")))
+	b.WriteString("\n```")
 }
 
 // discordCodeSpan writes code in a span whose backtick fence is longer than any backtick

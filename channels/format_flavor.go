@@ -14,47 +14,13 @@ import (
 func (r *renderer) text(b *bytes.Buffer, s string) {
 	switch r.f {
 	case flavorTelegram:
-		writeHTMLEscaped(b, s, false)
+		writeTelegramEscaped(b, s)
 	case flavorSlack:
 		writeSlackEscaped(b, s)
 	case flavorDiscord:
 		writeDiscordEscaped(b, s)
 	default:
 		b.WriteString(s)
-	}
-}
-
-func (r *renderer) markers(st style) (open, closing string) {
-	switch r.f {
-	case flavorTelegram:
-		switch st {
-		case styleBold:
-			return "<b>", "</b>"
-		case styleItalic:
-			return "<i>", "</i>"
-		default:
-			return "<s>", "</s>"
-		}
-	case flavorSlack:
-		switch st {
-		case styleBold:
-			return "*", "*"
-		case styleItalic:
-			return "_", "_"
-		default:
-			return "~", "~"
-		}
-	case flavorDiscord:
-		switch st {
-		case styleBold:
-			return "**", "**"
-		case styleItalic:
-			return "*", "*"
-		default:
-			return "~~", "~~"
-		}
-	default:
-		return "", ""
 	}
 }
 
@@ -65,7 +31,7 @@ func (r *renderer) codeSpan(b *bytes.Buffer, code string) {
 	switch r.f {
 	case flavorTelegram:
 		if r.inLink {
-			writeHTMLEscaped(b, code, false)
+			r.text(b, code)
 			return
 		}
 		r.enclose(b, "<code>", code, "</code>")
@@ -79,15 +45,10 @@ func (r *renderer) codeSpan(b *bytes.Buffer, code string) {
 	}
 }
 
-// enclose writes s, escaped for Telegram's HTML or Slack's mrkdwn, between open and
-// closing.
+// enclose writes s, escaped as text, between open and closing.
 func (r *renderer) enclose(b *bytes.Buffer, open, s, closing string) {
 	b.WriteString(open)
-	if r.f == flavorSlack {
-		writeSlackEscaped(b, s)
-	} else {
-		writeHTMLEscaped(b, s, false)
-	}
+	r.text(b, s)
 	b.WriteString(closing)
 }
 
@@ -108,9 +69,7 @@ func (r *renderer) codeBlock(b *bytes.Buffer, lang, code string) {
 	case flavorSlack:
 		r.enclose(b, "```\n", strings.ReplaceAll(code, "```", "`\u200b``"), "\n```")
 	case flavorDiscord:
-		b.WriteString("```" + sanitizeLanguage(lang) + "\n")
-		b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(code, "```", "`\u200b``")))
-		b.WriteString("\n```")
+		discordFence(b, sanitizeLanguage(lang), code)
 	default:
 		prefixLines(b, code, "    ", "")
 	}
@@ -137,15 +96,13 @@ func (r *renderer) link(b *bytes.Buffer, dest string, bare bool, label func()) {
 	switch r.f {
 	case flavorTelegram:
 		var attr bytes.Buffer
-		writeHTMLEscaped(&attr, href, true)
+		writeAttrEscaped(&attr, href)
 		if attr.Len() > maxHrefLen {
 			// Too long to repeat around every split of the message; shown as text, which
 			// Telegram still turns into a link.
 			label()
 			if !bare {
-				b.WriteString(" (")
-				writeHTMLEscaped(b, dest, false)
-				b.WriteString(")")
+				r.enclose(b, " (", dest, ")")
 			}
 			return
 		}
@@ -155,7 +112,7 @@ func (r *renderer) link(b *bytes.Buffer, dest string, bare bool, label func()) {
 		start := b.Len()
 		label()
 		if b.Len() == start {
-			writeHTMLEscaped(b, dest, false)
+			r.text(b, dest)
 		}
 		b.WriteString("</a>")
 	case flavorSlack:

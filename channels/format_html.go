@@ -5,9 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// A tokenizer for the Telegram HTML that TelegramHTML writes, used by SplitHTML to cut only
-// between whole tags, entities and characters. It is deliberately small: the input is
-// HTML this package produced, and anything it does not recognise is treated as text.
+// A tokenizer for the HTML that TelegramHTML writes, so that SplitHTML cuts only between
+// whole tags, entities and characters; anything it does not recognise is text.
 
 type htmlTokenKind int
 

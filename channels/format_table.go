@@ -8,8 +8,8 @@ import (
 	extast "github.com/yuin/goldmark/extension/ast"
 )
 
-// Chat platforms have no tables (a markdown table once produced empty Telegram messages), so
-// a table becomes aligned columns of plain text in a monospaced block.
+// Chat platforms have no tables, so a table becomes aligned columns of plain text in a
+// monospaced block.
 
 func (r *renderer) table(b *bytes.Buffer, t *extast.Table) {
 	var rows [][]string
@@ -31,17 +31,11 @@ func (r *renderer) table(b *bytes.Buffer, t *extast.Table) {
 	}
 	switch r.f {
 	case flavorTelegram:
-		b.WriteString("<pre>")
-		writeHTMLEscaped(b, layout, false)
-		b.WriteString("</pre>")
+		r.enclose(b, "<pre>", layout, "</pre>")
 	case flavorSlack:
-		b.WriteString("```\n")
-		writeSlackEscaped(b, layout)
-		b.WriteString("\n```")
+		r.enclose(b, "```\n", layout, "\n```")
 	case flavorDiscord:
-		b.WriteString("```\n")
-		b.WriteString(neutralizeDiscordMentions(strings.ReplaceAll(layout, "```", "`\u200b``")))
-		b.WriteString("\n```")
+		discordFence(b, "", layout)
 	default:
 		b.WriteString(layout)
 	}

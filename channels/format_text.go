@@ -80,9 +80,8 @@ func plainInline(src []byte, n ast.Node) string {
 	return b.String()
 }
 
-// unescapeMarkdown resolves what CommonMark resolves in text: backslash escapes of ASCII
-// punctuation and entity or numeric character references. It mirrors goldmark's HTML
-// writer but produces plain text, so each flavor can escape it its own way.
+// unescapeMarkdown resolves what CommonMark resolves in text (backslash escapes of ASCII
+// punctuation, character references) into plain text that each flavor escapes its own way.
 func unescapeMarkdown(src []byte) string {
 	if bytes.IndexAny(src, "\\&\x00") < 0 {
 		return string(src)
@@ -151,11 +150,16 @@ func characterReference(s []byte) (string, int) {
 	return string(e.Characters), end + 1
 }
 
-// writeHTMLEscaped writes s with the characters Telegram's HTML parser treats specially
-// replaced by the entities it supports; attr also escapes the double quote.
-func writeHTMLEscaped(b *bytes.Buffer, s string, attr bool) {
+// writeTelegramEscaped writes s with the characters Telegram's HTML parser treats
+// specially replaced by the entities it supports.
+func writeTelegramEscaped(b *bytes.Buffer, s string) {
+	writeEscaped(b, s, func(i int) string { return markupEntity(s[i]) })
+}
+
+// writeAttrEscaped is writeTelegramEscaped for an attribute value: the double quote too.
+func writeAttrEscaped(b *bytes.Buffer, s string) {
 	writeEscaped(b, s, func(i int) string {
-		if s[i] == '"' && attr {
+		if s[i] == '"' {
 			return "&quot;"
 		}
 		return markupEntity(s[i])

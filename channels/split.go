@@ -1,9 +1,8 @@
 package channels
 
-// Every platform caps the length of a message, so a long reply goes out as several. A split
-// must not leave a chunk the platform rejects: no broken UTF-8 sequence or UTF-16 surrogate
-// pair (Telegram counts in UTF-16 units), no tag or entity cut in half, no formatting left
-// open. Splitting happens after formatting, because formatting changes the length.
+// A reply longer than a platform's cap goes out as several messages, split after
+// formatting (which changes the length) so that no chunk has a broken UTF-8 sequence or
+// UTF-16 surrogate pair, a tag or entity cut in half, or formatting left open.
 
 import (
 	"sort"
@@ -155,18 +154,15 @@ func firstRune(s string) rune {
 }
 
 // SplitText splits plain or markdown text into chunks of at most limit units, measured by
-// length: UTF16Len for Telegram, utf8.RuneCountInString for Slack, and UTF16Len wherever a
-// platform's unit is unclear, since it is never less than the rune count. length must be
-// additive over concatenation, as those are. It prefers to cut after a paragraph, then
-// after a line, then after a word, and never inside a UTF-8 sequence (so never inside a
-// UTF-16 surrogate pair either) or, when it can help it, inside an emoji or a letter with its
-// accents. A fenced code block that must be split is closed at the end of one chunk and
-// reopened with its info string at the start of the next; the added fence lines count
-// toward the limit.
-//
-// Apart from the added fences the chunks are consecutive pieces of s, except that a piece
-// that is only whitespace is left out (platforms reject empty messages). If limit is too
-// small to hold one character, that character is returned alone.
+// length, which must be additive over concatenation: UTF16Len for Telegram and wherever a
+// platform's unit is unclear (it is never less than the rune count), utf8.RuneCountInString
+// for Slack. It prefers to cut after a paragraph, then a line, then a word; never inside a
+// UTF-8 sequence, and when it can help it not inside an emoji or a letter with its accents.
+// A fenced code block that must be split is closed at the end of one chunk and reopened
+// with its info string at the start of the next; the added fence lines count toward the
+// limit. Otherwise the chunks are consecutive pieces of s, less the pieces that are only
+// whitespace (platforms reject empty messages). A character too long for limit is
+// returned alone.
 func SplitText(s string, limit int, length func(string) int) []string {
 	var out []string
 	for _, p := range splitText(s, limit, length) {
@@ -178,14 +174,10 @@ func SplitText(s string, limit int, length func(string) int) []string {
 }
 
 // textChunk is one chunk of SplitText: body is a piece of the input, prefix and suffix the
-// fence lines added around it. The bodies of splitText's chunks are a partition of the
-// input; SplitText then leaves out the blank chunks.
+// fence lines added around it. The bodies of splitText's chunks partition the input.
 type textChunk struct{ prefix, body, suffix string }
 
 func splitText(s string, limit int, length func(string) int) []textChunk {
-	if length == nil {
-		length = utf8.RuneCountInString
-	}
 	if length(s) <= limit {
 		return []textChunk{{body: s}}
 	}
@@ -273,10 +265,10 @@ type fence struct {
 	reopen, close, closeAfterText        string
 }
 
-// findFences finds the fenced code blocks of s line by line, following CommonMark's rules
-// for fences (three or more backticks or tildes; a backtick fence's info has no backtick; a
-// closing fence uses the same character, at least as many, and nothing else) but accepting
-// any indentation, so fences inside list items are found too.
+// findFences finds the fenced code blocks of s line by line by CommonMark's rules (three or
+// more backticks or tildes; no backtick in a backtick fence's info; a closing fence of the
+// same character, at least as many, and nothing else), but at any indentation, so that
+// fences inside list items are found too.
 func findFences(s string) []fence {
 	var out []fence
 	var cur *fence
@@ -355,14 +347,11 @@ func fenceSuffix(s string, fences []fence, q int) (string, bool) {
 // SplitHTML splits Telegram HTML (as TelegramHTML writes it) into chunks of at most limit
 // UTF-16 units without cutting a tag, an entity or a character. Elements open at a cut are
 // closed at the end of the chunk and reopened at the start of the next, so every chunk is
-// well-formed on its own, and the added tags count toward the limit. Cuts prefer paragraph,
-// line and word breaks, and avoid leaving an element empty.
-//
-// Telegram counts its limit after parsing the entities, so measuring the markup too is
-// conservative. When the input needs splitting, an element whose tags would take more than
-// half a chunk (a link with an enormous URL), or the dearest of the elements open at a cut
-// when together they would, is left out, keeping its text. A chunk with no visible text is
-// left out too.
+// well-formed, and the added tags count toward the limit (conservative: Telegram counts
+// after parsing). Cuts prefer paragraph, line and word breaks, and avoid leaving an element
+// empty. An element whose tags would take more than half a chunk (a link with an enormous
+// URL), or the dearest of those open at a cut when together they would, is left out,
+// keeping its text; so is a chunk with no visible text.
 func SplitHTML(html string, limit int) []string {
 	var out []string
 	for _, p := range splitHTML(html, limit) {

@@ -1,8 +1,7 @@
 package terminal
 
-// Config configures the terminal channel. Its first fields are also the channels.terminal
-// section of the config file, decoded strictly by their yaml tags; the rest come from the
-// command line.
+// Config configures the terminal channel: the channels.terminal section of the config
+// file (decoded strictly by the yaml tags) and, untagged, the command line's settings.
 type Config struct {
 	// Enabled lists the terminal among the configured channels; New does not look at it.
 	Enabled bool `yaml:"enabled"`

@@ -21,6 +21,9 @@ func (c *Channel) editFile(ctx context.Context, line string) (f core.File, probl
 		return core.File{}, "", false
 	}
 	path := r.Cmd.Args
+	unreadable := func(err error) string {
+		return "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed."
+	}
 	// Open first, then look at what was opened (a name can change between a stat and an
 	// open); without blocking, so a FIFO or a device never hangs the console.
 	file, err := openNoBlock(path)
@@ -28,13 +31,13 @@ func (c *Channel) editFile(ctx context.Context, line string) (f core.File, probl
 		return core.File{}, "There is no file " + path + ". Nothing changed.", true
 	}
 	if err != nil {
-		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+		return core.File{}, unreadable(err), true
 	}
 	defer file.Close()
 	st, err := file.Stat()
 	switch {
 	case err != nil:
-		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+		return core.File{}, unreadable(err), true
 	case st.IsDir():
 		return core.File{}, path + " is a directory; /plan edit needs the plan's .md file. Nothing changed.", true
 	case !st.Mode().IsRegular():
@@ -44,7 +47,7 @@ func (c *Channel) editFile(ctx context.Context, line string) (f core.File, probl
 		return io.NopCloser(file), nil
 	})
 	if err != nil {
-		return core.File{}, "I could not read " + path + ": " + oneLine(err.Error()) + ". Nothing changed.", true
+		return core.File{}, unreadable(err), true
 	}
 	return f, "", true
 }

@@ -1,17 +1,17 @@
 package terminal
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
 )
 
 // Neutralize makes text from a model, a workspace file or a chat safe to print to a
-// terminal: control characters (C0 except newline and tab, DEL, C1) and the bidirectional
-// overrides are shown as visible escapes instead of being interpreted, so an ESC or OSC
-// sequence in a reply cannot erase lines, retitle the window or write the clipboard, and
-// right-to-left overrides cannot make text read differently from what it is. Invalid
-// UTF-8 is shown as U+FFFD.
+// terminal: control characters (C0 but newline and tab, DEL, C1) and bidirectional
+// overrides are shown as visible escapes, so an ESC or OSC sequence cannot erase lines,
+// retitle the window or write the clipboard, and an override cannot make text read as
+// what it is not. Invalid UTF-8 is shown as U+FFFD.
 func Neutralize(s string) string { return neutralize(s, false) }
 
 // NeutralizeField is Neutralize for one cell of a table: newlines and tabs become visible
@@ -38,12 +38,7 @@ func neutralize(s string, field bool) string {
 		case r == 0x7f:
 			b.WriteString("^?")
 		case r >= 0x80 && r <= 0x9f, isBidiControl(r):
-			b.WriteString(`\u`)
-			const hex = "0123456789abcdef"
-			b.WriteByte(hex[r>>12&0xf])
-			b.WriteByte(hex[r>>8&0xf])
-			b.WriteByte(hex[r>>4&0xf])
-			b.WriteByte(hex[r&0xf])
+			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}

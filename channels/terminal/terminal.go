@@ -1,8 +1,8 @@
-// Package terminal is the stdin/stdout channel: the embedded default for trying plangate
-// and the one that scripts drive. Every input line is one message, handled to completion
-// before the next is read, so piped input runs strictly in order and the last agent turn
-// has finished when Run returns. Replies are printed as plain text; attachments are saved
-// to a directory and printed as one "[attachment] <path>" line.
+// Package terminal is the stdin/stdout channel, the default for trying plangate and the
+// one scripts drive. Each input line is one message, handled to completion before the next
+// is read, so piped input runs in order and the last turn has finished when Run returns.
+// Replies are printed as plain text; attachments are saved to a directory and printed as
+// "[attachment] <path>" lines.
 package terminal
 
 import (
@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/yuin/goldmark/util"
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
@@ -74,15 +76,7 @@ func New(cfg Config, in io.Reader, out io.Writer, log *slog.Logger) *Channel {
 	if err != nil {
 		wd = "" // paths are then printed as given
 	}
-	return &Channel{
-		cfg:         cfg,
-		in:          in,
-		interactive: isTerminal(in),
-		log:         log,
-		now:         time.Now,
-		wd:          wd,
-		out:         out,
-	}
+	return &Channel{cfg: cfg, in: in, interactive: isTerminal(in), log: log, now: time.Now, wd: wd, out: out}
 }
 
 func isTerminal(r io.Reader) bool {
@@ -211,9 +205,9 @@ func (c *Channel) printLine(s string) {
 	}
 }
 
-// Send implements channels.Channel: it prints r and returns "t1", "t2", ...
-// Attachments with data are saved first; one that cannot be saved is printed as not saved
-// and Send reports the error after printing the rest of the reply.
+// Send implements channels.Channel: it prints r and returns "t1", "t2", ... An attachment
+// that cannot be saved is printed as not saved, and Send reports the error after printing
+// the rest of the reply.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -237,8 +231,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	return id, c.printReply(r)
 }
 
-// Edit implements channels.Editor. A terminal cannot change what it printed, so the edited
-// reply is printed again in full.
+// Edit implements channels.Editor by printing the edited reply again in full.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -335,9 +328,8 @@ func (c *Channel) display(path string) string {
 	return rel
 }
 
-// plainText turns reply markdown into what a terminal should show: backslash escapes of
-// ASCII punctuation (which keep model text from forging markdown structure) are removed.
-// Everything else is printed as written; markdown reads fine as plain text.
+// plainText is reply markdown as a terminal shows it: as written, which reads fine, less
+// the backslash escapes of ASCII punctuation that keep model text from forging markdown.
 func plainText(md string) string {
 	if !strings.Contains(md, "\\") {
 		return md
@@ -345,14 +337,10 @@ func plainText(md string) string {
 	var b strings.Builder
 	b.Grow(len(md))
 	for i := 0; i < len(md); i++ {
-		if md[i] == '\\' && i+1 < len(md) && isASCIIPunct(md[i+1]) {
+		if md[i] == '\\' && i+1 < len(md) && util.IsPunct(md[i+1]) {
 			i++
 		}
 		b.WriteByte(md[i])
 	}
 	return b.String()
-}
-
-func isASCIIPunct(c byte) bool {
-	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
 }

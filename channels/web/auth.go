@@ -14,13 +14,12 @@ import (
 	"github.com/plangate/plangate/channels/httpserver"
 )
 
-// Sign-in: a person types their token into the form at /login; the token is compared in
-// constant time with every configured token, and a match sets a session cookie. The
-// cookie is self-contained — user, random nonce, expiry, and an HMAC keyed by a hash of
-// that user's token — so it survives a restart and works on every replica, and changing
-// a user's token signs that user out everywhere. Sign-out clears the cookie and records
-// its nonce in the store (SignOuts) until it would have expired, so a copy of the cookie
-// is refused after a restart and by every replica on the same database.
+// Sign-in: the token typed at /login is compared in constant time with every configured
+// token, and a match sets a self-contained session cookie (user, random nonce, expiry,
+// and an HMAC keyed by a hash of the user's token), so it works on every replica and
+// after a restart, and changing a token signs its user out everywhere. Sign-out records
+// the nonce in the store until the cookie would have expired, so a copy of it is refused
+// by every replica on the database.
 //
 // Every POST carries a CSRF token, an HMAC of the user's key over the sign-in's nonce, so
 // a token read from one sign-in is refused with another; the sign-in form, which has no
@@ -44,9 +43,7 @@ func userKey(token string) []byte {
 }
 
 func mac(key []byte, msg string) string {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(msg))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(sum(key, msg))
 }
 
 // csrf is the CSRF token of user name's sign-in with nonce ("" for an unknown user).
@@ -55,9 +52,13 @@ func (c *Channel) csrf(name, nonce string) string {
 	if !ok {
 		return ""
 	}
+	return hex.EncodeToString(sum(key, "csrf\x00"+nonce))[:32]
+}
+
+func sum(key []byte, msg string) []byte {
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte("csrf\x00" + nonce))
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	h.Write([]byte(msg))
+	return h.Sum(nil)
 }
 
 // match returns the user whose token is tok. Every token is compared, in constant time,
@@ -77,7 +78,13 @@ func (c *Channel) issue(w http.ResponseWriter, name string) {
 	body := name + "|" + randomID(10) + "|" + strconv.FormatInt(exp.Unix(), 10)
 	val := base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + mac(c.keys[name], body)
 	// MaxAge rather than Expires: the browser counts it from its own clock.
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: val, Path: "/", MaxAge: int(c.cfg.SessionTTL / time.Second),
+	c.setCookie(w, sessionCookie, val, "/", int(c.cfg.SessionTTL/time.Second))
+}
+
+// setCookie sets a cookie that scripts cannot read and other sites cannot send; a
+// negative maxAge deletes it.
+func (c *Channel) setCookie(w http.ResponseWriter, name, value, path string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
 }
 
@@ -108,7 +115,7 @@ func (c *Channel) who(r *http.Request) (viewer, bool) {
 	if err != nil || !c.d.Now().Before(time.Unix(exp, 0)) {
 		return viewer{}, false
 	}
-	gone, err := c.d.SignOuts.SignedOut(r.Context(), nonce)
+	gone, err := c.d.Store.SignedOut(r.Context(), nonce)
 	if err != nil {
 		// Refused rather than let in: the store cannot say whether it was signed out.
 		c.log.Warn("reading sign-outs", "user", name, "err", err)
@@ -126,7 +133,7 @@ func (c *Channel) holds(ctx context.Context, v viewer) bool {
 	if !c.d.Now().Before(v.expires) {
 		return false
 	}
-	gone, err := c.d.SignOuts.SignedOut(ctx, v.nonce)
+	gone, err := c.d.Store.SignedOut(ctx, v.nonce)
 	return err == nil && !gone
 }
 
@@ -186,8 +193,7 @@ func (c *Channel) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Channel) showLogin(w http.ResponseWriter, code int, why string) {
 	tok := randomID(16)
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 3600})
+	c.setCookie(w, loginCookie, tok, "/login", 3600)
 	c.write(w, code, "login", loginView{CSRF: tok, Error: why})
 }
 
@@ -209,7 +215,7 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 		c.showLogin(w, http.StatusUnauthorized, "That token is not right. Check it and try again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+	c.setCookie(w, loginCookie, "", "/login", -1)
 	c.issue(w, name)
 	c.log.Info("signed in", "user", name)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -219,25 +225,24 @@ func (c *Channel) login(w http.ResponseWriter, r *http.Request) {
 // could not be recorded is reported and the user stays signed in, since a copy of the
 // cookie would still work.
 func (c *Channel) logout(w http.ResponseWriter, r *http.Request, v viewer) {
-	if err := c.d.SignOuts.SignOut(r.Context(), v.nonce, v.expires); err != nil {
+	if err := c.d.Store.SignOut(r.Context(), v.nonce, v.expires); err != nil {
 		c.log.Error("signing out", "user", v.Name, "err", err)
 		http.Error(w, "Signing out failed: the gateway could not record it, so you are still signed in. Try again in a moment; details are in the gateway log.", http.StatusInternalServerError)
 		return
 	}
-	if n, err := c.d.SignOuts.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
+	if n, err := c.d.Store.PruneSignOuts(r.Context(), c.d.Now()); err != nil {
 		c.log.Warn("pruning sign-outs", "err", err)
 	} else if n > 0 {
 		c.log.Debug("pruned expired sign-outs", "rows", n)
 	}
 	c.log.Info("signed out", "user", v.Name)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure})
+	c.setCookie(w, sessionCookie, "", "/", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // write renders a whole page.
 func (c *Channel) write(w http.ResponseWriter, code int, name string, data any) {
-	h, err := c.pages.render(name, data)
+	h, err := c.render(name, data)
 	if err != nil {
 		c.log.Error("rendering page", "page", name, "err", err)
 		http.Error(w, "The page could not be rendered; details are in the gateway log.", http.StatusInternalServerError)

@@ -162,17 +162,9 @@ func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
 		return
 	}
-	a := address(v.Name, id)
-	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(text), text: text, by: v.Name, at: c.d.Now()}
-	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
-	// Shown before it is handed on, so the page never has an answer above its question.
-	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
-	if err := c.deliver(r.Context(), m); err != nil {
-		c.undelivered(r, a)
-		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking messages right now; try again in a moment.")
-		return
-	}
-	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
+	c.addText(cv, itemUser, text, v.Name)
+	m := core.Message{ID: "web-" + randomID(8), Address: address(v.Name, id), Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
+	c.handOn(w, r, "/c/"+id, m, "The gateway is not taking messages right now; try again in a moment.")
 }
 
 // action is a button of the chat: Accept, Revise (with its feedback), Auto, or an answer.
@@ -181,49 +173,64 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	if !ok {
 		return
 	}
-	act, ok := formAction(r)
+	act, ok := c.formAction(w, r, "/c/"+id)
 	if !ok {
-		c.answer(w, r, "/c/"+id, http.StatusBadRequest, "That button is not one plangate knows.")
 		return
 	}
-	if why := c.tooLong(act.Value); why != "" {
-		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
-		return
-	}
-	a := address(v.Name, id)
-	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name),
-		Direct: true, Action: &act, Time: c.d.Now()}
 	// The click is shown as what the person said, so the transcript reads like a chat.
 	said := actionWords[act.Kind]
 	if act.Value != "" {
 		said += ": " + act.Value
 	}
-	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
-	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
-	if err := c.deliver(r.Context(), m); err != nil {
-		c.undelivered(r, a)
-		c.answer(w, r, "/c/"+id, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
-		return
-	}
-	c.answer(w, r, "/c/"+id, http.StatusNoContent, "")
+	c.addText(cv, itemUser, said, v.Name)
+	m := core.Message{ID: "web-" + randomID(8), Address: address(v.Name, id), Sender: person(v.Name, Name),
+		Direct: true, Action: &act, Time: c.d.Now()}
+	c.handOn(w, r, "/c/"+id, m, "The gateway is not taking decisions right now; try again in a moment.")
 }
 
-// undelivered tells the conversation that what was just shown did not reach the gateway.
-func (c *Channel) undelivered(r *http.Request, a core.Address) {
-	text := "That did not reach the gateway (it is not running); nothing changed. Try again in a moment."
-	it := &item{dom: "n" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemNotice, html: escapeText(text), text: text, at: c.d.Now()}
-	c.convo(r.Context(), a).add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+// addText appends text to cv: what user by said (kind itemUser), or a notice (by "").
+// What a user said is shown before it is handed on, so the page never has an answer
+// above its question.
+func (c *Channel) addText(cv *convo, kind itemKind, text, by string) {
+	dom := "n"
+	if kind == itemUser {
+		dom = "u"
+	}
+	it := &item{dom: dom + strconv.FormatUint(c.ids.Add(1), 10), kind: kind, html: escapeText(text), text: text, by: by, at: c.d.Now()}
+	cv.add(it, c.shows(it))
+}
+
+// handOn delivers m from a post to page back and answers the post; when the gateway is
+// not taking it, the conversation is told that what was just shown did not reach it.
+func (c *Channel) handOn(w http.ResponseWriter, r *http.Request, back string, m core.Message, refusal string) {
+	if err := c.deliver(r.Context(), m); err != nil {
+		text := "That did not reach the gateway (it is not running); nothing changed. Try again in a moment."
+		c.addText(c.convo(r.Context(), m.Address), itemNotice, text, "")
+		c.answer(w, r, back, http.StatusServiceUnavailable, refusal)
+		return
+	}
+	c.answer(w, r, back, http.StatusNoContent, "")
 }
 
 var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
 
-func formAction(r *http.Request) (core.Action, bool) {
+// formAction reads the button a form posted, or answers the post from page back with why
+// it cannot be taken and returns false.
+func (c *Channel) formAction(w http.ResponseWriter, r *http.Request, back string) (core.Action, bool) {
 	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),
 		Value: strings.TrimSpace(r.PostForm.Get("value"))}
 	switch a.Kind {
 	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer:
-		return a, a.ApprovalID != "" || a.Kind == core.ActionAnswer
+		if a.ApprovalID == "" && a.Kind != core.ActionAnswer {
+			break
+		}
+		if why := c.tooLong(a.Value); why != "" {
+			c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)
+			return a, false
+		}
+		return a, true
 	}
+	c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
 	return a, false
 }
 

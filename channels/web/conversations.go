@@ -11,26 +11,18 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// A conversation exists once its user made it with New conversation (POST
-// /conversations) or once its session is in the store; a page, a stream or a post for
-// any other id is answered 404 and stores nothing. Made conversations are kept in the
-// channel state record "conversations" of the user (their ids, space-separated), so every
-// replica and a restarted process know them before their first message makes a session.
-// A user has at most max_conversations of them.
+// A conversation exists once its user made it with New conversation (POST /conversations)
+// or once its session is in the store; any other id is answered 404 and stores nothing.
+// Made conversations are the user's channel state record "conversations" (ids,
+// space-separated), so every replica and a restarted process know them before their
+// first message makes a session.
 
 // conversationsKey is the channel state key, per user, of the conversations they made.
 const conversationsKey = "conversations"
 
-// ConversationState is where made conversations are kept (channel state, as other
-// adapters keep offsets and inboxes); *store.Store satisfies it.
-type ConversationState interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
-
 // made returns the ids of the conversations user made with New conversation.
 func (c *Channel) made(ctx context.Context, user string) ([]string, error) {
-	v, _, err := c.d.State.ChannelState(ctx, Name, user, conversationsKey)
+	v, _, err := c.d.Store.ChannelState(ctx, Name, user, conversationsKey)
 	if err != nil {
 		return nil, fmt.Errorf("reading the conversations of %s: %w", user, err)
 	}
@@ -93,7 +85,7 @@ func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v view
 	ids, err := c.made(ctx, v.Name)
 	if err == nil {
 		id := randomID(5)
-		if err = c.d.State.SetChannelState(ctx, Name, v.Name, conversationsKey, strings.Join(append(ids, id), " ")); err == nil {
+		if err = c.d.Store.SetChannelState(ctx, Name, v.Name, conversationsKey, strings.Join(append(ids, id), " ")); err == nil {
 			c.convo(ctx, address(v.Name, id))
 			http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
 			return

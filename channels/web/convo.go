@@ -17,14 +17,13 @@ import (
 
 // A conversation's page is a list of items (messages and plan cards); its live stream is
 // a log of events with increasing sequence numbers: "msg" appends an item, "edit" replaces
-// one, "card" re-renders every card of one plan. Event payloads are rendered once, when
-// the event happens, so a thousand open pages cost one rendering.
+// one, "card" re-renders every card of one plan. Payloads are rendered once, when the
+// event happens, so a thousand open pages cost one rendering.
 //
-// The log is in memory. When the process starts again a conversation's items are rebuilt
-// from the store — the transcript (what people typed, what the agent answered) and every
-// plan version as a card with its current status — and a page that reconnects with an id
-// of the previous process is told to reload. What a restart loses is only what the store
-// never had: notices, refusals, status and help answers, nudge texts shown before it.
+// The log is in memory. A restarted process rebuilds the items from the store (the
+// transcript and every plan version as a card) and tells a page that reconnects with an
+// old id to reload; only what the store never had (notices, status and help answers,
+// nudge texts) is lost.
 const (
 	maxItems  = 500  // items a page shows
 	maxEvents = 2000 // events a reconnecting page can catch up on before it must reload
@@ -74,10 +73,6 @@ type convo struct {
 	changed chan struct{}
 }
 
-func newConvo(a core.Address, epoch string) *convo {
-	return &convo{addr: a, epoch: epoch, next: 1, changed: make(chan struct{})}
-}
-
 // convo returns the conversation of a, rebuilding its items from the store the first time
 // it is used in this process.
 func (c *Channel) convo(ctx context.Context, a core.Address) *convo {
@@ -85,7 +80,7 @@ func (c *Channel) convo(ctx context.Context, a core.Address) *convo {
 	c.mu.Lock()
 	cv := c.convos[id]
 	if cv == nil {
-		cv = newConvo(a, c.epoch)
+		cv = &convo{addr: a, epoch: c.epoch, next: 1, changed: make(chan struct{})}
 		c.convos[id] = cv
 	}
 	c.mu.Unlock()
@@ -143,7 +138,8 @@ func (cv *convo) edit(it *item, html template.HTML, text string, payload []byte)
 }
 
 // card emits a "card" event: every card of the plan shows the new rendering.
-func (cv *convo) card(planID string, html template.HTML, payload []byte) {
+func (cv *convo) card(planID string, html template.HTML) {
+	p := payload(map[string]string{"plan": planID, "html": string(html)})
 	cv.mu.Lock()
 	defer cv.mu.Unlock()
 	for _, it := range cv.items {
@@ -151,7 +147,7 @@ func (cv *convo) card(planID string, html template.HTML, payload []byte) {
 			it.html = html
 		}
 	}
-	cv.emitLocked("card", payload)
+	cv.emitLocked("card", p)
 }
 
 func (cv *convo) emitLocked(name string, payload []byte) {
@@ -201,8 +197,7 @@ func (cv *convo) snapshot() ([]item, uint64) {
 	return out, cv.next - 1
 }
 
-// Send implements channels.Channel: the reply is added to its conversation and pushed to
-// every open page of it.
+// Send implements channels.Channel by show.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -232,9 +227,9 @@ func (c *Channel) show(ctx context.Context, r core.Reply) string {
 	case it.kind == itemCard && r.Kind == core.ReplyPlan:
 		cv.add(it, payload(map[string]string{"id": it.dom, "plan": it.planID, "html": string(c.itemHTML(it))}))
 	case it.kind == itemCard:
-		cv.card(it.planID, it.html, payload(map[string]string{"plan": it.planID, "html": string(it.html)}))
+		cv.card(it.planID, it.html)
 	default:
-		cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+		cv.add(it, c.shows(it))
 	}
 	return id
 }
@@ -262,11 +257,11 @@ func (c *Channel) edit(ctx context.Context, id string, r core.Reply) error {
 	cv := c.convo(ctx, r.To)
 	it := c.present(ctx, id, r)
 	if it.kind == itemCard {
-		cv.card(it.planID, it.html, payload(map[string]string{"plan": it.planID, "html": string(it.html)}))
+		cv.card(it.planID, it.html)
 		return nil
 	}
 	it.dom = ref.item.dom
-	cv.edit(ref.item, it.html, it.text, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
+	cv.edit(ref.item, it.html, it.text, c.shows(it))
 	return nil
 }
 
@@ -282,8 +277,7 @@ func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
 	if err != nil {
 		return fmt.Errorf("showing approvals on web: %w", err)
 	}
-	html := c.renderCard(ctx, p, r.To.Account)
-	c.convo(ctx, r.To).card(p.ID, html, payload(map[string]string{"plan": p.ID, "html": string(html)}))
+	c.convo(ctx, r.To).card(p.ID, c.renderCard(ctx, p, r.To.Account))
 	return nil
 }
 
@@ -297,9 +291,8 @@ func (c *Channel) checkAddress(a core.Address) error {
 	return nil
 }
 
-// present turns a reply into an item. Replies about a plan (the proposal, progress, a
-// decision) become its card, rendered from the store; everything else is sanitized
-// markdown with its buttons.
+// present turns a reply into an item: a reply about a plan (proposal, progress, decision)
+// is its card, rendered from the store; any other is sanitized markdown with its buttons.
 func (c *Channel) present(ctx context.Context, id string, r core.Reply) *item {
 	it := &item{dom: "m" + strings.TrimPrefix(id, "w"), kind: itemBot, text: r.Text, at: c.d.Now()}
 	switch r.Kind {
@@ -343,23 +336,12 @@ func (c *Channel) planOf(ctx context.Context, r core.Reply) (core.Plan, bool) {
 	return p, err == nil
 }
 
+// shows is the payload of a "msg" or "edit" event that shows it.
+func (c *Channel) shows(it *item) []byte {
+	return payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))})
+}
+
 func payload(v map[string]string) []byte {
 	b, _ := json.Marshal(v) // a map of strings always encodes
 	return b
-}
-
-// shown returns what a conversation shows, oldest first, for tests.
-func (c *Channel) shown(a core.Address) []string {
-	c.mu.Lock()
-	cv := c.convos[a.SessionID()]
-	c.mu.Unlock()
-	if cv == nil {
-		return nil
-	}
-	items, _ := cv.snapshot()
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.text + "\n" + string(it.html)
-	}
-	return out
 }

@@ -127,19 +127,13 @@ func (c *Channel) dashCard(ctx context.Context, p core.Plan, s core.Session, v v
 	return card
 }
 
-// dashboardAction decides on a session of any channel as the signed-in user: it is the
-// same core.Message with an Action that a button click on that platform produces, so the
-// engine applies the same rules. A decision that is no longer possible (the plan was
-// decided or superseded meanwhile) is answered here and not sent on.
+// dashboardAction decides on a session of any channel as the signed-in user, with the
+// core.Message a button click on that platform makes, so the engine applies the same
+// rules. A decision no longer possible (decided or superseded meanwhile) is answered here.
 func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v viewer) {
 	back := "/dashboard"
-	act, ok := formAction(r)
+	act, ok := c.formAction(w, r, back)
 	if !ok {
-		c.answer(w, r, back, http.StatusBadRequest, "That button is not one plangate knows.")
-		return
-	}
-	if why := c.tooLong(act.Value); why != "" {
-		c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)
 		return
 	}
 	s, err := c.d.Store.Session(r.Context(), r.PostForm.Get("session"))
@@ -189,8 +183,7 @@ func (c *Channel) stale(ctx context.Context, s core.Session, act core.Action) st
 }
 
 func (c *Channel) note(w http.ResponseWriter, text string) {
-	http.SetCookie(w, &http.Cookie{Name: "plangate_note", Value: url.QueryEscape(text), Path: "/dashboard",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cfg.Secure, MaxAge: 60})
+	c.setCookie(w, "plangate_note", url.QueryEscape(text), "/dashboard", 60)
 }
 
 // sessionView is one session's plan versions and audit timeline.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/plangate/plangate/channels"
@@ -32,18 +31,10 @@ func (c *Channel) editUpload(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.answer(w, r, back, status, why)
 		return
 	}
-	a := address(v.Name, id)
-	said := "Edited plan: " + f.Name
-	it := &item{dom: "u" + strconv.FormatUint(c.ids.Add(1), 10), kind: itemUser, html: escapeText(said), text: said, by: v.Name, at: c.d.Now()}
-	cv.add(it, payload(map[string]string{"id": it.dom, "html": string(c.itemHTML(it))}))
-	m := core.Message{ID: "web-" + randomID(8), Address: a, Sender: person(v.Name, Name), Text: "/plan edit",
+	c.addText(cv, itemUser, "Edited plan: "+f.Name, v.Name)
+	m := core.Message{ID: "web-" + randomID(8), Address: address(v.Name, id), Sender: person(v.Name, Name), Text: "/plan edit",
 		Direct: true, Attachments: []core.File{f}, Time: c.d.Now()}
-	if err := c.deliver(r.Context(), m); err != nil {
-		c.undelivered(r, a)
-		c.answer(w, r, back, http.StatusServiceUnavailable, "The gateway is not taking messages right now; try again in a moment.")
-		return
-	}
-	c.answer(w, r, back, http.StatusNoContent, "")
+	c.handOn(w, r, back, m, "The gateway is not taking messages right now; try again in a moment.")
 }
 
 // readUpload reads the csrf field and the file of an upload; a non-zero status is the

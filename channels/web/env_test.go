@@ -275,3 +275,19 @@ func (e *env) session(user, conv string) core.Session {
 	}
 	return s
 }
+
+// shown returns what a conversation shows, oldest first, for tests.
+func (c *Channel) shown(a core.Address) []string {
+	c.mu.Lock()
+	cv := c.convos[a.SessionID()]
+	c.mu.Unlock()
+	if cv == nil {
+		return nil
+	}
+	items, _ := cv.snapshot()
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.text + "\n" + string(it.html)
+	}
+	return out
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
-	ghtml "github.com/yuin/goldmark/renderer/html"
+	gmtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
 	"github.com/plangate/plangate/core"
@@ -27,10 +27,8 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// pages holds the parsed templates.
-type pages struct{ t *template.Template }
-
-func newPages() (*pages, error) {
+// parsePages parses the page templates.
+func parsePages() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"when": func(t time.Time) string {
 			if t.IsZero() {
@@ -42,12 +40,12 @@ func newPages() (*pages, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing templates: %w", err)
 	}
-	return &pages{t: t}, nil
+	return t, nil
 }
 
-func (p *pages) render(name string, data any) (template.HTML, error) {
+func (c *Channel) render(name string, data any) (template.HTML, error) {
 	var b bytes.Buffer
-	if err := p.t.ExecuteTemplate(&b, name, data); err != nil {
+	if err := c.pages.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("rendering %s: %w", name, err)
 	}
 	return template.HTML(b.String()), nil // #nosec: the output of html/template
@@ -81,17 +79,14 @@ func escapeText(s string) template.HTML {
 	return template.HTML("<p>" + strings.ReplaceAll(html.EscapeString(s), "\n", "<br>") + "</p>") // #nosec: escaped
 }
 
-// rawAsText renders raw HTML in markdown as visible, escaped text.
+// rawAsText renders raw HTML in markdown as visible, escaped text; the default renderer
+// handles every other node.
 type rawAsText struct{}
 
 func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if entering {
-			segs := n.(*ast.RawHTML).Segments
-			for i := 0; i < segs.Len(); i++ {
-				seg := segs.At(i)
-				_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
-			}
+			writeEscaped(w, src, n.(*ast.RawHTML).Segments)
 		}
 		return ast.WalkSkipChildren, nil
 	})
@@ -101,11 +96,7 @@ func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 		}
 		hb := n.(*ast.HTMLBlock)
 		_, _ = w.WriteString("<p>")
-		lines := hb.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
-		}
+		writeEscaped(w, src, hb.Lines())
 		if hb.HasClosure() {
 			_, _ = w.WriteString(html.EscapeString(string(hb.ClosureLine.Value(src))))
 		}
@@ -114,7 +105,13 @@ func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	})
 }
 
-var _ = ghtml.NewRenderer // the default renderer handles every other node
+// writeEscaped writes the source text of segs, HTML-escaped.
+func writeEscaped(w util.BufWriter, src []byte, segs *gmtext.Segments) {
+	for i := range segs.Len() {
+		seg := segs.At(i)
+		_, _ = w.WriteString(html.EscapeString(string(seg.Value(src))))
+	}
+}
 
 // buttonView is one decision or answer button.
 type buttonView struct {
@@ -139,19 +136,24 @@ func (c *Channel) renderReply(r core.Reply) template.HTML {
 	for _, f := range r.Attachments {
 		v.Attachments = append(v.Attachments, f.Name)
 	}
-	h, err := c.pages.render("reply", v)
+	return c.fragment("reply", v, escapeText(r.Text))
+}
+
+// fragment renders template name, or logs why it could not and returns fallback.
+func (c *Channel) fragment(name string, data any, fallback template.HTML) template.HTML {
+	h, err := c.render(name, data)
 	if err != nil {
-		c.log.Error("rendering reply", "err", err)
-		return escapeText(r.Text)
+		c.log.Error("rendering "+name, "err", err)
+		return fallback
 	}
 	return h
 }
 
-// The CSRF token belongs to one sign-in, and what the engine sends is rendered once for
-// every page of a conversation (the user may be signed in twice), so the forms of
-// replies and cards are rendered with an empty token. A page drawn for a sign-in gets its
-// token put in (withCSRF), and the page's script posts a form with the token of the page
-// it is on. Sanitized content cannot contain the attribute's quotes, only forms can.
+// The CSRF token belongs to one sign-in, but what the engine sends is rendered once for
+// every page of a conversation (the user may be signed in twice), so replies and cards
+// are rendered with an empty token; a page drawn for a sign-in gets its token put in, and
+// the script posts with the token of its page. Sanitized content cannot contain the
+// attribute's quotes, only forms can.
 const blankCSRF = `name="csrf" value=""`
 
 // withCSRF puts the sign-in's CSRF token into the forms of h.
@@ -161,20 +163,14 @@ func withCSRF(h template.HTML, token string) template.HTML {
 
 // itemView is what the "item" template needs.
 type itemView struct {
-	DOM, Kind, Label, By string
-	At                   time.Time
-	HTML                 template.HTML
+	DOM, Kind, Label string
+	HTML             template.HTML
 }
 
 var kindLabels = map[itemKind]string{itemUser: "", itemBot: "plangate", itemNotice: "Notice", itemNudge: "Reminder", itemCard: "Plan"}
 
 func (c *Channel) itemHTML(it *item) template.HTML {
-	h, err := c.pages.render("item", c.itemView(it))
-	if err != nil {
-		c.log.Error("rendering item", "err", err)
-		return ""
-	}
-	return h
+	return c.fragment("item", c.itemView(it), "")
 }
 
 func (c *Channel) itemView(it *item) itemView {
@@ -182,7 +178,7 @@ func (c *Channel) itemView(it *item) itemView {
 	if it.kind == itemUser {
 		label = it.by
 	}
-	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, By: it.by, At: it.at, HTML: it.html}
+	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, HTML: it.html}
 }
 
 // statusWords are the badges' words: the status is readable without its colour.
@@ -192,12 +188,10 @@ var statusWords = map[core.PlanStatus]string{
 	core.PlanExpired: "expired", core.PlanCompleted: "completed",
 }
 
-var stepMarks = map[plan.StepStatus]string{
-	plan.StepPending: "[ ]", plan.StepInProgress: "[>]", plan.StepCompleted: "[x]", plan.StepCancelled: "[~]",
-}
-
-var stepWords = map[plan.StepStatus]string{
-	plan.StepPending: "to do", plan.StepInProgress: "in progress", plan.StepCompleted: "done", plan.StepCancelled: "cancelled",
+// stepLooks are a step's mark and words by its status.
+var stepLooks = map[plan.StepStatus]struct{ mark, words string }{
+	plan.StepPending: {"[ ]", "to do"}, plan.StepInProgress: {"[>]", "in progress"},
+	plan.StepCompleted: {"[x]", "done"}, plan.StepCancelled: {"[~]", "cancelled"},
 }
 
 type stepView struct{ Mark, Text, Status, Class string }
@@ -220,13 +214,7 @@ type cardView struct {
 
 // renderCard renders plan p's card as viewer (a web user name) sees it in a chat.
 func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) template.HTML {
-	v := c.cardView(ctx, p, viewer)
-	h, err := c.pages.render("card", v)
-	if err != nil {
-		c.log.Error("rendering card", "err", err)
-		return escapeText(p.Body.Title)
-	}
-	return h
+	return c.fragment("card", c.cardView(ctx, p, viewer), escapeText(p.Body.Title))
 }
 
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
@@ -237,7 +225,8 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		v.Status = string(p.Status)
 	}
 	for _, s := range p.Body.Steps {
-		v.Steps = append(v.Steps, stepView{Mark: stepMarks[s.Status], Text: s.Text, Status: stepWords[s.Status], Class: string(s.Status)})
+		look := stepLooks[s.Status]
+		v.Steps = append(v.Steps, stepView{Mark: look.mark, Text: s.Text, Status: look.words, Class: string(s.Status)})
 		if s.Status == plan.StepCompleted || s.Status == plan.StepCancelled {
 			v.Done++
 		}

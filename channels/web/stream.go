@@ -33,12 +33,10 @@ func (c *Channel) parseEventID(id string) (uint64, bool) {
 	return seq, err == nil
 }
 
-// stream is a conversation's live updates as Server-Sent Events. It starts after the
-// Last-Event-ID the browser sends when it reconnects, or after the page's own last event
-// (?after=) on the first connection, and writes every event from there on, so nothing
-// between the page and the stream, or between two connections, is missed. A stream that
-// cannot continue (an id of a previous process, or events that have been dropped) is
-// told to reload, which rebuilds the page from the store.
+// stream is a conversation's live updates as Server-Sent Events, from the Last-Event-ID
+// of a reconnecting browser or the page's own last event (?after=), so nothing between
+// the page and the stream or between two connections is missed. A stream that cannot
+// continue (an id of a previous process, or dropped events) is told to reload.
 func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 	_, cv, ok := c.existing(w, r, v)
 	if !ok {
@@ -107,25 +105,19 @@ func (c *Channel) stream(w http.ResponseWriter, r *http.Request, v viewer) {
 
 // Several replicas on one database (docs/design.md §14): a page's stream is served by
 // the replica the browser is connected to, but the reply it waits for may be sent by
-// another one — the replica that holds the session's lease runs its turn, and an admin
-// API decision is answered by the replica it reached. Every reply a commit produces is an
-// outbox row, marked sent by whichever replica delivered it, so each replica follows the
-// web channel's sent rows (SentReplies) and shows on its open pages those it did not
-// send itself.
+// another (the one holding the session's lease, or the one an admin API decision
+// reached). Every reply is an outbox row marked sent by the replica that delivered it, so
+// each replica follows the web channel's sent rows and shows those it did not send.
 //
-// Why polling the outbox rather than LISTEN/NOTIFY: the outbox row is exactly what the
-// page would have got from Send (no second rendering of events), a poll works the same on
-// both drivers and needs no dedicated connection per replica, and a missed notification
-// cannot lose a reply. The cost is up to mirrorEvery of delay and one indexed query a
-// second per replica.
+// Polling the outbox rather than LISTEN/NOTIFY: the row is exactly what Send would have
+// shown, a poll works the same on both drivers without a dedicated connection, and a
+// missed notification cannot lose a reply; the cost is up to mirrorEvery of delay.
 //
-// Ordering: ids and sent_at are assigned before their transactions commit, so on
-// PostgreSQL a row can become visible after a later one. The follower therefore re-reads
-// every row sent in the last mirrorWindow on each poll and remembers which ids it has
-// handled, rather than following "id > last seen". Replies a replica sends itself are
-// recognised by their content (session, reply, inbound event) and skipped once.
-// Read-only answers (status, help) are not outbox rows: they are answered by the
-// replica that received the command, the one the page posted to.
+// Ids and sent_at are assigned before their transactions commit, so on PostgreSQL a row
+// can become visible after a later one: each poll re-reads the last mirrorWindow and
+// remembers the ids handled, rather than following "id > last seen". A replica's own
+// replies are recognised by content and skipped once. Read-only answers (status, help)
+// are no outbox rows; the replica the page posted to answers them.
 
 const (
 	mirrorEvery  = time.Second

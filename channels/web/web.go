@@ -1,15 +1,12 @@
 // Package web is the browser channel of docs/design.md §11: a chat page where a person
 // signed in with a token talks to the agent and decides on plans, and a dashboard of every
-// session on every channel that waits for a decision or an answer. It is a channel like
-// the others — it implements channels.Channel, so the engine neither knows nor cares that
-// the "platform" is a browser — and it serves its pages on the shared httpserver.Server.
+// session on every channel that waits for a decision or an answer. It implements
+// channels.Channel like any platform and serves its pages on the shared httpserver.Server.
 //
 // Pages are html/template, rendered on the server; one small embedded script posts the
-// buttons and applies the live updates that arrive over Server-Sent Events. Everything the
-// engine sends to a web conversation is appended to that conversation's event log with an
-// increasing id, so a stream that reconnects with Last-Event-ID gets exactly what it
-// missed. The log lives in memory; what the page shows when the process starts again is
-// derived from the store (the transcript and the plans), see convo.go.
+// buttons and applies the live updates that arrive over Server-Sent Events, from an
+// in-memory event log per conversation (convo.go) that a reconnecting stream resumes
+// with Last-Event-ID.
 package web
 
 import (
@@ -18,6 +15,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"maps"
 	"regexp"
@@ -41,9 +39,7 @@ const EditHint = "use Edit on the plan's card"
 // DefaultSessionTTL is how long a sign-in lasts when channels.web.session_ttl is not set.
 const DefaultSessionTTL = 7 * 24 * time.Hour
 
-// The per-user caps when channels.web leaves them unset: conversations a user may have,
-// live pages (Server-Sent Event streams) a user may hold open on one replica, and the
-// size of one message (or button value) in bytes.
+// The per-user caps when channels.web leaves them unset (see Config).
 const (
 	DefaultMaxConversations = 100
 	DefaultMaxStreams       = 10
@@ -79,17 +75,16 @@ func Defaults() Config {
 
 // Defaults fills in what the configuration left out.
 func (c *Config) Defaults() {
-	if c.SessionTTL <= 0 {
-		c.SessionTTL = DefaultSessionTTL
-	}
-	if c.MaxConversations <= 0 {
-		c.MaxConversations = DefaultMaxConversations
-	}
-	if c.MaxStreams <= 0 {
-		c.MaxStreams = DefaultMaxStreams
-	}
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
+	orDefault(&c.SessionTTL, DefaultSessionTTL)
+	orDefault(&c.MaxConversations, DefaultMaxConversations)
+	orDefault(&c.MaxStreams, DefaultMaxStreams)
+	orDefault(&c.MaxMessageBytes, DefaultMaxMessageBytes)
+}
+
+// orDefault sets *v to def when it is not positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
@@ -145,14 +140,10 @@ func (c *Config) Describe() string {
 	if !c.Enabled {
 		return "web: off"
 	}
-	ttl := c.SessionTTL
-	if ttl <= 0 {
-		ttl = DefaultSessionTTL
-	}
 	d := *c
 	d.Defaults()
 	return fmt.Sprintf("web: %d %s (%s), sign-in lasts %s, pages / and /dashboard on the HTTP server; per user at most %d conversations, %d live pages, %d-byte messages",
-		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), ttl,
+		len(c.Users), plural(len(c.Users), "user", "users"), strings.Join(c.userNames(), ", "), d.SessionTTL,
 		d.MaxConversations, d.MaxStreams, d.MaxMessageBytes)
 }
 
@@ -160,8 +151,10 @@ func (c *Config) userNames() []string {
 	return slices.Sorted(maps.Keys(c.Users))
 }
 
-// Reader is what the pages read from the store; *store.Store satisfies it.
-type Reader interface {
+// Store is what the pages read, and where sign-outs (auth.go) and the conversations users
+// made (conversations.go) are kept, shared by every replica on the database and kept
+// across restarts; *store.Store satisfies it.
+type Store interface {
 	Session(ctx context.Context, id string) (core.Session, error)
 	Sessions(ctx context.Context) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
@@ -170,11 +163,16 @@ type Reader interface {
 	Transcript(ctx context.Context, sessionID string, limit int) ([]core.ChatMessage, error)
 	Events(ctx context.Context, sessionID string) ([]core.Event, error)
 	Nudges(ctx context.Context, sessionID string) ([]core.Nudge, error)
+	SignOut(ctx context.Context, nonce string, until time.Time) error
+	SignedOut(ctx context.Context, nonce string) (bool, error)
+	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
 }
 
 // Deps are what the channel talks through. Store is required; the rest have defaults.
 type Deps struct {
-	Store Reader
+	Store Store
 	// Approvers is access.approvers: who may decide from the dashboard, and whose chat
 	// shows decision buttons. The engine enforces the rules either way.
 	Approvers []string
@@ -192,22 +190,9 @@ type Deps struct {
 	// Reach is the engine's (engine.Config.Reach): cards and downloaded plan files say a
 	// plan's grants with it.
 	Reach machine.Reach
-	// SignOuts keeps sign-outs (auth.go); nil takes Store, which must then be one.
-	SignOuts SignOuts
-	// State keeps the conversations users made (conversations.go); nil takes Store,
-	// which must then be one.
-	State ConversationState
 	// PublicURL is http.public_url: when it is https, the cookies are Secure whatever
 	// secure_cookie says.
 	PublicURL string
-}
-
-// SignOuts is where sign-outs are kept, shared by every replica on the database and
-// kept across restarts; *store.Store satisfies it.
-type SignOuts interface {
-	SignOut(ctx context.Context, nonce string, until time.Time) error
-	SignedOut(ctx context.Context, nonce string) (bool, error)
-	PruneSignOuts(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Channel is the web channel. Its methods may be called from any goroutine.
@@ -217,7 +202,7 @@ type Channel struct {
 	log   *slog.Logger
 	keys  map[string][]byte // per-user key for cookies and CSRF tokens, from the token
 	epoch string            // distinguishes event ids of this process from a previous one
-	pages *pages
+	pages *template.Template
 	// startWait is how long a post waits for Run to start (at start-up, a page may post
 	// before the Hub has started the channel).
 	startWait time.Duration
@@ -253,8 +238,8 @@ var (
 	_ channels.Editor  = (*Channel)(nil)
 )
 
-// New returns the web channel; it does no I/O. Register its routes on the HTTP server
-// with Register, and run it in the Hub like any channel.
+// New returns the web channel; it does no I/O. Its routes go on the HTTP server with
+// RegisterHTTP, and it runs in the Hub like any channel.
 func New(cfg Config, d Deps) (*Channel, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil && cfg.Enabled {
@@ -262,20 +247,6 @@ func New(cfg Config, d Deps) (*Channel, error) {
 	}
 	if d.Store == nil {
 		return nil, errors.New("starting web: no store")
-	}
-	if d.SignOuts == nil {
-		so, ok := d.Store.(SignOuts)
-		if !ok {
-			return nil, errors.New("starting web: the store does not keep sign-outs")
-		}
-		d.SignOuts = so
-	}
-	if d.State == nil {
-		cs, ok := d.Store.(ConversationState)
-		if !ok {
-			return nil, errors.New("starting web: the store does not keep channel state")
-		}
-		d.State = cs
 	}
 	if u := strings.ToLower(d.PublicURL); strings.HasPrefix(u, "https://") {
 		cfg.Secure = true
@@ -294,7 +265,7 @@ func New(cfg Config, d Deps) (*Channel, error) {
 			}
 		}
 	}
-	p, err := newPages()
+	p, err := parsePages()
 	if err != nil {
 		return nil, fmt.Errorf("starting web: %w", err)
 	}
@@ -316,9 +287,8 @@ func New(cfg Config, d Deps) (*Channel, error) {
 // Name implements channels.Channel.
 func (c *Channel) Name() string { return Name }
 
-// Run makes h the receiver of what people type and click in the browser, until ctx ends;
-// it returns nil then. The pages are served by the HTTP server (Register), so Run itself
-// only has to be there for them.
+// Run makes h the receiver of what people type and click in the browser until ctx ends,
+// and returns nil; the HTTP server serves the pages.
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setRunning(&running{ctx: ctx, h: h})
 	if c.mirror != nil {
