@@ -34,7 +34,6 @@ func (q *dueQueue) grow(n int) {
 func (q *dueQueue) push(it *item)   { heap.Push(&q.h, it) }
 func (q *dueQueue) remove(it *item) { heap.Remove(&q.h, it.index) }
 func (q *dueQueue) fix(it *item)    { heap.Fix(&q.h, it.index) }
-func (q *dueQueue) len() int        { return len(q.h) }
 
 func (q *dueQueue) peek() *item {
 	if len(q.h) == 0 {

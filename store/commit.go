@@ -261,11 +261,9 @@ func sessionJSON(se core.Session) (q sql.NullString, inj string, err error) {
 	if se.Question != nil {
 		qq := *se.Question
 		qq.AskedAt = qq.AskedAt.UTC()
-		b, err := json.Marshal(qq)
-		if err != nil {
-			return q, "", fmt.Errorf("encoding question: %w", err)
+		if q, err = jsonText(qq, "question"); err != nil {
+			return q, "", err
 		}
-		q = sql.NullString{String: string(b), Valid: true}
 	}
 	if len(se.Injections) == 0 {
 		return q, "[]", nil // what encoding/json writes for an empty queue, the usual one
@@ -336,21 +334,18 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: encoding body: %w", p.ID, err)
 	}
-	var decision sql.NullString
+	var decision, approvals, asked sql.NullString
 	if p.Decision != nil {
 		d := *p.Decision
 		d.At = d.At.UTC()
-		b, err := json.Marshal(d)
-		if err != nil {
-			return step{}, fmt.Errorf("saving plan %s: encoding decision: %w", p.ID, err)
-		}
-		decision = sql.NullString{String: string(b), Valid: true}
+		decision, err = jsonText(d, "decision")
 	}
-	approvals, err := approvalsJSON(p.Approvals)
-	if err != nil {
-		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
+	if err == nil {
+		approvals, err = approvalsJSON(p.Approvals)
 	}
-	asked, err := requestersJSON(p.Requesters)
+	if err == nil {
+		asked, err = requestersJSON(p.Requesters)
+	}
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
 	}
@@ -388,9 +383,14 @@ func requestersJSON(list []core.Requester) (sql.NullString, error) {
 	if len(list) == 0 {
 		return sql.NullString{}, nil
 	}
-	b, err := json.Marshal(list)
+	return jsonText(list, "requesters")
+}
+
+// jsonText encodes v for a nullable JSON column; what names it in the error.
+func jsonText(v any, what string) (sql.NullString, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encoding requesters: %w", err)
+		return sql.NullString{}, fmt.Errorf("encoding %s: %w", what, err)
 	}
 	return sql.NullString{String: string(b), Valid: true}, nil
 }
@@ -405,11 +405,7 @@ func approvalsJSON(list []plan.Approval) (sql.NullString, error) {
 		a.At = a.At.UTC()
 		out[i] = a
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encoding approvals: %w", err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
+	return jsonText(out, "approvals")
 }
 
 // eventStep appends an audit row; the row id is assigned by the database.
@@ -439,11 +435,10 @@ func eventStep(e core.Event, sid string, now time.Time) (step, error) {
 func messageStep(m core.ChatMessage, sid string, now time.Time) (step, error) {
 	var calls sql.NullString
 	if len(m.ToolCalls) > 0 {
-		b, err := json.Marshal(m.ToolCalls)
-		if err != nil {
-			return step{}, fmt.Errorf("saving %s message: encoding tool calls: %w", m.Role, err)
+		var err error
+		if calls, err = jsonText(m.ToolCalls, "tool calls"); err != nil {
+			return step{}, fmt.Errorf("saving %s message: %w", m.Role, err)
 		}
-		calls = sql.NullString{String: string(b), Valid: true}
 	}
 	return step{
 		what: "saving " + string(m.Role) + " message",

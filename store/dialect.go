@@ -25,14 +25,6 @@ var (
 	postgresDialect = dialect{pg: true, cache: new(sync.Map)}
 )
 
-// name is the driver name as it appears in store.driver.
-func (d dialect) name() string {
-	if d.pg {
-		return DriverPostgres
-	}
-	return DriverSQLite
-}
-
 // q returns query for this dialect. The queries of this package contain no '?' inside
 // string literals or identifiers, so every '?' is a placeholder.
 func (d dialect) q(query string) string {

@@ -61,19 +61,24 @@ func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 }
 
 func (s *Store) lease(ctx context.Context, db sqlDB, name string) (core.Lease, error) {
-	var l core.Lease
-	var until string
-	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)
+	l, err := scanLease(db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Lease{}, core.ErrNotFound
 	}
 	if err != nil {
 		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
 	}
-	if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
-		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
-	}
 	return l, nil
+}
+
+// scanLease reads a row of (name, owner, expires_at).
+func scanLease(sc scanner) (l core.Lease, err error) {
+	var until string
+	if err := sc.Scan(&l.Name, &l.Owner, &until); err != nil {
+		return l, err
+	}
+	l.ExpiresAt, err = parseTime(until, "lease expiry")
+	return l, err
 }
 
 // ExpiredLeases lists the leases whose holder let them lapse before now, with the given
@@ -84,18 +89,11 @@ func (s *Store) ExpiredLeases(ctx context.Context, prefix string, now time.Time)
 	if err != nil {
 		return nil, fmt.Errorf("listing expired leases: %w", err)
 	}
-	defer rows.Close()
-	var out []core.Lease
-	for rows.Next() {
-		var l core.Lease
-		var until string
-		if err := rows.Scan(&l.Name, &l.Owner, &until); err != nil {
-			return nil, fmt.Errorf("listing expired leases: %w", err)
+	return collect(rows, nil, nil, func(sc scanner) (core.Lease, error) {
+		l, err := scanLease(sc)
+		if err != nil {
+			return l, fmt.Errorf("listing expired leases: %w", err)
 		}
-		if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
-			return nil, fmt.Errorf("listing expired leases: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+		return l, nil
+	})
 }

@@ -85,11 +85,7 @@ func migrate(ctx context.Context, w sqlDB, now func() time.Time) error {
 		}
 		return apply(ctx, w, ms, now)
 	}
-	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
-	if err != nil {
-		return err
-	}
-	return migratePostgres(ctx, w, ms, now)
+	return migratePostgres(ctx, w, now)
 }
 
 // pgMigrationLock is the advisory lock key that serializes migrations of replicas
@@ -99,7 +95,11 @@ const pgMigrationLock = 0x706c616e67617465
 // migratePostgres applies ms while holding a session-level advisory lock on one pinned
 // connection: two replicas starting together would otherwise race on CREATE TABLE IF NOT
 // EXISTS (which is not safe against a concurrent create) and on the version check.
-func migratePostgres(ctx context.Context, w sqlDB, ms []migration, now func() time.Time) error {
+func migratePostgres(ctx context.Context, w sqlDB, now func() time.Time) error {
+	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
+	if err != nil {
+		return err
+	}
 	c, err := w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("getting a connection for migrations: %w", err)

@@ -51,24 +51,9 @@ func (s *Store) Nudges(ctx context.Context, sessionID string) ([]core.Nudge, err
 		args = append(args, sessionID)
 	}
 	q += ` ORDER BY status <> 'active', next_fire_at IS NULL, next_fire_at, id DESC`
-	return s.queryNudges(ctx, q, args...)
-}
-
-func (s *Store) queryNudges(ctx context.Context, q string, args ...any) ([]core.Nudge, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, []core.Nudge{}, scanNudge)
 	if err != nil {
-		return nil, fmt.Errorf("listing nudges: %w", err)
-	}
-	defer rows.Close()
-	out := []core.Nudge{}
-	for rows.Next() {
-		n, err := scanNudge(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing nudges: %w", err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing nudges: %w", err)
 	}
 	return out, nil

@@ -67,18 +67,15 @@ func readSessionPlan(br pgx.BatchResults, id string, inbound *core.InboundKey) (
 		}
 	}
 	se, err := scanSession(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, err)
+		return core.Session{}, nil, loadErr(fmt.Sprintf("loading session %q", id), err)
 	}
 	var plan *core.Plan
 	p, err := scanPlan(br.QueryRow())
 	switch {
 	case err == nil:
 		plan = &p
-	case !errors.Is(err, pgx.ErrNoRows):
+	case !errors.Is(err, sql.ErrNoRows):
 		return core.Session{}, nil, fmt.Errorf("loading the plan of session %q: %w", id, err)
 	}
 	if _, err := br.Exec(); err != nil {
@@ -120,11 +117,8 @@ func (s *Store) sessionPlanSQLite(ctx context.Context, id string, inbound *core.
 		betweenSessionPlanReads()
 	}
 	se, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, err)
+		return core.Session{}, nil, loadErr(fmt.Sprintf("loading session %q", id), err)
 	}
 	if se.PlanID == "" {
 		return se, nil, nil

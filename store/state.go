@@ -147,16 +147,12 @@ func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([
 	if err != nil {
 		return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
 	}
-	defer rows.Close()
-	var out []StateKey
-	for rows.Next() {
-		var k StateKey
-		if err := rows.Scan(&k.Account, &k.Key); err != nil {
-			return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
+	return collect(rows, nil, nil, func(sc scanner) (k StateKey, err error) {
+		if err := sc.Scan(&k.Account, &k.Key); err != nil {
+			return k, fmt.Errorf("listing channel state of %s: %w", channel, err)
 		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+		return k, nil
+	})
 }
 
 // DeleteChannelState removes a saved value, durably, if it is still value (an adopted

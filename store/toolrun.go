@@ -54,54 +54,36 @@ func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 // UnfinishedToolRuns lists the calls of a session that started and never finished (all
 // sessions for ""), oldest first.
 func (s *Store) UnfinishedToolRuns(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at FROM tool_runs
-		WHERE finished_at IS NULL AND (? = '' OR session_id = ?) ORDER BY started_at, call_id`, sessionID, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
-	}
-	defer rows.Close()
-	var out []core.ToolRun
-	for rows.Next() {
-		var r core.ToolRun
-		var started string
-		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started); err != nil {
-			return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
-		}
-		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.toolRuns(ctx, "listing unfinished tool runs", `WHERE finished_at IS NULL AND (? = '' OR session_id = ?)`, sessionID, sessionID)
 }
 
 // ToolRunsOf returns every recorded run of a session, oldest first.
 func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
+	return s.toolRuns(ctx, "listing tool runs", `WHERE session_id = ?`, sessionID)
+}
+
+// toolRuns lists the runs that where selects, oldest first; what names the listing in a
+// query's error.
+func (s *Store) toolRuns(ctx context.Context, what, where string, args ...any) ([]core.ToolRun, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at, finished_at, outcome FROM tool_runs
-		WHERE session_id = ? ORDER BY started_at, call_id`, sessionID)
+		`+where+` ORDER BY started_at, call_id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing tool runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer rows.Close()
-	var out []core.ToolRun
-	for rows.Next() {
-		var r core.ToolRun
+	return collect(rows, nil, nil, func(sc scanner) (r core.ToolRun, err error) {
 		var started string
 		var finished sql.NullString
-		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started, &finished, &r.Outcome); err != nil {
-			return nil, fmt.Errorf("listing tool runs: %w", err)
+		if err := sc.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started, &finished, &r.Outcome); err != nil {
+			return r, fmt.Errorf("%s: %w", what, err)
 		}
 		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
-			return nil, err
+			return r, err
 		}
 		if finished.Valid {
-			if r.FinishedAt, err = parseTime(finished.String, "tool run finish"); err != nil {
-				return nil, err
-			}
+			r.FinishedAt, err = parseTime(finished.String, "tool run finish")
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, err
+	})
 }
 
 // PruneToolRuns deletes finished runs that started before olderThan and returns how many
