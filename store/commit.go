@@ -80,40 +80,27 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 // sqlite lets a plan's step update the row in place first (see planStep) and the outbox
 // rows take their ids without RETURNING (outboxSteps).
 func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps []step, out *core.Session, err error) {
-	if ch.Inbound != nil {
-		st, err := inboundStep(*ch.Inbound, now)
-		if err != nil {
-			return nil, nil, err
+	add := func(st step, e error) { // keeps the first error
+		if err == nil {
+			steps, err = append(steps, st), e
 		}
-		steps = append(steps, st)
 	}
-	if ch.Session != nil {
-		st, se, err := sessionStep(*ch.Session, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps, out = append(steps, st), se
+	if ch.Inbound != nil {
+		add(inboundStep(*ch.Inbound, now))
+	}
+	if ch.Session != nil && err == nil {
+		var st step
+		st, out, err = sessionStep(*ch.Session, now)
+		steps = append(steps, st)
 	}
 	for _, p := range ch.Plans {
-		st, err := planStep(p, sid, now, sqlite)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(planStep(p, sid, now, sqlite))
 	}
 	for _, e := range ch.Events {
-		st, err := eventStep(e, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(eventStep(e, sid, now))
 	}
 	for _, m := range ch.Messages {
-		st, err := messageStep(m, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(messageStep(m, sid, now))
 	}
 	if ch.CancelNudges || ch.CancelReminders {
 		q := `UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`
@@ -123,11 +110,10 @@ func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps 
 		steps = append(steps, step{what: "cancelling nudges", q: q, args: []any{sid}})
 	}
 	for _, n := range ch.Nudges {
-		st, err := nudgeStep(n, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(nudgeStep(n, sid, now))
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	more, err := outboxSteps(ch.Outbox, sid, now, sqlite)
 	if err != nil {

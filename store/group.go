@@ -59,17 +59,14 @@ type groupCommit struct {
 // the whole shared transaction, and a caller whose change may already be committed must
 // learn the outcome rather than stop waiting.
 func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
-	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)})
+	return s.writeMerged(ctx, lazy, "", fn)
 }
 
 // writeMerged is write for a job that replaces the record named merge whole, with a
 // value fn computes when it runs: when several such jobs share a batch only the last
 // runs, and its value, computed last, holds whatever the earlier ones would have written.
 func (s *Store) writeMerged(ctx context.Context, lazy bool, merge string, fn writeFunc) error {
-	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, merge: merge, wake: make(chan struct{}, 1)})
-}
-
-func (s *Store) enqueue(j *writeJob) error {
+	j := &writeJob{ctx: ctx, lazy: lazy, run: fn, merge: merge, wake: make(chan struct{}, 1)}
 	g := s.gc
 	g.mu.Lock()
 	g.queue = append(g.queue, j)

@@ -93,37 +93,37 @@ func open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := sqlDB{DB: wdb, d: sqliteDialect}
+	s := &Store{path: abs, w: sqlDB{DB: wdb, d: sqliteDialect}, now: time.Now, gc: &groupCommit{}}
+	closeAll := []func() error{s.w.Close} // on failure, in reverse order
+	defer func() {
+		for i := len(closeAll) - 1; i >= 0; i-- {
+			closeAll[i]()
+		}
+	}()
 	// One writer connection, kept open: writes are serialized here rather than by
 	// SQLite's busy handler, and the connection never expires mid-run.
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	if err := s.w.PingContext(ctx); err != nil {
 		return nil, explain(err)
 	}
-	if err := migrate(ctx, w, time.Now); err != nil {
-		w.Close()
+	if err := migrate(ctx, s.w, time.Now); err != nil {
 		return nil, explain(err)
 	}
 	// SQLite quietly opens a read-only file (or a WAL database whose directory is
 	// read-only) for reading only; find out now rather than at the first decision.
-	if err := probeWrite(ctx, w); err != nil {
-		w.Close()
+	if err := probeWrite(ctx, s.w); err != nil {
 		return nil, explain(err)
 	}
 
 	// The -wal file exists now (the writer created it), and stays while w is open.
-	ws, err := openWALSync(abs)
-	if err != nil {
-		w.Close()
+	if s.ws, err = openWALSync(abs); err != nil {
 		return nil, err
 	}
+	closeAll = append(closeAll, s.ws.close)
 	// The migrations committed at NORMAL: made durable before anything reads them.
-	if err := ws.wait(ws.ticket()); err != nil {
-		ws.close()
-		w.Close()
+	if err := s.ws.wait(s.ws.ticket()); err != nil {
 		return nil, err
 	}
 
@@ -131,20 +131,17 @@ func open(ctx context.Context, path string) (*Store, error) {
 	// its -wal and -shm files, which a read-only connection cannot create itself.
 	rdb, err := sql.Open("sqlite3", readerDSN(abs))
 	if err != nil {
-		ws.close()
-		w.Close()
 		return nil, err
 	}
-	r := sqlDB{DB: rdb, d: sqliteDialect}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
-	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		ws.close()
-		w.Close()
+	s.r = sqlDB{DB: rdb, d: sqliteDialect}
+	closeAll = append(closeAll, s.r.Close)
+	s.r.SetMaxOpenConns(readConns)
+	s.r.SetMaxIdleConns(readConns)
+	if err := s.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws}, nil
+	closeAll = nil
+	return s, nil
 }
 
 // Close closes the read pool, the writer and the WAL sync file, so the last connection to

@@ -23,9 +23,7 @@ func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if err != nil {
 		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, err)
-	} else if n == 0 {
+	if n, _ := res.RowsAffected(); n == 0 { // both drivers count without an error
 		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrDuplicate)
 	}
 	return nil
@@ -43,9 +41,7 @@ func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 	if err != nil {
 		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, err)
-	} else if n == 0 {
+	if n, _ := res.RowsAffected(); n == 0 { // both drivers count without an error
 		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrNotFound)
 	}
 	return nil
