@@ -73,12 +73,10 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 	return *out, nil
 }
 
-// changeSteps builds the statements of ch in their order: the inbound key first (a
-// duplicate event is the most useful thing to report, whatever else in the change would
-// have failed), the session, plans, audit events, transcript messages, the nudge
-// cancellation, new nudges and the outbox. out is filled in as the session is stored.
-// sqlite lets a plan's step update the row in place first (see planStep) and the outbox
-// rows take their ids without RETURNING (outboxSteps).
+// changeSteps builds the statements of ch in order: the inbound key first (a duplicate
+// event is the most useful thing to report, whatever else would have failed), the
+// session, plans, events, messages, the nudge cancellation, new nudges and the outbox.
+// out is filled in as the session is stored. sqlite: see planStep and outboxSteps.
 func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps []step, out *core.Session, err error) {
 	add := func(st step, e error) { // keeps the first error
 		if err == nil {
@@ -295,11 +293,10 @@ func validPlanStatus(st core.PlanStatus) bool {
 // to another session.
 //
 // With inPlace (SQLite) it first tries an UPDATE of the row as a decision or a step's
-// progress leaves it: same session, version and approval id, which stay out of its SET
-// list. SQLite rewrites every index on a column an UPDATE sets, whether the value
-// changes or not, and the upsert sets version and approval_id, both in unique indexes:
-// 2 of the 6.8 pages of the WAL a /plan accept's plan wrote. Only when no such row exists (a new version, one whose version or approval
-// id changes, one of another session) does the upsert run, with its checks.
+// progress leaves it (same session, version and approval id, out of its SET list):
+// SQLite rewrites every index on a column an UPDATE sets, changed or not, and the upsert
+// sets version and approval_id, both in unique indexes. Only when no such row exists does
+// the upsert run, with its checks.
 func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error) {
 	if p.ID == "" {
 		return step{}, errors.New("saving plan: empty id")

@@ -25,26 +25,20 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 	until := now.Add(ttl)
 	// Not fsynced: other processes see the row at once, and an OS crash, the only way to
 	// lose it, ends every holder anyway. Turns take and renew leases often.
-	err := s.runSteps(ctx, []step{{what: "writing the lease",
+	ok, err := s.changed(ctx, true, step{what: "writing the lease",
 		q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
-		args: []any{name, owner, formatTime(until), formatTime(now)}, none: errLeaseHeld}}, true)
-	if err == nil {
+		args: []any{name, owner, formatTime(until), formatTime(now)}})
+	switch {
+	case err != nil:
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
+	case ok:
 		return core.Lease{Name: name, Owner: owner, ExpiresAt: until}, true, nil
 	}
-	if !errors.Is(err, errLeaseHeld) {
-		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
-	}
-	held, err := s.lease(ctx, s.w, name)
-	if err != nil {
-		return core.Lease{}, false, err
-	}
-	return held, false, nil
+	held, err := s.lease(ctx, s.w, name) // another holder's live lease refused the write
+	return held, false, err
 }
-
-// errLeaseHeld rolls back a lease write that another holder's live lease refused.
-var errLeaseHeld = errors.New("lease held by another owner")
 
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.

@@ -34,16 +34,13 @@ func (s *Store) ActiveNudges(ctx context.Context) ([]core.Nudge, error) {
 	return out, nil
 }
 
-// FireNudge claims one occurrence of schedule id in a single writer transaction: it records
-// (id, scheduledAt) in the firing ledger with the outcome, counts it as fired or missed, and
-// advances the schedule to next (the zero time marks it done). It returns false, changing
-// nothing, when the occurrence is no longer this caller's to fire: the schedule was
-// cancelled, finished or deleted, another scheduler already advanced it past scheduledAt,
-// or the ledger already has this occurrence.
-//
-// The schedule must still be active with next_fire_at at or before scheduledAt. "At or
-// before" rather than "equal" lets a recurring schedule that was down for several
-// occurrences claim only the latest one.
+// FireNudge claims one occurrence of schedule id in one writer transaction: it records
+// (id, scheduledAt) in the firing ledger with the outcome, counts it as fired or missed,
+// and advances the schedule to next (zero: done). It returns false, changing nothing,
+// when the occurrence is not this caller's: the schedule was cancelled, finished,
+// deleted or advanced past scheduledAt, or the ledger has the occurrence. The schedule
+// must be active with next_fire_at at or before scheduledAt ("at or before" lets a
+// recurring schedule that was down for several occurrences claim only the latest).
 func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
 	return s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
 }
@@ -67,9 +64,6 @@ func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
 	}
 	return nil
 }
-
-// errNotClaimed rolls back a claim that another scheduler (or a cancellation) got first.
-var errNotClaimed = errors.New("occurrence not claimed")
 
 func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
 	if err := checkFiring(scheduledAt, outcome, next); err != nil {
@@ -96,20 +90,20 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 		q: `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
 		WHERE id = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?`,
 		args: []any{nextCol, status, fired, missed, id, formatTime(scheduledAt)},
-		none: errNotClaimed,
+		none: errUnchanged,
 	}, {
 		// Already in the ledger: the rollback undoes the update.
 		what: "recording the occurrence",
 		q: `INSERT INTO nudge_firings (nudge_id, scheduled_at, fired_at, outcome, recorded_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		args: []any{id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded)},
-		none: errNotClaimed,
+		none: errUnchanged,
 	}}
 	more, err := outboxSteps(out, "", recorded, s.pool == nil)
 	if err == nil {
 		err = s.runSteps(ctx, append(steps, more...), false)
 	}
-	if errors.Is(err, errNotClaimed) {
+	if errors.Is(err, errUnchanged) {
 		return false, nil
 	}
 	if err != nil {

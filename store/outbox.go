@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -101,19 +100,13 @@ func (s *Store) DropOutbox(ctx context.Context, id int64, why string) error {
 // like the other bookkeeping: a kill after it and before the send only leaves the row
 // for the next delivery with one attempt more.
 func (s *Store) ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error) {
-	err := s.runSteps(ctx, []step{{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
-		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}, none: errOutboxClaimed}}, true)
-	if errors.Is(err, errOutboxClaimed) {
-		return false, nil
-	}
+	ok, err := s.changed(ctx, true, step{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
+		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}})
 	if err != nil {
 		return false, fmt.Errorf("claiming outbox reply %d: %w", id, explain(err))
 	}
-	return true, nil
+	return ok, nil
 }
-
-// errOutboxClaimed: the row was sent, dropped or claimed by another process meanwhile.
-var errOutboxClaimed = errors.New("outbox reply already claimed")
 
 // NoteOutboxAttempt counts a failed delivery attempt of reply id.
 func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
