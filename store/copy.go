@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// copyTables lists every table a deployment holds, parents before children, with its
-// columns (the same on both drivers) and which of them are booleans (INTEGER 0/1 on
-// SQLite, BOOLEAN on PostgreSQL). Ids are copied as they are, so references between rows,
-// approval ids in buttons and outbox ids stay valid.
+// copyTables lists every table, parents before children, with its columns and booleans
+// (INTEGER 0/1 on SQLite, BOOLEAN on PostgreSQL). Ids are copied as they are, so
+// references between rows, approval ids in buttons and outbox ids stay valid.
 var copyTables = []copySpec{
 	{name: "sessions", cols: "id, channel, account, chat, thread, phase, auto_approve, owner, plan_id, approval_id, " +
 		"rejection_count, last_feedback, nudge_spec, question, injections, requesters, version, created_at, updated_at",
@@ -41,9 +40,8 @@ type CopyResult struct {
 
 // Copy copies every row of src into dst (e.g. a SQLite file into a new PostgreSQL
 // database) in one transaction on dst, refusing a dst that holds any row: a copy never
-// merges two deployments. Both stores are at the newest schema, since opening applied the
-// migrations. Stop the gateway that uses src first, or the copy misses what it writes
-// meanwhile.
+// merges two deployments. Opening applied the migrations to both. Stop the gateway that
+// uses src first, or the copy misses what it writes meanwhile.
 func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 	res := CopyResult{Rows: map[string]int64{}}
 	for _, t := range copyTables {

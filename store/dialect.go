@@ -8,13 +8,9 @@ import (
 	"sync"
 )
 
-// dialect is the SQL engine behind a Store. Every query in this package is written once,
-// with '?' placeholders and SQL that both engines accept; the dialect only renumbers the
-// placeholders for PostgreSQL ($1, $2, ...). In the few places the engines differ
-// (how a transaction's statements are sent, durability of lazy commits, migration
-// locking, the open path) the code branches on the driver.
-// Writing each statement once is what keeps the two drivers' guarantees the same: the
-// contract suite (store/storetest) checks that they are.
+// dialect is the SQL engine behind a Store. Every query is written once, with '?'
+// placeholders and SQL both engines accept; the dialect renumbers the placeholders for
+// PostgreSQL ($1, $2, ...), and the few places the engines differ branch on the driver.
 type dialect struct {
 	pg    bool
 	cache *sync.Map // query text -> rebound text, PostgreSQL only

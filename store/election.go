@@ -134,6 +134,10 @@ func (e *Elector) Holder() core.Lease {
 func (e *Elector) Changed() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.changedLocked()
+}
+
+func (e *Elector) changedLocked() chan struct{} {
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
@@ -219,10 +223,7 @@ func (e *Elector) Lead(ctx context.Context) (context.Context, context.CancelFunc
 func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 	for {
 		e.mu.Lock()
-		if e.changed == nil {
-			e.changed = make(chan struct{})
-		}
-		ch, until := e.changed, e.until
+		ch, until := e.changedLocked(), e.until
 		e.mu.Unlock()
 		expired := false
 		select {

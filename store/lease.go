@@ -10,11 +10,10 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// AcquireLease takes or renews the lease called name for owner until now+ttl. It succeeds
-// when nobody holds the lease, when owner already holds it, or when the holder let it
-// expire. When it fails it returns the current holder and when its lease ends, so a
-// refusal can say who is working. The check and the write are one statement on the single
-// writer, so two processes can never both win.
+// AcquireLease takes or renews the lease called name for owner until now+ttl: when nobody
+// holds it, owner does, or the holder let it expire. Refused, it returns the current
+// holder and its lease's end, so a refusal can say who is working. The check and the
+// write are one statement, so two processes never both win.
 func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error) {
 	if name == "" || owner == "" {
 		return core.Lease{}, false, errors.New("acquiring lease: empty name or owner")

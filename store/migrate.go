@@ -92,9 +92,9 @@ func migrate(ctx context.Context, w sqlDB, now func() time.Time) error {
 // starting at the same moment ("plangate" in ASCII).
 const pgMigrationLock = 0x706c616e67617465
 
-// migratePostgres applies ms while holding a session-level advisory lock on one pinned
-// connection: two replicas starting together would otherwise race on CREATE TABLE IF NOT
-// EXISTS (which is not safe against a concurrent create) and on the version check.
+// migratePostgres applies the migrations holding a session-level advisory lock on one
+// pinned connection: replicas starting together would otherwise race on CREATE TABLE IF
+// NOT EXISTS (not safe against a concurrent create) and on the version check.
 func migratePostgres(ctx context.Context, w sqlDB, now func() time.Time) error {
 	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
 	if err != nil {

@@ -12,9 +12,8 @@ import (
 )
 
 // outboxSteps insert the change's replies and write their ids back into the caller's
-// slice. PostgreSQL has no LastInsertId and reads the id back with RETURNING; SQLite
-// (lastID) takes the rowid the insert gave, an Exec instead of a query whose row
-// database/sql reads through a Rows of its own.
+// slice: PostgreSQL reads the id back with RETURNING, SQLite (lastID) takes the rowid of
+// an Exec, cheaper than a query whose row database/sql reads through a Rows of its own.
 func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([]step, error) {
 	steps := make([]step, 0, len(out))
 	for i := range out {
@@ -55,9 +54,8 @@ func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) 
 	return scanOutbox(rows, "unsent")
 }
 
-// unsentQuery is UnsentOutbox's query. Both drivers run it through the partial index
-// outbox_unsent, keyed by id: it holds the few replies not delivered yet, in the order
-// asked for, and the channel is filtered on them.
+// unsentQuery is UnsentOutbox's query, run on both drivers through the partial index
+// outbox_unsent: the few undelivered replies by id, filtered on the channel.
 func unsentQuery(channels []string, limit int) (string, []any) {
 	q := `SELECT id, session_id, reply, created_at, attempts, owner FROM outbox WHERE sent_at IS NULL AND dropped = ''`
 	args := make([]any, 0, len(channels)+1)
@@ -96,9 +94,8 @@ func (s *Store) DropOutbox(ctx context.Context, id int64, why string) error {
 
 // ClaimOutbox counts a delivery attempt of reply id before it is sent, only while the row
 // is unsent and still has the attempts it was listed with: of two processes delivering
-// the same left-over row, one gets it (true) and the other skips it. The claim is lazy,
-// like the other bookkeeping: a kill after it and before the send only leaves the row
-// for the next delivery with one attempt more.
+// the same left-over row, one gets it (true). The claim is lazy: a kill before the send
+// only leaves the row for the next delivery with one attempt more.
 func (s *Store) ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error) {
 	ok, err := s.changed(ctx, true, step{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
 		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}})
@@ -131,17 +128,15 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
-// sentSinceQuery is SentSince's query without its LIMIT. The index outbox_sent (migration
-// 0008) makes it a range scan of one channel's rows sent in the window, already in the
-// order asked for; without it every poll of every replica read the whole outbox.
+// sentSinceQuery is SentSince's query without its LIMIT: a range scan of the index
+// outbox_sent over one channel's rows sent in the window, in the order asked for.
 const sentSinceQuery = `SELECT id, session_id, reply, created_at, attempts FROM outbox
 		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
 
 // SentSince lists the replies of channel marked sent after since, by any process, in the
-// order they were sent (at most limit; 0 = no limit). A follower on another replica (the
-// web channel's live pages) re-reads a window behind the newest it has seen: sent_at is
-// stamped before the commit that writes it, so rows appear in the table slightly out of
-// sent_at order, and the window catches them.
+// order they were sent (at most limit; 0 = no limit). sent_at is stamped before the
+// commit that writes it, so rows appear slightly out of sent_at order: a follower on
+// another replica (the web channel's live pages) re-reads a window behind its newest.
 func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error) {
 	q := sentSinceQuery
 	args := []any{channel, formatTime(since)}

@@ -101,22 +101,15 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", where, err)
 	}
-	s, err := openPool(ctx, pool, where)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("opening store %s: %w", where, err)
-	}
-	return s, nil
-}
-
-func openPool(ctx context.Context, pool *pgxpool.Pool, where string) (*Store, error) {
 	if err := pool.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("connecting: %w", err)
+		pool.Close()
+		return nil, fmt.Errorf("opening store %s: connecting: %w", where, err)
 	}
 	w := sqlDB{DB: stdlib.OpenDBFromPool(pool), d: postgresDialect}
 	if err := migrate(ctx, w, time.Now); err != nil {
 		w.Close()
-		return nil, err
+		pool.Close()
+		return nil, fmt.Errorf("opening store %s: %w", where, err)
 	}
 	return &Store{path: where, w: w, r: w, now: time.Now, pool: pool, stateMu: &sync.Mutex{}}, nil
 }

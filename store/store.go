@@ -142,18 +142,14 @@ func open(ctx context.Context, path string) (*Store, error) {
 // Close closes the read pool, the writer and the WAL sync file, so the last connection to
 // close is the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
+	var err error
 	if s.pool != nil {
-		err := s.w.Close()
+		err = s.w.Close()
 		s.pool.Close()
-		if err != nil {
-			return fmt.Errorf("closing store %s: %w", s.path, err)
-		}
-		return nil
+	} else {
+		err = errors.Join(s.r.Close(), s.w.Close(), s.ws.close())
 	}
-	errR := s.r.Close()
-	errW := s.w.Close()
-	errS := s.ws.close()
-	if err := errors.Join(errR, errW, errS); err != nil {
+	if err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
 	}
 	return nil
