@@ -137,16 +137,13 @@ func (s *Store) NudgeFirings(ctx context.Context, id int64) ([]NudgeFiring, erro
 		if err := sc.Scan(&f.NudgeID, &sched, &firedAt, &f.Outcome, &recorded); err != nil {
 			return f, err
 		}
-		if f.ScheduledAt, err = parseTime(sched, "scheduled_at"); err != nil {
-			return f, err
-		}
+		var d decoder
+		f.ScheduledAt = d.time(sched, "scheduled_at")
 		if firedAt.Valid {
-			if f.FiredAt, err = parseTime(firedAt.String, "fired_at"); err != nil {
-				return f, err
-			}
+			f.FiredAt = d.time(firedAt.String, "fired_at")
 		}
-		f.RecordedAt, err = parseTime(recorded, "recorded_at")
-		return f, err
+		f.RecordedAt = d.time(recorded, "recorded_at")
+		return f, d.err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing nudge firings: %w", err)

@@ -69,14 +69,13 @@ func scanNudge(sc scanner) (core.Nudge, error) {
 		return core.Nudge{}, err
 	}
 	n.Kind, n.Action, n.Status = core.NudgeKind(kind), core.NudgeAction(action), core.NudgeStatus(status)
-	var err error
+	var d decoder
 	if next.Valid {
-		if n.NextFireAt, err = parseTime(next.String, "next_fire_at"); err != nil {
-			return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
-		}
+		n.NextFireAt = d.time(next.String, "next_fire_at")
 	}
-	if n.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
+	n.CreatedAt = d.time(cr, "created_at")
+	if d.err != nil {
+		return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, d.err)
 	}
 	return n, nil
 }

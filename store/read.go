@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
@@ -88,32 +89,52 @@ func scanSession(sc scanner) (core.Session, error) {
 	if !se.Phase.Valid() {
 		return core.Session{}, fmt.Errorf("session %q: invalid phase %q", se.ID, phase)
 	}
+	var d decoder
 	if question.Valid {
 		se.Question = new(core.Question)
-		if err := json.Unmarshal([]byte(question.String), se.Question); err != nil {
-			return core.Session{}, fmt.Errorf("session %q: decoding question: %w", se.ID, err)
-		}
+		d.json(question.String, "question", se.Question)
 		se.Question.AskedAt = se.Question.AskedAt.UTC()
 	}
-	if err := decodeRequesters(asked, &se.Requesters); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
-	}
+	d.nullJSON(asked, "requesters", &se.Requesters)
 	if inj != "[]" { // the usual empty queue, as sessionJSON writes it, needs no decoding
-		if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
-			return core.Session{}, fmt.Errorf("session %q: decoding injections: %w", se.ID, err)
-		}
+		d.json(inj, "injections", &se.Injections)
 	}
 	if len(se.Injections) == 0 {
 		se.Injections = nil
 	}
-	var err error
-	if se.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
-	}
-	if se.UpdatedAt, err = parseTime(updated, "updated_at"); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
+	se.CreatedAt, se.UpdatedAt = d.time(cr, "created_at"), d.time(updated, "updated_at")
+	if d.err != nil {
+		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, d.err)
 	}
 	return se, nil
+}
+
+// decoder reads the encoded columns of a row, keeping the first error.
+type decoder struct{ err error }
+
+// json decodes the JSON column called what into dst.
+func (d *decoder) json(v, what string, dst any) {
+	if d.err == nil {
+		if err := json.Unmarshal([]byte(v), dst); err != nil {
+			d.err = fmt.Errorf("decoding %s: %w", what, err)
+		}
+	}
+}
+
+// nullJSON is json for a column where NULL means none.
+func (d *decoder) nullJSON(v sql.NullString, what string, dst any) {
+	if v.Valid {
+		d.json(v.String, what, dst)
+	}
+}
+
+// time parses the time column called what.
+func (d *decoder) time(v, what string) time.Time {
+	t, err := parseTime(v, what)
+	if d.err == nil {
+		d.err = err
+	}
+	return t
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
@@ -174,33 +195,21 @@ func scanPlan(sc scanner) (core.Plan, error) {
 	if !validPlanStatus(p.Status) {
 		return core.Plan{}, fmt.Errorf("plan %q: invalid status %q", p.ID, status)
 	}
-	if err := json.Unmarshal([]byte(body), &p.Body); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: decoding body: %w", p.ID, err)
-	}
+	var d decoder
+	d.json(body, "body", &p.Body)
 	if decision.Valid {
 		p.Decision = new(plan.Decision)
-		if err := json.Unmarshal([]byte(decision.String), p.Decision); err != nil {
-			return core.Plan{}, fmt.Errorf("plan %q: decoding decision: %w", p.ID, err)
-		}
+		d.json(decision.String, "decision", p.Decision)
 		p.Decision.At = p.Decision.At.UTC()
 	}
-	if approvals.Valid {
-		if err := json.Unmarshal([]byte(approvals.String), &p.Approvals); err != nil {
-			return core.Plan{}, fmt.Errorf("plan %q: decoding approvals: %w", p.ID, err)
-		}
-		for i := range p.Approvals {
-			p.Approvals[i].At = p.Approvals[i].At.UTC()
-		}
+	d.nullJSON(approvals, "approvals", &p.Approvals)
+	for i := range p.Approvals {
+		p.Approvals[i].At = p.Approvals[i].At.UTC()
 	}
-	if err := decodeRequesters(asked, &p.Requesters); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
-	}
-	var err error
-	if p.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
-	}
-	if p.UpdatedAt, err = parseTime(upd, "updated_at"); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
+	d.nullJSON(asked, "requesters", &p.Requesters)
+	p.CreatedAt, p.UpdatedAt = d.time(cr, "created_at"), d.time(upd, "updated_at")
+	if d.err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, d.err)
 	}
 	return p, nil
 }
@@ -263,15 +272,4 @@ func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, err
 		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
 	}
 	return out, nil
-}
-
-// decodeRequesters reads a requesters column (NULL = none) into list.
-func decodeRequesters(v sql.NullString, list *[]core.Requester) error {
-	if !v.Valid {
-		return nil
-	}
-	if err := json.Unmarshal([]byte(v.String), list); err != nil {
-		return fmt.Errorf("decoding requesters: %w", err)
-	}
-	return nil
 }

@@ -84,15 +84,9 @@ func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	})
 }
 
-// execer is where a transaction's statements run: the SQLite writer's connection inside
-// its open transaction (whose statements need no placeholder renumbering).
-type execer interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
-// execSteps runs steps in order inside tx and stops at the first unexpected outcome.
-func execSteps(ctx context.Context, tx execer, steps []step) error {
+// execSteps runs steps in order inside tx, the SQLite writer's connection in its open
+// transaction (no placeholder renumbering), and stops at the first unexpected outcome.
+func execSteps(ctx context.Context, tx *sql.Conn, steps []step) error {
 	for _, st := range steps {
 		if st.dest != nil {
 			err := tx.QueryRowContext(ctx, st.q, st.args...).Scan(st.dest...)
