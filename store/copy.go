@@ -60,14 +60,14 @@ func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 	}
 	defer tx.Rollback() // a no-op after Commit
 	for _, t := range copyTables {
-		n, err := copyRows(ctx, tx, src, t, t.identity && dst.pool != nil)
+		n, err := copyRows(ctx, tx, dst.w.d, src, t, t.identity && dst.pool != nil)
 		if err != nil {
 			return res, fmt.Errorf("copying %s from store %s to %s: %w", t.name, src.path, dst.path, err)
 		}
 		res.Rows[t.name] = n
 		if t.identity && dst.pool != nil && n > 0 {
 			// The next generated id must follow the copied ones.
-			if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence(?, 'id'), (SELECT MAX(id) FROM `+t.name+`))`, t.name); err != nil {
+			if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), (SELECT MAX(id) FROM `+t.name+`))`, t.name); err != nil {
 				return res, fmt.Errorf("copying %s: advancing its id sequence: %w", t.name, err)
 			}
 		}
@@ -80,13 +80,13 @@ func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 
 // copyRows copies one table's rows from src into tx, converting booleans for tx's
 // dialect, and returns how many it copied.
-func copyRows(ctx context.Context, tx *sqlTx, src *Store, t copySpec, overriding bool) (int64, error) {
+func copyRows(ctx context.Context, tx *sql.Tx, d dialect, src *Store, t copySpec, overriding bool) (int64, error) {
 	names := strings.Split(t.cols, ", ")
 	insert := `INSERT INTO ` + t.name + ` (` + t.cols + `) `
 	if overriding {
 		insert += `OVERRIDING SYSTEM VALUE `
 	}
-	insert += `VALUES (?` + strings.Repeat(`, ?`, len(names)-1) + `)`
+	insert = d.q(insert + `VALUES (?` + strings.Repeat(`, ?`, len(names)-1) + `)`)
 	rows, err := src.r.QueryContext(ctx, `SELECT `+t.cols+` FROM `+t.name+` ORDER BY `+t.order)
 	if err != nil {
 		return 0, fmt.Errorf("reading: %w", err)

@@ -212,7 +212,7 @@ func (s *Store) runGroup(batch []*writeJob) {
 	}()
 
 	now := s.now().UTC()
-	if err := runJobs(ctx, conn.Conn, live, now); err != nil {
+	if err := runJobs(ctx, conn, live, now); err != nil {
 		fail(err)
 		return
 	}
@@ -238,7 +238,7 @@ func (s *Store) runGroup(batch []*writeJob) {
 
 // rollback ends conn's open transaction, if any. A connection that cannot end it is taken
 // out of the pool (the next use opens a fresh one) rather than handed on inside one.
-func rollback(ctx context.Context, conn *sqlConn) {
+func rollback(ctx context.Context, conn *sql.Conn) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err == nil {
 		return
 	}
