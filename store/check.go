@@ -54,7 +54,7 @@ func Check(ctx context.Context, path string, full bool) (CheckResult, error) {
 	problems, err := integrity(ctx, db, full)
 	res.Problems = problems
 	if err != nil {
-		if isCorrupt(err) {
+		if isCode(err, sqlite3.ErrCorrupt, sqlite3.ErrNotADB) { // damage SQLite noticed while reading
 			res.Problems = append(res.Problems, explain(err).Error())
 			return res, fmt.Errorf("checking store %s: %w", abs, ErrDamaged)
 		}
@@ -96,12 +96,6 @@ func integrity(ctx context.Context, db *sql.DB, full bool) ([]string, error) {
 		}
 	}
 	return problems, rows.Err()
-}
-
-// isCorrupt tells damage SQLite noticed while reading from other failures.
-func isCorrupt(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
 }
 
 // RecoveryHint is what an operator runs to salvage a damaged database, for messages that

@@ -108,7 +108,7 @@ func (e *Elector) campaignBound(now time.Time) time.Duration {
 // publishLocked reports whether this replica leads at now and, when that changed since
 // last told, tells Changed's waiters.
 func (e *Elector) publishLocked(now time.Time) bool {
-	is := e.leadingLocked(now)
+	is := now.Before(e.until)
 	if is != e.published {
 		e.published = is
 		e.notifyLocked()
@@ -120,7 +120,7 @@ func (e *Elector) publishLocked(now time.Time) bool {
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leadingLocked(e.Now())
+	return e.Now().Before(e.until)
 }
 
 // Holder is the lease as last seen: this replica's, or the leader's when standing by.
@@ -143,8 +143,6 @@ func (e *Elector) changedLocked() chan struct{} {
 	}
 	return e.changed
 }
-
-func (e *Elector) leadingLocked(now time.Time) bool { return now.Before(e.until) }
 
 func (e *Elector) notifyLocked() {
 	if e.changed != nil {

@@ -45,9 +45,8 @@ func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 	return s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
 }
 
-// FireNudgeWith is FireNudge for a fired occurrence whose reply is committed in the same
-// transaction as outbox rows (ids assigned in place): fired then means delivered at least
-// once.
+// FireNudgeWith is FireNudge for a fired occurrence whose reply goes into the outbox in the
+// same transaction (ids assigned in place): fired then means delivered at least once.
 func (s *Store) FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
 	return s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
 }

@@ -76,9 +76,8 @@ func unsentQuery(channels []string, limit int) (string, []any) {
 // markSentQuery marks an outbox row sent, unless it was sent or dropped already.
 const markSentQuery = `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`
 
-// MarkSent records that reply id reached its platform as message platformID. It is a
-// lazy commit: after a killed process it is still there; only an OS crash can lose it,
-// and then the reply is sent again, never lost.
+// MarkSent records that reply id reached its platform as message platformID, as a lazy
+// commit: only an OS crash can lose it, and then the reply is sent again, never lost.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error {
 	return s.updateOutbox(ctx, id, markSentQuery, formatTime(at), platformID, id)
 }

@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -178,7 +179,7 @@ func setPageSize(ctx context.Context, abs string) error {
 	const tries = 50
 	for i := 1; ; i++ {
 		err := createFile(ctx, abs)
-		if err == nil || i == tries || !isBusy(err) {
+		if err == nil || i == tries || !isCode(err, sqlite3.ErrBusy, sqlite3.ErrLocked) {
 			return err
 		}
 		select {
@@ -189,11 +190,10 @@ func setPageSize(ctx context.Context, abs string) error {
 	}
 }
 
-// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY or
-// SQLITE_LOCKED).
-func isBusy(err error) bool {
+// isCode reports whether err is a SQLite error with one of codes.
+func isCode(err error, codes ...sqlite3.ErrNo) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	return errors.As(err, &se) && slices.Contains(codes, se.Code)
 }
 
 // createFile is one attempt of setPageSize.

@@ -10,10 +10,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// StartToolRun records that a mutating tool call is about to run, durably (it returns
-// once an fsync of the WAL begun after its commit completed): if the process or the
-// machine dies while the call runs, the record survives and the call is not run again. Recording the same call twice is
-// core.ErrDuplicate, so a call is started at most once.
+// StartToolRun records that a mutating tool call is about to run, durably (fsynced before
+// it returns), so that if the process or the machine dies while the call runs it is not
+// run again. Recording the same call twice is core.ErrDuplicate: a call starts at most once.
 func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.SessionID == "" || r.CallID == "" || r.Tool == "" {
 		return errors.New("recording tool run: session, call id and tool are required")
@@ -29,9 +28,8 @@ func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	return nil
 }
 
-// FinishToolRun records how a started call ended, durably like the start. Were it lost,
-// a resumed turn would only report "effects unknown" for a call that did finish, which
-// is the safe side.
+// FinishToolRun records how a started call ended, durably like the start: were it lost, a
+// resumed turn would report "effects unknown" for a finished call, the safe side.
 func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.Outcome == "" {
 		return fmt.Errorf("finishing tool run %s/%s: no outcome", r.SessionID, r.CallID)
@@ -58,8 +56,7 @@ func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRu
 	return s.toolRuns(ctx, "listing tool runs", `WHERE session_id = ?`, sessionID)
 }
 
-// toolRuns lists the runs that where selects, oldest first; what names the listing in a
-// query's error.
+// toolRuns lists the runs that where selects, oldest first; what names the listing.
 func (s *Store) toolRuns(ctx context.Context, what, where string, args ...any) ([]core.ToolRun, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at, finished_at, outcome FROM tool_runs
 		`+where+` ORDER BY started_at, call_id`, args...)
