@@ -48,10 +48,7 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([
 func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
 	q, args := unsentQuery(channels, limit)
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing unsent replies: %w", err)
-	}
-	return scanOutbox(rows, "unsent")
+	return scanOutbox(rows, err, "unsent")
 }
 
 // unsentQuery is UnsentOutbox's query, run on both drivers through the partial index
@@ -144,36 +141,30 @@ func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, 
 		args = append(args, limit)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing sent replies: %w", err)
-	}
-	return scanOutbox(rows, "sent")
+	return scanOutbox(rows, err, "sent")
 }
 
-// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]).
-func scanOutbox(rows *sql.Rows, what string) ([]core.Outgoing, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]); err is
+// the query's.
+func scanOutbox(rows *sql.Rows, err error, what string) ([]core.Outgoing, error) {
+	var cols []string
+	if err == nil {
+		if cols, err = rows.Columns(); err != nil {
+			rows.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing %s replies: %w", what, err)
 	}
-	var out []core.Outgoing
-	for rows.Next() {
-		var o core.Outgoing
+	return collect(rows, nil, nil, func(sc scanner) (o core.Outgoing, err error) {
 		var body, created string
-		dest := []any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("listing %s replies: %w", what, err)
+		if err := sc.Scan([]any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]...); err != nil {
+			return o, fmt.Errorf("listing %s replies: %w", what, err)
 		}
 		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {
-			return nil, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
+			return o, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
 		}
-		at, err := parseTime(created, "outbox time")
-		if err != nil {
-			return nil, err
-		}
-		o.CreatedAt = at
-		out = append(out, o)
-	}
-	return out, rows.Err()
+		o.CreatedAt, err = parseTime(created, "outbox time")
+		return o, err
+	})
 }
