@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -216,21 +217,12 @@ func (s *Store) runGroup(batch []*writeJob) {
 		fail(err)
 		return
 	}
-	var ok []*writeJob
-	for _, j := range live {
-		if j.err == nil {
-			ok = append(ok, j)
-		}
-	}
-	if len(ok) == 0 {
-		return
+	if !slices.ContainsFunc(live, func(j *writeJob) bool { return j.err == nil }) {
+		return // every write failed and was undone
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		// As the driver's Tx.Commit does: SQLite may leave the transaction open.
-		err = fmt.Errorf("committing transaction: %w", explain(err))
-		for _, j := range ok {
-			j.err = err
-		}
+		fail(fmt.Errorf("committing transaction: %w", explain(err)))
 		return
 	}
 	committed = true
