@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -253,19 +254,9 @@ func timer(made func(time.Duration) <-chan time.Time, d time.Duration) <-chan ti
 	return time.After(d)
 }
 
-func (e *Elector) every() time.Duration {
-	if e.Every > 0 {
-		return e.Every
-	}
-	return ElectionEvery
-}
-
-func (e *Elector) ttl() time.Duration {
-	if e.TTL > 0 {
-		return e.TTL
-	}
-	return ElectionTTL
-}
+// every and ttl are Every and TTL, or their defaults when not positive.
+func (e *Elector) every() time.Duration { return cmp.Or(max(e.Every, 0), ElectionEvery) }
+func (e *Elector) ttl() time.Duration   { return cmp.Or(max(e.TTL, 0), ElectionTTL) }
 
 func (e *Elector) logger() *slog.Logger {
 	if e.Log != nil {
