@@ -140,22 +140,22 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 	}
 	br := c.SendBatch(ctx, b)
 	err = checkBatch(br, steps, lazy, trip)
-	committed, commitErr := false, errors.New("the server did not commit")
+	var commitErr error // with trip: why the COMMIT sent in the batch did not commit
 	if trip {
 		// Only a lone statement may have an unexpected outcome (no row), which changed
 		// nothing: the COMMIT already sent commits nothing else. Any other failure aborted
 		// the transaction, and the server answers the COMMIT with an error or ROLLBACK.
-		tag, cerr := br.Exec()
-		committed = cerr == nil && tag.String() == "COMMIT"
-		if cerr != nil {
+		if tag, cerr := br.Exec(); cerr != nil {
 			commitErr = cerr
+		} else if tag.String() != "COMMIT" {
+			commitErr = errors.New("the server did not commit")
 		}
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("running the transaction: %w", cerr)
 	}
-	if committed {
-		return err
+	if trip && commitErr == nil {
+		return err // committed
 	}
 	if trip && err == nil {
 		err = fmt.Errorf("committing transaction: %w", commitErr)
