@@ -164,15 +164,11 @@ func (s *Store) PlanByApproval(ctx context.Context, approvalID string) (core.Pla
 
 // Plans lists the plans of a session by version, or of every session ("") oldest first.
 func (s *Store) Plans(ctx context.Context, sessionID string) ([]core.Plan, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if sessionID == "" {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans ORDER BY created_at, session_id, version`)
-	} else {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans WHERE session_id = ? ORDER BY version`, sessionID)
+	q, args := `SELECT `+planCols+` FROM plans ORDER BY created_at, session_id, version`, []any(nil)
+	if sessionID != "" {
+		q, args = `SELECT `+planCols+` FROM plans WHERE session_id = ? ORDER BY version`, []any{sessionID}
 	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	out, err := collect(rows, err, []core.Plan{}, scanPlan) // never nil: callers encode lists as JSON arrays
 	if err != nil {
 		return nil, fmt.Errorf("listing plans: %w", err)
