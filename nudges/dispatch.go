@@ -22,9 +22,9 @@ type sessionBatch struct {
 }
 
 // dispatchDue is one round, run by cron when the earliest schedule falls due: every due
-// occurrence is claimed in the store as fired or missed, then each session gets its
-// missed report and its nudges, in that order, on a goroutine of its own, so a session
-// busy with a long agent turn does not hold up the others.
+// occurrence is claimed as fired or missed, then each session gets its missed report and
+// its nudges, in that order, on a goroutine of its own (a long agent turn holds up no
+// other session).
 func (s *Scheduler) dispatchDue() {
 	now := s.now().UTC()
 	s.mu.Lock()
@@ -163,10 +163,9 @@ func (s *Scheduler) requeue(items []*item) {
 	}
 }
 
-// deliver hands one session's batch to the engine. Each call runs through cron.Recover,
-// so a panic is logged and the rest still go out. A failed delivery is logged and not
-// retried here: a reminder claimed with its outbox row (ReminderClaimer) stays unsent and
-// is delivered at the next start.
+// deliver hands one session's batch to the engine, each call through cron.Recover so a
+// panic is logged and the rest still go out. A failed delivery is logged, not retried: a
+// reminder claimed with its outbox row (ReminderClaimer) is delivered at the next start.
 func (s *Scheduler) deliver(ctx context.Context, sessionID string, b *sessionBatch) {
 	guard := cron.Recover(s.cronLg)
 	s.deliveries.Go(func() {

@@ -20,65 +20,62 @@ type item struct {
 }
 
 // dueQueue is a min-heap of items by due time (then id, so equal times fire in the order
-// they were created).
-type dueQueue struct{ h itemHeap }
+// they were created). Its exported methods are container/heap's; use the others.
+type dueQueue []*item
 
 func (q *dueQueue) grow(n int) {
-	if cap(q.h)-len(q.h) < n {
-		h := make(itemHeap, len(q.h), len(q.h)+n)
-		copy(h, q.h)
-		q.h = h
+	if cap(*q)-len(*q) < n {
+		h := make(dueQueue, len(*q), len(*q)+n)
+		copy(h, *q)
+		*q = h
 	}
 }
 
-func (q *dueQueue) push(it *item)   { heap.Push(&q.h, it) }
-func (q *dueQueue) remove(it *item) { heap.Remove(&q.h, it.index) }
-func (q *dueQueue) fix(it *item)    { heap.Fix(&q.h, it.index) }
-func (q *dueQueue) len() int        { return len(q.h) }
+func (q *dueQueue) push(it *item)   { heap.Push(q, it) }
+func (q *dueQueue) remove(it *item) { heap.Remove(q, it.index) }
+func (q *dueQueue) fix(it *item)    { heap.Fix(q, it.index) }
 
-func (q *dueQueue) peek() *item {
-	if len(q.h) == 0 {
+func (q dueQueue) peek() *item {
+	if len(q) == 0 {
 		return nil
 	}
-	return q.h[0]
+	return q[0]
 }
 
 // popDue removes and returns every item due at or before now, earliest first.
 func (q *dueQueue) popDue(now time.Time) []*item {
 	var out []*item
-	for len(q.h) > 0 && !q.h[0].at.After(now) {
-		out = append(out, heap.Pop(&q.h).(*item))
+	for len(*q) > 0 && !(*q)[0].at.After(now) {
+		out = append(out, heap.Pop(q).(*item))
 	}
 	return out
 }
 
-type itemHeap []*item
+func (q dueQueue) Len() int { return len(q) }
 
-func (h itemHeap) Len() int { return len(h) }
-
-func (h itemHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+func (q dueQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
 	}
-	return h[i].n.ID < h[j].n.ID
+	return q[i].n.ID < q[j].n.ID
 }
 
-func (h itemHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+func (q dueQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
 }
 
-func (h *itemHeap) Push(x any) {
+func (q *dueQueue) Push(x any) {
 	it := x.(*item)
-	it.index = len(*h)
-	*h = append(*h, it)
+	it.index = len(*q)
+	*q = append(*q, it)
 }
 
-func (h *itemHeap) Pop() any {
-	old := *h
+func (q *dueQueue) Pop() any {
+	old := *q
 	it := old[len(old)-1]
 	old[len(old)-1] = nil
 	it.index = -1
-	*h = old[:len(old)-1]
+	*q = old[:len(old)-1]
 	return it
 }

@@ -1,22 +1,18 @@
 // Package nudges fires the nudge schedules that the engine keeps in the store: reminders
 // while a plan or a question waits, and the approval timeout (docs/design.md §7).
 //
-// The store is the authority. Each schedule is a row with its next fire time, and every
-// occurrence is claimed in the store's firing ledger (Store.FireNudge) before it is handed
-// to the engine, so an occurrence is delivered at most once even when the process dies or
-// two processes share the database. The scheduler only keeps a compact in-memory queue of
-// due times, rebuilt from the store at start-up and refreshed per session when the engine
-// says a session's schedules changed.
+// The store is the authority: every occurrence is claimed in its firing ledger
+// (Store.FireNudge) before it is handed to the engine, so it is delivered at most once
+// even when the process dies or two processes share the database. The scheduler keeps
+// only a compact queue of due times, loaded at start-up and refreshed per session when
+// the engine says a session's schedules changed.
 //
-// Timing runs on github.com/robfig/cron/v3, but not with one cron entry per schedule: cron
-// re-sorts its whole entry list on every wake-up, addition and removal, never tells a job
-// which occurrence it runs, and its @every counts from when an entry was added. Instead the
-// scheduler keeps a min-heap of due times and gives cron exactly one entry at a time, a
-// one-shot schedule for the earliest due time; that wake-up runs one dispatch round through
-// cron's chain (cron.Recover, and DelayIfStillRunning so rounds never overlap). Recurring
-// specs are parsed with cron's parser, exactly as Specs (the engine's machine.NudgeSpecs)
-// parses them, and their next times are computed from the stored occurrence, never from
-// when they were loaded.
+// Timing runs on github.com/robfig/cron/v3, but not one entry per schedule: cron re-sorts
+// its entries at every wake-up, never tells a job which occurrence it runs, and counts
+// @every from when an entry was added. The scheduler keeps a min-heap of due times and
+// gives cron one one-shot entry for the earliest, which runs a dispatch round through
+// cron's chain (Recover, DelayIfStillRunning). Recurring specs are parsed as Specs parses
+// them, and their next times computed from the stored occurrence.
 package nudges
 
 import (
@@ -61,10 +57,10 @@ type Store interface {
 	FireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error)
 }
 
-// ReminderClaimer claims a reminder's occurrence together with the reminder itself, in
-// one transaction (the reply goes into the outbox), so a fired reminder is delivered at
-// least once even when the process dies before handing it on; *engine.Engine satisfies
-// it. A Deliverer without it is claimed with Store.FireNudge.
+// ReminderClaimer claims a reminder's occurrence in one transaction with the reminder
+// itself (its reply goes into the outbox), so a fired reminder is delivered at least once
+// even when the process dies before handing it on; *engine.Engine satisfies it. Without
+// it occurrences are claimed with Store.FireNudge.
 type ReminderClaimer interface {
 	ClaimReminder(ctx context.Context, n core.Nudge, scheduledAt, firedAt, next time.Time) (bool, error)
 }
@@ -156,11 +152,11 @@ func New(st Store, d Deliverer, cfg Config, log *slog.Logger) *Scheduler {
 }
 
 // Run loads every active schedule and fires them until ctx ends. Occurrences that fell due
-// while plangate was down are handled at once: each fires if it is late by less than the
-// grace period and is otherwise recorded as missed, and every session is told once what it
-// missed. A recurring schedule catches up with one occurrence, its latest, never a burst.
-// On return no dispatch round or delivery is running any more. Run returns nil when ctx
-// ends and an error when the schedules cannot be loaded; it runs once per Scheduler.
+// while plangate was down fire at once if late by less than the grace period, are
+// recorded as missed otherwise, and every session is told once what it missed; a
+// recurring schedule catches up with its latest occurrence only. On return no dispatch
+// round or delivery runs. Run returns nil when ctx ends and an error when the schedules
+// cannot be loaded; it runs once per Scheduler.
 func (s *Scheduler) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.c != nil {
@@ -216,9 +212,8 @@ func (s *Scheduler) load(ctx context.Context) (int, error) {
 }
 
 // SessionChanged re-reads the schedules of one session: new active ones are queued, ones
-// that were cancelled or finished are dropped. It implements core.Nudger; errors are
-// logged, and a schedule it misses still cannot fire wrongly, because every occurrence is
-// claimed in the store first.
+// cancelled or finished are dropped. It implements core.Nudger; errors are logged, and a
+// schedule it misses still cannot fire wrongly: every occurrence is claimed in the store.
 func (s *Scheduler) SessionChanged(ctx context.Context, sessionID string) {
 	if sessionID == "" {
 		return // the store would list every session's schedules
@@ -277,8 +272,8 @@ func (s *Scheduler) dropLocked(it *item) {
 }
 
 // schedule returns the parsed spec of a recurring schedule, parsing each spec once. An
-// invalid spec (the engine validates them, so only a hand-edited row has one) makes the
-// schedule fire like a one-shot: the person still gets the reminder, and the row ends.
+// invalid spec (only a hand-edited row has one) fires like a one-shot: the person still
+// gets the reminder, and the row ends.
 func (s *Scheduler) schedule(n core.Nudge) cron.Schedule {
 	sched, ok := s.specs[n.Spec]
 	if !ok {

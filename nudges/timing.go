@@ -17,13 +17,11 @@ func newParser() cron.Parser {
 const fastSteps = 64
 
 // catchUp takes a schedule whose stored occurrence due is at or before now and returns the
-// occurrence to act on, the latest one at or before now, and the first one after now. A
-// recurring schedule that missed many occurrences thus fires (or is recorded missed) once,
-// never in a burst. sched nil is a one-shot: due itself, and no next.
-//
-// Occurrences are counted from the stored one, not from now: @every 2h stays on the
-// rhythm the schedule started with, and a calendar spec keeps its times. Specs without a
-// CRON_TZ= prefix use the local time zone, as when the engine computed the first time.
+// occurrence to act on, the latest at or before now, and the first after now: a recurring
+// schedule that missed many occurrences fires (or is recorded missed) once, never in a
+// burst. sched nil is a one-shot: due itself, and no next. Occurrences are counted from
+// the stored one, not from now, so @every 2h keeps its rhythm; specs without CRON_TZ= use
+// the local zone, as when the engine computed the first time.
 func catchUp(sched cron.Schedule, due, now time.Time) (occ, next time.Time) {
 	if sched == nil {
 		return due, time.Time{}
@@ -47,11 +45,10 @@ func catchUp(sched cron.Schedule, due, now time.Time) (occ, next time.Time) {
 	return occ, next
 }
 
-// searchBack finds the last occurrence at or before now of a calendar schedule that is far
-// behind: its occurrence occ is old and the one after it is due too. Calendar specs fire at
-// the same times wherever a search starts, so it looks back from now in growing windows
-// instead of walking every occurrence since occ (a minute schedule down for a year would
-// be half a million steps).
+// searchBack finds the last occurrence at or before now of a calendar schedule far behind
+// (occ is old and the next is due too): calendar specs fire at the same times wherever a
+// search starts, so it looks back from now in growing windows rather than walking every
+// occurrence since occ (a minute schedule down for a year is half a million steps).
 func searchBack(sched cron.Schedule, occ, now time.Time) (time.Time, time.Time) {
 	for w := time.Hour; ; w *= 2 {
 		from := now.Add(-w)

@@ -48,19 +48,6 @@ func Backup(ctx context.Context, src, dest string) (BackupResult, error) {
 	return res, nil
 }
 
-// Backup copies the open store into the new file dest; see the package function Backup.
-// A PostgreSQL store is backed up with pg_dump, not by plangate.
-func (s *Store) Backup(ctx context.Context, dest string) (BackupResult, error) {
-	if s.pool != nil {
-		return BackupResult{}, fmt.Errorf("backing up store %s: plangate backs up SQLite files only; use pg_dump for PostgreSQL", s.path)
-	}
-	res, err := backupFrom(ctx, s.r.DB, dest)
-	if err != nil {
-		return res, fmt.Errorf("backing up store %s: %w", s.path, err)
-	}
-	return res, nil
-}
-
 func backupFrom(ctx context.Context, src *sql.DB, dest string) (res BackupResult, err error) {
 	abs, err := filepath.Abs(dest)
 	if err != nil {

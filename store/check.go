@@ -27,11 +27,10 @@ type CheckResult struct {
 	Problems []string // empty when the file is sound
 }
 
-// Check runs PRAGMA quick_check (with full, the slower integrity_check, which also
-// verifies indexes against their tables) on the database at path without migrating or
-// writing it. A damaged file is reported with its problems and an error wrapping
-// ErrDamaged; a file that cannot be opened at all is an error too. A missing file is an
-// error: there is nothing to check.
+// Check runs PRAGMA quick_check (with full, integrity_check, which also verifies indexes
+// against their tables) on the database at path without migrating or writing it. A
+// damaged file is reported with its problems and an error wrapping ErrDamaged; a file
+// that is missing or cannot be opened is an error.
 func Check(ctx context.Context, path string, full bool) (CheckResult, error) {
 	res := CheckResult{Full: full}
 	abs, err := filepath.Abs(path)
@@ -55,7 +54,7 @@ func Check(ctx context.Context, path string, full bool) (CheckResult, error) {
 	problems, err := integrity(ctx, db, full)
 	res.Problems = problems
 	if err != nil {
-		if isCorrupt(err) {
+		if isCode(err, sqlite3.ErrCorrupt, sqlite3.ErrNotADB) { // damage SQLite noticed while reading
 			res.Problems = append(res.Problems, explain(err).Error())
 			return res, fmt.Errorf("checking store %s: %w", abs, ErrDamaged)
 		}
@@ -67,9 +66,8 @@ func Check(ctx context.Context, path string, full bool) (CheckResult, error) {
 	return res, nil
 }
 
-// checkDSN opens an existing file (mode=rw never creates one) and refuses writes
-// (_query_only), so a check changes nothing; a read-write open is still needed so that a
-// WAL left by a crash can be recovered into the connection's view.
+// checkDSN opens an existing file (mode=rw never creates one) read-write, so that a WAL
+// left by a crash is recovered into the connection's view, and refuses writes.
 func checkDSN(abs string) string {
 	return fileURI(abs) + "?mode=rw&_query_only=1&_busy_timeout=5000"
 }
@@ -98,12 +96,6 @@ func integrity(ctx context.Context, db *sql.DB, full bool) ([]string, error) {
 		}
 	}
 	return problems, rows.Err()
-}
-
-// isCorrupt tells damage SQLite noticed while reading from other failures.
-func isCorrupt(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
 }
 
 // RecoveryHint is what an operator runs to salvage a damaged database, for messages that

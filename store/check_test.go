@@ -225,3 +225,13 @@ func TestCheckWhileOpen(t *testing.T) {
 		t.Fatalf("writing after a check: %v", err)
 	}
 }
+
+// Backup copies the open store into the new file dest, as the package function Backup
+// copies a file.
+func (s *Store) Backup(ctx context.Context, dest string) (BackupResult, error) {
+	res, err := backupFrom(ctx, s.r.DB, dest)
+	if err != nil {
+		return res, fmt.Errorf("backing up store %s: %w", s.path, err)
+	}
+	return res, nil
+}

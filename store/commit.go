@@ -73,47 +73,32 @@ func (s *Store) commit(ctx context.Context, ch core.Change, sid string) (core.Se
 	return *out, nil
 }
 
-// changeSteps builds the statements of ch in their order: the inbound key first (a
-// duplicate event is the most useful thing to report, whatever else in the change would
-// have failed), the session, plans, audit events, transcript messages, the nudge
-// cancellation, new nudges and the outbox. out is filled in as the session is stored.
-// sqlite lets a plan's step update the row in place first (see planStep) and the outbox
-// rows take their ids without RETURNING (outboxSteps).
+// changeSteps builds the statements of ch in order: the inbound key first (a duplicate
+// event is the most useful thing to report, whatever else would have failed), the
+// session, plans, events, messages, the nudge cancellation, new nudges and the outbox.
+// out is filled in as the session is stored. sqlite: see planStep and outboxSteps.
 func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps []step, out *core.Session, err error) {
-	if ch.Inbound != nil {
-		st, err := inboundStep(*ch.Inbound, now)
-		if err != nil {
-			return nil, nil, err
+	add := func(st step, e error) { // keeps the first error
+		if err == nil {
+			steps, err = append(steps, st), e
 		}
-		steps = append(steps, st)
 	}
-	if ch.Session != nil {
-		st, se, err := sessionStep(*ch.Session, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps, out = append(steps, st), se
+	if ch.Inbound != nil {
+		add(inboundStep(*ch.Inbound, now))
+	}
+	if ch.Session != nil && err == nil {
+		var st step
+		st, out, err = sessionStep(*ch.Session, now)
+		steps = append(steps, st)
 	}
 	for _, p := range ch.Plans {
-		st, err := planStep(p, sid, now, sqlite)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(planStep(p, sid, now, sqlite))
 	}
 	for _, e := range ch.Events {
-		st, err := eventStep(e, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(eventStep(e, sid, now))
 	}
 	for _, m := range ch.Messages {
-		st, err := messageStep(m, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(messageStep(m, sid, now))
 	}
 	if ch.CancelNudges || ch.CancelReminders {
 		q := `UPDATE nudges SET status = 'cancelled', next_fire_at = NULL WHERE session_id = ? AND status = 'active'`
@@ -123,11 +108,10 @@ func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps 
 		steps = append(steps, step{what: "cancelling nudges", q: q, args: []any{sid}})
 	}
 	for _, n := range ch.Nudges {
-		st, err := nudgeStep(n, sid, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, st)
+		add(nudgeStep(n, sid, now))
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	more, err := outboxSteps(ch.Outbox, sid, now, sqlite)
 	if err != nil {
@@ -261,11 +245,9 @@ func sessionJSON(se core.Session) (q sql.NullString, inj string, err error) {
 	if se.Question != nil {
 		qq := *se.Question
 		qq.AskedAt = qq.AskedAt.UTC()
-		b, err := json.Marshal(qq)
-		if err != nil {
-			return q, "", fmt.Errorf("encoding question: %w", err)
+		if q, err = jsonText(qq, "question"); err != nil {
+			return q, "", err
 		}
-		q = sql.NullString{String: string(b), Valid: true}
 	}
 	if len(se.Injections) == 0 {
 		return q, "[]", nil // what encoding/json writes for an empty queue, the usual one
@@ -311,11 +293,10 @@ func validPlanStatus(st core.PlanStatus) bool {
 // to another session.
 //
 // With inPlace (SQLite) it first tries an UPDATE of the row as a decision or a step's
-// progress leaves it: same session, version and approval id, which stay out of its SET
-// list. SQLite rewrites every index on a column an UPDATE sets, whether the value
-// changes or not, and the upsert sets version and approval_id, both in unique indexes:
-// 2 of the 6.8 pages of the WAL a /plan accept's plan wrote. Only when no such row exists (a new version, one whose version or approval
-// id changes, one of another session) does the upsert run, with its checks.
+// progress leaves it (same session, version and approval id, out of its SET list):
+// SQLite rewrites every index on a column an UPDATE sets, changed or not, and the upsert
+// sets version and approval_id, both in unique indexes. Only when no such row exists does
+// the upsert run, with its checks.
 func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error) {
 	if p.ID == "" {
 		return step{}, errors.New("saving plan: empty id")
@@ -336,21 +317,18 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: encoding body: %w", p.ID, err)
 	}
-	var decision sql.NullString
+	var decision, approvals, asked sql.NullString
 	if p.Decision != nil {
 		d := *p.Decision
 		d.At = d.At.UTC()
-		b, err := json.Marshal(d)
-		if err != nil {
-			return step{}, fmt.Errorf("saving plan %s: encoding decision: %w", p.ID, err)
-		}
-		decision = sql.NullString{String: string(b), Valid: true}
+		decision, err = jsonText(d, "decision")
 	}
-	approvals, err := approvalsJSON(p.Approvals)
-	if err != nil {
-		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
+	if err == nil {
+		approvals, err = approvalsJSON(p.Approvals)
 	}
-	asked, err := requestersJSON(p.Requesters)
+	if err == nil {
+		asked, err = requestersJSON(p.Requesters)
+	}
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
 	}
@@ -388,9 +366,14 @@ func requestersJSON(list []core.Requester) (sql.NullString, error) {
 	if len(list) == 0 {
 		return sql.NullString{}, nil
 	}
-	b, err := json.Marshal(list)
+	return jsonText(list, "requesters")
+}
+
+// jsonText encodes v for a nullable JSON column; what names it in the error.
+func jsonText(v any, what string) (sql.NullString, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encoding requesters: %w", err)
+		return sql.NullString{}, fmt.Errorf("encoding %s: %w", what, err)
 	}
 	return sql.NullString{String: string(b), Valid: true}, nil
 }
@@ -405,11 +388,7 @@ func approvalsJSON(list []plan.Approval) (sql.NullString, error) {
 		a.At = a.At.UTC()
 		out[i] = a
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encoding approvals: %w", err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
+	return jsonText(out, "approvals")
 }
 
 // eventStep appends an audit row; the row id is assigned by the database.
@@ -439,11 +418,10 @@ func eventStep(e core.Event, sid string, now time.Time) (step, error) {
 func messageStep(m core.ChatMessage, sid string, now time.Time) (step, error) {
 	var calls sql.NullString
 	if len(m.ToolCalls) > 0 {
-		b, err := json.Marshal(m.ToolCalls)
-		if err != nil {
-			return step{}, fmt.Errorf("saving %s message: encoding tool calls: %w", m.Role, err)
+		var err error
+		if calls, err = jsonText(m.ToolCalls, "tool calls"); err != nil {
+			return step{}, fmt.Errorf("saving %s message: %w", m.Role, err)
 		}
-		calls = sql.NullString{String: string(b), Valid: true}
 	}
 	return step{
 		what: "saving " + string(m.Role) + " message",

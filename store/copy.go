@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// copyTables lists every table a deployment holds, parents before children, with its
-// columns (the same on both drivers) and which of them are booleans (INTEGER 0/1 on
-// SQLite, BOOLEAN on PostgreSQL). Ids are copied as they are, so references between rows,
-// approval ids in buttons and outbox ids stay valid.
+// copyTables lists every table, parents before children, with its columns and booleans
+// (INTEGER 0/1 on SQLite, BOOLEAN on PostgreSQL). Ids are copied as they are, so
+// references between rows, approval ids in buttons and outbox ids stay valid.
 var copyTables = []copySpec{
 	{name: "sessions", cols: "id, channel, account, chat, thread, phase, auto_approve, owner, plan_id, approval_id, " +
 		"rejection_count, last_feedback, nudge_spec, question, injections, requesters, version, created_at, updated_at",
@@ -41,9 +40,8 @@ type CopyResult struct {
 
 // Copy copies every row of src into dst (e.g. a SQLite file into a new PostgreSQL
 // database) in one transaction on dst, refusing a dst that holds any row: a copy never
-// merges two deployments. Both stores are at the newest schema, since opening applied the
-// migrations. Stop the gateway that uses src first, or the copy misses what it writes
-// meanwhile.
+// merges two deployments. Opening applied the migrations to both. Stop the gateway that
+// uses src first, or the copy misses what it writes meanwhile.
 func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 	res := CopyResult{Rows: map[string]int64{}}
 	for _, t := range copyTables {
@@ -62,14 +60,14 @@ func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 	}
 	defer tx.Rollback() // a no-op after Commit
 	for _, t := range copyTables {
-		n, err := copyRows(ctx, tx, src, t, t.identity && dst.pool != nil)
+		n, err := copyRows(ctx, tx, dst.w.d, src, t, t.identity && dst.pool != nil)
 		if err != nil {
 			return res, fmt.Errorf("copying %s from store %s to %s: %w", t.name, src.path, dst.path, err)
 		}
 		res.Rows[t.name] = n
 		if t.identity && dst.pool != nil && n > 0 {
 			// The next generated id must follow the copied ones.
-			if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence(?, 'id'), (SELECT MAX(id) FROM `+t.name+`))`, t.name); err != nil {
+			if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), (SELECT MAX(id) FROM `+t.name+`))`, t.name); err != nil {
 				return res, fmt.Errorf("copying %s: advancing its id sequence: %w", t.name, err)
 			}
 		}
@@ -82,13 +80,13 @@ func Copy(ctx context.Context, dst, src *Store) (CopyResult, error) {
 
 // copyRows copies one table's rows from src into tx, converting booleans for tx's
 // dialect, and returns how many it copied.
-func copyRows(ctx context.Context, tx *sqlTx, src *Store, t copySpec, overriding bool) (int64, error) {
+func copyRows(ctx context.Context, tx *sql.Tx, d dialect, src *Store, t copySpec, overriding bool) (int64, error) {
 	names := strings.Split(t.cols, ", ")
 	insert := `INSERT INTO ` + t.name + ` (` + t.cols + `) `
 	if overriding {
 		insert += `OVERRIDING SYSTEM VALUE `
 	}
-	insert += `VALUES (?` + strings.Repeat(`, ?`, len(names)-1) + `)`
+	insert = d.q(insert + `VALUES (?` + strings.Repeat(`, ?`, len(names)-1) + `)`)
 	rows, err := src.r.QueryContext(ctx, `SELECT `+t.cols+` FROM `+t.name+` ORDER BY `+t.order)
 	if err != nil {
 		return 0, fmt.Errorf("reading: %w", err)

@@ -8,13 +8,9 @@ import (
 	"sync"
 )
 
-// dialect is the SQL engine behind a Store. Every query in this package is written once,
-// with '?' placeholders and SQL that both engines accept; the dialect only renumbers the
-// placeholders for PostgreSQL ($1, $2, ...). In the few places the engines differ
-// (how a transaction's statements are sent, durability of lazy commits, migration
-// locking, the open path) the code branches on the driver.
-// Writing each statement once is what keeps the two drivers' guarantees the same: the
-// contract suite (store/storetest) checks that they are.
+// dialect is the SQL engine behind a Store. Every query is written once, with '?'
+// placeholders and SQL both engines accept; the dialect renumbers the placeholders for
+// PostgreSQL ($1, $2, ...), and the few places the engines differ branch on the driver.
 type dialect struct {
 	pg    bool
 	cache *sync.Map // query text -> rebound text, PostgreSQL only
@@ -24,14 +20,6 @@ var (
 	sqliteDialect   = dialect{}
 	postgresDialect = dialect{pg: true, cache: new(sync.Map)}
 )
-
-// name is the driver name as it appears in store.driver.
-func (d dialect) name() string {
-	if d.pg {
-		return DriverPostgres
-	}
-	return DriverSQLite
-}
 
 // q returns query for this dialect. The queries of this package contain no '?' inside
 // string literals or identifiers, so every '?' is a placeholder.
@@ -62,7 +50,8 @@ func (d dialect) q(query string) string {
 }
 
 // sqlDB is a *sql.DB that speaks its dialect: the methods below shadow the embedded ones so
-// that the call sites read the same for both engines.
+// that the call sites read the same for both engines. Its transactions and connections
+// (BeginTx, Conn) are database/sql's own: their few statements go through d.q themselves.
 type sqlDB struct {
 	*sql.DB
 	d dialect
@@ -78,60 +67,4 @@ func (x sqlDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 
 func (x sqlDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	return x.DB.QueryRowContext(ctx, x.d.q(q), args...)
-}
-
-func (x sqlDB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error) {
-	t, err := x.DB.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &sqlTx{Tx: t, d: x.d}, nil
-}
-
-func (x sqlDB) Conn(ctx context.Context) (*sqlConn, error) {
-	c, err := x.DB.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &sqlConn{Conn: c, d: x.d}, nil
-}
-
-// sqlTx is a *sql.Tx that speaks its dialect.
-type sqlTx struct {
-	*sql.Tx
-	d dialect
-}
-
-func (x *sqlTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return x.Tx.ExecContext(ctx, x.d.q(q), args...)
-}
-
-func (x *sqlTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return x.Tx.QueryContext(ctx, x.d.q(q), args...)
-}
-
-func (x *sqlTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return x.Tx.QueryRowContext(ctx, x.d.q(q), args...)
-}
-
-// sqlConn is a *sql.Conn that speaks its dialect.
-type sqlConn struct {
-	*sql.Conn
-	d dialect
-}
-
-func (x *sqlConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return x.Conn.ExecContext(ctx, x.d.q(q), args...)
-}
-
-func (x *sqlConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return x.Conn.QueryRowContext(ctx, x.d.q(q), args...)
-}
-
-func (x *sqlConn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error) {
-	t, err := x.Conn.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &sqlTx{Tx: t, d: x.d}, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,17 +12,15 @@ import (
 )
 
 // Election of one replica for work that must not run twice: Telegram's getUpdates (two
-// pollers would steal each other's updates and Telegram answers 409) and the Discord
-// gateway (two connections would both receive every message). The leader holds a lease
-// row (the leases table, written by AcquireLease's single conditional statement, so two
-// replicas never both hold it) and renews it every ElectionEvery; a replica that dies
-// stops renewing, and another takes the lease once it expires, ElectionTTL later at
-// most, or at once when the holder is a process of this host that is gone.
+// pollers steal each other's updates, and Telegram answers 409) and the Discord gateway
+// (two connections both receive every message). The leader holds a lease row (taken by
+// AcquireLease's single conditional statement) and renews it every ElectionEvery; once
+// a dead leader's lease expires, ElectionTTL later at most, or at once when the holder is
+// a gone process of this host, another replica takes it.
 //
-// A leader that cannot renew (the database is unreachable) steps down when its own lease
-// would have expired by its clock; another replica takes the lease once it has expired by
-// that replica's clock. So two replicas lead at once for at most the difference between
-// their clocks (NTP keeps that to milliseconds), never for the ttl.
+// A leader that cannot renew steps down when its lease would have expired by its own
+// clock, and another replica takes it once expired by that replica's clock: two lead at
+// once for at most the difference between their clocks, never for the ttl.
 
 // Election timing: the takeover bound is ElectionTTL (15 s); renewing every 5 s lets two
 // renewals fail before the lease lapses.
@@ -66,11 +65,10 @@ type Elector struct {
 }
 
 // Step campaigns once: it takes, renews or fails to take the lease, and reports whether
-// this replica leads afterwards. An error (the store unreachable) keeps a leader leading
-// only until its lease would have expired. The store calls are bounded (campaignBound), so
-// a store that does not answer cannot hold Run past the lease's end, and whether this
-// replica leads is judged by the clock after them: a renewal that failed after a long wait
-// does not report leading on the strength of the time it began.
+// this replica leads afterwards. An error keeps a leader leading only until its lease
+// would have expired. The store calls are bounded (campaignBound), so a store that does
+// not answer cannot hold Run past the lease's end, and leading is judged by the clock
+// after them, not when the renewal began.
 func (e *Elector) Step(ctx context.Context) (bool, error) {
 	now := e.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.campaignBound(now))
@@ -111,7 +109,7 @@ func (e *Elector) campaignBound(now time.Time) time.Duration {
 // publishLocked reports whether this replica leads at now and, when that changed since
 // last told, tells Changed's waiters.
 func (e *Elector) publishLocked(now time.Time) bool {
-	is := e.leadingLocked(now)
+	is := now.Before(e.until)
 	if is != e.published {
 		e.published = is
 		e.notifyLocked()
@@ -123,7 +121,7 @@ func (e *Elector) publishLocked(now time.Time) bool {
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leadingLocked(e.Now())
+	return e.Now().Before(e.until)
 }
 
 // Holder is the lease as last seen: this replica's, or the leader's when standing by.
@@ -137,13 +135,15 @@ func (e *Elector) Holder() core.Lease {
 func (e *Elector) Changed() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.changedLocked()
+}
+
+func (e *Elector) changedLocked() chan struct{} {
 	if e.changed == nil {
 		e.changed = make(chan struct{})
 	}
 	return e.changed
 }
-
-func (e *Elector) leadingLocked(now time.Time) bool { return now.Before(e.until) }
 
 func (e *Elector) notifyLocked() {
 	if e.changed != nil {
@@ -198,12 +198,9 @@ func (e *Elector) resign(ctx context.Context) {
 }
 
 // Lead blocks until this replica leads (or ctx ends: an error) and returns a context
-// that is cancelled when it stops leading. Run must be running.
-//
-// The context is cancelled at the lease's end by this replica's clock even while Run is
-// still inside a campaign (a store that does not answer): a timer for the lease's end,
-// re-armed whenever a renewal extends it, stops the leader whatever Run is doing, so the
-// channel never runs on past the moment another replica may take the lease.
+// that is cancelled when it stops leading. Run must be running. A timer for the lease's
+// end, re-armed at every renewal, cancels it even while Run is stuck in a campaign, so
+// the channel never runs past the moment another replica may take the lease.
 func (e *Elector) Lead(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	for {
 		ch := e.Changed()
@@ -225,10 +222,7 @@ func (e *Elector) Lead(ctx context.Context) (context.Context, context.CancelFunc
 func (e *Elector) watch(lctx context.Context, cancel context.CancelFunc) {
 	for {
 		e.mu.Lock()
-		if e.changed == nil {
-			e.changed = make(chan struct{})
-		}
-		ch, until := e.changed, e.until
+		ch, until := e.changedLocked(), e.until
 		e.mu.Unlock()
 		expired := false
 		select {
@@ -260,19 +254,9 @@ func timer(made func(time.Duration) <-chan time.Time, d time.Duration) <-chan ti
 	return time.After(d)
 }
 
-func (e *Elector) every() time.Duration {
-	if e.Every > 0 {
-		return e.Every
-	}
-	return ElectionEvery
-}
-
-func (e *Elector) ttl() time.Duration {
-	if e.TTL > 0 {
-		return e.TTL
-	}
-	return ElectionTTL
-}
+// every and ttl are Every and TTL, or their defaults when not positive.
+func (e *Elector) every() time.Duration { return cmp.Or(max(e.Every, 0), ElectionEvery) }
+func (e *Elector) ttl() time.Duration   { return cmp.Or(max(e.TTL, 0), ElectionTTL) }
 
 func (e *Elector) logger() *slog.Logger {
 	if e.Log != nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,11 +38,9 @@ type writeJob struct {
 }
 
 // groupCommit is the single writer's queue. Whoever writes while a batch is in flight
-// waits in the queue; when that batch has committed, the first waiter leads the next
-// batch, which holds everyone who arrived meanwhile. A batch is one transaction at
-// synchronous=NORMAL: its COMMIT writes the WAL without an fsync, and its durable callers
-// then wait for an fsync outside the writer (walsync.go), shared with every other commit
-// made before it began, while the next batch runs.
+// waits; when it committed, the first waiter leads the next batch, holding everyone who
+// arrived meanwhile. A batch is one transaction at synchronous=NORMAL, whose durable
+// callers then wait for an fsync outside the writer (walsync.go) while the next runs.
 type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeJob
@@ -50,26 +49,22 @@ type groupCommit struct {
 }
 
 // write runs fn on the writer connection as part of the next batch and returns once the
-// batch's transaction has committed (or fn failed and was undone) and, unless lazy, once
-// an fsync of the WAL begun after that commit completed. A lazy write never waits for an
-// fsync: it is atomic and survives a killed process, and a power loss may take it (and
-// only commits after it).
+// batch has committed (or fn failed and was undone) and, unless lazy, once an fsync of
+// the WAL begun after that commit completed. A lazy write survives a killed process; a
+// power loss may take it (and only commits after it).
 //
 // ctx is consulted before fn runs, not during: an interrupted statement would roll back
-// the whole shared transaction, and a caller whose change may already be committed must
-// learn the outcome rather than stop waiting.
+// the whole shared transaction, and a caller whose change may be committed must learn
+// the outcome rather than stop waiting.
 func (s *Store) write(ctx context.Context, lazy bool, fn writeFunc) error {
-	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, wake: make(chan struct{}, 1)})
+	return s.writeMerged(ctx, lazy, "", fn)
 }
 
 // writeMerged is write for a job that replaces the record named merge whole, with a
 // value fn computes when it runs: when several such jobs share a batch only the last
 // runs, and its value, computed last, holds whatever the earlier ones would have written.
 func (s *Store) writeMerged(ctx context.Context, lazy bool, merge string, fn writeFunc) error {
-	return s.enqueue(&writeJob{ctx: ctx, lazy: lazy, run: fn, merge: merge, wake: make(chan struct{}, 1)})
-}
-
-func (s *Store) enqueue(j *writeJob) error {
+	j := &writeJob{ctx: ctx, lazy: lazy, run: fn, merge: merge, wake: make(chan struct{}, 1)}
 	g := s.gc
 	g.mu.Lock()
 	g.queue = append(g.queue, j)
@@ -97,10 +92,9 @@ func (s *Store) enqueue(j *writeJob) error {
 }
 
 // reportsCommitted tells whether a durable write's outcome speaks of committed state: its
-// own commit (nil), or a conflict or duplicate with a commit made before it. Either
-// waits for the fsync, so that no caller tells anyone of a change that may not be on disk
-// yet: a redelivered event is not acknowledged on the strength of an original that a
-// power loss could still take.
+// own commit, or a conflict or duplicate with an earlier commit. Both wait for the fsync,
+// so that no caller tells of a change a power loss could still take (a redelivered event
+// is not acknowledged on the strength of an unsynced original).
 func reportsCommitted(err error) bool {
 	return err == nil || errors.Is(err, core.ErrConflict) || errors.Is(err, core.ErrDuplicate)
 }
@@ -159,11 +153,10 @@ func (s *Store) handOff(batch []*writeJob) {
 	}
 }
 
-// runGroup commits the batch's writes in one IMMEDIATE transaction. Each write is atomic
-// on its own: with more than one in the batch each runs inside a SAVEPOINT, so one that
-// fails (a version conflict, a duplicate event) is rolled back alone and the others
-// commit. Every job's err is set: its own failure, or the transaction's. Once an fsync
-// failed, durable jobs fail without running (see walSync); lazy ones still commit.
+// runGroup commits the batch's writes in one IMMEDIATE transaction, each write inside a
+// SAVEPOINT when there are several, so one that fails (a version conflict, a duplicate)
+// is rolled back alone. Every job's err is set: its own failure, or the transaction's.
+// Once an fsync failed, durable jobs fail without running; lazy ones still commit.
 func (s *Store) runGroup(batch []*writeJob) {
 	ctx := context.Background()
 	live := batch[:0:0]
@@ -220,35 +213,24 @@ func (s *Store) runGroup(batch []*writeJob) {
 	}()
 
 	now := s.now().UTC()
-	if err := runJobs(ctx, conn.Conn, live, now); err != nil {
+	if err := runJobs(ctx, conn, live, now); err != nil {
 		fail(err)
 		return
 	}
-	var ok []*writeJob
-	for _, j := range live {
-		if j.err == nil {
-			ok = append(ok, j)
-		}
-	}
-	if len(ok) == 0 {
-		return
+	if !slices.ContainsFunc(live, func(j *writeJob) bool { return j.err == nil }) {
+		return // every write failed and was undone
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		// As the driver's Tx.Commit does: SQLite may leave the transaction open.
-		err = fmt.Errorf("committing transaction: %w", explain(err))
-		for _, j := range ok {
-			j.err = err
-		}
+		fail(fmt.Errorf("committing transaction: %w", explain(err)))
 		return
 	}
 	committed = true
 }
 
-// rollback ends conn's open transaction (the writer's batch, or a read on the read pool),
-// if any. A connection that cannot end it is
-// taken out of the pool (the next use opens a fresh one) rather than handed on inside
-// a transaction.
-func rollback(ctx context.Context, conn *sqlConn) {
+// rollback ends conn's open transaction, if any. A connection that cannot end it is taken
+// out of the pool (the next use opens a fresh one) rather than handed on inside one.
+func rollback(ctx context.Context, conn *sql.Conn) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err == nil {
 		return
 	}
@@ -313,10 +295,9 @@ func runJobs(ctx context.Context, tx *sql.Conn, live []*writeJob, now time.Time)
 }
 
 // GroupStats counts what the writer ran since the store was opened: Writes callers in
-// Batches transactions. Durable is the number of fsyncs of the WAL the store ran for
-// durable writes (SQLite's checkpoints and WAL restarts add their own), Waited the number
-// of durable writes that waited for one (a commit outside the group commit, such as a
-// tool run's start, counts too): Waited per Durable is how many commits shared each.
+// Batches transactions; Durable fsyncs of the WAL for durable writes (SQLite's own
+// checkpoints add theirs), Waited durable writes (tool runs included) that waited for
+// one. Waited per Durable is how many commits shared each.
 type GroupStats struct {
 	Batches, Writes, Durable, Waited int64
 }

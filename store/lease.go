@@ -10,11 +10,10 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// AcquireLease takes or renews the lease called name for owner until now+ttl. It succeeds
-// when nobody holds the lease, when owner already holds it, or when the holder let it
-// expire. When it fails it returns the current holder and when its lease ends, so a
-// refusal can say who is working. The check and the write are one statement on the single
-// writer, so two processes can never both win.
+// AcquireLease takes or renews the lease called name for owner until now+ttl: when nobody
+// holds it, owner does, or the holder let it expire. Refused, it returns the current
+// holder and its lease's end, so a refusal can say who is working. The check and the
+// write are one statement, so two processes never both win.
 func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error) {
 	if name == "" || owner == "" {
 		return core.Lease{}, false, errors.New("acquiring lease: empty name or owner")
@@ -25,26 +24,20 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 	until := now.Add(ttl)
 	// Not fsynced: other processes see the row at once, and an OS crash, the only way to
 	// lose it, ends every holder anyway. Turns take and renew leases often.
-	err := s.runSteps(ctx, []step{{what: "writing the lease",
+	ok, err := s.changed(ctx, true, step{what: "writing the lease",
 		q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
-		args: []any{name, owner, formatTime(until), formatTime(now)}, none: errLeaseHeld}}, true)
-	if err == nil {
+		args: []any{name, owner, formatTime(until), formatTime(now)}})
+	switch {
+	case err != nil:
+		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
+	case ok:
 		return core.Lease{Name: name, Owner: owner, ExpiresAt: until}, true, nil
 	}
-	if !errors.Is(err, errLeaseHeld) {
-		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
-	}
-	held, err := s.lease(ctx, s.w, name)
-	if err != nil {
-		return core.Lease{}, false, err
-	}
-	return held, false, nil
+	held, err := s.lease(ctx, s.w, name) // another holder's live lease refused the write
+	return held, false, err
 }
-
-// errLeaseHeld rolls back a lease write that another holder's live lease refused.
-var errLeaseHeld = errors.New("lease held by another owner")
 
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.
@@ -61,19 +54,24 @@ func (s *Store) Lease(ctx context.Context, name string) (core.Lease, error) {
 }
 
 func (s *Store) lease(ctx context.Context, db sqlDB, name string) (core.Lease, error) {
-	var l core.Lease
-	var until string
-	err := db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Name, &l.Owner, &until)
+	l, err := scanLease(db.QueryRowContext(ctx, `SELECT name, owner, expires_at FROM leases WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Lease{}, core.ErrNotFound
 	}
 	if err != nil {
 		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
 	}
-	if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
-		return core.Lease{}, fmt.Errorf("loading lease %s: %w", name, err)
-	}
 	return l, nil
+}
+
+// scanLease reads a row of (name, owner, expires_at).
+func scanLease(sc scanner) (l core.Lease, err error) {
+	var until string
+	if err := sc.Scan(&l.Name, &l.Owner, &until); err != nil {
+		return l, err
+	}
+	l.ExpiresAt, err = parseTime(until, "lease expiry")
+	return l, err
 }
 
 // ExpiredLeases lists the leases whose holder let them lapse before now, with the given
@@ -84,18 +82,11 @@ func (s *Store) ExpiredLeases(ctx context.Context, prefix string, now time.Time)
 	if err != nil {
 		return nil, fmt.Errorf("listing expired leases: %w", err)
 	}
-	defer rows.Close()
-	var out []core.Lease
-	for rows.Next() {
-		var l core.Lease
-		var until string
-		if err := rows.Scan(&l.Name, &l.Owner, &until); err != nil {
-			return nil, fmt.Errorf("listing expired leases: %w", err)
+	return collect(rows, nil, nil, func(sc scanner) (core.Lease, error) {
+		l, err := scanLease(sc)
+		if err != nil {
+			return l, fmt.Errorf("listing expired leases: %w", err)
 		}
-		if l.ExpiresAt, err = parseTime(until, "lease expiry"); err != nil {
-			return nil, fmt.Errorf("listing expired leases: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+		return l, nil
+	})
 }

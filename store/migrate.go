@@ -24,11 +24,11 @@ var migrationFiles embed.FS
 var pgMigrationFiles embed.FS
 
 // migrator is what applying migrations needs: a sqlDB (SQLite's single writer) or a
-// pinned *sqlConn (PostgreSQL, holding the migration lock).
+// pinned *sql.Conn (PostgreSQL, holding the migration lock).
 type migrator interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqlTx, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
 // migration is one embedded schema change, named NNNN_name.sql.
@@ -83,40 +83,41 @@ func migrate(ctx context.Context, w sqlDB, now func() time.Time) error {
 		if err != nil {
 			return err
 		}
-		return apply(ctx, w, ms, now)
+		return apply(ctx, w, w.d, ms, now)
 	}
-	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
-	if err != nil {
-		return err
-	}
-	return migratePostgres(ctx, w, ms, now)
+	return migratePostgres(ctx, w, now)
 }
 
 // pgMigrationLock is the advisory lock key that serializes migrations of replicas
 // starting at the same moment ("plangate" in ASCII).
 const pgMigrationLock = 0x706c616e67617465
 
-// migratePostgres applies ms while holding a session-level advisory lock on one pinned
-// connection: two replicas starting together would otherwise race on CREATE TABLE IF NOT
-// EXISTS (which is not safe against a concurrent create) and on the version check.
-func migratePostgres(ctx context.Context, w sqlDB, ms []migration, now func() time.Time) error {
+// migratePostgres applies the migrations holding a session-level advisory lock on one
+// pinned connection: replicas starting together would otherwise race on CREATE TABLE IF
+// NOT EXISTS (not safe against a concurrent create) and on the version check.
+func migratePostgres(ctx context.Context, w sqlDB, now func() time.Time) error {
+	ms, err := loadMigrations(pgMigrationFiles, "migrations/postgres")
+	if err != nil {
+		return err
+	}
 	c, err := w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("getting a connection for migrations: %w", err)
 	}
 	defer c.Close()
-	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(pgMigrationLock)); err != nil {
+	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(pgMigrationLock)); err != nil {
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
 	// Unlocked on a fresh context: a cancelled ctx must not leave the lock held on a
 	// connection that goes back to the pool.
-	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(pgMigrationLock))
-	return apply(ctx, c, ms, now)
+	defer c.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(pgMigrationLock))
+	return apply(ctx, c, postgresDialect, ms, now)
 }
 
 // apply runs each pending migration in its own transaction together with its
 // schema_migrations row, so a failed migration leaves no trace and is retried next time.
-func apply(ctx context.Context, db migrator, ms []migration, now func() time.Time) error {
+// d is db's dialect, for the statements of the transactions.
+func apply(ctx context.Context, db migrator, d dialect, ms []migration, now func() time.Time) error {
 	const bootstrap = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
@@ -137,14 +138,14 @@ func apply(ctx context.Context, db migrator, ms []migration, now func() time.Tim
 		if m.version <= current {
 			continue
 		}
-		if err := applyOne(ctx, db, m, now); err != nil {
+		if err := applyOne(ctx, db, d, m, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applyOne(ctx context.Context, db migrator, m migration, now func() time.Time) error {
+func applyOne(ctx context.Context, db migrator, d dialect, m migration, now func() time.Time) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
@@ -154,16 +155,16 @@ func applyOne(ctx context.Context, db migrator, m migration, now func() time.Tim
 	// holds the write lock (PostgreSQL's caller the migration lock), so this check is
 	// race-free.
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, d.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&n); err != nil {
 		return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, d.q(m.sql)); err != nil {
 		return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, d.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
 		m.version, m.name, formatTime(now())); err != nil {
 		return fmt.Errorf("recording migration %04d_%s: %w", m.version, m.name, err)
 	}

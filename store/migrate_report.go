@@ -41,21 +41,15 @@ func Migrate(ctx context.Context, path string) (MigrateResult, error) {
 // appliedSince fills res.To and res.Applied with the migrations recorded after res.From.
 func (s *Store) appliedSince(ctx context.Context, res MigrateResult) (MigrateResult, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT version, name FROM schema_migrations WHERE version > ? ORDER BY version`, res.From)
-	if err != nil {
-		return res, fmt.Errorf("reading applied migrations: %w", err)
-	}
-	defer rows.Close()
 	res.To = res.From
-	for rows.Next() {
-		var v int
+	res.Applied, err = collect(rows, err, nil, func(sc scanner) (string, error) {
 		var name string
-		if err := rows.Scan(&v, &name); err != nil {
-			return res, fmt.Errorf("reading applied migrations: %w", err)
+		if err := sc.Scan(&res.To, &name); err != nil {
+			return "", err
 		}
-		res.To = v
-		res.Applied = append(res.Applied, fmt.Sprintf("%04d_%s", v, name))
-	}
-	if err := rows.Err(); err != nil {
+		return fmt.Sprintf("%04d_%s", res.To, name), nil
+	})
+	if err != nil {
 		return res, fmt.Errorf("reading applied migrations: %w", err)
 	}
 	return res, nil

@@ -47,7 +47,7 @@ func TestMigrateReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := apply(ctx, sqlDB{DB: db, d: sqliteDialect}, ms[:1], func() time.Time { return at(1) }); err != nil {
+	if err := apply(ctx, sqlDB{DB: db, d: sqliteDialect}, sqliteDialect, ms[:1], func() time.Time { return at(1) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -27,57 +27,28 @@ func (s *Store) ActiveNudges(ctx context.Context) ([]core.Nudge, error) {
 		return nil, fmt.Errorf("counting active nudges: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+nudgeCols+where+` ORDER BY next_fire_at, id`)
+	out, err := collect(rows, err, make([]core.Nudge, 0, count), scanNudge)
 	if err != nil {
-		return nil, fmt.Errorf("listing active nudges: %w", err)
-	}
-	defer rows.Close()
-	out := make([]core.Nudge, 0, count)
-	for rows.Next() {
-		n, err := scanNudge(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing active nudges: %w", err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing active nudges: %w", err)
 	}
 	return out, nil
 }
 
-// FireNudge claims one occurrence of schedule id in a single writer transaction: it records
-// (id, scheduledAt) in the firing ledger with the outcome, counts it as fired or missed, and
-// advances the schedule to next (the zero time marks it done). It returns false, changing
-// nothing, when the occurrence is no longer this caller's to fire: the schedule was
-// cancelled, finished or deleted, another scheduler already advanced it past scheduledAt,
-// or the ledger already has this occurrence.
-//
-// The schedule must still be active with next_fire_at at or before scheduledAt. "At or
-// before" rather than "equal" lets a recurring schedule that was down for several
-// occurrences claim only the latest one.
+// FireNudge claims one occurrence of schedule id in one writer transaction: it records
+// (id, scheduledAt) in the firing ledger with the outcome, counts it as fired or missed,
+// and advances the schedule to next (zero: done). It returns false, changing nothing,
+// when the occurrence is not this caller's: the schedule was cancelled, finished,
+// deleted or advanced past scheduledAt, or the ledger has the occurrence. The schedule
+// must be active with next_fire_at at or before scheduledAt ("at or before" lets a
+// recurring schedule that was down for several occurrences claim only the latest).
 func (s *Store) FireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time) (bool, error) {
-	if err := checkFiring(scheduledAt, outcome, next); err != nil {
-		return false, fmt.Errorf("firing nudge %d: %w", id, err)
-	}
-	ok, err := s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
-	if err != nil {
-		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
-	}
-	return ok, nil
+	return s.fireNudge(ctx, id, scheduledAt, outcome, firedAt, next, nil)
 }
 
-// FireNudgeWith is FireNudge for a fired occurrence whose reply is committed in the same
-// transaction as outbox rows (ids assigned in place): fired then means delivered at least
-// once.
+// FireNudgeWith is FireNudge for a fired occurrence whose reply goes into the outbox in the
+// same transaction (ids assigned in place): fired then means delivered at least once.
 func (s *Store) FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
-	if err := checkFiring(scheduledAt, NudgeFired, next); err != nil {
-		return false, fmt.Errorf("firing nudge %d: %w", id, err)
-	}
-	ok, err := s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
-	if err != nil {
-		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
-	}
-	return ok, nil
+	return s.fireNudge(ctx, id, scheduledAt, NudgeFired, firedAt, next, out)
 }
 
 func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
@@ -93,10 +64,10 @@ func checkFiring(scheduledAt time.Time, outcome string, next time.Time) error {
 	return nil
 }
 
-// errNotClaimed rolls back a claim that another scheduler (or a cancellation) got first.
-var errNotClaimed = errors.New("occurrence not claimed")
-
 func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, outcome string, firedAt, next time.Time, out []core.Outgoing) (bool, error) {
+	if err := checkFiring(scheduledAt, outcome, next); err != nil {
+		return false, fmt.Errorf("firing nudge %d: %w", id, err)
+	}
 	fired, missed, status := 1, 0, string(core.NudgeActive)
 	if outcome == NudgeMissed {
 		fired, missed = 0, 1
@@ -118,24 +89,26 @@ func (s *Store) fireNudge(ctx context.Context, id int64, scheduledAt time.Time, 
 		q: `UPDATE nudges SET next_fire_at = ?, status = ?, fired = fired + ?, missed = missed + ?
 		WHERE id = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?`,
 		args: []any{nextCol, status, fired, missed, id, formatTime(scheduledAt)},
-		none: errNotClaimed,
+		none: errUnchanged,
 	}, {
 		// Already in the ledger: the rollback undoes the update.
 		what: "recording the occurrence",
 		q: `INSERT INTO nudge_firings (nudge_id, scheduled_at, fired_at, outcome, recorded_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		args: []any{id, formatTime(scheduledAt), firedCol, outcome, formatTime(recorded)},
-		none: errNotClaimed,
+		none: errUnchanged,
 	}}
 	more, err := outboxSteps(out, "", recorded, s.pool == nil)
-	if err != nil {
-		return false, err
+	if err == nil {
+		err = s.runSteps(ctx, append(steps, more...), false)
 	}
-	err = s.runSteps(ctx, append(steps, more...), false)
-	if errors.Is(err, errNotClaimed) {
+	if errors.Is(err, errUnchanged) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, fmt.Errorf("firing nudge %d at %s: %w", id, formatTime(scheduledAt), err)
+	}
+	return true, nil
 }
 
 // NudgeFiring is one row of the firing ledger.
@@ -157,34 +130,21 @@ func (s *Store) NudgeFirings(ctx context.Context, id int64) ([]NudgeFiring, erro
 	}
 	q += ` ORDER BY nudge_id, scheduled_at`
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing nudge firings: %w", err)
-	}
-	defer rows.Close()
-	out := []NudgeFiring{}
-	for rows.Next() {
-		var (
-			f               NudgeFiring
-			sched, recorded string
-			firedAt         sql.NullString
-		)
-		if err := rows.Scan(&f.NudgeID, &sched, &firedAt, &f.Outcome, &recorded); err != nil {
-			return nil, fmt.Errorf("listing nudge firings: %w", err)
+	out, err := collect(rows, err, []NudgeFiring{}, func(sc scanner) (f NudgeFiring, err error) {
+		var sched, recorded string
+		var firedAt sql.NullString
+		if err := sc.Scan(&f.NudgeID, &sched, &firedAt, &f.Outcome, &recorded); err != nil {
+			return f, err
 		}
-		if f.ScheduledAt, err = parseTime(sched, "scheduled_at"); err != nil {
-			return nil, fmt.Errorf("listing nudge firings: %w", err)
-		}
+		var d decoder
+		f.ScheduledAt = d.time(sched, "scheduled_at")
 		if firedAt.Valid {
-			if f.FiredAt, err = parseTime(firedAt.String, "fired_at"); err != nil {
-				return nil, fmt.Errorf("listing nudge firings: %w", err)
-			}
+			f.FiredAt = d.time(firedAt.String, "fired_at")
 		}
-		if f.RecordedAt, err = parseTime(recorded, "recorded_at"); err != nil {
-			return nil, fmt.Errorf("listing nudge firings: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
+		f.RecordedAt = d.time(recorded, "recorded_at")
+		return f, d.err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("listing nudge firings: %w", err)
 	}
 	return out, nil

@@ -51,24 +51,9 @@ func (s *Store) Nudges(ctx context.Context, sessionID string) ([]core.Nudge, err
 		args = append(args, sessionID)
 	}
 	q += ` ORDER BY status <> 'active', next_fire_at IS NULL, next_fire_at, id DESC`
-	return s.queryNudges(ctx, q, args...)
-}
-
-func (s *Store) queryNudges(ctx context.Context, q string, args ...any) ([]core.Nudge, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, []core.Nudge{}, scanNudge)
 	if err != nil {
-		return nil, fmt.Errorf("listing nudges: %w", err)
-	}
-	defer rows.Close()
-	out := []core.Nudge{}
-	for rows.Next() {
-		n, err := scanNudge(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing nudges: %w", err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing nudges: %w", err)
 	}
 	return out, nil
@@ -84,14 +69,13 @@ func scanNudge(sc scanner) (core.Nudge, error) {
 		return core.Nudge{}, err
 	}
 	n.Kind, n.Action, n.Status = core.NudgeKind(kind), core.NudgeAction(action), core.NudgeStatus(status)
-	var err error
+	var d decoder
 	if next.Valid {
-		if n.NextFireAt, err = parseTime(next.String, "next_fire_at"); err != nil {
-			return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
-		}
+		n.NextFireAt = d.time(next.String, "next_fire_at")
 	}
-	if n.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, err)
+	n.CreatedAt = d.time(cr, "created_at")
+	if d.err != nil {
+		return core.Nudge{}, fmt.Errorf("nudge %d: %w", n.ID, d.err)
 	}
 	return n, nil
 }

@@ -23,7 +23,7 @@ func TestPostgresOneTrip(t *testing.T) {
 	ins := func(owner any) []step {
 		return []step{{what: "writing", q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET expires_at = excluded.expires_at WHERE leases.owner = excluded.owner`,
-			args: []any{"l1", owner, formatTime(time.Unix(100, 0))}, none: errLeaseHeld}}
+			args: []any{"l1", owner, formatTime(time.Unix(100, 0))}, none: errUnchanged}}
 	}
 	for _, lazy := range []bool{false, true} {
 		if err := s.runSteps(ctx, ins(nil), lazy); err == nil {
@@ -32,8 +32,8 @@ func TestPostgresOneTrip(t *testing.T) {
 		if err := s.runSteps(ctx, ins("a"), lazy); err != nil {
 			t.Fatalf("lazy=%v: after a failed statement: %v", lazy, err)
 		}
-		if err := s.runSteps(ctx, ins("b"), lazy); !errors.Is(err, errLeaseHeld) {
-			t.Fatalf("lazy=%v: no row affected gave %v, want errLeaseHeld", lazy, err)
+		if err := s.runSteps(ctx, ins("b"), lazy); !errors.Is(err, errUnchanged) {
+			t.Fatalf("lazy=%v: no row affected gave %v, want errUnchanged", lazy, err)
 		}
 		l, err := s.Lease(ctx, "l1")
 		if err != nil || l.Owner != "a" {
@@ -48,7 +48,7 @@ func TestPostgresOneTrip(t *testing.T) {
 	if oneTrip(two) {
 		t.Fatal("two checked steps taken for one trip")
 	}
-	if err := s.runSteps(ctx, two, false); !errors.Is(err, errLeaseHeld) {
+	if err := s.runSteps(ctx, two, false); !errors.Is(err, errUnchanged) {
 		t.Fatalf("second step refused gave %v", err)
 	}
 	if l, err := s.Lease(ctx, "l1"); err == nil {

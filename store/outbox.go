@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,9 +12,8 @@ import (
 )
 
 // outboxSteps insert the change's replies and write their ids back into the caller's
-// slice. PostgreSQL has no LastInsertId and reads the id back with RETURNING; SQLite
-// (lastID) takes the rowid the insert gave, an Exec instead of a query whose row
-// database/sql reads through a Rows of its own.
+// slice: PostgreSQL reads the id back with RETURNING, SQLite (lastID) takes the rowid of
+// an Exec, cheaper than a query whose row database/sql reads through a Rows of its own.
 func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([]step, error) {
 	steps := make([]step, 0, len(out))
 	for i := range out {
@@ -50,15 +48,11 @@ func outboxSteps(out []core.Outgoing, sid string, now time.Time, lastID bool) ([
 func (s *Store) UnsentOutbox(ctx context.Context, channels []string, limit int) ([]core.Outgoing, error) {
 	q, args := unsentQuery(channels, limit)
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing unsent replies: %w", err)
-	}
-	return scanOutbox(rows, "unsent")
+	return scanOutbox(rows, err, "unsent")
 }
 
-// unsentQuery is UnsentOutbox's query. Both drivers run it through the partial index
-// outbox_unsent, keyed by id: it holds the few replies not delivered yet, in the order
-// asked for, and the channel is filtered on them.
+// unsentQuery is UnsentOutbox's query, run on both drivers through the partial index
+// outbox_unsent: the few undelivered replies by id, filtered on the channel.
 func unsentQuery(channels []string, limit int) (string, []any) {
 	q := `SELECT id, session_id, reply, created_at, attempts, owner FROM outbox WHERE sent_at IS NULL AND dropped = ''`
 	args := make([]any, 0, len(channels)+1)
@@ -79,9 +73,8 @@ func unsentQuery(channels []string, limit int) (string, []any) {
 // markSentQuery marks an outbox row sent, unless it was sent or dropped already.
 const markSentQuery = `UPDATE outbox SET sent_at = ?, platform_id = ?, attempts = attempts + 1 WHERE id = ? AND sent_at IS NULL AND dropped = ''`
 
-// MarkSent records that reply id reached its platform as message platformID. It is a
-// lazy commit: after a killed process it is still there; only an OS crash can lose it,
-// and then the reply is sent again, never lost.
+// MarkSent records that reply id reached its platform as message platformID, as a lazy
+// commit: only an OS crash can lose it, and then the reply is sent again, never lost.
 func (s *Store) MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error {
 	return s.updateOutbox(ctx, id, markSentQuery, formatTime(at), platformID, id)
 }
@@ -97,23 +90,16 @@ func (s *Store) DropOutbox(ctx context.Context, id int64, why string) error {
 
 // ClaimOutbox counts a delivery attempt of reply id before it is sent, only while the row
 // is unsent and still has the attempts it was listed with: of two processes delivering
-// the same left-over row, one gets it (true) and the other skips it. The claim is lazy,
-// like the other bookkeeping: a kill after it and before the send only leaves the row
-// for the next delivery with one attempt more.
+// the same left-over row, one gets it (true). The claim is lazy: a kill before the send
+// only leaves the row for the next delivery with one attempt more.
 func (s *Store) ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error) {
-	err := s.runSteps(ctx, []step{{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
-		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}, none: errOutboxClaimed}}, true)
-	if errors.Is(err, errOutboxClaimed) {
-		return false, nil
-	}
+	ok, err := s.changed(ctx, true, step{what: "claiming", q: `UPDATE outbox SET attempts = attempts + 1
+		WHERE id = ? AND sent_at IS NULL AND dropped = '' AND attempts = ?`, args: []any{id, attempts}})
 	if err != nil {
 		return false, fmt.Errorf("claiming outbox reply %d: %w", id, explain(err))
 	}
-	return true, nil
+	return ok, nil
 }
-
-// errOutboxClaimed: the row was sent, dropped or claimed by another process meanwhile.
-var errOutboxClaimed = errors.New("outbox reply already claimed")
 
 // NoteOutboxAttempt counts a failed delivery attempt of reply id.
 func (s *Store) NoteOutboxAttempt(ctx context.Context, id int64) error {
@@ -138,17 +124,15 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
-// sentSinceQuery is SentSince's query without its LIMIT. The index outbox_sent (migration
-// 0008) makes it a range scan of one channel's rows sent in the window, already in the
-// order asked for; without it every poll of every replica read the whole outbox.
+// sentSinceQuery is SentSince's query without its LIMIT: a range scan of the index
+// outbox_sent over one channel's rows sent in the window, in the order asked for.
 const sentSinceQuery = `SELECT id, session_id, reply, created_at, attempts FROM outbox
 		WHERE channel = ? AND sent_at IS NOT NULL AND sent_at > ? ORDER BY sent_at, id`
 
 // SentSince lists the replies of channel marked sent after since, by any process, in the
-// order they were sent (at most limit; 0 = no limit). A follower on another replica (the
-// web channel's live pages) re-reads a window behind the newest it has seen: sent_at is
-// stamped before the commit that writes it, so rows appear in the table slightly out of
-// sent_at order, and the window catches them.
+// order they were sent (at most limit; 0 = no limit). sent_at is stamped before the
+// commit that writes it, so rows appear slightly out of sent_at order: a follower on
+// another replica (the web channel's live pages) re-reads a window behind its newest.
 func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error) {
 	q := sentSinceQuery
 	args := []any{channel, formatTime(since)}
@@ -157,36 +141,30 @@ func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, 
 		args = append(args, limit)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing sent replies: %w", err)
-	}
-	return scanOutbox(rows, "sent")
+	return scanOutbox(rows, err, "sent")
 }
 
-// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]).
-func scanOutbox(rows *sql.Rows, what string) ([]core.Outgoing, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]); err is
+// the query's.
+func scanOutbox(rows *sql.Rows, err error, what string) ([]core.Outgoing, error) {
+	var cols []string
+	if err == nil {
+		if cols, err = rows.Columns(); err != nil {
+			rows.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing %s replies: %w", what, err)
 	}
-	var out []core.Outgoing
-	for rows.Next() {
-		var o core.Outgoing
+	return collect(rows, nil, nil, func(sc scanner) (o core.Outgoing, err error) {
 		var body, created string
-		dest := []any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("listing %s replies: %w", what, err)
+		if err := sc.Scan([]any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]...); err != nil {
+			return o, fmt.Errorf("listing %s replies: %w", what, err)
 		}
 		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {
-			return nil, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
+			return o, fmt.Errorf("decoding outbox reply %d: %w", o.ID, err)
 		}
-		at, err := parseTime(created, "outbox time")
-		if err != nil {
-			return nil, err
-		}
-		o.CreatedAt = at
-		out = append(out, o)
-	}
-	return out, rows.Err()
+		o.CreatedAt, err = parseTime(created, "outbox time")
+		return o, err
+	})
 }

@@ -191,7 +191,7 @@ func migratedTo(t *testing.T, path string, n int) sqlDB {
 		t.Fatal(err)
 	}
 	w := sqlDB{DB: db, d: sqliteDialect}
-	if err := apply(context.Background(), w, ms[:n], func() time.Time { return at(1) }); err != nil {
+	if err := apply(context.Background(), w, w.d, ms[:n], func() time.Time { return at(1) }); err != nil {
 		t.Fatal(err)
 	}
 	return w

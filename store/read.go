@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
@@ -26,32 +27,47 @@ const sessionCols = `id, channel, account, chat, thread, phase, auto_approve, ow
 // Session returns the stored session id, or an error wrapping core.ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (core.Session, error) {
 	se, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Session{}, fmt.Errorf("loading session %q: %w", id, err)
+		return core.Session{}, loadErr(fmt.Sprintf("loading session %q", id), err)
 	}
 	return se, nil
+}
+
+// loadErr wraps the error of a read by key with what, as core.ErrNotFound when there
+// was no row.
+func loadErr(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) { // pgx.ErrNoRows wraps it too
+		err = core.ErrNotFound
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Sessions returns every session, most recently updated first.
 func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id`)
+	out, err := collect(rows, err, []core.Session{}, scanSession) // never nil: callers encode lists as JSON arrays
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
+	return out, nil
+}
+
+// collect appends every row of a query's rows (err is the query's own error) to out,
+// read by scan, and closes rows.
+func collect[T any](rows *sql.Rows, err error, out []T, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	out := []core.Session{} // never nil: callers encode lists as JSON arrays
 	for rows.Next() {
-		se, err := scanSession(rows)
+		v, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("listing sessions: %w", err)
+			return nil, err
 		}
-		out = append(out, se)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing sessions: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -73,32 +89,52 @@ func scanSession(sc scanner) (core.Session, error) {
 	if !se.Phase.Valid() {
 		return core.Session{}, fmt.Errorf("session %q: invalid phase %q", se.ID, phase)
 	}
+	var d decoder
 	if question.Valid {
 		se.Question = new(core.Question)
-		if err := json.Unmarshal([]byte(question.String), se.Question); err != nil {
-			return core.Session{}, fmt.Errorf("session %q: decoding question: %w", se.ID, err)
-		}
+		d.json(question.String, "question", se.Question)
 		se.Question.AskedAt = se.Question.AskedAt.UTC()
 	}
-	if err := decodeRequesters(asked, &se.Requesters); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
-	}
+	d.nullJSON(asked, "requesters", &se.Requesters)
 	if inj != "[]" { // the usual empty queue, as sessionJSON writes it, needs no decoding
-		if err := json.Unmarshal([]byte(inj), &se.Injections); err != nil {
-			return core.Session{}, fmt.Errorf("session %q: decoding injections: %w", se.ID, err)
-		}
+		d.json(inj, "injections", &se.Injections)
 	}
 	if len(se.Injections) == 0 {
 		se.Injections = nil
 	}
-	var err error
-	if se.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
-	}
-	if se.UpdatedAt, err = parseTime(updated, "updated_at"); err != nil {
-		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, err)
+	se.CreatedAt, se.UpdatedAt = d.time(cr, "created_at"), d.time(updated, "updated_at")
+	if d.err != nil {
+		return core.Session{}, fmt.Errorf("session %q: %w", se.ID, d.err)
 	}
 	return se, nil
+}
+
+// decoder reads the encoded columns of a row, keeping the first error.
+type decoder struct{ err error }
+
+// json decodes the JSON column called what into dst.
+func (d *decoder) json(v, what string, dst any) {
+	if d.err == nil {
+		if err := json.Unmarshal([]byte(v), dst); err != nil {
+			d.err = fmt.Errorf("decoding %s: %w", what, err)
+		}
+	}
+}
+
+// nullJSON is json for a column where NULL means none.
+func (d *decoder) nullJSON(v sql.NullString, what string, dst any) {
+	if v.Valid {
+		d.json(v.String, what, dst)
+	}
+}
+
+// time parses the time column called what.
+func (d *decoder) time(v, what string) time.Time {
+	t, err := parseTime(v, what)
+	if d.err == nil {
+		d.err = err
+	}
+	return t
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
@@ -107,11 +143,8 @@ const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), bo
 // Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
 	p, err := scanPlan(s.r.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Plan{}, fmt.Errorf("loading plan %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Plan{}, fmt.Errorf("loading plan %q: %w", id, err)
+		return core.Plan{}, loadErr(fmt.Sprintf("loading plan %q", id), err)
 	}
 	return p, nil
 }
@@ -123,39 +156,21 @@ func (s *Store) PlanByApproval(ctx context.Context, approvalID string) (core.Pla
 		return core.Plan{}, fmt.Errorf("loading plan by approval id: empty id: %w", core.ErrNotFound)
 	}
 	p, err := scanPlan(s.r.QueryRowContext(ctx, `SELECT `+planCols+` FROM plans WHERE approval_id = ?`, approvalID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Plan{}, fmt.Errorf("loading plan by approval id %q: %w", approvalID, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Plan{}, fmt.Errorf("loading plan by approval id %q: %w", approvalID, err)
+		return core.Plan{}, loadErr(fmt.Sprintf("loading plan by approval id %q", approvalID), err)
 	}
 	return p, nil
 }
 
 // Plans lists the plans of a session by version, or of every session ("") oldest first.
 func (s *Store) Plans(ctx context.Context, sessionID string) ([]core.Plan, error) {
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if sessionID == "" {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans ORDER BY created_at, session_id, version`)
-	} else {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+planCols+` FROM plans WHERE session_id = ? ORDER BY version`, sessionID)
+	q, args := `SELECT `+planCols+` FROM plans ORDER BY created_at, session_id, version`, []any(nil)
+	if sessionID != "" {
+		q, args = `SELECT `+planCols+` FROM plans WHERE session_id = ? ORDER BY version`, []any{sessionID}
 	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	out, err := collect(rows, err, []core.Plan{}, scanPlan) // never nil: callers encode lists as JSON arrays
 	if err != nil {
-		return nil, fmt.Errorf("listing plans: %w", err)
-	}
-	defer rows.Close()
-	out := []core.Plan{} // never nil: callers encode lists as JSON arrays
-	for rows.Next() {
-		p, err := scanPlan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing plans: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing plans: %w", err)
 	}
 	return out, nil
@@ -176,33 +191,21 @@ func scanPlan(sc scanner) (core.Plan, error) {
 	if !validPlanStatus(p.Status) {
 		return core.Plan{}, fmt.Errorf("plan %q: invalid status %q", p.ID, status)
 	}
-	if err := json.Unmarshal([]byte(body), &p.Body); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: decoding body: %w", p.ID, err)
-	}
+	var d decoder
+	d.json(body, "body", &p.Body)
 	if decision.Valid {
 		p.Decision = new(plan.Decision)
-		if err := json.Unmarshal([]byte(decision.String), p.Decision); err != nil {
-			return core.Plan{}, fmt.Errorf("plan %q: decoding decision: %w", p.ID, err)
-		}
+		d.json(decision.String, "decision", p.Decision)
 		p.Decision.At = p.Decision.At.UTC()
 	}
-	if approvals.Valid {
-		if err := json.Unmarshal([]byte(approvals.String), &p.Approvals); err != nil {
-			return core.Plan{}, fmt.Errorf("plan %q: decoding approvals: %w", p.ID, err)
-		}
-		for i := range p.Approvals {
-			p.Approvals[i].At = p.Approvals[i].At.UTC()
-		}
+	d.nullJSON(approvals, "approvals", &p.Approvals)
+	for i := range p.Approvals {
+		p.Approvals[i].At = p.Approvals[i].At.UTC()
 	}
-	if err := decodeRequesters(asked, &p.Requesters); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
-	}
-	var err error
-	if p.CreatedAt, err = parseTime(cr, "created_at"); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
-	}
-	if p.UpdatedAt, err = parseTime(upd, "updated_at"); err != nil {
-		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, err)
+	d.nullJSON(asked, "requesters", &p.Requesters)
+	p.CreatedAt, p.UpdatedAt = d.time(cr, "created_at"), d.time(upd, "updated_at")
+	if d.err != nil {
+		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, d.err)
 	}
 	return p, nil
 }
@@ -216,33 +219,28 @@ func (s *Store) Transcript(ctx context.Context, sessionID string, limit int) ([]
 	rows, err := s.r.QueryContext(ctx, `SELECT id, role, content, tool_calls, tool_call_id, name, at FROM (
 			SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?
 		) AS newest ORDER BY id`, sessionID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
-	}
-	defer rows.Close()
-	out := []core.ChatMessage{} // never nil: callers encode lists as JSON arrays
-	for rows.Next() {
+	// never nil: callers encode lists as JSON arrays
+	out, err := collect(rows, err, []core.ChatMessage{}, func(sc scanner) (m core.ChatMessage, err error) {
 		var (
-			m        core.ChatMessage
 			id       int64
 			role, at string
 			calls    sql.NullString
 		)
-		if err := rows.Scan(&id, &role, &m.Content, &calls, &m.ToolCallID, &m.Name, &at); err != nil {
-			return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
+		if err := sc.Scan(&id, &role, &m.Content, &calls, &m.ToolCallID, &m.Name, &at); err != nil {
+			return m, err
 		}
 		m.Role = core.Role(role)
 		if calls.Valid {
 			if err := json.Unmarshal([]byte(calls.String), &m.ToolCalls); err != nil {
-				return nil, fmt.Errorf("loading transcript of %q: message %d: decoding tool calls: %w", sessionID, id, err)
+				return m, fmt.Errorf("message %d: decoding tool calls: %w", id, err)
 			}
 		}
 		if m.At, err = parseTime(at, "at"); err != nil {
-			return nil, fmt.Errorf("loading transcript of %q: message %d: %w", sessionID, id, err)
+			return m, fmt.Errorf("message %d: %w", id, err)
 		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return m, nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("loading transcript of %q: %w", sessionID, err)
 	}
 	return out, nil
@@ -252,40 +250,22 @@ func (s *Store) Transcript(ctx context.Context, sessionID string, limit int) ([]
 func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, plan_id, plan_version, kind, actor, channel,
 		detail, at FROM plan_events WHERE session_id = ? ORDER BY id`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
-	}
-	defer rows.Close()
-	out := []core.Event{} // never nil: callers encode lists as JSON arrays
-	for rows.Next() {
-		var (
-			e               core.Event
-			kind, actor, at string
-		)
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.PlanID, &e.PlanVersion, &kind, &actor, &e.Channel,
+	// never nil: callers encode lists as JSON arrays
+	out, err := collect(rows, err, []core.Event{}, func(sc scanner) (e core.Event, err error) {
+		var kind, actor, at string
+		if err := sc.Scan(&e.ID, &e.SessionID, &e.PlanID, &e.PlanVersion, &kind, &actor, &e.Channel,
 			&e.Detail, &at); err != nil {
-			return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
+			return e, err
 		}
 		e.Kind = core.EventKind(kind)
 		e.Actor = core.ParseActor(actor)
 		if e.At, err = parseTime(at, "at"); err != nil {
-			return nil, fmt.Errorf("loading events of %q: event %d: %w", sessionID, e.ID, err)
+			return e, fmt.Errorf("event %d: %w", e.ID, err)
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return e, nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("loading events of %q: %w", sessionID, err)
 	}
 	return out, nil
-}
-
-// decodeRequesters reads a requesters column (NULL = none) into list.
-func decodeRequesters(v sql.NullString, list *[]core.Requester) error {
-	if !v.Valid {
-		return nil
-	}
-	if err := json.Unmarshal([]byte(v.String), list); err != nil {
-		return fmt.Errorf("decoding requesters: %w", err)
-	}
-	return nil
 }

@@ -13,15 +13,12 @@ import (
 
 // SessionPlan returns the stored session id and its current plan (nil when it has none),
 // or an error wrapping core.ErrNotFound: what a person's message reads first. Both come
-// from one snapshot, so the plan is the one the session row names at that version: two
-// separate reads could see the session before another process's decision and the plan
-// after it, and refuse on a state that never existed (a pending session whose plan is
-// already accepted). With inbound set, the same snapshot first answers SeenInbound: a
-// recorded event returns an error wrapping core.ErrDuplicate. On PostgreSQL it is a
-// read-only REPEATABLE READ transaction in one round trip; on SQLite a deferred read
-// transaction on the read pool, whose WAL snapshot is taken at the first SELECT and held
-// until the end (one snapshot also means one look at the WAL index: a check of its own
-// would cost more CPU than this one's two SELECTs).
+// from one snapshot: two reads could see the session before another process's decision
+// and the plan after it, a state that never existed. With inbound set, the same snapshot
+// first answers SeenInbound (a recorded event is an error wrapping core.ErrDuplicate).
+// On PostgreSQL it is a read-only REPEATABLE READ transaction in one round trip; on
+// SQLite a deferred read transaction, whose WAL snapshot is taken at the first SELECT
+// (one look at the WAL index, cheaper than a separate check).
 func (s *Store) SessionPlan(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	if s.pool == nil {
 		return s.sessionPlanSQLite(ctx, id, inbound)
@@ -67,18 +64,15 @@ func readSessionPlan(br pgx.BatchResults, id string, inbound *core.InboundKey) (
 		}
 	}
 	se, err := scanSession(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, err)
+		return core.Session{}, nil, loadErr(fmt.Sprintf("loading session %q", id), err)
 	}
 	var plan *core.Plan
 	p, err := scanPlan(br.QueryRow())
 	switch {
 	case err == nil:
 		plan = &p
-	case !errors.Is(err, pgx.ErrNoRows):
+	case !errors.Is(err, sql.ErrNoRows):
 		return core.Session{}, nil, fmt.Errorf("loading the plan of session %q: %w", id, err)
 	}
 	if _, err := br.Exec(); err != nil {
@@ -93,11 +87,9 @@ func readSessionPlan(br pgx.BatchResults, id string, inbound *core.InboundKey) (
 var betweenSessionPlanReads = func() {}
 
 // sessionPlanSQLite reads the inbound key, the session and its plan in one read
-// transaction.
-// Like the writer's batch (runGroup) it is statements on one connection rather than a
-// database/sql Tx, and they run without ctx, which is checked once before: a Tx, or a
-// query under a context that can end, starts a goroutine to watch it (for every QueryRow
-// of a Tx), four wake-ups of the scheduler for reads by key that take microseconds.
+// transaction. Like runGroup it is statements on one connection, run without ctx (checked
+// once before): a Tx, or a query under a context that can end, starts a goroutine to
+// watch it, a scheduler wake-up per read of a few microseconds.
 func (s *Store) sessionPlanSQLite(ctx context.Context, id string, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	tx, err := s.r.Conn(ctx)
 	if err == nil {
@@ -120,11 +112,8 @@ func (s *Store) sessionPlanSQLite(ctx context.Context, id string, inbound *core.
 		betweenSessionPlanReads()
 	}
 	se, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, core.ErrNotFound)
-	}
 	if err != nil {
-		return core.Session{}, nil, fmt.Errorf("loading session %q: %w", id, err)
+		return core.Session{}, nil, loadErr(fmt.Sprintf("loading session %q", id), err)
 	}
 	if se.PlanID == "" {
 		return se, nil, nil

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/plangate/plangate/core"
 )
 
@@ -31,7 +29,7 @@ func checkInbound(row scanner, key core.InboundKey) error {
 	var one int
 	err := row.Scan(&one)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows): // pgx.ErrNoRows wraps it
 		return nil
 	case err != nil:
 		return fmt.Errorf("checking inbound event %s/%s/%s: %w", key.Channel, key.Account, key.EventID, err)
@@ -40,19 +38,14 @@ func checkInbound(row scanner, key core.InboundKey) error {
 }
 
 // PruneInbound forgets inbound event ids recorded before olderThan and returns how many
-// it removed. Platforms stop redelivering after a while, so the table need not grow. On
-// SQLite it scans the table (migration 0010 dropped the index on at, which cost every
-// message's commit a page): the gateway prunes hourly, over 48 h of keys.
+// it removed: platforms stop redelivering after a while. On SQLite it scans the table
+// (an index on at costs every message's commit a page); the gateway prunes hourly.
 func (s *Store) PruneInbound(ctx context.Context, olderThan time.Time) (int64, error) {
 	res, err := s.execWriter(ctx, `DELETE FROM inbound WHERE at < ?`, formatTime(olderThan))
 	if err != nil {
 		return 0, fmt.Errorf("pruning inbound events: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("pruning inbound events: %w", err)
-	}
-	return n, nil
+	return res.RowsAffected() // both drivers count without an error
 }
 
 // ChannelState returns a value an adapter saved (e.g. the Telegram update offset), and
@@ -96,11 +89,10 @@ func (s *Store) setChannelState(ctx context.Context, channel, account, key, valu
 
 // SetChannelStateWith saves the value that value returns when the write runs, durably
 // unless lazy, so that a caller who changes what value reads before calling never has
-// the change overwritten by an older value, and need not keep its saves one at a time
-// itself. On SQLite value runs inside the writer's batch, and of the saves of one record
-// that share a batch only the last runs (its value, computed last, is the newest): a
-// caller waits for the batch in flight and its own. On PostgreSQL the saves of a store
-// run one at a time. An error from value fails this save alone.
+// the change overwritten by an older value. On SQLite value runs inside the writer's
+// batch, and of the saves of one record in a batch only the last runs (its value,
+// computed last, is the newest); on PostgreSQL a store's saves run one at a time. An
+// error from value fails this save alone.
 func (s *Store) SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error {
 	if key == "" {
 		return errors.New("saving channel state: empty key")
@@ -147,49 +139,35 @@ func (s *Store) ChannelStateKeys(ctx context.Context, channel, prefix string) ([
 	if err != nil {
 		return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
 	}
-	defer rows.Close()
-	var out []StateKey
-	for rows.Next() {
-		var k StateKey
-		if err := rows.Scan(&k.Account, &k.Key); err != nil {
-			return nil, fmt.Errorf("listing channel state of %s: %w", channel, err)
+	return collect(rows, nil, nil, func(sc scanner) (k StateKey, err error) {
+		if err := sc.Scan(&k.Account, &k.Key); err != nil {
+			return k, fmt.Errorf("listing channel state of %s: %w", channel, err)
 		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+		return k, nil
+	})
 }
 
 // DeleteChannelState removes a saved value, durably, if it is still value (an adopted
 // inbox's record, once its events are in the adopter's own: a record written again
 // meanwhile is kept). false when it was changed or gone.
 func (s *Store) DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error) {
-	err := s.runSteps(ctx, []step{{what: "deleting", q: `DELETE FROM channel_state WHERE channel = ? AND account = ? AND key = ? AND value = ?`,
-		args: []any{channel, account, key, value}, none: errStateMoved}}, false)
-	if errors.Is(err, errStateMoved) {
-		return false, nil
-	}
+	ok, err := s.changed(ctx, false, step{what: "deleting", q: `DELETE FROM channel_state WHERE channel = ? AND account = ? AND key = ? AND value = ?`,
+		args: []any{channel, account, key, value}})
 	if err != nil {
 		return false, fmt.Errorf("deleting channel state %s/%s/%s: %w", channel, account, key, err)
 	}
-	return true, nil
+	return ok, nil
 }
-
-// errStateMoved: the row to move or delete was gone (another process moved it first) or
-// changed.
-var errStateMoved = errors.New("channel state already moved")
 
 // MoveChannelState renames the saved state from to to, in one statement, so that of two
 // processes adopting the same record one gets it; false when it was no longer there. A
 // value already under to is an error.
 func (s *Store) MoveChannelState(ctx context.Context, channel, account, from, to string) (bool, error) {
-	err := s.runSteps(ctx, []step{{what: "moving", q: `UPDATE channel_state SET key = ?, updated_at = ?
+	ok, err := s.changed(ctx, false, step{what: "moving", q: `UPDATE channel_state SET key = ?, updated_at = ?
 		WHERE channel = ? AND account = ? AND key = ?`,
-		args: []any{to, formatTime(s.now()), channel, account, from}, none: errStateMoved}}, false)
-	if errors.Is(err, errStateMoved) {
-		return false, nil
-	}
+		args: []any{to, formatTime(s.now()), channel, account, from}})
 	if err != nil {
 		return false, fmt.Errorf("moving channel state %s/%s/%s: %w", channel, account, from, err)
 	}
-	return true, nil
+	return ok, nil
 }

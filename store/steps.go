@@ -13,13 +13,11 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// A transition is built as a list of steps first and executed second, so that the SQL of
-// a Commit is written once and each engine runs it the way it is fastest: SQLite
-// statement by statement on its writer connection (a round trip costs nothing there),
-// PostgreSQL as one pipelined batch (BEGIN and every statement in a single round trip,
-// then COMMIT or ROLLBACK after the outcomes were checked), which costs as many round
-// trips as a transaction inserting one row. Either way the checks run in step order, so
-// a duplicate inbound event is reported before anything later in the change could fail.
+// A transition is built as a list of steps first and executed second, so that its SQL is
+// written once and each engine runs it the fastest way: SQLite statement by statement on
+// its writer connection (a round trip costs nothing there), PostgreSQL as one pipelined
+// batch, then COMMIT or ROLLBACK once the outcomes were checked. Either way the checks
+// run in step order, so a duplicate inbound event is reported before anything later.
 
 // step is one statement of a transition with the check of its outcome.
 type step struct {
@@ -44,7 +42,7 @@ type step struct {
 // outcome checks what a step's statement did; err is the statement's own error.
 func (st step) outcome(n int64, err error) error {
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows): // pgx.ErrNoRows wraps it
 		if st.none != nil {
 			return st.none
 		}
@@ -57,6 +55,20 @@ func (st step) outcome(n int64, err error) error {
 		return st.then()
 	}
 	return nil
+}
+
+// errUnchanged is the none of a conditional write whose row was gone, changed, or not
+// this caller's to take; it never leaves the package.
+var errUnchanged = errors.New("no row changed")
+
+// changed runs st as a transaction of its own and reports whether it changed a row.
+func (s *Store) changed(ctx context.Context, lazy bool, st step) (bool, error) {
+	st.none = errUnchanged
+	err := s.runSteps(ctx, []step{st}, lazy)
+	if errors.Is(err, errUnchanged) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // runSteps executes steps in one transaction and commits it if every outcome is as
@@ -72,15 +84,9 @@ func (s *Store) runSteps(ctx context.Context, steps []step, lazy bool) error {
 	})
 }
 
-// execer is where a transaction's statements run: the SQLite writer's connection inside
-// its open transaction (whose statements need no placeholder renumbering).
-type execer interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}
-
-// execSteps runs steps in order inside tx and stops at the first unexpected outcome.
-func execSteps(ctx context.Context, tx execer, steps []step) error {
+// execSteps runs steps in order inside tx, the SQLite writer's connection in its open
+// transaction (no placeholder renumbering), and stops at the first unexpected outcome.
+func execSteps(ctx context.Context, tx *sql.Conn, steps []step) error {
 	for _, st := range steps {
 		if st.dest != nil {
 			err := tx.QueryRowContext(ctx, st.q, st.args...).Scan(st.dest...)
@@ -134,22 +140,22 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 	}
 	br := c.SendBatch(ctx, b)
 	err = checkBatch(br, steps, lazy, trip)
-	committed, commitErr := false, errors.New("the server did not commit")
+	var commitErr error // with trip: why the COMMIT sent in the batch did not commit
 	if trip {
 		// Only a lone statement may have an unexpected outcome (no row), which changed
 		// nothing: the COMMIT already sent commits nothing else. Any other failure aborted
 		// the transaction, and the server answers the COMMIT with an error or ROLLBACK.
-		tag, cerr := br.Exec()
-		committed = cerr == nil && tag.String() == "COMMIT"
-		if cerr != nil {
+		if tag, cerr := br.Exec(); cerr != nil {
 			commitErr = cerr
+		} else if tag.String() != "COMMIT" {
+			commitErr = errors.New("the server did not commit")
 		}
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("running the transaction: %w", cerr)
 	}
-	if committed {
-		return err
+	if trip && commitErr == nil {
+		return err // committed
 	}
 	if trip && err == nil {
 		err = fmt.Errorf("committing transaction: %w", commitErr)
@@ -175,9 +181,8 @@ func (s *Store) runBatch(ctx context.Context, steps []step, lazy bool) error {
 
 // oneTrip reports whether steps may be committed in the batch that runs them, before
 // their outcomes are read: when no step checks its outcome (only a statement's own error,
-// which aborts the transaction, can fail them), or when the only step does, without a Go
-// check (a statement that affected no row changed nothing). Transitions (a
-// compare-and-set or an inbound key among other writes) keep their separate COMMIT.
+// which aborts the transaction, can fail them), or the only step does without a Go check
+// (a statement that affected no row changed nothing).
 func oneTrip(steps []step) bool {
 	for _, st := range steps {
 		if st.then != nil || st.none != nil && len(steps) > 1 {
@@ -218,9 +223,8 @@ func checkBatch(br pgx.BatchResults, steps []step, lazy, all bool) error {
 }
 
 // asConflict adds core.ErrConflict to a PostgreSQL deadlock or serialization failure: the
-// server rolled the transaction back because another one touched the same rows at the
-// same moment, which is what a lost compare-and-set means to the caller (nothing was
-// changed; try again).
+// server rolled back because another transaction touched the same rows, which to the
+// caller means what a lost compare-and-set does (nothing changed; try again).
 func asConflict(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {

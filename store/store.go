@@ -1,25 +1,20 @@
 // Package store is plangate's persistence: sessions, plans, the audit log, transcripts,
 // nudge schedules, inbound de-duplication and channel state, with embedded, versioned
-// migrations. It has two drivers behind the one *Store type (see OpenDriver):
+// migrations. One *Store type has two drivers (see OpenDriver):
 //
 //   - sqlite (the default): one SQLite file (github.com/mattn/go-sqlite3). Every write
-//     goes through a single writer connection in an IMMEDIATE transaction, so writers
-//     queue instead of failing with "database is locked"; reads use a separate read-only
-//     pool and, thanks to WAL, never wait for a writer.
-//   - postgres: a PostgreSQL database (github.com/jackc/pgx/v5 through pgxpool) that
-//     several plangate processes may share; see postgres.go for its isolation and locking.
+//     goes through one writer connection in an IMMEDIATE transaction, so writers queue
+//     instead of failing with "database is locked"; reads use a read-only pool and, with
+//     WAL, never wait for a writer.
+//   - postgres: a PostgreSQL database (pgx through pgxpool) that several plangate
+//     processes may share; see postgres.go for its isolation and locking.
 //
-// The drivers are dialects of one implementation rather than two packages: every
-// statement is written once (dialect.go renumbers placeholders), so a transition is the
-// same transaction with the same compare-and-set, de-duplication key and firing ledger on
-// both, every caller keeps using *store.Store, and store/storetest holds both to one
-// contract. Times are stored in UTC as fixed-width text (see TimeLayout) on both engines
-// and round-trip to the nanosecond.
-//
-// Check runs SQLite's integrity checks on a file without changing it (chat and serve refuse
-// to start on a damaged one), and Backup copies a database that is in use into a new file
-// with SQLite's online backup API; both are SQLite only (PostgreSQL has its own tools:
-// pg_amcheck, pg_dump).
+// The drivers are dialects of one implementation: every statement is written once
+// (dialect.go renumbers placeholders), so a transition is the same transaction with the
+// same compare-and-set, de-duplication key and firing ledger on both, and store/storetest
+// holds both to one contract. Times are stored in UTC as fixed-width text (TimeLayout)
+// and round-trip to the nanosecond. Check and Backup are SQLite only (PostgreSQL has
+// pg_amcheck and pg_dump).
 package store
 
 import (
@@ -31,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,37 +89,37 @@ func open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := sqlDB{DB: wdb, d: sqliteDialect}
+	s := &Store{path: abs, w: sqlDB{DB: wdb, d: sqliteDialect}, now: time.Now, gc: &groupCommit{}}
+	closeAll := []func() error{s.w.Close} // on failure, in reverse order
+	defer func() {
+		for i := len(closeAll) - 1; i >= 0; i-- {
+			closeAll[i]()
+		}
+	}()
 	// One writer connection, kept open: writes are serialized here rather than by
 	// SQLite's busy handler, and the connection never expires mid-run.
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	if err := s.w.PingContext(ctx); err != nil {
 		return nil, explain(err)
 	}
-	if err := migrate(ctx, w, time.Now); err != nil {
-		w.Close()
+	if err := migrate(ctx, s.w, time.Now); err != nil {
 		return nil, explain(err)
 	}
 	// SQLite quietly opens a read-only file (or a WAL database whose directory is
 	// read-only) for reading only; find out now rather than at the first decision.
-	if err := probeWrite(ctx, w); err != nil {
-		w.Close()
+	if err := probeWrite(ctx, s.w); err != nil {
 		return nil, explain(err)
 	}
 
 	// The -wal file exists now (the writer created it), and stays while w is open.
-	ws, err := openWALSync(abs)
-	if err != nil {
-		w.Close()
+	if s.ws, err = openWALSync(abs); err != nil {
 		return nil, err
 	}
+	closeAll = append(closeAll, s.ws.close)
 	// The migrations committed at NORMAL: made durable before anything reads them.
-	if err := ws.wait(ws.ticket()); err != nil {
-		ws.close()
-		w.Close()
+	if err := s.ws.wait(s.ws.ticket()); err != nil {
 		return nil, err
 	}
 
@@ -131,74 +127,59 @@ func open(ctx context.Context, path string) (*Store, error) {
 	// its -wal and -shm files, which a read-only connection cannot create itself.
 	rdb, err := sql.Open("sqlite3", readerDSN(abs))
 	if err != nil {
-		ws.close()
-		w.Close()
 		return nil, err
 	}
-	r := sqlDB{DB: rdb, d: sqliteDialect}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
-	if err := r.PingContext(ctx); err != nil {
-		r.Close()
-		ws.close()
-		w.Close()
+	s.r = sqlDB{DB: rdb, d: sqliteDialect}
+	closeAll = append(closeAll, s.r.Close)
+	s.r.SetMaxOpenConns(readConns)
+	s.r.SetMaxIdleConns(readConns)
+	if err := s.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("opening read pool: %w", explain(err))
 	}
-	return &Store{path: abs, w: w, r: r, now: time.Now, gc: &groupCommit{}, ws: ws}, nil
+	closeAll = nil
+	return s, nil
 }
 
 // Close closes the read pool, the writer and the WAL sync file, so the last connection to
 // close is the one allowed to checkpoint the WAL.
 func (s *Store) Close() error {
+	var err error
 	if s.pool != nil {
-		err := s.w.Close()
+		err = s.w.Close()
 		s.pool.Close()
-		if err != nil {
-			return fmt.Errorf("closing store %s: %w", s.path, err)
-		}
-		return nil
+	} else {
+		err = errors.Join(s.r.Close(), s.w.Close(), s.ws.close())
 	}
-	errR := s.r.Close()
-	errW := s.w.Close()
-	errS := s.ws.close()
-	if err := errors.Join(errR, errW, errS); err != nil {
+	if err != nil {
 		return fmt.Errorf("closing store %s: %w", s.path, err)
 	}
 	return nil
 }
 
 // PageSize is the page size of a database file plangate creates. SQLite's WAL writes
-// every page a transaction changes in full, and a plain message's transactions change
-// a few small rows each (the inbox save, the lease, the turn's commit, the
-// mark-sent): at SQLite's default 4096 a spaced message wrote 61.6 KB, at 1024 26.6 KB,
-// with no CPU cost we could measure on a message (reading long answers is about 6%
-// slower: they are chains of pages). 512 wrote less still in the benchmark (18.5 KB), but
-// its pages hold a row of at most 477 bytes (102 in a WITHOUT ROWID table such as leases)
-// before the rest goes to overflow pages: a real Telegram update in the inbox record, a
-// long answer or a lease owner with a pod-length host name spill, and with rows of real
-// sizes 512 wrote 13% less than 1024 in 70% more pages (BenchmarkMessagePages,
-// docs/decisions.md). An existing file keeps the page size it was created with: in WAL
-// mode it cannot change.
+// every page a transaction changes in full, and a message's transactions change a few
+// small rows each: 1024 wrote 26.6 KB per message against 61.6 KB at the default 4096,
+// at no measurable CPU cost. 512 spills real rows (a Telegram update in the inbox record,
+// a long answer, a lease owner with a long host name) to overflow pages and wrote more
+// pages (BenchmarkMessagePages, docs/decisions.md). In WAL mode an existing file keeps
+// the page size it was created with.
 const PageSize = 1024
 
-// setPageSize gives a new database file (missing or empty) its page size, which SQLite
-// takes only before the file's first write: the mattn driver has no DSN key for it, and
-// the writer's DSN switches the file to WAL at connect, which is such a write. So a
-// connection of its own sets the page size and then makes that first write itself.
-// Two processes opening a new path at once both get here; whichever writes first
-// creates the file with PageSize, and the other's page_size then changes nothing. A
-// file with content is left alone (its page size stays, whatever it is).
+// setPageSize gives a new (missing or empty) database file its page size, which SQLite
+// takes only before the file's first write: the driver has no DSN key for it, and the
+// writer's DSN switches to WAL at connect, which is such a write. So a connection of its
+// own sets the page size and makes that first write. Of two processes creating the file
+// at once, whichever writes first sets the page size; a file with content keeps its own.
 //
-// Switching a new file to WAL takes an exclusive lock from a shared one. When two
-// connections both hold the shared lock and ask for it, SQLite answers one of them
-// SQLITE_BUSY at once, without its busy handler (waiting could deadlock). The loser
-// tries again after a pause: by then the winner has usually created the file, and
-// setting WAL on a file already in WAL needs no such lock.
+// Switching a new file to WAL takes an exclusive lock from a shared one; of two
+// connections asking at once, SQLite answers one SQLITE_BUSY at once, without its busy
+// handler (waiting could deadlock). The loser tries again after a pause, when the file
+// is usually in WAL already and needs no such lock.
 func setPageSize(ctx context.Context, abs string) error {
 	const tries = 50
 	for i := 1; ; i++ {
 		err := createFile(ctx, abs)
-		if err == nil || i == tries || !isBusy(err) {
+		if err == nil || i == tries || !isCode(err, sqlite3.ErrBusy, sqlite3.ErrLocked) {
 			return err
 		}
 		select {
@@ -209,11 +190,10 @@ func setPageSize(ctx context.Context, abs string) error {
 	}
 }
 
-// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY or
-// SQLITE_LOCKED).
-func isBusy(err error) bool {
+// isCode reports whether err is a SQLite error with one of codes.
+func isCode(err error, codes ...sqlite3.ErrNo) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	return errors.As(err, &se) && slices.Contains(codes, se.Code)
 }
 
 // createFile is one attempt of setPageSize.

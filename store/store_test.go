@@ -343,7 +343,7 @@ func TestFailedMigrationLeavesNoTrace(t *testing.T) {
 	}
 	next := len(bad) + 1
 	bad = append(bad, migration{version: next, name: "broken", sql: "CREATE TABLE half_done (x INTEGER); CREATE TABLE oops (;"})
-	err = apply(ctx, s.w, bad, time.Now)
+	err = apply(ctx, s.w, s.w.d, bad, time.Now)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("applying migration %04d_broken", next)) {
 		t.Fatalf("apply = %v, want an error naming the migration", err)
 	}

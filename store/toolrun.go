@@ -10,10 +10,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// StartToolRun records that a mutating tool call is about to run, durably (it returns
-// once an fsync of the WAL begun after its commit completed): if the process or the
-// machine dies while the call runs, the record survives and the call is not run again. Recording the same call twice is
-// core.ErrDuplicate, so a call is started at most once.
+// StartToolRun records that a mutating tool call is about to run, durably (fsynced before
+// it returns), so that if the process or the machine dies while the call runs it is not
+// run again. Recording the same call twice is core.ErrDuplicate: a call starts at most once.
 func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.SessionID == "" || r.CallID == "" || r.Tool == "" {
 		return errors.New("recording tool run: session, call id and tool are required")
@@ -23,17 +22,14 @@ func (s *Store) StartToolRun(ctx context.Context, r core.ToolRun) error {
 	if err != nil {
 		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, err)
-	} else if n == 0 {
+	if n, _ := res.RowsAffected(); n == 0 { // both drivers count without an error
 		return fmt.Errorf("recording tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrDuplicate)
 	}
 	return nil
 }
 
-// FinishToolRun records how a started call ended, durably like the start. Were it lost,
-// a resumed turn would only report "effects unknown" for a call that did finish, which
-// is the safe side.
+// FinishToolRun records how a started call ended, durably like the start: were it lost, a
+// resumed turn would report "effects unknown" for a finished call, the safe side.
 func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 	if r.Outcome == "" {
 		return fmt.Errorf("finishing tool run %s/%s: no outcome", r.SessionID, r.CallID)
@@ -43,9 +39,7 @@ func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 	if err != nil {
 		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, explain(err))
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, err)
-	} else if n == 0 {
+	if n, _ := res.RowsAffected(); n == 0 { // both drivers count without an error
 		return fmt.Errorf("finishing tool run %s/%s: %w", r.SessionID, r.CallID, core.ErrNotFound)
 	}
 	return nil
@@ -54,54 +48,35 @@ func (s *Store) FinishToolRun(ctx context.Context, r core.ToolRun) error {
 // UnfinishedToolRuns lists the calls of a session that started and never finished (all
 // sessions for ""), oldest first.
 func (s *Store) UnfinishedToolRuns(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at FROM tool_runs
-		WHERE finished_at IS NULL AND (? = '' OR session_id = ?) ORDER BY started_at, call_id`, sessionID, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
-	}
-	defer rows.Close()
-	var out []core.ToolRun
-	for rows.Next() {
-		var r core.ToolRun
-		var started string
-		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started); err != nil {
-			return nil, fmt.Errorf("listing unfinished tool runs: %w", err)
-		}
-		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.toolRuns(ctx, "listing unfinished tool runs", `WHERE finished_at IS NULL AND (? = '' OR session_id = ?)`, sessionID, sessionID)
 }
 
 // ToolRunsOf returns every recorded run of a session, oldest first.
 func (s *Store) ToolRunsOf(ctx context.Context, sessionID string) ([]core.ToolRun, error) {
+	return s.toolRuns(ctx, "listing tool runs", `WHERE session_id = ?`, sessionID)
+}
+
+// toolRuns lists the runs that where selects, oldest first; what names the listing.
+func (s *Store) toolRuns(ctx context.Context, what, where string, args ...any) ([]core.ToolRun, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT session_id, call_id, tool, detail, started_at, finished_at, outcome FROM tool_runs
-		WHERE session_id = ? ORDER BY started_at, call_id`, sessionID)
+		`+where+` ORDER BY started_at, call_id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing tool runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer rows.Close()
-	var out []core.ToolRun
-	for rows.Next() {
-		var r core.ToolRun
+	return collect(rows, nil, nil, func(sc scanner) (r core.ToolRun, err error) {
 		var started string
 		var finished sql.NullString
-		if err := rows.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started, &finished, &r.Outcome); err != nil {
-			return nil, fmt.Errorf("listing tool runs: %w", err)
+		if err := sc.Scan(&r.SessionID, &r.CallID, &r.Tool, &r.Detail, &started, &finished, &r.Outcome); err != nil {
+			return r, fmt.Errorf("%s: %w", what, err)
 		}
 		if r.StartedAt, err = parseTime(started, "tool run start"); err != nil {
-			return nil, err
+			return r, err
 		}
 		if finished.Valid {
-			if r.FinishedAt, err = parseTime(finished.String, "tool run finish"); err != nil {
-				return nil, err
-			}
+			r.FinishedAt, err = parseTime(finished.String, "tool run finish")
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, err
+	})
 }
 
 // PruneToolRuns deletes finished runs that started before olderThan and returns how many

@@ -8,49 +8,39 @@ import (
 	"sync"
 )
 
-// walSync makes SQLite commits durable outside the writer: the group commit of databases,
-// where the log flush is not done under the lock that orders the log writes.
+// walSync makes SQLite commits durable outside the writer, as databases' group commit
+// flushes the log outside the lock that orders its writes.
 //
-// Every writer transaction runs at synchronous=NORMAL: in WAL mode its COMMIT appends the
-// transaction's frames and its commit marker to the -wal file with write(), no fsync,
-// and releases the writer. A durable caller (a decision, an inbound save, a tool run's
-// start) then waits here for an fsync of that file which BEGAN after its commit returned
-// (ticket, then wait), issued by one of the waiting callers, not by the writer: lazy
-// batches keep committing meanwhile, and whoever needs durability while an fsync is in
-// flight waits for the next one, which covers every commit made before it began. The
-// caller learns of its write only when that fsync completed, so the contract of
-// synchronous=FULL holds: durable before the caller is told.
+// Every writer transaction runs at synchronous=NORMAL: in WAL mode its COMMIT appends its
+// frames and commit marker to the -wal file with write(), no fsync, and releases the
+// writer. A durable caller then waits here (ticket, then wait) for an fsync of that file
+// that BEGAN after its commit returned, run by one of the waiting callers: lazy batches
+// keep committing meanwhile, and a caller arriving during an fsync waits for the next,
+// which covers every commit made before it began. So the contract of synchronous=FULL
+// holds: durable before the caller is told.
 //
 // Why an fsync of our own descriptor covers SQLite's frames (SQLite 3.54, wal.c):
-//   - fsync and fdatasync flush the inode's dirty pages, whichever descriptor wrote them,
-//     and fdatasync includes the file size, which grows as frames are appended. The
-//     file must be the inode SQLite appends to: it is opened once the writer has put the
-//     file in WAL mode (the -wal exists), and SQLite deletes the -wal only when the last
-//     connection to the database closes (or the journal mode leaves WAL), after a full
-//     checkpoint; this store's connections stay open until Close, and a second process's
-//     connections keep it too. wal_checkpoint(TRUNCATE) and journal_size_limit truncate
-//     it in place (same inode). Should the path ever name another file, syncFile reopens
-//     it: the old one was deleted only after its frames were checkpointed and synced.
-//   - A WAL restart (after a complete checkpoint, the next writer starts again at offset
-//     0 with new salts) writes the new header and syncs it itself whatever the level
-//     (walFrames: "if( pWal->syncHeader )", CKPT_SYNC_FLAGS), so no later frame can
-//     reach the disk before a header that validates it.
-//   - A checkpoint at NORMAL syncs the WAL before it copies frames into the database
-//     file, and the database file after (walCheckpoint, CKPT_SYNC_FLAGS): it never needs
-//     our fsync.
-//   - Recovery replays the frames of the WAL up to the last valid commit marker; the
-//     checksums chain from the header, so a commit survives when every byte before its
-//     marker is on disk. Everything before it was written before the commit returned
-//     (one writer at a time holds the WAL lock, here or in another process), so an fsync
-//     begun after that covers it.
-//   - Without padding (SQLite's default SQLITE_POWERSAFE_OVERWRITE) a FULL commit's fsync
-//     is the same fsync of the same bytes: nothing FULL guarded is lost.
+//   - fsync and fdatasync flush the inode's dirty pages, whoever wrote them, and
+//     fdatasync includes the file size. The file is opened once the writer put it in WAL
+//     mode, and SQLite deletes the -wal only when the last connection closes, after a
+//     full checkpoint; wal_checkpoint(TRUNCATE) and journal_size_limit truncate it in
+//     place (same inode). Should the path name another file, syncFile reopens it: the
+//     old one was deleted only after its frames were checkpointed and synced.
+//   - A WAL restart writes the new header and syncs it itself at any level (walFrames,
+//     CKPT_SYNC_FLAGS), so no later frame reaches the disk before a header validating it.
+//   - A checkpoint at NORMAL syncs the WAL before copying frames into the database file,
+//     and that file after: it never needs our fsync.
+//   - Recovery replays frames up to the last valid commit marker, checksums chained from
+//     the header: a commit survives when every byte before its marker is on disk, all
+//     written before the commit returned (one writer at a time holds the WAL lock), so
+//     an fsync begun after that covers it.
+//   - Without padding (SQLITE_POWERSAFE_OVERWRITE, the default) a FULL commit's fsync is
+//     the same fsync of the same bytes.
 //
-// An fsync error fails the durable callers waiting for it and every durable write after
-// it: after a failed fsync, Linux may have dropped the dirty pages and a retry succeeds
-// without writing them (PostgreSQL's fsync lesson), and a lost frame ends the WAL's
-// checksum chain at recovery, taking every later commit with it. So the first error is
-// kept (Health) and never retried; lazy writes go on, as lazy as before.
+// An fsync error fails its waiters and every later durable write: after a failed fsync
+// Linux may have dropped the dirty pages, so a retry can succeed without writing them,
+// and a lost frame ends the WAL's checksum chain at recovery, taking every later commit
+// with it. The first error is kept (Health) and never retried; lazy writes go on.
 type walSync struct {
 	path  string
 	fsync func(*os.File) error // fdatasync (see datasync); tests replace it
