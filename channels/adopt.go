@@ -1,27 +1,22 @@
 package channels
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 )
 
-// InboxAdopter is a Channel that can take in, while it runs, the inbox another process of
-// the same deployment left behind: on several replicas each keeps its own inbox record,
-// and a replica that dies leaves there the events it acknowledged to the platform and had
+// InboxAdopter is a Channel that can take in, while it runs, the inbox record another
+// replica of the deployment left behind when it died: the events it acknowledged and had
 // not handled, which the platform will not deliver again.
 //
-// AdoptInbox decodes saved, an inbox record as this adapter itself saves it (for the
-// account InboxAccount names), and merges its pending events into the adapter's own
-// inbox, saved durably before it returns; then it hands the events that were new to the
-// handler as replays, as a restart replays its own (the engine's inbound keys drop those
-// that had been handled). Once it returns nil the caller may delete the adopted record: a
-// crash before that only adopts it again, which the inbox keys and the engine make
-// harmless. It reports how many events were new here. A record that does not decode is
+// AdoptInbox merges the pending events of saved (an inbox record as this adapter saves it
+// for the account InboxAccount names) into the adapter's own inbox, saved durably before
+// it returns, and hands those new here to the handler as replays (the engine's inbound
+// keys drop those that had been handled). It reports how many were new. Once it returns
+// nil the caller may delete the adopted record: a crash before that only adopts it again,
+// which the inbox keys and the engine make harmless. A record that does not decode is
 // dropped (logged), as a damaged inbox is at start; ErrNotReceiving means Run is not
 // taking events, and the record must stay for later.
 type InboxAdopter interface {
@@ -42,12 +37,11 @@ var ErrUnreadable = errors.New("the record is unreadable")
 // already is not taken twice. A record that does not decode is an error, with nothing
 // changed (ErrUnreadable).
 func (in *Inbox) Adopt(ctx context.Context, saved string) ([]InboxEntry, error) {
-	var s savedInbox
-	if err := json.Unmarshal([]byte(saved), &s); err != nil {
+	s, err := decodeInbox(saved)
+	if err != nil {
 		return nil, fmt.Errorf("decoding an adopted %s inbox: %w: %w", in.channel, ErrUnreadable, err)
 	}
-	es := slices.DeleteFunc(s.Pending, func(e InboxEntry) bool { return e.Key == "" })
-	slices.SortFunc(es, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	es := s.Pending
 	if len(es) == 0 {
 		return nil, nil
 	}

@@ -14,10 +14,11 @@ import (
 // messages and summaries in one voice and free of secrets; cmd/plangate's own sections
 // use them too.
 
-// CheckURL reports an api_url-style value that is set but not an http(s) URL. The value
-// is not echoed: a URL may carry credentials.
+// CheckURL reports an api_url-style value that is set but not an absolute http(s) URL
+// with a host. The value is not echoed: a URL may carry credentials.
 func CheckURL(key, raw string) error {
-	if raw == "" || IsHTTPURL(raw) {
+	u, err := url.Parse(raw)
+	if raw == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		return nil
 	}
 	return conf.Invalid(key, "is not an http:// or https:// URL")
@@ -29,12 +30,6 @@ func CheckLongReplyAsFile(key string, n int) error {
 		return conf.Invalid(key, "is %d: use 0 (never) or a character count", n)
 	}
 	return nil
-}
-
-// IsHTTPURL reports whether raw is an absolute http:// or https:// URL with a host.
-func IsHTTPURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // SetOrNot describes a secret without showing it.

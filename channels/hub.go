@@ -67,8 +67,7 @@ func (h *Hub) Run(ctx context.Context, handler Handler) error {
 			name := ch.Name()
 			h.log.Info("channel started", "channel", name)
 			err := ch.Run(ctx, handler)
-			if err != nil && ctx.Err() != nil &&
-				(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			if err != nil && ctx.Err() != nil && Stopped(err) {
 				err = nil
 			}
 			if err == nil {

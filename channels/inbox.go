@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -65,34 +67,50 @@ func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, 
 	if !ok {
 		return in, nil
 	}
-	var s savedInbox
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
+	s, err := decodeInbox(v)
+	if err != nil {
 		return in, fmt.Errorf("loading the %s inbox: decoding channel state %q: %w", channel, inboxKey, err)
 	}
 	in.seq = s.Seq
 	for _, e := range s.Pending {
-		if e.Key != "" {
-			in.pending[e.Key] = e
-			in.seq = max(in.seq, e.Seq)
-		}
+		in.pending[e.Key] = e
 	}
 	return in, nil
 }
 
-// Add records an event and saves the inbox before it returns, so the caller may then
-// acknowledge the event. added is false, with nothing saved, when an entry with the key is
-// pending already. On an error nothing is recorded, and the event must not be
-// acknowledged: the platform will deliver it again.
-func (in *Inbox) Add(ctx context.Context, e InboxEntry) (added bool, err error) {
-	got, err := in.AddAll(ctx, []InboxEntry{e})
+// OpenInbox is LoadInbox at an adapter's start, where a damaged record must not stop the
+// bot: an error is logged, and the inbox goes on without what the record held (one the
+// store could not read is read again before the first save).
+func OpenInbox(ctx context.Context, st State, channel, account string, log *slog.Logger) *Inbox {
+	in, err := LoadInbox(ctx, st, channel, account)
 	if err != nil {
-		return false, err
+		log.Error("loading the saved "+channel+" inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
 	}
-	return got[0], nil
+	return in
 }
 
-// AddAll is Add for events that arrived together, saved with one write. added[i] says
-// whether es[i] was new (a key pending already, or repeated within es, is not).
+// decodeInbox reads a stored inbox: its entries with a key, in arrival order, and Seq
+// raised to the newest of them.
+func decodeInbox(v string) (savedInbox, error) {
+	var s savedInbox
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return savedInbox{}, err
+	}
+	s.Pending = slices.DeleteFunc(s.Pending, func(e InboxEntry) bool { return e.Key == "" })
+	slices.SortFunc(s.Pending, bySeq)
+	for _, e := range s.Pending {
+		s.Seq = max(s.Seq, e.Seq)
+	}
+	return s, nil
+}
+
+func bySeq(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) }
+
+// AddAll records events that arrived together and saves the inbox with one write before
+// it returns, so the caller may then acknowledge them. added[i] says whether es[i] was
+// new (a key pending already, or repeated within es, is not: nothing is saved for it). On
+// an error nothing is recorded, and no event may be acknowledged: the platform will
+// deliver them again.
 func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err error) {
 	for _, e := range es {
 		if e.Key == "" {
@@ -141,19 +159,7 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 func (in *Inbox) Pending() []InboxEntry {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out := make([]InboxEntry, 0, len(in.pending))
-	for _, e := range in.pending {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
-}
-
-// Len is how many entries wait.
-func (in *Inbox) Len() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.pending)
+	return slices.SortedFunc(maps.Values(in.pending), bySeq)
 }
 
 // Done removes an entry. It is not saved at once (until the next save a crash only
@@ -165,15 +171,10 @@ func (in *Inbox) Done(key string) {
 }
 
 // DoneSaveDelay is how long an event the handler finished may stay in a saved inbox before
-// a lazy save drops it. That save carries nothing a restart needs: an adapter saves its
-// inbox durably before it tells the platform of every new event, and that save drops the
-// finished ones too, so at more than one event per DoneSaveDelay (one a second, say) the
-// finished ones ride those saves and the lazy save runs once per DoneSaveDelay instead of
-// once per event; an idle bot pays it once after its last burst. What the delay bounds is
-// staleness: a process killed within it replays the finished events of its last
-// DoneSaveDelay at the next start, and the engine recognises each by its inbound key
-// (kept 48 h) with one indexed read. It was 100 ms, which made every message spaced wider
-// than that pay a transaction of its own (docs/decisions.md).
+// a lazy save drops it. The durable save before every new event's acknowledgement drops
+// the finished ones too, so a busy bot pays no lazy save per event; what the delay bounds
+// is staleness: a process killed within it replays the finished events of its last
+// DoneSaveDelay, which the engine recognises by their inbound keys (kept 48 h).
 const DoneSaveDelay = 10 * time.Second
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
@@ -189,6 +190,18 @@ func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(
 			onErr(fmt.Errorf("saving the %s inbox: %w", in.channel, err))
 		}
 	})
+}
+
+// Retire removes an entry the handler finished and saves the inbox after delay while ctx
+// (the adapter's Run) lasts, or at once once it has ended (a shutdown waiting for the
+// engine), before the store closes. onErr gets a failed save's error.
+func (in *Inbox) Retire(ctx context.Context, key string, delay time.Duration, onErr func(error)) {
+	in.Done(key)
+	if ctx.Err() == nil {
+		in.FlushSoon(context.WithoutCancel(ctx), delay, onErr)
+	} else if err := in.Flush(context.WithoutCancel(ctx)); err != nil {
+		onErr(err)
+	}
 }
 
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
@@ -218,24 +231,20 @@ func (in *Inbox) readBack(ctx context.Context) error {
 		return fmt.Errorf("saving the %s inbox: its saved record could not be read, so it is not overwritten: %w", in.channel, err)
 	}
 	var s savedInbox
-	if ok && json.Unmarshal([]byte(v), &s) != nil {
-		s = savedInbox{} // damaged: lost, as at a load
+	if ok {
+		s, _ = decodeInbox(v) // damaged: lost, as at a load
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.unread = false
 	// The saved events are older than any taken since the load: renumber these after them.
-	base := s.Seq
-	for _, e := range s.Pending {
-		base = max(base, e.Seq)
-	}
 	for k, e := range in.pending {
-		e.Seq += base
+		e.Seq += s.Seq
 		in.pending[k] = e
 	}
-	in.seq += base
+	in.seq += s.Seq
 	for _, e := range s.Pending {
-		if _, have := in.pending[e.Key]; e.Key != "" && !have {
+		if _, have := in.pending[e.Key]; !have {
 			in.pending[e.Key] = e
 		}
 	}
@@ -254,12 +263,9 @@ func (in *Inbox) record() Record {
 // pending event's data again at every save, inside the store's batch.
 func (in *Inbox) encode() (string, error) {
 	in.mu.Lock()
-	s := savedInbox{Seq: in.seq}
-	for _, e := range in.pending {
-		s.Pending = append(s.Pending, e)
-	}
+	s := savedInbox{Seq: in.seq, Pending: slices.Collect(maps.Values(in.pending))}
 	in.mu.Unlock()
-	slices.SortFunc(s.Pending, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(s.Pending, bySeq)
 	size := 32
 	for _, e := range s.Pending {
 		size += len(e.Key) + len(e.Kind) + len(e.Ref) + len(e.Data) + 64

@@ -27,10 +27,6 @@ func (s *Saver) Changed() {
 	raise(&s.must, v)
 }
 
-// Finished notes a change whose loss would only replay a finished event (see Delete):
-// a lazy save (SaveRecordSoon) is enough for it.
-func (s *Saver) Finished() { s.version.Add(1) }
-
 // Record is what a Saver saves: the record under (Channel, Account, Key) in St, whose
 // value Encode takes from the owner's current state (a snapshot, under its lock).
 type Record struct {
@@ -57,8 +53,7 @@ func (s *Saver) SaveRecord(ctx context.Context, r Record) error {
 // durable and is written here is written again by the next SaveRecord.
 func (s *Saver) SaveRecordSoon(ctx context.Context, delay time.Duration, r Record, onErr func(error)) {
 	s.soon.After(delay, func() {
-		err := s.saveRecordLazy(ctx, r)
-		if err != nil && onErr != nil {
+		if err := s.saveRecordLazy(ctx, r); err != nil && onErr != nil {
 			onErr(err)
 		}
 	})
@@ -99,10 +94,11 @@ func raise(a *atomic.Int64, v int64) {
 }
 
 // Delete removes key from m, noting the change when it was there; the caller holds the
-// lock that guards m. A removal is a finished event: it may be saved lazily.
+// lock that guards m. A removal is a finished event, whose loss would only replay it: a
+// lazy save (SaveRecordSoon) is enough for it.
 func Delete[K comparable, V any](s *Saver, m map[K]V, key K) {
 	if _, ok := m[key]; ok {
 		delete(m, key)
-		s.Finished()
+		s.version.Add(1)
 	}
 }

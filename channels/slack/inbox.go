@@ -19,37 +19,26 @@ import (
 // deliver the envelope again, which the inbox de-duplicates.
 const ackStoreWait = 2 * time.Second
 
-// doneFlushDelay is how long finished envelopes wait to leave the saved inbox together:
-// until then a crash only replays them, and the engine de-duplicates those. Every new
-// envelope's durable save (before its ack) drops them too, so at more than one envelope
-// per delay this lazy save is not one per message (channels.DoneSaveDelay).
-const doneFlushDelay = channels.DoneSaveDelay
-
-// loadInbox reads the saved inbox. A damaged record must not stop the bot: what it held
-// is lost, and said so. One the store could not read is not lost: channels.Inbox reads it
-// again before its first save and refuses new events (unacknowledged) until it can.
-func (c *Channel) loadInbox(ctx context.Context) *channels.Inbox {
-	in, err := channels.LoadInbox(ctx, c.st, Name, c.team)
-	if err != nil {
-		c.log.Error("loading the saved slack inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
-	}
-	return in
-}
-
 // replay queues the envelopes saved but not handled before a restart, oldest first.
 func (d *dispatcher) replay() {
 	pending := d.in.Pending()
-	for _, e := range pending {
+	d.queue(pending, "a saved")
+	if len(pending) > 0 {
+		d.c.log.Info("replaying slack envelopes received before the restart", "count", len(pending))
+	}
+}
+
+// queue queues the inbox entries es in order, dropping those that cannot be read; how
+// says where they came from ("a saved", "an adopted").
+func (d *dispatcher) queue(es []channels.InboxEntry, how string) {
+	for _, e := range es {
 		it, err := decodeEntry(e)
 		if err != nil {
-			d.c.log.Error("dropping a saved slack envelope that cannot be read", "key", e.Key, "err", err)
+			d.c.log.Error("dropping "+how+" slack envelope that cannot be read", "key", e.Key, "err", err)
 			d.in.Done(e.Key)
 			continue
 		}
 		d.q.push(it)
-	}
-	if len(pending) > 0 {
-		d.c.log.Info("replaying slack envelopes received before the restart", "count", len(pending))
 	}
 }
 
@@ -69,15 +58,7 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, e := range es {
-		it, err := decodeEntry(e)
-		if err != nil {
-			c.log.Error("dropping an adopted slack envelope that cannot be read", "key", e.Key, "err", err)
-			d.in.Done(e.Key)
-			continue
-		}
-		d.q.push(it)
-	}
+	d.queue(es, "an adopted")
 	return len(es), nil
 }
 
@@ -234,21 +215,12 @@ func (d *dispatcher) settle(ctx context.Context, key string, m core.Message, err
 	d.done(ctx, key)
 }
 
-// done retires an envelope from the inbox and saves it shortly; once Run has ended (a
-// shutdown waiting for the engine) at once, before the store closes.
+// done retires an envelope from the inbox (channels.Inbox.Retire).
 func (d *dispatcher) done(ctx context.Context, key string) {
-	if key == "" {
-		return
-	}
-	d.in.Done(key)
-	if ctx.Err() == nil {
-		d.in.FlushSoon(context.WithoutCancel(ctx), doneFlushDelay, func(err error) {
+	if key != "" {
+		d.in.Retire(ctx, key, channels.DoneSaveDelay, func(err error) {
 			d.c.log.Error("saving the slack inbox", "err", err)
 		})
-		return
-	}
-	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
-		d.c.log.Error("saving the slack inbox", "err", err)
 	}
 }
 
