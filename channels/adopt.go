@@ -31,11 +31,10 @@ var ErrNotReceiving = errors.New("the channel is not receiving events")
 // ErrUnreadable is Adopt's error for a record that does not decode.
 var ErrUnreadable = errors.New("the record is unreadable")
 
-// Adopt merges the pending entries of saved, the record of another Inbox, into this one
-// and saves it durably before it returns. It returns the entries that were new here, in
-// the order they arrived there, with this inbox's sequence numbers; a key pending here
-// already is not taken twice. A record that does not decode is an error, with nothing
-// changed (ErrUnreadable).
+// Adopt merges the pending entries of saved, the record of another Inbox, into this one,
+// saved durably before it returns, and returns those that were new here in the order they
+// arrived there, with this inbox's sequence numbers. A record that does not decode is an
+// error wrapping ErrUnreadable, with nothing changed.
 func (in *Inbox) Adopt(ctx context.Context, saved string) ([]InboxEntry, error) {
 	s, err := decodeInbox(saved)
 	if err != nil {
@@ -60,9 +59,9 @@ func (in *Inbox) Adopt(ctx context.Context, saved string) ([]InboxEntry, error) 
 	return out, nil
 }
 
-// AdoptReadable is Adopt as an adapter's AdoptInbox uses it: a record that does not decode
-// is logged and dropped (no entries, no error), as a damaged inbox is at start, so the
-// takeover deletes it instead of trying again for ever.
+// AdoptReadable is Adopt for an adapter's AdoptInbox: a record that does not decode is
+// logged and dropped (no error), as a damaged inbox is at start, so the takeover deletes it
+// instead of trying again for ever.
 func (in *Inbox) AdoptReadable(ctx context.Context, saved string, log *slog.Logger) ([]InboxEntry, error) {
 	es, err := in.Adopt(ctx, saved)
 	if errors.Is(err, ErrUnreadable) {

@@ -23,9 +23,8 @@ func Stopped(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// Settle is the body of a Drain: it waits until inflight is done or ctx ends, then saves
-// the inbox with flush (with a context that does not end), and reports left. what names
-// the events for the error ("telegram updates").
+// Settle is the body of a Drain: it waits until inflight is done or ctx ends, saves the
+// inbox with flush and reports left. what names the events for the error ("telegram updates").
 func Settle(ctx context.Context, inflight *sync.WaitGroup, left *atomic.Int64, flush func(context.Context) error, what string) (int, error) {
 	settled := make(chan struct{})
 	go func() {

@@ -16,12 +16,9 @@ import (
 // Inbox is the durable record of events a platform was told were received and the
 // handler has not finished: an adapter adds an event before it acknowledges it and marks
 // it done when the handler reports the outcome, so an event acknowledged just before a
-// crash is replayed at the next start instead of lost. Replays are safe because the engine
-// de-duplicates what it had committed.
-//
-// Entries are keyed for de-duplication: adding a key that is pending does nothing, so a
-// platform's redelivery of an event still waiting is not queued twice. The whole inbox is
-// one State record; it holds only unfinished events, so it stays small.
+// crash is replayed at the next start (the engine de-duplicates what it had committed).
+// Adding a key that is pending does nothing, so a redelivery is not queued twice. The
+// whole inbox is one small State record of unfinished events.
 type Inbox struct {
 	st               State
 	channel, account string
@@ -30,9 +27,9 @@ type Inbox struct {
 	seq     int64 // the last sequence number given out
 	pending map[string]InboxEntry
 	saver   Saver
-	// unread: the saved record could not be read at load (the store failed, not the
-	// record), so it may hold acknowledged events. No save may overwrite it until a read
-	// succeeds and its events are merged in (see Flush).
+	// unread: the store failed to read the saved record at load, so it may hold
+	// acknowledged events: no save may overwrite it until a read succeeds and its events
+	// are merged in (readBack).
 	unread bool
 }
 
@@ -71,10 +68,7 @@ func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, 
 	if err != nil {
 		return in, fmt.Errorf("loading the %s inbox: decoding channel state %q: %w", channel, inboxKey, err)
 	}
-	in.seq = s.Seq
-	for _, e := range s.Pending {
-		in.pending[e.Key] = e
-	}
+	in.merge(s)
 	return in, nil
 }
 
@@ -216,9 +210,9 @@ func (in *Inbox) Flush(ctx context.Context) error {
 	return nil
 }
 
-// readBack merges the saved record into an inbox whose load could not read it (unread),
-// before anything is saved over it: its events stay pending (replayed at the next start).
-// While the store cannot be read, saving fails, so nothing is acknowledged.
+// readBack merges the saved record into an inbox whose load could not read it (unread)
+// before anything is saved over it. While the store cannot read it, saving fails, so
+// nothing is acknowledged.
 func (in *Inbox) readBack(ctx context.Context) error {
 	in.mu.Lock()
 	unread := in.unread
@@ -237,7 +231,14 @@ func (in *Inbox) readBack(ctx context.Context) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.unread = false
-	// The saved events are older than any taken since the load: renumber these after them.
+	in.merge(s)
+	in.saver.Changed()
+	return nil
+}
+
+// merge adds the saved events of s, which are older than any the inbox took since its
+// load: those are renumbered after them. in.mu must be held (or in unshared).
+func (in *Inbox) merge(s savedInbox) {
 	for k, e := range in.pending {
 		e.Seq += s.Seq
 		in.pending[k] = e
@@ -248,8 +249,6 @@ func (in *Inbox) readBack(ctx context.Context) error {
 			in.pending[e.Key] = e
 		}
 	}
-	in.saver.Changed()
-	return nil
 }
 
 // record is the inbox as its Saver stores it.
@@ -258,9 +257,9 @@ func (in *Inbox) record() Record {
 }
 
 // encode is a snapshot of the inbox in its stored form: savedInbox as json.Marshal writes
-// it, but for each entry's Data, which goes in as it is (AddAll checked that it is JSON;
-// a loaded or merged record's was decoded). json.Marshal would scan and compact every
-// pending event's data again at every save, inside the store's batch.
+// it, but with each entry's Data as it is (AddAll checked that it is JSON; a loaded one
+// was decoded): json.Marshal would scan and compact it again at every save, inside the
+// store's batch.
 func (in *Inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Seq: in.seq, Pending: slices.Collect(maps.Values(in.pending))}

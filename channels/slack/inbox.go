@@ -42,13 +42,11 @@ func (d *dispatcher) queue(es []channels.InboxEntry, how string) {
 	}
 }
 
-// InboxAccount implements channels.InboxAdopter: the team whose inbox records this
-// adapter keeps.
+// InboxAccount implements channels.InboxAdopter: the team whose inbox this adapter keeps.
 func (c *Channel) InboxAccount() string { return c.team }
 
-// AdoptInbox implements channels.InboxAdopter: the envelopes another replica saved in
-// its inbox and never handled join this Run's inbox (saved before it returns) and its
-// queue, after what waits there already.
+// AdoptInbox implements channels.InboxAdopter: the adopted envelopes join this Run's
+// queue after what waits there already.
 func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	d := c.disp.Load()
 	if d == nil || !d.receiving.Load() {
@@ -66,10 +64,8 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 // commit), then acknowledges and queues them in order. If they cannot be stored none is
 // acknowledged, and the error says why: Slack delivers them again. One already waiting in
 // the inbox (a redelivery, or a DM that came as both message.im and app_mention) is
-// acknowledged and not queued twice.
-//
-// It is the one inbound path of both transports: ack answers envelope i over the Socket
-// Mode websocket, or as the HTTP response of the request that brought it.
+// acknowledged and not queued twice. It is the one inbound path of both transports: ack
+// answers envelope i over the Socket Mode websocket, or as the HTTP response.
 func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack func(i int, payload any)) error {
 	c := d.c
 	keys := make([]string, len(evts))
@@ -81,7 +77,7 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 			entries = append(entries, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: evt.Request.EnvelopeID, Data: evt.Request.Payload})
 		}
 	}
-	fresh := map[int]bool{}
+	fresh := make([]bool, len(evts))
 	if len(entries) > 0 {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackStoreWait)
 		added, err := d.in.AddAll(sctx, entries)
@@ -91,10 +87,9 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 			c.logStoreFailed(len(entries), err)
 			return err
 		}
-		if c.health.StoreFailing() {
+		if c.health.Stored(nil) {
 			c.log.Info("storing slack events works again")
 		}
-		c.health.Stored(nil)
 		for i, j := 0, 0; i < len(evts); i++ {
 			if keys[i] != "" {
 				fresh[i] = added[j]
@@ -224,9 +219,7 @@ func (d *dispatcher) done(ctx context.Context, key string) {
 	}
 }
 
-// Drain implements channels.Drainer: it waits, until ctx ends, for the messages the last
-// Run handed to the engine to be settled, saves the inbox and returns how many were left
-// in it for the next start.
+// Drain implements channels.Drainer for the messages the last Run handed to the engine.
 func (c *Channel) Drain(ctx context.Context) (int, error) {
 	d := c.disp.Load()
 	if d == nil {

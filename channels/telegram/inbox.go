@@ -40,10 +40,10 @@ type inbox struct {
 const recentIDs = 512
 
 // savedInbox is the stored form. The webhook ids received lately are RecentRuns, oldest
-// first, as packRuns writes them; records may instead hold Recent, the ids themselves,
-// which is read and never written. (A build that knows only Recent reads RecentRuns' record
-// without its recent ids, keeping Forgotten: an update redelivered then is taken again,
-// and the engine's de-duplication on its key stops a second answer.)
+// first, as packRuns writes them, or in records of older builds Recent, the ids
+// themselves, which is read and never written. (An older build reads a record with
+// RecentRuns as one without recent ids but with Forgotten: an update redelivered then is
+// taken again, and the engine's de-duplication on its key stops a second answer.)
 type savedInbox struct {
 	// Handled is the update offset proper: every update up to it is handled.
 	Handled    int64             `json:"handled"`
@@ -195,7 +195,7 @@ func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 // remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
 func (in *inbox) remember(id int64) {
 	in.recent.add(id)
-	for in.recent.size > recentIDs {
+	for in.recent.size() > recentIDs {
 		in.forgotten = max(in.forgotten, in.recent.evictOldest())
 	}
 }

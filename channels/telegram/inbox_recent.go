@@ -15,14 +15,16 @@ type idRun struct{ first, n int64 }
 // arrivals extend the newest run and the set costs a run, not an entry, per stretch of
 // ids. seen answers membership in O(1); adding and evicting are O(1) amortized.
 type recentSet struct {
-	runs []idRun // oldest first
-	seen map[int64]bool
-	size int // ids held: the sum of the runs' n
+	runs []idRun        // oldest first
+	seen map[int64]bool // the ids held
 }
 
 func newRecentSet() recentSet { return recentSet{seen: map[int64]bool{}} }
 
 func (r *recentSet) has(id int64) bool { return r.seen[id] }
+
+// size is how many ids are held: the sum of the runs' n.
+func (r *recentSet) size() int { return len(r.seen) }
 
 // add appends id, unless it is held already.
 func (r *recentSet) add(id int64) {
@@ -30,7 +32,6 @@ func (r *recentSet) add(id int64) {
 		return
 	}
 	r.seen[id] = true
-	r.size++
 	if last := len(r.runs) - 1; last >= 0 && r.runs[last].first+r.runs[last].n == id {
 		r.runs[last].n++
 		return
@@ -46,7 +47,6 @@ func (r *recentSet) evictOldest() int64 {
 		r.runs = r.runs[1:]
 	}
 	delete(r.seen, old)
-	r.size--
 	return old
 }
 
@@ -57,7 +57,6 @@ func (r *recentSet) remove(id int64) {
 		return
 	}
 	delete(r.seen, id)
-	r.size--
 	for i := len(r.runs) - 1; i >= 0; i-- {
 		run := r.runs[i]
 		if id < run.first || id >= run.first+run.n {
