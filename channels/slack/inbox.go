@@ -70,10 +70,12 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 	c := d.c
 	keys := make([]string, len(evts))
 	var entries []channels.InboxEntry
+	var stored []int // the evts index of each of entries
 	for i, evt := range evts {
 		key, keep := c.envelopeKey(evt)
 		if keep {
 			keys[i] = key
+			stored = append(stored, i)
 			entries = append(entries, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: evt.Request.EnvelopeID, Data: evt.Request.Payload})
 		}
 	}
@@ -90,11 +92,8 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 		if c.health.Stored(nil) {
 			c.log.Info("storing slack events works again")
 		}
-		for i, j := 0, 0; i < len(evts); i++ {
-			if keys[i] != "" {
-				fresh[i] = added[j]
-				j++
-			}
+		for j, i := range stored {
+			fresh[i] = added[j]
 		}
 	}
 	for i, evt := range evts {
