@@ -1,18 +1,15 @@
 // Package channels connects plangate to chat platforms. A Channel turns platform events into
-// core.Message values for a Handler (the engine) and delivers core.Reply values back. The
-// interface is deliberately small; what only some platforms can do (editing a sent message,
-// a typing indicator) is an optional interface that callers test for at run time, the way
-// net/http treats Flusher. The Hub runs every configured channel and routes replies to the
-// one named in the reply's address, so the engine sees a single core.Sender.
+// core.Message values for a Handler (the engine) and delivers core.Reply values back; what
+// only some platforms can do (editing a sent message, a typing indicator) is an optional
+// interface tested for at run time, the way net/http treats Flusher. The Hub runs every
+// configured channel and routes replies by address, so the engine sees one core.Sender.
 //
 // Each platform lives in its own sub-package (terminal, telegram, slack, discord); none
-// imports another. What they share lives here, so an adapter keeps only what is its
-// platform's: the transport (Policy, one retry loop that asks the adapter's classifier
-// whether an error is a rate limit, temporary or permanent; Pacer, per-conversation and
-// overall rate limits; Scrubber, secrets out of errors and logs), the Ledger of which
-// messages carry which approval's buttons (behind Retirer), the markdown renderers and
-// the splitting at platform limits. channeltest holds a fake channel, the conformance
-// suite adapters pass, and the harness (Env) their tests run in.
+// imports another. What they share lives here: the transport (Policy's retry loop, Pacer's
+// rate limits, Scrubber), the Inbox of received events, the Ledger of which messages carry
+// which approval's buttons (behind Retirer), the markdown renderers and the splitting at
+// platform limits. channeltest holds a fake channel, the conformance suite adapters pass,
+// and the harness (Env) their tests run in.
 package channels
 
 import (
@@ -23,10 +20,10 @@ import (
 
 // Handler takes normalized inbound messages. The engine implements it: EnqueueThen queues m
 // for its conversation and calls then with m's outcome once it is handled, on the engine's
-// goroutine, so an adapter goes on receiving and needs no goroutine per message. Messages
-// queued for one conversation are handled in the order EnqueueThen was called. then is
-// called exactly once and must not block. An adapter that must acknowledge an event only
-// once it is handled (a Telegram update offset) does so in then.
+// goroutine, so an adapter needs no goroutine per message. Messages queued for one
+// conversation are handled in the order EnqueueThen was called. then is called exactly
+// once and must not block; an adapter that acknowledges an event only once it is handled
+// (a Telegram update offset) does so in then.
 type Handler interface {
 	EnqueueThen(ctx context.Context, m core.Message, then func(error))
 }
@@ -64,35 +61,31 @@ type Channel interface {
 	// Send delivers r as a new message (or as many as the platform's limits need) and
 	// returns the platform id of the first, or "" when there was nothing to show.
 	//
-	// What the Hub guarantees: r.To.Channel is this channel's Name; r.ReplaceID is empty
-	// (the Hub edits through Editor, and clears ReplaceID when it falls back to a new
-	// message); r.Kind is not ReplyDecided when the channel is a Retirer (the Hub calls
-	// Retire instead), and never ReplyApprovals (see ApprovalNoter). Send may be called from several goroutines at once, and after Run
-	// has returned (a turn finishing during shutdown).
+	// The Hub guarantees: r.To.Channel is this channel's Name; r.ReplaceID is empty (the
+	// Hub edits through Editor); r.Kind is never ReplyApprovals (see ApprovalNoter), nor
+	// ReplyDecided when the channel is a Retirer. Send may be called from several
+	// goroutines at once, and after Run has returned (a turn finishing during shutdown).
 	Send(ctx context.Context, r core.Reply) (string, error)
 }
 
 // Retirer is implemented by channels whose messages carry decision buttons (Accept,
-// Revise, Auto). After a decision the Hub hands it the ReplyDecided (r.Ref is the approval
-// id, r.Text the decision) instead of calling Send, and it takes the buttons of that plan
-// version off every message that carried them, usually showing the decision there; a
-// Ledger remembers which messages those are. Channels without buttons get the
-// ReplyDecided through Send.
+// Revise, Auto). The Hub hands it a ReplyDecided (r.Ref is the approval id, r.Text the
+// decision) instead of calling Send, and it takes that plan version's buttons off every
+// message that carried them (a Ledger remembers which), usually showing the decision.
 type Retirer interface {
 	Retire(ctx context.Context, r core.Reply) error
 }
 
 // ApprovalNoter is implemented by channels that can show a pending version's approvals so
-// far on the messages that carry its buttons (a ReplyApprovals: r.Ref is the approval id,
-// r.Text the progress), keeping the buttons: a counted approval decides nothing. The Hub
-// drops a ReplyApprovals for other channels.
+// far (a ReplyApprovals: r.Ref is the approval id, r.Text the progress) on the messages
+// that carry its buttons, keeping them. The Hub drops a ReplyApprovals for other channels.
 type ApprovalNoter interface {
 	NoteApprovals(ctx context.Context, r core.Reply) error
 }
 
 // Editor is implemented by channels that can change a message they sent earlier, so a
-// progress checklist is one message that is updated rather than a message per step.
-// An edit that changes nothing must return nil: an error makes the Hub send the reply anew.
+// progress checklist is one message. An edit that changes nothing must return nil: an
+// error makes the Hub send the reply anew.
 type Editor interface {
 	Edit(ctx context.Context, id string, r core.Reply) error
 }

@@ -6,18 +6,17 @@ import (
 	"github.com/plangate/plangate/core/conf"
 )
 
-// Each adapter package owns its section of the config file: a Config type with yaml tags
-// that cmd/plangate decodes strictly, a Defaults function, Validate and Describe. Validate
-// reports each problem as a *conf.KeyError naming the key relative to the section, so the
-// loader can put the section's path and the file's line in front of it and name the
-// environment variable a missing secret comes from. The helpers here keep every section's
-// messages and summaries in one voice and free of secrets; cmd/plangate's own sections
-// use them too.
+// Each adapter package owns its section of the config file: a Config type that
+// cmd/plangate decodes strictly, Defaults, Validate and Describe. Validate reports each
+// problem as a *conf.KeyError naming the key relative to the section, so the loader can
+// prefix the section's path and the file's line. The helpers here keep every section's
+// messages and summaries in one voice and free of secrets.
 
-// CheckURL reports an api_url-style value that is set but not an http(s) URL. The value
-// is not echoed: a URL may carry credentials.
+// CheckURL reports an api_url-style value that is set but not an absolute http(s) URL
+// with a host. The value is not echoed: a URL may carry credentials.
 func CheckURL(key, raw string) error {
-	if raw == "" || IsHTTPURL(raw) {
+	u, err := url.Parse(raw)
+	if raw == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		return nil
 	}
 	return conf.Invalid(key, "is not an http:// or https:// URL")
@@ -29,12 +28,6 @@ func CheckLongReplyAsFile(key string, n int) error {
 		return conf.Invalid(key, "is %d: use 0 (never) or a character count", n)
 	}
 	return nil
-}
-
-// IsHTTPURL reports whether raw is an absolute http:// or https:// URL with a host.
-func IsHTTPURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // SetOrNot describes a secret without showing it.
@@ -62,9 +55,8 @@ func APINote(apiURL string) string {
 	return ", api " + SafeURL(apiURL)
 }
 
-// CheckPlatform checks the keys every platform section has alike: long_reply_as_file,
-// api_url and the token (named tokenKey), which is required only when the channel is
-// enabled. The section appends its own checks.
+// CheckPlatform checks the keys every platform section has: long_reply_as_file, api_url
+// and the token (named tokenKey), required only when the channel is enabled.
 func CheckPlatform(enabled bool, tokenKey, token, apiURL string, longReplyAsFile int) []error {
 	errs := []error{
 		CheckLongReplyAsFile("long_reply_as_file", longReplyAsFile),
@@ -85,8 +77,8 @@ func ModeSecret(enabled bool, key, secret, mode, env string) error {
 	return nil
 }
 
-// Summary is a platform's line for `plangate config check`: whether its token is set
-// (never the token), the section's own notes (", webhook, …") and the API note.
+// Summary is a platform's line for `plangate config check`: whether its token is set, the
+// section's own notes (", webhook, …") and the API note.
 func Summary(name, tokenLabel, token, notes, apiURL string) string {
 	return name + " (" + tokenLabel + " " + SetOrNot(token) + notes + APINote(apiURL) + ")"
 }

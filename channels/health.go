@@ -7,9 +7,8 @@ import (
 )
 
 // Health is what an adapter's Ready method reports to serve's /readyz: whether it is
-// connected to its platform (or, receiving webhooks, registered there) and whether storing
-// what it receives works. An adapter that cannot store stops confirming what it receives,
-// so the platform keeps it; Health says so until a store succeeds again.
+// connected to (or registered at) its platform, and whether storing what it receives
+// works: an adapter that cannot store stops confirming what it receives.
 type Health struct {
 	name string
 
@@ -36,22 +35,16 @@ func (h *Health) Down(why string) {
 	h.up, h.down = false, why
 }
 
-// Stored notes the outcome of a store: nil clears an earlier failure.
-func (h *Health) Stored(err error) {
+// Stored notes the outcome of a store, and reports whether the one before it failed: nil
+// clears an earlier failure.
+func (h *Health) Stored(err error) (wasFailing bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.store = err
+	wasFailing, h.store = h.store != nil, err
+	return wasFailing
 }
 
-// StoreFailing reports whether the last store failed.
-func (h *Health) StoreFailing() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.store != nil
-}
-
-// Err is nil when the adapter is up and storing works; otherwise an error naming the
-// problem.
+// Err is nil when the adapter is up and storing works, else an error naming the problem.
 func (h *Health) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

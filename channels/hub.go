@@ -23,9 +23,8 @@ var (
 	_ Typer       = (*Hub)(nil)
 )
 
-// NewHub returns a hub over chs. Two channels with the same name are a wiring mistake, not a
-// run-time condition, so NewHub panics on them (as http.ServeMux does on a duplicate pattern).
-// A nil log discards.
+// NewHub returns a hub over chs; a nil log discards. Two channels with the same name are a
+// wiring mistake, so NewHub panics on them (as http.ServeMux does on a duplicate pattern).
 func NewHub(log *slog.Logger, chs ...Channel) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -44,12 +43,10 @@ func NewHub(log *slog.Logger, chs ...Channel) *Hub {
 
 // Run runs every channel concurrently with handler and returns when all have returned.
 // A channel that returns nil (its input ended) does not stop the others, so `serve` keeps
-// its remaining platforms. The first channel that fails cancels the others, and its error,
-// wrapped with the channel name, is what Run returns. Errors that are only the echo of a
-// cancelled context count as a clean stop.
-//
-// A caller that wants "stop everything when one channel ends" (the interactive `chat`
-// command, whose end of input ends the program) runs that channel by itself instead.
+// its remaining platforms; a caller that wants one channel's end to end everything (`chat`)
+// runs that channel by itself. The first channel that fails cancels the others, and its
+// error, wrapped with the channel name, is what Run returns. Errors that are only the echo
+// of a cancelled context count as a clean stop.
 func (h *Hub) Run(ctx context.Context, handler Handler) error {
 	if len(h.channels) == 0 {
 		return errors.New("running channels: none configured")
@@ -67,8 +64,7 @@ func (h *Hub) Run(ctx context.Context, handler Handler) error {
 			name := ch.Name()
 			h.log.Info("channel started", "channel", name)
 			err := ch.Run(ctx, handler)
-			if err != nil && ctx.Err() != nil &&
-				(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			if err != nil && ctx.Err() != nil && Stopped(err) {
 				err = nil
 			}
 			if err == nil {
@@ -101,14 +97,12 @@ func (h *Hub) Send(ctx context.Context, r core.Reply) (string, error) {
 	return id, err
 }
 
-// OnReply sets fn to be told the outcome of every Send by channel: sent, failed (the
-// platform refused it or could not be reached) or dropped (no such channel). It is for
-// /metrics; call it before the Hub is used.
+// OnReply sets fn to be told, for /metrics, the outcome of every Send by channel: sent,
+// failed (refused or unreachable) or dropped (no such channel). Call it before the Hub is used.
 func (h *Hub) OnReply(fn func(channel, outcome string)) { h.onReply = fn }
 
-// OnInbound hands fn to every channel that drops events before the engine sees them
-// (InboundNoter), with the channel's name, so /metrics counts them beside the engine's.
-// Call it before the Hub's channels run.
+// OnInbound hands fn, with the channel's name, to every InboundNoter, so /metrics counts
+// the events they drop beside the engine's. Call it before the Hub's channels run.
 func (h *Hub) OnInbound(fn func(channel, outcome string)) {
 	for _, ch := range h.channels {
 		if n, ok := ch.(InboundNoter); ok {
@@ -175,8 +169,7 @@ func (h *Hub) send(ctx context.Context, r core.Reply) (string, error) {
 	return id, nil
 }
 
-// Typing shows a typing indicator in a's conversation when its channel can; otherwise it
-// does nothing.
+// Typing shows a typing indicator in a's conversation when its channel can.
 func (h *Hub) Typing(ctx context.Context, a core.Address) error {
 	ch, ok := h.byName[a.Channel]
 	if !ok {

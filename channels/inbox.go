@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,12 +16,9 @@ import (
 // Inbox is the durable record of events a platform was told were received and the
 // handler has not finished: an adapter adds an event before it acknowledges it and marks
 // it done when the handler reports the outcome, so an event acknowledged just before a
-// crash is replayed at the next start instead of lost. Replays are safe because the engine
-// de-duplicates what it had committed.
-//
-// Entries are keyed for de-duplication: adding a key that is pending does nothing, so a
-// platform's redelivery of an event still waiting is not queued twice. The whole inbox is
-// one State record; it holds only unfinished events, so it stays small.
+// crash is replayed at the next start (the engine de-duplicates what it had committed).
+// Adding a key that is pending does nothing, so a redelivery is not queued twice. The
+// whole inbox is one small State record of unfinished events.
 type Inbox struct {
 	st               State
 	channel, account string
@@ -28,9 +27,9 @@ type Inbox struct {
 	seq     int64 // the last sequence number given out
 	pending map[string]InboxEntry
 	saver   Saver
-	// unread: the saved record could not be read at load (the store failed, not the
-	// record), so it may hold acknowledged events. No save may overwrite it until a read
-	// succeeds and its events are merged in (see Flush).
+	// unread: the store failed to read the saved record at load, so it may hold
+	// acknowledged events: no save may overwrite it until a read succeeds and its events
+	// are merged in (readBack).
 	unread bool
 }
 
@@ -65,34 +64,47 @@ func LoadInbox(ctx context.Context, st State, channel, account string) (*Inbox, 
 	if !ok {
 		return in, nil
 	}
-	var s savedInbox
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
+	s, err := decodeInbox(v)
+	if err != nil {
 		return in, fmt.Errorf("loading the %s inbox: decoding channel state %q: %w", channel, inboxKey, err)
 	}
-	in.seq = s.Seq
-	for _, e := range s.Pending {
-		if e.Key != "" {
-			in.pending[e.Key] = e
-			in.seq = max(in.seq, e.Seq)
-		}
-	}
+	in.merge(s)
 	return in, nil
 }
 
-// Add records an event and saves the inbox before it returns, so the caller may then
-// acknowledge the event. added is false, with nothing saved, when an entry with the key is
-// pending already. On an error nothing is recorded, and the event must not be
-// acknowledged: the platform will deliver it again.
-func (in *Inbox) Add(ctx context.Context, e InboxEntry) (added bool, err error) {
-	got, err := in.AddAll(ctx, []InboxEntry{e})
+// OpenInbox is LoadInbox at an adapter's start, where a damaged record must not stop the
+// bot: an error is logged, and the inbox goes on without what the record held (one the
+// store could not read is read again before the first save).
+func OpenInbox(ctx context.Context, st State, channel, account string, log *slog.Logger) *Inbox {
+	in, err := LoadInbox(ctx, st, channel, account)
 	if err != nil {
-		return false, err
+		log.Error("loading the saved "+channel+" inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
 	}
-	return got[0], nil
+	return in
 }
 
-// AddAll is Add for events that arrived together, saved with one write. added[i] says
-// whether es[i] was new (a key pending already, or repeated within es, is not).
+// decodeInbox reads a stored inbox: its entries with a key, in arrival order, and Seq
+// raised to the newest of them.
+func decodeInbox(v string) (savedInbox, error) {
+	var s savedInbox
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return savedInbox{}, err
+	}
+	s.Pending = slices.DeleteFunc(s.Pending, func(e InboxEntry) bool { return e.Key == "" })
+	slices.SortFunc(s.Pending, bySeq)
+	for _, e := range s.Pending {
+		s.Seq = max(s.Seq, e.Seq)
+	}
+	return s, nil
+}
+
+func bySeq(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) }
+
+// AddAll records events that arrived together and saves the inbox with one write before
+// it returns, so the caller may then acknowledge them. added[i] says whether es[i] was
+// new (a key pending already, or repeated within es, is not: nothing is saved for it). On
+// an error nothing is recorded, and no event may be acknowledged: the platform will
+// deliver them again.
 func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err error) {
 	for _, e := range es {
 		if e.Key == "" {
@@ -141,19 +153,7 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 func (in *Inbox) Pending() []InboxEntry {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out := make([]InboxEntry, 0, len(in.pending))
-	for _, e := range in.pending {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out
-}
-
-// Len is how many entries wait.
-func (in *Inbox) Len() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.pending)
+	return slices.SortedFunc(maps.Values(in.pending), bySeq)
 }
 
 // Done removes an entry. It is not saved at once (until the next save a crash only
@@ -165,15 +165,10 @@ func (in *Inbox) Done(key string) {
 }
 
 // DoneSaveDelay is how long an event the handler finished may stay in a saved inbox before
-// a lazy save drops it. That save carries nothing a restart needs: an adapter saves its
-// inbox durably before it tells the platform of every new event, and that save drops the
-// finished ones too, so at more than one event per DoneSaveDelay (one a second, say) the
-// finished ones ride those saves and the lazy save runs once per DoneSaveDelay instead of
-// once per event; an idle bot pays it once after its last burst. What the delay bounds is
-// staleness: a process killed within it replays the finished events of its last
-// DoneSaveDelay at the next start, and the engine recognises each by its inbound key
-// (kept 48 h) with one indexed read. It was 100 ms, which made every message spaced wider
-// than that pay a transaction of its own (docs/decisions.md).
+// a lazy save drops it. The durable save before every new event's acknowledgement drops
+// the finished ones too, so a busy bot pays no lazy save per event; what the delay bounds
+// is staleness: a process killed within it replays the finished events of its last
+// DoneSaveDelay, which the engine recognises by their inbound keys (kept 48 h).
 const DoneSaveDelay = 10 * time.Second
 
 // FlushSoon saves the inbox after delay, coalescing the changes made meanwhile.
@@ -191,6 +186,18 @@ func (in *Inbox) FlushSoon(ctx context.Context, delay time.Duration, onErr func(
 	})
 }
 
+// Retire removes an entry the handler finished and saves the inbox after delay while ctx
+// (the adapter's Run) lasts, or at once once it has ended (a shutdown waiting for the
+// engine), before the store closes. onErr gets a failed save's error.
+func (in *Inbox) Retire(ctx context.Context, key string, delay time.Duration, onErr func(error)) {
+	in.Done(key)
+	if ctx.Err() == nil {
+		in.FlushSoon(context.WithoutCancel(ctx), delay, onErr)
+	} else if err := in.Flush(context.WithoutCancel(ctx)); err != nil {
+		onErr(err)
+	}
+}
+
 // Flush saves the inbox if it changed since the last save. Concurrent calls coalesce:
 // whoever saves writes the newest state.
 func (in *Inbox) Flush(ctx context.Context) error {
@@ -203,9 +210,9 @@ func (in *Inbox) Flush(ctx context.Context) error {
 	return nil
 }
 
-// readBack merges the saved record into an inbox whose load could not read it (unread),
-// before anything is saved over it: its events stay pending (replayed at the next start).
-// While the store cannot be read, saving fails, so nothing is acknowledged.
+// readBack merges the saved record into an inbox whose load could not read it (unread)
+// before anything is saved over it. While the store cannot read it, saving fails, so
+// nothing is acknowledged.
 func (in *Inbox) readBack(ctx context.Context) error {
 	in.mu.Lock()
 	unread := in.unread
@@ -218,29 +225,30 @@ func (in *Inbox) readBack(ctx context.Context) error {
 		return fmt.Errorf("saving the %s inbox: its saved record could not be read, so it is not overwritten: %w", in.channel, err)
 	}
 	var s savedInbox
-	if ok && json.Unmarshal([]byte(v), &s) != nil {
-		s = savedInbox{} // damaged: lost, as at a load
+	if ok {
+		s, _ = decodeInbox(v) // damaged: lost, as at a load
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.unread = false
-	// The saved events are older than any taken since the load: renumber these after them.
-	base := s.Seq
-	for _, e := range s.Pending {
-		base = max(base, e.Seq)
-	}
+	in.merge(s)
+	in.saver.Changed()
+	return nil
+}
+
+// merge adds the saved events of s, which are older than any the inbox took since its
+// load: those are renumbered after them. in.mu must be held (or in unshared).
+func (in *Inbox) merge(s savedInbox) {
 	for k, e := range in.pending {
-		e.Seq += base
+		e.Seq += s.Seq
 		in.pending[k] = e
 	}
-	in.seq += base
+	in.seq += s.Seq
 	for _, e := range s.Pending {
-		if _, have := in.pending[e.Key]; e.Key != "" && !have {
+		if _, have := in.pending[e.Key]; !have {
 			in.pending[e.Key] = e
 		}
 	}
-	in.saver.Changed()
-	return nil
 }
 
 // record is the inbox as its Saver stores it.
@@ -249,17 +257,14 @@ func (in *Inbox) record() Record {
 }
 
 // encode is a snapshot of the inbox in its stored form: savedInbox as json.Marshal writes
-// it, but for each entry's Data, which goes in as it is (AddAll checked that it is JSON;
-// a loaded or merged record's was decoded). json.Marshal would scan and compact every
-// pending event's data again at every save, inside the store's batch.
+// it, but with each entry's Data as it is (AddAll checked that it is JSON; a loaded one
+// was decoded): json.Marshal would scan and compact it again at every save, inside the
+// store's batch.
 func (in *Inbox) encode() (string, error) {
 	in.mu.Lock()
-	s := savedInbox{Seq: in.seq}
-	for _, e := range in.pending {
-		s.Pending = append(s.Pending, e)
-	}
+	s := savedInbox{Seq: in.seq, Pending: slices.Collect(maps.Values(in.pending))}
 	in.mu.Unlock()
-	slices.SortFunc(s.Pending, func(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(s.Pending, bySeq)
 	size := 32
 	for _, e := range s.Pending {
 		size += len(e.Key) + len(e.Kind) + len(e.Ref) + len(e.Data) + 64

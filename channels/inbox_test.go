@@ -11,6 +11,22 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
+// Add is AddAll for one event.
+func (in *Inbox) Add(ctx context.Context, e InboxEntry) (added bool, err error) {
+	got, err := in.AddAll(ctx, []InboxEntry{e})
+	if err != nil {
+		return false, err
+	}
+	return got[0], nil
+}
+
+// Len is how many entries wait.
+func (in *Inbox) Len() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.pending)
+}
+
 // flakyState is a State over the real store whose writes (fail) or reads (failRead) can
 // be made to fail.
 type flakyState struct {

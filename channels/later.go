@@ -6,10 +6,9 @@ import (
 )
 
 // Later runs a function once after a delay, however often it is asked to meanwhile: the
-// inboxes use it to coalesce the saves of events finished close together. A request due
-// sooner than the run scheduled brings that run forward (an update whose replay would be
-// visible asks for its save sooner than those the engine de-duplicates); one due later
-// joins it. The zero value is ready to use.
+// inboxes coalesce the saves of finished events with it. A request due sooner than the
+// scheduled run brings it forward (an update whose replay would be visible asks for its
+// save sooner); one due later joins it. The zero value is ready to use.
 type Later struct {
 	mu    sync.Mutex
 	timer *time.Timer // the scheduled run; nil when none is
@@ -17,10 +16,9 @@ type Later struct {
 	gen   int // which timer is the scheduled one
 }
 
-// After schedules fn to run after delay unless a run is already scheduled by then; a
-// run scheduled for later is moved to delay from now. The run brought forward is the
-// function of the request that scheduled it: the callers of one Later ask for the same
-// work.
+// After schedules fn to run after delay unless a run is already scheduled by then; a run
+// scheduled for later is moved to delay from now, keeping its own fn (the callers of one
+// Later ask for the same work).
 func (l *Later) After(delay time.Duration, fn func()) {
 	due := time.Now().Add(delay)
 	l.mu.Lock()

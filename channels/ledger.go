@@ -12,13 +12,12 @@ import (
 )
 
 // Approval is what a Ledger keeps of one plan version: the messages that carry its
-// decision buttons (M is the platform's record of one: its id and what is needed to show
-// the decision on it) and, once decided, the decision.
+// decision buttons (M is the platform's record of one) and, once decided, the decision.
 type Approval[M any] struct {
 	Msgs    []M    `json:"msgs"`
 	Decided string `json:"decided,omitempty"` // the engine's decision text, once decided
-	// Chat is the conversation of all the messages, as records written before each
-	// message named its own kept it; Load hands it to the messages (see ChatUpgrader).
+	// Chat is the conversation of all the messages, in records whose messages do not
+	// name their own; Load hands it to the messages (see ChatUpgrader).
 	Chat json.RawMessage `json:"chat,omitempty"`
 }
 
@@ -30,8 +29,8 @@ type ChatUpgrader interface {
 
 // Ledger remembers which messages carry the decision buttons of each approval, in State
 // under "approval:<id>", so that a ReplyDecided (which names only the approval id) can
-// retire them, after a restart too, and a late click on an old client can say what was
-// decided. Its methods serialize the read-modify-write of a record.
+// retire them after a restart too, and a late click can say what was decided. Its methods
+// serialize the read-modify-write of a record.
 type Ledger[M any] struct {
 	st      State
 	channel string
@@ -81,8 +80,7 @@ func (l *Ledger[M]) Add(ctx context.Context, approvals []string, m M) {
 }
 
 // Retire records r's decision on the approval r.Ref names and calls retire for every
-// message that carried its buttons; the failures are joined. Without a record (no
-// message of this account has those buttons) it does nothing.
+// message that carried its buttons, joining the failures; without a record it does nothing.
 func (l *Ledger[M]) Retire(ctx context.Context, r core.Reply, retire func(ctx context.Context, m M) error) error {
 	rec, ok := l.decide(ctx, r.Ref, r.Text)
 	if !ok {
@@ -114,8 +112,7 @@ func (l *Ledger[M]) decide(ctx context.Context, id, decision string) (Approval[M
 	return rec, true
 }
 
-// ApprovalIDs lists, once each, the approvals whose decision buttons (Accept, Revise,
-// Auto) r carries: the ones a Ledger records the message under.
+// ApprovalIDs lists, once each, the approvals whose decision buttons r carries.
 func ApprovalIDs(r core.Reply) []string {
 	var out []string
 	for _, b := range r.Buttons {

@@ -7,10 +7,9 @@ import (
 )
 
 // Saver saves a record that changes often (an inbox) without writing an older snapshot
-// over a newer one and without writing what is already saved: the owner calls Changed
-// after every change, and SaveRecord or SaveRecordSoon when the change must reach the
-// store, which takes the snapshot when the save runs (State.SetChannelStateWith). The zero
-// value is ready to use.
+// over a newer one or writing what is saved already: the owner notes every change
+// (Changed, Delete) and calls SaveRecord or SaveRecordSoon when it must reach the store,
+// which takes the snapshot when the save runs. The zero value is ready to use.
 type Saver struct {
 	version atomic.Int64 // bumped by every change
 	must    atomic.Int64 // the newest version with a change that must be durable (Changed)
@@ -27,10 +26,6 @@ func (s *Saver) Changed() {
 	raise(&s.must, v)
 }
 
-// Finished notes a change whose loss would only replay a finished event (see Delete):
-// a lazy save (SaveRecordSoon) is enough for it.
-func (s *Saver) Finished() { s.version.Add(1) }
-
 // Record is what a Saver saves: the record under (Channel, Account, Key) in St, whose
 // value Encode takes from the owner's current state (a snapshot, under its lock).
 type Record struct {
@@ -41,7 +36,7 @@ type Record struct {
 
 // SaveRecord saves r durably unless every change made before the call is saved already:
 // durably, or lazily when the changes that must be durable were durable. Concurrent
-// callers need not take turns: the store takes the snapshot when the save runs.
+// callers need not take turns.
 func (s *Saver) SaveRecord(ctx context.Context, r Record) error {
 	// Read before the save: the caller's changes are at most this version.
 	v, m := s.version.Load(), s.must.Load()
@@ -52,13 +47,12 @@ func (s *Saver) SaveRecord(ctx context.Context, r Record) error {
 }
 
 // SaveRecordSoon saves r after delay without waiting for the disk, coalescing the changes
-// made meanwhile; onErr (if not nil) gets a failed save's error. It is for changes that
-// may wait: finished events, whose loss would only replay them. A change that must be
-// durable and is written here is written again by the next SaveRecord.
+// made meanwhile; onErr (if not nil) gets a failed save's error. It is for finished
+// events, whose loss would only replay them: a change that must be durable is written
+// again by the next SaveRecord.
 func (s *Saver) SaveRecordSoon(ctx context.Context, delay time.Duration, r Record, onErr func(error)) {
 	s.soon.After(delay, func() {
-		err := s.saveRecordLazy(ctx, r)
-		if err != nil && onErr != nil {
+		if err := s.saveRecordLazy(ctx, r); err != nil && onErr != nil {
 			onErr(err)
 		}
 	})
@@ -72,9 +66,8 @@ func (s *Saver) saveRecordLazy(ctx context.Context, r Record) error {
 	return s.saveIn(ctx, r, true, v)
 }
 
-// saveIn saves r through the store, which takes the snapshot when the save runs: at
-// least version v, the newest when the caller came (a save merged into a later one
-// holds it too).
+// saveIn saves r through the store: a snapshot of at least version v, the newest when the
+// caller came (a save merged into a later one holds it too).
 func (s *Saver) saveIn(ctx context.Context, r Record, lazy bool, v int64) error {
 	var ran atomic.Int64
 	err := r.St.SetChannelStateWith(ctx, r.Channel, r.Account, r.Key, lazy, func() (string, error) {
@@ -99,10 +92,11 @@ func raise(a *atomic.Int64, v int64) {
 }
 
 // Delete removes key from m, noting the change when it was there; the caller holds the
-// lock that guards m. A removal is a finished event: it may be saved lazily.
+// lock that guards m. A removal is a finished event, whose loss would only replay it: a
+// lazy save (SaveRecordSoon) is enough for it.
 func Delete[K comparable, V any](s *Saver, m map[K]V, key K) {
 	if _, ok := m[key]; ok {
 		delete(m, key)
-		s.Finished()
+		s.version.Add(1)
 	}
 }

@@ -18,17 +18,14 @@ type State interface {
 	// A process kill loses nothing either way.
 	SetChannelStateLazy(ctx context.Context, channel, account, key, value string) error
 	// SetChannelStateWith saves the value that value computes when the save runs, durably
-	// unless lazy, keeping the saves of one record in the order they run (the store: on
-	// SQLite inside the writer's batch, where saves of one record that share a batch are
-	// merged into one). A Saver saving through it has no save of its own to wait for: a
-	// caller waits for the store's batch in flight and its own, not for another caller's
-	// whole save first.
+	// unless lazy, keeping the saves of one record in the order they run (on SQLite inside
+	// the writer's batch, where saves of one record that share a batch are merged), so a
+	// caller waits for the batch in flight and its own, not for another caller's save.
 	SetChannelStateWith(ctx context.Context, channel, account, key string, lazy bool, value func() (string, error)) error
 }
 
-// LoadJSON reads the JSON record stored under key and decodes it into a T. ok is false,
-// with a nil error, when nothing is stored there; a record that does not decode is an
-// error, so a caller can tell a damaged record from a missing one.
+// LoadJSON reads the JSON record stored under key into a T. ok is false, with a nil error,
+// when nothing is stored there; a record that does not decode is an error.
 func LoadJSON[T any](ctx context.Context, st State, channel, account, key string) (T, bool, error) {
 	var zero T
 	v, ok, err := st.ChannelState(ctx, channel, account, key)

@@ -14,18 +14,15 @@ import (
 	"github.com/plangate/plangate/channels"
 )
 
-// Discord never delivers an interaction again: once plangate has answered its callback
-// (the deferred "thinking…" or deferred update), a crash before the engine commits would
-// lose the person's command or decision for good. So every interaction the engine is to
-// handle is saved in the adapter's inbox (channels.Inbox, the one Slack uses) before the
+// Discord never delivers an interaction again: once plangate has answered its callback,
+// a crash before the engine commits would lose the person's command or decision for good.
+// So every interaction the engine is to handle is saved in a channels.Inbox before the
 // callback is answered, and retired when the engine reports its outcome. The next start
-// (or, on several replicas, a survivor adopting a dead replica's record) replays what is
-// left: the engine's inbound keys (message id = interaction id) drop those it had
-// committed, and the outcome of the rest is shown through the webhook API with the saved
-// token while it is valid, else as an ordinary channel message.
+// (or a survivor adopting a dead replica's record) replays what is left: the engine's
+// inbound keys (message id = interaction id) drop those it had committed, and the outcome
+// of the rest follows the saved token up while it is valid, else goes to the channel.
 
-// inboxKey is the State key of the interactions inbox (channels.Inbox's own key; on
-// several replicas cmd/plangate scopes it per replica).
+// inboxKey is the State key of the interactions inbox (channels.Inbox's own).
 const inboxKey = "inbox"
 
 // tokenLife is how long plangate follows an interaction up with its token after it
@@ -41,9 +38,8 @@ const doneFlushDelay = 100 * time.Millisecond
 // that nothing happened rather than shown a "thinking…" that no one may ever answer.
 const replyNotStored = "plangate could not record this just now, so nothing changed; please try again in a moment."
 
-// ixInbox is the adapter's inbox of interactions and what is in flight from it. One per
-// Channel: whichever Run variant takes interactions (Run, RunInteractions with
-// interactions http, RunGateway with interactions gateway) shares it.
+// ixInbox is the adapter's inbox of interactions and what is in flight from it, shared by
+// whichever Run variant takes interactions.
 type ixInbox struct {
 	in       *channels.Inbox
 	inflight sync.WaitGroup // interactions handed over and not yet settled
@@ -74,22 +70,15 @@ func (b *ixInbox) untake(key string) {
 }
 
 // openInbox loads the inbox when interactions start being taken and returns what is to
-// be replayed. The first time it reads the saved record; later (the gateway elected again
-// after another replica held it) it merges the saved record into the one in memory, as
-// the other leader may have saved interactions of its own there.
+// be replayed. Later times (the gateway elected again after another replica held it) it
+// merges the saved record into the one in memory: the other leader may have saved
+// interactions of its own there.
 func (c *Channel) openInbox(ctx context.Context) []channels.InboxEntry {
 	c.boxMu.Lock()
 	defer c.boxMu.Unlock()
 	if c.box == nil {
-		in, err := channels.LoadInbox(ctx, c.st, Name, c.botID)
-		if err != nil {
-			c.log.Error("loading the saved discord inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
-		}
-		c.box = &ixInbox{in: in, busy: map[string]bool{}}
-		return in.Pending()
-	}
-	saved, ok, err := c.st.ChannelState(ctx, Name, c.botID, inboxKey)
-	if err != nil {
+		c.box = &ixInbox{in: channels.OpenInbox(ctx, c.st, Name, c.botID, c.log), busy: map[string]bool{}}
+	} else if saved, ok, err := c.st.ChannelState(ctx, Name, c.botID, inboxKey); err != nil {
 		c.log.Error("reading the saved discord inbox", "err", err)
 	} else if ok {
 		if _, err := c.box.in.Adopt(ctx, saved); err != nil {
@@ -122,7 +111,7 @@ func (c *Channel) admit(ctx context.Context, i *discordgo.Interaction, raw []byt
 	e := channels.InboxEntry{Key: i.ID, Kind: string(kind), Ref: c.now().UTC().Format(time.RFC3339Nano), Data: raw}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.storeWait)
 	defer cancel()
-	if _, err := b.in.Add(sctx, e); err != nil {
+	if _, err := b.in.AddAll(sctx, []channels.InboxEntry{e}); err != nil {
 		c.log.Error("saving an interaction failed; answering that nothing changed instead of acknowledging it",
 			"chat", i.ChannelID, "interaction", i.ID, "err", err)
 		return err
@@ -130,10 +119,9 @@ func (c *Channel) admit(ctx context.Context, i *discordgo.Interaction, raw []byt
 	return nil
 }
 
-// replay hands the saved interactions es to d's handler, as if they had just arrived
-// and been acknowledged: the outcome follows the saved token up while it is valid, and
-// goes to the channel once it is not. One the adapter would now answer itself (a
-// channel no longer allowed) or that does not decode is dropped.
+// replay hands the saved interactions es to d's handler as if they had just arrived and
+// been acknowledged. One that does not decode, or that the adapter would now answer itself
+// (a channel no longer allowed), is dropped.
 func (c *Channel) replay(ctx context.Context, d *dispatcher, es []channels.InboxEntry) {
 	b := c.inbox()
 	n := 0
@@ -211,9 +199,8 @@ func decodeSaved(e channels.InboxEntry) (*discordgo.Interaction, time.Time, erro
 	return &i, at, nil
 }
 
-// settle retires the inbox entry of w once the handler reported its outcome. One the
-// handler gave up on because plangate is stopping (a context error after Run ended) did
-// not commit: it stays for the next start.
+// settle retires the inbox entry of w once the handler reported its outcome, except one
+// given up on because plangate is stopping: it did not commit, so it stays for the next start.
 func (d *dispatcher) settle(w work, err error) bool {
 	b := d.c.inbox()
 	defer b.untake(w.key)
@@ -223,24 +210,16 @@ func (d *dispatcher) settle(w work, err error) bool {
 		d.c.log.Warn("discord interaction not handled before the stop; it is kept for the next start", "interaction", w.key, "err", err)
 		return false
 	}
-	b.in.Done(w.key)
-	if !stopping {
-		b.in.FlushSoon(context.WithoutCancel(d.ctx), doneFlushDelay, d.c.logSaveErr)
-	} else if err := b.in.Flush(d.ctx); err != nil {
-		d.c.logSaveErr(err)
-	}
+	b.in.Retire(d.run, w.key, doneFlushDelay, d.c.logSaveErr)
 	return true
 }
 
 func (c *Channel) logSaveErr(err error) { c.log.Error("saving the discord inbox", "err", err) }
 
-// InboxAccount implements channels.InboxAdopter: the bot whose inbox records this adapter
-// keeps.
+// InboxAccount implements channels.InboxAdopter: the bot whose inbox this adapter keeps.
 func (c *Channel) InboxAccount() string { return c.botID }
 
-// AdoptInbox implements channels.InboxAdopter: the interactions another replica saved and
-// never handled join this adapter's inbox (saved before it returns) and are replayed as
-// a restart replays its own. Only while interactions are being taken here.
+// AdoptInbox implements channels.InboxAdopter, while interactions are being taken here.
 func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	d := c.ixd.Load()
 	b := c.inbox()
@@ -255,9 +234,7 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	return len(es), nil
 }
 
-// Drain implements channels.Drainer: it waits, until ctx ends, for the interactions
-// handed to the engine to be settled, saves the inbox and returns how many were left in
-// it for the next start.
+// Drain implements channels.Drainer.
 func (c *Channel) Drain(ctx context.Context) (int, error) {
 	b := c.inbox()
 	if b == nil {

@@ -143,7 +143,7 @@ func ephemeral(text string) *discordgo.InteractionResponse {
 // reviseModal answers a Revise click: a modal asking for the feedback, whose submit
 // becomes the revise action. A plan already decided says so instead.
 func (c *Channel) reviseModal(ctx context.Context, i *discordgo.Interaction, approval string) *discordgo.InteractionResponse {
-	rec, ok, err := c.loadApproval(ctx, approval)
+	rec, ok, err := c.approvals.Load(ctx, approval)
 	if err != nil {
 		c.log.Error("loading approval record", "chat", i.ChannelID, "err", err)
 	}

@@ -288,7 +288,7 @@ var _ channels.ApprovalNoter = (*Channel)(nil)
 // NoteApprovals implements channels.ApprovalNoter: every message with the pending
 // version's buttons shows the approvals so far under its content and keeps its buttons.
 func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
-	rec, ok, err := c.loadApproval(ctx, r.Ref)
+	rec, ok, err := c.approvals.Load(ctx, r.Ref)
 	if err != nil || !ok || rec.Decided != "" {
 		return err
 	}

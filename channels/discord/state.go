@@ -1,8 +1,6 @@
 package discord
 
 import (
-	"context"
-
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
@@ -22,8 +20,4 @@ type sentMsg struct {
 	// Buttons are the message's buttons, so a counted approval can show its progress and
 	// keep them (NoteApprovals); records from before they were kept have none.
 	Buttons []core.Button `json:"buttons,omitempty"`
-}
-
-func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
-	return c.approvals.Load(ctx, id)
 }

@@ -19,47 +19,34 @@ import (
 // deliver the envelope again, which the inbox de-duplicates.
 const ackStoreWait = 2 * time.Second
 
-// doneFlushDelay is how long finished envelopes wait to leave the saved inbox together:
-// until then a crash only replays them, and the engine de-duplicates those. Every new
-// envelope's durable save (before its ack) drops them too, so at more than one envelope
-// per delay this lazy save is not one per message (channels.DoneSaveDelay).
-const doneFlushDelay = channels.DoneSaveDelay
-
-// loadInbox reads the saved inbox. A damaged record must not stop the bot: what it held
-// is lost, and said so. One the store could not read is not lost: channels.Inbox reads it
-// again before its first save and refuses new events (unacknowledged) until it can.
-func (c *Channel) loadInbox(ctx context.Context) *channels.Inbox {
-	in, err := channels.LoadInbox(ctx, c.st, Name, c.team)
-	if err != nil {
-		c.log.Error("loading the saved slack inbox (a damaged record is dropped; one the store could not read is read again before the first save, and events are refused until then)", "err", err)
-	}
-	return in
-}
-
 // replay queues the envelopes saved but not handled before a restart, oldest first.
 func (d *dispatcher) replay() {
 	pending := d.in.Pending()
-	for _, e := range pending {
-		it, err := decodeEntry(e)
-		if err != nil {
-			d.c.log.Error("dropping a saved slack envelope that cannot be read", "key", e.Key, "err", err)
-			d.in.Done(e.Key)
-			continue
-		}
-		d.q.push(it)
-	}
+	d.queue(pending, "a saved")
 	if len(pending) > 0 {
 		d.c.log.Info("replaying slack envelopes received before the restart", "count", len(pending))
 	}
 }
 
-// InboxAccount implements channels.InboxAdopter: the team whose inbox records this
-// adapter keeps.
+// queue queues the inbox entries es in order, dropping those that cannot be read; how
+// says where they came from ("a saved", "an adopted").
+func (d *dispatcher) queue(es []channels.InboxEntry, how string) {
+	for _, e := range es {
+		it, err := decodeEntry(e)
+		if err != nil {
+			d.c.log.Error("dropping "+how+" slack envelope that cannot be read", "key", e.Key, "err", err)
+			d.in.Done(e.Key)
+			continue
+		}
+		d.q.push(it)
+	}
+}
+
+// InboxAccount implements channels.InboxAdopter: the team whose inbox this adapter keeps.
 func (c *Channel) InboxAccount() string { return c.team }
 
-// AdoptInbox implements channels.InboxAdopter: the envelopes another replica saved in
-// its inbox and never handled join this Run's inbox (saved before it returns) and its
-// queue, after what waits there already.
+// AdoptInbox implements channels.InboxAdopter: the adopted envelopes join this Run's
+// queue after what waits there already.
 func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	d := c.disp.Load()
 	if d == nil || !d.receiving.Load() {
@@ -69,15 +56,7 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, e := range es {
-		it, err := decodeEntry(e)
-		if err != nil {
-			c.log.Error("dropping an adopted slack envelope that cannot be read", "key", e.Key, "err", err)
-			d.in.Done(e.Key)
-			continue
-		}
-		d.q.push(it)
-	}
+	d.queue(es, "an adopted")
 	return len(es), nil
 }
 
@@ -85,22 +64,22 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 // commit), then acknowledges and queues them in order. If they cannot be stored none is
 // acknowledged, and the error says why: Slack delivers them again. One already waiting in
 // the inbox (a redelivery, or a DM that came as both message.im and app_mention) is
-// acknowledged and not queued twice.
-//
-// It is the one inbound path of both transports: ack answers envelope i over the Socket
-// Mode websocket, or as the HTTP response of the request that brought it.
+// acknowledged and not queued twice. It is the one inbound path of both transports: ack
+// answers envelope i over the Socket Mode websocket, or as the HTTP response.
 func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack func(i int, payload any)) error {
 	c := d.c
 	keys := make([]string, len(evts))
 	var entries []channels.InboxEntry
+	var stored []int // the evts index of each of entries
 	for i, evt := range evts {
 		key, keep := c.envelopeKey(evt)
 		if keep {
 			keys[i] = key
+			stored = append(stored, i)
 			entries = append(entries, channels.InboxEntry{Key: key, Kind: string(evt.Type), Ref: evt.Request.EnvelopeID, Data: evt.Request.Payload})
 		}
 	}
-	fresh := map[int]bool{}
+	fresh := make([]bool, len(evts))
 	if len(entries) > 0 {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackStoreWait)
 		added, err := d.in.AddAll(sctx, entries)
@@ -110,15 +89,11 @@ func (d *dispatcher) accept(ctx context.Context, evts []socketmode.Event, ack fu
 			c.logStoreFailed(len(entries), err)
 			return err
 		}
-		if c.health.StoreFailing() {
+		if c.health.Stored(nil) {
 			c.log.Info("storing slack events works again")
 		}
-		c.health.Stored(nil)
-		for i, j := 0, 0; i < len(evts); i++ {
-			if keys[i] != "" {
-				fresh[i] = added[j]
-				j++
-			}
+		for j, i := range stored {
+			fresh[i] = added[j]
 		}
 	}
 	for i, evt := range evts {
@@ -234,27 +209,16 @@ func (d *dispatcher) settle(ctx context.Context, key string, m core.Message, err
 	d.done(ctx, key)
 }
 
-// done retires an envelope from the inbox and saves it shortly; once Run has ended (a
-// shutdown waiting for the engine) at once, before the store closes.
+// done retires an envelope from the inbox (channels.Inbox.Retire).
 func (d *dispatcher) done(ctx context.Context, key string) {
-	if key == "" {
-		return
-	}
-	d.in.Done(key)
-	if ctx.Err() == nil {
-		d.in.FlushSoon(context.WithoutCancel(ctx), doneFlushDelay, func(err error) {
+	if key != "" {
+		d.in.Retire(ctx, key, channels.DoneSaveDelay, func(err error) {
 			d.c.log.Error("saving the slack inbox", "err", err)
 		})
-		return
-	}
-	if err := d.in.Flush(context.WithoutCancel(ctx)); err != nil {
-		d.c.log.Error("saving the slack inbox", "err", err)
 	}
 }
 
-// Drain implements channels.Drainer: it waits, until ctx ends, for the messages the last
-// Run handed to the engine to be settled, saves the inbox and returns how many were left
-// in it for the next start.
+// Drain implements channels.Drainer for the messages the last Run handed to the engine.
 func (c *Channel) Drain(ctx context.Context) (int, error) {
 	d := c.disp.Load()
 	if d == nil {

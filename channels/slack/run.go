@@ -57,7 +57,7 @@ loop:
 // hands queued envelopes over. stop ends both: what was acknowledged is handled even on
 // the way out, and the inbox is saved.
 func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher, stop func()) {
-	d = &dispatcher{c: c, h: h, q: newQueue(), in: c.loadInbox(ctx), ctx: ctx}
+	d = &dispatcher{c: c, h: h, q: newQueue(), in: channels.OpenInbox(ctx, c.st, Name, c.team, c.log), ctx: ctx}
 	c.disp.Store(d)
 	d.replay()
 	var wg sync.WaitGroup

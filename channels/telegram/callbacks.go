@@ -162,7 +162,7 @@ func labelOf(text string) string {
 // revisePrompt answers a Revise click: the feedback is the reply to a ForceReply prompt,
 // which then becomes a revise action (fromMessage). A decided plan says so instead.
 func (c *Channel) revisePrompt(ctx context.Context, q *models.CallbackQuery, m *models.Message, addr core.Address, approval string) {
-	rec, ok, err := c.loadApproval(ctx, approval)
+	rec, ok, err := c.approvals.Load(ctx, approval)
 	if err != nil {
 		c.log.Error("loading approval record", "chat", m.Chat.ID, "err", err)
 	}

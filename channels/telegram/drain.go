@@ -8,9 +8,8 @@ import (
 
 // settle reports the handler's outcome for an update and whether the update is handled.
 // One the handler gave up on because plangate is stopping (a context error once Run's
-// context has ended: the turn never started, or was interrupted before it committed) is
-// not: it stays in the inbox, so the next start replays it, and the engine de-duplicates
-// it there if it had committed after all.
+// context has ended) is not: it stays in the inbox for the next start, where the engine
+// de-duplicates it if it had committed after all.
 func (d *dispatcher) settle(ctx context.Context, j job, id int64, err error) bool {
 	if ctx.Err() != nil && channels.Stopped(err) {
 		d.left.Add(1)
@@ -25,10 +24,7 @@ func (d *dispatcher) settle(ctx context.Context, j job, id int64, err error) boo
 	return true
 }
 
-// Drain waits, until ctx ends, for the updates Run handed to the engine to be settled
-// (they outlive Run, so that a shutdown lets turns in flight finish), and returns how many
-// were left unhandled in the inbox for the next start. Call it after Run has returned and
-// the engine has stopped, before the store closes.
+// Drain implements channels.Drainer for the updates Run handed to the engine.
 func (c *Channel) Drain(ctx context.Context) (int, error) {
 	d := c.disp.Load()
 	if d == nil {

@@ -18,9 +18,8 @@ const inboxKey = "updates"
 
 // inbox is the durable record of updates between Telegram and the engine. Telegram forgets
 // an update once getUpdates is called with a higher offset, so every update is saved here
-// before the next poll, and leaves only when it is handled. After a restart the saved ones
-// are replayed first (the engine de-duplicates those it had already committed) and polling
-// resumes at Next.
+// before the next poll and leaves only when it is handled. A restart replays the saved
+// ones first (the engine de-duplicates those it had committed) and polls from Next.
 type inbox struct {
 	c *Channel
 
@@ -40,15 +39,11 @@ type inbox struct {
 // redelivers an update it got no 200 for within minutes, far fewer updates than this later.
 const recentIDs = 512
 
-// savedInbox is the stored form.
-//
-// The webhook ids received lately are RecentRuns, oldest first, as packRuns writes them:
-// pairs of a start and a count of consecutive ids, the first start an update id, each
-// later one relative to the end of the run before (a stretch of 512 ids in order is
-// `[1000001,512]`). Records written before it hold Recent, the ids themselves, oldest
-// first; they are read, never written. (A build older than RecentRuns reads a newer
-// record without its recent ids, keeping Forgotten: an update redelivered then is taken
-// again, and the engine's de-duplication on its key is what stops a second answer.)
+// savedInbox is the stored form. The webhook ids received lately are RecentRuns, oldest
+// first, as packRuns writes them, or in records of older builds Recent, the ids
+// themselves, which is read and never written. (An older build reads a record with
+// RecentRuns as one without recent ids but with Forgotten: an update redelivered then is
+// taken again, and the engine's de-duplication on its key stops a second answer.)
 type savedInbox struct {
 	// Handled is the update offset proper: every update up to it is handled.
 	Handled    int64             `json:"handled"`
@@ -114,17 +109,12 @@ func (c *Channel) loadInbox(ctx context.Context) (*inbox, error) {
 func (in *inbox) replay() []json.RawMessage {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	ids := in.pendingIDs()
+	ids := slices.Sorted(maps.Keys(in.pending))
 	out := make([]json.RawMessage, len(ids))
 	for i, id := range ids {
 		out[i] = in.pending[id]
 	}
 	return out
-}
-
-// pendingIDs lists pending update ids in order; in.mu must be held.
-func (in *inbox) pendingIDs() []int64 {
-	return slices.Sorted(maps.Keys(in.pending))
 }
 
 // offset is where the next getUpdates starts.
@@ -205,15 +195,14 @@ func (in *inbox) adopt(saved string) ([]json.RawMessage, []int64, error) {
 // remember adds id to the recent webhook ids; in.mu must be held (or in unshared).
 func (in *inbox) remember(id int64) {
 	in.recent.add(id)
-	for in.recent.size > recentIDs {
+	for in.recent.size() > recentIDs {
 		in.forgotten = max(in.forgotten, in.recent.evictOldest())
 	}
 }
 
-// unreceive undoes receiveAny for webhook updates whose save failed: they were not
-// stored, so they are not confirmed (the offset goes back to next) and count as unseen
-// when Telegram delivers them again. A negative next leaves the offset as it is. (The
-// poller does not undo: it keeps a batch it handed over and retries the save.)
+// unreceive undoes receiveAny for webhook updates whose save failed: not stored, they are
+// not confirmed (the offset goes back to next, unless it is negative) and count as unseen
+// when Telegram delivers them again. (The poller keeps a batch and retries its save.)
 func (in *inbox) unreceive(ids []int64, next int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -234,11 +223,9 @@ func (in *inbox) done(id int64) {
 	channels.Delete(&in.saver, in.pending, id)
 }
 
-// flushSoon saves the inbox after delay (sooner when an earlier save was asked for),
-// coalescing the updates finished meanwhile. It is for finished updates: until the save
-// they would only be replayed, so they need not each cost a disk write, and the durable
-// save before the next getUpdates drops them anyway (channels.DoneSaveDelay). The save
-// does not wait for the disk (losing it only replays them).
+// flushSoon saves the inbox lazily after delay (sooner when an earlier save was asked
+// for), coalescing the updates finished meanwhile: until the save they would only be
+// replayed (channels.DoneSaveDelay).
 func (in *inbox) flushSoon(ctx context.Context, delay time.Duration) {
 	in.saver.SaveRecordSoon(ctx, delay, in.record(), func(err error) {
 		in.c.log.Error("saving the update inbox", "err", err)
@@ -259,15 +246,14 @@ func (in *inbox) record() channels.Record {
 }
 
 // encode is a snapshot of the inbox in its stored form: savedInbox as json.Marshal writes
-// it, but for the pending updates, which go in as they are. Each is valid JSON already (a
-// webhook body that decoded, or a value decoded from getUpdates or a saved record), and
-// json.Marshal would scan and compact every one of them again at every save while it is
+// it, but with the pending updates as they are. Each is valid JSON already (it was
+// decoded), and json.Marshal would scan and compact each again at every save while it is
 // pending, inside the store's batch.
 func (in *inbox) encode() (string, error) {
 	in.mu.Lock()
 	s := savedInbox{Next: in.next, Handled: in.next - 1, RecentRuns: packRuns(in.recent.runs), Forgotten: in.forgotten}
 	size := 0
-	for i, id := range in.pendingIDs() {
+	for i, id := range slices.Sorted(maps.Keys(in.pending)) {
 		if i == 0 {
 			s.Handled = id - 1
 		}

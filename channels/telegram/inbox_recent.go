@@ -15,14 +15,16 @@ type idRun struct{ first, n int64 }
 // arrivals extend the newest run and the set costs a run, not an entry, per stretch of
 // ids. seen answers membership in O(1); adding and evicting are O(1) amortized.
 type recentSet struct {
-	runs []idRun // oldest first
-	seen map[int64]bool
-	size int // ids held: the sum of the runs' n
+	runs []idRun        // oldest first
+	seen map[int64]bool // the ids held
 }
 
 func newRecentSet() recentSet { return recentSet{seen: map[int64]bool{}} }
 
 func (r *recentSet) has(id int64) bool { return r.seen[id] }
+
+// size is how many ids are held: the sum of the runs' n.
+func (r *recentSet) size() int { return len(r.seen) }
 
 // add appends id, unless it is held already.
 func (r *recentSet) add(id int64) {
@@ -30,7 +32,6 @@ func (r *recentSet) add(id int64) {
 		return
 	}
 	r.seen[id] = true
-	r.size++
 	if last := len(r.runs) - 1; last >= 0 && r.runs[last].first+r.runs[last].n == id {
 		r.runs[last].n++
 		return
@@ -46,7 +47,6 @@ func (r *recentSet) evictOldest() int64 {
 		r.runs = r.runs[1:]
 	}
 	delete(r.seen, old)
-	r.size--
 	return old
 }
 
@@ -57,34 +57,28 @@ func (r *recentSet) remove(id int64) {
 		return
 	}
 	delete(r.seen, id)
-	r.size--
 	for i := len(r.runs) - 1; i >= 0; i-- {
 		run := r.runs[i]
 		if id < run.first || id >= run.first+run.n {
 			continue
 		}
-		before, after := idRun{run.first, id - run.first}, idRun{id + 1, run.first + run.n - id - 1}
-		switch {
-		case before.n == 0 && after.n == 0:
-			r.runs = slices.Delete(r.runs, i, i+1)
-		case before.n == 0:
-			r.runs[i] = after
-		case after.n == 0:
-			r.runs[i] = before
-		default:
-			r.runs[i] = before
-			r.runs = slices.Insert(r.runs, i+1, after)
+		// The run splits around id into the parts that are not empty.
+		var parts []idRun
+		for _, part := range []idRun{{run.first, id - run.first}, {id + 1, run.first + run.n - id - 1}} {
+			if part.n > 0 {
+				parts = append(parts, part)
+			}
 		}
+		r.runs = slices.Replace(r.runs, i, i+1, parts...)
 		return
 	}
 }
 
 // packRuns is the stored form of runs: a flat list of pairs, start then count, where
 // the first start is an update id and each later one is relative to the end (last id +
-// 1) of the run before it. Webhooks delivered concurrently arrive with neighbours
-// swapped, and each swap starts a run: a relative start is one or two digits where an
-// id is seven to ten, so such a set stays small too. A list of the ids themselves was
-// ~5 KB at 512 ids, rewritten at every save.
+// 1) of the run before it (512 ids in order are `[1000001,512]`). Webhooks delivered
+// concurrently arrive with neighbours swapped, and each swap starts a run: a relative
+// start is one or two digits where an id is seven to ten, so such a set stays small too.
 func packRuns(runs []idRun) []int64 {
 	if len(runs) == 0 {
 		return nil

@@ -150,7 +150,7 @@ func TestRecentRunsMatchTheList(t *testing.T) {
 		src := &idSource{rng: rng, hi: 1 + rng.Int64N(1_000_000_000)}
 		check := func(step int, what string) {
 			t.Helper()
-			if got := in.recent.list(); !slices.Equal(got, m.recent) || in.forgotten != m.floor || in.recent.size != len(m.recent) || in.offset() != m.next {
+			if got := in.recent.list(); !slices.Equal(got, m.recent) || in.forgotten != m.floor || in.recent.size() != len(m.recent) || in.offset() != m.next {
 				t.Fatalf("sequence %d step %d (%s): recent %v floor %d next %d, the list has %v floor %d next %d",
 					seq, step, what, got, in.forgotten, in.offset(), m.recent, m.floor, m.next)
 			}
@@ -217,15 +217,15 @@ func TestRecentSetRemoveSplitsRuns(t *testing.T) {
 		{99, []idRun{{11, 1}, {20, 2}}},
 	} {
 		r.remove(step.remove)
-		if !slices.Equal(r.runs, step.want) || r.size != len(r.list()) {
+		if !slices.Equal(r.runs, step.want) || r.size() != len(r.list()) {
 			t.Errorf("after removing %d: %v, want %v", step.remove, r.runs, step.want)
 		}
 		if r.has(step.remove) {
 			t.Errorf("%d still held after its removal", step.remove)
 		}
 	}
-	if r.size != 3 || !r.has(11) || !r.has(21) {
-		t.Errorf("size %d, runs %v: want 11, 20 and 21 held", r.size, r.runs)
+	if r.size() != 3 || !r.has(11) || !r.has(21) {
+		t.Errorf("size %d, runs %v: want 11, 20 and 21 held", r.size(), r.runs)
 	}
 }
 

@@ -163,8 +163,8 @@ func refusedAtLoad(t *testing.T, record string) {
 		t.Fatal(err)
 	}
 	in, err := c.loadInbox(ctx)
-	if err != nil || in.offset() != 0 || len(in.replay()) != 0 || in.recent.size != 0 || in.forgotten != 0 {
-		t.Errorf("loading %s: %v, offset %d, %d replayed, %d recent, floor %d; want a fresh inbox", record, err, in.offset(), len(in.replay()), in.recent.size, in.forgotten)
+	if err != nil || in.offset() != 0 || len(in.replay()) != 0 || in.recent.size() != 0 || in.forgotten != 0 {
+		t.Errorf("loading %s: %v, offset %d, %d replayed, %d recent, floor %d; want a fresh inbox", record, err, in.offset(), len(in.replay()), in.recent.size(), in.forgotten)
 	}
 	if !strings.Contains(logs.String(), "unreadable") {
 		t.Errorf("loading %s logged nothing about it: %q", record, logs)

@@ -228,10 +228,9 @@ func (d *dispatcher) storeFailed(err error) {
 
 // stored notes a successful save, after failed ones: the bot goes on.
 func (d *dispatcher) stored() {
-	if d.c.health.StoreFailing() {
+	if d.c.health.Stored(nil) {
 		d.c.log.Info("saving the update inbox works again")
 	}
-	d.c.health.Stored(nil)
 }
 
 // updateID reads an update's id. exact is false for an id that is only readable leniently

@@ -34,10 +34,6 @@ func (m *sentMsg) UpgradeChat(chat json.RawMessage) {
 	}
 }
 
-func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, bool, error) {
-	return c.approvals.Load(ctx, id)
-}
-
 func promptKey(chat int64, msgID int) string {
 	return "prompt:" + strconv.FormatInt(chat, 10) + ":" + strconv.Itoa(msgID)
 }
