@@ -62,7 +62,10 @@ func (c *Config) Describe() string {
 	line("", "(%s)", why)
 	line("plan mode", "%s", c.PlanMode.Describe())
 
-	chans := c.Channels.describe()
+	var chans []string // each adapter summarises its own section, without secrets
+	for _, r := range enabledRows(&c.Channels) {
+		chans = append(chans, r.section(&c.Channels).Describe())
+	}
 	if len(chans) == 0 {
 		chans = append(chans, "none enabled")
 	}

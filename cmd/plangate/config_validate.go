@@ -308,7 +308,7 @@ func approverHint(keep func(channelRow) bool) string {
 			roles = append(roles, r.roleKind+":role-id")
 		}
 	}
-	return "expected channel:user-id with channel " + orList(channelNames(keep)) + " (or " + orList(roles) + ")"
+	return "expected channel:user-id with channel " + conf.OrList(channelNames(keep)) + " (or " + conf.OrList(roles) + ")"
 }
 
 // maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.

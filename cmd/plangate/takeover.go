@@ -125,9 +125,7 @@ func (tk *takeover) once(ctx context.Context) {
 func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
 	if err != nil {
-		if ctx.Err() == nil {
-			tk.log.Warn("listing replica inboxes", "err", err)
-		}
+		warnLive(ctx, tk.log, err, "listing replica inboxes")
 		return nil
 	}
 	var out []string
@@ -152,9 +150,7 @@ func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 func (tk *takeover) adopt(ctx context.Context, holder string) {
 	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
 	if err != nil {
-		if ctx.Err() == nil {
-			tk.log.Warn("listing replica inboxes", "err", err)
-		}
+		warnLive(ctx, tk.log, err, "listing replica inboxes")
 		return
 	}
 	for _, r := range recs {
@@ -168,9 +164,7 @@ func (tk *takeover) adopt(ctx context.Context, holder string) {
 		}
 		n, err := a.AdoptInbox(ctx, saved)
 		if err != nil {
-			if ctx.Err() == nil {
-				tk.log.Warn("adopting the inbox of a replica that is gone; trying again later", "channel", r.channel, "record", r.key, "err", err)
-			}
+			warnLive(ctx, tk.log, err, "adopting the inbox of a replica that is gone; trying again later", "channel", r.channel, "record", r.key)
 			continue
 		}
 		// Only as adopted: a replica thought dead that saved its record again meanwhile
@@ -188,9 +182,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 	// Every lease ends within the ttl, so this lists all session leases.
 	ls, err := st.ExpiredLeases(ctx, "session:", now.Add(engine.DefaultLeaseTTL+time.Minute))
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("listing session leases", "err", err)
-		}
+		warnLive(ctx, log, err, "listing session leases")
 		return nil
 	}
 	var ids []string
@@ -209,9 +201,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
 	ls, err := st.ExpiredLeases(ctx, engine.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("listing replica leases", "err", err)
-		}
+		warnLive(ctx, log, err, "listing replica leases")
 		return nil
 	}
 	var out []string
@@ -227,4 +217,11 @@ func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time
 		out = append(out, holder)
 	}
 	return out
+}
+
+// warnLive logs err with msg and args unless ctx has ended: then it is the stop's doing.
+func warnLive(ctx context.Context, log *slog.Logger, err error, msg string, args ...any) {
+	if ctx.Err() == nil {
+		log.Warn(msg, append(args, "err", err)...)
+	}
 }
