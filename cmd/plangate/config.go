@@ -287,9 +287,7 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	probs := cfg.expandEnv(getenv)
-	cfg.resolvePaths(dir)
-	probs = append(probs, cfg.validate()...)
+	probs := append(cfg.expandEnv(getenv, dir), cfg.validate()...)
 	if len(probs) > 0 {
 		return nil, cfg.errorFor(probs, lines)
 	}

@@ -42,8 +42,8 @@ func (c *Config) validate() []problem {
 }
 
 // sectionProblems runs Validate on every section in v (a struct read from the file at
-// path), looking into the sections that have none, such as channels. v is addressable, so
-// a section whose Validate has a pointer receiver is checked too.
+// path), looking into the sections that have none, such as channels. v is addressable:
+// through its address a Validate with a value or a pointer receiver is found.
 func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 	var ps []problem
 	for f, fv := range v.Fields() {
@@ -52,7 +52,7 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		s, ok := validator(fv)
+		s, ok := fv.Addr().Interface().(conf.Validator)
 		if ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
 		}
@@ -62,18 +62,6 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 		}
 	}
 	return ps
-}
-
-// validator is the section's Validate, with a value or a pointer receiver.
-func validator(v reflect.Value) (conf.Validator, bool) {
-	if s, ok := v.Interface().(conf.Validator); ok {
-		return s, true
-	}
-	if v.CanAddr() {
-		s, ok := v.Addr().Interface().(conf.Validator)
-		return s, ok
-	}
-	return nil, false
 }
 
 // keyProblems places what the section at prefix reported: keys get the section's path, a
