@@ -196,8 +196,8 @@ func (c *Config) describeStore() string {
 	if err != nil {
 		return "postgres (" + err.Error() + ")"
 	}
-	if vars := c.origins["store.dsn"]; len(vars) > 0 {
-		return where + " (dsn from " + strings.Join(vars, " and ") + ")"
+	if vars := c.envVars("store.dsn"); vars != "" {
+		return where + " (dsn from " + vars + ")"
 	}
 	return where
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -92,20 +93,18 @@ func (c *Config) keyProblems(prefix string, err error) []problem {
 	return ps
 }
 
-// source names what the user must set to give key a value: the environment variables its
-// ${VAR} references name, else the key itself.
-func (c *Config) source(key string) string {
-	if vars := c.origins[key]; len(vars) > 0 {
-		return strings.Join(vars, " and ")
-	}
-	return key
-}
+// envVars names the environment variables key's ${VAR} references read ("A and B"), ""
+// for none.
+func (c *Config) envVars(key string) string { return strings.Join(c.origins[key], " and ") }
+
+// source names what the user must set to give key a value: its variables, else the key.
+func (c *Config) source(key string) string { return cmp.Or(c.envVars(key), key) }
 
 // quoted shows a value in an error, unless it came from the environment, where a secret
 // may have landed by mistake.
 func (c *Config) quoted(key, value string) string {
-	if vars := c.origins[key]; len(vars) > 0 {
-		return "the value of " + strings.Join(vars, " and ")
+	if vars := c.envVars(key); vars != "" {
+		return "the value of " + vars
 	}
 	return strconv.Quote(value)
 }

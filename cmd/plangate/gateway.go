@@ -18,7 +18,6 @@ import (
 // `serve` share.
 type gateway struct {
 	eng       *engine.Engine
-	sched     *nudges.Scheduler
 	why       string // which model is in use, for the start-up line
 	schedDone chan error
 	stopSched context.CancelFunc
@@ -84,7 +83,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
+	g := &gateway{eng: eng, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
 		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge, mcp: mgr}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
 	go prune(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)

@@ -86,26 +86,26 @@ func run(ctx context.Context, args []string, e procEnv) int {
 	}
 }
 
+// commands are the subcommands that take arguments, by name.
+var commands = map[string]func(context.Context, []string, procEnv) error{
+	"chat":     cmdChat,
+	"serve":    cmdServe,
+	"sessions": cmdSessions,
+	"plans":    cmdPlans,
+	"nudges":   cmdNudges,
+	"config":   cmdConfig,
+	"store":    cmdStore,
+}
+
 func dispatch(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: a command is required\n\n%s", errUsage, usage)
 	}
 	cmd, rest := args[0], args[1:]
+	if run, ok := commands[cmd]; ok {
+		return run(ctx, rest, e)
+	}
 	switch cmd {
-	case "chat":
-		return cmdChat(ctx, rest, e)
-	case "serve":
-		return cmdServe(ctx, rest, e)
-	case "sessions":
-		return cmdSessions(ctx, rest, e)
-	case "plans":
-		return cmdPlans(ctx, rest, e)
-	case "nudges":
-		return cmdNudges(ctx, rest, e)
-	case "config":
-		return cmdConfig(rest, e)
-	case "store":
-		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
@@ -410,7 +410,7 @@ func serveConfig(args []string, e procEnv) (*Config, error) {
 	return cfg, nil
 }
 
-func cmdConfig(args []string, e procEnv) error {
+func cmdConfig(_ context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || args[0] != "check" {
 		return fmt.Errorf("%w: plangate config check [--config F]", errUsage)
 	}

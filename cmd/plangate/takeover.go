@@ -67,17 +67,14 @@ func (tk *takeover) run(ctx, work context.Context, tick <-chan time.Time) {
 	}
 }
 
-// once resumes the sessions whose lease was left by a replica that died while running
-// their turn (the lease expired, or its process on this host has ended): the same Resume a
-// start-up runs, so the turn continues here and the chat is told it restarted. When it
-// finds a replica dead (its replica lease, see replica_state.go), it claims it — of
-// several survivors one wins — and does what the dead replica's next start would: it
-// delivers the replies left unsent, resumes every session (a person's message it stored
-// but never started a turn for is answered), and adopts its inbox records, so the events
-// it acknowledged and never handled are answered here. Records a replica left without a
-// lease are claimed and adopted too. At start-up Resume covers everything; this covers
-// the replicas that die while this one runs. A session another replica is about to
-// answer may be answered twice in that moment (delivery is at least once).
+// once resumes the sessions whose lease a replica left when it died mid-turn (lease
+// expired, or its process on this host ended): the start-up's Resume, so the turn
+// continues here and the chat is told it restarted. A dead replica (replica_state.go) it
+// claims, one survivor winning, and does what that replica's next start would: deliver
+// its unsent replies, resume every session (a stored message without a turn is
+// answered), adopt its inbox records. Records left without a lease are claimed and
+// adopted too. A session another replica is about to answer may be answered twice in
+// that moment (delivery is at least once).
 func (tk *takeover) once(ctx context.Context) {
 	now := tk.now()
 	ids := leftSessions(ctx, tk.st, now, tk.log)
