@@ -233,21 +233,19 @@ func (l RunLimitsConfig) problems() []error {
 	if n := l.Processes; n < minRunProcesses || n > maxRunProcesses {
 		errs = append(errs, conf.Invalid("run_command.limits.processes", "is %d: it must be between %d and %d (processes running at once)", n, minRunProcesses, maxRunProcesses))
 	}
-	if l.CPUTime < minRunCPUTime {
-		errs = append(errs, conf.Invalid("run_command.limits.cpu_time", "is %s: it must be at least %s (CPU time per process)", l.CPUTime, minRunCPUTime))
-	}
 	for _, b := range []struct {
-		key  string
-		got  ByteSize
-		min  ByteSize
-		what string
+		key      string
+		low      bool
+		got, min fmt.Stringer
+		what     string
 	}{
-		{"memory", l.Memory, minRunMemory, "address space per process"},
-		{"file_size", l.FileSize, minRunFileSize, "the largest file a process writes"},
-		{"tmp_size", l.TmpSize, minRunTmpSize, "the size of the command's /tmp"},
-		{"output", l.Output, minRunOutput, "output before the command is stopped"},
+		{"cpu_time", l.CPUTime < minRunCPUTime, l.CPUTime, minRunCPUTime, "CPU time per process"},
+		{"memory", l.Memory < minRunMemory, l.Memory, minRunMemory, "address space per process"},
+		{"file_size", l.FileSize < minRunFileSize, l.FileSize, minRunFileSize, "the largest file a process writes"},
+		{"tmp_size", l.TmpSize < minRunTmpSize, l.TmpSize, minRunTmpSize, "the size of the command's /tmp"},
+		{"output", l.Output < minRunOutput, l.Output, minRunOutput, "output before the command is stopped"},
 	} {
-		if b.got < b.min {
+		if b.low {
 			errs = append(errs, conf.Invalid("run_command.limits."+b.key, "is %s: it must be at least %s (%s)", b.got, b.min, b.what))
 		}
 	}

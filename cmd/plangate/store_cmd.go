@@ -16,15 +16,14 @@ func cmdStore(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, storeUsage)
 	}
-	switch args[0] {
-	case "check":
-		return cmdStoreCheck(ctx, args[1:], e)
-	case "backup":
-		return cmdStoreBackup(ctx, args[1:], e)
-	case "migrate":
-		return cmdStoreMigrate(ctx, args[1:], e)
-	case "copy":
-		return cmdStoreCopy(ctx, args[1:], e)
+	sub := map[string]func(context.Context, []string, procEnv) error{
+		"check":   cmdStoreCheck,
+		"backup":  cmdStoreBackup,
+		"migrate": cmdStoreMigrate,
+		"copy":    cmdStoreCopy,
+	}
+	if run, ok := sub[args[0]]; ok {
+		return run(ctx, args[1:], e)
 	}
 	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
 }
