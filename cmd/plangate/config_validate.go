@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core/conf"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -197,7 +198,8 @@ func (p PlanModeConfig) Validate() error {
 	if p.StartInPlan && !p.Enabled {
 		errs = append(errs, conf.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
-	return errors.Join(append(errs, p.Planner.problem(), p.ruleProblems())...)
+	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
+	return errors.Join(append(errs, p.ruleProblems())...)
 }
 
 // Validate checks the tools section.
