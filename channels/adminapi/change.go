@@ -60,14 +60,12 @@ type decisionRequest struct {
 // actor.
 var validBy = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
-func checkBy(by string) (string, string) {
-	if by == "" {
-		return "", ""
+// checkBy is the reason a request's "by" is refused, "" when it is empty or valid.
+func checkBy(by string) string {
+	if by != "" && !validBy.MatchString(by) {
+		return `"by" must be 1-64 letters, digits, ".", "_", "@" or "-"`
 	}
-	if !validBy.MatchString(by) {
-		return "", `"by" must be 1-64 letters, digits, ".", "_", "@" or "-"`
-	}
-	return by, ""
+	return ""
 }
 
 func (a *API) getMode(w http.ResponseWriter, r *http.Request) {
@@ -86,16 +84,14 @@ func (a *API) postMode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmds, why := modeCommands(s, req)
-	by, byWhy := checkBy(req.By)
-	why = cmp.Or(why, byWhy)
-	if why != "" {
+	if why = cmp.Or(why, checkBy(req.By)); why != "" {
 		httpserver.WriteError(w, http.StatusBadRequest, why)
 		return
 	}
 	// One command at a time, in order: plan mode first, so "on" with auto-approve starts
 	// planning and then accepts what it proposes.
 	for _, text := range cmds {
-		if _, ok := a.change(w, r, s, by, core.Message{Text: text}); !ok {
+		if _, ok := a.change(w, r, s, req.By, core.Message{Text: text}); !ok {
 			return
 		}
 	}
@@ -151,15 +147,13 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	act, why := req.action()
-	by, byWhy := checkBy(req.By)
-	why = cmp.Or(why, byWhy)
-	if why != "" {
+	if why = cmp.Or(why, checkBy(req.By)); why != "" {
 		httpserver.WriteError(w, http.StatusBadRequest, why)
 		return
 	}
 	// A counted approval that still waits for more approvers is a success too: the reply
 	// says how many there are.
-	if reply, ok := a.change(w, r, s, by, core.Message{Action: &act}); ok {
+	if reply, ok := a.change(w, r, s, req.By, core.Message{Action: &act}); ok {
 		a.writeSession(w, r.Context(), s.ID, reply)
 	}
 }
@@ -203,11 +197,11 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 	answer, forget := a.d.Tap.await(m.ID)
 	defer forget()
 	done := a.d.Engine.Enqueue(context.WithoutCancel(r.Context()), m)
-	timeout := timer(a.d.Wait)
-	defer timeout.stop()
+	timeout := time.NewTimer(a.d.Wait)
+	defer timeout.Stop()
 	select {
 	case rep := <-answer:
-		return a.answered(w, rep, done, timeout.c)
+		return a.answered(w, rep, done, timeout.C)
 	case err := <-done:
 		if err != nil {
 			a.failed(w, "applying the change", err)
@@ -222,7 +216,7 @@ func (a *API) change(w http.ResponseWriter, r *http.Request, s core.Session, by 
 		}
 		a.d.Log.Error("admin api: the engine handled a change without answering", "session", s.ID)
 		httpserver.WriteError(w, http.StatusInternalServerError, "the engine gave no answer; details are in the gateway log")
-	case <-timeout.c:
+	case <-timeout.C:
 		httpserver.WriteError(w, http.StatusGatewayTimeout, "the change is still being handled; read the session again shortly")
 	case <-r.Context().Done():
 	}

@@ -89,11 +89,6 @@ type EventJSON struct {
 	At          string         `json:"at"`
 }
 
-// PlanReader is what SessionView needs to load a session's current plan.
-type PlanReader interface {
-	Plan(ctx context.Context, id string) (core.Plan, error)
-}
-
 // ToPlanJSON is p's list view; withSteps adds the steps (never null then).
 func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 	j := PlanJSON{ID: p.ID, SessionID: p.SessionID, Version: p.Version, Status: p.Status, Title: p.Body.Title, File: p.File}
@@ -112,7 +107,7 @@ func ToPlanDetail(p core.Plan) PlanDetailJSON {
 }
 
 // SessionView is s with its current plan loaded from st.
-func SessionView(ctx context.Context, st PlanReader, s core.Session) (SessionJSON, error) {
+func SessionView(ctx context.Context, st Store, s core.Session) (SessionJSON, error) {
 	j := SessionJSON{
 		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
 		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,

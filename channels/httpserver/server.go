@@ -12,9 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -265,16 +266,9 @@ func (s *Server) endStreams() {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
-		names = append(names, n)
-	}
-	checks := make(map[string]Check, len(s.checks))
-	for n, c := range s.checks {
-		checks[n] = c
-	}
+	checks := maps.Clone(s.checks)
 	s.mu.Unlock()
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(checks))
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	out := struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/metrics"
+	"github.com/plangate/plangate/core/metrics/metricstest"
 )
 
 func newServer(t *testing.T, cfg httpserver.Config) (*httpserver.Server, *metrics.Metrics, *httptest.Server) {
@@ -140,11 +141,7 @@ func TestAdminTokensNamed(t *testing.T) {
 // value reads one sample of a counter or gauge from the registry; 0 when absent.
 func value(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
 	t.Helper()
-	v, err := m.Sample(name, labels...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return metricstest.Sample(t, m, name, labels...)
 }
 
 func TestAdminAPIIsNotFoundWithoutToken(t *testing.T) {

@@ -293,16 +293,6 @@ func editHints() map[string]string {
 	return out
 }
 
-// rowFor is the row of the channel named name.
-func rowFor(name string) (channelRow, bool) {
-	for _, r := range channelTable {
-		if r.name == name {
-			return r, true
-		}
-	}
-	return channelRow{}, false
-}
-
 // channelNames lists the channels' names, in the table's order.
 func channelNames(keep func(channelRow) bool) []string {
 	var out []string
@@ -312,12 +302,4 @@ func channelNames(keep func(channelRow) bool) []string {
 		}
 	}
 	return out
-}
-
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -175,16 +175,6 @@ type AccessConfig struct {
 	Policies []ApprovalPolicyConfig `yaml:"policies"`
 }
 
-// describe lists the summaries of the enabled channels for `plangate config check`; each
-// adapter writes its own, without secrets.
-func (ch ChannelsConfig) describe() []string {
-	var out []string
-	for _, r := range enabledRows(&ch) {
-		out = append(out, r.section(&ch).Describe())
-	}
-	return out
-}
-
 // LogLevel is the minimum level logged.
 type LogLevel string
 
@@ -196,18 +186,11 @@ const (
 	LogError LogLevel = "error"
 )
 
-// Slog maps the level to log/slog's.
+// Slog maps the level to log/slog's, whose names are the same.
 func (l LogLevel) Slog() slog.Level {
-	switch l {
-	case LogDebug:
-		return slog.LevelDebug
-	case LogWarn:
-		return slog.LevelWarn
-	case LogError:
-		return slog.LevelError
-	default:
-		return slog.LevelInfo
-	}
+	var s slog.Level // info, the zero Level, unless l names another
+	_ = s.UnmarshalText([]byte(l))
+	return s
 }
 
 // LogFormat selects the slog handler.
@@ -304,9 +287,7 @@ func LoadConfig(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	probs := cfg.expandEnv(getenv)
-	cfg.resolvePaths(dir)
-	probs = append(probs, cfg.validate()...)
+	probs := append(cfg.expandEnv(getenv, dir), cfg.validate()...)
 	if len(probs) > 0 {
 		return nil, cfg.errorFor(probs, lines)
 	}

@@ -62,7 +62,10 @@ func (c *Config) Describe() string {
 	line("", "(%s)", why)
 	line("plan mode", "%s", c.PlanMode.Describe())
 
-	chans := c.Channels.describe()
+	var chans []string // each adapter summarises its own section, without secrets
+	for _, r := range enabledRows(&c.Channels) {
+		chans = append(chans, r.section(&c.Channels).Describe())
+	}
 	if len(chans) == 0 {
 		chans = append(chans, "none enabled")
 	}
@@ -193,8 +196,8 @@ func (c *Config) describeStore() string {
 	if err != nil {
 		return "postgres (" + err.Error() + ")"
 	}
-	if vars := c.origins["store.dsn"]; len(vars) > 0 {
-		return where + " (dsn from " + strings.Join(vars, " and ") + ")"
+	if vars := c.envVars("store.dsn"); vars != "" {
+		return where + " (dsn from " + vars + ")"
 	}
 	return where
 }

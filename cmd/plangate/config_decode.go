@@ -262,10 +262,12 @@ func editDistance(a, b string) int {
 	return d[len(s)][len(t)]
 }
 
-// expandEnv replaces ${NAME} in every string value. It runs after decoding, so a variable's
-// value can never change the YAML structure. It records which variables each key used, so
-// a missing secret can be reported by the name the user has to set.
-func (c *Config) expandEnv(getenv func(string) string) []problem {
+// expandEnv replaces ${NAME} in every string value, then makes every path (a field tagged
+// config:"path", in any section) relative to dir, the config file's directory, so plangate
+// behaves the same whatever directory it is started from. It runs after decoding, so a
+// variable's value can never change the YAML structure. It records which variables each
+// key used, so a missing secret can be reported by the name the user has to set.
+func (c *Config) expandEnv(getenv func(string) string, dir string) []problem {
 	c.origins = map[string][]string{}
 	var probs []problem
 	expand := func(s, path string) string {
@@ -286,6 +288,9 @@ func (c *Config) expandEnv(getenv func(string) string) []problem {
 				if name := yamlName(f); name != "" {
 					visit(fv, joinKey(path, name))
 				}
+				if p := fv.String(); f.Tag.Get("config") == "path" && p != "" && !filepath.IsAbs(p) {
+					fv.SetString(filepath.Join(dir, p))
+				}
 			}
 		case reflect.Slice:
 			for i := range v.Len() {
@@ -304,6 +309,11 @@ func (c *Config) expandEnv(getenv func(string) string) []problem {
 		}
 	}
 	visit(reflect.ValueOf(c).Elem(), "")
+	for _, r := range channelTable {
+		if r.afterPaths != nil {
+			r.afterPaths(c)
+		}
+	}
 	return probs
 }
 
@@ -343,30 +353,4 @@ func isEnvName(s string) bool {
 		}
 	}
 	return true
-}
-
-// resolvePaths makes every path (a field tagged config:"path", in any section) relative to
-// the config file's directory, so plangate behaves the same whatever directory it is
-// started from.
-func (c *Config) resolvePaths(dir string) {
-	var visit func(v reflect.Value)
-	visit = func(v reflect.Value) {
-		for f, fv := range v.Fields() {
-			switch {
-			case yamlName(f) == "":
-			case fv.Kind() == reflect.Struct:
-				visit(fv)
-			case fv.Kind() == reflect.String && f.Tag.Get("config") == "path":
-				if p := fv.String(); p != "" && !filepath.IsAbs(p) {
-					fv.SetString(filepath.Join(dir, p))
-				}
-			}
-		}
-	}
-	visit(reflect.ValueOf(c).Elem())
-	for _, r := range channelTable {
-		if r.afterPaths != nil {
-			r.afterPaths(c)
-		}
-	}
 }

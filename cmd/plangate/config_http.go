@@ -24,14 +24,10 @@ type HTTPConfig struct {
 	// AdminTokens are named tokens: each is one operator, "admin:<name>" in approvals and
 	// audit rows. Not together with AdminToken. None at all = admin API and /debug/pprof/
 	// off (404).
-	AdminTokens []AdminTokenConfig `yaml:"admin_tokens"`
-	MaxBody     ByteSize           `yaml:"max_body"` // request body limit of every route
-}
-
-// AdminTokenConfig is one entry of http.admin_tokens.
-type AdminTokenConfig struct {
-	Name  string `yaml:"name"`  // [a-z0-9._-], at most 32, starting with a letter or digit
-	Token string `yaml:"token"` // secret
+	// Each entry's name is [a-z0-9._-], at most 32, starting with a letter or digit; its
+	// token is secret.
+	AdminTokens []httpserver.AdminToken `yaml:"admin_tokens"`
+	MaxBody     ByteSize                `yaml:"max_body"` // request body limit of every route
 }
 
 // adminNameRE is an admin token's name: it becomes "admin:<name>", an approver's id.
@@ -48,11 +44,8 @@ const (
 
 // server is the section as httpserver takes it.
 func (h HTTPConfig) server() httpserver.Config {
-	c := httpserver.Config{Listen: h.Listen, PublicURL: h.PublicURL, AdminToken: h.AdminToken, MaxBody: int64(h.MaxBody)}
-	for _, t := range h.AdminTokens {
-		c.AdminTokens = append(c.AdminTokens, httpserver.AdminToken{Name: t.Name, Token: t.Token})
-	}
-	return c
+	return httpserver.Config{Listen: h.Listen, PublicURL: h.PublicURL, AdminToken: h.AdminToken, AdminTokens: h.AdminTokens,
+		MaxBody: int64(h.MaxBody)}
 }
 
 // adminOn reports whether any admin token is configured.

@@ -45,11 +45,6 @@ type PlannerConfig struct {
 	ExpandShortGoals bool   `yaml:"expand_short_goals"`
 }
 
-// problem checks the planner section (plan_mode validates it, under its own key).
-func (p PlannerConfig) problem() error {
-	return conf.OneOf("planner.style", p.Style, string(engine.StyleConservative), string(engine.StyleAmbitious))
-}
-
 // CorePlanner is the planner setting as core takes it.
 func (p PlannerConfig) CorePlanner() engine.Planner {
 	return engine.Planner{Style: engine.PlannerStyle(p.Style), ExpandShortGoals: p.ExpandShortGoals}

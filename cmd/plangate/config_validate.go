@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core/conf"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -42,8 +44,8 @@ func (c *Config) validate() []problem {
 }
 
 // sectionProblems runs Validate on every section in v (a struct read from the file at
-// path), looking into the sections that have none, such as channels. v is addressable, so
-// a section whose Validate has a pointer receiver is checked too.
+// path), looking into the sections that have none, such as channels. v is addressable:
+// through its address a Validate with a value or a pointer receiver is found.
 func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 	var ps []problem
 	for f, fv := range v.Fields() {
@@ -52,7 +54,7 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 			continue
 		}
 		key := joinKey(path, name)
-		s, ok := validator(fv)
+		s, ok := fv.Addr().Interface().(conf.Validator)
 		if ok {
 			ps = append(ps, c.keyProblems(key, s.Validate())...)
 		}
@@ -62,18 +64,6 @@ func (c *Config) sectionProblems(v reflect.Value, path string) []problem {
 		}
 	}
 	return ps
-}
-
-// validator is the section's Validate, with a value or a pointer receiver.
-func validator(v reflect.Value) (conf.Validator, bool) {
-	if s, ok := v.Interface().(conf.Validator); ok {
-		return s, true
-	}
-	if v.CanAddr() {
-		s, ok := v.Addr().Interface().(conf.Validator)
-		return s, ok
-	}
-	return nil, false
 }
 
 // keyProblems places what the section at prefix reported: keys get the section's path, a
@@ -104,20 +94,18 @@ func (c *Config) keyProblems(prefix string, err error) []problem {
 	return ps
 }
 
-// source names what the user must set to give key a value: the environment variables its
-// ${VAR} references name, else the key itself.
-func (c *Config) source(key string) string {
-	if vars := c.origins[key]; len(vars) > 0 {
-		return strings.Join(vars, " and ")
-	}
-	return key
-}
+// envVars names the environment variables key's ${VAR} references read ("A and B"), ""
+// for none.
+func (c *Config) envVars(key string) string { return strings.Join(c.origins[key], " and ") }
+
+// source names what the user must set to give key a value: its variables, else the key.
+func (c *Config) source(key string) string { return cmp.Or(c.envVars(key), key) }
 
 // quoted shows a value in an error, unless it came from the environment, where a secret
 // may have landed by mistake.
 func (c *Config) quoted(key, value string) string {
-	if vars := c.origins[key]; len(vars) > 0 {
-		return "the value of " + strings.Join(vars, " and ")
+	if vars := c.envVars(key); vars != "" {
+		return "the value of " + vars
 	}
 	return strconv.Quote(value)
 }
@@ -210,7 +198,8 @@ func (p PlanModeConfig) Validate() error {
 	if p.StartInPlan && !p.Enabled {
 		errs = append(errs, conf.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
-	return errors.Join(append(errs, p.Planner.problem(), p.ruleProblems())...)
+	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
+	return errors.Join(append(errs, p.ruleProblems())...)
 }
 
 // Validate checks the tools section.
@@ -246,21 +235,19 @@ func (l RunLimitsConfig) problems() []error {
 	if n := l.Processes; n < minRunProcesses || n > maxRunProcesses {
 		errs = append(errs, conf.Invalid("run_command.limits.processes", "is %d: it must be between %d and %d (processes running at once)", n, minRunProcesses, maxRunProcesses))
 	}
-	if l.CPUTime < minRunCPUTime {
-		errs = append(errs, conf.Invalid("run_command.limits.cpu_time", "is %s: it must be at least %s (CPU time per process)", l.CPUTime, minRunCPUTime))
-	}
 	for _, b := range []struct {
-		key  string
-		got  ByteSize
-		min  ByteSize
-		what string
+		key      string
+		low      bool
+		got, min fmt.Stringer
+		what     string
 	}{
-		{"memory", l.Memory, minRunMemory, "address space per process"},
-		{"file_size", l.FileSize, minRunFileSize, "the largest file a process writes"},
-		{"tmp_size", l.TmpSize, minRunTmpSize, "the size of the command's /tmp"},
-		{"output", l.Output, minRunOutput, "output before the command is stopped"},
+		{"cpu_time", l.CPUTime < minRunCPUTime, l.CPUTime, minRunCPUTime, "CPU time per process"},
+		{"memory", l.Memory < minRunMemory, l.Memory, minRunMemory, "address space per process"},
+		{"file_size", l.FileSize < minRunFileSize, l.FileSize, minRunFileSize, "the largest file a process writes"},
+		{"tmp_size", l.TmpSize < minRunTmpSize, l.TmpSize, minRunTmpSize, "the size of the command's /tmp"},
+		{"output", l.Output < minRunOutput, l.Output, minRunOutput, "output before the command is stopped"},
 	} {
-		if b.got < b.min {
+		if b.low {
 			errs = append(errs, conf.Invalid("run_command.limits."+b.key, "is %s: it must be at least %s (%s)", b.got, b.min, b.what))
 		}
 	}
@@ -308,7 +295,7 @@ func approverHint(keep func(channelRow) bool) string {
 			roles = append(roles, r.roleKind+":role-id")
 		}
 	}
-	return "expected channel:user-id with channel " + orList(channelNames(keep)) + " (or " + orList(roles) + ")"
+	return "expected channel:user-id with channel " + conf.OrList(channelNames(keep)) + " (or " + conf.OrList(roles) + ")"
 }
 
 // maxWriteBytesLimit bounds tools.max_write_bytes: a tool call carries the whole file.

@@ -40,8 +40,10 @@ func elect(chans []channels.Channel, cfg *Config, st *store.Store, now func() ti
 
 // electionFor names the lease a channel's receiving needs, "" for none.
 func electionFor(ch channels.Channel, cfg *Config) (lease, what string) {
-	if r, ok := rowFor(ch.Name()); ok && r.election != nil {
-		return r.election(ch, cfg)
+	for _, r := range channelTable {
+		if r.name == ch.Name() && r.election != nil {
+			return r.election(ch, cfg)
+		}
 	}
 	return "", ""
 }

@@ -18,7 +18,6 @@ import (
 // `serve` share.
 type gateway struct {
 	eng       *engine.Engine
-	sched     *nudges.Scheduler
 	why       string // which model is in use, for the start-up line
 	schedDone chan error
 	stopSched context.CancelFunc
@@ -84,11 +83,10 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	ref.s = sched
 	// The scheduler outlives the receiving side: it stops only after in-flight work ends.
 	schedCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g := &gateway{eng: eng, sched: sched, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
+	g := &gateway{eng: eng, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
 		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge, mcp: mgr}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
-	go pruneInbound(schedCtx, st, e.now, log)
-	go pruneOutbox(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
+	go prune(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
 	go eng.RetryLoop(schedCtx, served, cfg.Channels.OutboxMaxAge, 0) // failed sends, while running
 	return g, nil
 }
@@ -110,52 +108,40 @@ func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) (wai
 	}
 }
 
-// toolRunsKept is how long finished tool runs are kept for post-mortems.
-const toolRunsKept = 7 * 24 * time.Hour
+// How long finished tool runs are kept for post-mortems, and platform event ids for
+// de-duplication (docs/design.md section 8: 48h; platforms redeliver within minutes).
+const (
+	toolRunsKept = 7 * 24 * time.Hour
+	inboundKept  = 48 * time.Hour
+)
 
-// pruneOutbox deletes sent and dropped outbox rows (kept a day past outbox_max_age, for
-// post-mortems) and old finished tool runs at start-up and then hourly.
-func pruneOutbox(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(time.Hour)
-	defer tick.Stop()
-	for {
-		if n, err := st.PruneOutbox(ctx, now().Add(-maxAge-24*time.Hour)); err != nil {
-			if ctx.Err() == nil {
-				log.Warn("pruning the outbox", "err", err)
-			}
-		} else if n > 0 {
-			log.Debug("pruned delivered replies", "rows", n)
-		}
-		if n, err := st.PruneToolRuns(ctx, now().Add(-toolRunsKept)); err != nil {
-			if ctx.Err() == nil {
-				log.Warn("pruning tool runs", "err", err)
-			}
-		} else if n > 0 {
-			log.Debug("pruned finished tool runs", "rows", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// prune deletes, at start-up and then hourly: sent and dropped outbox rows (kept a day
+// past outbox_max_age, for post-mortems), old finished tool runs and old de-duplication
+// rows.
+func prune(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
+	steps := []struct {
+		failed, pruned string
+		run            func(now time.Time) (int64, error)
+	}{
+		{"pruning the outbox", "pruned delivered replies", func(t time.Time) (int64, error) {
+			return st.PruneOutbox(ctx, t.Add(-maxAge-24*time.Hour))
+		}},
+		{"pruning tool runs", "pruned finished tool runs", func(t time.Time) (int64, error) {
+			return st.PruneToolRuns(ctx, t.Add(-toolRunsKept))
+		}},
+		{"pruning handled event ids", "pruned handled event ids", func(t time.Time) (int64, error) {
+			return st.PruneInbound(ctx, t.Add(-inboundKept))
+		}},
 	}
-}
-
-// inboundKept is how long platform event ids are kept for de-duplication (docs/design.md
-// section 8: 48h); platforms redeliver within minutes.
-const inboundKept = 48 * time.Hour
-
-// pruneInbound drops old de-duplication rows at start-up and then hourly.
-func pruneInbound(ctx context.Context, st *store.Store, now func() time.Time, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
 	for {
-		if n, err := st.PruneInbound(ctx, now().Add(-inboundKept)); err != nil {
-			if ctx.Err() == nil {
-				log.Warn("pruning handled event ids", "err", err)
+		for _, s := range steps {
+			if n, err := s.run(now()); err != nil {
+				warnLive(ctx, log, err, s.failed)
+			} else if n > 0 {
+				log.Debug(s.pruned, "rows", n)
 			}
-		} else if n > 0 {
-			log.Debug("pruned handled event ids", "rows", n)
 		}
 		select {
 		case <-ctx.Done():

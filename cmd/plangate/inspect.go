@@ -17,40 +17,34 @@ import (
 	"github.com/plangate/plangate/store"
 )
 
-// The documented JSON views (docs/design.md §9) are shared with the admin API.
-type (
-	sessionJSON = adminapi.SessionJSON
-	planJSON    = adminapi.PlanJSON
-)
-
-func toPlanJSON(p core.Plan, withSteps bool) planJSON { return adminapi.ToPlanJSON(p, withSteps) }
-
-// openForReading loads the config and opens the store for a read-only command.
-func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, error) {
-	st, rest, asJSON, markdown, _, err := openForReadingWith(ctx, fsArgs, name, e)
-	return st, rest, asJSON, markdown, err
+// reading is what a read-only command opens: the store, its positional arguments, its
+// flags, and the config's machine.Reach for a command that renders plan files.
+type reading struct {
+	st               *store.Store
+	args             []string
+	asJSON, markdown bool
+	reach            machine.Reach
 }
 
-// openForReadingWith is openForReading that also returns the config's machine.Reach, for a
-// command that renders plan files.
-func openForReadingWith(ctx context.Context, fsArgs []string, name string, e procEnv) (*store.Store, []string, bool, bool, machine.Reach, error) {
+// openForReading loads the config and opens the store for a read-only command.
+func openForReading(ctx context.Context, fsArgs []string, name string, e procEnv) (reading, error) {
 	fs := newFlags(name)
 	configPath := fs.String("config", "", "configuration file")
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print the plan's markdown")
 	rest, err := parseFlags(fs, fsArgs)
 	if err != nil {
-		return nil, nil, false, false, machine.Reach{}, err
+		return reading{}, err
 	}
 	cfg, err := loadConfig(*configPath, e)
 	if err != nil {
-		return nil, nil, false, false, machine.Reach{}, err
+		return reading{}, err
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, nil, false, false, machine.Reach{}, err
+		return reading{}, err
 	}
-	return st, rest, *asJSON, *markdown, cfg.Tools.reach(), nil
+	return reading{st: st, args: rest, asJSON: *asJSON, markdown: *markdown, reach: cfg.Tools.reach()}, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -59,30 +53,44 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printList writes views as JSON, or as a table under header with one row per view, or
+// the line empty when there are none.
+func printList[T any](w io.Writer, views []T, asJSON bool, empty, header string, row func(T) string) error {
+	if asJSON {
+		return writeJSON(w, views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(w, empty)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, v := range views {
+		fmt.Fprintln(tw, row(v))
+	}
+	return tw.Flush()
+}
+
 func cmdSessions(ctx context.Context, args []string, e procEnv) error {
 	const use = "plangate sessions list|show ID [--json] [--config F]"
 	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	st, rest, asJSON, _, err := openForReading(ctx, args[1:], "sessions "+args[0], e)
+	rd, err := openForReading(ctx, args[1:], "sessions "+args[0], e)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer rd.st.Close()
 	if args[0] == "list" {
-		if len(rest) > 0 {
+		if len(rd.args) > 0 {
 			return fmt.Errorf("%w: %s", errUsage, use)
 		}
-		return listSessions(ctx, st, asJSON, e.stdout)
+		return listSessions(ctx, rd.st, rd.asJSON, e.stdout)
 	}
-	if len(rest) != 1 {
+	if len(rd.args) != 1 {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	return showSession(ctx, st, rest[0], asJSON, e.stdout)
-}
-
-func sessionView(ctx context.Context, st *store.Store, s core.Session) (sessionJSON, error) {
-	return adminapi.SessionView(ctx, st, s)
+	return showSession(ctx, rd.st, rd.args[0], rd.asJSON, e.stdout)
 }
 
 func listSessions(ctx context.Context, st *store.Store, asJSON bool, w io.Writer) error {
@@ -90,31 +98,22 @@ func listSessions(ctx context.Context, st *store.Store, asJSON bool, w io.Writer
 	if err != nil {
 		return err
 	}
-	views := make([]sessionJSON, 0, len(ss))
+	views := make([]adminapi.SessionJSON, 0, len(ss))
 	for _, s := range ss {
-		v, err := sessionView(ctx, st, s)
+		v, err := adminapi.SessionView(ctx, st, s)
 		if err != nil {
 			return err
 		}
 		views = append(views, v)
 	}
-	if asJSON {
-		return writeJSON(w, views)
-	}
-	if len(views) == 0 {
-		fmt.Fprintln(w, "No sessions yet. Start one with: plangate chat")
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tPHASE\tPLAN\tUPDATED")
-	for _, v := range views {
-		plan := "-"
-		if v.Plan != nil {
-			plan = fmt.Sprintf("v%d %s (%s)", v.Plan.Version, v.Plan.Title, v.Plan.Status)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", field(v.ID), v.Phase, field(plan), v.UpdatedAt)
-	}
-	return tw.Flush()
+	return printList(w, views, asJSON, "No sessions yet. Start one with: plangate chat", "SESSION\tPHASE\tPLAN\tUPDATED",
+		func(v adminapi.SessionJSON) string {
+			plan := "-"
+			if v.Plan != nil {
+				plan = fmt.Sprintf("v%d %s (%s)", v.Plan.Version, v.Plan.Title, v.Plan.Status)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s", field(v.ID), v.Phase, field(plan), v.UpdatedAt)
+		})
 }
 
 func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w io.Writer) error {
@@ -125,7 +124,7 @@ func showSession(ctx context.Context, st *store.Store, id string, asJSON bool, w
 	if err != nil {
 		return err
 	}
-	v, err := sessionView(ctx, st, s)
+	v, err := adminapi.SessionView(ctx, st, s)
 	if err != nil {
 		return err
 	}
@@ -157,41 +156,39 @@ func cmdPlans(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	st, rest, asJSON, markdown, reach, err := openForReadingWith(ctx, args[1:], "plans "+args[0], e)
+	rd, err := openForReading(ctx, args[1:], "plans "+args[0], e)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer rd.st.Close()
+	st := rd.st
 	if args[0] == "list" {
-		if len(rest) > 1 {
+		session, ok := optionalArg(rd.args)
+		if !ok {
 			return fmt.Errorf("%w: %s", errUsage, use)
 		}
-		session := ""
-		if len(rest) == 1 {
-			session = rest[0]
-		}
-		return listPlans(ctx, st, session, asJSON, e.stdout)
+		return listPlans(ctx, st, session, rd.asJSON, e.stdout)
 	}
-	if len(rest) != 1 {
+	if len(rd.args) != 1 {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	p, err := st.Plan(ctx, rest[0])
+	p, err := st.Plan(ctx, rd.args[0])
 	if errors.Is(err, core.ErrNotFound) {
-		return fmt.Errorf("no plan %q; plangate plans list shows them", rest[0])
+		return fmt.Errorf("no plan %q; plangate plans list shows them", rd.args[0])
 	}
 	if err != nil {
 		return err
 	}
 	out := terminal.NewSafeWriter(e.stdout) // what the model wrote must not drive the terminal
 	switch {
-	case markdown:
+	case rd.markdown:
 		s, err := st.Session(ctx, p.SessionID)
 		if err != nil {
 			return fmt.Errorf("loading session %s: %w", p.SessionID, err)
 		}
-		_, err = out.Write(machine.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, reach))
+		_, err = out.Write(machine.RenderPlanMarkdown(p, s.Phase, s.Address.Chat, rd.reach))
 		return err
-	case asJSON:
+	case rd.asJSON:
 		return writeJSON(e.stdout, adminapi.ToPlanDetail(p))
 	}
 	fmt.Fprintf(out, "plan %s · session %s · v%d · %s\n%s\n", p.ID, p.SessionID, p.Version, p.Status, p.Body.Title)
@@ -211,23 +208,22 @@ func listPlans(ctx context.Context, st *store.Store, session string, asJSON bool
 	if err != nil {
 		return err
 	}
-	views := make([]planJSON, 0, len(ps))
+	views := make([]adminapi.PlanJSON, 0, len(ps))
 	for _, p := range ps {
-		views = append(views, toPlanJSON(p, false))
+		views = append(views, adminapi.ToPlanJSON(p, false))
 	}
-	if asJSON {
-		return writeJSON(w, views)
+	return printList(w, views, asJSON, "No plans yet.", "ID\tSESSION\tVERSION\tSTATUS\tTITLE", func(p adminapi.PlanJSON) string {
+		return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s", p.ID, field(p.SessionID), p.Version, p.Status, field(p.Title))
+	})
+}
+
+// optionalArg is the one optional positional argument of a list command ("" without it);
+// false when there are more.
+func optionalArg(args []string) (string, bool) {
+	if len(args) > 1 {
+		return "", false
 	}
-	if len(views) == 0 {
-		fmt.Fprintln(w, "No plans yet.")
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSESSION\tVERSION\tSTATUS\tTITLE")
-	for _, p := range views {
-		fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", p.ID, field(p.SessionID), p.Version, p.Status, field(p.Title))
-	}
-	return tw.Flush()
+	return strings.Join(args, ""), true
 }
 
 // field makes a value from a session or plan safe for one cell of a table printed to a

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/channels/adminapi"
 	"github.com/plangate/plangate/store/pgtest"
 )
 
@@ -85,6 +86,9 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatalf("after accept: %+v", after)
 	}
 }
+
+// sessionJSON is the view `plangate sessions show --json` prints.
+type sessionJSON = adminapi.SessionJSON
 
 func sessionJSONOf(t *testing.T, ctx context.Context, dir string) sessionJSON {
 	t.Helper()

@@ -86,26 +86,26 @@ func run(ctx context.Context, args []string, e procEnv) int {
 	}
 }
 
+// commands are the subcommands that take arguments, by name.
+var commands = map[string]func(context.Context, []string, procEnv) error{
+	"chat":     cmdChat,
+	"serve":    cmdServe,
+	"sessions": cmdSessions,
+	"plans":    cmdPlans,
+	"nudges":   cmdNudges,
+	"config":   cmdConfig,
+	"store":    cmdStore,
+}
+
 func dispatch(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: a command is required\n\n%s", errUsage, usage)
 	}
 	cmd, rest := args[0], args[1:]
+	if run, ok := commands[cmd]; ok {
+		return run(ctx, rest, e)
+	}
 	switch cmd {
-	case "chat":
-		return cmdChat(ctx, rest, e)
-	case "serve":
-		return cmdServe(ctx, rest, e)
-	case "sessions":
-		return cmdSessions(ctx, rest, e)
-	case "plans":
-		return cmdPlans(ctx, rest, e)
-	case "nudges":
-		return cmdNudges(ctx, rest, e)
-	case "config":
-		return cmdConfig(rest, e)
-	case "store":
-		return cmdStore(ctx, rest, e)
 	case "version", "--version":
 		fmt.Fprintln(e.stdout, "plangate", version)
 		return nil
@@ -156,12 +156,19 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func loadConfig(flagValue string, e procEnv) (*Config, error) {
-	path := ConfigPath(flagValue, e.getenv)
-	cfg, err := LoadConfig(path, e.getenv)
-	if err != nil {
+	return LoadConfig(ConfigPath(flagValue, e.getenv), e.getenv)
+}
+
+// loadConfigFlags adds --config to fs, parses the flags of a command that takes no
+// arguments, and loads the configuration.
+func loadConfigFlags(fs *flag.FlagSet, args []string, e procEnv) (*Config, error) {
+	configPath := fs.String("config", "", "configuration file")
+	if rest, err := parseFlags(fs, args); err != nil {
 		return nil, err
+	} else if len(rest) > 0 {
+		return nil, fmt.Errorf("%w: plangate %s takes no arguments (got %q)", errUsage, fs.Name(), rest[0])
 	}
-	return cfg, nil
+	return loadConfig(*configPath, e)
 }
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
@@ -393,14 +400,7 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 
 // serveConfig reads serve's flags and its configuration, which must enable a channel.
 func serveConfig(args []string, e procEnv) (*Config, error) {
-	fs := newFlags("serve")
-	configPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args); err != nil {
-		return nil, err
-	} else if len(rest) > 0 {
-		return nil, fmt.Errorf("%w: plangate serve takes no arguments (got %q)", errUsage, rest[0])
-	}
-	cfg, err := loadConfig(*configPath, e)
+	cfg, err := loadConfigFlags(newFlags("serve"), args, e)
 	if err != nil {
 		return nil, err
 	}
@@ -410,18 +410,11 @@ func serveConfig(args []string, e procEnv) (*Config, error) {
 	return cfg, nil
 }
 
-func cmdConfig(args []string, e procEnv) error {
+func cmdConfig(_ context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || args[0] != "check" {
 		return fmt.Errorf("%w: plangate config check [--config F]", errUsage)
 	}
-	fs := newFlags("config check")
-	configPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: plangate config check takes no arguments (got %q)", errUsage, rest[0])
-	}
-	cfg, err := loadConfig(*configPath, e)
+	cfg, err := loadConfigFlags(newFlags("config check"), args[1:], e)
 	if err != nil {
 		return err
 	}

@@ -13,17 +13,14 @@ import (
 	"github.com/plangate/plangate/channels/channeltest"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/metrics"
+	"github.com/plangate/plangate/core/metrics/metricstest"
 )
 
 // sample is a counter's or gauge's value, or a histogram's sample count, of the series of
 // name whose labels include the given pairs (0 when there is none).
 func sample(t *testing.T, m *metrics.Metrics, name string, labels ...string) float64 {
 	t.Helper()
-	v, err := m.Sample(name, labels...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return metricstest.Sample(t, m, name, labels...)
 }
 
 // TestMetricsCountRealTraffic wires the engine, the store and a Hub over a fake channel to

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -42,23 +41,20 @@ func cmdNudges(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || args[0] != "list" {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	st, rest, asJSON, markdown, err := openForReading(ctx, args[1:], "nudges list", e)
+	rd, err := openForReading(ctx, args[1:], "nudges list", e)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if len(rest) > 1 || markdown {
+	defer rd.st.Close()
+	session, ok := optionalArg(rd.args)
+	if !ok || rd.markdown {
 		return fmt.Errorf("%w: %s", errUsage, use)
 	}
-	session := ""
-	if len(rest) == 1 {
-		session = rest[0]
-	}
-	ns, err := st.Nudges(ctx, session)
+	ns, err := rd.st.Nudges(ctx, session)
 	if err != nil {
 		return err
 	}
-	return listNudges(ns, asJSON, e.stdout)
+	return listNudges(ns, rd.asJSON, e.stdout)
 }
 
 func listNudges(ns []core.Nudge, asJSON bool, w io.Writer) error {
@@ -66,21 +62,12 @@ func listNudges(ns []core.Nudge, asJSON bool, w io.Writer) error {
 	for _, n := range ns {
 		views = append(views, toNudgeJSON(n))
 	}
-	if asJSON {
-		return writeJSON(w, views)
-	}
-	if len(views) == 0 {
-		fmt.Fprintln(w, "No nudge schedules yet. A plan waiting for approval gets them.")
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSESSION\tKIND\tACTION\tSPEC\tNEXT FIRE\tFIRED\tMISSED\tSTATUS")
-	for _, v := range views {
-		next := "-"
-		if v.NextFireAt != nil {
-			next = *v.NextFireAt
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", v.ID, v.SessionID, v.Kind, v.Action, v.Spec, next, v.Fired, v.Missed, v.Status)
-	}
-	return tw.Flush()
+	return printList(w, views, asJSON, "No nudge schedules yet. A plan waiting for approval gets them.",
+		"ID\tSESSION\tKIND\tACTION\tSPEC\tNEXT FIRE\tFIRED\tMISSED\tSTATUS", func(v nudgeJSON) string {
+			next := "-"
+			if v.NextFireAt != nil {
+				next = *v.NextFireAt
+			}
+			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", v.ID, v.SessionID, v.Kind, v.Action, v.Spec, next, v.Fired, v.Missed, v.Status)
+		})
 }

@@ -15,34 +15,27 @@ import (
 
 // Inboxes on several replicas. An adapter keeps the events it acknowledged to the platform
 // but has not handled yet in one channel-state record (its inbox). Where every replica
-// receives events of its own — Telegram webhooks, Slack Socket Mode and the Events API,
-// Discord interactions over HTTP —
+// receives events of its own (Telegram webhooks, Slack, Discord interactions over HTTP),
 // one shared record would be overwritten by each replica's saves, and the events a killed
-// replica had acknowledged would be gone. So on PostgreSQL each replica keeps its inbox
-// under its own key, "<key>@<replica>", and holds the lease "replica:<replica>" while it
-// runs.
+// replica had acknowledged would be lost. So on PostgreSQL each replica keeps its inbox
+// under "<key>@<replica>" and holds the lease "replica:<replica>" while it runs.
 //
-// The record of a replica that is gone (its lease expired, or its process ended on this
-// host) is adopted by a live one, so what it acknowledged is answered even if it never
-// comes back:
+// The record of a replica that is gone (lease expired, or its process on this host ended)
+// is adopted by a live one, so what it acknowledged is answered even if it never returns:
 //
-//   - while replicas run, their takeover (takeover.go, every 10 s) claims the dead
-//     replica's lease, so that of several survivors exactly one adopts; the running
-//     adapter (channels.InboxAdopter) merges the record's pending events into its own
-//     inbox, saved durably, and replays them, and only then is the dead record deleted.
-//     A crash between the two only adopts the record again: the inbox keys and the
-//     engine's inbound keys make the second replay harmless. A record whose replica
-//     left no lease (it stopped cleanly with events left, or a claimer died midway) is
-//     claimed and adopted the same way;
+//   - a running replica's takeover (takeover.go) claims the dead replica's lease, so one
+//     survivor adopts; its adapter (channels.InboxAdopter) merges the pending events into
+//     its own inbox, saved durably, and replays them; only then is the dead record
+//     deleted. A crash in between adopts the record again, which the inbox keys and the
+//     engine's inbound keys make harmless. A record left without a lease (a clean stop
+//     with events left, a claimer that died) is claimed and adopted the same way;
 //   - a replica that starts renames one such record per channel account to its own key
-//     before its channels start (under the same claim), and replays it as its own after
-//     a restart; so does the shared record a single process left before the deployment
-//     moved to several replicas.
+//     (under the same claim) before its channels start, and replays it as its own; so
+//     does the shared record a single process left before the move to several replicas.
 //
 // Polling and the Discord gateway run on the elected replica only (election.go); their
-// inbox stays shared, and the next leader replays it. So Discord's interactions inbox is
-// per replica with interactions http (the endpoint runs on every replica) and shared
-// with interactions gateway (they come over the gateway, on the leader).
+// inbox stays shared and the next leader replays it. So Discord's interactions inbox is
+// per replica with interactions http and shared with interactions gateway.
 
 // replicaInboxes names the inbox keys of the enabled channels that receive on every
 // replica: channel -> key.

@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plangate/plangate/channels"
@@ -180,11 +180,10 @@ type readier interface {
 // the Hub that runs the channels, not the one that sends.
 type trackedChannel struct {
 	channels.Channel
-	mu    sync.Mutex
-	state runState
+	state atomic.Int32 // a runState
 }
 
-type runState int
+type runState = int32
 
 const (
 	notStarted runState = iota
@@ -194,28 +193,19 @@ const (
 )
 
 func (t *trackedChannel) Run(ctx context.Context, h channels.Handler) error {
-	t.set(running)
+	t.state.Store(running)
 	err := t.Channel.Run(ctx, h)
 	if err != nil && ctx.Err() == nil {
-		t.set(failed)
+		t.state.Store(failed)
 	} else {
-		t.set(stopped)
+		t.state.Store(stopped)
 	}
 	return err
 }
 
-func (t *trackedChannel) set(s runState) {
-	t.mu.Lock()
-	t.state = s
-	t.mu.Unlock()
-}
-
 // check is the channel's readiness: running, and connected if the adapter can tell.
 func (t *trackedChannel) check(context.Context) error {
-	t.mu.Lock()
-	s := t.state
-	t.mu.Unlock()
-	switch s {
+	switch t.state.Load() {
 	case notStarted:
 		return errors.New("not started yet")
 	case stopped:

@@ -16,34 +16,34 @@ func cmdStore(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, storeUsage)
 	}
-	switch args[0] {
-	case "check":
-		return cmdStoreCheck(ctx, args[1:], e)
-	case "backup":
-		return cmdStoreBackup(ctx, args[1:], e)
-	case "migrate":
-		return cmdStoreMigrate(ctx, args[1:], e)
-	case "copy":
-		return cmdStoreCopy(ctx, args[1:], e)
+	sub := map[string]func(context.Context, []string, procEnv) error{
+		"check":   cmdStoreCheck,
+		"backup":  cmdStoreBackup,
+		"migrate": cmdStoreMigrate,
+		"copy":    cmdStoreCopy,
+	}
+	if run, ok := sub[args[0]]; ok {
+		return run(ctx, args[1:], e)
 	}
 	return fmt.Errorf("%w: unknown store command %q: %s", errUsage, args[0], storeUsage)
 }
 
 func cmdStoreCheck(ctx context.Context, args []string, e procEnv) error {
 	fs := newFlags("store check")
-	configPath := fs.String("config", "", "configuration file")
 	full := fs.Bool("full", false, "run integrity_check (slower; also checks indexes)")
-	if rest, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: plangate store check takes no arguments (got %q)", errUsage, rest[0])
-	}
-	cfg, err := loadConfig(*configPath, e)
+	cfg, err := loadConfigFlags(fs, args, e)
 	if err != nil {
 		return err
 	}
 	if cfg.Store.postgres() {
-		return checkPostgres(ctx, cfg, e)
+		// PostgreSQL checks its own pages (data checksums, amcheck); there is no
+		// quick_check to run: the server answers and the schema is one this plangate knows.
+		pg, err := store.CheckPostgres(ctx, cfg.Store.DSN)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s: ok (server %s answers, schema version %d)\n", pg.Where, pg.Server, pg.SchemaVersion)
+		return nil
 	}
 	res, err := store.Check(ctx, cfg.Store.Path, *full)
 	if errors.Is(err, store.ErrDamaged) {
@@ -86,18 +86,6 @@ func cmdStoreBackup(ctx context.Context, args []string, e procEnv) error {
 	}
 	fmt.Fprintf(e.stdout, "backed up %s to %s (%d pages, schema version %d, integrity ok)\n",
 		cfg.Store.Path, res.Path, res.Pages, res.SchemaVersion)
-	return nil
-}
-
-// checkPostgres is `plangate store check` on PostgreSQL: the server answers and the
-// schema is one this plangate knows. PostgreSQL checks its own pages (data checksums,
-// amcheck); there is no quick_check to run.
-func checkPostgres(ctx context.Context, cfg *Config, e procEnv) error {
-	st, err := store.CheckPostgres(ctx, cfg.Store.DSN)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "%s: ok (server %s answers, schema version %d)\n", st.Where, st.Server, st.SchemaVersion)
 	return nil
 }
 

@@ -86,8 +86,8 @@ func parseStoreURL(s string, source bool) (storeURL, error) {
 			return storeURL{}, fmt.Errorf("copying: %s exists: copy into a new file", abs)
 		}
 		if !source {
-			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-				return storeURL{}, fmt.Errorf("creating the store directory: %w", err)
+			if err := makeStoreDir(abs); err != nil {
+				return storeURL{}, err
 			}
 		}
 		return storeURL{driver: store.DriverSQLite, target: abs, shown: abs}, nil

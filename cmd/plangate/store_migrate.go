@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/plangate/plangate/store"
@@ -13,14 +11,7 @@ import (
 // cmdStoreMigrate is `plangate store migrate`: apply the pending schema migrations to
 // the configured store and exit, so an upgrade runs (and can fail) before the service starts.
 func cmdStoreMigrate(ctx context.Context, args []string, e procEnv) error {
-	fs := newFlags("store migrate")
-	configPath := fs.String("config", "", "configuration file")
-	if rest, err := parseFlags(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return fmt.Errorf("%w: plangate store migrate takes no arguments (got %q)", errUsage, rest[0])
-	}
-	cfg, err := loadConfig(*configPath, e)
+	cfg, err := loadConfigFlags(newFlags("store migrate"), args, e)
 	if err != nil {
 		return err
 	}
@@ -41,8 +32,8 @@ func migrateStore(ctx context.Context, cfg *Config) (store.MigrateResult, error)
 	if cfg.Store.postgres() {
 		return store.MigratePostgres(ctx, cfg.Store.DSN)
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return store.MigrateResult{}, fmt.Errorf("creating the store directory: %w", err)
+	if err := makeStoreDir(cfg.Store.Path); err != nil {
+		return store.MigrateResult{}, err
 	}
 	return store.Migrate(ctx, cfg.Store.Path)
 }

@@ -18,10 +18,18 @@ func openStore(ctx context.Context, cfg *Config) (*store.Store, error) {
 	if cfg.Store.postgres() {
 		return store.OpenPostgres(ctx, cfg.Store.DSN)
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the store directory: %w", err)
+	if err := makeStoreDir(cfg.Store.Path); err != nil {
+		return nil, err
 	}
 	return store.Open(ctx, cfg.Store.Path)
+}
+
+// makeStoreDir creates the directory of a SQLite file.
+func makeStoreDir(file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("creating the store directory: %w", err)
+	}
+	return nil
 }
 
 // openCheckedStore opens the store for chat and serve. A SQLite file gets PRAGMA

@@ -67,17 +67,14 @@ func (tk *takeover) run(ctx, work context.Context, tick <-chan time.Time) {
 	}
 }
 
-// once resumes the sessions whose lease was left by a replica that died while running
-// their turn (the lease expired, or its process on this host has ended): the same Resume a
-// start-up runs, so the turn continues here and the chat is told it restarted. When it
-// finds a replica dead (its replica lease, see replica_state.go), it claims it — of
-// several survivors one wins — and does what the dead replica's next start would: it
-// delivers the replies left unsent, resumes every session (a person's message it stored
-// but never started a turn for is answered), and adopts its inbox records, so the events
-// it acknowledged and never handled are answered here. Records a replica left without a
-// lease are claimed and adopted too. At start-up Resume covers everything; this covers
-// the replicas that die while this one runs. A session another replica is about to
-// answer may be answered twice in that moment (delivery is at least once).
+// once resumes the sessions whose lease a replica left when it died mid-turn (lease
+// expired, or its process on this host ended): the start-up's Resume, so the turn
+// continues here and the chat is told it restarted. A dead replica (replica_state.go) it
+// claims, one survivor winning, and does what that replica's next start would: deliver
+// its unsent replies, resume every session (a stored message without a turn is
+// answered), adopt its inbox records. Records left without a lease are claimed and
+// adopted too. A session another replica is about to answer may be answered twice in
+// that moment (delivery is at least once).
 func (tk *takeover) once(ctx context.Context) {
 	now := tk.now()
 	ids := leftSessions(ctx, tk.st, now, tk.log)
@@ -125,9 +122,7 @@ func (tk *takeover) once(ctx context.Context) {
 func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
 	if err != nil {
-		if ctx.Err() == nil {
-			tk.log.Warn("listing replica inboxes", "err", err)
-		}
+		warnLive(ctx, tk.log, err, "listing replica inboxes")
 		return nil
 	}
 	var out []string
@@ -152,9 +147,7 @@ func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 func (tk *takeover) adopt(ctx context.Context, holder string) {
 	recs, err := inboxRecords(ctx, tk.st, tk.inboxes)
 	if err != nil {
-		if ctx.Err() == nil {
-			tk.log.Warn("listing replica inboxes", "err", err)
-		}
+		warnLive(ctx, tk.log, err, "listing replica inboxes")
 		return
 	}
 	for _, r := range recs {
@@ -168,9 +161,7 @@ func (tk *takeover) adopt(ctx context.Context, holder string) {
 		}
 		n, err := a.AdoptInbox(ctx, saved)
 		if err != nil {
-			if ctx.Err() == nil {
-				tk.log.Warn("adopting the inbox of a replica that is gone; trying again later", "channel", r.channel, "record", r.key, "err", err)
-			}
+			warnLive(ctx, tk.log, err, "adopting the inbox of a replica that is gone; trying again later", "channel", r.channel, "record", r.key)
 			continue
 		}
 		// Only as adopted: a replica thought dead that saved its record again meanwhile
@@ -188,9 +179,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 	// Every lease ends within the ttl, so this lists all session leases.
 	ls, err := st.ExpiredLeases(ctx, "session:", now.Add(engine.DefaultLeaseTTL+time.Minute))
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("listing session leases", "err", err)
-		}
+		warnLive(ctx, log, err, "listing session leases")
 		return nil
 	}
 	var ids []string
@@ -209,9 +198,7 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
 	ls, err := st.ExpiredLeases(ctx, engine.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("listing replica leases", "err", err)
-		}
+		warnLive(ctx, log, err, "listing replica leases")
 		return nil
 	}
 	var out []string
@@ -227,4 +214,11 @@ func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time
 		out = append(out, holder)
 	}
 	return out
+}
+
+// warnLive logs err with msg and args unless ctx has ended: then it is the stop's doing.
+func warnLive(ctx context.Context, log *slog.Logger, err error, msg string, args ...any) {
+	if ctx.Err() == nil {
+		log.Warn(msg, append(args, "err", err)...)
+	}
 }

@@ -57,10 +57,11 @@ func OneOf(key, got string, allowed ...string) error {
 	if slices.Contains(allowed, got) {
 		return nil
 	}
-	return BadValue(key, got, "expected %s", orList(allowed))
+	return BadValue(key, got, "expected %s", OrList(allowed))
 }
 
-func orList(items []string) string {
+// OrList joins items as "a", "a or b", "a, b or c".
+func OrList(items []string) string {
 	if len(items) < 2 {
 		return strings.Join(items, "")
 	}

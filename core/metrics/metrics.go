@@ -67,7 +67,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Registry is the registry itself, for tests that gather it.
+// Registry is the registry itself: serve adds the MCP servers' collector, tests gather it.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Inbound counts one inbound platform event.
@@ -143,39 +143,4 @@ func statusText(code int) string {
 		return "other"
 	}
 	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
-}
-
-// Sample reads one series from the registry: a counter's or gauge's value, or a
-// histogram's sample count, of the first series of name whose labels include the given
-// name/value pairs; 0 when there is none. It is for tests and diagnostics, not the hot path.
-func (m *Metrics) Sample(name string, labels ...string) (float64, error) {
-	fams, err := m.reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, s := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range s.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue next
-				}
-			}
-			switch {
-			case s.GetCounter() != nil:
-				return s.GetCounter().GetValue(), nil
-			case s.GetHistogram() != nil:
-				return float64(s.GetHistogram().GetSampleCount()), nil
-			}
-			return s.GetGauge().GetValue(), nil
-		}
-	}
-	return 0, nil
 }
