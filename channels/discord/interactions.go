@@ -93,9 +93,6 @@ func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction)
 		if b.kind == core.ActionAnswer {
 			base.Action.Value = strconv.Itoa(b.option)
 		}
-		c.logRoles(i, b.kind)
-		return ixJob{msg: base, kind: ixComponent,
-			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 
 	default: // modal submit
 		data := i.ModalSubmitData()
@@ -104,17 +101,12 @@ func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction)
 			return ixJob{local: ephemeral(replyInvalid)}, true
 		}
 		base.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: b.approval, Value: strings.TrimSpace(fieldValue(data.Components, feedbackField))}
-		c.logRoles(i, core.ActionRevise)
-		return ixJob{msg: base, kind: ixComponent,
-			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 	}
-}
-
-// logRoles records the roles a decision came with, for the log.
-func (c *Channel) logRoles(i *discordgo.Interaction, k core.ActionKind) {
 	if roles := roleKeys(i.Member); len(roles) > 0 {
-		c.log.Debug("decision from a guild member", "action", k, "roles", roles)
+		c.log.Debug("decision from a guild member", "action", base.Action.Kind, "roles", roles)
 	}
+	return ixJob{msg: base, kind: ixComponent,
+		ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 }
 
 // fieldValue finds the value of the text input id in a modal's rows.
