@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"strings"
@@ -40,10 +41,7 @@ func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
 func (c *Channel) editedFile(ctx context.Context, f slackgo.File) core.File {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 	defer cancel()
-	url := f.URLPrivateDownload
-	if url == "" {
-		url = f.URLPrivate
-	}
+	url := cmp.Or(f.URLPrivateDownload, f.URLPrivate)
 	got, err := channels.FetchPlanFile(ctx, f.Name, f.Mimetype, int64(f.Size), func(ctx context.Context) (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
 		go func() {

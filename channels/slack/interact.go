@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,26 +54,15 @@ func (c *Channel) fromClick(ctx context.Context, cb slackgo.InteractionCallback,
 		return job{}, false
 	}
 	act := cb.ActionCallback.BlockActions[0]
-	ch := cb.Container.ChannelID
-	if ch == "" {
-		ch = cb.Channel.ID
-	}
-	thread := cb.Container.ThreadTs
-	if thread == "" {
-		thread = cb.Message.ThreadTimestamp
-	}
+	ch := cmp.Or(cb.Container.ChannelID, cb.Channel.ID)
 	msgTS := cb.Container.MessageTs
+	// plangate's buttons are in threads; a top-level one starts its own
+	thread := cmp.Or(cb.Container.ThreadTs, cb.Message.ThreadTimestamp, msgTS)
 	if ch == "" {
 		return job{}, false // a button in a modal or on the home tab: plangate puts none there
 	}
-	if thread == "" {
-		thread = msgTS // plangate's buttons are in threads; a top-level one starts its own
-	}
 	user := cb.User.ID
-	id := cb.TriggerID
-	if id == "" {
-		id = act.ActionTs + ":" + user
-	}
+	id := cmp.Or(cb.TriggerID, act.ActionTs+":"+user)
 	if !c.seen.first("act:" + id) {
 		return job{}, false
 	}
@@ -177,10 +167,7 @@ func (c *Channel) fromModal(ctx context.Context, cb slackgo.InteractionCallback,
 		c.log.Debug("a revise form plangate did not make", "err", err)
 		return job{}, false
 	}
-	id := cb.TriggerID
-	if id == "" {
-		id = "view:" + cb.View.ID + ":" + cb.View.Hash
-	}
+	id := cmp.Or(cb.TriggerID, "view:"+cb.View.ID+":"+cb.View.Hash)
 	if !c.seen.first("act:" + id) {
 		return job{}, false
 	}

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,10 +26,7 @@ func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, req *
 	if ch == "" || user == "" {
 		return job{}, false
 	}
-	id := cmd.TriggerID
-	if id == "" {
-		id = "slash:" + req.EnvelopeID
-	}
+	id := cmp.Or(cmd.TriggerID, "slash:"+req.EnvelopeID)
 	if !c.seen.first("slash:" + id) {
 		return job{}, false
 	}

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -145,13 +146,7 @@ func (c *Channel) revisePrompt(ctx context.Context, q *models.CallbackQuery, m *
 		return
 	}
 	c.answer(ctx, q.ID, toastRevise)
-	label := labelOf(m.Caption)
-	if label == "" {
-		label = labelOf(m.Text)
-	}
-	if label == "" {
-		label = "this plan"
-	}
+	label := cmp.Or(labelOf(m.Caption), labelOf(m.Text), "this plan")
 	text := fmt.Sprintf("What should change in %s? Reply to this message.", label)
 	force := models.ForceReply{ForceReply: true, InputFieldPlaceholder: "What should change?"}
 	if m.Chat.Type != models.ChatTypePrivate && q.From.Username != "" {
