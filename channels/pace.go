@@ -16,11 +16,10 @@ type Rate struct {
 }
 
 // Pacer keeps outgoing messages under a platform's limits, per conversation (keyed by K)
-// and optionally in all, so a burst of replies is spread out instead of being answered
-// with rate limits. Each limit is a GCRA bucket: a theoretical arrival time moved on by
-// compare-and-swap, so a conversation under its limit books its message with two atomic
-// operations, taking no lock and starting no goroutine or timer. The zero key is "no
-// conversation": only the overall limit applies to it.
+// and optionally in all, so a burst of replies is spread out instead of rate limited. Each
+// limit is a GCRA bucket, a theoretical arrival time moved on by compare-and-swap: a
+// message under its limit costs two atomic operations, no lock, goroutine or timer. The
+// zero key is "no conversation": only the overall limit applies to it.
 type Pacer[K comparable] struct {
 	// Now is the clock; tests replace it before the first use.
 	Now func() time.Time

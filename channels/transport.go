@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// What a failed platform request says about sending it again. An adapter's classifier
-// (Policy.Classify) answers one of these, as picoclaw's ClassifySendError does, and the
-// retry loop decides with errors.Is.
+// What a failed platform request says about sending it again: an adapter's classifier
+// (Policy.Classify) answers one of these and the retry loop decides with errors.Is.
 var (
 	// ErrRateLimited: the platform asked to wait; a *RateLimitError says how long.
 	ErrRateLimited = errors.New("rate limited")
@@ -33,9 +32,8 @@ func RateLimited(d time.Duration) error { return &RateLimitError{RetryAfter: d} 
 func (e *RateLimitError) Error() string        { return fmt.Sprintf("rate limited for %v", e.RetryAfter) }
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
-// Transient reports whether err is a failure of the network rather than an answer: one
-// attempt timed out (the caller's context did not), the connection failed, or it was cut
-// while the answer was read. Classifiers call it after their platform's own checks.
+// Transient reports whether err is a failure of the network rather than an answer: an
+// attempt timed out, the connection failed, or it was cut while the answer was read.
 func Transient(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
@@ -61,9 +59,9 @@ type Policy struct {
 	Platform string // "telegram": starts every error and log message
 	Patience
 	// Classify answers ErrRateLimited (as a *RateLimitError), ErrTemporary or ErrPermanent
-	// for an error of the platform's library; nil means permanent.
+	// for an error of the platform's library.
 	Classify func(error) error
-	// Scrub returns the error as it may be logged and returned: without secrets. The
+	// Scrub returns the error without secrets, as it may be logged and returned. The
 	// classifier always sees the library's own error.
 	Scrub func(error) error
 	Log   *slog.Logger
@@ -80,14 +78,14 @@ type Patience struct {
 	AttemptTime time.Duration // bound on one attempt; 0 = the caller's context only
 }
 
-// DefaultPatience is the platforms' default: five attempts, pauses from half a second
-// doubling up to ten, thirty seconds for one attempt.
+// DefaultPatience is five attempts, pauses from half a second doubling up to ten, thirty
+// seconds for one attempt.
 func DefaultPatience() Patience {
 	return Patience{Attempts: 5, Backoff: 500 * time.Millisecond, MaxBackoff: 10 * time.Second, AttemptTime: 30 * time.Second}
 }
 
-// Call is one request: its name in errors and logs, the conversation it concerns (a
-// log attribute; the zero Attr for none) and, when it is paced, its lane.
+// Call is one request: its name in errors and logs, the conversation it concerns (a log
+// attribute) and, when it is paced, its lane.
 type Call struct {
 	Name   string
 	Target slog.Attr
@@ -95,9 +93,9 @@ type Call struct {
 }
 
 // Do runs fn until it succeeds or the policy gives up: a rate limit waits what the
-// platform asked (and holds back the call's lane for as long), a temporary failure backs
-// off, a permanent one ends at once. What finally fails is logged with the call's target
-// and returned scrubbed; when ctx ends, Do returns ctx.Err().
+// platform asked (holding back the call's lane as long), a temporary failure backs off, a
+// permanent one ends at once. What finally fails is logged and returned scrubbed; when
+// ctx ends, Do returns ctx.Err().
 func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) error) error {
 	wait := p.Backoff
 	for attempt := 1; ; attempt++ {
@@ -113,8 +111,8 @@ func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		err := p.scrub(raw)
-		verdict := p.classify(raw)
+		err := p.Scrub(raw)
+		verdict := p.Classify(raw)
 		var pause time.Duration
 		var limited *RateLimitError
 		switch {
@@ -123,7 +121,7 @@ func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) err
 			if c.Lane != nil {
 				c.Lane.Block(pause)
 			}
-			p.log().Warn(p.Platform+" rate limit; waiting as asked", "method", c.Name, c.Target, "retry_after", pause, "attempt", attempt)
+			p.Log.Warn(p.Platform+" rate limit; waiting as asked", "method", c.Name, c.Target, "retry_after", pause, "attempt", attempt)
 		case errors.Is(verdict, ErrTemporary):
 			pause = wait
 			wait = min(wait*2, max(p.MaxBackoff, p.Backoff))
@@ -135,7 +133,7 @@ func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) err
 			p.failed(c, attempt, err)
 			return fmt.Errorf("%s %s: giving up after %d attempts: %w", p.Platform, c.Name, attempt, err)
 		}
-		p.log().Debug(p.Platform+" request will be retried", "method", c.Name, c.Target, "attempt", attempt, "pause", pause, "err", err)
+		p.Log.Debug(p.Platform+" request will be retried", "method", c.Name, c.Target, "attempt", attempt, "pause", pause, "err", err)
 		if err := Sleep(ctx, pause); err != nil {
 			return err
 		}
@@ -151,36 +149,12 @@ func (p Policy) attempt(ctx context.Context, fn func(ctx context.Context) error)
 	return fn(actx)
 }
 
-func (p Policy) classify(err error) error {
-	if p.Classify == nil {
-		return ErrPermanent
-	}
-	if v := p.Classify(err); v != nil {
-		return v
-	}
-	return ErrPermanent
-}
-
-func (p Policy) scrub(err error) error {
-	if p.Scrub == nil {
-		return err
-	}
-	return p.Scrub(err)
-}
-
-func (p Policy) log() *slog.Logger {
-	if p.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return p.Log
-}
-
 // failed logs a request that will not be tried again, so nothing fails silently.
 func (p Policy) failed(c Call, attempts int, err error) {
 	if p.Quiet != nil && p.Quiet(c.Name, err) {
 		return
 	}
-	p.log().Error(p.Platform+" request failed", "method", c.Name, c.Target, "attempts", attempts, "err", err)
+	p.Log.Error(p.Platform+" request failed", "method", c.Name, c.Target, "attempts", attempts, "err", err)
 }
 
 // Sleep waits d or until ctx ends, whichever is first; it returns ctx.Err() in the second

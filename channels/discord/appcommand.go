@@ -7,6 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/commands"
 )
 
@@ -20,9 +21,8 @@ const (
 )
 
 // planCommand is the /plan application command, generated from the command table: one
-// subcommand per row (but edit, which needs a file), each with one string option when the row takes arguments (required
-// when the row says so). An argument that is a choice between words ("[on|off]") offers
-// them as choices.
+// subcommand per row but edit, each with one string option when the row takes arguments
+// (required when the row says so); "[on|off]" offers its words as choices.
 func planCommand() *discordgo.ApplicationCommand {
 	desc := "Plan mode"
 	for _, e := range commands.MenuEntries() {
@@ -33,7 +33,7 @@ func planCommand() *discordgo.ApplicationCommand {
 	dm := true
 	cmd := &discordgo.ApplicationCommand{
 		Name:         commandName,
-		Description:  clip(desc, maxDescription),
+		Description:  channels.Clip(desc, maxDescription),
 		Type:         discordgo.ChatApplicationCommand,
 		DMPermission: &dm,
 	}
@@ -44,7 +44,7 @@ func planCommand() *discordgo.ApplicationCommand {
 		sub := &discordgo.ApplicationCommandOption{
 			Type:        discordgo.ApplicationCommandOptionSubCommand,
 			Name:        string(spec.Name),
-			Description: clip(spec.Summary, maxDescription),
+			Description: channels.Clip(spec.Summary, maxDescription),
 		}
 		if spec.Args != "" {
 			sub.Options = []*discordgo.ApplicationCommandOption{argOption(spec)}
@@ -67,12 +67,12 @@ func argOption(spec commands.Spec) *discordgo.ApplicationCommandOption {
 	opt := &discordgo.ApplicationCommandOption{
 		Type:        discordgo.ApplicationCommandOptionString,
 		Name:        "text",
-		Description: clip(inner, maxDescription),
+		Description: channels.Clip(inner, maxDescription),
 		Required:    spec.ArgRequired,
 	}
 	switch {
 	case oneWord.MatchString(inner):
-		opt.Name = clip(strings.ToLower(inner), maxOptionName)
+		opt.Name = channels.Clip(strings.ToLower(inner), maxOptionName)
 	case wordChoices.MatchString(inner):
 		opt.Name = "choice"
 		for _, w := range strings.Split(inner, "|") {
@@ -80,13 +80,13 @@ func argOption(spec commands.Spec) *discordgo.ApplicationCommandOption {
 		}
 	}
 	if !spec.ArgRequired {
-		opt.Description = clip("optional: "+inner, maxDescription)
+		opt.Description = channels.Clip("optional: "+inner, maxDescription)
 	}
 	return opt
 }
 
-// commandText turns an invocation of /plan into the text a person would have typed, so the
-// command goes through the same parser, usage errors and all.
+// commandText turns an invocation of /plan into the text a person would have typed, for
+// the same parser, usage errors and all.
 func commandText(data discordgo.ApplicationCommandInteractionData) string {
 	parts := []string{"/" + commandName}
 	for _, sub := range data.Options {
@@ -120,8 +120,7 @@ func optionString(o *discordgo.ApplicationCommandInteractionDataOption) string {
 }
 
 // registerCommands publishes /plan with a bulk overwrite, per guild in GuildIDs (where it
-// appears at once) or globally. A failure costs the menu, not the typed commands, so it is
-// logged.
+// appears at once) or globally. A failure costs the menu, not the typed commands.
 func (c *Channel) registerCommands(ctx context.Context) {
 	app := c.applicationID()
 	cmds := []*discordgo.ApplicationCommand{planCommand()}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -28,23 +27,18 @@ const idPrefix = "plan:"
 const feedbackField = "feedback"
 
 // customID encodes a button: "plan:a:<approval>" (accept), "plan:r:<approval>" (revise),
-// "plan:u:<approval>" (auto), "plan:q:<question>:<n>" (answer option n, 1-based). ok is
-// false for an action plangate does not make or an id that would not fit.
+// "plan:u:<approval>" (auto), "plan:q:<question>:<n>" (answer option n, 1-based); ok is
+// false for an action plangate does not make or an id that does not fit.
 func customID(a core.Action, option int) (string, bool) {
 	var s string
-	switch a.Kind {
-	case core.ActionAccept:
-		s = idPrefix + "a:" + a.ApprovalID
-	case core.ActionRevise:
-		s = idPrefix + "r:" + a.ApprovalID
-	case core.ActionAuto:
-		s = idPrefix + "u:" + a.ApprovalID
-	case core.ActionAnswer:
-		s = idPrefix + "q:" + a.ApprovalID + ":" + strconv.Itoa(option)
-	default:
+	switch tag := channels.DecisionTag(a.Kind); {
+	case !channels.ValidID(a.ApprovalID):
 		return "", false
-	}
-	if !validID(a.ApprovalID) {
+	case a.Kind == core.ActionAnswer:
+		s = idPrefix + "q:" + a.ApprovalID + ":" + strconv.Itoa(option)
+	case tag != "":
+		s = idPrefix + tag + ":" + a.ApprovalID
+	default:
 		return "", false
 	}
 	return s, len(s) <= maxCustomID
@@ -74,40 +68,29 @@ func parseCustomID(s string) (button, bool) {
 	if !ok {
 		return button{}, false
 	}
-	var b button
-	switch tag {
-	case "a":
-		b.kind = core.ActionAccept
-	case "r":
-		b.kind = core.ActionRevise
-	case "u":
-		b.kind = core.ActionAuto
-	case "m":
-		b.kind, b.modal = core.ActionRevise, true
-	case "q":
+	if tag == "q" {
 		id, num, ok := strings.Cut(arg, ":")
 		n, err := strconv.Atoi(num)
-		if !ok || err != nil || n < 1 || n > 25 || strconv.Itoa(n) != num || !validID(id) {
+		if !ok || err != nil || n < 1 || n > 25 || strconv.Itoa(n) != num || !channels.ValidID(id) {
 			return button{}, false
 		}
 		return button{kind: core.ActionAnswer, approval: id, option: n}, true
-	default:
+	}
+	b := button{approval: arg, modal: tag == "m"}
+	if b.modal {
+		b.kind, ok = core.ActionRevise, true
+	} else {
+		b.kind, ok = channels.DecisionKind(tag)
+	}
+	if !ok || !channels.ValidID(arg) {
 		return button{}, false
 	}
-	if !validID(arg) {
-		return button{}, false
-	}
-	b.approval = arg
 	return b, true
 }
 
-// validID accepts what the engine makes and nothing that could smuggle a separator into
-// a custom_id or a state key.
-func validID(s string) bool { return channels.ValidID(s) }
-
 // components lays out buttons: the decisions on one row (Accept green, Revise grey, Auto
-// blurple), answer options five to a row. A button that cannot be encoded is left out and
-// logged by the caller's count; the text always names the /plan command that does the same.
+// blurple), answer options five to a row. dropped counts the buttons left out; the text
+// always names the /plan command that does the same.
 func components(bs []core.Button) (rows []discordgo.MessageComponent, dropped int) {
 	var decisions, answers []discordgo.MessageComponent
 	for option, b := range channels.Numbered(bs) {
@@ -116,7 +99,7 @@ func components(bs []core.Button) (rows []discordgo.MessageComponent, dropped in
 			dropped++
 			continue
 		}
-		btn := discordgo.Button{Label: clip(channels.ButtonLabel(b), maxLabel), CustomID: id, Style: style(b.Action.Kind)}
+		btn := discordgo.Button{Label: channels.Clip(channels.ButtonLabel(b), maxLabel), CustomID: id, Style: style(b.Action.Kind)}
 		if b.Action.Kind == core.ActionAnswer {
 			answers = append(answers, btn)
 		} else {
@@ -149,21 +132,5 @@ func style(k core.ActionKind) discordgo.ButtonStyle {
 
 // approvals lists the approval ids whose decision buttons r carries.
 func approvals(r core.Reply) []string {
-	return slices.DeleteFunc(channels.ApprovalIDs(r), func(id string) bool { return !validID(id) })
-}
-
-// clip shortens s to at most n characters, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, count := 0, 0
-	for j := range s {
-		if count == n-1 {
-			i = j
-			break
-		}
-		count++
-	}
-	return strings.TrimSpace(s[:i]) + "…"
+	return slices.DeleteFunc(channels.ApprovalIDs(r), func(id string) bool { return !channels.ValidID(id) })
 }

@@ -8,20 +8,17 @@
 // sends carries an empty allowed_mentions, so model output can never ping anyone.
 //
 // Every interaction is acknowledged at once, off the gateway goroutine, so Discord's three
-// seconds are never at risk however busy the agent is; the engine's first reply to it
-// (Reply.InReplyTo) then becomes the edit of the deferred response or its follow-up.
-// Discord never delivers an interaction again, so one the engine handles is saved in a
-// durable inbox before it is acknowledged and replayed after a crash (inbox.go).
-// With interactions http they arrive on POST /webhooks/discord instead (RegisterHTTP),
-// verified with the application's Ed25519 key, and take the same path, the deferred
-// response being the HTTP answer; messages still come over the gateway. Run is both
-// halves; with several replicas RunInteractions serves the endpoint on every one of them
-// and RunGateway runs only on the replica elected for the gateway.
+// seconds are never at risk; the engine's first reply to it (Reply.InReplyTo) then edits
+// the deferred response or follows it up. Discord never delivers an interaction again, so
+// one the engine handles is saved in a durable inbox before it is acknowledged (inbox.go).
+// With interactions http they arrive on POST /webhooks/discord (RegisterHTTP), verified
+// with the application's Ed25519 key, the deferred response being the HTTP answer. Run is
+// gateway and endpoint; with several replicas RunInteractions serves the endpoint on every
+// one and RunGateway runs only on the replica elected for the gateway.
 //
-// discordgo reads the API base from package variables; changing them would change every
-// session in the process, so api_url is applied by a transport that rewrites the scheme
-// and host of each request instead. The bot token travels only in the Authorization header
-// and is scrubbed from every error that leaves this package.
+// discordgo reads the API base from package variables shared by every session in the
+// process, so api_url is applied by a transport that rewrites each request's scheme and
+// host. The bot token is scrubbed from every error that leaves this package.
 package discord
 
 import (
@@ -107,9 +104,9 @@ type Channel struct {
 	ixd   atomic.Pointer[dispatcher] // the dispatcher interactions go to (replays, AdoptInbox)
 }
 
-// New prepares a session and asks Discord who the bot is (GET /users/@me): its id is how
-// mentions are recognised and keys the saved state, so a new bot starts fresh. The gateway
-// is opened by Run. A nil log discards.
+// New prepares a session and asks Discord who the bot is (GET /users/@me): its id
+// recognises mentions and keys the saved state, so a new bot starts fresh. Run opens the
+// gateway. A nil log discards.
 func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
 	return newChannel(ctx, cfg, st, log, defaultTuning())
 }
@@ -121,9 +118,6 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	}
 	if st == nil {
 		return nil, errors.New("starting discord: no state store")
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	hc, err := rewritingClient(cfg.HTTPClient, cfg.APIURL)
 	if err != nil {
@@ -138,11 +132,10 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	// Run reopens the gateway itself, with a backoff that ends with its context; the
 	// library's own loop cannot be stopped.
 	s.ShouldReconnectOnError = false
-	// Handlers run on the gateway goroutine, in the order Discord sent the events; they
-	// only queue work, so they return quickly.
+	// Handlers run on the gateway goroutine, in Discord's order; they only queue work.
 	s.SyncEvents = true
-	// The library logs through the process-wide standard logger; everything worth knowing
-	// reaches this package as an error or an event and is logged here, through slog.
+	// The library logs through the process-wide standard logger; what matters reaches
+	// this package as an error or an event and is logged through slog.
 	s.LogLevel = -1
 	s.StateEnabled = true
 
@@ -150,7 +143,7 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		cfg:     cfg,
 		tune:    tune,
 		st:      st,
-		log:     log.With("channel", Name),
+		log:     channels.OrDiscard(log).With("channel", Name),
 		s:       s,
 		token:   token,
 		allowed: make(map[string]bool, len(cfg.AllowedChannels)),
@@ -187,9 +180,8 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	return c, nil
 }
 
-// intents are what the bot listens to. Message content is privileged: without it enabled
-// in the Developer Portal, guild messages arrive with empty text (mentions still work, as
-// Discord delivers the content of messages that mention the bot). Guilds brings the
+// intents are what the bot listens to. Message content is privileged: without it, guild
+// messages arrive with empty text, except those that mention the bot. Guilds brings the
 // channel and thread lists that tell a thread from a channel without a REST call.
 const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
 	discordgo.IntentsDirectMessages | discordgo.IntentMessageContent
@@ -227,8 +219,8 @@ func (c *Channel) allowedChannel(a core.Address) bool {
 	return c.allowed[a.Chat] || (a.Thread != "" && c.allowed[a.Thread])
 }
 
-// target is the Discord channel a reply to a goes to: the thread when there is one (a
-// thread is a channel of its own), else the channel.
+// target is the Discord channel a reply to a goes to: its thread (a channel of its own),
+// else its channel.
 func target(a core.Address) (string, error) {
 	if a.Channel != Name {
 		return "", fmt.Errorf("address of channel %q is not discord's", a.Channel)

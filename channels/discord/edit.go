@@ -14,10 +14,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// An edited plan file (docs/design.md §13) arrives as an attachment on a reply to the bot's plan
-// message, or on a /plan edit message. The gateway goroutine only decides; the download
-// (within the size limit) runs beside it, and messages that arrive meanwhile wait for it,
-// so the engine still gets them in gateway order.
+// An edited plan file (docs/design.md §13) arrives attached to a reply to the plan's
+// message, or to a /plan edit message. Its download (within the size limit) runs beside
+// the gateway goroutine; later messages wait for it, so the engine gets gateway order.
 
 // isPlanEdit reports whether m answers a plan with a file.
 func isPlanEdit(m *discordgo.Message, text string, replyToBot bool) bool {
@@ -48,8 +47,7 @@ func (c *Channel) editPrepare(ctx context.Context, m *discordgo.Message, msg cor
 	}
 }
 
-// download opens an attachment's CDN URL (through the session's client, which tests point
-// at a fake). Only Discord's attachment hosts are fetched from.
+// download opens an attachment's URL with the session's client, only on Discord's CDN.
 func (c *Channel) download(ctx context.Context, raw string) (io.ReadCloser, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || (u.Host != "cdn.discordapp.com" && u.Host != "media.discordapp.net") {

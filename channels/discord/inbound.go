@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -15,9 +16,8 @@ import (
 )
 
 // fromMessage normalizes a MESSAGE_CREATE, or reports false when the bot should not react:
-// its own messages and other bots', channels that are not allowed, and guild chatter that
-// does not address it. A guild message addresses the bot when it mentions it, replies to
-// one of its messages or is a typed /plan command; every direct message does.
+// bots, channels that are not allowed, and guild chatter that neither mentions the bot,
+// replies to it nor is a typed /plan command.
 func (c *Channel) fromMessage(ctx context.Context, m *discordgo.Message) (core.Message, bool) {
 	if m == nil || m.Author == nil || m.Author.ID == c.botID || m.Author.Bot {
 		return core.Message{}, false
@@ -95,16 +95,11 @@ func person(u *discordgo.User, member *discordgo.Member) core.Person {
 	if u == nil {
 		return core.Person{}
 	}
-	name := u.GlobalName
-	if member != nil && member.Nick != "" {
-		name = member.Nick
+	var nick string
+	if member != nil {
+		nick = member.Nick
 	}
-	if name == "" {
-		name = u.Username
-	}
-	if name == "" {
-		name = u.ID
-	}
+	name := cmp.Or(nick, u.GlobalName, u.Username, u.ID)
 	return core.Person{ID: u.ID, Name: name, IsBot: u.Bot, Roles: roleKeys(member)}
 }
 
@@ -136,8 +131,8 @@ func (c *Channel) address(ctx context.Context, guildID, channelID string) core.A
 	return a
 }
 
-// threadParent reports the parent channel when channelID is a thread. The gateway's guild
-// and thread events fill the library's state; a channel it does not know is asked for once.
+// threadParent reports the parent channel when channelID is a thread, from the library's
+// state (which the gateway fills) or, for a channel it does not know, asked once.
 func (c *Channel) threadParent(ctx context.Context, channelID string) (string, bool) {
 	if info, ok := c.chans.get(channelID); ok {
 		return info.parent, info.thread
@@ -153,8 +148,7 @@ func (c *Channel) threadParent(ctx context.Context, channelID string) (string, b
 			return err
 		})
 		if err != nil {
-			// Not cached: the next message asks again. Until then the channel is taken for
-			// what it almost always is, not a thread.
+			// Not cached: the next message asks again; until then it is taken for no thread.
 			c.log.Warn("could not tell whether a channel is a thread", "chat", channelID, "err", err)
 			return "", false
 		}
@@ -210,9 +204,9 @@ func snowflakeTime(id string) time.Time {
 }
 
 // recent remembers the last event ids seen, so an event the gateway delivers twice (a
-// resume replaying what was already received) is handled once. Across restarts the engine's
-// de-duplication in SQLite is what counts; this also covers read-only commands, which
-// leave no record there, and keeps an interaction from being acknowledged twice.
+// resume replaying what was received) is handled once. The engine de-duplicates across
+// restarts; this also covers read-only commands and keeps an interaction from being
+// acknowledged twice.
 type recent struct {
 	mu   sync.Mutex
 	ids  map[string]struct{}

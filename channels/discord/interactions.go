@@ -93,9 +93,6 @@ func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction)
 		if b.kind == core.ActionAnswer {
 			base.Action.Value = strconv.Itoa(b.option)
 		}
-		c.logRoles(i, b.kind)
-		return ixJob{msg: base, kind: ixComponent,
-			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 
 	default: // modal submit
 		data := i.ModalSubmitData()
@@ -104,17 +101,12 @@ func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction)
 			return ixJob{local: ephemeral(replyInvalid)}, true
 		}
 		base.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: b.approval, Value: strings.TrimSpace(fieldValue(data.Components, feedbackField))}
-		c.logRoles(i, core.ActionRevise)
-		return ixJob{msg: base, kind: ixComponent,
-			ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 	}
-}
-
-// logRoles records the roles a decision came with, for the log.
-func (c *Channel) logRoles(i *discordgo.Interaction, k core.ActionKind) {
 	if roles := roleKeys(i.Member); len(roles) > 0 {
-		c.log.Debug("decision from a guild member", "action", k, "roles", roles)
+		c.log.Debug("decision from a guild member", "action", base.Action.Kind, "roles", roles)
 	}
+	return ixJob{msg: base, kind: ixComponent,
+		ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
 }
 
 // fieldValue finds the value of the text input id in a modal's rows.
@@ -136,7 +128,7 @@ func fieldValue(rows []discordgo.MessageComponent, id string) string {
 func ephemeral(text string) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: clip(text, maxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
+		Data: &discordgo.InteractionResponseData{Content: channels.Clip(text, maxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()},
 	}
 }
 
@@ -148,7 +140,7 @@ func (c *Channel) reviseModal(ctx context.Context, i *discordgo.Interaction, app
 		c.log.Error("loading approval record", "chat", i.ChannelID, "err", err)
 	}
 	if ok && rec.Decided != "" {
-		return ephemeral(firstLine(rec.Decided) + "; nothing changed.")
+		return ephemeral(channels.FirstLine(rec.Decided) + "; nothing changed.")
 	}
 	title := "Revise the plan"
 	if i.Message != nil {
@@ -160,7 +152,7 @@ func (c *Channel) reviseModal(ctx context.Context, i *discordgo.Interaction, app
 		Type: discordgo.InteractionResponseModal,
 		Data: &discordgo.InteractionResponseData{
 			CustomID: modalID(approval),
-			Title:    clip(title, 45),
+			Title:    channels.Clip(title, 45),
 			Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.TextInput{CustomID: feedbackField, Label: "What should change?", Style: discordgo.TextInputParagraph,
 					Placeholder: "Your feedback for the next version", Required: true, MinLength: 1, MaxLength: 4000},
@@ -180,13 +172,6 @@ func labelOf(content string) string {
 	return ""
 }
 
-// firstLine is the first line of a reply, as plain text.
-func firstLine(md string) string {
-	s := strings.TrimSpace(channels.PlainText(md))
-	head, _, _ := strings.Cut(s, "\n")
-	return head
-}
-
 // register notes an interaction the engine is about to handle, so its replies can be
 // routed to it; acknowledge then answers its callback.
 func (c *Channel) register(i *discordgo.Interaction, kind ixKind) *pendingIx {
@@ -197,16 +182,14 @@ func (c *Channel) register(i *discordgo.Interaction, kind ixKind) *pendingIx {
 	return p
 }
 
-// acknowledge answers the callback of p; it runs off the gateway goroutine, as the
-// callback may take a moment and the gateway must not wait. Replies to p wait for it.
+// acknowledge answers the callback of p, off the gateway goroutine. Replies to p wait for it.
 func (c *Channel) acknowledge(ctx context.Context, p *pendingIx, resp *discordgo.InteractionResponse, arrived time.Time) {
 	p.ackErr = c.respond(ctx, p.ix, resp, arrived)
 	close(p.acked)
 }
 
-// respond answers an interaction's callback within Discord's three seconds of its arrival
-// (saving it in the inbox took some of them), trying again once within them after a
-// network failure.
+// respond answers an interaction's callback within Discord's three seconds of its arrival,
+// trying again once within them after a network failure.
 func (c *Channel) respond(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) error {
 	err := context.DeadlineExceeded
 	if left := c.tune.ackTime - time.Since(arrived); left > 0 {
@@ -246,10 +229,10 @@ func (c *Channel) claim(r core.Reply) *pendingIx {
 }
 
 // answerInteraction shows r as the outcome of interaction p: the edit of a /plan command's
-// deferred response, or a follow-up to a click (ephemeral for a notice such as a refusal
-// or a stale button). Replies that must stay editable after the interaction's token
-// expires (plans, questions, progress, files, long text) go to the channel; a /plan
-// command then shows the first line. ok is false when r still has to be posted.
+// deferred response, or a follow-up to a click (ephemeral for a notice). Replies that must
+// stay editable after the interaction's token expires (plans, questions, progress, files,
+// long text) go to the channel, a /plan command then showing their first line. ok is
+// false when r still has to be posted.
 func (c *Channel) answerInteraction(ctx context.Context, p *pendingIx, r core.Reply) (string, bool) {
 	select {
 	case <-p.acked:
@@ -270,8 +253,8 @@ func (c *Channel) answerInteraction(ctx context.Context, p *pendingIx, r core.Re
 		}
 		c.log.Warn("could not edit the deferred answer; posting instead", "chat", p.ix.ChannelID, "err", err)
 	case p.kind == ixCommand:
-		if head := firstLine(r.Text); head != "" {
-			if _, err := c.editOriginal(ctx, p.ix, channels.DiscordMarkdown(clip(head, 200))); err != nil {
+		if head := channels.FirstLine(r.Text); head != "" {
+			if _, err := c.editOriginal(ctx, p.ix, channels.DiscordMarkdown(channels.Clip(head, 200))); err != nil {
 				c.log.Warn("could not edit the deferred answer", "chat", p.ix.ChannelID, "err", err)
 			}
 		}
@@ -301,7 +284,7 @@ func (c *Channel) single(r core.Reply) (string, bool) {
 	if (r.Kind != core.ReplyText && r.Kind != core.ReplyNotice) || len(r.Buttons) > 0 || len(r.Attachments) > 0 {
 		return "", false
 	}
-	if c.cfg.LongReplyAsFile > 0 && len([]rune(r.Text)) > c.cfg.LongReplyAsFile {
+	if channels.LongReply(c.cfg.LongReplyAsFile, r) {
 		return "", false
 	}
 	chunks := textChunks(r.Text)
@@ -329,9 +312,8 @@ func (c *Channel) editOriginal(ctx context.Context, i *discordgo.Interaction, co
 }
 
 // finish forgets a handled interaction. A /plan command the engine said nothing about (a
-// duplicate delivery) loses its "thinking…" placeholder; not one kept for the next start
-// (kept), which answers it then, nor a replayed one, whose answer may be what the process
-// before the restart had shown.
+// duplicate delivery) loses its "thinking…" placeholder, unless it is kept for the next
+// start or was replayed (its answer may be what the process before the restart showed).
 func (c *Channel) finish(ctx context.Context, p *pendingIx, kept bool) {
 	c.mu.Lock()
 	delete(c.pending, p.ix.ID)
@@ -353,9 +335,4 @@ func (c *Channel) finish(ctx context.Context, p *pendingIx, kept bool) {
 	if err != nil {
 		c.log.Warn("could not remove the placeholder of a command", "chat", p.ix.ChannelID, "err", err)
 	}
-}
-
-// answerLocally answers an interaction the adapter settles itself.
-func (c *Channel) answerLocally(ctx context.Context, i *discordgo.Interaction, resp *discordgo.InteractionResponse, arrived time.Time) {
-	_ = c.respond(ctx, i, resp, arrived) // logged by respond
 }

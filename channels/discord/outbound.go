@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"unicode/utf8"
@@ -20,19 +21,23 @@ import (
 const maxContent = 2000
 
 // noMentions is the allowed_mentions of every message the bot sends: "parse": [] lets
-// nothing in the text notify anyone, whatever the model wrote. A fresh value each time, as
-// the library's structs are not ours to share.
+// nothing in the text notify anyone, whatever the model wrote.
 func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel       = (*Channel)(nil)
+	_ channels.Editor        = (*Channel)(nil)
+	_ channels.Typer         = (*Channel)(nil)
+	_ channels.Retirer       = (*Channel)(nil)
+	_ channels.ApprovalNoter = (*Channel)(nil)
+)
 
-// Send implements channels.Channel. The first reply to an interaction answers it (see
-// interactions.go); everything else is posted to the conversation's channel or thread:
-// text as Discord markdown in messages of at most 2000 characters (buttons on the last),
-// a plan with its file attached and its buttons, a reply over LongReplyAsFile characters as
-// reply.md. It returns the id of the first message sent.
+// Send implements channels.Channel. The first reply to an interaction answers it
+// (interactions.go); the rest is posted to the conversation's channel or thread: text in
+// messages of at most 2000 characters (buttons on the last), a plan with its file and
+// buttons, a long reply as reply.md. It returns the id of the first message sent.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	ch, err := target(r.To)
 	if err != nil {
@@ -62,9 +67,9 @@ func (c *Channel) post(ctx context.Context, ch string, r core.Reply) (string, er
 		c.log.Error("an attachment could not be read; sending the text", "chat", ch, "err", err)
 	}
 	text := r.Text
-	if c.cfg.LongReplyAsFile > 0 && r.Kind != core.ReplyProgress && utf8.RuneCountInString(text) > c.cfg.LongReplyAsFile {
+	if channels.LongReply(c.cfg.LongReplyAsFile, r) {
 		files = append(files, &discordgo.File{Name: "reply.md", ContentType: "text/markdown", Reader: strings.NewReader(text)})
-		text = longReplyHead(text)
+		text = channels.Clip(channels.FirstLine(text), 200) + "\n\nThe full reply is attached (reply.md)."
 	}
 	return c.postChunks(ctx, ch, textChunks(text), rows, files, r.Buttons)
 }
@@ -122,9 +127,9 @@ func (c *Channel) sendMessage(ctx context.Context, ch string, m *discordgo.Messa
 	// A file reader is consumed by an attempt; keep the bytes to rebuild it for the next.
 	var datas [][]byte
 	for _, f := range m.Files {
-		b, err := readAll(f)
+		b, err := io.ReadAll(f.Reader)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("reading attachment %s: %w", f.Name, err)
 		}
 		datas = append(datas, b)
 	}
@@ -144,14 +149,6 @@ func (c *Channel) sendMessage(ctx context.Context, ch string, m *discordgo.Messa
 		return nil, errors.New("sending a message: discord answered without the message")
 	}
 	return sent, nil
-}
-
-func readAll(f *discordgo.File) ([]byte, error) {
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(f.Reader); err != nil {
-		return nil, fmt.Errorf("reading attachment %s: %w", f.Name, err)
-	}
-	return b.Bytes(), nil
 }
 
 // readFiles turns attachments into uploads; a plan file is read from its path.
@@ -188,21 +185,10 @@ func textChunks(md string) []string {
 	}
 	out := channels.DiscordMarkdown(md)
 	if strings.TrimSpace(out) == "" {
-		// Markup that renders to nothing (LESSONS: tables once made empty messages) is
-		// shown as the plain text it is.
-		out = channels.PlainText(md)
+		out = channels.PlainText(md) // markup that renders to nothing is shown as plain text
 	}
 	return channels.SplitText(out, maxContent, channels.UTF16Len)
 }
-
-// longReplyHead is the message that carries a reply sent as reply.md.
-func longReplyHead(md string) string {
-	plain := strings.TrimSpace(channels.PlainText(md))
-	head, _, _ := strings.Cut(plain, "\n")
-	return clip(head, 200) + "\n\nThe full reply is attached (reply.md)."
-}
-
-var _ channels.Editor = (*Channel)(nil)
 
 // Edit implements channels.Editor: the message's content becomes r's, with r's buttons.
 // Should the new text need more than one message, the rest follows as new messages.
@@ -245,8 +231,6 @@ func (c *Channel) editMessage(ctx context.Context, ch, id, content string, rows 
 	})
 }
 
-var _ channels.Typer = (*Channel)(nil)
-
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -262,8 +246,6 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	}
 	return nil
 }
-
-var _ channels.Retirer = (*Channel)(nil)
 
 // Retire implements channels.Retirer: every message that carried the decided version's
 // buttons loses them and shows the decision. The record keeps the decision, so a late
@@ -282,8 +264,6 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 	}
 	return err
 }
-
-var _ channels.ApprovalNoter = (*Channel)(nil)
 
 // NoteApprovals implements channels.ApprovalNoter: every message with the pending
 // version's buttons shows the approvals so far under its content and keeps its buttons.
@@ -309,7 +289,7 @@ func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
 // withDecision appends the decision line to a message's content, shortening the content
 // if both would not fit.
 func withDecision(content, line string) string {
-	line = "\n\n" + clip(line, 400)
+	line = "\n\n" + channels.Clip(line, 400)
 	room := maxContent - channels.UTF16Len(line)
 	if channels.UTF16Len(content) > room {
 		content = channels.SplitText(content, room-1, channels.UTF16Len)[0] + "…"

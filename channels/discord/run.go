@@ -17,12 +17,11 @@ import (
 // Run opens the gateway, registers /plan, and hands events to h until ctx ends (returning
 // nil); with interactions http it also takes interaction requests (RunInteractions and
 // RunGateway in one). A lost connection is reopened with a growing pause, resuming the
-// gateway session so Discord replays what was missed; Run returns an error only when
-// Discord refuses the bot for good (a bad token, intents that are not enabled).
+// session so Discord replays what was missed; Run returns an error only when Discord
+// refuses the bot for good (a bad token, intents that are not enabled).
 //
-// Messages are queued with the handler (the engine) in gateway order and the gateway
-// goroutine goes on at once; the queued work outlives Run, so a shutdown lets in-flight
-// turns finish (the caller bounds that with Engine.Wait).
+// Messages are queued with the handler (the engine) in gateway order; the queued work
+// outlives Run, so a shutdown lets in-flight turns finish (the caller bounds that).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	d, release := c.accept(ctx, h)
 	defer release()
@@ -30,11 +29,9 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 }
 
 // RunInteractions takes requests on the interactions endpoint (interactions http) until
-// ctx ends, without the gateway. Nothing on that path needs the gateway: the request is
-// verified with the public key, the deferred answer is the HTTP response and the
-// follow-ups go through the webhook API with the interaction's token. So with several
-// replicas it runs on every one of them, and RunGateway only on the replica elected for
-// it.
+// ctx ends, without the gateway, which nothing on that path needs (the follow-ups go
+// through the webhook API with the interaction's token). So with several replicas it runs
+// on every one of them, and RunGateway only on the replica elected for it.
 func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error {
 	_, release := c.accept(ctx, h)
 	defer release()
@@ -42,9 +39,8 @@ func (c *Channel) RunInteractions(ctx context.Context, h channels.Handler) error
 	return nil
 }
 
-// RunGateway is Run without the interactions endpoint: the gateway's messages (and its
-// interactions, with interactions gateway) until ctx ends, for the replica that holds the
-// gateway while every replica runs RunInteractions.
+// RunGateway is Run without the interactions endpoint: the gateway's messages (and, with
+// interactions gateway, its interactions) until ctx ends.
 func (c *Channel) RunGateway(ctx context.Context, h channels.Handler) error {
 	d := newDispatcher(c, h, ctx)
 	if !c.HTTPInteractions() { // the gateway brings the interactions: their inbox is here
@@ -217,17 +213,16 @@ func (c *Channel) onInteraction(ctx context.Context, d *dispatcher, i *discordgo
 	switch {
 	case resp == nil:
 	case p == nil:
-		go c.answerLocally(d.ctx, i, resp, start)
+		go func() { _ = c.respond(d.ctx, i, resp, start) }() // an answer the adapter settles itself; respond logs
 	default:
 		go c.acknowledge(d.ctx, p, resp, start)
 	}
 }
 
-// takeInteraction is the one inbound path of interactions, whichever transport brought
-// them (the gateway, or the HTTP interactions endpoint): it decides what i asks for and
-// queues its message, if any, before anyone answers. It returns the callback to answer
-// with (nil: none) and, for one the engine handles, the pending interaction that the
-// answer acknowledges, which the caller must settle (acknowledge, or close acked).
+// takeInteraction is the one inbound path of interactions, over the gateway or HTTP: it
+// decides what i asks for and queues its message, if any, before anyone answers. It
+// returns the callback to answer with (nil: none) and, for one the engine handles, the
+// pending interaction the answer acknowledges, which the caller must settle.
 func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discordgo.Interaction, raw []byte) (*discordgo.InteractionResponse, *pendingIx) {
 	if !c.seen.add(i.ID) {
 		c.log.Debug("interaction delivered twice; answered once", "interaction", i.ID)
@@ -240,8 +235,8 @@ func (c *Channel) takeInteraction(ctx context.Context, d *dispatcher, i *discord
 	if j.local != nil {
 		return j.local, nil
 	}
-	// Saved before anyone answers (inbox.go): Discord will not deliver it again. One
-	// that cannot be saved is not acknowledged; the person is told nothing changed.
+	// Saved before anyone answers (inbox.go): Discord will not deliver it again. One that
+	// cannot be saved is refused; the person is told nothing changed.
 	if err := c.admit(ctx, i, raw, j.kind); err != nil || !c.inbox().take(i.ID) {
 		return ephemeral(replyNotStored), nil
 	}

@@ -16,9 +16,8 @@ import (
 	"github.com/plangate/plangate/core/conf"
 )
 
-// rewritingClient returns the HTTP client of the session: base's timeout (30s if none) and
-// a transport that sends every request to apiURL's scheme and host (its path is a prefix),
-// or unchanged when apiURL is empty.
+// rewritingClient is the session's HTTP client: base's timeout (30s if none) and a
+// transport that sends every request to apiURL's scheme and host (its path a prefix).
 func rewritingClient(base *http.Client, apiURL string) (*http.Client, error) {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	var rt http.RoundTripper = http.DefaultTransport
@@ -62,9 +61,8 @@ func (r rewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // apiError is a failed REST call as Discord answered it: the HTTP status, Discord's JSON
-// error code and a short text in place of the library's, which holds the whole request
-// URL and body. scrub returns it inside a channels scrubbed error, so neither text
-// carries a token and errors.As still finds it (and the library's error below it).
+// error code and a short scrubbed text in place of the library's, which holds the whole
+// request URL and body. errors.As finds it and the library's error below it.
 type apiError struct {
 	Status int    // HTTP status
 	Code   int    // Discord's JSON error code, when it sent one
@@ -102,8 +100,7 @@ func (c *Channel) scrubText(s string) string {
 }
 
 // classify is Discord's answer to channels.Policy: a network failure or a server error is
-// temporary. Its 4xx answers (a missing permission, an unknown message) do not change by
-// waiting, and 429s were already waited out by the library.
+// temporary. 4xx answers do not change by waiting, and the library waits out 429s.
 func classify(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return channels.ErrPermanent
@@ -121,8 +118,7 @@ func classify(err error) error {
 	return channels.ErrPermanent
 }
 
-// do runs one REST call with a bounded time per attempt, trying again after network
-// failures and 5xx answers with a doubling pause. The error it returns is scrubbed.
+// do runs one REST call with Discord's rules (channels.Policy); its error is scrubbed.
 func (c *Channel) do(ctx context.Context, what string, call func(opts ...discordgo.RequestOption) error) error {
 	return c.doWithin(ctx, c.tune.retry.AttemptTime, c.tune.retry.Attempts, what, call)
 }

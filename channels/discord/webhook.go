@@ -19,17 +19,15 @@ import (
 )
 
 // timestampWindow is how far a request's signed X-Signature-Timestamp may be from the
-// adapter's clock, either way: a request signed earlier (a captured one sent again) is
-// refused, as Slack's verifier refuses one outside its five minutes.
+// adapter's clock, either way, so a captured request cannot be sent again later.
 const timestampWindow = 5 * time.Minute
 
 // InteractionsPath is the route of interactions http, under http.public_url: the
 // application's Interactions Endpoint URL.
 const InteractionsPath = "/webhooks/discord"
 
-// RegisterHTTP adds POST /webhooks/discord to srv with interactions http (with gateway
-// it adds nothing). Call it before srv runs; until Run or RunInteractions is running the
-// route answers 503.
+// RegisterHTTP adds POST /webhooks/discord to srv with interactions http. Call it before
+// srv runs; until Run or RunInteractions is running the route answers 503.
 func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	if c.cfg.Interactions != InteractionsHTTP {
 		return
@@ -37,16 +35,14 @@ func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	srv.Handle("POST "+InteractionsPath, http.HandlerFunc(c.serveHTTP))
 }
 
-// Ready is nil while the gateway is connected (messages always come over it) and, with
-// interactions http, the endpoint takes requests (InteractionsReady); otherwise an error
-// naming the problem, for /readyz.
+// Ready is nil while the gateway is connected and, with interactions http, the endpoint
+// takes requests (InteractionsReady); otherwise an error naming the problem.
 func (c *Channel) Ready() error {
 	return errors.Join(c.health.Err(), c.InteractionsReady())
 }
 
-// InteractionsReady is nil when nothing is to be taken over HTTP (interactions gateway)
-// or the interactions endpoint takes requests (Run or RunInteractions is running): the
-// readiness of a replica that does not hold the gateway.
+// InteractionsReady is nil with interactions gateway or while the interactions endpoint
+// takes requests: the readiness of a replica that does not hold the gateway.
 func (c *Channel) InteractionsReady() error {
 	if c.cfg.Interactions != InteractionsHTTP {
 		return nil
@@ -70,14 +66,13 @@ func (c *Channel) checkTimestamp(ts string) error {
 	return nil
 }
 
-// HTTPInteractions tells whether interactions arrive on the HTTP endpoint (interactions
-// http), so that every replica should take them, not only the one holding the gateway.
+// HTTPInteractions tells whether interactions arrive on the HTTP endpoint, so every
+// replica should take them, not only the one holding the gateway.
 func (c *Channel) HTTPInteractions() bool { return c.cfg.Interactions == InteractionsHTTP }
 
 // serveHTTP verifies an interaction request with the application's public key, answers a
-// PING, and hands the rest to takeInteraction, the path gateway interactions take: the
-// HTTP response is then the callback (a deferred response for what the engine handles),
-// and the follow-ups go through the webhook API as in gateway mode.
+// PING, and hands the rest to takeInteraction, as the gateway does; the HTTP response is
+// the callback.
 func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, ok := httpserver.ReadBody(w, r)
 	if !ok {
@@ -158,9 +153,8 @@ func writeCallback(w http.ResponseWriter, resp *discordgo.InteractionResponse) e
 }
 
 // doIx is do for the webhook calls that follow an interaction's answer. With interactions
-// http that answer is the HTTP response, and Discord may not have taken it in when the
-// first follow-up arrives ("Unknown Message" or "Unknown interaction"): such a call is
-// tried again after a pause, a few times.
+// http that answer is the HTTP response, which Discord may not have taken in when the first
+// follow-up arrives ("Unknown Message" or "Unknown interaction"): that is tried again.
 func (c *Channel) doIx(ctx context.Context, what string, call func(opts ...discordgo.RequestOption) error) error {
 	err := c.do(ctx, what, call)
 	if c.cfg.Interactions != InteractionsHTTP {

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"strings"
@@ -12,10 +13,9 @@ import (
 	"github.com/plangate/plangate/core/machine"
 )
 
-// An edited plan file (docs/design.md §13) arrives as a file shared in the plan's thread (or with
-// a /plan edit message anywhere the bot hears it). It is downloaded from its url_private
-// with the bot token (the client sends it only to Slack's own hosts, or the configured API
-// host), within the size limit, and handed to the engine as /plan edit with the file.
+// An edited plan file (docs/design.md §13) arrives shared in the plan's thread, or with a
+// /plan edit message. It is downloaded from its url_private with the bot token (which the
+// client sends only to Slack's hosts or the API host), within the size limit.
 
 // planEditFile reports whether a posted message answers a plan with a file: /plan edit
 // with a file, or a text file shared in a thread.
@@ -36,17 +36,12 @@ func sharedInThread(subtype, thread, ts string, files []slackgo.File) bool {
 		machine.IsTextFile(files[0].Name, files[0].Mimetype)
 }
 
-// editedFile downloads the first file of a message. A failed download is logged and
-// handed on without data, so the person is told to send it again. A shutdown does not cut
-// a download short (that would answer a good file with "could not download"); attemptTime
-// bounds it.
+// editedFile downloads a message's file; a failed one is handed on without data, so the
+// person is told to send it again. A shutdown does not cut it short; attemptTime bounds it.
 func (c *Channel) editedFile(ctx context.Context, f slackgo.File) core.File {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 	defer cancel()
-	url := f.URLPrivateDownload
-	if url == "" {
-		url = f.URLPrivate
-	}
+	url := cmp.Or(f.URLPrivateDownload, f.URLPrivate)
 	got, err := channels.FetchPlanFile(ctx, f.Name, f.Mimetype, int64(f.Size), func(ctx context.Context) (io.ReadCloser, error) {
 		pr, pw := io.Pipe()
 		go func() {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	slackgo "github.com/slack-go/slack"
 
@@ -15,9 +13,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// sendPlan posts a proposed plan: its file into the thread, then the reply (title, version,
-// summary) with the decision buttons. Without its file the plan still reaches the chat,
-// buttons and all, and says the file is missing.
+// sendPlan posts a proposed plan: its file, then the reply with the decision buttons, which
+// says so when the file could not be uploaded.
 func (c *Channel) sendPlan(ctx context.Context, ch, thread string, r core.Reply, buttons []slackgo.Block) (first, withButtons string, shown []string, err error) {
 	text := r.Text
 	if uerr := c.upload(ctx, ch, thread, r.Attachments[0], ""); uerr != nil {
@@ -43,10 +40,9 @@ func (c *Channel) sendPlan(ctx context.Context, ch, thread string, r core.Reply,
 // comment; buttons, if any, follow in a short message. If the upload fails the reply goes
 // as messages after all.
 func (c *Channel) sendLong(ctx context.Context, ch, thread string, r core.Reply, buttons []slackgo.Block) (first, withButtons string, shown []string, err error) {
-	head := clip(firstLine(channels.PlainText(r.Text)), 200)
+	head := channels.Clip(firstLine(channels.PlainText(r.Text)), 200)
 	comment := head + "\n(The full reply is attached: reply.md)"
-	f := core.File{Name: "reply.md", MIME: "text/markdown", Data: []byte(r.Text)}
-	if uerr := c.upload(ctx, ch, thread, f, comment); uerr != nil {
+	if uerr := c.upload(ctx, ch, thread, channels.ReplyFile(r.Text), comment); uerr != nil {
 		if ctx.Err() != nil {
 			return "", "", nil, uerr
 		}
@@ -59,23 +55,12 @@ func (c *Channel) sendLong(ctx context.Context, ch, thread string, r core.Reply,
 	return c.sendText(ctx, ch, thread, head, buttons)
 }
 
-// upload shares f in the thread with Slack's v2 flow (files.getUploadURLExternal, the
-// upload, files.completeUploadExternal). A failed attempt is retried as a whole: the
-// upload URL is single-use.
+// upload shares f in the thread with Slack's v2 flow; a failed attempt is retried as a
+// whole, as the upload URL is single-use.
 func (c *Channel) upload(ctx context.Context, ch, thread string, f core.File, comment string) error {
-	data := f.Data
-	if data == nil && f.Path != "" {
-		var err error
-		if data, err = os.ReadFile(f.Path); err != nil {
-			return fmt.Errorf("reading attachment: %w", err)
-		}
-	}
-	name := f.Name
-	if name == "" && f.Path != "" {
-		name = filepath.Base(f.Path)
-	}
-	if name == "" {
-		name = "attachment"
+	name, data, err := channels.Attachment(f)
+	if err != nil {
+		return err
 	}
 	if len(data) == 0 {
 		// Slack refuses empty files; say so instead of losing the attachment silently.
@@ -131,8 +116,6 @@ func (c *Channel) loadApproval(ctx context.Context, id string) (approvalRecord, 
 	return r, ok
 }
 
-var _ channels.Retirer = (*Channel)(nil)
-
 // Retire implements channels.Retirer: every message that carried the decided version's
 // buttons is updated to show the decision, without the buttons. The record keeps the
 // decision, so a late Revise click can say what happened.
@@ -141,15 +124,13 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 	decision := channels.SlackMrkdwn(r.Text)
 	return c.approvals.Retire(ctx, r, func(ctx context.Context, m sentMsg) error {
 		msg := message{sections: m.Sections, plain: m.Plain}
-		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_decided", mrkdwn(clip(decision, maxSection))))
+		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_decided", mrkdwn(channels.Clip(decision, maxSection))))
 		if err := c.update(ctx, m.Chat, m.TS, fallbackOf(r.Text), blocks); err != nil {
 			return fmt.Errorf("retiring the buttons of message %s in %s: %w", m.TS, m.Chat, err)
 		}
 		return nil
 	})
 }
-
-var _ channels.ApprovalNoter = (*Channel)(nil)
 
 // NoteApprovals implements channels.ApprovalNoter: every message with the pending
 // version's buttons shows the approvals so far under its text and keeps its buttons. A
@@ -166,7 +147,7 @@ func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
 			continue
 		}
 		msg := message{sections: m.Sections, plain: m.Plain}
-		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_approvals", mrkdwn(clip(note, maxSection))))
+		blocks := append(msg.blocks(), slackgo.NewContextBlock("plangate_approvals", mrkdwn(channels.Clip(note, maxSection))))
 		blocks = append(blocks, c.buttonBlocks(m.Buttons)...)
 		if err := c.update(ctx, m.Chat, m.TS, fallbackOf(r.Text), blocks); err != nil {
 			errs = append(errs, fmt.Errorf("showing approvals on message %s in %s: %w", m.TS, m.Chat, err))

@@ -16,25 +16,13 @@ import (
 // inbound turns an acknowledged envelope into work; ok is false for envelopes the bot
 // ignores or has handled before.
 func (c *Channel) inbound(ctx context.Context, it item) (job, bool) {
-	switch it.kind {
-	case socketmode.EventTypeEventsAPI:
-		ev, ok := it.data.(slackevents.EventsAPIEvent)
-		if !ok {
-			return job{}, false
-		}
-		return c.fromEvent(ctx, ev, it.req)
-	case socketmode.EventTypeSlashCommand:
-		cmd, ok := it.data.(slackgo.SlashCommand)
-		if !ok {
-			return job{}, false
-		}
-		return c.fromSlash(ctx, cmd, it.req)
-	case socketmode.EventTypeInteractive:
-		cb, ok := it.data.(slackgo.InteractionCallback)
-		if !ok {
-			return job{}, false
-		}
-		return c.fromInteraction(ctx, cb, it.req)
+	switch data := it.data.(type) {
+	case slackevents.EventsAPIEvent:
+		return c.fromEvent(ctx, data, it.req)
+	case slackgo.SlashCommand:
+		return c.fromSlash(ctx, data, it.req)
+	case slackgo.InteractionCallback:
+		return c.fromInteraction(ctx, data, it.req)
 	}
 	return job{}, false
 }
@@ -65,9 +53,8 @@ func (c *Channel) fromEvent(ctx context.Context, ev slackevents.EventsAPIEvent, 
 		at = time.Now()
 	}
 	m := core.Message{
-		// The message, not the event, is what is answered once: the engine records this
-		// id, so a DM delivered as both message.im and app_mention (two event ids) is
-		// answered once even across a restart, and so is a retry.
+		// The message, not the event, is answered once: the engine records this id, so a
+		// DM delivered as both message.im and app_mention is answered once, across restarts too.
 		ID:        messageKey(p.ch, p.ts),
 		Address:   c.address(p.ch, thread),
 		Sender:    core.Person{ID: p.user, Name: c.nameOf(ctx, p.user, "")},
@@ -163,10 +150,8 @@ func unescape(s string) string {
 }
 
 // rememberRecent saves thread as the most recent session of channel ch, for a /plan typed
-// at the channel's top level. It writes only when that changes, and without waiting for
-// the disk: an OS crash can only lose the hint (a top-level /plan then finds the thread
-// before), and every mention that starts a thread changes it, so a durable save was one
-// more fsync per mention.
+// at the channel's top level. It writes only when that changes, and lazily: an OS crash
+// loses only the hint, and a durable save would be one more fsync per mention.
 func (c *Channel) rememberRecent(ctx context.Context, ch, thread string) {
 	c.recentMu.Lock()
 	defer c.recentMu.Unlock()

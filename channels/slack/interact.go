@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -52,39 +54,25 @@ func (c *Channel) fromClick(ctx context.Context, cb slackgo.InteractionCallback,
 		return job{}, false
 	}
 	act := cb.ActionCallback.BlockActions[0]
-	ch := cb.Container.ChannelID
-	if ch == "" {
-		ch = cb.Channel.ID
-	}
-	thread := cb.Container.ThreadTs
-	if thread == "" {
-		thread = cb.Message.ThreadTimestamp
-	}
+	ch := cmp.Or(cb.Container.ChannelID, cb.Channel.ID)
 	msgTS := cb.Container.MessageTs
+	// plangate's buttons are in threads; a top-level one starts its own
+	thread := cmp.Or(cb.Container.ThreadTs, cb.Message.ThreadTimestamp, msgTS)
 	if ch == "" {
 		return job{}, false // a button in a modal or on the home tab: plangate puts none there
 	}
-	if thread == "" {
-		thread = msgTS // plangate's buttons are in threads; a top-level one starts its own
-	}
 	user := cb.User.ID
-	id := cb.TriggerID
-	if id == "" {
-		id = act.ActionTs + ":" + user
-	}
+	id := cmp.Or(cb.TriggerID, act.ActionTs+":"+user)
 	if !c.seen.first("act:" + id) {
 		return job{}, false
 	}
-	say := func(text string) job {
-		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, thread, user, text) }}
-	}
 	if !c.allowedChannel(ch) {
-		return say(noteNotHere), true
+		return c.say(ch, thread, user, noteNotHere), true
 	}
 	b, ok := parseButton(act.ActionID, act.Value)
 	if !ok {
 		c.log.Debug("a button plangate did not make", "slack_channel", ch, "action", act.ActionID)
-		return say(noteInvalid), true
+		return c.say(ch, thread, user, noteInvalid), true
 	}
 	if b.kind == core.ActionRevise {
 		return c.reviseClick(ctx, cb, ch, thread, b.approval), true
@@ -93,27 +81,25 @@ func (c *Channel) fromClick(ctx context.Context, cb slackgo.InteractionCallback,
 	if at.IsZero() {
 		at = time.Now()
 	}
-	m := core.Message{
-		ID:        id,
-		Address:   c.address(ch, thread),
-		Sender:    core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)},
-		Direct:    strings.HasPrefix(ch, "D"),
-		Mentioned: true,
-		ReplyTo:   msgTS,
-		Action:    &core.Action{Kind: b.kind, ApprovalID: b.approval, Value: b.value},
-		Time:      at,
-	}
-	c.waiting.expect(id, ch, thread, user)
-	return job{msg: &m}, true
+	m := c.asked(id, ch, thread, thread, core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)}, at)
+	m.ReplyTo = msgTS
+	m.Action = &core.Action{Kind: b.kind, ApprovalID: b.approval, Value: b.value}
+	return job{msg: m}, true
 }
 
-// reviseClick opens the feedback modal; its submission becomes the revise action. A plan
-// that was decided meanwhile says so instead.
+// asked is the message of an interaction by sender in ch's thread, whose first answer is
+// shown to sender in shownIn (a thread of ch, "" = top level).
+func (c *Channel) asked(id, ch, thread, shownIn string, sender core.Person, at time.Time) *core.Message {
+	c.waiting.expect(id, ch, shownIn, sender.ID)
+	return &core.Message{ID: id, Address: c.address(ch, thread), Sender: sender, Direct: strings.HasPrefix(ch, "D"), Mentioned: true, Time: at}
+}
+
+// reviseClick opens the feedback modal, whose submission becomes the revise action; a
+// decided plan says so instead.
 func (c *Channel) reviseClick(ctx context.Context, cb slackgo.InteractionCallback, ch, thread, approval string) job {
 	user := cb.User.ID
 	if rec, ok := c.loadApproval(ctx, approval); ok && rec.Decided != "" {
-		text := firstLine(rec.Decided) + "; nothing changed."
-		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, thread, user, text) }}
+		return c.say(ch, thread, user, firstLine(rec.Decided)+"; nothing changed.")
 	}
 	label := firstLine(cb.Message.Text)
 	meta, _ := json.Marshal(modalMeta{Approval: approval, Chat: ch, Thread: thread})
@@ -125,6 +111,11 @@ func (c *Channel) reviseClick(ctx context.Context, cb slackgo.InteractionCallbac
 	}}
 }
 
+// say is the job of showing text to user only, in ch's thread.
+func (c *Channel) say(ch, thread, user, text string) job {
+	return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, thread, user, text) }}
+}
+
 // modalMeta is the Revise modal's private_metadata: where its feedback belongs.
 type modalMeta struct {
 	Approval string `json:"a"`
@@ -132,15 +123,15 @@ type modalMeta struct {
 	Thread   string `json:"t"`
 }
 
-// openRevise opens the feedback modal. Slack's trigger id is valid for three seconds, so
-// this runs as soon as the click is read, never behind the engine.
+// openRevise opens the feedback modal at once, never behind the engine: Slack's trigger id
+// is valid for three seconds.
 func (c *Channel) openRevise(ctx context.Context, trigger, meta, label string) error {
 	if trigger == "" {
 		return fmt.Errorf("opening the revise form: the click carried no trigger id")
 	}
 	intro := "What should change in this plan?"
 	if label != "" {
-		intro = "What should change in *" + escapeMrkdwn(clip(label, 200)) + "*?"
+		intro = "What should change in *" + escapeMrkdwn(channels.Clip(label, 200)) + "*?"
 	}
 	input := slackgo.NewPlainTextInputBlockElement(plain("Add tests first; keep the API as it is."), feedbackAction)
 	input.Multiline = true
@@ -172,32 +163,21 @@ func (c *Channel) fromModal(ctx context.Context, cb slackgo.InteractionCallback,
 		return job{}, false // the acknowledgement kept the modal open with a hint
 	}
 	var meta modalMeta
-	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil || !validApproval(meta.Approval) || meta.Chat == "" {
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil || !channels.ValidID(meta.Approval) || meta.Chat == "" {
 		c.log.Debug("a revise form plangate did not make", "err", err)
 		return job{}, false
 	}
-	id := cb.TriggerID
-	if id == "" {
-		id = "view:" + cb.View.ID + ":" + cb.View.Hash
-	}
+	id := cmp.Or(cb.TriggerID, "view:"+cb.View.ID+":"+cb.View.Hash)
 	if !c.seen.first("act:" + id) {
 		return job{}, false
 	}
 	user := cb.User.ID
 	if !c.allowedChannel(meta.Chat) {
-		return job{local: func(ctx context.Context) { c.ephemeral(ctx, meta.Chat, meta.Thread, user, noteNotHere) }}, true
+		return c.say(meta.Chat, meta.Thread, user, noteNotHere), true
 	}
-	m := core.Message{
-		ID:        id,
-		Address:   c.address(meta.Chat, meta.Thread),
-		Sender:    core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)},
-		Direct:    strings.HasPrefix(meta.Chat, "D"),
-		Mentioned: true,
-		Action:    &core.Action{Kind: core.ActionRevise, ApprovalID: meta.Approval, Value: feedback},
-		Time:      time.Now(),
-	}
-	c.waiting.expect(id, meta.Chat, meta.Thread, user)
-	return job{msg: &m}, true
+	m := c.asked(id, meta.Chat, meta.Thread, meta.Thread, core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)}, time.Now())
+	m.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: meta.Approval, Value: feedback}
+	return job{msg: m}, true
 }
 
 // feedbackOf is the text typed into the Revise modal.
@@ -219,17 +199,17 @@ type button struct {
 func parseButton(actionID, value string) (button, bool) {
 	switch actionID {
 	case actionAccept:
-		return button{kind: core.ActionAccept, approval: value}, validApproval(value)
+		return button{kind: core.ActionAccept, approval: value}, channels.ValidID(value)
 	case actionRevise:
-		return button{kind: core.ActionRevise, approval: value}, validApproval(value)
+		return button{kind: core.ActionRevise, approval: value}, channels.ValidID(value)
 	case actionAuto:
-		return button{kind: core.ActionAuto, approval: value}, validApproval(value)
+		return button{kind: core.ActionAuto, approval: value}, channels.ValidID(value)
 	}
 	if !strings.HasPrefix(actionID, actionAnswer) {
 		return button{}, false
 	}
 	qid, rest, ok := strings.Cut(value, ":")
-	if !ok || !validApproval(qid) {
+	if !ok || !channels.ValidID(qid) {
 		return button{}, false
 	}
 	num, text, _ := strings.Cut(rest, ":")
@@ -249,7 +229,7 @@ const maxButtonValue = 2000
 // buttonValue encodes what a button does into its action id and value; ok is false for a
 // button plangate cannot make.
 func buttonValue(a core.Action, option int) (actionID, value string, ok bool) {
-	if !validApproval(a.ApprovalID) {
+	if !channels.ValidID(a.ApprovalID) {
 		return "", "", false
 	}
 	switch a.Kind {

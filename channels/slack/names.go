@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -9,16 +10,11 @@ import (
 // asked for it has moved on without the name.
 const nameLookupTime = 5 * time.Second
 
-// nameOf is a person's display name for replies ("accepted by alice"). Events carry only
-// the user id, so the name is asked of users.info once and remembered. The message waits
-// for the answer at most nameWait; a slower answer is remembered for the person's next
-// message, and hint (the user name some payloads carry) or the id stands in meanwhile.
-// The name is never used to decide anything: approvers are matched on the id.
+// nameOf is a person's display name for replies ("accepted by alice"), asked of users.info
+// once and remembered. The message waits at most nameWait; a slower answer serves the
+// person's next message, and hint (a user name some payloads carry) or the id stands in.
+// Approvers are matched on the id, never the name.
 func (c *Channel) nameOf(ctx context.Context, id, hint string) string {
-	fallback := hint
-	if fallback == "" {
-		fallback = id
-	}
 	c.namesMu.Lock()
 	if n, ok := c.names[id]; ok && time.Now().Before(n.until) {
 		c.namesMu.Unlock()
@@ -45,7 +41,7 @@ func (c *Channel) nameOf(ctx context.Context, id, hint string) string {
 		c.log.Debug("users.info is slow; going on without the name", "user", id)
 	case <-ctx.Done():
 	}
-	return fallback
+	return cmp.Or(hint, id)
 }
 
 // lookupName asks users.info for a name and remembers the answer (a failure for a
@@ -55,20 +51,13 @@ func (c *Channel) lookupName(ctx context.Context, id, hint string, done chan str
 	actx, cancel := context.WithTimeout(ctx, nameLookupTime)
 	u, err := c.api.GetUserInfoContext(actx, id)
 	cancel()
-	switch {
-	case err == nil && u.Profile.DisplayName != "":
-		name, keep = u.Profile.DisplayName, 24*time.Hour
-	case err == nil && u.RealName != "":
-		name, keep = u.RealName, 24*time.Hour
-	case err == nil && u.Name != "":
-		name, keep = u.Name, 24*time.Hour
-	case err != nil:
+	if err != nil {
 		c.log.Debug("looking up a user's name", "user", id, "err", c.scrub(err))
 		keep = 10 * time.Minute
+	} else if n := cmp.Or(u.Profile.DisplayName, u.RealName, u.Name); n != "" {
+		name, keep = n, 24*time.Hour
 	}
-	if name == "" {
-		name = id
-	}
+	name = cmp.Or(name, id)
 	c.namesMu.Lock()
 	if len(c.names) > 4096 {
 		clear(c.names)

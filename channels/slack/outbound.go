@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	slackgo "github.com/slack-go/slack"
 
@@ -22,13 +21,17 @@ const (
 	maxFallback = 300    // the notification text of a message with blocks (our choice)
 )
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel       = (*Channel)(nil)
+	_ channels.Editor        = (*Channel)(nil)
+	_ channels.Retirer       = (*Channel)(nil)
+	_ channels.ApprovalNoter = (*Channel)(nil)
+)
 
-// Send implements channels.Channel. Text goes as Slack mrkdwn in section blocks of at most
-// 3,000 characters, as many messages as 50 blocks and 40,000 characters a message need
-// (buttons on the last); a plan goes as a file in the thread and a message with its
-// buttons. A notice that is the first answer to a click or a slash command is shown only
-// to the person who made it. It returns the ts of the first message posted.
+// Send implements channels.Channel. Text goes as mrkdwn in section blocks within Slack's
+// limits (buttons on the last message); a plan as a file in the thread and a message with
+// its buttons. A notice that first answers a click or a slash command is shown only to its
+// author. It returns the ts of the first message posted.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	who, answers := c.waiting.take(r.InReplyTo)
 	if answers && r.Kind == core.ReplyNotice && len(r.Buttons) == 0 && len(r.Attachments) == 0 {
@@ -48,7 +51,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	switch {
 	case r.Kind == core.ReplyPlan && len(r.Attachments) > 0:
 		first, withButtons, shown, err = c.sendPlan(ctx, ch, thread, r, buttons)
-	case c.cfg.LongReplyAsFile > 0 && r.Kind != core.ReplyProgress && utf8.RuneCountInString(r.Text) > c.cfg.LongReplyAsFile:
+	case channels.LongReply(c.cfg.LongReplyAsFile, r):
 		first, withButtons, shown, err = c.sendLong(ctx, ch, thread, r, buttons)
 	default:
 		first, withButtons, shown, err = c.sendText(ctx, ch, thread, r.Text, buttons)
@@ -98,11 +101,6 @@ func layout(md string, extra []slackgo.Block) []message {
 	return group(channels.SplitText(text, maxSection, channels.UTF16Len), extra, false, fallbackOf(md))
 }
 
-// plainLayout is layout without formatting, for when Slack refuses the mrkdwn.
-func plainLayout(md string, extra []slackgo.Block) []message {
-	return group(channels.SplitText(channels.PlainText(md), maxSection, channels.UTF16Len), extra, true, fallbackOf(md))
-}
-
 // group packs sections into messages of at most maxBlocks blocks and maxMessage
 // characters, keeping room for extra on every message so it fits on the last.
 func group(sections []string, extra []slackgo.Block, plainText bool, fallback string) []message {
@@ -139,7 +137,7 @@ func group(sections []string, extra []slackgo.Block, plainText bool, fallback st
 
 // fallbackOf is the notification text of a reply: its first line, escaped and short.
 func fallbackOf(md string) string {
-	return escapeMrkdwn(clip(firstLine(channels.PlainText(md)), maxFallback))
+	return escapeMrkdwn(channels.Clip(firstLine(channels.PlainText(md)), maxFallback))
 }
 
 // sendText posts markdown as messages, buttons on the last. It returns the ts of the first
@@ -170,20 +168,19 @@ func (c *Channel) postMessage(ctx context.Context, ch, thread string, m message)
 		return ts, err
 	}
 	c.log.Warn("slack refused the formatting; sending plain text", "slack_channel", ch, "err", err)
-	alt := message{fallback: m.fallback, sections: plainSections(m.sections), extra: m.extra, plain: true}
-	return c.post(ctx, ch, thread, alt.fallback, alt.blocks())
+	return c.post(ctx, ch, thread, m.fallback, m.plainBlocks())
 }
 
-// plainSections turns mrkdwn sections into plain text ones, each within the limit.
-func plainSections(sections []string) []string {
-	var out []string
-	for _, s := range sections {
-		out = append(out, channels.SplitText(unescape(s), maxSection, channels.UTF16Len)...)
+// plainBlocks are m's blocks with its mrkdwn sections as plain text, each within the limit.
+func (m message) plainBlocks() []slackgo.Block {
+	var sections []string
+	for _, s := range m.sections {
+		sections = append(sections, channels.SplitText(unescape(s), maxSection, channels.UTF16Len)...)
 	}
-	if len(out) > maxBlocks-1 {
-		out = out[:maxBlocks-1]
+	if len(sections) > maxBlocks-1 {
+		sections = sections[:maxBlocks-1]
 	}
-	return out
+	return message{sections: sections, extra: m.extra, plain: true}.blocks()
 }
 
 // post is chat.postMessage in thread ("" = top level).
@@ -213,8 +210,6 @@ func (c *Channel) update(ctx context.Context, ch, ts, fallback string, blocks []
 	})
 }
 
-var _ channels.Editor = (*Channel)(nil)
-
 // Edit implements channels.Editor: the message's text becomes r's (chat.update). Should
 // the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
@@ -233,8 +228,7 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	err = c.update(ctx, ch, id, m.fallback, m.blocks())
 	if isFormatRefusal(err) {
 		c.log.Warn("slack refused the formatting of an edit; using plain text", "slack_channel", ch, "err", err)
-		alt := message{fallback: m.fallback, sections: plainSections(m.sections), extra: m.extra, plain: true}
-		err = c.update(ctx, ch, id, alt.fallback, alt.blocks())
+		err = c.update(ctx, ch, id, m.fallback, m.plainBlocks())
 	}
 	if err != nil {
 		return fmt.Errorf("editing slack message %s in %s: %w", id, ch, err)
@@ -253,7 +247,7 @@ func (c *Channel) ephemeral(ctx context.Context, ch, thread, user, md string) er
 	if strings.TrimSpace(text) == "" {
 		text = escapeMrkdwn(md)
 	}
-	opts := []slackgo.MsgOption{slackgo.MsgOptionText(clip(text, maxMessage/2), false)}
+	opts := []slackgo.MsgOption{slackgo.MsgOptionText(channels.Clip(text, maxMessage/2), false)}
 	if thread != "" {
 		opts = append(opts, slackgo.MsgOptionTS(thread))
 	}
@@ -274,7 +268,7 @@ func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 			c.log.Error("leaving out a button plangate cannot encode", "label", b.Label, "kind", b.Action.Kind)
 			continue
 		}
-		btn := slackgo.NewButtonBlockElement(id, value, plain(clip(channels.ButtonLabel(b), maxLabel)))
+		btn := slackgo.NewButtonBlockElement(id, value, plain(channels.Clip(channels.ButtonLabel(b), maxLabel)))
 		if b.Action.Kind == core.ActionAnswer {
 			answers = append(answers, btn)
 			continue
@@ -293,10 +287,6 @@ func (c *Channel) buttonBlocks(bs []core.Button) []slackgo.Block {
 	}
 	return out
 }
-
-// validApproval accepts what the engine makes and nothing that could smuggle separators
-// into a button's value or a state key.
-func validApproval(s string) bool { return channels.ValidID(s) }
 
 func mrkdwn(s string) *slackgo.TextBlockObject {
 	// verbatim: Slack must not turn words into links or mentions on its own.
@@ -327,13 +317,4 @@ func firstLine(s string) string {
 		s = strings.TrimSpace(s[:i])
 	}
 	return s
-}
-
-// clip shortens s to at most n characters, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:max(n-1, 0)])) + "…"
 }

@@ -18,13 +18,11 @@ import (
 // Run connects over Socket Mode and hands events to h until ctx ends (returning nil). It
 // returns an error only when Slack refuses the app for good (a bad or revoked app token).
 //
-// Receiving and handling are split: the loop that reads the library's events stores each
-// envelope worth handling in the durable inbox, then acknowledges it and queues it, and a
-// second goroutine turns the queue, in order, into messages. So an acknowledged envelope
-// survives a crash (the next Run replays the inbox first), while an ack never waits for
-// the engine, a users.info lookup or another envelope's work. Messages are queued with
-// the handler (the engine) with a context that outlives Run, so a shutdown lets turns in
-// flight finish (Drain waits for them).
+// The loop that reads the library's events stores each envelope worth handling in the
+// durable inbox, then acknowledges and queues it; a second goroutine turns the queue, in
+// order, into messages. So an acknowledged envelope survives a crash, while an ack never
+// waits for the engine, a users.info lookup or another envelope. Messages are queued with
+// a context that outlives Run, so a shutdown lets turns in flight finish (Drain waits).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	if c.cfg.Mode == ModeHTTP {
 		return c.runHTTP(ctx, h)
@@ -53,9 +51,8 @@ loop:
 	return fmt.Errorf("receiving slack events: %w", explainAuth(c.scrub(runErr), "channels.slack.app_token (an xapp- token with connections:write)"))
 }
 
-// start makes the dispatcher of one Run, replays the inbox and starts the worker that
-// hands queued envelopes over. stop ends both: what was acknowledged is handled even on
-// the way out, and the inbox is saved.
+// start makes the dispatcher of one Run, replays the inbox and starts the worker. stop
+// ends both: what was acknowledged is handled even on the way out, and the inbox is saved.
 func (c *Channel) start(ctx context.Context, h channels.Handler) (d *dispatcher, stop func()) {
 	d = &dispatcher{c: c, h: h, q: newQueue(), in: channels.OpenInbox(ctx, c.st, Name, c.team, c.log), ctx: ctx}
 	c.disp.Store(d)
@@ -168,10 +165,7 @@ func (d *dispatcher) news(ctx context.Context, smc *socketmode.Client, evt socke
 // viewAnswer is the acknowledgement of a modal submission: empty (the modal closes) unless
 // the feedback is blank, when the modal stays open and says what is missing.
 func viewAnswer(cb slackgo.InteractionCallback) any {
-	if cb.View.CallbackID != reviseCallback {
-		return nil
-	}
-	if feedbackOf(cb) != "" {
+	if cb.View.CallbackID != reviseCallback || feedbackOf(cb) != "" {
 		return nil
 	}
 	return slackgo.NewErrorsViewSubmissionResponse(map[string]string{feedbackBlock: "Say what should change."})

@@ -1,25 +1,23 @@
 // Package slack is the Slack channel, built on github.com/slack-go/slack. It receives events
-// over Socket Mode (a websocket the app opens with its app-level token, so no public URL is
-// needed) or, in mode http, as signed Events API, slash command and interactivity requests
-// (RegisterHTTP); both transports store and queue through the same accept. It talks to the
-// Web API with the bot token.
+// over Socket Mode (a websocket opened with the app-level token: no public URL needed) or,
+// in mode http, as signed Events API, slash command and interactivity requests
+// (RegisterHTTP), both stored and queued through the same accept. It talks to the Web API
+// with the bot token.
 //
-// Every session lives in a thread: a mention or a direct message at top level starts one
-// (its own ts becomes the thread), and the bot always answers in that thread. The /plan slash
-// command applies to the thread it was typed in when Slack says which, and otherwise to the
-// channel's most recent session, which an ephemeral note names. Plans are uploaded into the
-// thread as files (the v2 upload flow) next to a message with Accept / Revise / Auto buttons;
-// Revise opens a modal for the feedback. After a decision that message is updated to say who
-// decided, and its buttons are gone. A refusal that answers a click or a slash command is
-// shown only to the person who made it (an ephemeral message).
+// Every session lives in a thread: a mention or a direct message at top level starts one,
+// and the bot always answers there. The /plan slash command applies to the thread it was
+// typed in when Slack says which, else to the channel's most recent session, which an
+// ephemeral note names. Plans are uploaded into the thread (the v2 upload flow) next to a
+// message with Accept / Revise / Auto buttons; Revise opens a modal for the feedback. After
+// a decision that message says who decided and loses its buttons. A refusal that answers a
+// click or a slash command is shown only to its author (an ephemeral message).
 //
-// Every Socket Mode envelope the bot handles is stored in a durable inbox before it is
-// acknowledged (still within Slack's 3 seconds: nothing slower, not even the sender's name,
-// comes first), handed to the engine in order and replayed after a restart until it is
-// handled. A message is answered once: it is identified by its channel and ts, so Slack's
-// retries and a DM delivered as both message.im and app_mention are recognised, and the
-// engine records that id durably. Posts are paced per channel, 429 answers wait Retry-After, and neither token
-// ever appears in a log line or an error.
+// Every envelope the bot handles is stored in a durable inbox before it is acknowledged
+// (within Slack's 3 seconds: nothing slower, not even the sender's name, comes first),
+// handed to the engine in order and replayed after a restart until handled. A message is
+// identified by its channel and ts, so Slack's retries and a DM delivered as both
+// message.im and app_mention are answered once. Posts are paced per channel, 429 answers
+// wait Retry-After, and neither token ever appears in a log line or an error.
 package slack
 
 import (
@@ -86,7 +84,7 @@ type Channel struct {
 	botUser   string // the bot's user id, to ignore its own messages and strip its mention
 	workspace string // https://team.slack.com/, for links to threads
 
-	allowed   map[string]bool
+	allowed   channels.AllowList[string]
 	pace      *channels.Pacer[string]
 	seen      *seenSet
 	waiting   *interactions
@@ -110,9 +108,9 @@ type Channel struct {
 // NoteInbound makes fn hear of every event dropped as received before (channels.InboundNoter).
 func (c *Channel) NoteInbound(fn func(outcome string)) { c.dropped.Set(fn) }
 
-// New checks the bot token with auth.test, which also says which workspace and bot user
-// this is: the team id keys every session and every piece of saved state. The app token is
-// first used by Run. A nil log discards.
+// New checks the bot token with auth.test, which also names the workspace, whose team id
+// keys every session and all saved state, and the bot user. Run uses the app token. A nil
+// log discards.
 func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
 	return newChannel(ctx, cfg, st, log, defaultTuning())
 }
@@ -128,9 +126,6 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	case st == nil:
 		return nil, errors.New("starting slack: no state store")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if cfg.APIURL == "" {
 		cfg.APIURL = defaultAPIURL
 	}
@@ -145,8 +140,8 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		cfg:     cfg,
 		tune:    tune,
 		st:      st,
-		log:     log.With("channel", Name),
-		allowed: make(map[string]bool, len(cfg.AllowedChannels)),
+		log:     channels.OrDiscard(log).With("channel", Name),
+		allowed: channels.NewAllowList(cfg.AllowedChannels),
 		pace:    newPacer(tune),
 		seen:    newSeenSet(tune.seenFor),
 		waiting: newInteractions(),
@@ -157,9 +152,6 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 		// dispatcher is serial, so a slow lookup must not hold up everyone's messages.
 		nameWait: time.Second,
 		health:   channels.NewHealth(Name, "not started"),
-	}
-	for _, id := range cfg.AllowedChannels {
-		c.allowed[id] = true
 	}
 	c.api = slackgo.New(cfg.BotToken,
 		slackgo.OptionAPIURL(cfg.APIURL),
@@ -198,9 +190,8 @@ func explainAuth(err error, setting string) error {
 	return err
 }
 
-// Ready is nil while the app receives events (Socket Mode connected, or in mode http
-// Run taking requests) and storing them works; otherwise an error naming the problem,
-// for /readyz.
+// Ready is nil while the app receives events (Socket Mode connected, or in mode http Run
+// taking requests) and storing them works; otherwise an error naming the problem.
 func (c *Channel) Ready() error { return c.health.Err() }
 
 // Name implements channels.Channel.
@@ -209,12 +200,9 @@ func (c *Channel) Name() string { return Name }
 // TeamID is the workspace id, the Account of every address this channel makes.
 func (c *Channel) TeamID() string { return c.team }
 
-// BotUserID is the bot's Slack user id (U…).
-func (c *Channel) BotUserID() string { return c.botUser }
-
 // allowedChannel applies AllowedChannels.
 func (c *Channel) allowedChannel(id string) bool {
-	return id != "" && (len(c.allowed) == 0 || c.allowed[id])
+	return id != "" && c.allowed.Allows(id)
 }
 
 // address is the conversation of a message in channel ch, in thread thread (the ts of the
@@ -256,8 +244,7 @@ func tsTime(ts string) time.Time {
 	return time.Unix(s, us*1000)
 }
 
-// libLog routes the library's own log lines (debug output only, as debug is off) to slog,
-// with the tokens scrubbed.
+// libLog routes the library's own log lines to slog at debug, with the tokens scrubbed.
 type libLog struct{ c *Channel }
 
 func (l libLog) Output(_ int, s string) error {

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,34 +12,28 @@ import (
 	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 )
 
-// fromSlash handles the /plan slash command. In a thread (where Slack says which) it
-// applies to that thread's session. At a channel's top level it applies to the channel's
-// most recent session and an ephemeral note says which, except that /plan on <goal>
-// starts a new thread: a new goal is a new session. With no session yet, the note says how
-// to start one.
+// fromSlash handles the /plan slash command: in a thread (where Slack says which) for that
+// thread's session, at a channel's top level for its most recent session, which an
+// ephemeral note names; /plan on <goal> there starts a new thread. With no session yet,
+// the note says how to start one.
 func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, req *socketmode.Request) (job, bool) {
 	ch, user := cmd.ChannelID, cmd.UserID
 	if ch == "" || user == "" {
 		return job{}, false
 	}
-	id := cmd.TriggerID
-	if id == "" {
-		id = "slash:" + req.EnvelopeID
-	}
+	id := cmp.Or(cmd.TriggerID, "slash:"+req.EnvelopeID)
 	if !c.seen.first("slash:" + id) {
 		return job{}, false
 	}
 	thread := slashThread(req.Payload)
 	typedIn := thread // where the person is looking: a refusal is shown there
-	say := func(text string) job {
-		return job{local: func(ctx context.Context) { c.ephemeral(ctx, ch, typedIn, user, text) }}
-	}
 	if !c.allowedChannel(ch) {
-		return say(noteNotHere), true
+		return c.say(ch, typedIn, user, noteNotHere), true
 	}
 	text := "/plan"
 	if args := strings.TrimSpace(unescape(cmd.Text)); args != "" {
@@ -53,7 +48,7 @@ func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, req *
 	case parsed.Kind == commands.IsCommand && parsed.Cmd.Name == commands.On:
 		root, err := c.startThread(ctx, ch, sender, parsed.Cmd.Args)
 		if err != nil {
-			return say(noteNoThread), true
+			return c.say(ch, typedIn, user, noteNoThread), true
 		}
 		thread = root
 		c.rememberRecent(ctx, ch, thread)
@@ -64,22 +59,14 @@ func (c *Channel) fromSlash(ctx context.Context, cmd slackgo.SlashCommand, req *
 			if parsed.Kind == commands.IsCommand && parsed.Cmd.Name == commands.Help {
 				note = commands.HelpText() + "\n\n" + note
 			}
-			return say(note), true
+			return c.say(ch, typedIn, user, note), true
 		}
-		note := fmt.Sprintf("`%s` went to the most recent plangate session here: %s. The answer is in that thread.", clip(text, 100), c.threadRef(ch, thread))
+		note := fmt.Sprintf("`%s` went to the most recent plangate session here: %s. The answer is in that thread.", channels.Clip(text, 100), c.threadRef(ch, thread))
 		after = func(ctx context.Context) { c.ephemeral(ctx, ch, "", user, note) }
 	}
-	m := core.Message{
-		ID:        id,
-		Address:   c.address(ch, thread),
-		Sender:    sender,
-		Text:      text,
-		Direct:    strings.HasPrefix(ch, "D"),
-		Mentioned: true,
-		Time:      time.Now(), // a slash command carries no time of its own
-	}
-	c.waiting.expect(id, ch, typedIn, user)
-	return job{msg: &m, after: after}, true
+	m := c.asked(id, ch, thread, typedIn, sender, time.Now()) // a slash command carries no time of its own
+	m.Text = text
+	return job{msg: m, after: after}, true
 }
 
 // slashThread reads the thread_ts of a slash command payload, which Slack includes only
@@ -99,7 +86,7 @@ func slashThread(payload json.RawMessage) string {
 func (c *Channel) startThread(ctx context.Context, ch string, who core.Person, goal string) (string, error) {
 	text := "*Plan mode* — started by " + escapeMrkdwn(who.Name) + " with `/plan on`"
 	if goal = strings.TrimSpace(goal); goal != "" {
-		text += ":\n" + quoteMrkdwn(clip(goal, 2000))
+		text += ":\n" + quoteMrkdwn(channels.Clip(goal, 2000))
 	}
 	ts, err := c.post(ctx, ch, "", firstLine(text), []slackgo.Block{slackgo.NewSectionBlock(mrkdwn(text), nil, nil)})
 	if err != nil {
@@ -121,25 +108,20 @@ func (c *Channel) threadRef(ch, ts string) string {
 }
 
 // interactions remembers the clicks, modal submissions and slash commands whose outcome
-// is not known yet, so the engine's first reply to one can be matched to it (by
-// Reply.InReplyTo): a refusal is then shown only to the person who clicked.
-type interactions struct {
-	mu sync.Mutex
-	m  map[string]asker
-}
+// is not known yet, so the engine's first reply to one (Reply.InReplyTo) can be shown
+// only to its author.
+type interactions struct{ m sync.Map } // id -> asker
 
 // asker is where and to whom the answer to an interaction goes.
 type asker struct {
 	ch, thread, user string
 }
 
-func newInteractions() *interactions { return &interactions{m: map[string]asker{}} }
+func newInteractions() *interactions { return &interactions{} }
 
 // expect registers an interaction; call it before the message is queued.
 func (w *interactions) expect(id, ch, thread, user string) {
-	w.mu.Lock()
-	w.m[id] = asker{ch: ch, thread: thread, user: user}
-	w.mu.Unlock()
+	w.m.Store(id, asker{ch: ch, thread: thread, user: user})
 }
 
 // take returns the interaction a reply answers, once: only the first reply to an
@@ -148,16 +130,10 @@ func (w *interactions) take(id string) (asker, bool) {
 	if id == "" {
 		return asker{}, false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	a, ok := w.m[id]
-	delete(w.m, id)
+	v, ok := w.m.LoadAndDelete(id)
+	a, _ := v.(asker)
 	return a, ok
 }
 
 // forget drops an interaction that is handled.
-func (w *interactions) forget(id string) {
-	w.mu.Lock()
-	delete(w.m, id)
-	w.mu.Unlock()
-}
+func (w *interactions) forget(id string) { w.m.Delete(id) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,22 +25,24 @@ func (c *Channel) scrubber() conf.Scrubber {
 	return conf.Secrets(c.cfg.BotToken, c.cfg.AppToken)
 }
 
-// do runs one Web API request with Slack's rules (channels.Policy): paced per channel when
-// paced is set (posts and updates), 429 waits Retry-After and tries again, 5xx and network
-// failures back off and try again, all bounded by maxAttempts. What finally fails is
-// logged with the channel, the method and the reason, and returned; the tokens are never
-// part of either. ch "" is a request that concerns no channel.
+// do runs one Web API request with Slack's rules (channels.Policy), paced per channel when
+// paced is set (posts and updates). ch "" is a request that concerns no channel.
 func (c *Channel) do(ctx context.Context, ch string, paced bool, method string, fn func(ctx context.Context) error) error {
 	call := channels.Call{Name: method, Target: slog.String("slack_channel", ch)}
 	if paced {
 		call.Lane = c.pace.Lane(ch)
 	}
-	return c.policy().Do(ctx, call, fn)
+	p := channels.Policy{
+		Platform: Name, Patience: c.tune.retry,
+		Classify: c.classify, Scrub: c.scrub, Log: c.log,
+		// The caller falls back to plain text and logs that.
+		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
+	}
+	return p.Do(ctx, call, fn)
 }
 
-// classify is Slack's answer to channels.Policy: a 429 waits Retry-After (a second's worth
-// without one), a 5xx, one of Slack's own temporary errors or a network failure is
-// temporary, every other answer is final.
+// classify is Slack's answer to channels.Policy: a 429 waits Retry-After (a second without
+// one); a 5xx, Slack's own temporary errors and network failures are temporary.
 func (c *Channel) classify(err error) error {
 	var limited *slackgo.RateLimitedError
 	switch {
@@ -52,16 +55,6 @@ func (c *Channel) classify(err error) error {
 		return channels.ErrTemporary
 	}
 	return channels.ErrPermanent
-}
-
-// policy is how Slack's requests are tried.
-func (c *Channel) policy() channels.Policy {
-	return channels.Policy{
-		Platform: Name, Patience: c.tune.retry,
-		Classify: c.classify, Scrub: c.scrub, Log: c.log,
-		// The caller falls back to plain text and logs that.
-		Quiet: func(_ string, err error) bool { return isFormatRefusal(err) },
-	}
 }
 
 // isFormatRefusal is Slack refusing the blocks of a message: sent again as plain text.
@@ -79,15 +72,7 @@ func newPacer(t tuning) *channels.Pacer[string] {
 // isSlackError reports whether err is a Web API answer {"ok":false,"error":<one of codes>}.
 func isSlackError(err error, codes ...string) bool {
 	var se slackgo.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	for _, code := range codes {
-		if se.Err == code {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &se) && slices.Contains(codes, se.Err)
 }
 
 func isStatus(err error, code int) bool {
@@ -107,9 +92,8 @@ func retryable(err error) bool {
 	return channels.Transient(err)
 }
 
-// seenSet remembers recently handled event keys, so an event Slack delivers again (a
-// retry after a slow ack or a reconnect, or the same message as both app_mention and
-// message.im) is handled once. The engine's durable de-duplication covers restarts.
+// seenSet remembers recently handled event keys, so an event Slack delivers again (a retry,
+// or a message as both app_mention and message.im) is handled once within a process.
 type seenSet struct {
 	ttl time.Duration
 	now func() time.Time

@@ -28,9 +28,8 @@ const (
 	InteractivityPath = "/webhooks/slack/interactivity"
 )
 
-// RegisterHTTP adds the three routes of mode http to srv (in mode socket it adds
-// nothing). Call it before srv runs; until Run has loaded the inbox they answer 503,
-// which Slack retries.
+// RegisterHTTP adds the three routes of mode http to srv. Call it before srv runs; until
+// Run has loaded the inbox they answer 503, which Slack retries.
 func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	if c.cfg.Mode != ModeHTTP {
 		return
@@ -62,9 +61,8 @@ type decoded struct {
 // decoder reads a verified request body; its error is a one-line reason for a 400.
 type decoder func(body []byte, h http.Header) (decoded, error)
 
-// route verifies a request's v0 signature, decodes it and hands it to accept, the path
-// Socket Mode envelopes take; the 200 goes out once the event is committed, before it is
-// handled.
+// route verifies a request's v0 signature, decodes it and hands it to accept, as Socket
+// Mode does; the 200 goes out once the event is committed.
 func (c *Channel) route(dec decoder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := httpserver.ReadBody(w, r)
@@ -98,8 +96,8 @@ func (c *Channel) route(dec decoder) http.Handler {
 	})
 }
 
-// verify checks X-Slack-Signature over the raw body, and the 5-minute window of
-// X-Slack-Request-Timestamp, with the library's verifier (which compares in constant time).
+// verify checks X-Slack-Signature over the raw body and the 5-minute window of its
+// timestamp with the library's verifier, which compares in constant time.
 func (c *Channel) verify(h http.Header, body []byte) error {
 	sv, err := slackgo.NewSecretsVerifier(h, c.cfg.SigningSecret)
 	if err != nil {
@@ -114,10 +112,12 @@ func (c *Channel) verify(h http.Header, body []byte) error {
 	return sv.Ensure()
 }
 
-// retryOf reads Slack's retry headers into the request, as Socket Mode reports them.
-func retryOf(req *socketmode.Request, h http.Header) {
+// envelope is what Socket Mode delivers for a request of kind t, with Slack's retry
+// headers as it reports them.
+func envelope(t socketmode.EventType, data any, payload json.RawMessage, h http.Header) decoded {
+	req := &socketmode.Request{Type: string(t), Payload: payload, RetryReason: h.Get("X-Slack-Retry-Reason")}
 	req.RetryAttempt, _ = strconv.Atoi(h.Get("X-Slack-Retry-Num"))
-	req.RetryReason = h.Get("X-Slack-Retry-Reason")
+	return decoded{evt: socketmode.Event{Type: t, Data: data, Request: req}}
 }
 
 // decodeEvents reads an Events API request: a url_verification challenge, or an
@@ -134,9 +134,7 @@ func decodeEvents(body []byte, h http.Header) (decoded, error) {
 		}
 		return decoded{reply: map[string]string{"challenge": v.Challenge}}, nil
 	}
-	req := &socketmode.Request{Type: string(socketmode.EventTypeEventsAPI), Payload: body}
-	retryOf(req, h)
-	return decoded{evt: socketmode.Event{Type: socketmode.EventTypeEventsAPI, Data: ev, Request: req}}, nil
+	return envelope(socketmode.EventTypeEventsAPI, ev, body, h), nil
 }
 
 // decodeCommand reads a slash command (a form), stored as Socket Mode's JSON payload.
@@ -154,9 +152,7 @@ func decodeCommand(body []byte, h http.Header) (decoded, error) {
 	if err != nil {
 		return decoded{}, fmt.Errorf("encoding a slash command: %w", err)
 	}
-	req := &socketmode.Request{Type: string(socketmode.EventTypeSlashCommand), Payload: payload}
-	retryOf(req, h)
-	return decoded{evt: socketmode.Event{Type: socketmode.EventTypeSlashCommand, Data: cmd, Request: req}}, nil
+	return envelope(socketmode.EventTypeSlashCommand, cmd, payload, h), nil
 }
 
 // decodeInteraction reads a click or a modal submission (payload= form-encoded JSON).
@@ -176,9 +172,7 @@ func decodeInteraction(body []byte, h http.Header) (decoded, error) {
 	if cb.Type == "" {
 		return decoded{}, errors.New("not an interaction: no type")
 	}
-	req := &socketmode.Request{Type: string(socketmode.EventTypeInteractive), Payload: json.RawMessage(payload)}
-	retryOf(req, h)
-	return decoded{evt: socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb, Request: req}}, nil
+	return envelope(socketmode.EventTypeInteractive, cb, json.RawMessage(payload), h), nil
 }
 
 // writeCompact answers 200 with v as JSON, or with no body for nil (what Slack expects of

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 )
 
@@ -25,23 +27,16 @@ const (
 )
 
 // callbackData encodes a button: "a:<approval>", "r:<approval>", "u:<approval>" (auto)
-// or "q:<n>" (answer option n, 1-based). ok is false when it would not fit Telegram's 64
-// bytes or the button is not one plangate makes.
+// or "q:<n>" (answer option n, 1-based); ok is false when it does not fit 64 bytes or is
+// not a button plangate makes.
 func callbackData(a core.Action, option int) (string, bool) {
 	var s string
-	switch a.Kind {
-	case core.ActionAccept:
-		s = "a:" + a.ApprovalID
-	case core.ActionRevise:
-		s = "r:" + a.ApprovalID
-	case core.ActionAuto:
-		s = "u:" + a.ApprovalID
-	case core.ActionAnswer:
+	switch tag := channels.DecisionTag(a.Kind); {
+	case a.Kind == core.ActionAnswer:
 		s = "q:" + strconv.Itoa(option)
+	case tag != "" && validApproval(a.ApprovalID):
+		s = tag + ":" + a.ApprovalID
 	default:
-		return "", false
-	}
-	if a.Kind != core.ActionAnswer && !validApproval(a.ApprovalID) {
 		return "", false
 	}
 	return s, len(s) <= maxCallbackData
@@ -63,48 +58,28 @@ func parseCallback(data string) (button, bool) {
 	if !ok {
 		return button{}, false
 	}
-	var kind core.ActionKind
-	switch tag {
-	case "a":
-		kind = core.ActionAccept
-	case "r":
-		kind = core.ActionRevise
-	case "u":
-		kind = core.ActionAuto
-	case "q":
+	if tag == "q" {
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > 99 || strconv.Itoa(n) != arg {
 			return button{}, false
 		}
 		return button{kind: core.ActionAnswer, option: n}, true
-	default:
-		return button{}, false
 	}
-	if !validApproval(arg) {
+	kind, ok := channels.DecisionKind(tag)
+	if !ok || !validApproval(arg) {
 		return button{}, false
 	}
 	return button{kind: kind, approval: arg}, true
 }
 
-// validApproval accepts what the engine makes (lower-case base32) and a little more, but
-// nothing that could smuggle separators into a state key.
-func validApproval(s string) bool {
-	if s == "" || len(s) > maxCallbackData-2 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
+// validApproval is channels.ValidID within what fits callback_data after its tag.
+func validApproval(s string) bool { return len(s) <= maxCallbackData-2 && channels.ValidID(s) }
 
-// fromCallback turns a button click into work. Every click is answered exactly once:
-// here for clicks the adapter settles itself, after the engine's outcome otherwise.
+// fromCallback turns a button click into work. Every click is answered exactly once: by
+// the adapter, or after the engine's outcome.
 func (c *Channel) fromCallback(ctx context.Context, updateID int64, q *models.CallbackQuery) (job, bool) {
 	m := q.Message.Message
-	if m == nil || !c.allowedChat(m.Chat.ID) {
+	if m == nil || !c.allowed.Allows(m.Chat.ID) {
 		// A message too old to be accessible, an inline message, or a chat we do not serve.
 		c.log.Debug("a button on a message plangate does not serve", "accessible", m != nil)
 		return job{local: func(ctx context.Context) { c.answer(ctx, q.ID, toastInvalid) }}, true
@@ -159,25 +134,19 @@ func labelOf(text string) string {
 	return ""
 }
 
-// revisePrompt answers a Revise click: the feedback is the reply to a ForceReply prompt,
-// which then becomes a revise action (fromMessage). A decided plan says so instead.
+// revisePrompt answers a Revise click with a ForceReply prompt, whose reply becomes the
+// revise action (fromMessage). A decided plan says so instead.
 func (c *Channel) revisePrompt(ctx context.Context, q *models.CallbackQuery, m *models.Message, addr core.Address, approval string) {
 	rec, ok, err := c.approvals.Load(ctx, approval)
 	if err != nil {
 		c.log.Error("loading approval record", "chat", m.Chat.ID, "err", err)
 	}
 	if ok && rec.Decided != "" {
-		c.answer(ctx, q.ID, toastText(rec.Decided)+"; nothing changed.")
+		c.answer(ctx, q.ID, channels.FirstLine(rec.Decided)+"; nothing changed.")
 		return
 	}
 	c.answer(ctx, q.ID, toastRevise)
-	label := labelOf(m.Caption)
-	if label == "" {
-		label = labelOf(m.Text)
-	}
-	if label == "" {
-		label = "this plan"
-	}
+	label := cmp.Or(labelOf(m.Caption), labelOf(m.Text), "this plan")
 	text := fmt.Sprintf("What should change in %s? Reply to this message.", label)
 	force := models.ForceReply{ForceReply: true, InputFieldPlaceholder: "What should change?"}
 	if m.Chat.Type != models.ChatTypePrivate && q.From.Username != "" {

@@ -3,6 +3,7 @@ package telegram
 import (
 	"errors"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/plangate/plangate/channels"
@@ -67,7 +68,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, conf.Invalid("mode", "is %q: it must be polling or webhook", c.Mode))
 	}
-	if c.Mode == ModeWebhook && c.WebhookSecret != "" && !validSecretToken(c.WebhookSecret) {
+	if c.Mode == ModeWebhook && c.WebhookSecret != "" && !secretToken.MatchString(c.WebhookSecret) {
 		errs = append(errs, conf.Invalid("webhook_secret", "must be 1 to 256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule for secret_token)"))
 	}
 	return errors.Join(errs...)
@@ -89,15 +90,5 @@ const (
 	ModeWebhook = "webhook"
 )
 
-// validSecretToken applies Telegram's rule for setWebhook's secret_token.
-func validSecretToken(s string) bool {
-	if len(s) < 1 || len(s) > 256 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// secretToken is Telegram's rule for setWebhook's secret_token.
+var secretToken = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)

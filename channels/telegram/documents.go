@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -18,10 +16,9 @@ import (
 )
 
 // sendPlan sends a proposed plan as a document: the file, a caption with the first lines
-// of the reply (title, version, summary) and the decision buttons. Lines that do not fit
-// the caption follow as a message, so nothing of the reply is lost. It returns the id of
-// the first message, of the one with the buttons, and the caption as plain text (for the
-// decision line added later; "" if the plan went as text).
+// of the reply and the decision buttons; a reply longer than the caption follows as a
+// message. It returns the ids of the first message and of the one with the buttons, and
+// the caption as plain text (for the decision line added later; "" if it went as text).
 func (c *Channel) sendPlan(ctx context.Context, chat int64, thread int, r core.Reply, kb models.ReplyMarkup) (first, withButtons int, plain string, err error) {
 	caption, shown, complete := buildCaption(plainLines(r.Text), "")
 	plain = strings.Join(shown, "\n")
@@ -29,14 +26,14 @@ func (c *Channel) sendPlan(ctx context.Context, chat int64, thread int, r core.R
 	if err != nil {
 		// Without its file the plan still reaches the chat, buttons and all.
 		c.log.Error("sending the plan file failed; sending the plan as text", "chat", chat, "err", err)
-		first, last, terr := c.sendText(ctx, chat, thread, r.Text, kb)
+		first, last, terr := c.sendChunks(ctx, chat, thread, htmlChunks(r.Text), kb)
 		if terr != nil {
 			return first, last, "", fmt.Errorf("sending plan: %w (as text: %w)", err, terr)
 		}
 		return first, last, "", nil
 	}
 	if !complete {
-		if _, _, err := c.sendText(ctx, chat, thread, r.Text, nil); err != nil {
+		if _, _, err := c.sendChunks(ctx, chat, thread, htmlChunks(r.Text), nil); err != nil {
 			return id, id, plain, err
 		}
 	}
@@ -56,11 +53,10 @@ func (c *Channel) sendLong(ctx context.Context, chat int64, thread int, r core.R
 		head = clip(lines[0], 200)
 	}
 	caption, _, _ := buildCaption([]string{head, "The full reply is attached (reply.md)."}, "")
-	f := core.File{Name: "reply.md", MIME: "text/markdown", Data: []byte(r.Text)}
-	id, err := c.sendDocument(ctx, chat, thread, f, caption, kb)
+	id, err := c.sendDocument(ctx, chat, thread, channels.ReplyFile(r.Text), caption, kb)
 	if err != nil {
 		c.log.Error("sending a long reply as a file failed; sending it as messages", "chat", chat, "err", err)
-		first, _, terr := c.sendText(ctx, chat, thread, r.Text, kb)
+		first, _, terr := c.sendChunks(ctx, chat, thread, htmlChunks(r.Text), kb)
 		if terr != nil {
 			return first, fmt.Errorf("sending long reply: %w (as messages: %w)", err, terr)
 		}
@@ -71,19 +67,9 @@ func (c *Channel) sendLong(ctx context.Context, chat int64, thread int, r core.R
 
 // sendDocument uploads f with an HTML caption ("" for none).
 func (c *Channel) sendDocument(ctx context.Context, chat int64, thread int, f core.File, caption string, markup models.ReplyMarkup) (int, error) {
-	data := f.Data
-	if f.Path != "" && data == nil {
-		var err error
-		if data, err = os.ReadFile(f.Path); err != nil {
-			return 0, fmt.Errorf("reading attachment: %w", err)
-		}
-	}
-	name := f.Name
-	if name == "" && f.Path != "" {
-		name = filepath.Base(f.Path)
-	}
-	if name == "" {
-		name = "attachment"
+	name, data, err := channels.Attachment(f)
+	if err != nil {
+		return 0, err
 	}
 	send := func(caption string, mode models.ParseMode) (int, error) {
 		var sent *models.Message
@@ -123,10 +109,9 @@ func plainLines(md string) []string {
 	return out
 }
 
-// buildCaption makes an HTML caption within Telegram's 1024 units: the first line bold,
-// then as many further lines as fit (the last of them cut short if need be), then
-// decision (if any) in italics, which always fits. shown is the lines as the caption shows
-// them, complete whether every line is there in full.
+// buildCaption makes an HTML caption within 1024 units: the first line bold, as many
+// further lines as fit (the last cut short if need be), then decision in italics, which
+// always fits. shown is the lines as shown, complete whether all are there in full.
 func buildCaption(lines []string, decision string) (caption string, shown []string, complete bool) {
 	var tail string
 	if decision != "" {
@@ -186,9 +171,8 @@ func clipRunes(l string, n int) string {
 	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
-// htmlToPlain turns Telegram HTML back into the text it shows: tags dropped, a link's
-// address kept after its text, entities decoded. It is the fallback when Telegram rejects
-// the markup, so it does not trust the markup to be well-formed.
+// htmlToPlain turns Telegram HTML back into the text it shows (a link's address after its
+// text). It is the fallback when Telegram rejects the markup, so it trusts no markup.
 func htmlToPlain(h string) string {
 	var b strings.Builder
 	var hrefs []string

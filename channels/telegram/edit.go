@@ -13,10 +13,9 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// An edited plan file (docs/design.md §13) arrives as a document: sent as a reply to the plan's
-// message (a document of the bot's), or with a /plan edit caption. It is fetched with
-// getFile and a download from the Bot API's file URL, within the size limit, and handed
-// to the engine as /plan edit with the file attached.
+// An edited plan file (docs/design.md §13) arrives as a document in reply to the plan's
+// message, or with a /plan edit caption. It is fetched with getFile and a download from
+// the Bot API's file URL, within the size limit.
 
 // isPlanEdit reports whether m answers a plan with a file.
 func (c *Channel) isPlanEdit(m *models.Message, rt *models.Message, text string) bool {
@@ -29,9 +28,8 @@ func (c *Channel) isPlanEdit(m *models.Message, rt *models.Message, text string)
 	return rt != nil && rt.From != nil && rt.From.ID == c.botID && rt.Document != nil
 }
 
-// editedFile downloads m's document. A failed download is logged and handed on without
-// data, so the person is told to send it again. A shutdown does not cut a download short
-// (that would answer a good file with "could not download"); the retry policy's AttemptTime bounds it.
+// editedFile downloads m's document; a failed one is handed on without data, so the person
+// is told to send it again. A shutdown does not cut it short; AttemptTime bounds it.
 func (c *Channel) editedFile(ctx context.Context, m *models.Message) core.File {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tune.retry.AttemptTime)
 	defer cancel()

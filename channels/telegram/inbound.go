@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -16,8 +17,8 @@ import (
 )
 
 // inbound turns an update into work: a message for the handler, or something the adapter
-// does itself (answering a button that is not valid, asking for revise feedback). ok is
-// false for updates the bot ignores.
+// does itself (answering an invalid button, asking for revise feedback). ok is false for
+// updates the bot ignores.
 func (c *Channel) inbound(ctx context.Context, u *models.Update) (job, bool) {
 	switch {
 	case u.Message != nil:
@@ -32,7 +33,7 @@ func (c *Channel) inbound(ctx context.Context, u *models.Update) (job, bool) {
 // fromMessage normalizes a chat message, or reports false when the bot should not react:
 // another chat, another bot's command, or group chatter that does not address the bot.
 func (c *Channel) fromMessage(ctx context.Context, updateID int64, m *models.Message) (core.Message, bool) {
-	if !c.allowedChat(m.Chat.ID) {
+	if !c.allowed.Allows(m.Chat.ID) {
 		c.log.Debug("ignoring a chat that is not allowed", "chat", m.Chat.ID)
 		return core.Message{}, false
 	}
@@ -86,14 +87,12 @@ func (c *Channel) fromMessage(ctx context.Context, updateID int64, m *models.Mes
 }
 
 func person(u *models.User) core.Person {
+	id := strconv.FormatInt(u.ID, 10)
 	name := u.Username
 	if name == "" {
-		name = strings.TrimSpace(u.FirstName + " " + u.LastName)
+		name = cmp.Or(strings.TrimSpace(u.FirstName+" "+u.LastName), id)
 	}
-	if name == "" {
-		name = strconv.FormatInt(u.ID, 10)
-	}
-	return core.Person{ID: strconv.FormatInt(u.ID, 10), Name: name, IsBot: u.IsBot}
+	return core.Person{ID: id, Name: name, IsBot: u.IsBot}
 }
 
 // parsed is what the entities of a message say about whom it addresses.
@@ -105,9 +104,9 @@ type parsed struct {
 	mentioned   bool   // @ThisBot appears, or a text mention of the bot's user
 }
 
-// parseText reads the bot_command and mention entities of a message. Entity offsets and
-// lengths count UTF-16 units, so the text is taken apart as UTF-16. Without entities (some
-// clients, forwarded text) a leading command is recognised from the text itself.
+// parseText reads the bot_command and mention entities of a message, whose offsets count
+// UTF-16 units. Without entities (some clients, forwarded text) a leading command is
+// recognised from the text itself.
 func (c *Channel) parseText(text string, ents []models.MessageEntity) parsed {
 	var p parsed
 	u := utf16.Encode([]rune(text))

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// logEvery is how often one distinct error is logged: a poller that meets the same bad
-// update or the same failing server on every call must not fill the disk with it.
+// logEvery is how often one distinct error is logged: a poller meeting the same failure on
+// every call must not fill the disk.
 const logEvery = time.Minute
 
 // logLimiter lets each distinct line through once per logEvery and counts the rest.

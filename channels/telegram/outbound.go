@@ -7,7 +7,6 @@ import (
 	"html"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -37,11 +36,17 @@ type inlineButton struct {
 // noKeyboard removes the buttons of a message.
 var noKeyboard = inlineKeyboard{InlineKeyboard: [][]inlineButton{}}
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel       = (*Channel)(nil)
+	_ channels.Editor        = (*Channel)(nil)
+	_ channels.Typer         = (*Channel)(nil)
+	_ channels.Retirer       = (*Channel)(nil)
+	_ channels.ApprovalNoter = (*Channel)(nil)
+)
 
-// Send implements channels.Channel. Text goes as Telegram HTML in as many messages as the
-// 4096 limit needs (buttons on the last); a plan goes as a document with its buttons. It
-// returns the id of the first message sent.
+// Send implements channels.Channel: text as Telegram HTML in messages of at most 4096
+// units (buttons on the last), a plan as a document with its buttons. It returns the id
+// of the first message sent.
 func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	c.toasts.observe(r)
 	chat, thread, err := target(r.To)
@@ -54,11 +59,11 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 	switch {
 	case r.Kind == core.ReplyPlan && len(r.Attachments) > 0:
 		first, withButtons, caption, err = c.sendPlan(ctx, chat, thread, r, kb)
-	case c.cfg.LongReplyAsFile > 0 && r.Kind != core.ReplyProgress && utf8.RuneCountInString(r.Text) > c.cfg.LongReplyAsFile:
+	case channels.LongReply(c.cfg.LongReplyAsFile, r):
 		first, err = c.sendLong(ctx, chat, thread, r, kb)
 		withButtons = first
 	default:
-		first, withButtons, err = c.sendText(ctx, chat, thread, r.Text, kb)
+		first, withButtons, err = c.sendChunks(ctx, chat, thread, htmlChunks(r.Text), kb)
 		for _, f := range r.Attachments {
 			if err != nil {
 				break
@@ -99,8 +104,8 @@ func (c *Channel) rememberSent(ctx context.Context, r core.Reply, chat int64, ms
 }
 
 // keyboard lays out buttons: decisions on one row, answer options one per row. A button
-// whose callback_data would not fit Telegram's 64 bytes is left out (and logged): the
-// reply text always names the /plan command that does the same.
+// whose callback_data would not fit 64 bytes is left out and logged: the reply text always
+// names the /plan command that does the same.
 func (c *Channel) keyboard(bs []core.Button) models.ReplyMarkup {
 	var decisions []inlineButton
 	var rows [][]inlineButton
@@ -126,13 +131,8 @@ func (c *Channel) keyboard(bs []core.Button) models.ReplyMarkup {
 	return inlineKeyboard{InlineKeyboard: rows}
 }
 
-// sendText sends markdown as HTML messages of at most 4096 UTF-16 units, kb on the last.
-// It returns the ids of the first and the last message.
-func (c *Channel) sendText(ctx context.Context, chat int64, thread int, md string, kb models.ReplyMarkup) (first, last int, err error) {
-	return c.sendChunks(ctx, chat, thread, htmlChunks(md), kb)
-}
-
-// sendChunks sends HTML chunks in order, kb on the last.
+// sendChunks sends HTML chunks in order, kb on the last. It returns the ids of the first
+// and the last message.
 func (c *Channel) sendChunks(ctx context.Context, chat int64, thread int, chunks []string, kb models.ReplyMarkup) (first, last int, err error) {
 	if len(chunks) == 0 {
 		if kb == nil {
@@ -161,7 +161,7 @@ func (c *Channel) sendChunks(ctx context.Context, chat int64, thread int, chunks
 }
 
 // htmlChunks converts markdown to Telegram HTML split at the text limit. Markdown that
-// renders to nothing visible (LESSONS: tables once made empty messages) is sent escaped.
+// renders to nothing visible is sent escaped.
 func htmlChunks(md string) []string {
 	if strings.TrimSpace(md) == "" {
 		return nil
@@ -214,8 +214,6 @@ func (c *Channel) sendMessage(ctx context.Context, chat int64, thread int, text 
 	}
 	return sent.ID, nil
 }
-
-var _ channels.Editor = (*Channel)(nil)
 
 // Edit implements channels.Editor: the message's text becomes r's. An edit that changes
 // nothing succeeds. Should the new text need more than one message, the rest follows as
@@ -270,8 +268,6 @@ func (c *Channel) editText(ctx context.Context, chat int64, msgID int, chunk str
 	return err
 }
 
-var _ channels.Typer = (*Channel)(nil)
-
 // Typing implements channels.Typer. It is tried once: a lost indicator is harmless and a
 // retry would show it after the reply.
 func (c *Channel) Typing(ctx context.Context, a core.Address) error {
@@ -288,24 +284,15 @@ func (c *Channel) Typing(ctx context.Context, a core.Address) error {
 	return nil
 }
 
-var _ channels.Retirer = (*Channel)(nil)
-
 // Retire implements channels.Retirer: every message that carried the decided version's
-// buttons loses them, and a plan document's caption gains the decision line. The record
-// keeps the decision, so a late Revise click on an old client can say what happened.
+// buttons loses them, and a plan document's caption gains the decision line.
 func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 	c.toasts.observe(r)
-	line := toastText(r.Text)
+	line := channels.FirstLine(r.Text)
 	return c.approvals.Retire(ctx, r, func(ctx context.Context, m sentMsg) error {
 		var err error
 		if m.Doc {
-			caption, _, _ := buildCaption(strings.Split(m.Caption, "\n"), line)
-			err = c.do(ctx, m.Chat, true, "editMessageCaption", func(ctx context.Context) error {
-				_, err := c.b.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{
-					ChatID: m.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: noKeyboard,
-				})
-				return err
-			})
+			err = c.editCaption(ctx, m, line, noKeyboard)
 		} else {
 			err = c.do(ctx, m.Chat, true, "editMessageReplyMarkup", func(ctx context.Context) error {
 				_, err := c.b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: m.Chat, MessageID: m.ID, ReplyMarkup: noKeyboard})
@@ -319,32 +306,33 @@ func (c *Channel) Retire(ctx context.Context, r core.Reply) error {
 	})
 }
 
-var _ channels.ApprovalNoter = (*Channel)(nil)
-
-// NoteApprovals implements channels.ApprovalNoter: a plan document that carries the
-// pending version's buttons gets the approvals so far under its caption and keeps its
-// keyboard. Other messages with those buttons (nudges) are left as they are.
+// NoteApprovals implements channels.ApprovalNoter: a plan document with the pending
+// version's buttons shows the approvals so far under its caption; nudges are left alone.
 func (c *Channel) NoteApprovals(ctx context.Context, r core.Reply) error {
 	rec, ok, err := c.approvals.Load(ctx, r.Ref)
 	if err != nil || !ok || rec.Decided != "" {
 		return err
 	}
-	line := toastText(r.Text)
+	line := channels.FirstLine(r.Text)
 	var errs []error
 	for _, m := range rec.Msgs {
 		if !m.Doc || len(m.Buttons) == 0 {
 			continue
 		}
-		caption, _, _ := buildCaption(strings.Split(m.Caption, "\n"), line)
-		err := c.do(ctx, m.Chat, true, "editMessageCaption", func(ctx context.Context) error {
-			_, err := c.b.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{
-				ChatID: m.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: c.keyboard(m.Buttons),
-			})
-			return err
-		})
-		if err != nil && !isNotModified(err) {
+		if err := c.editCaption(ctx, m, line, c.keyboard(m.Buttons)); err != nil && !isNotModified(err) {
 			errs = append(errs, fmt.Errorf("showing approvals on message %d in chat %d: %w", m.ID, m.Chat, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// editCaption shows line under the caption of plan document m, with markup.
+func (c *Channel) editCaption(ctx context.Context, m sentMsg, line string, markup models.ReplyMarkup) error {
+	caption, _, _ := buildCaption(strings.Split(m.Caption, "\n"), line)
+	return c.do(ctx, m.Chat, true, "editMessageCaption", func(ctx context.Context) error {
+		_, err := c.b.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{
+			ChatID: m.Chat, MessageID: m.ID, Caption: caption, ParseMode: models.ParseModeHTML, ReplyMarkup: markup,
+		})
+		return err
+	})
 }

@@ -20,9 +20,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// poll long-polls getUpdates until ctx ends. The library's own poller confirms updates to
-// Telegram before its handlers run, so a crash would lose them; this one saves each batch
-// in the inbox before the next call confirms it.
+// poll long-polls getUpdates until ctx ends. The library's poller confirms updates before
+// its handlers run, so a crash would lose them; this one saves each batch first.
 func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 	pause := c.tune.holdAfterErr
 	stuck := c.tune.holdAfterErr // the wait while an unreadable update holds the offset
@@ -58,20 +57,17 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 		pause = c.tune.holdAfterErr
 		c.health.Up()
 		fresh, blocked := d.take(raws)
-		// Handed over before the save, so that the engine's work overlaps the disk's:
-		// the guarantee is that Telegram is told of an update only once it is stored,
-		// and the next getUpdates waits for the save below. Until then a killed process
-		// has confirmed nothing, Telegram serves the update again at the next start, and
-		// the engine de-duplicates it if it had committed its answer.
+		// Handed over before the save, so the engine's work overlaps the disk's: Telegram
+		// is told of an update (by the next getUpdates) only once it is stored. A process
+		// killed before has confirmed nothing, and the engine de-duplicates the redelivery.
 		for _, raw := range fresh {
 			d.dispatch(ctx, raw)
 		}
 		if len(raws) > 0 && !c.storeBatch(ctx, d) {
 			return nil
 		}
-		// An update whose id cannot be read cannot be confirmed: Telegram serves it
-		// again on every call until a later update moves the offset past it. Wait, longer
-		// each time, instead of asking again at once.
+		// An update whose id cannot be read cannot be confirmed: Telegram serves it again
+		// until a later update moves the offset past it. Wait, longer each time.
 		if blocked && d.in.offset() == offset {
 			if c.pause(ctx, stuck) != nil {
 				return nil
@@ -85,11 +81,9 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 
 // storeBatch saves the inbox durably before the next getUpdates confirms the batch just
 // received, retrying until it works; false when ctx ended first. A failed save (a full
-// disk) confirms nothing: no getUpdates is made meanwhile, and the failure shows on Ready
-// until a save succeeds. The batch is handed over already and is not handed over again:
-// Telegram is not asked for it a second time in this process, so a redelivery cannot
-// race the first turn. (What the engine finishes meanwhile leaves the inbox as usual, a
-// handler's error included: it was answered with its notice.)
+// disk) confirms nothing: no getUpdates is made meanwhile, and Ready shows the failure.
+// The batch, handed over already, is not asked for again in this process, so a
+// redelivery cannot race the first turn.
 func (c *Channel) storeBatch(ctx context.Context, d *dispatcher) bool {
 	wait := c.tune.holdAfterErr
 	for {
@@ -190,9 +184,8 @@ type dispatcher struct {
 	left      atomic.Int64   // updates the handler gave up on while stopping
 }
 
-// take notes a polled batch in the inbox, not yet saved. fresh are the updates to
-// dispatch. blocked is true when an update's id cannot be read, so that it cannot be
-// skipped: only a later update moves the offset past it.
+// take notes a polled batch in the inbox, not yet saved, and returns the updates to
+// dispatch. blocked is true when an update's id cannot be read, so it cannot be skipped.
 func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, blocked bool) {
 	for _, raw := range raws {
 		id, exact, err := updateID(raw)
@@ -219,8 +212,7 @@ func (d *dispatcher) take(raws []json.RawMessage) (fresh []json.RawMessage, bloc
 	return fresh, blocked
 }
 
-// storeFailed notes a failed inbox save: Ready reports it and the log says it once a
-// minute, however often it fails.
+// storeFailed notes a failed inbox save: Ready reports it, the log at most once a minute.
 func (d *dispatcher) storeFailed(err error) {
 	d.c.health.Stored(err)
 	d.c.logLimited(slog.LevelError, "saving the update inbox failed; confirming nothing to telegram until it works", err)
@@ -304,14 +296,12 @@ func (d *dispatcher) dispatchUpdate(ctx context.Context, u *models.Update) {
 }
 
 // finish retires an update handled off the polling loop and saves the inbox after delay,
-// unless a save carries it sooner: the one before the next getUpdates does. An update the
+// unless a save carries it sooner (the one before the next getUpdates). An update the
 // engine finished may wait long (flushDelay: its replay after a kill is de-duplicated by
-// its inbound key); one the adapter settled itself, a Revise prompt say, has no such key
-// and waits briefly (flushLocal), as every update did before. Once Run has ended (a
-// shutdown waiting for the engine) it saves at once, before the store closes, beside the
-// caller: that is often an engine worker settling the turn it just ran (EnqueueThen's
-// then, which must not block), and a durable save (an fsync, 2 ms here) would hold that
-// session's next queued job. Drain waits for the save. The caller is in d.inflight.
+// its inbound key); one the adapter settled itself has no such key and waits briefly
+// (flushLocal). Once Run has ended it saves at once, before the store closes, beside the
+// caller: often an engine worker in EnqueueThen's then, which must not block on an fsync.
+// Drain waits for the save. The caller is in d.inflight.
 func (d *dispatcher) finish(ctx context.Context, id int64, delay time.Duration) {
 	d.in.done(id)
 	if ctx.Err() == nil {

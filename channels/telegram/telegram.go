@@ -1,9 +1,9 @@
 // Package telegram is the Telegram channel, built on github.com/go-telegram/bot. It receives
 // updates by long polling or, in webhook mode, on POST /webhooks/telegram (RegisterHTTP),
-// both feeding the same inbox and dispatcher, turns messages and button clicks into core.Message values and
-// delivers replies as Telegram HTML: split at 4096 UTF-16 units, re-sent as plain text when
-// Telegram rejects the formatting, plans as documents with inline Accept / Revise / Auto
-// buttons, progress as one message edited in place.
+// both feeding the same inbox and dispatcher, turns messages and button clicks into
+// core.Message values and delivers replies as Telegram HTML: split at 4096 UTF-16 units,
+// sent again as plain text when Telegram rejects the formatting, plans as documents with
+// inline Accept / Revise / Auto buttons, progress as one message edited in place.
 //
 // Delivery is at least once and, with the engine's de-duplication on the update id, exactly
 // once: an update is written to the store before Telegram is told it was received, and it
@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,9 +41,8 @@ const EditHint = "send it as a document in reply to the plan's message"
 // defaultPollTimeout is how long one getUpdates call waits for news at Telegram.
 const defaultPollTimeout = 50 * time.Second
 
-// State is where the adapter keeps what must survive a restart: the update inbox and
-// offset, which messages carry which approval's buttons, open ForceReply prompts.
-// *store.Store satisfies it.
+// State keeps what must survive a restart: the update inbox and offset, which messages
+// carry which approval's buttons, open ForceReply prompts. *store.Store satisfies it.
 type State = channels.State
 
 // tuning holds the limits that are Telegram's, not the operator's; tests shrink them.
@@ -89,7 +89,7 @@ type Channel struct {
 	account  string // botID as a string: Address.Account and the State account
 	username string
 
-	allowed   map[int64]bool
+	allowed   channels.AllowList[int64]
 	pace      *channels.Pacer[int64]
 	toasts    *toastBoard
 	approvals *channels.Ledger[sentMsg] // which messages carry which approval's buttons
@@ -111,8 +111,8 @@ type Channel struct {
 // NoteInbound makes fn hear of every update dropped as received before (channels.InboundNoter).
 func (c *Channel) NoteInbound(fn func(outcome string)) { c.dropped.Set(fn) }
 
-// New connects to the Bot API and asks who the bot is (getMe): its id keys every session
-// and every piece of saved state, so a new bot token starts fresh. A nil log discards.
+// New asks the Bot API who the bot is (getMe): its id keys every session and all saved
+// state, so a new bot token starts fresh. A nil log discards.
 func New(ctx context.Context, cfg Config, st State, log *slog.Logger) (*Channel, error) {
 	return newChannel(ctx, cfg, st, log, defaultTuning())
 }
@@ -124,37 +124,31 @@ func newChannel(ctx context.Context, cfg Config, st State, log *slog.Logger, tun
 	if st == nil {
 		return nil, errors.New("starting telegram: no state store")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = defaultPollTimeout
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = newHTTPClient()
+		hc = &http.Client{Transport: newTransport()}
 	}
 	c := &Channel{
 		cfg:     cfg,
 		tune:    tune,
 		st:      st,
-		log:     log.With("channel", Name),
+		log:     channels.OrDiscard(log).With("channel", Name),
 		http:    doer{c: hc},
 		api:     cfg.APIURL,
 		token:   cfg.Token,
-		allowed: make(map[int64]bool, len(cfg.AllowedChats)),
+		allowed: channels.NewAllowList(cfg.AllowedChats),
 		pace:    newPacer(tune),
 		toasts:  newToastBoard(),
 		now:     time.Now,
-		pause:   sleep,
+		pause:   channels.Sleep,
 		health:  channels.NewHealth(Name, "not started"),
 	}
 	c.limit = newLogLimiter(func() time.Time { return c.now() })
 	if c.api == "" {
 		c.api = "https://api.telegram.org"
-	}
-	for _, id := range cfg.AllowedChats {
-		c.allowed[id] = true
 	}
 	opts := []bot.Option{
 		bot.WithSkipGetMe(), // called below with the caller's context
@@ -204,15 +198,14 @@ func (c *Channel) BotID() int64 { return c.botID }
 // Username is the bot's user name, without the @.
 func (c *Channel) Username() string { return c.username }
 
-// Run sets the command menu, replays updates that were received but not handled before a
-// restart, then long-polls (after deleteWebhook) or, in webhook mode, registers the webhook
-// and takes updates from the HTTP route, until ctx ends (returning nil). It returns an error only when
-// Telegram refuses the bot for good (a revoked token).
+// Run sets the command menu, replays updates received but not handled before a restart,
+// then long-polls (after deleteWebhook) or, in webhook mode, registers the webhook and
+// takes updates from the HTTP route, until ctx ends (returning nil). It returns an error
+// only when Telegram refuses the bot for good (a revoked token).
 //
-// Messages are queued with the handler (the engine) in order and Run goes on polling; each
-// update leaves the saved inbox when the engine reports it handled. The messages are
-// queued with a context that outlives Run, so a shutdown lets in-flight turns finish (the
-// caller bounds that with Engine.Wait).
+// Messages are queued with the handler (the engine) in order; each update leaves the saved
+// inbox when the engine reports it handled. They are queued with a context that outlives
+// Run, so a shutdown lets in-flight turns finish (the caller bounds that with Engine.Wait).
 func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	c.setCommands(ctx)
 	in, err := c.loadInbox(ctx)
@@ -246,8 +239,8 @@ func (c *Channel) Run(ctx context.Context, h channels.Handler) error {
 	return err
 }
 
-// Ready is nil while the bot receives updates (polling works, or the webhook is set)
-// and storing them works; otherwise an error naming the problem, for /readyz.
+// Ready is nil while the bot receives updates and storing them works; otherwise an error
+// naming the problem.
 func (c *Channel) Ready() error { return c.health.Err() }
 
 // setCommands publishes the /plan menu. A failure only costs the menu, so it is logged.
@@ -263,11 +256,6 @@ func (c *Channel) setCommands(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		c.log.Warn("setting the command menu", "err", err)
 	}
-}
-
-// allowedChat applies AllowedChats.
-func (c *Channel) allowedChat(id int64) bool {
-	return len(c.allowed) == 0 || c.allowed[id]
 }
 
 // address is the conversation of a message: forum topics are separate sessions; the

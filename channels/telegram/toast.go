@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,12 +17,10 @@ import (
 // maxToast is Telegram's limit on the text of answerCallbackQuery.
 const maxToast = 200
 
-// A toast is the short answer a button click gets (answerCallbackQuery). Telegram wants
-// every click answered promptly, and the answer should say what happened, which only the
-// engine knows. So a click waits, briefly, for the engine's first word on it in that
-// conversation: the ReplyDecided for its approval id, or a notice or reply (a refusal, a
-// stale version, "Answer recorded"). If none comes in time, or the engine finishes
-// without one, a neutral default is shown.
+// A toast is the short answer a button click gets (answerCallbackQuery). It should say what
+// happened, which only the engine knows, so a click waits briefly for the engine's first
+// word on it in that conversation: the ReplyDecided for its approval id, or a notice or
+// reply. If none comes in time, or the engine finishes without one, a default is shown.
 type toast struct {
 	board   *toastBoard
 	session string
@@ -31,8 +30,7 @@ type toast struct {
 }
 
 // toastBoard holds the clicks waiting for their answer, by session, oldest first: the
-// engine handles a session's messages in order, so its next reply there is about the
-// oldest click.
+// engine handles a session in order, so its next reply there is about the oldest click.
 type toastBoard struct {
 	mu      sync.Mutex
 	waiting map[string][]*toast
@@ -61,16 +59,11 @@ func (b *toastBoard) observe(r core.Reply) {
 		return
 	}
 	b.mu.Lock()
-	var found *toast
-	for _, t := range b.waiting[r.To.SessionID()] {
-		if pick(t) {
-			found = t
-			break
-		}
-	}
+	list := b.waiting[r.To.SessionID()]
+	i := slices.IndexFunc(list, pick)
 	b.mu.Unlock()
-	if found != nil {
-		found.settle(toastText(r.Text))
+	if i >= 0 {
+		list[i].settle(channels.FirstLine(r.Text))
 	}
 }
 
@@ -81,13 +74,7 @@ func (t *toast) settle(text string) {
 		b := t.board
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		list := b.waiting[t.session]
-		for i, x := range list {
-			if x == t {
-				list = append(list[:i:i], list[i+1:]...)
-				break
-			}
-		}
+		list := slices.DeleteFunc(slices.Clone(b.waiting[t.session]), func(x *toast) bool { return x == t })
 		if len(list) == 0 {
 			delete(b.waiting, t.session)
 		} else {
@@ -117,8 +104,8 @@ func (c *Channel) answerWhenSettled(ctx context.Context, queryID string, t *toas
 	c.answer(ctx, queryID, text)
 }
 
-// answer answers a callback query. A failure (often: the query is too old, after a
-// restart) costs only the toast, so it is logged.
+// answer answers a callback query. A failure (often a query too old, after a restart)
+// costs only the toast.
 func (c *Channel) answer(ctx context.Context, queryID, text string) {
 	err := c.do(ctx, 0, false, "answerCallbackQuery", func(ctx context.Context) error {
 		_, err := c.b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: queryID, Text: clip(text, maxToast)})
@@ -127,15 +114,6 @@ func (c *Channel) answer(ctx context.Context, queryID, text string) {
 	if err != nil {
 		c.log.Debug("answering a button click", "err", err)
 	}
-}
-
-// toastText is the first line of a reply, as plain text.
-func toastText(md string) string {
-	s := strings.TrimSpace(channels.PlainText(md))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // clip shortens s to at most n UTF-16 units (Telegram's characters), marking the cut.

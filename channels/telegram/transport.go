@@ -16,10 +16,9 @@ import (
 	"github.com/plangate/plangate/core/conf"
 )
 
-// idleConns is how many keep-alive connections to the Bot API are kept: enough for the
-// long poll plus a reply to every session answering at once (Telegram takes about thirty
-// messages a second in all). net/http keeps only two per host by default, so under
-// concurrency every other request opened, and then dropped, a connection of its own.
+// idleConns is how many keep-alive connections to the Bot API are kept: the long poll plus
+// a reply to every session answering at once. net/http keeps only two per host by
+// default, so under concurrency most requests would open and drop a connection.
 const idleConns = 64
 
 // newTransport is the default transport with a keep-alive pool sized for concurrency.
@@ -29,9 +28,6 @@ func newTransport() *http.Transport {
 	t.MaxIdleConnsPerHost = idleConns
 	return t
 }
-
-// newHTTPClient is the client used when the configuration brings none.
-func newHTTPClient() *http.Client { return &http.Client{Transport: newTransport()} }
 
 // doer is the HTTP client the library and the poller use. A 5xx answer becomes a
 // *serverError before the library reads it, because the library reports those only as
@@ -64,21 +60,22 @@ func (c *Channel) scrub(err error) error { return conf.Secrets(c.token).Error(er
 
 func (c *Channel) scrubText(s string) string { return conf.Secrets(c.token)(s) }
 
-// do runs one Bot API request with Telegram's rules (channels.Policy): paced per chat when
-// paced is set (messages and edits), 429 waits retry_after and tries again, 5xx and
-// network failures back off and try again, all bounded by maxAttempts. What finally fails
-// is logged with the chat and the reason and returned; the token is never part of either.
-// chat 0 is a request that concerns no chat (getMe, setMyCommands).
+// do runs one Bot API request with Telegram's rules (channels.Policy), paced per chat when
+// paced is set (messages and edits). chat 0 is a request that concerns no chat (getMe).
 func (c *Channel) do(ctx context.Context, chat int64, paced bool, method string, fn func(ctx context.Context) error) error {
 	call := channels.Call{Name: method, Target: slog.Int64("chat", chat)}
 	if paced {
 		call.Lane = c.pace.Lane(chat)
 	}
-	return c.policy().Do(ctx, call, fn)
+	p := channels.Policy{
+		Platform: Name, Patience: c.tune.retry,
+		Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
+	}
+	return p.Do(ctx, call, fn)
 }
 
-// quiet names the failures the caller turns into success or a plain-text resend and logs
-// itself, and a callback query too old to answer (after a restart: only the toast is lost).
+// quiet names the failures the caller handles and logs itself, and a callback query too old
+// to answer (after a restart: only the toast is lost).
 func quiet(method string, err error) bool {
 	return isNotModified(err) || isEntityError(err) ||
 		method == "answerCallbackQuery" && errors.Is(err, bot.ErrorBadRequest)
@@ -88,27 +85,14 @@ func quiet(method string, err error) bool {
 // a 5xx or a network failure is temporary, every other answer is final.
 func (c *Channel) classify(err error) error {
 	var tooMany *bot.TooManyRequestsError
-	if errors.As(err, &tooMany) {
+	var se *serverError
+	switch {
+	case errors.As(err, &tooMany):
 		return channels.RateLimited(time.Duration(max(tooMany.RetryAfter, 1)) * c.tune.retryUnit)
-	}
-	if retryable(err) {
+	case errors.As(err, &se) || channels.Transient(err):
 		return channels.ErrTemporary
 	}
 	return channels.ErrPermanent
-}
-
-// policy is how Telegram's requests are tried.
-func (c *Channel) policy() channels.Policy {
-	return channels.Policy{
-		Platform: Name, Patience: c.tune.retry,
-		Classify: c.classify, Scrub: c.scrub, Log: c.log, Quiet: quiet,
-	}
-}
-
-// retryable reports whether a failed request may succeed when simply sent again.
-func retryable(err error) bool {
-	var se *serverError
-	return errors.As(err, &se) || channels.Transient(err)
 }
 
 // newPacer keeps outgoing messages under Telegram's limits: about one a second per chat,
@@ -120,11 +104,8 @@ func newPacer(t tuning) *channels.Pacer[int64] {
 			return channels.Rate{Every: t.groupEvery, Burst: t.burst}
 		}
 		return channels.Rate{Every: t.privateEvery, Burst: t.burst}
-	}, channels.Rate{Every: t.globalEvery, Burst: globalBurst})
+	}, channels.Rate{Every: t.globalEvery, Burst: 30})
 }
-
-// globalBurst lets a second's worth of messages (across chats) go at once.
-const globalBurst = 30
 
 // isEntityError is Telegram refusing the formatting of a text.
 func isEntityError(err error) bool {
@@ -135,6 +116,3 @@ func isEntityError(err error) bool {
 func isNotModified(err error) bool {
 	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
 }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error { return channels.Sleep(ctx, d) }

@@ -27,12 +27,10 @@ const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
 // allowedUpdates are the update kinds the bot asks for, polling or not.
 var allowedUpdates = []string{models.AllowedUpdateMessage, models.AllowedUpdateCallbackQuery}
 
-// RegisterHTTP adds POST /webhooks/telegram to srv in webhook mode (in polling mode it
-// adds nothing). Call it before srv runs; until Run has loaded the inbox the route
-// answers 503, which Telegram retries.
-//
-// The library's own webhook handler is not used: it answers 200 to a wrong secret,
-// compares the secret in variable time and queues the update in memory before any commit.
+// RegisterHTTP adds POST /webhooks/telegram to srv in webhook mode. Call it before srv
+// runs; until Run has loaded the inbox the route answers 503, which Telegram retries. The
+// library's own handler is not used: it answers 200 to a wrong secret, compares it in
+// variable time and queues the update in memory before any commit.
 func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
 	if c.cfg.Mode != ModeWebhook {
 		return
@@ -59,11 +57,9 @@ func (c *Channel) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteError(w, code, why)
 		return
 	}
-	// The update is committed. Its hand-over is queued before the 200, so an update
-	// answered before another was sent is handed over first, and runs off the request:
-	// the answer is whole at once (Content-Length: 0, one write) and the connection free
-	// for Telegram's next update, whatever the hand-over waits for (a store read for a
-	// reply to a prompt, a plan file's download).
+	// The update is committed. Its hand-over is queued before the 200, so updates are
+	// handed over in the order they were answered, and runs off the request, so the
+	// connection is free for Telegram's next update whatever the hand-over waits for.
 	if handle != nil {
 		d.handOver(handle)
 	}
@@ -109,8 +105,7 @@ func (d *dispatcher) runHandOvers() {
 	}
 }
 
-// runHandOver runs f; a panic is logged, as net/http's server did when hand-overs ran
-// in the request, and the next hand-over still runs.
+// runHandOver runs f; a panic is logged and the next hand-over still runs.
 func (d *dispatcher) runHandOver(f func()) {
 	defer d.inflight.Done()
 	defer func() {
@@ -125,9 +120,8 @@ func (d *dispatcher) runHandOver(f func()) {
 // adapter keeps.
 func (c *Channel) InboxAccount() string { return c.account }
 
-// AdoptInbox implements channels.InboxAdopter: the updates another replica saved in its
-// inbox and never handled join this Run's inbox, saved before it returns, and are
-// dispatched as a replayed update is.
+// AdoptInbox implements channels.InboxAdopter: the updates another replica saved and never
+// handled join this Run's inbox, saved before it returns, and are dispatched as replays.
 func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	d := c.disp.Load()
 	if d == nil || !d.receiving.Load() {
@@ -151,32 +145,26 @@ func (c *Channel) AdoptInbox(ctx context.Context, saved string) (int, error) {
 	return len(raws), nil
 }
 
-// decodeUpdate reads a webhook body as one update; the error is a one-line reason. A
-// well-formed update is decoded once; the checks below only name what is wrong.
+// decodeUpdate reads a webhook body as one update; the error is a one-line reason.
 func decodeUpdate(body []byte) (int64, *models.Update, error) {
 	var u models.Update
-	if json.Unmarshal(body, &u) == nil && u.ID > 0 {
+	err := json.Unmarshal(body, &u)
+	if err == nil && u.ID > 0 {
 		return u.ID, &u, nil
 	}
-	id, exact, err := updateID(body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
-	}
-	if !exact {
+	// Only naming what is wrong: an update_id that reads, exactly, means err is set.
+	if _, exact, idErr := updateID(body); idErr != nil {
+		return 0, nil, fmt.Errorf("not a telegram update: %w", idErr)
+	} else if !exact {
 		return 0, nil, errors.New("not a telegram update: update_id is not an integer")
 	}
-	u = models.Update{}
-	if err := json.Unmarshal(body, &u); err != nil {
-		return 0, nil, fmt.Errorf("not a telegram update: %w", err)
-	}
-	return id, &u, nil
+	return 0, nil, fmt.Errorf("not a telegram update: %w", err)
 }
 
-// acceptWebhook commits one update to the inbox; handle then dispatches it, in the same
-// way a polled update is. The answer's status is 200 once it is committed (or was
-// before, when handle is nil), 400 for a body that is no update and 503 when the commit
-// fails, so that Telegram delivers it again. Concurrent requests share their commits
-// (the inbox's flush writes the newest state for all who wait).
+// acceptWebhook commits one update to the inbox; handle then dispatches it as a polled one.
+// The status is 200 once it is committed (or was before: handle is nil), 400 for a body
+// that is no update and 503 when the commit fails, so Telegram delivers it again.
+// Concurrent requests share their commits.
 func (d *dispatcher) acceptWebhook(body []byte) (code int, why string, handle func()) {
 	id, u, err := decodeUpdate(body)
 	if err != nil {
