@@ -57,9 +57,6 @@ type MissedNudge struct {
 	ScheduledAt time.Time
 }
 
-// EventNudgeSet audits a change of a session's reminder schedule by /plan nudge.
-const EventNudgeSet EventKind = "nudge_set"
-
 // NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
 const NudgeOff = "off"
 

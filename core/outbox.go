@@ -10,7 +10,7 @@ type Outgoing struct {
 	Reply     Reply
 	CreatedAt time.Time
 	Attempts  int // delivery attempts so far
-	// Owner is the engine that committed the row (Engine.Owner). Until it is gone, its
+	// Owner is the lease owner id of the engine that committed the row. Until it is gone, its
 	// unsent rows are its own to send: another replica's start-up and takeover skip them.
 	Owner string
 }

@@ -91,8 +91,6 @@ type Config struct {
 	Channels []string
 }
 
-var _ core.Nudger = (*Scheduler)(nil)
-
 // Scheduler fires nudge schedules. Create it with New, start it with Run; SessionChanged
 // may be called at any time, before, during or after Run.
 type Scheduler struct {
@@ -216,7 +214,7 @@ func (s *Scheduler) load(ctx context.Context) (int, error) {
 }
 
 // SessionChanged re-reads the schedules of one session: new active ones are queued, ones
-// that were cancelled or finished are dropped. It implements core.Nudger; errors are
+// that were cancelled or finished are dropped. It implements engine.Nudger; errors are
 // logged, and a schedule it misses still cannot fire wrongly, because every occurrence is
 // claimed in the store first.
 func (s *Scheduler) SessionChanged(ctx context.Context, sessionID string) {

@@ -152,19 +152,7 @@ func (t *jobRun) sendEffect(ctx context.Context, o machine.Outcome, eff machine.
 // send delivers a reply to the session, as the answer to the job's inbound event.
 // A delivery failure is logged and returned, never taken as a decision.
 func (t *jobRun) send(ctx context.Context, r core.Reply) (string, error) {
-	if r.To == (core.Address{}) {
-		r.To = t.sess.Address
-	}
-	if r.InReplyTo == "" {
-		r.InReplyTo = t.j.msg.ID
-	}
-	return t.e.send(ctx, r)
-}
-
-// say sends a reply whose failure changes nothing: it is logged by send.
-func (t *jobRun) say(ctx context.Context, r core.Reply) error {
-	_, _ = t.send(ctx, r)
-	return nil
+	return t.e.send(ctx, t.address(r))
 }
 
 // notice tells the session what went wrong (or what a turn could not do), through the

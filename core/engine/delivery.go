@@ -128,17 +128,16 @@ func (t *jobRun) answer(ctx context.Context, rs ...core.Reply) error {
 }
 
 // commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
-// Without an outbox it commits and sends directly.
 func (t *jobRun) commitSaying(ctx context.Context, ch core.Change, rs ...core.Reply) error {
 	ch = t.withRows(ch, rs)
 	if err := t.commit(ctx, ch); err != nil {
 		return err
 	}
-	t.sayCommitted(ctx, ch, rs)
+	t.sayCommitted(ctx, ch)
 	return nil
 }
 
-// withRows adds replies rs to ch as its outbox rows (none without an outbox).
+// withRows adds replies rs to ch as its outbox rows.
 func (t *jobRun) withRows(ch core.Change, rs []core.Reply) core.Change {
 	ch.Outbox = slices.Clip(ch.Outbox)
 	for _, r := range rs {
@@ -147,8 +146,8 @@ func (t *jobRun) withRows(ch core.Change, rs []core.Reply) core.Change {
 	return ch
 }
 
-// sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
-func (t *jobRun) sayCommitted(ctx context.Context, ch core.Change, rs []core.Reply) {
+// sayCommitted delivers the outbox rows of ch once it is committed.
+func (t *jobRun) sayCommitted(ctx context.Context, ch core.Change) {
 	for i := range ch.Outbox {
 		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
@@ -163,7 +162,7 @@ func (t *jobRun) post(ctx context.Context, rs ...core.Reply) error {
 	if err := t.commitSaying(ctx, core.Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
 		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
 		for _, r := range rs {
-			_ = t.say(ctx, r)
+			_, _ = t.send(ctx, r)
 		}
 	}
 	return nil
@@ -281,7 +280,7 @@ func ReplicaLease(owner string) string { return "replica:" + owner }
 // store without leases (one process) and an owner with no replica lease (a process
 // without replicas, e.g. on SQLite) are not.
 func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
-	if owner == "" || owner == e.owner || ownerGone(owner) {
+	if owner == "" || owner == e.owner || OwnerGone(owner) {
 		return false
 	}
 	live, _ := e.replicaLive(ctx, owner)

@@ -181,7 +181,7 @@ func (t *jobRun) serverDown(err error) {
 // belong to a tool server that is down (it failed to start or died between turns): the
 // agent will not find those tools.
 func (t *jobRun) planServersDown(ctx context.Context) {
-	ws, ok := t.e.d.Tools.(core.ToolServers)
+	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok || t.sess.Phase != core.PhaseExecuting {
 		return
 	}
@@ -214,7 +214,7 @@ func (t *jobRun) flushPending(ctx context.Context) {
 	if err := t.commit(ctx, ch); err != nil {
 		t.e.d.Log.Error("recording notices", "session", t.sess.ID, "err", err)
 	}
-	t.sayCommitted(ctx, ch, rs) // rows the commit did not store are sent directly
+	t.sayCommitted(ctx, ch) // rows the commit did not store (ID 0) are sent directly
 }
 
 // sayBlocked sends the one notice that lists the calls the gate refused since the last

@@ -103,16 +103,12 @@ func (e *Engine) CountPending(ctx context.Context) {
 	}
 	e.obs.mu.Lock()
 	defer e.obs.mu.Unlock()
-	n, err := e.pendingPlans(ctx)
+	n, err := e.d.Store.PendingPlans(ctx)
 	if err != nil {
 		e.d.Log.Warn("counting pending plans", "err", err)
 		return
 	}
 	e.obs.obs.PlansPending(n)
-}
-
-func (e *Engine) pendingPlans(ctx context.Context) (int, error) {
-	return e.d.Store.PendingPlans(ctx)
 }
 
 // observeModel reports one model call that started at start.

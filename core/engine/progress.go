@@ -9,10 +9,10 @@ import (
 
 // progressIDs remembers the platform message id of each plan's checklist, so progress is
 // one message edited in place, also after a restart: the id is kept in the store's
-// key-value state (ProgressStore) as well as here. It is a presentation detail: when it
+// key-value state (Store.ChannelState) as well as here. It is a presentation detail: when it
 // cannot be read or written, the next checklist is a new message.
 type progressIDs struct {
-	st  core.ProgressStore
+	st  core.Store
 	mu  sync.Mutex
 	ids map[string]string
 }

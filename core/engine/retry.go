@@ -41,9 +41,6 @@ func (s *sending) start(id int64) bool {
 	if s.inflight[id] {
 		return false
 	}
-	if s.inflight == nil {
-		s.inflight, s.failedAt = map[int64]bool{}, map[int64]time.Time{}
-	}
 	s.inflight[id] = true
 	return true
 }
@@ -65,9 +62,6 @@ func (s *sending) end(id int64, failed bool, at time.Time) {
 func (s *sending) retryLater(id int64, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight == nil {
-		s.inflight, s.failedAt = map[int64]bool{}, map[int64]time.Time{}
-	}
 	if _, waiting := s.failedAt[id]; !waiting && !s.inflight[id] {
 		s.failedAt[id] = at
 	}

@@ -72,7 +72,7 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 // withdrawn answers a call of a tool whose server is down (its tools are not offered):
 // the model learns the server's state, the chat that the server stopped.
 func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
-	ws, ok := t.e.d.Tools.(core.ToolServers)
+	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok {
 		return toolResult{}, false
 	}

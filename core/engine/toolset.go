@@ -24,6 +24,16 @@ func CombineToolboxes(boxes ...core.Toolbox) core.Toolbox {
 
 type toolboxes []core.Toolbox
 
+// ToolServers is what a Toolbox may implement to tell a tool that is not offered because
+// its server is down (an MCP server that failed to start or died) from one that does not
+// exist: the model gets the server's state instead of "unknown tool", and the chat hears
+// that the server stopped.
+type ToolServers interface {
+	// Withdrawn reports the server of tool and its state when the server is configured
+	// but not up.
+	Withdrawn(tool string) (server, status string, ok bool)
+}
+
 func (ts toolboxes) Tools() []core.ToolSpec {
 	var specs []core.ToolSpec
 	for _, b := range ts {
@@ -63,7 +73,7 @@ func (ts toolboxes) WritePaths(name string, args json.RawMessage) ([]string, err
 
 func (ts toolboxes) Withdrawn(tool string) (string, string, bool) {
 	for _, b := range ts {
-		if w, ok := b.(core.ToolServers); ok {
+		if w, ok := b.(ToolServers); ok {
 			if srv, st, ok := w.Withdrawn(tool); ok {
 				return srv, st, true
 			}

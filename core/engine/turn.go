@@ -319,7 +319,7 @@ func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
 		}
 		return err
 	}
-	t.sayCommitted(ctx, ch, rs)
+	t.sayCommitted(ctx, ch)
 	return nil
 }
 

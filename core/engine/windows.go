@@ -63,9 +63,25 @@ func (c *windowCache) put(id string, version int64, msgs []core.ChatMessage, now
 	if version == 0 {
 		return
 	}
+	msgs = slices.Clone(msgs)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.set(id, version, slices.Clone(msgs), now)
+	if c.byID == nil {
+		c.byID = map[string]*clist.Element{}
+	}
+	if el, ok := c.byID[id]; ok {
+		w := el.Value.(*window)
+		w.version, w.msgs, w.used = version, msgs, now
+		c.lru.MoveToFront(el)
+	} else {
+		c.byID[id] = c.lru.PushFront(&window{id: id, version: version, msgs: msgs, used: now})
+	}
+	for c.lru.Len() > windowSessions {
+		c.remove(c.lru.Back())
+	}
+	for el := c.lru.Back(); el != nil && now.Sub(el.Value.(*window).used) >= windowIdle; el = c.lru.Back() {
+		c.remove(el)
+	}
 }
 
 // committed records a commit of session id from version from to version to that appended
@@ -101,25 +117,6 @@ func (c *windowCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byID[id]; ok {
-		c.remove(el)
-	}
-}
-
-func (c *windowCache) set(id string, version int64, msgs []core.ChatMessage, now time.Time) {
-	if c.byID == nil {
-		c.byID = map[string]*clist.Element{}
-	}
-	if el, ok := c.byID[id]; ok {
-		w := el.Value.(*window)
-		w.version, w.msgs, w.used = version, msgs, now
-		c.lru.MoveToFront(el)
-	} else {
-		c.byID[id] = c.lru.PushFront(&window{id: id, version: version, msgs: msgs, used: now})
-	}
-	for c.lru.Len() > windowSessions {
-		c.remove(c.lru.Back())
-	}
-	for el := c.lru.Back(); el != nil && now.Sub(el.Value.(*window).used) >= windowIdle; el = c.lru.Back() {
 		c.remove(el)
 	}
 }

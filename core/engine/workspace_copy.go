@@ -109,6 +109,9 @@ func RenderPlanJSON(s core.Session, p core.Plan) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
+var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
+
 // WritePlanCopy writes the copy's files into the workspace dir through an os.Root, each
 // to a temporary name and renamed over the old one: a reader sees the old file or the new
 // one, a link planted at the name is replaced rather than written through, and nothing
@@ -124,7 +127,7 @@ func WritePlanCopy(dir string, md, js []byte) error {
 	if !ownCopy(root) {
 		for _, name := range core.PlanCopyNames {
 			if _, err := root.Lstat(name); err == nil {
-				return fmt.Errorf("%w: %s", core.ErrForeignPlanCopy, name)
+				return fmt.Errorf("%w: %s", ErrForeignPlanCopy, name)
 			}
 		}
 	}
@@ -204,7 +207,7 @@ func (e *Engine) copyPlan(s core.Session, p core.Plan) {
 		err = WritePlanCopy(ws.Dir, e.planMarkdown(s, p), js)
 	}
 	switch {
-	case errors.Is(err, core.ErrForeignPlanCopy):
+	case errors.Is(err, ErrForeignPlanCopy):
 		e.d.Log.Warn("not writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
 	case err != nil:
 		e.d.Log.Error("writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
