@@ -17,9 +17,7 @@ import (
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
-	// Reach is what a command a plan grants may do here (tools.run_command), for the
-	// words of every plan's grants.
-	Reach           machine.Reach
+	Reach           machine.Reach // what a granted command may do here (tools.run_command)
 	PlansDir        string
 	WorkspaceRoot   string
 	PerSession      bool // one workspace sub-directory per session
@@ -37,24 +35,17 @@ type Config struct {
 	Policies []machine.Policy
 	// EditHints say, per channel name, how a person sends an edited plan file back there
 	// (each adapter's EditHint); a channel without one is told to attach it to /plan edit.
-	EditHints map[string]string
-	// AutoApproveRules are plan_mode.auto_approve_rules.
-	AutoApproveRules []machine.ApproveRule
-	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
-	Nudges []time.Duration
-	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
-	ApprovalTimeout time.Duration
+	EditHints        map[string]string
+	AutoApproveRules []machine.ApproveRule // plan_mode.auto_approve_rules
+	Nudges           []time.Duration       // plan_mode.nudges: one-shot reminders after a decision starts waiting
+	ApprovalTimeout  time.Duration         // expires a pending plan; 0 = never
 	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
 	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
 	WorkspaceCopy bool
-	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
-	// goals become a product spec first.
-	Planner Planner
-	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
-	LeaseTTL time.Duration
+	Planner       Planner       // plan_mode.planner
+	LeaseTTL      time.Duration // how long a session lease lasts without renewal; 0 = DefaultLeaseTTL
 	// TypingDelay is how long a model call runs before the chat is shown the typing
-	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
-	// background, for every call outside the indicator's window (see typing.go).
+	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
 }
 
@@ -72,12 +63,10 @@ type Deps struct {
 	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
 	// recurring reminders unavailable.
 	NudgeSpecs machine.NudgeSpecs
-	// Owner names this engine as a lease holder; "" is the process's own id (one per
-	// process). Tests that play two processes in one give each engine its own.
-	Owner string
-	// Observer is told what became of inbound messages, and about decisions, pending
-	// plans, model calls, gated tool calls and reminders (/metrics); nil records nothing.
-	Observer Observer
+	// Owner names this engine as a lease holder; "" is the process's own id. Tests that
+	// play two processes in one give each engine its own.
+	Owner    string
+	Observer Observer // for /metrics; nil records nothing
 }
 
 // Nudger is the port to the nudge scheduler (nudges.Scheduler): the engine tells it when a
@@ -127,8 +116,7 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *jobRun) error
 	sessionID string
-	// outcome is what became of the message, for the Observer ("" until it is known).
-	outcome string
+	outcome   string // what became of the message, for the Observer ("" until known)
 }
 
 type queue struct {
@@ -304,7 +292,7 @@ func (e *Engine) drain(id string, q *queue) {
 	}
 }
 
-// interrupted reports whether a job waiting for session id would stop the running turn:
+// interrupted reports whether a job waiting for the session would stop the running turn:
 // a /plan revise, /plan off or Revise click from someone allowed to make it, that will
 // apply in the current phase (a command that is going to be refused must not stop work).
 func (e *Engine) interrupted(sess core.Session) (string, bool) {
@@ -422,8 +410,8 @@ func (e *Engine) runMessage(j *job) error {
 	return err
 }
 
-// loadSession reads the message's session (a new one when there is none); with sp also
-// its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
+// loadSession reads the message's session (a new one when there is none) and its plan,
+// checking inbound in the same read (an error wrapping ErrDuplicate: recorded).
 func (e *Engine) loadSession(ctx context.Context, m core.Message, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	id := m.Address.SessionID()
 	s, plan, err := e.d.Store.SessionPlan(ctx, id, inbound)
