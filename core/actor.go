@@ -16,9 +16,9 @@ const (
 	ActorAdmin ActorKind = "admin"
 )
 
-// Actor is who an audit row is attributed to. A person is named by their platform user
-// id, a rule by its name; the agent and the system have no id. Keeping the kind apart
-// from the id means a person whose id is "system" cannot pass for the scheduler.
+// Actor is who an audit row is attributed to: a person by their platform user id, a rule by
+// its name. The kind is kept apart from the id so a person whose id is "system" cannot pass
+// for the scheduler.
 type Actor struct {
 	Kind ActorKind
 	ID   string

@@ -33,9 +33,8 @@ const (
 	NudgeCancelled NudgeStatus = "cancelled"
 )
 
-// Nudge is one schedule of a session, as stored. The engine creates schedules in the same
-// transaction as the transition that makes a decision pending, and cancels them in the
-// transaction of the decision; the nudges package fires them.
+// Nudge is one schedule of a session, as stored: created and cancelled in the transactions
+// that make a decision pending and make it; the nudges package fires them.
 type Nudge struct {
 	ID         int64 // assigned by the store
 	SessionID  string

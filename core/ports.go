@@ -37,8 +37,8 @@ const (
 	EventNudged       EventKind = "nudged"
 	EventRefused      EventKind = "refused"   // an unauthorized or stale decision
 	EventNudgeSet     EventKind = "nudge_set" // a change of the session's reminders by /plan nudge
-	// EventApprovalRecorded is one acceptance counted under a policy that needs more
-	// (docs/design.md §12); the detail is the progress, "1 of 2 approvals (alice)".
+	// EventApprovalRecorded is one acceptance counted under a policy that needs more; the
+	// detail is the progress, "1 of 2 approvals (alice)".
 	EventApprovalRecorded EventKind = "approval_recorded"
 )
 
@@ -111,17 +111,27 @@ type Change struct {
 	CancelReminders bool
 	// Nudges are new schedules for the session (ID 0; the store assigns ids).
 	Nudges []Nudge
-	// Lazy marks a change that records no decision (a person's plain message, the agent's
-	// own transcript entries): the store may commit it without waiting for the disk. It is
-	// still atomic and survives a killed process; the next durable commit — a decision, or
-	// an adapter saving its platform offset — makes it durable, in order. Only an OS crash
-	// can lose it, and then the platform redelivers the event.
+	// Lazy marks a change that records no decision (a plain message, the agent's own
+	// transcript entries): the store may commit it without waiting for the disk. It is still
+	// atomic and survives a killed process; the next durable commit makes it durable, in
+	// order. Only an OS crash can lose it, and then the platform redelivers the event.
 	Lazy bool
-	// Outbox holds replies committed with this change: a sender delivers them after the
-	// commit and marks them sent, and unsent ones are delivered after a restart, so nothing
-	// the change produced is lost between the commit and the platform. The store assigns
-	// each entry's ID in place (the slice's elements are shared with the caller).
+	// Outbox holds replies committed with this change, delivered after the commit (or after
+	// a restart) and marked sent. The store assigns each entry's ID in place.
 	Outbox []Outgoing
+}
+
+// Outgoing is one reply in the outbox: committed in the transaction that produced it,
+// delivered by a sender afterwards and then marked sent.
+type Outgoing struct {
+	ID        int64 // assigned by the store
+	SessionID string
+	Reply     Reply
+	CreatedAt time.Time
+	Attempts  int // delivery attempts so far
+	// Owner is the lease owner id of the engine that committed the row. Until it is gone, its
+	// unsent rows are its own to send: another replica's start-up and takeover skip them.
+	Owner string
 }
 
 // Store is the persistence port: both drivers of package store implement all of it, the
@@ -230,6 +240,16 @@ type Toolbox interface {
 	// WritePaths names the workspace paths a mutating call would change, for the scope check.
 	WritePaths(name string, args json.RawMessage) ([]string, error)
 }
+
+// ToolServerDown is the error of a tool call whose server stopped during it (an MCP server
+// that crashed or hung). The model sees Msg as the tool error and the turn goes on; the
+// chat is told once per job that the server's tools are withdrawn.
+type ToolServerDown struct {
+	Server string
+	Msg    string
+}
+
+func (e *ToolServerDown) Error() string { return e.Msg }
 
 // Sender delivers replies to the channel named in Reply.To and returns the platform's
 // message id (used for edits in place).
