@@ -361,19 +361,10 @@ func (e *Engine) DeliverLeft(ctx context.Context, channels []string, maxAge time
 		seen[sid] = true
 		dones = append(dones, e.systemAsync(ctx, sid, func(ctx context.Context, _ *jobRun) error {
 			left, err := e.Unsent(ctx, channels, maxAge, func(id string) bool { return id == sid })
-			if err != nil {
-				return err
+			if err == nil {
+				sent.Add(int64(left.deliver(ctx)))
 			}
-			if holder, held := e.holderElsewhere(ctx, sid); held {
-				e.retryWhenFree(left.rows, holder)
-				return nil
-			}
-			for i := range left.rows {
-				if _, err := e.deliverLeft(ctx, &left.rows[i]); err == nil {
-					sent.Add(1)
-				}
-			}
-			return nil
+			return err
 		}))
 	}
 	for _, done := range dones {

@@ -16,12 +16,10 @@ import (
 	"github.com/plangate/plangate/core/machine"
 )
 
-// One process runs a session's turn: the turn runs only while this process holds the
-// session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
-// ends. A person's command that changes state needs no lease (its commit is a
-// compare-and-set on the session's version); only agent turns do, since they act on the
-// workspace. A lease left behind by a killed process marks a turn that did not end:
-// Resume takes it over once it has expired.
+// A session's turn runs only while this process holds the session's lease, renewed every
+// ttl/3 and released when it ends. A person's command needs none (its commit is a
+// compare-and-set on the session's version); agent turns do, since they act on the
+// workspace. A lease left behind by a killed process marks a turn that did not end.
 
 // SessionLease names the lease of a session's turns.
 func SessionLease(sessionID string) string { return "session:" + sessionID }
@@ -80,11 +78,9 @@ func OwnerGone(owner string) bool {
 // errLeaseHeld: another process holds the session's lease; the job is left to it.
 var errLeaseHeld = errors.New("session lease held by another process")
 
-// withLease runs fn while this process holds the session's lease. Nested calls share the
-// outer lease. When another process holds it, fn does not run and errLeaseHeld is
-// returned. Losing the lease while fn runs (a renewal refused: another process took it
-// over after this one stalled past the ttl), or renewals failing until the lease would
-// end (renew.go), cancels fn's context. The lease is released when fn ends.
+// withLease runs fn while this process holds the session's lease (nested calls share it);
+// when another process holds it, fn does not run and errLeaseHeld is returned. Losing the
+// lease while fn runs (renew.go) cancels fn's context. The lease is released when fn ends.
 func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	ls := t.e.d.Store
 	if t.leased {
@@ -131,14 +127,11 @@ func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, er
 	return held.ExpiresAt, nil
 }
 
-// holderElsewhere reports whether another process holds an unexpired lease on the
-// session, and which, for delivering the replies left in it. A session lease of a replica
-// known to be gone (its replica lease expired, or another replica took it over to claim
-// its leftovers) does not count, though it has not expired yet: a replica's lease lapses
-// (15 s) before the session leases it held (30 s), and the survivor that claims it
-// delivers what it left while the claim lasts; waiting for the session lease would leave
-// a reply of a turn that had ended unsent until some replica's next start. No replica
-// lease at all says nothing (a process without replicas, or a claim already released).
+// holderElsewhere reports whether another process holds an unexpired lease on the session,
+// and which, for delivering the replies left in it. The lease of a replica known to be
+// gone (its replica lease expired or taken over) does not count: a replica's lease lapses
+// (15 s) before its session leases (30 s), and the survivor that claims it delivers what it
+// left while the claim lasts. No replica lease at all says nothing.
 func (e *Engine) holderElsewhere(ctx context.Context, sessionID string) (string, bool) {
 	l, ok := e.foreignLease(ctx, sessionID)
 	if !ok || !e.live(l) {

@@ -16,27 +16,6 @@ import (
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten after it (see carryOut), both by a fileWriter.
 
-// writePlan renders a plan as session s sees it, with the destructive tools of the plan's
-// scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
-// that carries its changes gets the "## Changes from vN" section; a later rewrite
-// (p.Changes is not stored) keeps the section the file already has.
-func (w *fileWriter) writePlan(s core.Session, p core.Plan, destructive func(string) bool) (string, error) {
-	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
-	if p.File != "" {
-		name = machine.FileBase(p.File)
-	}
-	o := machine.RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
-	data := machine.RenderPlan(p, s.Phase, s.Address.Chat, o)
-	if p.Changes == nil && p.Version > 1 {
-		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
-	}
-	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
-	if err == nil {
-		w.writes.Add(1)
-	}
-	return path, err
-}
-
 // fileWriter writes plan files: a new version's before its commit, and a rewrite after
 // its status or steps changed, after the commit, in the job that changed them (jobs of
 // one session run one at a time, so rewrites of a file are in order). The database is
@@ -50,9 +29,25 @@ type fileWriter struct {
 	writes atomic.Int64 // plan files written (prepare's and the refreshes)
 }
 
-// write writes p's file as session s sees it, now: a new version's, before its commit.
+// write renders p as session s sees it, with the destructive tools of its scope marked,
+// and writes it under w.dir now (a new version's, before its commit). A new version that
+// carries its changes gets the "## Changes from vN" section; a later rewrite (p.Changes
+// is not stored) keeps the section the file already has.
 func (w *fileWriter) write(s core.Session, p core.Plan) (string, error) {
-	return w.writePlan(s, p, w.marks.destructive())
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
+	if p.File != "" {
+		name = machine.FileBase(p.File)
+	}
+	o := machine.RenderOptions{Changes: p.Changes, Destructive: w.marks.destructive(), Reach: w.reach}
+	data := machine.RenderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
+	}
+	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
+	if err == nil {
+		w.writes.Add(1)
+	}
+	return path, err
 }
 
 // refresh rewrites p's file as session s now sees it.
@@ -60,7 +55,7 @@ func (w *fileWriter) refresh(s core.Session, p core.Plan) {
 	if p.File == "" {
 		return
 	}
-	if _, err := w.writePlan(s, p, w.marks.destructive()); err != nil {
+	if _, err := w.write(s, p); err != nil {
 		w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 	}
 }

@@ -68,17 +68,11 @@ type PlanDocScope struct {
 func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	b := p.Body
 	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
-		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: b.Risks,
+		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
-		Approvals: p.Approvals, Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
+		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
-	if d.Risks == nil {
-		d.Risks = []plan.Risk{}
-	}
-	if d.Approvals == nil {
-		d.Approvals = []plan.Approval{}
-	}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})
@@ -86,9 +80,9 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	return d
 }
 
-func list(items []string) []string {
+func list[T any](items []T) []T {
 	if items == nil {
-		return []string{}
+		return []T{}
 	}
 	return items
 }
