@@ -51,7 +51,7 @@ func (t *jobRun) queueReplies(ctx context.Context, o *machine.Outcome) {
 
 // row is the outbox entry of reply r of this session.
 func (t *jobRun) row(r core.Reply) core.Outgoing {
-	return core.Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.owner}
+	return core.Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.d.Owner}
 }
 
 // address fills in where a reply goes and which event it answers.
@@ -267,7 +267,7 @@ func ReplicaLease(owner string) string { return "replica:" + owner }
 // this host that has ended): its unsent rows are its own to send or retry. "", this
 // engine, and an owner without a replica lease (a process without replicas) are not.
 func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
-	if owner == "" || owner == e.owner || OwnerGone(owner) {
+	if owner == "" || owner == e.d.Owner || OwnerGone(owner) {
 		return false
 	}
 	live, _ := e.replicaLive(ctx, owner)
@@ -294,7 +294,7 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 // that of two replicas delivering one dead replica's leftovers only one sends it (a row
 // claimed by another is errInFlight). This engine's own rows need no claim.
 func (e *Engine) deliverLeft(ctx context.Context, o *core.Outgoing) (string, error) {
-	if o.ID != 0 && o.Owner != e.owner {
+	if o.ID != 0 && o.Owner != e.d.Owner {
 		got, err := e.d.Store.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
 		if err != nil {
 			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
@@ -382,7 +382,7 @@ func (e *Engine) DeliverLeft(ctx context.Context, channels []string, maxAge time
 func (e *Engine) retryWhenFree(rows []core.Outgoing, holder string) {
 	now := e.d.Now()
 	for _, o := range rows {
-		if o.Owner != "" && o.Owner != holder && o.Owner != e.owner {
+		if o.Owner != "" && o.Owner != holder && o.Owner != e.d.Owner {
 			e.sending.retryLater(o.ID, now)
 		}
 	}

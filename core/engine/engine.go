@@ -89,8 +89,6 @@ type Engine struct {
 	typer    typist
 	windows  windowCache // transcript windows of recent sessions (see windows.go)
 
-	owner    string
-	leaseTTL time.Duration
 	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
 	renewAfter func(d time.Duration, f func()) func() bool
 	pending    sync.Map // claimed reminder rows by reminderKey, waiting for Nudge
@@ -153,8 +151,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach},
-		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach}}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.renewAfter = e.typer.after
 	e.progress.st = d.Store

@@ -99,7 +99,7 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 		t.leased = false
 		r.stop()
 		cancel()
-		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
+		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.d.Owner); err != nil {
 			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
 		}
 	}()
@@ -110,11 +110,11 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 // expiry, or errLeaseHeld when another process holds it.
 // A holder that is gone (OwnerGone) is released and the lease taken over.
 func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, error) {
-	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.d.Owner, e.d.Now(), e.cfg.LeaseTTL)
 	if err == nil && !ok && OwnerGone(held.Owner) {
 		e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
 		if err = e.d.Store.ReleaseLease(ctx, name, held.Owner); err == nil {
-			held, ok, err = e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+			held, ok, err = e.d.Store.AcquireLease(ctx, name, e.d.Owner, e.d.Now(), e.cfg.LeaseTTL)
 		}
 	}
 	if err != nil {
@@ -155,5 +155,5 @@ func (e *Engine) foreignLease(ctx context.Context, sessionID string) (core.Lease
 		}
 		return core.Lease{}, false
 	}
-	return l, l.Owner != e.owner
+	return l, l.Owner != e.d.Owner
 }

@@ -33,7 +33,7 @@ func (e *Engine) startRenewal(ctx context.Context, name, sid string, until time.
 	r := &renewal{e: e, ctx: ctx, name: name, sid: sid, lost: lost, until: until}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cancel = e.renewAfter(e.leaseTTL/3, r.fire)
+	r.cancel = e.renewAfter(e.cfg.LeaseTTL/3, r.fire)
 	return r
 }
 
@@ -61,7 +61,7 @@ func (r *renewal) fire() {
 		return // the turn was stopped at the lease's end, or ended meanwhile
 	}
 	now := e.d.Now()
-	next := max(0, e.leaseTTL/3-now.Sub(began))
+	next := max(0, e.cfg.LeaseTTL/3-now.Sub(began))
 	switch {
 	case err == nil && !ok:
 		e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", r.sid)
@@ -98,7 +98,7 @@ func (r *renewal) write(began time.Time) (l core.Lease, ok, ended bool, err erro
 			r.lost()
 		}
 	})
-	l, ok, err = e.d.Store.AcquireLease(ctx, r.name, e.owner, began, e.leaseTTL)
+	l, ok, err = e.d.Store.AcquireLease(ctx, r.name, e.d.Owner, began, e.cfg.LeaseTTL)
 	ended = !unhook() && errors.Is(context.Cause(ctx), errLeaseEnded)
 	return l, ok, ended, err
 }

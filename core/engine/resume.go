@@ -76,7 +76,7 @@ func (e *Engine) StartResume(ctx context.Context, only func(core.Session) bool) 
 // resumeLater retries one session once another process's lease on it has expired: a live
 // holder keeps renewing, a dead one's lease lapses and its work is taken over.
 func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(core.Session) bool, until time.Time) {
-	wait := min(max(until.Sub(e.d.Now()), time.Second), e.leaseTTL) + 100*time.Millisecond
+	wait := min(max(until.Sub(e.d.Now()), time.Second), e.cfg.LeaseTTL) + 100*time.Millisecond
 	e.d.Log.Info("session busy in another process; checking again when its lease ends", "session", sessionID, "in", wait)
 	go func() {
 		select {

@@ -57,13 +57,21 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
+	var aerr error
 	if IsMCPTool(call.Name) {
 		t.serverDown(err)
-		if aerr := t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start)); aerr != nil {
-			return withheld(call, aerr)
-		}
+		aerr = t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start))
 	}
-	if err != nil {
+	return callResult(call, out, err, aerr)
+}
+
+// callResult is what the model gets of an executed call: its output or error, or, when
+// its audit row could not be stored (aerr), the withheld notice.
+func callResult(call core.ToolCall, out string, err, aerr error) toolResult {
+	switch {
+	case aerr != nil:
+		return withheld(call, aerr)
+	case err != nil:
 		return toolError("%s", err.Error())
 	}
 	return toolResult{content: out}
