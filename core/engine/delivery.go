@@ -105,10 +105,8 @@ var errInFlight = errors.New("delivery already in progress")
 // store, so it needs no outbox row (which would cost a transaction to mark it sent): a
 // kill before the record leaves the event to be redelivered and answered; only a kill
 // between the send and the record answers twice.
-func (t *jobRun) answer(ctx context.Context, rs ...core.Reply) error {
-	for _, r := range rs {
-		_, _ = t.send(ctx, r)
-	}
+func (t *jobRun) answer(ctx context.Context, r core.Reply) error {
+	_, _ = t.send(ctx, r)
 	if t.j.inbound == nil {
 		return nil
 	}

@@ -156,8 +156,8 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.renewAfter = e.typer.after
 	e.progress.st = d.Store
 	e.sending.inflight, e.sending.failedAt = map[int64]bool{}, map[int64]time.Time{}
-	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
-	if !e.obs.on {
+	e.obs.obs = d.Observer
+	if d.Observer == nil {
 		e.obs.obs = nopObserver{}
 	}
 	return e

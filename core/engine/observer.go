@@ -59,7 +59,6 @@ func (nopObserver) Inbound(string, string)             {}
 // observing reports pending plans: the count is read from the store (so engines on one
 // store agree), one reader at a time so an older count never overwrites a newer one.
 type observing struct {
-	on  bool // a real Observer was given
 	mu  sync.Mutex
 	obs Observer
 }
@@ -68,7 +67,7 @@ type observing struct {
 // when the change proposed or decided a plan. Changes without such rows cost one loop.
 func (t *jobRun) observeCommit(ctx context.Context, ch core.Change) {
 	e := t.e
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	recount := false
@@ -96,7 +95,7 @@ func (t *jobRun) observeCommit(ctx context.Context, ch core.Change) {
 // CountPending reads how many plan versions wait for a decision and reports it; a store
 // that cannot say is logged and leaves the gauge alone.
 func (e *Engine) CountPending(ctx context.Context) {
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	e.obs.mu.Lock()
@@ -111,7 +110,7 @@ func (e *Engine) CountPending(ctx context.Context) {
 
 // observeModel reports one model call that started at start.
 func (e *Engine) observeModel(start time.Time, err error) {
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	outcome := "ok"
