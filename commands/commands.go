@@ -43,8 +43,7 @@ type Spec struct {
 	ArgRequired bool
 }
 
-// NudgeMode is what a /plan nudge command asks for. The zero value means none. (The
-// schedules themselves have kinds too, core.NudgeKind: once or recurring.)
+// NudgeMode is what a /plan nudge command asks for. The zero value means none.
 type NudgeMode string
 
 // Nudge modes.
@@ -56,8 +55,7 @@ const (
 )
 
 // NudgeRequest is a parsed /plan nudge argument. Durations are checked here; whether a
-// cron spec is a valid schedule is decided by the scheduler's parser (nudges.Specs), and
-// the refusal for one that is not is built by CronRefusal.
+// cron spec is a valid schedule is the scheduler's call (nudges.Specs; see CronRefusal).
 type NudgeRequest struct {
 	Mode     NudgeMode
 	Duration time.Duration // snooze and every (>= 1s)

@@ -71,6 +71,15 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// UsageOf returns the synopsis of n, e.g. "/plan revise <feedback>", or "" for an unknown name.
+func UsageOf(n Name) string {
+	s, ok := Lookup(n)
+	if !ok {
+		return ""
+	}
+	return usage(s)
+}
+
 func TestUsageOf(t *testing.T) {
 	tests := map[Name]string{
 		Status: "/plan status",

@@ -74,9 +74,8 @@ func cronReply(args, reason string) string {
 	return reply
 }
 
-// CronRefusal is the usage reply for a cron request whose spec the scheduler refused,
-// with its reason ("expected exactly 5 fields, found 4"): the same reply a spec the
-// parser itself refuses gets.
+// CronRefusal is the usage reply for a cron request whose spec the scheduler refused, with
+// its reason: the same reply a spec the parser itself refuses gets.
 func (r NudgeRequest) CronRefusal(reason string) string {
 	spec, _ := Lookup(Nudge)
 	return cronReply(r.Text, reason) + "\nUsage: " + usage(spec) + nudgeExamples
@@ -95,8 +94,7 @@ func nudgeDuration(s string) (time.Duration, string) {
 }
 
 // parseDuration accepts Go durations ("1h30m", "90s") and the forms people type in chat:
-// "2 hours", "1d", "1 day 2h", "45 min". Days and weeks are fixed 24h and 168h; the schedule
-// is a reminder, not a calendar.
+// "2 hours", "1d", "1 day 2h", "45 min". Days and weeks are fixed 24h and 168h.
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.ToLower(strings.TrimFunc(unquote(s), isSpace))
 	if d, err := time.ParseDuration(s); err == nil {
@@ -155,12 +153,10 @@ func durationUnit(u string) (time.Duration, bool) {
 	return 0, false
 }
 
-// normalizeCron reads a 5-field spec or a descriptor (@daily, @every 2h), with an
-// optional CRON_TZ= or TZ= prefix, and returns it normalized: white space collapsed to
-// single spaces and the prefix upper-cased. Only the text is checked here (something is
-// there, a time zone has a schedule after it); whether it is a schedule is the nudges
-// package's call, and it parses what is stored here: the normalized form matters, as the
-// cron parser misreads a prefix followed by a tab.
+// normalizeCron reads a 5-field spec or a descriptor (@daily, @every 2h), with an optional
+// CRON_TZ= or TZ= prefix, and returns it with white space collapsed to single spaces and
+// the prefix upper-cased: the cron parser misreads a prefix followed by a tab. Only the
+// text is checked here; whether it is a schedule is the nudges package's call.
 func normalizeCron(s string) (string, error) {
 	fields := strings.FieldsFunc(s, isSpace)
 	if len(fields) == 0 {

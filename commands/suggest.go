@@ -33,7 +33,7 @@ func suggest(word string, candidates []string) []string {
 	for _, c := range candidates {
 		limit := max(1, utf8.RuneCountInString(c)/3)
 		cr := []rune(c)
-		if abs(len(wr)-len(cr)) > limit {
+		if len(wr)-len(cr) > limit || len(cr)-len(wr) > limit {
 			continue // cheap reject; also keeps pasted essays from costing a full matrix
 		}
 		d := distance(wr, cr)
@@ -73,11 +73,4 @@ func distance(a, b []rune) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }

@@ -3,10 +3,8 @@ package commands
 import "strings"
 
 // Table returns the command table in display order. Everything user-facing about /plan
-// (parsing, help, usage errors, suggestions, platform menus) is generated from these rows,
-// so a subcommand is added or reworded here and nowhere else.
-//
-// A fresh slice is built on every call: callers may modify it without affecting anyone.
+// (parsing, help, usage errors, suggestions, platform menus) is generated from these rows.
+// A fresh slice is built on every call: callers may modify it.
 func Table() []Spec {
 	return []Spec{
 		{Name: Status, Summary: "show the phase, the plan and what is pending", Who: Anyone},
@@ -31,15 +29,6 @@ func Lookup(n Name) (Spec, bool) {
 		}
 	}
 	return Spec{}, false
-}
-
-// UsageOf returns the synopsis of n, e.g. "/plan revise <feedback>", or "" for an unknown name.
-func UsageOf(n Name) string {
-	s, ok := Lookup(n)
-	if !ok {
-		return ""
-	}
-	return usage(s)
 }
 
 func usage(s Spec) string {

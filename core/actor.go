@@ -16,9 +16,9 @@ const (
 	ActorAdmin ActorKind = "admin"
 )
 
-// Actor is who an audit row is attributed to. A person is named by their platform user
-// id, a rule by its name; the agent and the system have no id. Keeping the kind apart
-// from the id means a person whose id is "system" cannot pass for the scheduler.
+// Actor is who an audit row is attributed to: a person by their platform user id, a rule by
+// its name. The kind is kept apart from the id so a person whose id is "system" cannot pass
+// for the scheduler.
 type Actor struct {
 	Kind ActorKind
 	ID   string
@@ -37,8 +37,7 @@ func PersonActor(id string) Actor { return Actor{Kind: ActorPerson, ID: id} }
 // AdminActor is the actor for the operator of the admin API's token named name.
 func AdminActor(name string) Actor { return Actor{Kind: ActorAdmin, ID: name} }
 
-// String is the stored form: "person:<id>", "rule:<name>", "admin:<name>", "agent" or
-// "system".
+// String is the stored form: "person:<id>", "rule:<name>", "admin:<name>", "agent", "system".
 func (a Actor) String() string {
 	switch a.Kind {
 	case "":
@@ -60,14 +59,11 @@ func ParseActor(s string) Actor {
 	case string(ActorSystem):
 		return SystemActor
 	}
-	kind, id, ok := strings.Cut(s, ":")
-	switch {
-	case ok && ActorKind(kind) == ActorPerson:
-		return PersonActor(id)
-	case ok && ActorKind(kind) == ActorRule:
-		return Actor{Kind: ActorRule, ID: id}
-	case ok && ActorKind(kind) == ActorAdmin:
-		return AdminActor(id)
+	if kind, id, ok := strings.Cut(s, ":"); ok {
+		switch k := ActorKind(kind); k {
+		case ActorPerson, ActorRule, ActorAdmin:
+			return Actor{Kind: k, ID: id}
+		}
 	}
 	return PersonActor(s)
 }

@@ -3,16 +3,13 @@ package core
 import "time"
 
 // Lease says which process may do a piece of work until when: a session's agent turn
-// runs only in the process holding the lease "session:<id>". A lease that was not renewed
+// runs only in the process holding the session's lease. A lease that was not renewed
 // before ExpiresAt may be taken over, so a crashed holder's work is picked up.
 type Lease struct {
 	Name      string
 	Owner     string
 	ExpiresAt time.Time
 }
-
-// SessionLease names the lease of a session's turns.
-func SessionLease(sessionID string) string { return "session:" + sessionID }
 
 // ToolRunOutcome says how a recorded mutating tool call ended. The zero value means it has
 // not finished (or never will: the process died while it ran).

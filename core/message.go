@@ -1,7 +1,6 @@
-// Package core is plangate's domain: normalized messages, sessions, plans, the approval
-// state machine, the Engine that serializes work per session, and the agent loop. It talks to
-// the outside world only through the small ports in ports.go; channels, the store, the nudge
-// scheduler and model providers satisfy them and are wired together in cmd/plangate.
+// Package core is plangate's vocabulary: normalized messages, sessions, plans, events and
+// changes, and the ports in ports.go through which the engine talks to the outside world;
+// channels, the store and model providers satisfy them and are wired together in cmd/plangate.
 package core
 
 import (
@@ -33,10 +32,10 @@ func (a Address) SessionID() string {
 	return strings.Join(parts, ":")
 }
 
-// Dir is the directory name of this session's plan files and workspace: the Chat (the
-// session name) on LocalAccount, otherwise channel, account, chat and thread. It is always one path
-// element, and distinct sessions get distinct names: when characters unsafe in file names
-// had to be replaced, a short hash of the session id is appended.
+// Dir is the directory name of this session's plan files and workspace: the Chat on
+// LocalAccount, otherwise channel, account, chat and thread. It is always one path element,
+// and distinct sessions get distinct names: when unsafe characters had to be replaced, a
+// short hash of the session id is appended.
 func (a Address) Dir() string {
 	var raw string
 	if a.Account == LocalAccount {
@@ -75,10 +74,9 @@ type Person struct {
 	// Roles are the sender's platform roles as access entries (e.g. "discord-role:123"),
 	// from the verified payload; an access.approvers entry may name one.
 	Roles []string
-	// Admin marks the operator of the admin API (ID "admin:<name>", the name of the admin
-	// token used): they may make every decision an approver may, and audit rows name them
-	// as "admin:<name>". Only the admin API, behind its bearer token, sets it; no channel
-	// adapter does.
+	// Admin marks the operator of the admin API (ID "admin:<name>", the admin token's name),
+	// who may make every decision an approver may. Only the admin API, behind its bearer
+	// token, sets it.
 	Admin bool
 }
 
@@ -124,9 +122,8 @@ type Message struct {
 	Attachments []File
 	Action      *Action
 	Time        time.Time
-	// Replays: the adapter keeps the event until its handling returned and replays it
-	// after a crash (an inbox), so the engine may hold a plain message back for the
-	// turn's first commit (see core/engine/deferred.go).
+	// Replays: the adapter replays the event after a crash until its handling returned (an
+	// inbox), so the engine may hold a plain message back for the turn's first commit.
 	Replays bool
 }
 
@@ -142,13 +139,11 @@ const (
 	ReplyNotice   ReplyKind = "notice"   // a system message (refusals, errors)
 	ReplyNudge    ReplyKind = "nudge"    // a reminder that a decision or answer is pending
 	// ReplyDecided says a plan version was decided (Ref is its approval id): adapters update
-	// the message that carried its buttons, show who decided and remove the buttons. A
-	// channel without such messages ignores it.
+	// the message that carried its buttons, show who decided and remove the buttons.
 	ReplyDecided ReplyKind = "decided"
 	// ReplyApprovals shows the approvals a pending version has so far (Ref is its approval
-	// id, Text "Plan v1 "X" — 1 of 2 approvals (alice)"): adapters show it on the message
-	// that carries the version's buttons and keep the buttons. A channel that cannot edit
-	// those messages ignores it (the decision's own reply says the same).
+	// id): adapters show it on the message with the version's buttons and keep them. A
+	// channel that cannot edit such messages ignores both kinds.
 	ReplyApprovals ReplyKind = "approvals"
 )
 
@@ -167,8 +162,7 @@ type Reply struct {
 	Buttons     []Button
 	ReplaceID   string // edit this earlier message in place where the platform supports it
 	Ref         string // ReplyDecided: the approval id of the decided plan version
-	// InReplyTo is the Message.ID of the inbound event (a message, a button click, a slash
-	// command) whose handling produced this reply; "" for nudges and other system messages.
-	// Adapters use it to answer an interaction with its own outcome.
+	// InReplyTo is the Message.ID of the inbound event whose handling produced this reply
+	// ("" for system messages): adapters answer an interaction with its own outcome.
 	InReplyTo string
 }

@@ -33,9 +33,8 @@ const (
 	NudgeCancelled NudgeStatus = "cancelled"
 )
 
-// Nudge is one schedule of a session, as stored. The engine creates schedules in the same
-// transaction as the transition that makes a decision pending, and cancels them in the
-// transaction of the decision; the nudges package fires them.
+// Nudge is one schedule of a session, as stored: created and cancelled in the transactions
+// that make a decision pending and make it; the nudges package fires them.
 type Nudge struct {
 	ID         int64 // assigned by the store
 	SessionID  string
@@ -56,9 +55,6 @@ type MissedNudge struct {
 	Nudge       Nudge
 	ScheduledAt time.Time
 }
-
-// EventNudgeSet audits a change of a session's reminder schedule by /plan nudge.
-const EventNudgeSet EventKind = "nudge_set"
 
 // NudgeOff is the Session.NudgeSpec of a session whose reminders are turned off.
 const NudgeOff = "off"

@@ -39,15 +39,13 @@ type Plan struct {
 	File       string // path of the markdown file: plans.dir/<session dir>/<name>
 	Decision   *plan.Decision
 	Approvals  []plan.Approval // acceptances recorded so far, while more are required
-	// Requesters are the people whose messages the planning of this version answered (its
-	// request, its revisions, its answers); EditedBy is the person who wrote it by editing
-	// the plan file ("channel:user id"). Under requester_may_approve: false none of them
-	// may accept it. Empty when no person asked (the agent's own turn).
+	// Requesters are the people whose messages the planning of this version answered;
+	// EditedBy is the person who wrote it by editing the plan file ("channel:user id").
+	// Under requester_may_approve: false none of them may accept it.
 	Requesters []Requester
 	EditedBy   string
 	// Changes is what this version changed from the one before, for the "## Changes from
-	// vN" section of the file written when the version is created. It is not stored: later
-	// rewrites of the file keep the section they find (see fileWriter.writePlan).
+	// vN" section of its file. It is not stored: later rewrites keep the section they find.
 	Changes   *plan.Diff
 	CreatedAt time.Time
 	UpdatedAt time.Time

@@ -9,10 +9,14 @@ import (
 	"strings"
 )
 
-// Names of the workspace copy, at the workspace root.
+// Names of the workspace copy, at the workspace root, and a bound on what is read back of
+// them (to recognise plangate's own PLAN.json, and for run_command's put-back). The bound
+// is above anything the judge lets a plan render to: 50 steps of 50 criteria of 2000
+// characters, listed twice in PLAN.json when verified, is about 42 MB at 4 bytes a character.
 const (
 	PlanCopyMarkdown = "PLAN.md"
 	PlanCopyJSON     = "PLAN.json"
+	MaxPlanCopyBytes = 64 << 20
 )
 
 // PlanCopyNames are the workspace copy's file names.
@@ -40,12 +44,3 @@ func PlanCopyContract(name string) string {
 func PlanCopyRefusal(name string) error {
 	return errors.New(PlanCopyContract(name) + ". Read it with read_file; if the plan must change, say so in the chat and a person can send it back with /plan revise")
 }
-
-// MaxPlanCopyBytes bounds what is read back of the copy's files (to recognise plangate's
-// own PLAN.json, and for run_command's put-back). It is above anything the judge lets a
-// plan render to: 50 steps of 50 criteria of 2000 characters, listed twice in PLAN.json
-// when verified, is about 42 MB at 4 bytes a character.
-const MaxPlanCopyBytes = 64 << 20
-
-// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
-var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")

@@ -35,9 +35,10 @@ const (
 	EventStepUpdated  EventKind = "step_updated"
 	EventCompleted    EventKind = "completed"
 	EventNudged       EventKind = "nudged"
-	EventRefused      EventKind = "refused" // an unauthorized or stale decision
-	// EventApprovalRecorded is one acceptance counted under a policy that needs more
-	// (docs/design.md §12); the detail is the progress, "1 of 2 approvals (alice)".
+	EventRefused      EventKind = "refused"   // an unauthorized or stale decision
+	EventNudgeSet     EventKind = "nudge_set" // a change of the session's reminders by /plan nudge
+	// EventApprovalRecorded is one acceptance counted under a policy that needs more; the
+	// detail is the progress, "1 of 2 approvals (alice)".
 	EventApprovalRecorded EventKind = "approval_recorded"
 )
 
@@ -110,17 +111,27 @@ type Change struct {
 	CancelReminders bool
 	// Nudges are new schedules for the session (ID 0; the store assigns ids).
 	Nudges []Nudge
-	// Lazy marks a change that records no decision (a person's plain message, the agent's
-	// own transcript entries): the store may commit it without waiting for the disk. It is
-	// still atomic and survives a killed process; the next durable commit — a decision, or
-	// an adapter saving its platform offset — makes it durable, in order. Only an OS crash
-	// can lose it, and then the platform redelivers the event.
+	// Lazy marks a change that records no decision (a plain message, the agent's own
+	// transcript entries): the store may commit it without waiting for the disk. It is still
+	// atomic and survives a killed process; the next durable commit makes it durable, in
+	// order. Only an OS crash can lose it, and then the platform redelivers the event.
 	Lazy bool
-	// Outbox holds replies committed with this change: a sender delivers them after the
-	// commit and marks them sent, and unsent ones are delivered after a restart, so nothing
-	// the change produced is lost between the commit and the platform. The store assigns
-	// each entry's ID in place (the slice's elements are shared with the caller).
+	// Outbox holds replies committed with this change, delivered after the commit (or after
+	// a restart) and marked sent. The store assigns each entry's ID in place.
 	Outbox []Outgoing
+}
+
+// Outgoing is one reply in the outbox: committed in the transaction that produced it,
+// delivered by a sender afterwards and then marked sent.
+type Outgoing struct {
+	ID        int64 // assigned by the store
+	SessionID string
+	Reply     Reply
+	CreatedAt time.Time
+	Attempts  int // delivery attempts so far
+	// Owner is the lease owner id of the engine that committed the row. Until it is gone, its
+	// unsent rows are its own to send: another replica's start-up and takeover skip them.
+	Owner string
 }
 
 // Store is the persistence port: both drivers of package store implement all of it, the
@@ -129,10 +140,18 @@ type Change struct {
 type Store interface {
 	Session(ctx context.Context, id string) (Session, error)
 	Sessions(ctx context.Context) ([]Session, error)
+	// SessionPlan reads a session and its current plan (nil if none) together from one
+	// snapshot, in one round trip on a database server; the error wraps ErrNotFound when
+	// there is no such session. With inbound set, the same read first answers SeenInbound
+	// for it: when the event is already recorded the error wraps ErrDuplicate and the
+	// session is not returned, so a person's message costs one read before its turn.
+	SessionPlan(ctx context.Context, id string, inbound *InboundKey) (Session, *Plan, error)
 	Plan(ctx context.Context, id string) (Plan, error)
 	PlanByApproval(ctx context.Context, approvalID string) (Plan, error)
 	// Plans lists the plans of a session (all sessions for ""), oldest first.
 	Plans(ctx context.Context, sessionID string) ([]Plan, error)
+	// PendingPlans counts the plan versions waiting for a decision, in one query.
+	PendingPlans(ctx context.Context) (int, error)
 	// Transcript returns the newest limit entries of a session, oldest first.
 	Transcript(ctx context.Context, sessionID string, limit int) ([]ChatMessage, error)
 	Events(ctx context.Context, sessionID string) ([]Event, error)
@@ -143,24 +162,29 @@ type Store interface {
 	// Commit applies ch atomically and returns the session as stored (new Version).
 	Commit(ctx context.Context, ch Change) (Session, error)
 
-	SessionPlanReader
-	OutboxStore
-	OutboxClaimer
-	LeaseStore
-	PendingCounter
-	ProgressStore
-	ReminderStore
-	ToolRunStore
-}
+	// The outbox. ClaimOutbox lets two processes deliver the same left-over rows without
+	// both sending one: a row is claimed (its attempts compared and counted) before it is sent.
+	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
+	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
+	DropOutbox(ctx context.Context, id int64, why string) error
+	NoteOutboxAttempt(ctx context.Context, id int64) error
+	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 
-// SessionPlanReader is the part of Store that reads a session and its current plan (nil if
-// none) read together from one snapshot, in one round trip on a database server; the
-// error wraps ErrNotFound when there is no such session. With inbound set, the same read
-// first answers SeenInbound for it: when the event is already recorded the error wraps
-// ErrDuplicate and the session is not returned, so a person's message costs one read
-// before its turn, not two.
-type SessionPlanReader interface {
-	SessionPlan(ctx context.Context, id string, inbound *InboundKey) (Session, *Plan, error)
+	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
+	ReleaseLease(ctx context.Context, name, owner string) error
+	Lease(ctx context.Context, name string) (Lease, error)
+
+	// ChannelState and SetChannelState keep small records by key (the store's channel state).
+	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
+	SetChannelState(ctx context.Context, channel, account, key, value string) error
+
+	// FireNudgeWith claims a reminder's occurrence with its outbox row.
+	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
+
+	// The tool-run ledger.
+	StartToolRun(ctx context.Context, r ToolRun) error
+	FinishToolRun(ctx context.Context, r ToolRun) error
+	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]ToolRun, error)
 }
 
 // ToolKind is how the gate treats a tool. The zero value is not a kind.
@@ -217,60 +241,18 @@ type Toolbox interface {
 	WritePaths(name string, args json.RawMessage) ([]string, error)
 }
 
+// ToolServerDown is the error of a tool call whose server stopped during it (an MCP server
+// that crashed or hung). The model sees Msg as the tool error and the turn goes on; the
+// chat is told once per job that the server's tools are withdrawn.
+type ToolServerDown struct {
+	Server string
+	Msg    string
+}
+
+func (e *ToolServerDown) Error() string { return e.Msg }
+
 // Sender delivers replies to the channel named in Reply.To and returns the platform's
 // message id (used for edits in place).
 type Sender interface {
 	Send(ctx context.Context, r Reply) (string, error)
-}
-
-// Nudger is the port to the nudge scheduler: the engine tells it when a session's
-// schedules may have changed in the store.
-type Nudger interface {
-	SessionChanged(ctx context.Context, sessionID string)
-}
-
-// OutboxStore is the part of Store the outbox needs.
-type OutboxStore interface {
-	UnsentOutbox(ctx context.Context, channels []string, limit int) ([]Outgoing, error)
-	MarkSent(ctx context.Context, id int64, platformID string, at time.Time) error
-	DropOutbox(ctx context.Context, id int64, why string) error
-	NoteOutboxAttempt(ctx context.Context, id int64) error
-}
-
-// OutboxClaimer is the part of Store that lets two processes deliver
-// the same left-over rows without both sending one: a row is claimed (its attempts
-// compared and counted) before it is sent.
-type OutboxClaimer interface {
-	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
-}
-
-// LeaseStore is the part of Store leases need.
-type LeaseStore interface {
-	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
-	ReleaseLease(ctx context.Context, name, owner string) error
-	Lease(ctx context.Context, name string) (Lease, error)
-}
-
-// PendingCounter is the part of Store that counts the plan versions waiting for a
-// decision, in one query.
-type PendingCounter interface {
-	PendingPlans(ctx context.Context) (int, error)
-}
-
-// ProgressStore keeps small records by key (the store's channel state).
-type ProgressStore interface {
-	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
-	SetChannelState(ctx context.Context, channel, account, key, value string) error
-}
-
-// ReminderStore claims an occurrence with its outbox row; *store.Store satisfies it.
-type ReminderStore interface {
-	FireNudgeWith(ctx context.Context, id int64, scheduledAt time.Time, firedAt, next time.Time, out []Outgoing) (bool, error)
-}
-
-// ToolRunStore is the tool-run ledger, a part of Store.
-type ToolRunStore interface {
-	StartToolRun(ctx context.Context, r ToolRun) error
-	FinishToolRun(ctx context.Context, r ToolRun) error
-	UnfinishedToolRuns(ctx context.Context, sessionID string) ([]ToolRun, error)
 }

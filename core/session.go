@@ -64,11 +64,10 @@ type Session struct {
 	// NudgeSpec is the session's own reminder schedule, set by /plan nudge: "" = the
 	// configured one-shot nudges, "off" = no reminders, else a cron spec ("@every 2h").
 	NudgeSpec string
-	// Requesters are the people whose messages the current plan work answers: the request
-	// that started the planning (a message, /plan on <goal>; not a bare /plan on), later
-	// messages to the agent, revisions and answers, and through the execution of an
-	// accepted plan the requesters of that plan (never its approvers). Each version proposed
-	// carries them as Plan.Requesters. Empty when the session is off.
+	// Requesters are the people whose messages the current plan work answers (the request
+	// that started the planning, later messages, revisions and answers; while executing,
+	// the accepted plan's requesters, never its approvers). Each version proposed carries
+	// them as Plan.Requesters. Empty when the session is off.
 	Requesters []Requester
 	Question   *Question
 	Injections []Injection

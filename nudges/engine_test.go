@@ -76,7 +76,7 @@ var mainChat = core.Address{Channel: "terminal", Account: "local", Chat: "main"}
 func (g *gateway) say(t *testing.T, text string) {
 	t.Helper()
 	m := core.Message{Address: mainChat, Sender: core.Person{ID: "local", Name: "local"}, Text: text, Time: time.Now()}
-	if err := g.eng.Handle(context.Background(), m); err != nil {
+	if err := <-g.eng.Enqueue(context.Background(), m); err != nil {
 		t.Fatalf("handling %q: %v", text, err)
 	}
 }

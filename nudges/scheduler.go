@@ -87,8 +87,6 @@ type Config struct {
 	Channels []string
 }
 
-var _ core.Nudger = (*Scheduler)(nil)
-
 // Scheduler fires nudge schedules. Create it with New, start it with Run; SessionChanged
 // may be called at any time, before, during or after Run.
 type Scheduler struct {
@@ -212,7 +210,7 @@ func (s *Scheduler) load(ctx context.Context) (int, error) {
 }
 
 // SessionChanged re-reads the schedules of one session: new active ones are queued, ones
-// cancelled or finished are dropped. It implements core.Nudger; errors are logged, and a
+// cancelled or finished are dropped. It implements engine.Nudger; errors are logged, and a
 // schedule it misses still cannot fire wrongly: every occurrence is claimed in the store.
 func (s *Scheduler) SessionChanged(ctx context.Context, sessionID string) {
 	if sessionID == "" {

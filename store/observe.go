@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/plangate/plangate/core"
 )
-
-var _ core.PendingCounter = (*Store)(nil)
 
 // OnCommit sets fn to be told how long each Commit took (queueing for the writer
 // included: that is what a caller waits for) and whether it asked for durability (not

@@ -79,7 +79,7 @@ func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*engine.Config)
 func (e *env) say(text string) {
 	e.t.Helper()
 	m := core.Message{Address: addr, Sender: core.Person{ID: "42", Name: "alice"}, Text: text, Direct: true, Time: e.clock}
-	if err := e.eng.Handle(context.Background(), m); err != nil {
+	if err := <-e.eng.Enqueue(context.Background(), m); err != nil {
 		e.t.Fatalf("handling %q: %v", text, err)
 	}
 }

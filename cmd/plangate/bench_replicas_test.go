@@ -66,7 +66,7 @@ func replicaDecisions(b *testing.B, engs []*engine.Engine, perReplica int, m *cp
 		chats[i] = fmt.Sprintf("d-%d", i)
 		eng := engs[i%len(engs)]
 		for _, text := range []string{"/plan on", "plan for " + chats[i]} {
-			if err := eng.Handle(ctx, benchMsg(chats[i], text)); err != nil {
+			if err := <-eng.Enqueue(ctx, benchMsg(chats[i], text)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -81,7 +81,7 @@ func replicaDecisions(b *testing.B, engs []*engine.Engine, perReplica int, m *cp
 			wg.Go(func() {
 				// Worker w of replica r takes every (len(engs)*perReplica)-th chat.
 				for i := r + len(engs)*w; i < len(chats); i += len(engs) * perReplica {
-					if err := eng.Handle(ctx, benchMsg(chats[i], "/plan accept")); err != nil {
+					if err := <-eng.Enqueue(ctx, benchMsg(chats[i], "/plan accept")); err != nil {
 						errs <- err
 						return
 					}

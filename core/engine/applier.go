@@ -10,19 +10,16 @@ import (
 
 // The applier: the one way an Outcome takes effect, for person commands, the clock and
 // the agent's plan tools alike. It writes new plan files, commits the Change in one
-// transaction, and then runs the effects in the order seal gave them. Effects are data
-// until here, so replies can later become outbox rows of the same commit, and the whole
-// applier can run under a session lease.
+// transaction (its replies as outbox rows), then runs the effects in order.
 
 // applyInbound applies the outcome of a person's message. The job's inbound key is
 // recorded with it, so a redelivered event is recognised; it is the only commit that
 // carries the key.
 func (t *jobRun) applyInbound(ctx context.Context, o machine.Outcome) error {
 	if t.j.inbound != nil && (!changeEmpty(o.Change) || len(o.Effects) > 0) {
-		// A reply with no transition of its own still records the event, lazily, with
-		// its outbox row (see delivery.go): a replay is then not answered twice.
-		// A plain message stays lazy as ApplyMessage made it: overwriting that would fsync
-		// every message for the agent.
+		// A reply with no transition of its own still records the event, lazily, with its
+		// outbox row: a replay is then not answered twice. A plain message stays lazy as
+		// ApplyMessage made it: overwriting that would fsync every message for the agent.
 		o.Change.Lazy = o.Change.Lazy || changeEmpty(o.Change)
 		o.Change.Inbound = t.j.inbound
 		t.j.inbound = nil
@@ -56,17 +53,11 @@ func (t *jobRun) prepare(o machine.Outcome) error {
 		}
 		if _, err := t.e.files.write(o.Session, eff.Plan); err != nil {
 			t.e.d.Log.Error("writing plan file", "session", o.Session.ID, "err", err)
-			return &prepareError{err: err}
+			return fmt.Errorf("writing plan file: %w", err)
 		}
 	}
 	return nil
 }
-
-// prepareError is a failed prepare: nothing was committed.
-type prepareError struct{ err error }
-
-func (p *prepareError) Error() string { return fmt.Sprintf("writing plan file: %v", p.err) }
-func (p *prepareError) Unwrap() error { return p.err }
 
 func changeEmpty(ch core.Change) bool {
 	return ch.Session == nil && len(ch.Events) == 0 && len(ch.Plans) == 0 && len(ch.Messages) == 0 &&
@@ -152,19 +143,7 @@ func (t *jobRun) sendEffect(ctx context.Context, o machine.Outcome, eff machine.
 // send delivers a reply to the session, as the answer to the job's inbound event.
 // A delivery failure is logged and returned, never taken as a decision.
 func (t *jobRun) send(ctx context.Context, r core.Reply) (string, error) {
-	if r.To == (core.Address{}) {
-		r.To = t.sess.Address
-	}
-	if r.InReplyTo == "" {
-		r.InReplyTo = t.j.msg.ID
-	}
-	return t.e.send(ctx, r)
-}
-
-// say sends a reply whose failure changes nothing: it is logged by send.
-func (t *jobRun) say(ctx context.Context, r core.Reply) error {
-	_, _ = t.send(ctx, r)
-	return nil
+	return t.e.send(ctx, t.address(r))
 }
 
 // notice tells the session what went wrong (or what a turn could not do), through the

@@ -35,9 +35,8 @@ func (t *jobRun) dispatch(ctx context.Context) error {
 	return t.onText(ctx)
 }
 
-// badNudgeSpec checks the cron spec of /plan nudge with the scheduler's parser. A spec it
-// refuses is a usage error like any the grammar finds: the same notice, before
-// authorization, and nothing changes.
+// badNudgeSpec checks the cron spec of /plan nudge with the scheduler's parser: a spec it
+// refuses is a usage error like any the grammar finds, answered before authorization.
 func (t *jobRun) badNudgeSpec(c commands.Command) (string, bool) {
 	r, specs := c.Nudge, t.e.d.NudgeSpecs
 	if c.Name != commands.Nudge || r == nil || r.Mode != commands.NudgeModeCron || specs == nil {
@@ -100,9 +99,6 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 	return fmt.Errorf("unhandled command %q", c.Name)
 }
 
-// unknownButton answers a button plangate does not know.
-var unknownButton = core.Reply{Kind: core.ReplyNotice, Text: "That button is not one plangate knows; nothing changed."}
-
 // status answers /plan status from the stored session, plan and schedules.
 func (t *jobRun) status(ctx context.Context) error {
 	cur, err := t.currentPlan(ctx)
@@ -116,9 +112,8 @@ func (t *jobRun) status(ctx context.Context) error {
 	return t.answer(ctx, core.Reply{Text: machine.StatusText(t.sess, cur, machine.PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
-// show answers /plan show. The plan file is a rendering of the stored plan: it is written
-// again if it was lost (only then: show runs beside the session's queue and must not
-// overwrite a newer rendering).
+// show answers /plan show. The plan file is written again only if it was lost: show runs
+// beside the session's queue and must not overwrite a newer rendering.
 func (t *jobRun) show(ctx context.Context) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
@@ -156,7 +151,7 @@ func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
 		in.Text = a.Value
 		return t.applyTrigger(ctx, machine.TrigAnswer, in)
 	}
-	return t.answer(ctx, unknownButton)
+	return t.answer(ctx, core.Reply{Kind: core.ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }
 
 // onText hands a person's plain message to ApplyMessage.

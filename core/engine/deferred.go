@@ -9,13 +9,11 @@ import (
 )
 
 // A plain message for the agent is not committed on its own when the adapter replays the
-// event until it is handled (Message.Replays: an inbox): its inbound key, transcript entry
-// and session row ride in the turn's first commit, so a message the agent answers without
-// a tool call is one transaction (the user message, the answer and its outbox row)
-// instead of two touching the same pages. A turn that calls a tool commits the message
-// first, before any tool acts on the workspace. A process killed before that commit
-// stored nothing: the adapter replays the event at the next start and it is handled
-// afresh, as an event killed before its commit always was.
+// event until it is handled (Message.Replays): its inbound key, transcript entry and
+// session row ride in the turn's first commit, so a message answered without a tool call
+// is one transaction instead of two. A turn that calls a tool commits the message before
+// the tool acts. A process killed before that commit stored nothing, and the replayed
+// event is handled afresh.
 
 // deferrable reports whether o is a plain message for the agent that may wait for the
 // turn's first commit: a lazy change of the session row and user entries with the
@@ -36,10 +34,9 @@ func (t *jobRun) deferrable(o machine.Outcome) bool {
 }
 
 // applyDeferred runs the turn of deferrable o under the session's lease with o's change
-// held back for the turn's first commit. Only while this process holds the lease: no
-// other process can run a turn that would need the message. When another process holds
-// it, the message is stored for that process as without deferral. As in runTurns, work
-// another process left meanwhile is looked for after the lease is released.
+// held back for the turn's first commit: under the lease, no other process can run a turn
+// that would need the message. When another process holds it, the message is stored for
+// that process. As in runTurns, work left meanwhile is looked for after the release.
 func (t *jobRun) applyDeferred(ctx context.Context, o machine.Outcome) error {
 	ran := false
 	err := t.withLease(ctx, func(ctx context.Context) error {

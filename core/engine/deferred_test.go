@@ -86,7 +86,7 @@ func TestPlainMessageIsOneCommit(t *testing.T) {
 	}
 
 	// Another process holds the lease: the message is stored for its turn.
-	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sid), "someone-else", h.clock, time.Hour); err != nil || !ok {
+	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sid), "someone-else", h.clock, time.Hour); err != nil || !ok {
 		t.Fatalf("taking the lease: %v %v", ok, err)
 	}
 	before := model.Calls()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -13,14 +14,10 @@ import (
 )
 
 // Delivery through the outbox. Every reply a commit produces is a row of that commit
-// (Change.Outbox); it is sent right after the commit, in the same goroutine, and marked
-// sent. A process killed in between leaves the row unsent, and the next start delivers it
-// (DeliverUnsent). A reply that belongs to no transition (a refusal that audits nothing)
-// is committed lazily with its row only when it answers a de-duplicated inbound event:
-// the event's key and the reply are then one record, so a replay after a kill is neither
-// answered twice nor left unanswered. Without an event id nothing would recognise a
-// replay, so such a reply is sent directly. Read-only commands are cheaper still (see
-// answer).
+// (Change.Outbox), sent right after it in the same goroutine and marked sent; a process
+// killed in between leaves the row for the next start (DeliverUnsent). A reply of no
+// transition that answers a de-duplicated inbound event is committed lazily with the
+// event's key, so a replay after a kill is neither answered twice nor left unanswered.
 
 // DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
 // restart (channels.outbox_max_age).
@@ -34,8 +31,8 @@ func hasReply(k machine.EffectKind) bool {
 	return k == machine.EffSay || k == machine.EffRetire || k == machine.EffApprovals || k == machine.EffProgress
 }
 
-// queueReplies turns the replies of o's effects into outbox rows of o.Change: each effect
-// remembers its row (Effect.row), so carryOut delivers exactly what was committed.
+// queueReplies turns the replies of o's effects into outbox rows of o.Change; each effect
+// remembers its row (Effect.Row), so carryOut delivers exactly what was committed.
 func (t *jobRun) queueReplies(ctx context.Context, o *machine.Outcome) {
 	for i := range o.Effects {
 		eff := &o.Effects[i]
@@ -54,7 +51,7 @@ func (t *jobRun) queueReplies(ctx context.Context, o *machine.Outcome) {
 
 // row is the outbox entry of reply r of this session.
 func (t *jobRun) row(r core.Reply) core.Outgoing {
-	return core.Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.owner}
+	return core.Outgoing{SessionID: t.sess.ID, Reply: r, CreatedAt: t.e.d.Now(), Owner: t.e.d.Owner}
 }
 
 // address fills in where a reply goes and which event it answers.
@@ -74,8 +71,7 @@ func (e *Engine) deliver(ctx context.Context, o *core.Outgoing) (string, error) 
 	return e.deliverRow(ctx, o, false)
 }
 
-// deliverRow is deliver for a row whose attempt may have been counted already (claimed:
-// ClaimOutbox counted it), so a failure does not count it twice.
+// deliverRow is deliver for a row whose attempt ClaimOutbox may have counted (claimed).
 func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool) (string, error) {
 	if o.ID == 0 {
 		return e.send(ctx, o.Reply)
@@ -88,11 +84,10 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool)
 	// Marking is bookkeeping: it must not be lost to the job's context ending.
 	mctx := context.WithoutCancel(ctx)
 	if err != nil {
-		if claimed {
-			return "", err
-		}
-		if nerr := e.d.Store.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
-			e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
+		if !claimed {
+			if nerr := e.d.Store.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
+				e.d.Log.Warn("counting a failed delivery", "outbox", o.ID, "err", nerr)
+			}
 		}
 		return "", err
 	}
@@ -105,17 +100,13 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool)
 // errInFlight: the row is being delivered already (by the start-up backlog or a retry).
 var errInFlight = errors.New("delivery already in progress")
 
-// answer sends the answer of a read-only command (status, help, show, usage) and then
-// records the job's inbound event with a lazy commit. Such an answer is computed afresh
-// from the store, so it needs no outbox row: killed before the send, the event is not
-// recorded and the platform's redelivery is answered; killed after the record, the
-// replay is recognised. Only a kill in the instant between the send and the record
-// answers twice. One lazy write keeps status fast (an outbox row would add its own
-// transaction to mark it sent).
-func (t *jobRun) answer(ctx context.Context, rs ...core.Reply) error {
-	for _, r := range rs {
-		_, _ = t.send(ctx, r)
-	}
+// answer sends the answer of a read-only command (status, help, show, usage), then records
+// the job's inbound event with a lazy commit. The answer is computed afresh from the
+// store, so it needs no outbox row (which would cost a transaction to mark it sent): a
+// kill before the record leaves the event to be redelivered and answered; only a kill
+// between the send and the record answers twice.
+func (t *jobRun) answer(ctx context.Context, r core.Reply) error {
+	_, _ = t.send(ctx, r)
 	if t.j.inbound == nil {
 		return nil
 	}
@@ -128,17 +119,16 @@ func (t *jobRun) answer(ctx context.Context, rs ...core.Reply) error {
 }
 
 // commitSaying commits ch with replies rs as outbox rows of it, then delivers them.
-// Without an outbox it commits and sends directly.
 func (t *jobRun) commitSaying(ctx context.Context, ch core.Change, rs ...core.Reply) error {
 	ch = t.withRows(ch, rs)
 	if err := t.commit(ctx, ch); err != nil {
 		return err
 	}
-	t.sayCommitted(ctx, ch, rs)
+	t.sayCommitted(ctx, ch)
 	return nil
 }
 
-// withRows adds replies rs to ch as its outbox rows (none without an outbox).
+// withRows adds replies rs to ch as its outbox rows.
 func (t *jobRun) withRows(ch core.Change, rs []core.Reply) core.Change {
 	ch.Outbox = slices.Clip(ch.Outbox)
 	for _, r := range rs {
@@ -147,23 +137,22 @@ func (t *jobRun) withRows(ch core.Change, rs []core.Reply) core.Change {
 	return ch
 }
 
-// sayCommitted delivers the rows of committed ch, or, without an outbox, sends rs.
-func (t *jobRun) sayCommitted(ctx context.Context, ch core.Change, rs []core.Reply) {
+// sayCommitted delivers the outbox rows of ch once it is committed.
+func (t *jobRun) sayCommitted(ctx context.Context, ch core.Change) {
 	for i := range ch.Outbox {
 		_, _ = t.e.deliver(ctx, &ch.Outbox[i])
 	}
 }
 
-// post says what no transition produced (an error notice, the report of missed
-// reminders) like every other reply: as outbox rows of a lazy commit of their own,
-// delivered after it, so a kill before the send leaves them for the next start. The
-// failure being reported may be the store's own: when that commit fails, the replies are
-// sent directly. They answer no inbound event, so a redelivered message is still handled.
+// post says what no transition produced (an error notice, the report of missed reminders)
+// as outbox rows of a lazy commit of their own. The failure being reported may be the
+// store's own: when that commit fails, the replies are sent directly. They answer no
+// inbound event, so a redelivered message is still handled.
 func (t *jobRun) post(ctx context.Context, rs ...core.Reply) error {
 	if err := t.commitSaying(ctx, core.Change{SessionID: t.sess.ID, Lazy: true}, rs...); err != nil {
 		t.e.d.Log.Warn("storing a notice in the outbox; sending it directly", "session", t.sess.ID, "err", err)
 		for _, r := range rs {
-			_ = t.say(ctx, r)
+			_, _ = t.send(ctx, r)
 		}
 	}
 	return nil
@@ -186,12 +175,10 @@ type Backlog struct {
 }
 
 // Unsent lists the replies a previous process committed and never sent, for the given
-// channels (those this process serves) and the sessions only selects (nil = all), oldest
-// first. Call it before receiving, so no reply of this process is among them; the
-// backlog may then be delivered while new messages are handled. Rows another replica
-// that still runs committed are its own to send and are not listed (see ownerLive).
-// Rows older than maxAge (0 = DefaultOutboxMaxAge), or that failed too often, are
-// dropped with a log line.
+// channels and the sessions only selects (nil = all), oldest first. Call it before
+// receiving, so no reply of this process is among them. Rows of another replica that still
+// runs are its own to send (ownerLive). Rows older than maxAge (0 = DefaultOutboxMaxAge),
+// or that failed too often, are dropped with a log line.
 func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultOutboxMaxAge
@@ -221,8 +208,7 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 	return b, nil
 }
 
-// Deliver sends the backlog in order and returns how many went out. Rows of a session
-// whose turn another live process holds are left to that process.
+// Deliver sends the backlog in order and returns how many went out.
 func (b Backlog) Deliver(ctx context.Context) int {
 	sent := b.deliver(ctx)
 	if sent > 0 {
@@ -269,27 +255,25 @@ func once[K comparable, V any](m map[K]V, k K, f func(K) V) V {
 	return v
 }
 
-// ReplicaLease is the lease a running replica holds under its owner id (cmd/plangate
-// takes it at start and renews it); a survivor that finds the replica gone takes it over
-// to claim its leftovers, so a lease held by anyone else means the replica is gone.
+// ReplicaLease is the lease a running replica holds under its owner id; a survivor that
+// finds the replica gone takes it over to claim its leftovers, so a lease held by anyone
+// else means the replica is gone.
 func ReplicaLease(owner string) string { return "replica:" + owner }
 
 // ownerLive reports whether owner, the engine that committed an outbox row, is another
-// replica that still runs: it holds its replica lease, unexpired, and is not a process
-// of this host that has ended. Its unsent rows are its own: it is sending them, or will
-// retry them (RetryLoop). "" (rows from before owners were recorded), this engine, a
-// store without leases (one process) and an owner with no replica lease (a process
-// without replicas, e.g. on SQLite) are not.
+// replica that still runs (it holds its replica lease, unexpired, and is not a process of
+// this host that has ended): its unsent rows are its own to send or retry. "", this
+// engine, and an owner without a replica lease (a process without replicas) are not.
 func (e *Engine) ownerLive(ctx context.Context, owner string) bool {
-	if owner == "" || owner == e.owner || ownerGone(owner) {
+	if owner == "" || owner == e.d.Owner || OwnerGone(owner) {
 		return false
 	}
 	live, _ := e.replicaLive(ctx, owner)
 	return live
 }
 
-// replicaLive reads owner's replica lease: known is false when there is none (or no
-// lease store, or it cannot be read); live, that owner holds it unexpired.
+// replicaLive reads owner's replica lease: known is false when there is none (or it cannot
+// be read); live, that owner holds it unexpired.
 func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known bool) {
 	if owner == "" {
 		return false, false
@@ -304,13 +288,11 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 	return l.Owner == owner && l.ExpiresAt.After(e.d.Now()), true
 }
 
-// deliverLeft delivers a row another engine committed and left unsent: claimed first, so
-// that of two replicas delivering one dead replica's leftovers (a survivor's takeover and
-// the restarted replica's start-up) one sends it. A row claimed by another is skipped
-// (errInFlight). This engine's own rows (a restarted engine of the same process) need no
-// claim.
+// deliverLeft delivers a row another engine committed and left unsent, claimed first so
+// that of two replicas delivering one dead replica's leftovers only one sends it (a row
+// claimed by another is errInFlight). This engine's own rows need no claim.
 func (e *Engine) deliverLeft(ctx context.Context, o *core.Outgoing) (string, error) {
-	if o.ID != 0 && o.Owner != e.owner {
+	if o.ID != 0 && o.Owner != e.d.Owner {
 		got, err := e.d.Store.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
 		if err != nil {
 			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
@@ -340,8 +322,7 @@ func (e *Engine) dropReason(o core.Outgoing, maxAge time.Duration) string {
 }
 
 // onFail answers a reply that could not be delivered with its notice, sent directly: if
-// the notice gets through, the original row is given up (the chat knows), otherwise it
-// stays for the next start.
+// the notice gets through the row is given up, otherwise it stays for the next start.
 func (t *jobRun) onFail(ctx context.Context, eff machine.Effect, o *machine.Outcome, err error) {
 	if eff.OnFail == "" {
 		return
@@ -353,5 +334,54 @@ func (t *jobRun) onFail(ctx context.Context, eff machine.Effect, o *machine.Outc
 	row := o.Change.Outbox[eff.Row-1]
 	if derr := t.e.d.Store.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
 		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+	}
+}
+
+// DeliverLeft delivers the replies another process committed and never sent, for the
+// replicas that outlive it (at start-up, Unsent and Backlog.Deliver do this). Each
+// session's rows are delivered by a job in its queue: a reply this process commits is
+// delivered by the job that committed it, so the rows still unsent when this job runs
+// are not in flight here. Sessions whose lease another live process holds wait until it is
+// free (retryWhenFree). It returns how many replies went out.
+func (e *Engine) DeliverLeft(ctx context.Context, channels []string, maxAge time.Duration) (int, error) {
+	b, err := e.Unsent(ctx, channels, maxAge, nil)
+	if err != nil {
+		return 0, err
+	}
+	seen := map[string]bool{}
+	var dones []<-chan error
+	var sent atomic.Int64
+	for _, o := range b.rows {
+		sid := o.SessionID
+		if seen[sid] {
+			continue
+		}
+		seen[sid] = true
+		dones = append(dones, e.systemAsync(ctx, sid, func(ctx context.Context, _ *jobRun) error {
+			left, err := e.Unsent(ctx, channels, maxAge, func(id string) bool { return id == sid })
+			if err == nil {
+				sent.Add(int64(left.deliver(ctx)))
+			}
+			return err
+		}))
+	}
+	for _, done := range dones {
+		if err := waitJob(ctx, done); err != nil && ctx.Err() == nil {
+			e.d.Log.Warn("delivering replies left unsent", "err", err)
+		}
+	}
+	return int(sent.Load()), nil
+}
+
+// retryWhenFree hands the rows a gone process left in a session another live process
+// holds to the retry loop, which claims and sends them once the lease is free: the holder
+// sends only its own rows. The holder's own rows, and rows of no known owner, stay its: it
+// may be sending them now.
+func (e *Engine) retryWhenFree(rows []core.Outgoing, holder string) {
+	now := e.d.Now()
+	for _, o := range rows {
+		if o.Owner != "" && o.Owner != holder && o.Owner != e.d.Owner {
+			e.sending.retryLater(o.ID, now)
+		}
 	}
 }

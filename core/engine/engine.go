@@ -17,9 +17,7 @@ import (
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
-	// Reach is what a command a plan grants may do here (tools.run_command), for the
-	// words of every plan's grants.
-	Reach           machine.Reach
+	Reach           machine.Reach // what a granted command may do here (tools.run_command)
 	PlansDir        string
 	WorkspaceRoot   string
 	PerSession      bool // one workspace sub-directory per session
@@ -37,24 +35,17 @@ type Config struct {
 	Policies []machine.Policy
 	// EditHints say, per channel name, how a person sends an edited plan file back there
 	// (each adapter's EditHint); a channel without one is told to attach it to /plan edit.
-	EditHints map[string]string
-	// AutoApproveRules are plan_mode.auto_approve_rules.
-	AutoApproveRules []machine.ApproveRule
-	// Nudges are the one-shot reminders after a decision starts waiting (plan_mode.nudges).
-	Nudges []time.Duration
-	// ApprovalTimeout expires a pending plan; 0 = never (plan_mode.approval_timeout).
-	ApprovalTimeout time.Duration
+	EditHints        map[string]string
+	AutoApproveRules []machine.ApproveRule // plan_mode.auto_approve_rules
+	Nudges           []time.Duration       // plan_mode.nudges: one-shot reminders after a decision starts waiting
+	ApprovalTimeout  time.Duration         // expires a pending plan; 0 = never
 	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json
 	// (plan_mode.workspace_copy; on by default in the config file, off in a zero Config).
 	WorkspaceCopy bool
-	// Planner is plan_mode.planner: the style of the plan-mode card and whether short
-	// goals become a product spec first.
-	Planner Planner
-	// LeaseTTL is how long a session lease lasts without renewal; 0 = DefaultLeaseTTL.
-	LeaseTTL time.Duration
+	Planner       Planner       // plan_mode.planner
+	LeaseTTL      time.Duration // how long a session lease lasts without renewal; 0 = DefaultLeaseTTL
 	// TypingDelay is how long a model call runs before the chat is shown the typing
-	// indicator (DefaultTypingDelay in the gateway); 0 shows it at once, in the
-	// background, for every call outside the indicator's window (see typing.go).
+	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
 }
 
@@ -64,7 +55,7 @@ type Deps struct {
 	Model  core.Model
 	Tools  core.Toolbox
 	Out    core.Sender
-	Nudger core.Nudger
+	Nudger Nudger
 	Log    *slog.Logger
 	Now    func() time.Time // defaults to time.Now
 	Random io.Reader        // defaults to crypto/rand; approval ids come from it
@@ -72,12 +63,16 @@ type Deps struct {
 	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
 	// recurring reminders unavailable.
 	NudgeSpecs machine.NudgeSpecs
-	// Owner names this engine as a lease holder; "" is the process's own id (one per
-	// process). Tests that play two processes in one give each engine its own.
-	Owner string
-	// Observer is told what became of inbound messages, and about decisions, pending
-	// plans, model calls, gated tool calls and reminders (/metrics); nil records nothing.
-	Observer Observer
+	// Owner names this engine as a lease holder; "" is the process's own id. Tests that
+	// play two processes in one give each engine its own.
+	Owner    string
+	Observer Observer // for /metrics; nil records nothing
+}
+
+// Nudger is the port to the nudge scheduler (nudges.Scheduler): the engine tells it when a
+// session's schedules may have changed in the store.
+type Nudger interface {
+	SessionChanged(ctx context.Context, sessionID string)
 }
 
 // Engine applies messages to sessions: one job at a time per session, sessions
@@ -94,32 +89,23 @@ type Engine struct {
 	typer    typist
 	windows  windowCache // transcript windows of recent sessions (see windows.go)
 
-	owner    string
-	leaseTTL time.Duration
 	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
 	renewAfter func(d time.Duration, f func()) func() bool
-	pending    pendingReminders
-	sending    sending // outbox rows being delivered, and when each last failed
+	pending    sync.Map // claimed reminder rows by reminderKey, waiting for Nudge
+	sending    sending  // outbox rows being delivered, and when each last failed
 	obs        observing
 }
 
 type job struct {
 	ctx     context.Context
 	msg     core.Message
-	done    chan error       // receives the outcome, unless then is set
-	then    func(error)      // called with the outcome instead (EnqueueThen)
+	then    func(error)      // called with the outcome
 	inbound *core.InboundKey // recorded with the outcome of the message (see applyInbound)
-	// parsed is the message parsed once, at enqueue: dispatch and interrupt detection
-	// read it.
-	parsed commands.Result
+	parsed  commands.Result  // the message parsed once, at enqueue
 	// seenApproval is the approval id that was pending when a typed /plan accept or
-	// revise arrived, read from the store at enqueue (nil if it could not be read): a bare
-	// decision may only take the version the person could have seen, not one the running
-	// turn proposed meanwhile. It replaces an engine-wide map of proposal sequence numbers
-	// that was never pruned and was lost on restart: this value lives exactly as long as
-	// the message. A message queued when the process died was never acknowledged, so the
-	// platform redelivers it and it is read again then (a version proposed just before the
-	// crash is then taken as seen: the one case this does not cover).
+	// revise arrived, read at enqueue (nil if it could not be read): a bare decision may
+	// only take the version the person could have seen, not one the running turn proposed
+	// meanwhile. A message lost with its process is redelivered and read again then.
 	seenApproval *string
 	// seenAtStart: j was queued in an idle session, so seenApproval is read when it
 	// starts, with the session (see enqueueIdle).
@@ -128,8 +114,7 @@ type job struct {
 	// session's queue like a message, but no person sent it.
 	sys       func(ctx context.Context, t *jobRun) error
 	sessionID string
-	// outcome is what became of the message, for the Observer ("" until it is known).
-	outcome string
+	outcome   string // what became of the message, for the Observer ("" until known)
 }
 
 type queue struct {
@@ -166,41 +151,47 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach},
-		owner: d.Owner, leaseTTL: cfg.LeaseTTL}
+	e := &Engine{cfg: cfg, d: d, queues: map[string]*queue{}, files: &fileWriter{dir: cfg.PlansDir, log: d.Log, marks: &toolMarks{tools: d.Tools}, reach: cfg.Reach}}
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.renewAfter = e.typer.after
 	e.progress.st = d.Store
-	e.obs.obs, e.obs.on = d.Observer, d.Observer != nil
-	if !e.obs.on {
+	e.sending.inflight, e.sending.failedAt = map[int64]bool{}, map[int64]time.Time{}
+	e.obs.obs = d.Observer
+	if d.Observer == nil {
 		e.obs.obs = nopObserver{}
 	}
 	return e
 }
 
-// Owner is this engine's lease owner id.
-func (e *Engine) Owner() string { return e.owner }
-
-// Handle applies one inbound message and waits until it (and the agent turn it starts)
-// is finished. Messages of one session are handled in the order Handle or Enqueue was
-// called.
-func (e *Engine) Handle(ctx context.Context, m core.Message) error {
-	done := e.Enqueue(ctx, m)
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// Enqueue queues one inbound message for its session and returns a channel that receives
+// the outcome once the message is handled.
+func (e *Engine) Enqueue(ctx context.Context, m core.Message) <-chan error {
+	done := make(chan error, 1)
+	e.EnqueueThen(ctx, m, func(err error) { done <- err })
+	return done
 }
 
-// Enqueue queues one inbound message for its session and returns a channel that receives
-// the outcome once the message is handled. Read-only commands are answered at once when
-// nothing is waiting ahead of them, even while an agent turn runs.
-func (e *Engine) Enqueue(ctx context.Context, m core.Message) <-chan error {
-	j := &job{ctx: ctx, msg: m, done: make(chan error, 1)}
-	e.enqueueMessage(j)
-	return j.done
+// EnqueueThen queues one inbound message for its session and calls then with the outcome,
+// on the goroutine that handled it, before that session's next job: an adapter that
+// settles each message needs no goroutine of its own waiting for it. then must not block.
+// Messages of one session are handled in the order they were queued; read-only commands
+// are answered at once when nothing is waiting ahead of them, even while a turn runs.
+func (e *Engine) EnqueueThen(ctx context.Context, m core.Message, then func(error)) {
+	j := &job{ctx: ctx, msg: m, then: then}
+	if m.ID != "" {
+		j.inbound = &core.InboundKey{Channel: m.Address.Channel, Account: m.Address.Account, EventID: m.ID}
+	}
+	if m.Action == nil {
+		j.parsed = commands.Parse(m.Text, "")
+	}
+	id := m.Address.SessionID()
+	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {
+		if e.enqueueIdle(id, j) {
+			return
+		}
+		j.seenApproval = e.pendingApproval(j.ctx, id)
+	}
+	e.enqueue(id, j, j.readOnly())
 }
 
 // enqueueIdle queues j if nothing runs or waits in its session, in which case j starts at
@@ -241,8 +232,9 @@ func (e *Engine) system(ctx context.Context, sessionID string, fn func(ctx conte
 // systemAsync queues fn as a system job now and returns its outcome channel: whatever is
 // queued for the session after this call runs after fn.
 func (e *Engine) systemAsync(ctx context.Context, sessionID string, fn func(ctx context.Context, t *jobRun) error) <-chan error {
-	j := &job{ctx: ctx, done: make(chan error, 1), sys: fn, sessionID: sessionID}
-	return e.enqueue(sessionID, j, false)
+	done := make(chan error, 1)
+	e.enqueue(sessionID, &job{ctx: ctx, then: func(err error) { done <- err }, sys: fn, sessionID: sessionID}, false)
+	return done
 }
 
 func waitJob(ctx context.Context, done <-chan error) error {
@@ -254,19 +246,19 @@ func waitJob(ctx context.Context, done <-chan error) error {
 	}
 }
 
-func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
+func (e *Engine) enqueue(id string, j *job, readOnly bool) {
 	e.mu.Lock()
 	q := e.queues[id]
 	if (q == nil || len(q.jobs) == 0) && readOnly {
 		e.inflight++
 		e.mu.Unlock()
 		go func() {
-			j.finish(e.run(j)) // before the count drops: Wait covers a then too
+			j.then(e.run(j)) // before the count drops: Wait covers then too
 			e.mu.Lock()
 			e.inflight--
 			e.mu.Unlock()
 		}()
-		return j.done
+		return
 	}
 	if q == nil {
 		q = &queue{}
@@ -278,7 +270,6 @@ func (e *Engine) enqueue(id string, j *job, readOnly bool) <-chan error {
 		go e.drain(id, q)
 	}
 	e.mu.Unlock()
-	return j.done
 }
 
 // drain runs the queued jobs of one session in order, then retires the worker.
@@ -294,11 +285,11 @@ func (e *Engine) drain(id string, q *queue) {
 		j := q.jobs[0]
 		q.jobs = q.jobs[1:]
 		e.mu.Unlock()
-		j.finish(e.run(j))
+		j.then(e.run(j))
 	}
 }
 
-// interrupted reports whether a job waiting for session id would stop the running turn:
+// interrupted reports whether a job waiting for the session would stop the running turn:
 // a /plan revise, /plan off or Revise click from someone allowed to make it, that will
 // apply in the current phase (a command that is going to be refused must not stop work).
 func (e *Engine) interrupted(sess core.Session) (string, bool) {
@@ -383,7 +374,9 @@ func (e *Engine) runMessage(j *job) error {
 	}
 	sess, plan, err := e.loadSession(ctx, m, j.inbound)
 	if errors.Is(err, core.ErrDuplicate) { // the inbound check of SessionPlan's read
-		return e.duplicate(j)
+		e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
+		j.outcome = inboundDuplicate
+		return nil
 	}
 	if err == nil && j.seenAtStart {
 		seen := sess.ApprovalID
@@ -414,15 +407,8 @@ func (e *Engine) runMessage(j *job) error {
 	return err
 }
 
-// duplicate ends the job of an inbound event that was handled already.
-func (e *Engine) duplicate(j *job) error {
-	e.d.Log.Debug("duplicate inbound event", "channel", j.msg.Address.Channel, "event", j.msg.ID)
-	j.outcome = inboundDuplicate
-	return nil
-}
-
-// loadSession reads the message's session (a new one when there is none); with sp also
-// its plan, and inbound in the same read (an error wrapping ErrDuplicate: recorded).
+// loadSession reads the message's session (a new one when there is none) and its plan,
+// checking inbound in the same read (an error wrapping ErrDuplicate: recorded).
 func (e *Engine) loadSession(ctx context.Context, m core.Message, inbound *core.InboundKey) (core.Session, *core.Plan, error) {
 	id := m.Address.SessionID()
 	s, plan, err := e.d.Store.SessionPlan(ctx, id, inbound)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -19,4 +20,9 @@ func PlanFileWrites(e *Engine) int64 { return e.files.writes.Load() }
 // schedules f after d and returns its cancel.
 func SetRenewTimer(e *Engine, after func(d time.Duration, f func()) func() bool) {
 	e.renewAfter = after
+}
+
+// Handle queues m and waits for its outcome, or for ctx to end.
+func (e *Engine) Handle(ctx context.Context, m core.Message) error {
+	return waitJob(ctx, e.Enqueue(ctx, m))
 }

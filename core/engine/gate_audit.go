@@ -12,11 +12,10 @@ import (
 	"github.com/plangate/plangate/core/machine"
 )
 
-// What the gate tells people: every refused and every executed mutating call is an audit
-// row (so is every read-only MCP call), and the refusals of a turn are listed in one notice.
-// An executed MCP call's row is durable before its result goes anywhere: an MCP server acts
-// outside the workspace and the tool-run ledger, so the row is the only record of what it
-// was asked to do.
+// What the gate tells people: every refused and executed mutating call (and every read-only
+// MCP call) is an audit row, and a turn's refusals are listed in one notice. An executed
+// MCP call's row is durable before its result goes anywhere: the server acts outside the
+// workspace and the tool-run ledger, so the row is the only record of it.
 
 // Audit kinds of the gate.
 const (
@@ -82,9 +81,8 @@ func (t *jobRun) blocked(ctx context.Context, in gateInput, why string, list boo
 	}
 }
 
-// ran records an executed mutating call, how it ended and how long it took. The row of
-// an MCP call is durable when ran returns nil (see auditMCP); an error means it is not,
-// and the call's result must be withheld.
+// ran records an executed mutating call, how it ended and how long it took. An MCP call's
+// row is durable when ran returns nil; an error means the result must be withheld.
 func (t *jobRun) ran(ctx context.Context, in gateInput, err error, d time.Duration) error {
 	a := newToolAudit(in.call, in.rule)
 	a.Paths = in.paths
@@ -105,10 +103,9 @@ func (t *jobRun) auditReadOnly(ctx context.Context, call core.ToolCall, err erro
 	return t.auditMCP(ctx, t.toolEvent(EventToolRan, t.planInForce(ctx), a))
 }
 
-// auditMCP commits the row of an executed MCP call in a commit of its own that waits for
-// the disk, before the result is handed to the turn: the effect is done, and a crash
-// between the call and the round's flush must not leave it unrecorded. It runs even when
-// the turn's context is cancelled (the call ran). A failure is logged and returned.
+// auditMCP commits the row of an executed MCP call durably, before the result is handed to
+// the turn (a crash before the round's flush must not leave it unrecorded), even when the
+// turn's context is cancelled: the call ran. A failure is logged and returned.
 func (t *jobRun) auditMCP(ctx context.Context, ev core.Event) error {
 	err := t.commit(context.WithoutCancel(ctx), core.Change{SessionID: t.sess.ID, Events: []core.Event{ev}})
 	if err != nil {
@@ -177,11 +174,10 @@ func (t *jobRun) serverDown(err error) {
 	t.gate.notices = append(t.gate.notices, noticef("MCP server %s stopped; its tools are withdrawn, restarting.", down.Server))
 }
 
-// planServersDown tells the chat of a session executing a plan whose allowed tools
-// belong to a tool server that is down (it failed to start or died between turns): the
-// agent will not find those tools.
+// planServersDown tells the chat when an allowed tool of the plan being executed belongs to
+// a tool server that is down: the agent will not find it.
 func (t *jobRun) planServersDown(ctx context.Context) {
-	ws, ok := t.e.d.Tools.(core.ToolServers)
+	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok || t.sess.Phase != core.PhaseExecuting {
 		return
 	}
@@ -214,7 +210,7 @@ func (t *jobRun) flushPending(ctx context.Context) {
 	if err := t.commit(ctx, ch); err != nil {
 		t.e.d.Log.Error("recording notices", "session", t.sess.ID, "err", err)
 	}
-	t.sayCommitted(ctx, ch, rs) // rows the commit did not store are sent directly
+	t.sayCommitted(ctx, ch) // rows the commit did not store (ID 0) are sent directly
 }
 
 // sayBlocked sends the one notice that lists the calls the gate refused since the last
@@ -263,9 +259,8 @@ func blockedNotice(bs []blockedCall) string {
 	return strings.Join(lines, "\n")
 }
 
-// autoHeld says why auto-approve may not take a plan the agent proposes now, or "": it
-// approves only plans proposed in answer to a person's message, never in a turn the
-// agent's own work, a restart or a reminder started. Auto-approve never chains.
+// autoHeld says why auto-approve may not take a plan the agent proposes now, or "": only
+// a plan proposed in answer to a person's message is auto-approved; it never chains.
 func (t *jobRun) autoHeld() string {
 	switch {
 	case t.j.sys != nil:

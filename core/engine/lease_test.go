@@ -127,7 +127,7 @@ func TestLeaseHolderRunsTheTurn(t *testing.T) {
 	if a.out.count() != 2 || b.out.count() != 0 {
 		t.Fatalf("replies: A %d, B %d", a.out.count(), b.out.count())
 	}
-	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the turn: %v", err)
 	}
 }
@@ -145,10 +145,10 @@ func TestResumeTakesOverOnlyExpiredLeases(t *testing.T) {
 		}
 	}
 	// Another host's process: one let its lease lapse, one keeps it.
-	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("dead")), "otherhost/1/x", h.clock.Add(-time.Minute), 30*time.Second); err != nil || !ok {
+	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sessionID("dead")), "otherhost/1/x", h.clock.Add(-time.Minute), 30*time.Second); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("busy")), "otherhost/2/y", h.clock, 30*time.Second); err != nil || !ok {
+	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sessionID("busy")), "otherhost/2/y", h.clock, 30*time.Second); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	h.model.push(sessionID("dead"), text("Yes, back."))
@@ -162,10 +162,10 @@ func TestResumeTakesOverOnlyExpiredLeases(t *testing.T) {
 		}
 	}
 	mustContain(t, joinTexts(h.out.all()), "Yes, back.")
-	if _, err := h.st.Lease(ctx, core.SessionLease(sessionID("dead"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(ctx, engine.SessionLease(sessionID("dead"))); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("taken-over lease not released after the turn: %v", err)
 	}
-	if l, err := h.st.Lease(ctx, core.SessionLease(sessionID("busy"))); err != nil || l.Owner != "otherhost/2/y" {
+	if l, err := h.st.Lease(ctx, engine.SessionLease(sessionID("busy"))); err != nil || l.Owner != "otherhost/2/y" {
 		t.Fatalf("busy lease: %+v, %v", l, err)
 	}
 }
@@ -265,7 +265,7 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	done := eng.Enqueue(context.Background(), evMsg(h, "a", "ev-1", "work"))
 	<-entered
 	ctx := context.Background()
-	name := core.SessionLease(sessionID("a"))
+	name := engine.SessionLease(sessionID("a"))
 	// Another process, an hour later by its clock, finds the lease expired and takes it.
 	if _, ok, err := h.st.AcquireLease(ctx, name, "thief", h.clock.Add(time.Hour), time.Hour); err != nil || !ok {
 		t.Fatal(ok, err)
@@ -299,7 +299,7 @@ func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) erro
 func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	h := newHarness(t)
 	leftJustBeforeRelease(t, h, false)
-	if _, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the turns: %v", err)
 	}
 }

@@ -4,61 +4,90 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
 )
 
-// One process runs a session's turn: the turn runs only while this process holds the
-// session's lease (SessionLease), renewed every ttl/3 while it runs and released when it
-// ends. A person's command that changes state needs no lease (its commit is a
-// compare-and-set on the session's version); only agent turns do, since they act on the
-// workspace. A lease left behind by a killed process marks a turn that did not end:
-// Resume takes it over once it has expired.
+// A session's turn runs only while this process holds the session's lease, renewed every
+// ttl/3 and released when it ends. A person's command needs none (its commit is a
+// compare-and-set on the session's version); agent turns do, since they act on the
+// workspace. A lease left behind by a killed process marks a turn that did not end.
+
+// SessionLease names the lease of a session's turns.
+func SessionLease(sessionID string) string { return "session:" + sessionID }
 
 // DefaultLeaseTTL is how long a session lease lasts without renewal.
 const DefaultLeaseTTL = 30 * time.Second
 
-// newOwner is this process's lease owner id: random, so two processes (or a restarted
-// one) never share it.
-func newOwner() string {
+// Lease owners name their process: "<host>/<pid>/<random>". A lease whose owner is a
+// process of this host that no longer exists was left by a killed plangate: it is taken
+// over at once rather than after its expiry, so a restart right after kill -9 carries on
+// without waiting out the ttl. A pid reused by another process only makes the wait
+// happen (the safe side); another host's owner is always waited out.
+
+// processOwner is this process's owner id, one per process: engines of one process (a
+// test's restarted engine beside a hung one) share it, as they share the process's fate.
+// Its random part keeps two processes (or a restarted one) from ever sharing it.
+var processOwner = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
 	id, err := machine.NewID(rand.Reader, 10)
 	if err != nil {
 		panic("reading random bytes for the lease owner: " + err.Error())
 	}
-	return id
-}
+	return fmt.Sprintf("%s/%d/%s", strings.ReplaceAll(host, "/", "_"), os.Getpid(), id)
+})
 
-// acquire takes the session's lease, taking it over from a holder that is gone (see
-// owner.go).
-func (e *Engine) acquire(ctx context.Context, name string) (core.Lease, bool, error) {
-	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
-	if err != nil || ok || !ownerGone(held.Owner) {
-		return held, ok, err
+// ProcessOwner is this process's lease owner id, for leases held outside the engine
+// (the polling election).
+func ProcessOwner() string { return processOwner() }
+
+// OwnerGone reports whether a lease owner is a process of this host that has ended, so
+// its lease can be taken over at once.
+func OwnerGone(owner string) bool {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 {
+		return false
 	}
-	e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
-	if err := e.d.Store.ReleaseLease(ctx, name, held.Owner); err != nil {
-		return held, false, err
+	host, err := os.Hostname()
+	if err != nil || strings.ReplaceAll(host, "/", "_") != parts[0] {
+		return false
 	}
-	return e.d.Store.AcquireLease(ctx, name, e.owner, e.d.Now(), e.leaseTTL)
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // errLeaseHeld: another process holds the session's lease; the job is left to it.
 var errLeaseHeld = errors.New("session lease held by another process")
 
-// withLease runs fn while this process holds the session's lease. Nested calls share the
-// outer lease. When another process holds it, fn does not run and errLeaseHeld is
-// returned. Losing the lease while fn runs (a renewal refused: another process took it
-// over after this one stalled past the ttl), or renewals failing until the lease would
-// end (renew.go), cancels fn's context. The lease is released when fn ends.
+// withLease runs fn while this process holds the session's lease (nested calls share it);
+// when another process holds it, fn does not run and errLeaseHeld is returned. Losing the
+// lease while fn runs (renew.go) cancels fn's context. The lease is released when fn ends.
 func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	ls := t.e.d.Store
 	if t.leased {
 		return fn(ctx)
 	}
 	sid := t.sess.ID
-	name := core.SessionLease(sid)
+	name := SessionLease(sid)
 	until, err := t.e.takeLease(ctx, name, sid)
 	if err != nil {
 		return err
@@ -70,7 +99,7 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 		t.leased = false
 		r.stop()
 		cancel()
-		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.owner); err != nil {
+		if err := ls.ReleaseLease(context.WithoutCancel(ctx), name, t.e.d.Owner); err != nil {
 			t.e.d.Log.Warn("releasing the session lease", "session", sid, "err", err)
 		}
 	}()
@@ -79,8 +108,15 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 
 // takeLease takes the session's lease for a turn from the store. It returns the lease's
 // expiry, or errLeaseHeld when another process holds it.
+// A holder that is gone (OwnerGone) is released and the lease taken over.
 func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, error) {
-	held, ok, err := e.acquire(ctx, name)
+	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.d.Owner, e.d.Now(), e.cfg.LeaseTTL)
+	if err == nil && !ok && OwnerGone(held.Owner) {
+		e.d.Log.Info("taking over the lease of a process that is gone", "lease", name, "holder", held.Owner)
+		if err = e.d.Store.ReleaseLease(ctx, name, held.Owner); err == nil {
+			held, ok, err = e.d.Store.AcquireLease(ctx, name, e.d.Owner, e.d.Now(), e.cfg.LeaseTTL)
+		}
+	}
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -91,40 +127,33 @@ func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, er
 	return held.ExpiresAt, nil
 }
 
-// holderElsewhere reports whether another process holds an unexpired lease on the
-// session, and which, for delivering the replies left in it: a session lease of a replica known to be gone
-// (replicaGone) does not count, though it has not expired yet. A replica's lease lapses
-// (15 s) before the session leases it held (30 s), and the survivor that claims it
-// delivers what it left while the claim lasts; waiting for the session lease would leave
-// a reply of a turn that had ended unsent until some replica's next start.
+// holderElsewhere reports whether another process holds an unexpired lease on the session,
+// and which, for delivering the replies left in it. The lease of a replica known to be
+// gone (its replica lease expired or taken over) does not count: a replica's lease lapses
+// (15 s) before its session leases (30 s), and the survivor that claims it delivers what it
+// left while the claim lasts. No replica lease at all says nothing.
 func (e *Engine) holderElsewhere(ctx context.Context, sessionID string) (string, bool) {
 	l, ok := e.foreignLease(ctx, sessionID)
-	if ok && e.live(l) && !e.replicaGone(ctx, l.Owner) {
-		return l.Owner, true
+	if !ok || !e.live(l) {
+		return "", false
 	}
-	return "", false
-}
-
-// replicaGone reports whether owner ran as a replica (it took a replica lease) that is
-// known to be gone: its replica lease expired, or another replica took it over to claim
-// its leftovers. No replica lease at all says nothing (a process without replicas, or a
-// claim already released), so false.
-func (e *Engine) replicaGone(ctx context.Context, owner string) bool {
-	live, known := e.replicaLive(ctx, owner)
-	return known && !live
+	if live, known := e.replicaLive(ctx, l.Owner); known && !live {
+		return "", false
+	}
+	return l.Owner, true
 }
 
 // live reports whether a lease still binds others: unexpired, and its holder not gone.
-func (e *Engine) live(l core.Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !ownerGone(l.Owner) }
+func (e *Engine) live(l core.Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !OwnerGone(l.Owner) }
 
 // foreignLease returns the session's lease when another owner has it (expired or not).
 func (e *Engine) foreignLease(ctx context.Context, sessionID string) (core.Lease, bool) {
-	l, err := e.d.Store.Lease(ctx, core.SessionLease(sessionID))
+	l, err := e.d.Store.Lease(ctx, SessionLease(sessionID))
 	if err != nil {
 		if !errors.Is(err, core.ErrNotFound) {
 			e.d.Log.Warn("reading the session lease", "session", sessionID, "err", err)
 		}
 		return core.Lease{}, false
 	}
-	return l, l.Owner != e.owner
+	return l, l.Owner != e.d.Owner
 }

@@ -21,6 +21,9 @@ import (
 	"github.com/plangate/plangate/core/tools"
 )
 
+// The engine finds withdrawn MCP tools through this optional interface of the toolbox.
+var _ engine.ToolServers = (*mcp.Manager)(nil)
+
 // mcpHarness is a harness whose toolbox is the workspace tools plus the in-memory MCP
 // test server "ts"; counts says which tools the server really ran. The server's crash
 // tool cuts the connection, as a dying process would.

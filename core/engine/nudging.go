@@ -44,10 +44,9 @@ func nudgeLine(s core.Session, ns []core.Nudge, known bool, now time.Time) strin
 	return line
 }
 
-// Nudge delivers one occurrence of a schedule that the scheduler has already recorded in
-// the firing ledger. It runs in the session's queue, so a nudge that falls due during an
-// agent turn arrives after that turn, and it is a system message: it never reaches the
-// model as user input. A nudge whose decision was made meanwhile is dropped.
+// Nudge delivers one occurrence of a schedule the scheduler has recorded in the firing
+// ledger, in the session's queue (after a running turn), as a system message that never
+// reaches the model. A nudge whose decision was made meanwhile is dropped.
 func (e *Engine) Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time) error {
 	return e.system(ctx, n.SessionID, func(ctx context.Context, t *jobRun) error {
 		cur, err := t.currentPlan(ctx)
@@ -133,4 +132,62 @@ func missedText(s core.Session, cur *core.Plan, missed []core.MissedNudge) strin
 		}
 	}
 	return text
+}
+
+// Reminders at least once: ClaimReminder commits the reminder as an outbox row in the same
+// transaction as the scheduler's firing-ledger claim, and Nudge delivers that row in the
+// session's queue; a process killed in between leaves it for the next start. "fired" in
+// `nudges list` therefore means delivered at least once (or moot: decided meanwhile).
+
+// reminderKey keys a claimed occurrence's row in Engine.pending until Nudge delivers it.
+func reminderKey(id int64, at time.Time) string {
+	return fmt.Sprintf("%d@%s", id, at.UTC().Format(time.RFC3339Nano))
+}
+
+// ClaimReminder claims occurrence scheduledAt of reminder n (advancing it to next) with the
+// reminder's reply in the outbox, in one transaction; a moot reminder is claimed without a
+// reply. False means the occurrence was not ours to claim.
+func (e *Engine) ClaimReminder(ctx context.Context, n core.Nudge, scheduledAt, firedAt, next time.Time) (bool, error) {
+	var out []core.Outgoing
+	s, err := e.d.Store.Session(ctx, n.SessionID)
+	if err != nil {
+		return false, fmt.Errorf("claiming reminder %d: loading session: %w", n.ID, err)
+	}
+	t := &jobRun{e: e, j: &job{}, sess: s}
+	cur, err := t.currentPlan(ctx)
+	if err != nil {
+		return false, fmt.Errorf("claiming reminder %d: %w", n.ID, err)
+	}
+	if r, _, ok := reminder(s, cur, n, scheduledAt, e.d.Now()); ok {
+		out = []core.Outgoing{t.row(t.address(r))}
+	}
+	claimed, err := e.d.Store.FireNudgeWith(ctx, n.ID, scheduledAt, firedAt, next, out)
+	if err != nil || !claimed {
+		return claimed, err
+	}
+	if len(out) == 1 {
+		e.pending.Store(reminderKey(n.ID, scheduledAt), out[0])
+	}
+	return true, nil
+}
+
+// deliverReminder sends reminder r of occurrence (n, scheduledAt): its claimed outbox row
+// when there is one, else directly; a row whose decision was made meanwhile is dropped.
+func (t *jobRun) deliverReminder(ctx context.Context, n core.Nudge, scheduledAt time.Time, r core.Reply, ok bool) error {
+	v, claimed := t.e.pending.LoadAndDelete(reminderKey(n.ID, scheduledAt))
+	row, _ := v.(core.Outgoing)
+	switch {
+	case claimed && !ok:
+		if err := t.e.d.Store.DropOutbox(ctx, row.ID, "decided before delivery"); err != nil {
+			t.e.d.Log.Warn("dropping a moot reminder", "outbox", row.ID, "err", err)
+		}
+		return nil
+	case claimed:
+		_, err := t.e.deliver(ctx, &row)
+		return err
+	case ok:
+		_, err := t.send(ctx, r)
+		return err
+	}
+	return nil
 }

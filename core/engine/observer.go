@@ -8,9 +8,8 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Observer is told what the engine really does, for /metrics (package metrics
-// satisfies it; core does not import it). Deps.Observer nil records nothing. Every
-// method is called on the hot path and must be cheap and safe for concurrent use.
+// Observer is told what the engine does, for /metrics (package metrics satisfies it).
+// Every method is called on the hot path and must be cheap and safe for concurrent use.
 type Observer interface {
 	// Decision counts one committed decision by its audit kind (accepted, auto_accepted,
 	// revised, abandoned, aborted, expired, refused).
@@ -57,11 +56,9 @@ func (nopObserver) Nudge(string)                       {}
 func (nopObserver) PlansPending(int)                   {}
 func (nopObserver) Inbound(string, string)             {}
 
-// observing holds what the engine needs to report pending plans: the count is read from
-// the store (so several engines on one store agree), one reader at a time so an older
-// count never overwrites a newer one.
+// observing reports pending plans: the count is read from the store (so engines on one
+// store agree), one reader at a time so an older count never overwrites a newer one.
 type observing struct {
-	on  bool // a real Observer was given
 	mu  sync.Mutex
 	obs Observer
 }
@@ -70,7 +67,7 @@ type observing struct {
 // when the change proposed or decided a plan. Changes without such rows cost one loop.
 func (t *jobRun) observeCommit(ctx context.Context, ch core.Change) {
 	e := t.e
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	recount := false
@@ -95,15 +92,15 @@ func (t *jobRun) observeCommit(ctx context.Context, ch core.Change) {
 	}
 }
 
-// CountPending reads how many plan versions wait for a decision and reports it; serve
-// calls it once at start. A store that cannot say is logged and leaves the gauge alone.
+// CountPending reads how many plan versions wait for a decision and reports it; a store
+// that cannot say is logged and leaves the gauge alone.
 func (e *Engine) CountPending(ctx context.Context) {
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	e.obs.mu.Lock()
 	defer e.obs.mu.Unlock()
-	n, err := e.pendingPlans(ctx)
+	n, err := e.d.Store.PendingPlans(ctx)
 	if err != nil {
 		e.d.Log.Warn("counting pending plans", "err", err)
 		return
@@ -111,13 +108,9 @@ func (e *Engine) CountPending(ctx context.Context) {
 	e.obs.obs.PlansPending(n)
 }
 
-func (e *Engine) pendingPlans(ctx context.Context) (int, error) {
-	return e.d.Store.PendingPlans(ctx)
-}
-
 // observeModel reports one model call that started at start.
 func (e *Engine) observeModel(start time.Time, err error) {
-	if !e.obs.on {
+	if e.d.Observer == nil {
 		return
 	}
 	outcome := "ok"

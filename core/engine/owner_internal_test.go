@@ -28,8 +28,8 @@ func TestOwnerGone(t *testing.T) {
 		{"test-process-1", false},
 		{processOwner(), false},
 	} {
-		if got := ownerGone(c.owner); got != c.gone {
-			t.Errorf("ownerGone(%q) = %v, want %v", c.owner, got, c.gone)
+		if got := OwnerGone(c.owner); got != c.gone {
+			t.Errorf("OwnerGone(%q) = %v, want %v", c.owner, got, c.gone)
 		}
 	}
 }

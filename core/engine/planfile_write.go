@@ -10,23 +10,18 @@ import (
 	"strings"
 )
 
-// Writing a plan file. Readers of the file are the channels that upload it (a proposal,
-// /plan show: an os.ReadFile of Plan.File, possibly while the file writer rewrites it),
-// the edit path that keeps its "## Changes from vN" section, and people who open it; the
-// sandboxed agent never sees it (it is one of the hidden paths; it reads the workspace
-// copy). None of them may see half a plan, so every write creates a new file beside the
-// plan file and moves the plan's name to it in one step (see replaceFile): an open of
-// the name ends on one whole version, old or new, and a reader holding the old file
-// keeps reading it; no file is ever written again once it has had the plan's name.
+// Writing a plan file. Its readers (channels uploading it, possibly while it is rewritten;
+// the edit path keeping its "## Changes from vN" section; people) may not see half a plan,
+// so every write creates a new file beside it and moves the plan's name to it in one step
+// (replaceFile): an open of the name gets one whole version, and no file is written again
+// once it has had the plan's name.
 
-// WritePlanFile writes data to plansDir/sessionDir/name, confined to plansDir through an
-// os.Root opened on it, so neither name nor a symbolic link can place the file outside
-// plansDir; the directories are created when missing. The content goes into a new file
-// in the session directory (created exclusively under a random name, as os.CreateTemp
-// does, but through the root) and put in place by replaceFile. It is not synced: the store
-// holds the plan durably, and the file is a rendering of it that /plan show writes again.
-// sessionDir and name must each be one path element. It returns
-// filepath.Join(plansDir, sessionDir, name).
+// WritePlanFile writes data to plansDir/sessionDir/name through an os.Root opened on
+// plansDir, so neither name nor a symbolic link can place the file outside it; the
+// directories are created when missing. The content goes into a new file created
+// exclusively under a random name and is put in place by replaceFile. It is not synced:
+// the store holds the plan, and /plan show writes the file again. sessionDir and name must
+// each be one path element. It returns filepath.Join(plansDir, sessionDir, name).
 func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, error) {
 	if err := checkPathElement("session directory", sessionDir); err != nil {
 		return "", err
@@ -59,10 +54,9 @@ func WritePlanFile(plansDir, sessionDir, name string, data []byte) (string, erro
 	return filepath.Join(plansDir, sessionDir, name), nil
 }
 
-// createAndRename writes data to a new temporary file in sessionDir and puts it in place
-// of name (see replaceFile). The temporary file is in the session directory, not the
-// plans directory, so this works when the session directory is another file system's.
-// It fails with fs.ErrNotExist when sessionDir is missing.
+// createAndRename writes data to a new temporary file in sessionDir (so this works when
+// it is another file system's) and puts it in place of name. It fails with
+// fs.ErrNotExist when sessionDir is missing.
 func createAndRename(root *os.Root, sessionDir, name string, data []byte) error {
 	dir, err := root.Open(sessionDir)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/plangate/plangate/core"
@@ -14,27 +15,6 @@ import (
 
 // The plan files: a new version's file is written before its commit (see prepare), later
 // changes are rewritten after it (see carryOut), both by a fileWriter.
-
-// writePlan renders a plan as session s sees it, with the destructive tools of the plan's
-// scope marked (see RenderPlanMarkdownMarked), and writes it under w.dir. A new version
-// that carries its changes gets the "## Changes from vN" section; a later rewrite
-// (p.Changes is not stored) keeps the section the file already has.
-func (w *fileWriter) writePlan(s core.Session, p core.Plan, destructive func(string) bool) (string, error) {
-	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
-	if p.File != "" {
-		name = machine.FileBase(p.File)
-	}
-	o := machine.RenderOptions{Changes: p.Changes, Destructive: destructive, Reach: w.reach}
-	data := machine.RenderPlan(p, s.Phase, s.Address.Chat, o)
-	if p.Changes == nil && p.Version > 1 {
-		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
-	}
-	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
-	if err == nil {
-		w.writes.Add(1)
-	}
-	return path, err
-}
 
 // fileWriter writes plan files: a new version's before its commit, and a rewrite after
 // its status or steps changed, after the commit, in the job that changed them (jobs of
@@ -49,9 +29,25 @@ type fileWriter struct {
 	writes atomic.Int64 // plan files written (prepare's and the refreshes)
 }
 
-// write writes p's file as session s sees it, now: a new version's, before its commit.
+// write renders p as session s sees it, with the destructive tools of its scope marked,
+// and writes it under w.dir now (a new version's, before its commit). A new version that
+// carries its changes gets the "## Changes from vN" section; a later rewrite (p.Changes
+// is not stored) keeps the section the file already has.
 func (w *fileWriter) write(s core.Session, p core.Plan) (string, error) {
-	return w.writePlan(s, p, w.marks.destructive())
+	name := plan.FileName(p.CreatedAt, p.Body.Title, p.Version)
+	if p.File != "" {
+		name = machine.FileBase(p.File)
+	}
+	o := machine.RenderOptions{Changes: p.Changes, Destructive: w.marks.destructive(), Reach: w.reach}
+	data := machine.RenderPlan(p, s.Phase, s.Address.Chat, o)
+	if p.Changes == nil && p.Version > 1 {
+		data = keepChanges(readPlanFile(w.dir, s.Address.Dir(), name), data)
+	}
+	path, err := WritePlanFile(w.dir, s.Address.Dir(), name, data)
+	if err == nil {
+		w.writes.Add(1)
+	}
+	return path, err
 }
 
 // refresh rewrites p's file as session s now sees it.
@@ -59,7 +55,7 @@ func (w *fileWriter) refresh(s core.Session, p core.Plan) {
 	if p.File == "" {
 		return
 	}
-	if _, err := w.writePlan(s, p, w.marks.destructive()); err != nil {
+	if _, err := w.write(s, p); err != nil {
 		w.log.Error("refreshing plan file", "plan", p.ID, "err", err)
 	}
 }
@@ -106,4 +102,47 @@ func keepChanges(old, fresh []byte) []byte {
 	out := make([]byte, 0, len(fresh)+len(section))
 	out = append(append(append(out, fresh[:at]...), section...), fresh[at:]...)
 	return out
+}
+
+// toolMarks remembers which MCP tools are destructive (destructiveHint), for the mark in
+// plan files. A plan file may be rewritten while the tool's server is down and its tools
+// are withdrawn: the mark must not vanish then, so what a listing once said is kept until
+// a later listing says otherwise.
+type toolMarks struct {
+	tools core.Toolbox // nil: no tools, no marks
+
+	mu    sync.Mutex
+	known map[string]bool // tool name -> destructive
+}
+
+// isDestructive reports whether tool is marked destructive, listing the tools now.
+func (m *toolMarks) isDestructive(tool string) bool {
+	d := m.destructive()
+	return d != nil && d(tool)
+}
+
+// destructive lists the tools now and returns the marks to render with (nil: none).
+func (m *toolMarks) destructive() func(string) bool {
+	if m.tools == nil {
+		return nil
+	}
+	specs := m.tools.Tools()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range specs {
+		if !IsMCPTool(s.Name) {
+			continue
+		}
+		if m.known == nil {
+			m.known = map[string]bool{}
+		}
+		m.known[s.Name] = s.Destructive
+	}
+	snap := make(map[string]bool, len(m.known))
+	for k, v := range m.known {
+		if v {
+			snap[k] = true
+		}
+	}
+	return func(tool string) bool { return snap[tool] }
 }

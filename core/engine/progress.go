@@ -7,12 +7,11 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// progressIDs remembers the platform message id of each plan's checklist, so progress is
-// one message edited in place, also after a restart: the id is kept in the store's
-// key-value state (ProgressStore) as well as here. It is a presentation detail: when it
-// cannot be read or written, the next checklist is a new message.
+// progressIDs remembers the platform message id of each plan's checklist, here and in the
+// store's channel state, so progress is one message edited in place, also after a restart.
+// When the id cannot be read or written, the next checklist is a new message.
 type progressIDs struct {
-	st  core.ProgressStore
+	st  core.Store
 	mu  sync.Mutex
 	ids map[string]string
 }

@@ -36,21 +36,19 @@ type Planner struct {
 	ExpandShortGoals bool
 }
 
-// Style lines of the plan-mode card.
-const (
-	conservativeLine = "Style: conservative. Propose the smallest change that meets the goal. Add no new dependencies, keep the existing structure, and leave improvements the goal did not ask for out of the plan."
-	ambitiousLine    = "Style: ambitious. Look for the better product behind the goal: propose the change that serves it best, and name the opportunities you see (as steps, or as assumptions to confirm) even when they go beyond the literal request."
-	expandGoalsLine  = `Short goals: when the goal is at most four sentences, plan a product spec first. Pass exit_plan_mode a "spec": {overview, features: [{name, priority: high|medium|low, complexity: small|medium|large}], user_stories, tech_stack, design_direction}, then steps that build it.`
-)
+// styleLines are the plan-mode card's line for each style.
+var styleLines = map[PlannerStyle]string{
+	StyleConservative: "Style: conservative. Propose the smallest change that meets the goal. Add no new dependencies, keep the existing structure, and leave improvements the goal did not ask for out of the plan.",
+	StyleAmbitious:    "Style: ambitious. Look for the better product behind the goal: propose the change that serves it best, and name the opportunities you see (as steps, or as assumptions to confirm) even when they go beyond the literal request.",
+}
+
+const expandGoalsLine = `Short goals: when the goal is at most four sentences, plan a product spec first. Pass exit_plan_mode a "spec": {overview, features: [{name, priority: high|medium|low, complexity: small|medium|large}], user_stories, tech_stack, design_direction}, then steps that build it.`
 
 // PlanModeCard is the plan-mode reference card for a planner setting.
 func PlanModeCard(p Planner) string {
 	card := planCard
-	switch p.Style {
-	case StyleConservative:
-		card += "\n" + conservativeLine
-	case StyleAmbitious:
-		card += "\n" + ambitiousLine
+	if line, ok := styleLines[p.Style]; ok {
+		card += "\n" + line
 	}
 	if p.ExpandShortGoals {
 		card += "\n" + expandGoalsLine

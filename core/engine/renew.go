@@ -10,9 +10,8 @@ import (
 )
 
 // renewal keeps a turn's session lease, renewing it every ttl/3 from a timer. Most turns
-// end sooner than that (a plain message takes milliseconds against a 10 s first renewal),
-// so nothing runs for them at all: a goroutine waiting beside every turn cost each message
-// a goroutine start and, on a mostly idle process, the wake-up of an idle P and its thread.
+// end sooner, so nothing runs for them at all: a goroutine waiting beside every turn would
+// cost each message a goroutine start and the wake-up of an idle P.
 type renewal struct {
 	e         *Engine
 	ctx       context.Context // the turn's: renewals stop when it ends
@@ -34,21 +33,16 @@ func (e *Engine) startRenewal(ctx context.Context, name, sid string, until time.
 	r := &renewal{e: e, ctx: ctx, name: name, sid: sid, lost: lost, until: until}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.cancel = e.renewAfter(e.leaseTTL/3, r.fire)
+	r.cancel = e.renewAfter(e.cfg.LeaseTTL/3, r.fire)
 	return r
 }
 
-// fire renews the lease (the timer's function) and schedules the next renewal, unless the
-// turn ended or the lease was lost. The next renewal is due ttl/3 after this one began,
-// not after its write ended, as a ticker's would be: a slow failing write (a stalled
-// database) must leave its retry before the lease it could not extend expires, so the
-// write's time comes off the wait.
-//
-// A turn never runs past its lease's end by this process's clock: once that has come,
-// another process's Resume may take the lease and run the session's turn too (its commit
-// would lose the compare-and-set, but the model would be called twice and a mutating tool
-// could run twice). So the write is bounded by the lease's end (write), and a failed write
-// is tried again only when the lease outlasts the wait for the retry; else the turn stops.
+// fire renews the lease (the timer's function) and schedules the next renewal, due ttl/3
+// after this one began: a slow failing write (a stalled database) must leave time for its
+// retry before the lease expires. A turn never runs past its lease's end by this process's
+// clock, since another process's Resume may then run the session's turn too (calling the
+// model, and perhaps a mutating tool, twice). So the write is bounded by the lease's end,
+// and a failed write is retried only when the lease outlasts the wait; else the turn stops.
 func (r *renewal) fire() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -67,7 +61,7 @@ func (r *renewal) fire() {
 		return // the turn was stopped at the lease's end, or ended meanwhile
 	}
 	now := e.d.Now()
-	next := max(0, e.leaseTTL/3-now.Sub(began))
+	next := max(0, e.cfg.LeaseTTL/3-now.Sub(began))
 	switch {
 	case err == nil && !ok:
 		e.d.Log.Error("lost the session lease to another process; stopping the turn", "session", r.sid)
@@ -93,8 +87,7 @@ var errLeaseEnded = errors.New("the session lease ended before its renewal was w
 
 // write renews the lease, bounded by its end. A store that does not honour the deadline
 // (SQLite's writer queue consults a context only before its write runs) still stops the
-// turn at the lease's end: ended reports that the deadline's own hook did so (and logged
-// it). The write itself, and so stop, waits for the store's answer.
+// turn then: ended reports that the deadline's hook did so (and logged it).
 func (r *renewal) write(began time.Time) (l core.Lease, ok, ended bool, err error) {
 	e, until := r.e, r.until // the hook may run beside fire: it reads only what never changes
 	ctx, cancel := context.WithTimeoutCause(r.ctx, until.Sub(began), errLeaseEnded)
@@ -105,7 +98,7 @@ func (r *renewal) write(began time.Time) (l core.Lease, ok, ended bool, err erro
 			r.lost()
 		}
 	})
-	l, ok, err = e.d.Store.AcquireLease(ctx, r.name, e.owner, began, e.leaseTTL)
+	l, ok, err = e.d.Store.AcquireLease(ctx, r.name, e.d.Owner, began, e.cfg.LeaseTTL)
 	ended = !unhook() && errors.Is(context.Cause(ctx), errLeaseEnded)
 	return l, ok, ended, err
 }

@@ -27,7 +27,7 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 	renewals := &fakeTimers{}
 	engine.SetRenewTimer(eng, renewals.after)
 	ctx := context.Background()
-	name := core.SessionLease(sessionID("a"))
+	name := engine.SessionLease(sessionID("a"))
 	expiry := func() time.Time {
 		t.Helper()
 		l, err := h.st.Lease(ctx, name)
@@ -130,7 +130,7 @@ func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
 	leases.stall = 0
 	h.clock = h.clock.Add(ttl/3 - stall)
 	renewals.fireAll(t) // the retry writes, 2/3 ttl after the lease was taken
-	l, err := h.st.Lease(context.Background(), core.SessionLease(sessionID("a")))
+	l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")))
 	if err != nil || l.Owner != "renewer" || !l.ExpiresAt.Equal(h.clock.Add(ttl)) {
 		t.Fatalf("lease after the retry: %+v, %v; want renewer's until %v", l, err, h.clock.Add(ttl))
 	}

@@ -17,15 +17,14 @@ const resumeWindow = time.Hour
 // InjectRestart tells the agent its turn was cut off by a restart.
 const InjectRestart core.InjectionKind = "RESTART"
 
-// Resume picks up work that a killed process left unfinished, so nothing a person was told
-// about is lost: a session with injections still queued (a decision was committed but the
-// agent turn it started never ran), a session whose newest transcript entry is a person's
-// recent message that was never answered, and a session whose turn did not end (its
-// lease was left behind) get a turn. A mutating call that started and never finished is
-// reported to the agent and the chat, never run again. A session whose lease another
-// process holds is left to it; if that lease expires without being released (the holder
-// died), it is taken over then. only selects the sessions this process serves (nil =
-// all). Resume returns how many sessions it picked up once their turns have run.
+// Resume picks up work that a killed process left unfinished: a session with injections
+// still queued (the turn a committed decision started never ran), one whose newest
+// transcript entry is a person's recent unanswered message, and one whose turn did not end
+// (its lease was left behind) get a turn. A mutating call that started and never finished
+// is reported to the agent and the chat, never run again. A session whose lease another
+// process holds is left to it, and taken over if that lease expires unreleased. only
+// selects the sessions this process serves (nil = all). Resume returns how many sessions
+// it picked up, once their turns have run.
 func (e *Engine) Resume(ctx context.Context, only func(core.Session) bool) (int, error) {
 	wait, err := e.StartResume(ctx, only)
 	if err != nil {
@@ -34,11 +33,10 @@ func (e *Engine) Resume(ctx context.Context, only func(core.Session) bool) (int,
 	return wait(), nil
 }
 
-// StartResume is Resume in two steps: it finds the sessions to pick up and queues their
-// resumed turns at once, so that a message received after it returns runs after the
-// resumed turn (an unanswered message is answered before the next one, not overtaken and
-// forgotten). wait blocks until those turns have run and reports how many there were.
-// Call it before the channels start receiving.
+// StartResume is Resume in two steps: it queues the resumed turns at once, so that a
+// message received after it returns runs after them (an unanswered message is answered
+// before the next one, not overtaken). wait blocks until those turns have run and reports
+// how many there were. Call it before the channels start receiving.
 func (e *Engine) StartResume(ctx context.Context, only func(core.Session) bool) (wait func() int, err error) {
 	ss, err := e.d.Store.Sessions(ctx)
 	if err != nil {
@@ -76,10 +74,9 @@ func (e *Engine) StartResume(ctx context.Context, only func(core.Session) bool) 
 }
 
 // resumeLater retries one session once another process's lease on it has expired: a live
-// holder keeps renewing (and the retry finds its turn ended or still running), a dead
-// one's lease lapses and its work is taken over.
+// holder keeps renewing, a dead one's lease lapses and its work is taken over.
 func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(core.Session) bool, until time.Time) {
-	wait := min(max(until.Sub(e.d.Now()), time.Second), e.leaseTTL) + 100*time.Millisecond
+	wait := min(max(until.Sub(e.d.Now()), time.Second), e.cfg.LeaseTTL) + 100*time.Millisecond
 	e.d.Log.Info("session busy in another process; checking again when its lease ends", "session", sessionID, "in", wait)
 	go func() {
 		select {
@@ -161,8 +158,8 @@ func (t *jobRun) interruptedRuns(ctx context.Context) ([]core.ToolRun, error) {
 	return runs, nil
 }
 
-// tellRestart tells the chat and the agent what the restart cut off, in one commit: the
-// notice is an outbox row, the agent's note an injection its resumed turn reads.
+// tellRestart tells the chat (an outbox row) and the agent (an injection its resumed turn
+// reads) what the restart cut off, in one commit.
 func (t *jobRun) tellRestart(ctx context.Context, runs []core.ToolRun) error {
 	cur, err := t.currentPlan(ctx)
 	if err != nil {
@@ -234,10 +231,9 @@ func needsTurn(s core.Session, last []core.ChatMessage, now time.Time) bool {
 }
 
 // moreWork reports, after a turn, whether another process left work for this session
-// meanwhile: a person's message it committed but could not start a turn for (this
-// process held the lease), or injections a decision it committed queued for a turn it
-// could not start. The session is read again, so the next turn commits on top of what
-// is stored.
+// meanwhile (a person's message or injections it committed but could not start a turn
+// for: this process held the lease). The session is read again, so the next turn commits
+// on top of what is stored.
 func (t *jobRun) moreWork(ctx context.Context) (bool, error) {
 	if t.seenUser == nil {
 		return false, nil
@@ -278,33 +274,26 @@ func unseenPerson(h []core.ChatMessage, seen *seenPeople) bool {
 	return false
 }
 
-// seenPeople are the person messages of the transcript window a turn loaded. The window
-// is kept as it was loaded (its entries are never changed) and keyed only when asked,
-// which is only after another process wrote the session (moreWork), not on every turn.
+// seenPeople are the person messages of the transcript window a turn loaded, keyed only
+// when asked: only after another process wrote the session (moreWork), not on every turn.
 // A job's turns run one at a time, so it is never used by two goroutines at once.
 type seenPeople struct {
 	window []core.ChatMessage
-	keys   map[string]bool // userKeys(window), built at the first has
+	keys   map[string]bool // built at the first has
 }
 
 func (s *seenPeople) has(m core.ChatMessage) bool {
 	if s.keys == nil {
-		s.keys = userKeys(s.window)
+		s.keys = map[string]bool{}
+		for _, w := range s.window {
+			if w.Role == core.RoleUser {
+				s.keys[userKey(w)] = true
+			}
+		}
 	}
 	return s.keys[userKey(m)]
 }
 
 func userKey(m core.ChatMessage) string {
 	return m.At.UTC().Format(time.RFC3339Nano) + "\x00" + m.Name + "\x00" + m.Content
-}
-
-// userKeys are the person messages of a transcript window.
-func userKeys(h []core.ChatMessage) map[string]bool {
-	keys := map[string]bool{}
-	for _, m := range h {
-		if m.Role == core.RoleUser {
-			keys[userKey(m)] = true
-		}
-	}
-	return keys
 }

@@ -8,16 +8,13 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// Retrying failed sends while running. A reply whose delivery failed stays in the outbox
-// with its attempt counted; RetryUnsent sends such rows again once their backoff has
-// passed (by the engine's clock), so a platform outage of a few minutes does not wait for
-// the next start. Only rows whose send failed in this process are touched: a row never
-// tried belongs to a delivery in progress (committed, about to be sent), and one a killed
-// process left belongs to the start-up backlog.
+// Retrying failed sends while running: RetryUnsent sends a row whose delivery failed again
+// once its backoff has passed, so a platform outage of a few minutes does not wait for the
+// next start. Only rows whose send failed in this process are touched: a row never tried
+// is a delivery in progress, and one a killed process left is the start-up backlog's.
 
-// Retry backoff: the first retry of a row waits retryBase after its failed attempt, each
-// further one twice as long, at most retryMax. After maxOutboxAttempts a row is dropped
-// (as at start-up), and so is one older than outbox_max_age.
+// Retry backoff: retryBase after the failed attempt, twice as long after each further
+// one, at most retryMax.
 const (
 	retryBase = 30 * time.Second
 	retryMax  = 10 * time.Minute
@@ -41,9 +38,6 @@ func (s *sending) start(id int64) bool {
 	if s.inflight[id] {
 		return false
 	}
-	if s.inflight == nil {
-		s.inflight, s.failedAt = map[int64]bool{}, map[int64]time.Time{}
-	}
 	s.inflight[id] = true
 	return true
 }
@@ -65,18 +59,13 @@ func (s *sending) end(id int64, failed bool, at time.Time) {
 func (s *sending) retryLater(id int64, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight == nil {
-		s.inflight, s.failedAt = map[int64]bool{}, map[int64]time.Time{}
-	}
 	if _, waiting := s.failedAt[id]; !waiting && !s.inflight[id] {
 		s.failedAt[id] = at
 	}
 }
 
 // due reports whether row o may be tried again at now: its last attempt failed in this
-// process, it is not in flight, and its backoff has passed. A row another process failed
-// is the start-up backlog's (Backlog.Deliver); only if that attempt fails too does it
-// become due here, so the two never send the same row.
+// process, it is not in flight, and its backoff has passed.
 func (s *sending) due(o core.Outgoing, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,9 +73,8 @@ func (s *sending) due(o core.Outgoing, now time.Time) bool {
 	return failed && !s.inflight[o.ID] && !now.Before(at.Add(retryDelay(o.Attempts)))
 }
 
-// keep forgets the failures of rows no longer unsent (sent or dropped meanwhile): those
-// missing from unsent, listed at listed, that failed before it (a later failure may be of
-// a row committed after the listing).
+// keep forgets the failures of rows missing from unsent (listed at listed) that failed
+// before the listing: a later failure may be of a row committed after it.
 func (s *sending) keep(unsent []core.Outgoing, listed time.Time) {
 	ids := make(map[int64]bool, len(unsent))
 	for _, o := range unsent {
@@ -110,9 +98,8 @@ func retryDelay(attempts int) time.Duration {
 	return min(d, retryMax)
 }
 
-// RetryUnsent sends again the outbox rows of the given channels whose delivery failed and
-// whose backoff has passed, dropping (with a log line) those older than maxAge (0 =
-// DefaultOutboxMaxAge) or tried too often. It returns how many went out.
+// RetryUnsent sends again the outbox rows of the given channels that are due, dropping
+// (as Unsent does) those older than maxAge or tried too often. It returns how many went out.
 func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time.Duration) int {
 	now := e.d.Now()
 	b, err := e.Unsent(ctx, channels, maxAge, nil)
@@ -135,8 +122,7 @@ func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time
 	return sent
 }
 
-// RetryLoop runs RetryUnsent every interval (0 = DefaultRetryEvery) until ctx ends. When
-// a row is due is decided by the engine's clock; interval only says how often to look.
+// RetryLoop runs RetryUnsent every interval (0 = DefaultRetryEvery) until ctx ends.
 func (e *Engine) RetryLoop(ctx context.Context, channels []string, maxAge, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultRetryEvery

@@ -23,7 +23,7 @@ func TestDeliverLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("busy")), "elsewhere/1/live", h.clock, time.Minute); err != nil || !ok {
+	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sessionID("busy")), "elsewhere/1/live", h.clock, time.Minute); err != nil || !ok {
 		t.Fatalf("taking the busy session's lease: %v %v", ok, err)
 	}
 	n := h.out.count()
@@ -118,7 +118,7 @@ func TestDeliverLeftDuringTheClaimOfADeadReplica(t *testing.T) {
 	if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: []core.Outgoing{row}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := h.st.AcquireLease(ctx, core.SessionLease(sessionID("left")), dead, h.clock, time.Minute); err != nil || !ok {
+	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sessionID("left")), dead, h.clock, time.Minute); err != nil || !ok {
 		t.Fatalf("the dead replica's session lease: %v %v", ok, err)
 	}
 	// While its replica lease is its own and unexpired, the session is its business.
@@ -182,7 +182,7 @@ func TestDeliverLeftInASessionBusyElsewhereIsSentWhenFree(t *testing.T) {
 	if _, ok, err := h.st.AcquireLease(ctx, engine.ReplicaLease(dead), claimer, h.clock, time.Minute); err != nil || !ok {
 		t.Fatalf("the survivor's claim of the dead replica: %v %v", ok, err)
 	}
-	name := core.SessionLease(sessionID("busy"))
+	name := engine.SessionLease(sessionID("busy"))
 	if _, ok, err := h.st.AcquireLease(ctx, name, holder, h.clock, time.Minute); err != nil || !ok {
 		t.Fatalf("the live holder's session lease: %v %v", ok, err)
 	}

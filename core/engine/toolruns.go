@@ -54,13 +54,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	if ferr := t.e.d.Store.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
-	if aerr != nil {
-		return withheld(call, aerr)
-	}
-	if err != nil {
-		return toolError("%s", err.Error())
-	}
-	return toolResult{content: out}
+	return callResult(call, out, err, aerr)
 }
 
 // ranText says what a call did, for a conflict report: "wrote NOTES.md".

@@ -41,7 +41,7 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 		if res, ok := t.withdrawn(call); ok {
 			return res
 		}
-		names := make([]string, 0)
+		var names []string
 		for _, s := range t.e.toolSpecs() {
 			names = append(names, s.Name)
 		}
@@ -57,13 +57,21 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)
+	var aerr error
 	if IsMCPTool(call.Name) {
 		t.serverDown(err)
-		if aerr := t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start)); aerr != nil {
-			return withheld(call, aerr)
-		}
+		aerr = t.auditReadOnly(ctx, call, err, t.e.d.Now().Sub(start))
 	}
-	if err != nil {
+	return callResult(call, out, err, aerr)
+}
+
+// callResult is what the model gets of an executed call: its output or error, or, when
+// its audit row could not be stored (aerr), the withheld notice.
+func callResult(call core.ToolCall, out string, err, aerr error) toolResult {
+	switch {
+	case aerr != nil:
+		return withheld(call, aerr)
+	case err != nil:
 		return toolError("%s", err.Error())
 	}
 	return toolResult{content: out}
@@ -72,7 +80,7 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 // withdrawn answers a call of a tool whose server is down (its tools are not offered):
 // the model learns the server's state, the chat that the server stopped.
 func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
-	ws, ok := t.e.d.Tools.(core.ToolServers)
+	ws, ok := t.e.d.Tools.(ToolServers)
 	if !ok {
 		return toolResult{}, false
 	}
@@ -86,9 +94,9 @@ func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
 }
 
 // gateMutation is the default-deny gate for every tool that is not read-only: it loads
-// what the gate needs and lets gate decide. A refusal is an audit row, and is listed in
-// the turn's one notice of blocked calls (a scope stop has its own notice). It returns
-// what the gate saw (the paths, the accepted plan), for the audit row of the call's run.
+// what gate needs and lets it decide. A refusal is an audit row and is listed in the
+// turn's notice of blocked calls (a scope stop has its own). It returns what the gate saw,
+// for the audit row of the call's run.
 func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core.ToolCall) (gateInput, toolResult, bool) {
 	in := gateInput{sess: t.sess, spec: spec, call: call}
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
@@ -145,8 +153,8 @@ func gateRule(in gateInput) string {
 }
 
 // gate decides whether a mutating call may run in plan mode: only while executing an
-// accepted plan, and only on paths inside its scope. A refusal is the tool error (with a
-// stop condition for a path out of scope) and why, in words for the chat and the audit.
+// accepted plan, and only within its scope. A refusal is the tool error and why, in words
+// for the chat and the audit.
 func gate(in gateInput) (res toolResult, why string, ok bool) {
 	spec, s := in.spec, in.sess
 	if s.Phase != core.PhaseExecuting {
@@ -161,8 +169,7 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 		// An MCP tool changes no path the scope could check: the plan must name it.
 		if !slices.Contains(p.Body.Scope.AllowedTools, spec.Name) {
 			msg := fmt.Sprintf("%s refused: it is not in the accepted plan's scope.allowed_tools", spec.Name)
-			return toolResult{content: "error: " + msg, isError: true,
-				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+			return outOfScope(msg, p.Version), msg, false
 		}
 		return toolResult{}, "", true
 	}
@@ -172,11 +179,16 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 	for _, p0 := range in.paths {
 		if why, ok := machine.CheckScope(p.Body.Scope, p0); !ok {
 			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
-			return toolResult{content: "error: " + msg, isError: true,
-				stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, p.Version)}, msg, false
+			return outOfScope(msg, p.Version), msg, false
 		}
 	}
 	return toolResult{}, "", true
+}
+
+// outOfScope refuses a call the accepted plan version does not allow, stopping the turn.
+func outOfScope(msg string, version int) toolResult {
+	return toolResult{content: "error: " + msg, isError: true,
+		stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, version)}
 }
 
 // IsMCPTool says whether name is an MCP server's tool (<server>__<tool>); no workspace
@@ -239,4 +251,76 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 	}
 	res.isError = o.Refused() && !o.Refusal.Benign
 	return res
+}
+
+// CombineToolboxes offers the tools of several toolboxes as one (the workspace tools and
+// the MCP servers' tools): a call goes to the toolbox that lists the name now. Names
+// must not collide; MCP names cannot collide with workspace tools as they contain "__".
+// nil toolboxes are skipped.
+func CombineToolboxes(boxes ...core.Toolbox) core.Toolbox {
+	var ts toolboxes
+	for _, b := range boxes {
+		if b != nil {
+			ts = append(ts, b)
+		}
+	}
+	return ts
+}
+
+type toolboxes []core.Toolbox
+
+// ToolServers is what a Toolbox may implement to tell a tool that is not offered because
+// its server is down (an MCP server that failed to start or died) from one that does not
+// exist: the model gets the server's state instead of "unknown tool", and the chat hears
+// that the server stopped.
+type ToolServers interface {
+	// Withdrawn reports the server of tool and its state when the server is configured
+	// but not up.
+	Withdrawn(tool string) (server, status string, ok bool)
+}
+
+func (ts toolboxes) Tools() []core.ToolSpec {
+	var specs []core.ToolSpec
+	for _, b := range ts {
+		specs = append(specs, b.Tools()...)
+	}
+	return specs
+}
+
+// owner is the toolbox that offers name; the list is asked each time because an MCP
+// server's tools come and go.
+func (ts toolboxes) owner(name string) core.Toolbox {
+	for _, b := range ts {
+		for _, s := range b.Tools() {
+			if s.Name == name {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+func (ts toolboxes) Call(ctx context.Context, ws core.Workspace, name string, args json.RawMessage) (string, error) {
+	if b := ts.owner(name); b != nil {
+		return b.Call(ctx, ws, name, args)
+	}
+	return "", fmt.Errorf("no tool %q is offered now", name)
+}
+
+func (ts toolboxes) WritePaths(name string, args json.RawMessage) ([]string, error) {
+	if b := ts.owner(name); b != nil {
+		return b.WritePaths(name, args)
+	}
+	return nil, fmt.Errorf("no tool %q is offered now", name)
+}
+
+func (ts toolboxes) Withdrawn(tool string) (string, string, bool) {
+	for _, b := range ts {
+		if w, ok := b.(ToolServers); ok {
+			if srv, st, ok := w.Withdrawn(tool); ok {
+				return srv, st, true
+			}
+		}
+	}
+	return "", "", false
 }

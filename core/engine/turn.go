@@ -13,17 +13,13 @@ import (
 )
 
 // jobRun is one job being handled (a message, a command, a reminder), with what it keeps
-// while it runs: the session as last committed, the gate's record of its turns, the lease.
-// /plan status runs on one as much as an agent turn does.
+// while it runs.
 type jobRun struct {
-	e    *Engine
-	j    *job
-	sess core.Session
-	// gate: the calls the gate refused in the running turn, and whether the turn was
-	// started by a person's message (see gate_audit.go).
-	gate turnGate
-	// leased: this job holds the session's lease (see withLease).
-	leased bool
+	e      *Engine
+	j      *job
+	sess   core.Session // as last committed
+	gate   turnGate     // see gate_audit.go
+	leased bool         // this job holds the session's lease (see withLease)
 	// done lists the mutating calls that ran in this job, so a conflict after them is
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
@@ -36,17 +32,13 @@ type jobRun struct {
 	// flush since went on top of a row version whose transcript the turn did not load.
 	seenUser *seenPeople
 	rebased  bool
-	// deferred is a person's plain message held back for the turn's first commit
-	// (deferred.go); nil once committed.
-	deferred *core.Change
-	// asked are the people this job's work answers (Input.Asked), gathered as plan tools run.
-	asked []core.Requester
+	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
+	asked    []core.Requester // the people this job's work answers (Input.Asked)
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
 // (completing a plan clears them; a plan the same turn proposes next still answers them)
-// and the author of the job's message when it is a message to the agent. The approver
-// whose accept started the job asked for nothing.
+// and the author of the job's message when it is a message to the agent.
 func (t *jobRun) askedSoFar() []core.Requester {
 	t.asked = machine.WithRequesters(t.asked, t.sess.Requesters)
 	if t.j.asks() {
@@ -61,9 +53,8 @@ func (t *jobRun) msg() core.Message { return t.j.msg }
 // auto-approved plan starts executing right after it was proposed).
 const maxChainedTurns = 4
 
-// turn is one agent turn in progress. Its transcript entries are committed explicitly:
-// with the outcome of a plan tool (one transaction with the state change it made), or by
-// flush at the end of a round; nothing rides along with an unrelated commit.
+// turn is one agent turn in progress. Its transcript entries are committed with the
+// outcome of a plan tool, or by flush at the end of a round; never with an unrelated commit.
 type turn struct {
 	history  []core.ChatMessage // the stored transcript window
 	seen     []core.ChatMessage // this turn's entries, in the order the model sees them
@@ -86,24 +77,20 @@ func (tr *turn) takeUnsaved() []core.ChatMessage {
 	return out
 }
 
-// undrained removes the injections this turn already moved into the transcript from the
-// front of a session's queue (new ones may have been appended behind them) and resets the
-// count: the commit that carries their transcript entries also takes them off the queue.
+// undrained removes the injections this turn moved into the transcript from the front of
+// a session's queue (new ones may be behind them) and resets the count: the commit that
+// carries their transcript entries also takes them off the queue.
 func (tr *turn) undrained(queue []core.Injection) []core.Injection {
 	n := min(tr.drained, len(queue))
 	tr.drained = 0
 	return append([]core.Injection(nil), queue[n:]...)
 }
 
-// runTurns runs an agent turn, and another while the previous one left injections for the
-// agent (an auto-approved plan), up to maxChainedTurns.
-// The turns run under the session's lease (see leasing.go); work another process left for
-// the session meanwhile (a message it could not start a turn for) is picked up too.
-//
-// That process leaves a message to this one because the lease is held. So the look for
-// such work (moreWork) comes after the lease is released: a message stored before the
-// release is seen then, and one stored after it finds the lease free and gets its own
-// turn there. When there is work, this process takes the lease again for it.
+// runTurns runs an agent turn under the session's lease, and another while the previous
+// one left injections (an auto-approved plan), up to maxChainedTurns. Another process
+// leaves a message to this one because the lease is held, so the look for such work
+// (moreWork) comes after the release: a message stored before it is seen then, one stored
+// after it finds the lease free and gets its own turn there.
 func (t *jobRun) runTurns(ctx context.Context) error {
 	if t.leased {
 		return t.leasedTurns(ctx, true) // an outer lease
@@ -140,9 +127,9 @@ func (t *jobRun) leasedTurns(ctx context.Context, look bool) error {
 	return nil
 }
 
-// runTurn runs the agent loop once: model call, tool round, commit, until a final text,
-// a plan or question that ends the turn, a stop condition or agent.max_iterations. It
-// reports whether injections are waiting for another turn.
+// runTurn runs the agent loop (model call, tool round, commit) until a final text, a plan
+// or question that ends the turn, a stop condition or agent.max_iterations. It reports
+// whether injections are waiting for another turn.
 func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 	tr, err := t.loadTurn(ctx)
 	if err != nil {
@@ -260,8 +247,8 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within
-// the character budget even as tool results pile up inside a long turn (the oldest
-// entries go first; tool calls and results stay paired).
+// the character budget as tool results pile up (oldest first out; calls and results
+// stay paired).
 func turnWindow(tr *turn, budget int) []core.ChatMessage {
 	msgs := tr.history // already sanitized (loadTurn); clipped, so not appended into
 	if len(tr.seen) > 0 {
@@ -270,8 +257,8 @@ func turnWindow(tr *turn, budget int) []core.ChatMessage {
 	return sanitizeHistory(trimHistory(msgs, budget))
 }
 
-// modelFailed tells the chat that the model could not answer. What the turn already did
-// is kept; if it did nothing, drained injections stay queued for the next turn.
+// modelFailed tells the chat that the model could not answer. What the turn did is kept;
+// if it did nothing, drained injections stay queued for the next turn.
 func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 	t.e.d.Log.Warn("model call failed", "session", t.sess.ID, "err", err)
 	if len(t.sess.Injections) > 0 || tr.answered > 0 {
@@ -287,11 +274,9 @@ func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 	return nil
 }
 
-// flush commits the turn's uncommitted entries and takes drained injections off the
-// queue. Only the agent's own output and drained injections: nothing a person decided,
-// so the commit need not wait for the disk.
-// Replies the flush produces (the agent's answer, a stop notice) are outbox rows of the
-// same commit, delivered after it.
+// flush commits the turn's uncommitted entries, takes drained injections off the queue and
+// queues rs (the agent's answer, a stop notice) as outbox rows of the same commit. Nothing
+// a person decided is in it, so it need not wait for the disk.
 func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
 	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
 		rs = append(pending, rs...)
@@ -319,14 +304,13 @@ func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
 		}
 		return err
 	}
-	t.sayCommitted(ctx, ch, rs)
+	t.sayCommitted(ctx, ch)
 	return nil
 }
 
-// rebase puts a flush on top of a session row another process changed meanwhile, when
-// that change decided nothing: a person's message it stored for the agent (it could not
-// start a turn: this process holds the lease) or injections it queued behind ours. The
-// turn picks that work up afterwards (moreWork). Any other change stays a conflict.
+// rebase puts a flush on top of a session row another process changed meanwhile when that
+// change decided nothing (a message it stored for the agent, injections it queued behind
+// ours); the turn picks that work up afterwards (moreWork). Any other change stays a conflict.
 func (t *jobRun) rebase(ctx context.Context, drained int) (core.Session, bool) {
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
 	if err != nil {
@@ -350,8 +334,8 @@ type round struct {
 	stop  string // a stop condition to report
 }
 
-// toolRound runs the tool calls of one model answer, in order. After a call ends the turn
-// or a stop condition, the remaining calls are answered without running.
+// toolRound runs the tool calls of one model answer, in order; after a call that ends the
+// turn or stops it, the rest are answered without running.
 func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall) (round, error) {
 	var r round
 	for _, call := range calls {
@@ -382,8 +366,8 @@ func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall)
 }
 
 // applyTool commits a plan tool's outcome in one transaction with the turn's uncommitted
-// entries (the call and its result included), then carries it out. The tool's files were
-// written by callTool already: its result depends on them.
+// entries (the call and its result included), then carries it out. callTool wrote the
+// tool's files already: its result depends on them.
 func (t *jobRun) applyTool(ctx context.Context, tr *turn, o machine.Outcome) error {
 	if o.Change.Session == nil {
 		return t.carryOut(ctx, o)
@@ -400,7 +384,7 @@ func (t *jobRun) applyTool(ctx context.Context, tr *turn, o machine.Outcome) err
 }
 
 // note updates the round's stop conditions after one call: the same tool error three
-// times in a row stops the turn, a call may end it or stop it.
+// times in a row stops the turn.
 func (tr *turn) note(r *round, name string, res toolResult) {
 	if res.isError {
 		if res.content == tr.lastErr {

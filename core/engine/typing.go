@@ -18,9 +18,8 @@ const typingEvery = 4 * time.Second
 const DefaultTypingDelay = 300 * time.Millisecond
 
 // typist sends typing indicators off the model call's path: in the background, after
-// the engine's TypingDelay, at most once per typingEvery per chat, and not at all when
-// the answer came first. A lost or late indicator is harmless; a synchronous one cost
-// every message a round trip to the platform before its model call.
+// TypingDelay, at most once per typingEvery per chat, and not at all when the answer came
+// first. A synchronous one would cost every message a round trip to the platform.
 type typist struct {
 	mu   sync.Mutex
 	last map[core.Address]time.Time // when a chat was last shown the indicator (the engine's clock)
@@ -68,8 +67,7 @@ func (ty *typist) due(a core.Address, now time.Time) bool {
 }
 
 // mark records that the chat is shown the indicator at now, unless another call did so
-// within the window meanwhile (then it reports false). Entries older than the window are
-// dropped now and then, so the map holds only recently active chats.
+// within the window (then false). Old entries are dropped now and then.
 func (ty *typist) mark(a core.Address, now time.Time) bool {
 	ty.mu.Lock()
 	defer ty.mu.Unlock()

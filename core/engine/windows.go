@@ -11,15 +11,11 @@ import (
 )
 
 // Transcript windows kept in memory, so a turn does not re-read and re-decode the last
-// HistoryMessages rows of its session for every message (10 % of a message's CPU).
-//
-// A window is exact because it is tied to the session row's version: every commit that
-// appends to a transcript writes the session row too (transition.changed), so a window
-// recorded at version v is what the store holds while the row is at v. This process
-// appends its own committed entries and moves the window to the new version; a commit
-// that did not go from the window's version (a conflict, another process's write) drops
-// it, and a turn whose session is at another version reads the store. Windows live in
-// memory only: a restart starts empty.
+// HistoryMessages rows of its session for every message (10 % of a message's CPU). A
+// window is exact because it is tied to the session row's version: every commit that
+// appends to a transcript writes the session row too, so a window recorded at version v
+// is what the store holds while the row is at v. A commit that did not go from the
+// window's version (a conflict, another process's write) drops it.
 const (
 	windowSessions = 512              // windows kept at most (least recently used go first)
 	windowIdle     = 30 * time.Minute // a window unused this long is dropped
@@ -38,10 +34,9 @@ type window struct {
 	used    time.Time
 }
 
-// get returns the window of session id at version, if one is kept. It is the kept slice
-// itself, clipped: a window's entries are never changed once kept (committed only
-// appends past its end or replaces it), so the turn reads them without a copy, and an
-// append to what get returned reallocates instead of writing into the window.
+// get returns the window of session id at version, if one is kept: the kept slice itself,
+// clipped, so an append to it reallocates instead of writing into the window (whose
+// entries are never changed once kept).
 func (c *windowCache) get(id string, version int64, now time.Time) ([]core.ChatMessage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,49 +58,9 @@ func (c *windowCache) put(id string, version int64, msgs []core.ChatMessage, now
 	if version == 0 {
 		return
 	}
+	msgs = slices.Clone(msgs)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.set(id, version, slices.Clone(msgs), now)
-}
-
-// committed records a commit of session id from version from to version to that appended
-// msgs: the window moves along if it was at from, else it is dropped. limit is the
-// window's length (HistoryMessages).
-func (c *windowCache) committed(id string, from, to int64, msgs []core.ChatMessage, limit int, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byID[id]
-	if !ok {
-		return
-	}
-	w := el.Value.(*window)
-	next, exact := storedForms(msgs)
-	if w.version != from || !exact {
-		c.remove(el)
-		return
-	}
-	// Appended in place and the front cut off: the entries get handed out stay as they
-	// were (appends go past every window handed out, whose slices are clipped), and
-	// the backing array is copied only when append outgrows it, about once every limit
-	// commits instead of on each one.
-	all := append(w.msgs, next...)
-	if len(all) > limit {
-		all = all[len(all)-limit:]
-	}
-	w.msgs, w.version, w.used = all, to, now
-	c.lru.MoveToFront(el)
-}
-
-// drop forgets the window of session id.
-func (c *windowCache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byID[id]; ok {
-		c.remove(el)
-	}
-}
-
-func (c *windowCache) set(id string, version int64, msgs []core.ChatMessage, now time.Time) {
 	if c.byID == nil {
 		c.byID = map[string]*clist.Element{}
 	}
@@ -124,14 +79,49 @@ func (c *windowCache) set(id string, version int64, msgs []core.ChatMessage, now
 	}
 }
 
+// committed records a commit of session id from version from to version to that appended
+// msgs: the window moves along if it was at from, else it is dropped. limit is the
+// window's length (HistoryMessages).
+func (c *windowCache) committed(id string, from, to int64, msgs []core.ChatMessage, limit int, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byID[id]
+	if !ok {
+		return
+	}
+	w := el.Value.(*window)
+	next, exact := storedForms(msgs)
+	if w.version != from || !exact {
+		c.remove(el)
+		return
+	}
+	// Appended in place and the front cut off: windows handed out are clipped, so they
+	// stay as they were, and the array is copied only when append outgrows it.
+	all := append(w.msgs, next...)
+	if len(all) > limit {
+		all = all[len(all)-limit:]
+	}
+	w.msgs, w.version, w.used = all, to, now
+	c.lru.MoveToFront(el)
+}
+
+// drop forgets the window of session id.
+func (c *windowCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[id]; ok {
+		c.remove(el)
+	}
+}
+
 func (c *windowCache) remove(el *clist.Element) {
 	delete(c.byID, el.Value.(*window).id)
 	c.lru.Remove(el)
 }
 
 // storedForms are msgs as the store returns them: times in UTC, tool calls through their
-// JSON encoding (arguments compacted), no empty tool-call list. exact is false when that
-// cannot be known here (an entry without a time gets the store's clock).
+// JSON encoding, no empty tool-call list. exact is false when that cannot be known here
+// (an entry without a time gets the store's clock).
 func storedForms(msgs []core.ChatMessage) (out []core.ChatMessage, exact bool) {
 	out = make([]core.ChatMessage, 0, len(msgs))
 	for _, m := range msgs {

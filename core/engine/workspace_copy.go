@@ -14,20 +14,17 @@ import (
 	"github.com/plangate/plangate/core/plan"
 )
 
-// The executor's copy of the plan (docs/design.md §13): once a version is accepted it is written
-// into the session's workspace as PLAN.md (the plan file's markdown, without its "Changes
-// from vN" section: the executor needs the contract, not its history) and PLAN.json (the
-// shape below), and rewritten whenever that version changes (step progress, completion,
-// an abort or a revise), so the agent and anything it runs can read the contract it works
-// under. The workspace tools refuse to change either file (core/tools).
+// The executor's copy of the plan (docs/design.md §13): an accepted version is written into
+// the session's workspace as PLAN.md (the plan file's markdown, without its "Changes from
+// vN" section) and PLAN.json, and rewritten whenever that version changes, so the agent and
+// anything it runs can read the contract it works under. The workspace tools refuse to
+// change either file.
 
-// PlanCopyFormat is the version of PLAN.json's shape. Fields are only ever added within a
-// format; a rename or removal would be format 2.
+// PlanCopyFormat is the version of PLAN.json's shape: within a format fields are only added.
 const PlanCopyFormat = 1
 
-// PlanDocument is PLAN.json. Every list is present (empty rather than missing), so a
-// reader need not tell "none" from "not written"; spec and decision are omitted when the
-// plan has none.
+// PlanDocument is PLAN.json. Every list is present (empty rather than missing); spec and
+// decision are omitted when the plan has none.
 type PlanDocument struct {
 	Format       int               `json:"format"` // PlanCopyFormat
 	PlanID       string            `json:"plan_id"`
@@ -71,17 +68,11 @@ type PlanDocScope struct {
 func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	b := p.Body
 	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
-		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: b.Risks,
+		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
-		Approvals: p.Approvals, Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
+		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
-	if d.Risks == nil {
-		d.Risks = []plan.Risk{}
-	}
-	if d.Approvals == nil {
-		d.Approvals = []plan.Approval{}
-	}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})
@@ -89,9 +80,9 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	return d
 }
 
-func list(items []string) []string {
+func list[T any](items []T) []T {
 	if items == nil {
-		return []string{}
+		return []T{}
 	}
 	return items
 }
@@ -109,12 +100,14 @@ func RenderPlanJSON(s core.Session, p core.Plan) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// WritePlanCopy writes the copy's files into the workspace dir through an os.Root, each
-// to a temporary name and renamed over the old one: a reader sees the old file or the new
-// one, a link planted at the name is replaced rather than written through, and nothing
-// is written outside dir. A PLAN.md or PLAN.json that plangate did not write (a project's
-// own plan) is left alone: ErrForeignPlanCopy. PLAN.json goes first, so it always marks a
-// copy whose PLAN.md is plangate's.
+// ErrForeignPlanCopy: the workspace has a PLAN.md or PLAN.json plangate did not write.
+var ErrForeignPlanCopy = errors.New("the workspace has its own PLAN.md or PLAN.json, which plangate leaves alone (rename it, or set plan_mode.workspace_copy: false)")
+
+// WritePlanCopy writes the copy's files into the workspace dir through an os.Root, each to
+// a temporary name renamed over the old one: a reader sees the old file or the new one, and
+// a link planted at the name is replaced rather than written through. A PLAN.md or
+// PLAN.json plangate did not write is left alone (ErrForeignPlanCopy). PLAN.json goes
+// first, so it always marks a copy whose PLAN.md is plangate's.
 func WritePlanCopy(dir string, md, js []byte) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -124,7 +117,7 @@ func WritePlanCopy(dir string, md, js []byte) error {
 	if !ownCopy(root) {
 		for _, name := range core.PlanCopyNames {
 			if _, err := root.Lstat(name); err == nil {
-				return fmt.Errorf("%w: %s", core.ErrForeignPlanCopy, name)
+				return fmt.Errorf("%w: %s", ErrForeignPlanCopy, name)
 			}
 		}
 	}
@@ -160,9 +153,9 @@ func ownCopy(root *os.Root) bool {
 	return json.Unmarshal(data, &d) == nil && d.Format >= 1 && d.PlanID != ""
 }
 
-// WorkspaceEnsurer is an optional part of the Toolbox: it creates a session's workspace
-// the way the tools would on first use (seeding it), so the copy written before any tool
-// ran does not leave an unseeded workspace behind.
+// WorkspaceEnsurer is an optional part of the Toolbox: it creates a session's workspace as
+// the tools would on first use (seeding it), so the copy written before any tool ran does
+// not leave an unseeded workspace behind.
 type WorkspaceEnsurer interface {
 	EnsureWorkspace(ws core.Workspace) error
 }
@@ -184,8 +177,8 @@ func mkWorkspace(ws core.Workspace) error {
 	return nil
 }
 
-// copyPlan writes the workspace copy of p as session s now sees it. The store is the
-// record: a failure is logged, and the next change of the plan writes it again.
+// copyPlan writes the workspace copy of p as session s now sees it; a failure is logged,
+// and the next change of the plan writes it again.
 func (e *Engine) copyPlan(s core.Session, p core.Plan) {
 	ws := e.workspace(s)
 	if ws.Dir == "" {
@@ -204,15 +197,14 @@ func (e *Engine) copyPlan(s core.Session, p core.Plan) {
 		err = WritePlanCopy(ws.Dir, e.planMarkdown(s, p), js)
 	}
 	switch {
-	case errors.Is(err, core.ErrForeignPlanCopy):
+	case errors.Is(err, ErrForeignPlanCopy):
 		e.d.Log.Warn("not writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
 	case err != nil:
 		e.d.Log.Error("writing the workspace copy of the plan", "session", s.ID, "plan", p.ID, "err", err)
 	}
 }
 
-// planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked
-// the same way (see fileWriter.write), so the two are byte for byte the same.
+// planMarkdown is PLAN.md: the plan file as session s sees it, destructive tools marked alike.
 func (e *Engine) planMarkdown(s core.Session, p core.Plan) []byte {
 	return machine.RenderPlanMarkdownMarked(p, s.Phase, s.Address.Chat, e.files.marks.destructive(), e.cfg.Reach)
 }

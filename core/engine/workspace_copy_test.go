@@ -152,7 +152,7 @@ func TestWritePlanCopyLeavesForeignFilesAlone(t *testing.T) {
 				}
 			}
 			err := engine.WritePlanCopy(dir, []byte("# new\n"), js)
-			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, core.ErrForeignPlanCopy)) {
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, engine.ErrForeignPlanCopy)) {
 				t.Fatalf("WritePlanCopy = %v, want ok %v", err, tc.ok)
 			}
 			md, _ := os.ReadFile(filepath.Join(dir, "PLAN.md"))

@@ -192,8 +192,6 @@ func (m *Manager) Withdrawn(name string) (string, string, bool) {
 	return srvName, status, true
 }
 
-var _ core.ToolServers = (*Manager)(nil)
-
 // WritePaths is empty for MCP tools: they change no workspace path the gate could check;
 // the gate holds them with the plan's scope.allowed_tools instead.
 func (m *Manager) WritePaths(string, json.RawMessage) ([]string, error) { return nil, nil }

@@ -25,7 +25,6 @@ import (
 // commands use. *store.Store satisfies it for each driver.
 type Store interface {
 	core.Store
-	core.SessionPlanReader
 	Close() error
 	Ping(ctx context.Context) error
 
