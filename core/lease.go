@@ -4,10 +4,14 @@ import "time"
 
 // Lease says which process may do a piece of work until when: a session's agent turn
 // runs only in the process holding the session's lease. A lease that was not renewed
-// before ExpiresAt may be taken over, so a crashed holder's work is picked up.
+// before it ends, by the store's clock, may be taken over, so a crashed holder's work is
+// picked up.
 type Lease struct {
-	Name      string
-	Owner     string
+	Name  string
+	Owner string
+	// ExpiresAt is the lease's end on the clock of the caller that took or read it (the
+	// now it passed): the store decides expiry by its own clock and gives the end as a
+	// distance from that now, so callers whose clocks disagree see the same lease end.
 	ExpiresAt time.Time
 }
 

@@ -172,7 +172,7 @@ type Store interface {
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
-	Lease(ctx context.Context, name string) (Lease, error)
+	Lease(ctx context.Context, name string, now time.Time) (Lease, error)
 
 	// ChannelState and SetChannelState keep small records by key (the store's channel state).
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)

@@ -19,8 +19,11 @@ import (
 // a gone process of this host, another replica takes it.
 //
 // A leader that cannot renew steps down when its lease would have expired by its own
-// clock, and another replica takes it once expired by that replica's clock: two lead at
-// once for at most the difference between their clocks, never for the ttl.
+// clock, measured from before it sent the renewal; another replica takes the lease once it
+// has expired by the database's clock (AcquireLease), measured from when the renewal ran.
+// So the leader has stepped down before anyone may take over, however far the replicas'
+// wall clocks disagree: Now's times carry the monotonic clock, so a jump of the leader's
+// wall clock does not move its end either.
 
 // Election timing: the takeover bound is ElectionTTL (15 s); renewing every 5 s lets two
 // renewals fail before the lease lapses.
@@ -58,7 +61,7 @@ type Elector struct {
 	Expiry func(time.Duration) <-chan time.Time
 
 	mu        sync.Mutex
-	until     time.Time // the end of this replica's lease, by its clock; zero when standing by
+	until     time.Time // the end of this replica's lease, by its clock (Now); zero when standing by
 	holder    core.Lease
 	published bool          // leading, as last told through changed
 	changed   chan struct{} // closed and replaced at every change of published

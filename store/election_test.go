@@ -10,7 +10,6 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
-	"github.com/plangate/plangate/store/pgtest"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -31,11 +30,6 @@ func TestElectionSQLite(t *testing.T) {
 	testElection(t, func() *store.Store { return mustOpen(t, store.DriverSQLite, path) })
 }
 
-func TestElectionPostgres(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	testElection(t, func() *store.Store { return mustOpen(t, store.DriverPostgres, dsn) })
-}
-
 func mustOpen(t *testing.T, driver, target string) *store.Store {
 	t.Helper()
 	s, err := store.OpenDriver(context.Background(), driver, target)
@@ -46,8 +40,8 @@ func mustOpen(t *testing.T, driver, target string) *store.Store {
 	return s
 }
 
-// Two replicas (two store instances on one database) campaign for the polling lease with
-// one fake clock: one leads, the other stands by while the leader renews; when the leader
+// Two replicas (two store instances on one SQLite file, whose clock is the one host's: the
+// fake clock here) campaign for the polling lease: one leads, the other stands by while the leader renews; when the leader
 // stops renewing (it died), the other leads within ElectionTTL and the old leader, back,
 // finds itself standing by. A leader that cannot reach the database steps down when its
 // lease would have expired.

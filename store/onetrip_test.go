@@ -35,7 +35,7 @@ func TestPostgresOneTrip(t *testing.T) {
 		if err := s.runSteps(ctx, ins("b"), lazy); !errors.Is(err, errUnchanged) {
 			t.Fatalf("lazy=%v: no row affected gave %v, want errUnchanged", lazy, err)
 		}
-		l, err := s.Lease(ctx, "l1")
+		l, err := s.Lease(ctx, "l1", time.Unix(0, 0))
 		if err != nil || l.Owner != "a" {
 			t.Fatalf("lazy=%v: lease is %+v, %v; want owner a", lazy, l, err)
 		}
@@ -51,7 +51,7 @@ func TestPostgresOneTrip(t *testing.T) {
 	if err := s.runSteps(ctx, two, false); !errors.Is(err, errUnchanged) {
 		t.Fatalf("second step refused gave %v", err)
 	}
-	if l, err := s.Lease(ctx, "l1"); err == nil {
+	if l, err := s.Lease(ctx, "l1", time.Unix(0, 0)); err == nil {
 		t.Fatalf("the refused transaction left %+v", l)
 	}
 }

@@ -57,9 +57,7 @@ func TestTakeoverAnswersADiscordInteractionADeadReplicaAcknowledged(t *testing.T
 	defer st.Close()
 	const dead, me, leader = "elsewhere/1/dead", "elsewhere/2/me", "elsewhere/3/leader"
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if _, _, err := st.AcquireLease(ctx, engine.ReplicaLease(dead), dead, t0, store.ElectionTTL); err != nil {
-		t.Fatal(err)
-	}
+	endedLease(t, st, engine.ReplicaLease(dead), dead)
 	if _, ok, err := st.AcquireLease(ctx, "gateway:discord:900", leader, time.Now(), time.Hour); err != nil || !ok {
 		t.Fatalf("the gateway lease for the leader: %v %v", ok, err)
 	}

@@ -161,7 +161,7 @@ func inboxRecords(ctx context.Context, st *store.Store, inboxes map[string]strin
 // holder runs or another replica's claim is live.
 func claimReplica(ctx context.Context, st *store.Store, holder, me string, now time.Time) (bool, error) {
 	name := engine.ReplicaLease(holder)
-	l, err := st.Lease(ctx, name)
+	l, err := st.Lease(ctx, name, now)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 	case err != nil:

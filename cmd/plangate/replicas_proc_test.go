@@ -457,7 +457,7 @@ func TestReplicasPollingTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := st.Lease(ctx, "poller:telegram:SoakBot")
+	l, err := st.Lease(ctx, "poller:telegram:SoakBot", time.Now())
 	st.Close()
 	if err != nil || !strings.Contains(l.Owner, "/"+strconv.Itoa(second.cmd.Process.Pid)+"/") {
 		t.Errorf("the polling lease is %+v (%v), want the second replica's", l, err)

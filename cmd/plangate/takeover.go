@@ -130,7 +130,7 @@ func (tk *takeover) claimOrphans(ctx context.Context, now time.Time) []string {
 		if r.holder == "" || r.holder == tk.me || slices.Contains(out, r.holder) || tk.adopters[r.channel] == nil {
 			continue
 		}
-		if _, err := tk.st.Lease(ctx, engine.ReplicaLease(r.holder)); !errors.Is(err, core.ErrNotFound) {
+		if _, err := tk.st.Lease(ctx, engine.ReplicaLease(r.holder), now); !errors.Is(err, core.ErrNotFound) {
 			continue // a replica with a lease: live, or claimDeadReplicas' to find
 		}
 		if ok, err := claimReplica(ctx, tk.st, r.holder, tk.me, now); err == nil && ok {
@@ -174,10 +174,11 @@ func (tk *takeover) adopt(ctx context.Context, holder string) {
 	}
 }
 
-// leftSessions lists the sessions whose lease a dead holder left.
+// leftSessions lists the sessions whose lease a dead holder left: ended by the store's
+// clock (the leases' ends come on this replica's clock, now), or held by a process of
+// this host that has ended.
 func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog.Logger) []string {
-	// Every lease ends within the ttl, so this lists all session leases.
-	ls, err := st.ExpiredLeases(ctx, "session:", now.Add(engine.DefaultLeaseTTL+time.Minute))
+	ls, err := st.Leases(ctx, "session:", now)
 	if err != nil {
 		warnLive(ctx, log, err, "listing session leases")
 		return nil
@@ -191,12 +192,12 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 	return ids
 }
 
-// claimDeadReplicas claims the leases of replicas that are gone (expired, or a process of
-// this host that has ended) and returns the replicas this replica claimed: of several
+// claimDeadReplicas claims the leases of replicas that are gone (expired by the store's
+// clock, or a process of this host that has ended) and returns the replicas this replica claimed: of several
 // survivors, the one whose claim wins takes over the dead replica's work, and releases
 // the claim when it is done (releaseClaim).
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
-	ls, err := st.ExpiredLeases(ctx, engine.ReplicaLease(""), now.Add(store.ElectionTTL+time.Minute))
+	ls, err := st.Leases(ctx, engine.ReplicaLease(""), now)
 	if err != nil {
 		warnLive(ctx, log, err, "listing replica leases")
 		return nil

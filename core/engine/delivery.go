@@ -278,7 +278,7 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 	if owner == "" {
 		return false, false
 	}
-	l, err := e.d.Store.Lease(ctx, ReplicaLease(owner))
+	l, err := e.d.Store.Lease(ctx, ReplicaLease(owner), e.d.Now())
 	if err != nil {
 		if !errors.Is(err, core.ErrNotFound) {
 			e.d.Log.Warn("reading a replica lease", "replica", owner, "err", err)

@@ -127,7 +127,7 @@ func TestLeaseHolderRunsTheTurn(t *testing.T) {
 	if a.out.count() != 2 || b.out.count() != 0 {
 		t.Fatalf("replies: A %d, B %d", a.out.count(), b.out.count())
 	}
-	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")), h.clock); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the turn: %v", err)
 	}
 }
@@ -162,10 +162,10 @@ func TestResumeTakesOverOnlyExpiredLeases(t *testing.T) {
 		}
 	}
 	mustContain(t, joinTexts(h.out.all()), "Yes, back.")
-	if _, err := h.st.Lease(ctx, engine.SessionLease(sessionID("dead"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(ctx, engine.SessionLease(sessionID("dead")), h.clock); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("taken-over lease not released after the turn: %v", err)
 	}
-	if l, err := h.st.Lease(ctx, engine.SessionLease(sessionID("busy"))); err != nil || l.Owner != "otherhost/2/y" {
+	if l, err := h.st.Lease(ctx, engine.SessionLease(sessionID("busy")), h.clock); err != nil || l.Owner != "otherhost/2/y" {
 		t.Fatalf("busy lease: %+v, %v", l, err)
 	}
 }
@@ -272,7 +272,7 @@ func TestLostLeaseStopsTheTurn(t *testing.T) {
 	}
 	renewals.fireAll(t) // the renewal is due
 	<-done              // the refused renewal cancelled the turn
-	if l, err := h.st.Lease(ctx, name); err != nil || l.Owner != "thief" {
+	if l, err := h.st.Lease(ctx, name, h.clock); err != nil || l.Owner != "thief" {
 		t.Fatalf("lease after the stopped turn: %+v, %v", l, err)
 	}
 	if n := renewals.pending(); n != 0 {
@@ -299,7 +299,7 @@ func (r *releaseHook) ReleaseLease(ctx context.Context, name, owner string) erro
 func TestMessageLeftJustBeforeReleaseIsAnswered(t *testing.T) {
 	h := newHarness(t)
 	leftJustBeforeRelease(t, h, false)
-	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+	if _, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")), h.clock); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the turns: %v", err)
 	}
 }

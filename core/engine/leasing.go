@@ -107,7 +107,9 @@ func (t *jobRun) withLease(ctx context.Context, fn func(ctx context.Context) err
 }
 
 // takeLease takes the session's lease for a turn from the store. It returns the lease's
-// expiry, or errLeaseHeld when another process holds it.
+// expiry by this process's clock (ttl after the now it passed, which is never after the
+// store's end: the store measures the ttl from when its statement ran, by its own clock),
+// or errLeaseHeld when another process holds it.
 // A holder that is gone (OwnerGone) is released and the lease taken over.
 func (e *Engine) takeLease(ctx context.Context, name, sid string) (time.Time, error) {
 	held, ok, err := e.d.Store.AcquireLease(ctx, name, e.d.Owner, e.d.Now(), e.cfg.LeaseTTL)
@@ -143,12 +145,13 @@ func (e *Engine) holderElsewhere(ctx context.Context, sessionID string) (string,
 	return l.Owner, true
 }
 
-// live reports whether a lease still binds others: unexpired, and its holder not gone.
+// live reports whether a lease still binds others: unexpired (its ExpiresAt is on this
+// process's clock, from the store's), and its holder not gone.
 func (e *Engine) live(l core.Lease) bool { return l.ExpiresAt.After(e.d.Now()) && !OwnerGone(l.Owner) }
 
 // foreignLease returns the session's lease when another owner has it (expired or not).
 func (e *Engine) foreignLease(ctx context.Context, sessionID string) (core.Lease, bool) {
-	l, err := e.d.Store.Lease(ctx, SessionLease(sessionID))
+	l, err := e.d.Store.Lease(ctx, SessionLease(sessionID), e.d.Now())
 	if err != nil {
 		if !errors.Is(err, core.ErrNotFound) {
 			e.d.Log.Warn("reading the session lease", "session", sessionID, "err", err)

@@ -106,7 +106,7 @@ func TestLeaseRenewalsFailingStopTheTurnBeforeTheLeaseEnds(t *testing.T) {
 	if log := r.logged(); !strings.Contains(log, "could not renew the session lease before it ends; stopping the turn") {
 		t.Fatalf("no log line says why the turn stopped:\n%s", log)
 	}
-	if l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a"))); !errors.Is(err, core.ErrNotFound) {
+	if l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")), h.clock); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("lease after the stopped turn: %+v, %v; want it released", l, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestLeaseRenewalFailingOnceLetsTheTurnGoOn(t *testing.T) {
 	leases.fail.Store(false)
 	h.clock = h.clock.Add(ttl / 3)
 	r.renewals.fireAll(t) // the retry writes, 10 s before the lease's end
-	l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")))
+	l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")), h.clock)
 	if err != nil || l.Owner != "renewer" || !l.ExpiresAt.Equal(h.clock.Add(ttl)) {
 		t.Fatalf("lease after the retry: %+v, %v; want renewer's until %v", l, err, h.clock.Add(ttl))
 	}

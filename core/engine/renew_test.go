@@ -30,7 +30,7 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 	name := engine.SessionLease(sessionID("a"))
 	expiry := func() time.Time {
 		t.Helper()
-		l, err := h.st.Lease(ctx, name)
+		l, err := h.st.Lease(ctx, name, h.clock)
 		if err != nil || l.Owner != "renewer" {
 			t.Fatalf("lease: %+v, %v", l, err)
 		}
@@ -63,7 +63,7 @@ func TestLeaseRenewedByTimerUntilTheTurnEnds(t *testing.T) {
 	}
 	released := func(when string) {
 		t.Helper()
-		if l, err := h.st.Lease(ctx, name); !errors.Is(err, core.ErrNotFound) {
+		if l, err := h.st.Lease(ctx, name, h.clock); !errors.Is(err, core.ErrNotFound) {
 			t.Fatalf("lease %s: %+v, %v; want it released", when, l, err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestLeaseRenewalRetriedOnScheduleAfterASlowFailure(t *testing.T) {
 	leases.stall = 0
 	h.clock = h.clock.Add(ttl/3 - stall)
 	renewals.fireAll(t) // the retry writes, 2/3 ttl after the lease was taken
-	l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")))
+	l, err := h.st.Lease(context.Background(), engine.SessionLease(sessionID("a")), h.clock)
 	if err != nil || l.Owner != "renewer" || !l.ExpiresAt.Equal(h.clock.Add(ttl)) {
 		t.Fatalf("lease after the retry: %+v, %v; want renewer's until %v", l, err, h.clock.Add(ttl))
 	}

@@ -182,7 +182,7 @@ func testRacingLeases(t *testing.T, open func() Store) {
 		if errs[0] != nil || errs[1] != nil || oks[0] == oks[1] {
 			t.Fatalf("lease %s: acquired %v/%v, errors %v/%v; want exactly one holder", name, oks[0], oks[1], errs[0], errs[1])
 		}
-		l, err := st[0].Lease(ctx, name)
+		l, err := st[0].Lease(ctx, name, at(r))
 		w := 0
 		if oks[1] {
 			w = 1

@@ -36,8 +36,7 @@ type Store interface {
 
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (core.Lease, bool, error)
 	ReleaseLease(ctx context.Context, name, owner string) error
-	Lease(ctx context.Context, name string) (core.Lease, error)
-	ExpiredLeases(ctx context.Context, prefix string, now time.Time) ([]core.Lease, error)
+	Leases(ctx context.Context, prefix string, now time.Time) ([]core.Lease, error)
 
 	SignOut(ctx context.Context, nonce string, until time.Time) error
 	SignedOut(ctx context.Context, nonce string) (bool, error)
