@@ -193,9 +193,9 @@ func leftSessions(ctx context.Context, st *store.Store, now time.Time, log *slog
 }
 
 // claimDeadReplicas claims the leases of replicas that are gone (expired by the store's
-// clock, or a process of this host that has ended) and returns the replicas this replica claimed: of several
-// survivors, the one whose claim wins takes over the dead replica's work, and releases
-// the claim when it is done (releaseClaim).
+// clock, or a process of this host that has ended) and returns the replicas this replica
+// claimed: of several survivors, the one whose claim wins takes over the dead replica's
+// work, and releases the claim when it is done (releaseClaim).
 func claimDeadReplicas(ctx context.Context, st *store.Store, me string, now time.Time, log *slog.Logger) []string {
 	ls, err := st.Leases(ctx, engine.ReplicaLease(""), now)
 	if err != nil {

@@ -117,3 +117,70 @@ func TestSessionLeaseBySkewedClocks(t *testing.T) {
 		t.Fatalf("unfinished tool runs after the resume: %+v, %v", un, err)
 	}
 }
+
+// Replica liveness by the database's clock: a replica is gone once its replica lease has
+// ended by the database's clock, whatever the clock of the replica that looks. A replica
+// whose clock is behind delivers what a dead replica left at once (by its own clock the
+// lease would run five minutes more), and one whose clock is ahead leaves a live
+// replica's unsent reply to that replica (by its own clock the lease ended minutes ago).
+// Counted from the outbox rows left unsent and each replica's sends.
+func TestReplicaLivenessBySkewedClocks(t *testing.T) {
+	h := newHarnessOn(t, store.DriverPostgres, pgtest.Schema(t))
+	ctx := context.Background()
+	const live, dead = "elsewhere/1/live", "elsewhere/2/dead"
+	for chat, owner := range map[string]string{"live": live, "dead": dead} {
+		h.say(chat, "local", "/plan on")
+		s := h.session(chat)
+		row := core.Outgoing{Reply: core.Reply{To: addr(chat), Text: "left unsent in " + chat}, CreatedAt: time.Now(), Owner: owner}
+		if _, err := h.st.Commit(ctx, core.Change{Session: &s, Outbox: []core.Outgoing{row}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := h.st.AcquireLease(ctx, engine.ReplicaLease(live), live, time.Now(), time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// The dead replica's last renewal was for a millisecond; wait until it has ended.
+	if _, ok, err := h.st.AcquireLease(ctx, engine.ReplicaLease(dead), dead, time.Now(), time.Millisecond); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for i := 0; ; i++ {
+		l, err := h.st.Lease(ctx, engine.ReplicaLease(dead), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.ExpiresAt.After(time.Now()) {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the dead replica's lease never ended: %+v", l)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	unsent := func() []string {
+		t.Helper()
+		rows, err := h.st.UnsentOutbox(ctx, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var owners []string
+		for _, o := range rows {
+			owners = append(owners, o.Owner)
+		}
+		return owners
+	}
+
+	behind := h.pgProcess(func() time.Time { return time.Now().Add(-5 * time.Minute) }, nil)
+	if sent, err := behind.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour); err != nil || sent != 1 || behind.out.count() != 1 {
+		t.Fatalf("the replica behind sent %d (%d replies, %v); want the dead replica's one; log %s", sent, behind.out.count(), err, behind.log)
+	}
+	if got := unsent(); len(got) != 1 || got[0] != live {
+		t.Fatalf("unsent rows of %q; want the live replica's only", got)
+	}
+	ahead := h.pgProcess(func() time.Time { return time.Now().Add(5 * time.Minute) }, nil)
+	if sent, err := ahead.eng.DeliverLeft(ctx, []string{"terminal"}, time.Hour); err != nil || sent != 0 || ahead.out.count() != 0 {
+		t.Fatalf("the replica ahead sent %d (%d replies, %v); the live replica's row is its own", sent, ahead.out.count(), err)
+	}
+	if got := unsent(); len(got) != 1 || got[0] != live {
+		t.Fatalf("unsent rows of %q; want the live replica's still", got)
+	}
+}
