@@ -324,3 +324,45 @@ func TestPostgresRestartKeepsTheMessage(t *testing.T) {
 	}
 	checkHandledOnce(t, h.st, h.out.since(n), "c", "ev1")
 }
+
+// TestLeaseLostToAStalledStoreKeepsTheMessage: a database that stalls mid-turn (the lease
+// renewals fail until the turn is stopped before its lease ends) does not lose the
+// message: the turn's stop is not told as the model's failure, the message is kept, and
+// once the store answers again the session gets its turn and the message one answer.
+func TestLeaseLostToAStalledStoreKeepsTheMessage(t *testing.T) {
+	const ttl = 30 * time.Second
+	h := newHarness(t, func(c *engine.Config) { c.LeaseTTL = ttl })
+	leases := &failingLeases{Store: h.st}
+	block, entered := make(chan struct{}), make(chan struct{}, 4)
+	h.model.Block(block)
+	h.model.Hook(func(core.ModelRequest) { entered <- struct{}{} })
+	var unblock sync.Once
+	t.Cleanup(func() { unblock.Do(func() { close(block) }) })
+	w := &waits{next: func(int) <-chan time.Time {
+		leases.fail.Store(false) // the database answers again
+		unblock.Do(func() { close(block) })
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{}
+		return ch
+	}}
+	eng := outageEngine(h, leases, w)
+	timers := &fakeTimers{}
+	engine.SetRenewTimer(eng, timers.after)
+
+	m := core.Message{ID: "ev1", Address: addr("c"), Sender: core.Person{ID: "alice", Name: "alice"}, Text: "hello", Time: h.clock, Replays: true}
+	done := eng.Enqueue(context.Background(), m)
+	<-entered
+	leases.fail.Store(true)
+	for range 2 { // the first failure leaves time for a retry, the second does not
+		h.clock = h.clock.Add(ttl / 3)
+		timers.fireAll(t)
+	}
+	if err := waitDone(t, done, "the store came back"); err != nil {
+		t.Fatalf("handling: %v", err)
+	}
+	out := h.out.all()
+	if len(w.all()) != 1 || count(out, "could not answer") != 0 {
+		t.Errorf("waits %v; replies:\n%s", w.all(), joinTexts(out))
+	}
+	checkHandledOnce(t, h.st, out, "c", "ev1")
+}
