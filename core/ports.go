@@ -14,6 +14,16 @@ var (
 	ErrDuplicate = errors.New("inbound event already handled")
 )
 
+// OutageTeller is implemented by stores that can tell a failure of the store itself from
+// an answer about the request: Outage reports whether err means the store could not be
+// reached or written just now (a connection refused or cut, a server shutting down or
+// restarting, a full disk, an I/O error, a lock held past the busy timeout), so that the
+// same call may succeed once the store is back. The engine keeps a person's message
+// through such an outage and handles it afterwards (docs/design.md §8).
+type OutageTeller interface {
+	Outage(err error) bool
+}
+
 // EventKind names an audit row in plan_events.
 type EventKind string
 

@@ -42,6 +42,10 @@ type Env[C channels.Channel] struct {
 	// Describe, when set, says what the platform fake saw, for the message of a wait
 	// that timed out.
 	Describe func() string
+	// EngineStore, when set, is the store the engine uses, given the env's (a wrapper
+	// that fails some calls, say); After is the engine's Deps.After.
+	EngineStore func(*store.Store) core.Store
+	After       func(time.Duration) <-chan time.Time
 
 	Channel C
 	Hub     *channels.Hub
@@ -93,7 +97,11 @@ func (e *Env[C]) Start() {
 	}
 	e.Channel = ch
 	e.Hub = channels.NewHub(e.Log, ch)
-	e.Engine = engine.NewEngine(e.Core, engine.Deps{Store: e.Store, Model: e.Model, Out: e.Hub, Log: e.Log})
+	var st core.Store = e.Store
+	if e.EngineStore != nil {
+		st = e.EngineStore(e.Store)
+	}
+	e.Engine = engine.NewEngine(e.Core, engine.Deps{Store: st, Model: e.Model, Out: e.Hub, Log: e.Log, After: e.After})
 	var h channels.Handler = e.Engine
 	if e.Echo {
 		h = EchoHandler{Out: e.Hub}

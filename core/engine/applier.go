@@ -81,6 +81,7 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
 	}
 	t.deferred = nil
+	t.j.stored = true
 	t.observeCommit(ctx, ch)
 	switch {
 	case ch.Session != nil:

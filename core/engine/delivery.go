@@ -104,7 +104,8 @@ var errInFlight = errors.New("delivery already in progress")
 // the job's inbound event with a lazy commit. The answer is computed afresh from the
 // store, so it needs no outbox row (which would cost a transaction to mark it sent): a
 // kill before the record leaves the event to be redelivered and answered; only a kill
-// between the send and the record answers twice.
+// between the send and the record answers twice. A record that fails is logged, not
+// returned: the person has the answer, and handling the job again would send it twice.
 func (t *jobRun) answer(ctx context.Context, r core.Reply) error {
 	_, _ = t.send(ctx, r)
 	if t.j.inbound == nil {
@@ -113,7 +114,7 @@ func (t *jobRun) answer(ctx context.Context, r core.Reply) error {
 	ch := core.Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
 	t.j.inbound = nil
 	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, core.ErrDuplicate) {
-		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
+		t.e.d.Log.Warn("recording the answered event (a redelivery of it is answered again)", "session", t.sess.ID, "err", err)
 	}
 	return nil
 }

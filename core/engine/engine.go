@@ -67,6 +67,9 @@ type Deps struct {
 	// play two processes in one give each engine its own.
 	Owner    string
 	Observer Observer // for /metrics; nil records nothing
+	// After is the wait between attempts of a message kept through a store outage
+	// (outage.go); nil is time.After.
+	After func(d time.Duration) <-chan time.Time
 }
 
 // Nudger is the port to the nudge scheduler (nudges.Scheduler): the engine tells it when a
@@ -94,6 +97,8 @@ type Engine struct {
 	pending    sync.Map // claimed reminder rows by reminderKey, waiting for Nudge
 	sending    sending  // outbox rows being delivered, and when each last failed
 	obs        observing
+	// delayed: sessions whose chat was told that a message waits for the store (outage.go).
+	delayed map[string]bool
 }
 
 type job struct {
@@ -115,6 +120,10 @@ type job struct {
 	sys       func(ctx context.Context, t *jobRun) error
 	sessionID string
 	outcome   string // what became of the message, for the Observer ("" until known)
+	// retried: an earlier attempt failed because the store was out (outage.go), and may
+	// have committed the message before it did.
+	retried bool
+	stored  bool // a commit of this job went through (jobRun.commit)
 }
 
 type queue struct {
@@ -129,6 +138,9 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	if d.Random == nil {
 		d.Random = rand.Reader
+	}
+	if d.After == nil {
+		d.After = time.After
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -157,6 +169,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.progress.st = d.Store
 	e.sending.inflight, e.sending.failedAt = map[int64]bool{}, map[int64]time.Time{}
 	e.obs.obs = d.Observer
+	e.delayed = map[string]bool{}
 	if d.Observer == nil {
 		e.obs.obs = nopObserver{}
 	}
@@ -359,7 +372,7 @@ func (e *Engine) run(j *job) error {
 		}
 		return err
 	}
-	err := e.runMessage(j)
+	err := e.runKept(j)
 	e.observeInbound(j, err)
 	return err
 }
@@ -372,19 +385,28 @@ func (e *Engine) runMessage(j *job) error {
 		j.outcome = inboundRefused
 		return nil // bots never drive a session, including this one
 	}
+	if j.retried && j.stored && !j.readOnly() {
+		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
+	}
 	sess, plan, err := e.loadSession(ctx, m, j.inbound)
+	if errors.Is(err, core.ErrDuplicate) && j.retried && !j.readOnly() {
+		return e.carryOn(ctx, j) // committed by an attempt the store's outage cut short
+	}
 	if errors.Is(err, core.ErrDuplicate) { // the inbound check of SessionPlan's read
 		e.d.Log.Debug("duplicate inbound event", "channel", m.Address.Channel, "event", m.ID)
 		j.outcome = inboundDuplicate
 		return nil
 	}
-	if err == nil && j.seenAtStart {
+	if err == nil && j.seenAtStart && j.seenApproval == nil {
 		seen := sess.ApprovalID
 		j.seenApproval = &seen
 	}
 	t := &jobRun{e: e, j: j, sess: sess, loaded: plan, loadedAt: sess.Version}
 	if err != nil {
 		t.sess.ID, t.sess.Address = m.Address.SessionID(), m.Address // where the notice's row belongs
+		if e.outage(j, err) {
+			return err // kept: handled again once the store is back (runKept)
+		}
 		t.notice(ctx, "Something went wrong reading this conversation's state; nothing was changed.")
 		return err
 	}
@@ -399,6 +421,9 @@ func (e *Engine) runMessage(j *job) error {
 	if errors.Is(err, core.ErrDuplicate) {
 		j.outcome = inboundDuplicate
 		return nil
+	}
+	if err != nil && e.outage(j, err) {
+		return err // kept: handled again once the store is back (runKept)
 	}
 	if err != nil {
 		e.d.Log.Error("handling message", "session", sess.ID, "err", err)

@@ -95,28 +95,36 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(co
 // another process was found, so a turn may have been cut off.
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
 	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
-		err := t.withLease(ctx, func(ctx context.Context) error {
-			last, err := e.lastEntry(ctx, t.sess)
-			if err != nil {
-				return err
-			}
-			runs, err := t.interruptedRuns(ctx)
-			if err != nil {
-				return err
-			}
-			if !resumeTurn(needsTurn(t.sess, last, e.d.Now()), leftover, len(runs) > 0, endedTurn(t.sess, last)) {
-				return nil
-			}
-			if err := t.tellRestart(ctx, runs); err != nil {
-				return err
-			}
-			return t.runTurns(ctx)
-		})
+		err := t.withLease(ctx, func(ctx context.Context) error { return t.resumeWork(ctx, leftover, true) })
 		if err == errLeaseHeld {
 			return nil
 		}
 		return err
 	})
+}
+
+// resumeWork runs the resumed turn of t's session, under its lease, when it was left with
+// work. restarted: a restart cut the work off, which the chat is told; otherwise (a store
+// outage, see carryOn) the chat is told only of tool runs that were cut off.
+func (t *jobRun) resumeWork(ctx context.Context, leftover, restarted bool) error {
+	e := t.e
+	last, err := e.lastEntry(ctx, t.sess)
+	if err != nil {
+		return err
+	}
+	runs, err := t.interruptedRuns(ctx)
+	if err != nil {
+		return err
+	}
+	if !resumeTurn(needsTurn(t.sess, last, e.d.Now()), leftover, len(runs) > 0, endedTurn(t.sess, last)) {
+		return nil
+	}
+	if restarted || len(runs) > 0 {
+		if err := t.tellRestart(ctx, runs); err != nil {
+			return err
+		}
+	}
+	return t.runTurns(ctx)
 }
 
 // resumeTurn decides whether a session gets its resumed turn, once its lease is held:

@@ -142,6 +142,11 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		}
 		tr.drain(t.sess.Injections, t.e.d.Now())
 		resp, err := t.callModel(ctx, tr)
+		if err != nil && ctx.Err() != nil {
+			// The turn was stopped (its lease could not be renewed, or a shutdown), not
+			// refused by the model: the job's outcome says so (see outage.go).
+			return false, fmt.Errorf("calling the model: the turn was stopped: %w", ctx.Err())
+		}
 		if err != nil {
 			return false, t.modelFailed(ctx, tr, err)
 		}

@@ -80,12 +80,18 @@ func (s *Server) start(ctx context.Context) error {
 		"--no-sync", "--locale=C.UTF-8").CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
+	return s.run(ctx)
+}
+
+// run starts the postmaster on the initialized data directory and waits until it is ready.
+func (s *Server) run(ctx context.Context) error {
+	data := filepath.Join(s.dir, "data")
 	// The postmaster is our child (not pg_ctl's), and the kernel stops it when the test
 	// binary dies, so a killed or timed-out test run leaves no server behind.
 	cmd := s.command(context.Background(), "postgres", "-D", data, "-k", s.dir, "-c", "listen_addresses=",
 		"-p", strconv.Itoa(s.port), "-c", "max_connections=200")
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	log, err := os.Create(filepath.Join(s.dir, "log"))
+	log, err := os.OpenFile(filepath.Join(s.dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating the server log: %w", err)
 	}
@@ -154,6 +160,36 @@ func (s *Server) Stop() error {
 		s.kill()
 	}
 	return os.RemoveAll(s.dir)
+}
+
+// Halt stops the server as an operator's restart does (fast shutdown: SIGINT; open
+// connections get admin_shutdown) and keeps its data, for Boot.
+func (s *Server) Halt() error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
+		return fmt.Errorf("stopping postgres: %w", err)
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		s.kill()
+		return errors.New("stopping postgres: it did not stop within 30 s and was killed")
+	}
+}
+
+// Boot starts a server that Halt stopped, on the same data and socket.
+func (s *Server) Boot(ctx context.Context) error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("starting postgres: it is running")
+	}
+	return s.run(ctx)
 }
 
 // DSN is the connection string of database "postgres" as the superuser pg, plus extra
