@@ -66,7 +66,7 @@ func (t *jobRun) address(r core.Reply) core.Reply {
 // waits to be sent again, the row is not sent but waits behind it (errHeld), so a chat's
 // replies leave in commit order. A failure is counted on the row and returned; the row
 // waits for RetryUnsent (or the next start). A reply the platform refused for good
-// (core.ErrRefused) is dropped at once, and the chat told (noteDropped).
+// (core.ErrRefused) is dropped at once, and the chat told (drop, tellDropped).
 func (e *Engine) deliver(ctx context.Context, o *core.Outgoing) (string, error) {
 	return e.deliverRow(ctx, o, false, false)
 }
@@ -224,7 +224,7 @@ type Backlog struct {
 // channels and the sessions only selects (nil = all), oldest first. Call it before
 // receiving, so no reply of this process is among them. Rows of another replica that still
 // runs are its own to send (ownerLive). Rows older than maxAge (0 = DefaultOutboxMaxAge)
-// are dropped: logged, counted, and the chat told once sending works (noteDropped).
+// are dropped: logged, counted, and the chat told once sending works (drop, tellDropped).
 func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultOutboxMaxAge

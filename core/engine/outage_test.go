@@ -290,3 +290,33 @@ func TestReadOnlyAnswerWaitsBehindHeldReplies(t *testing.T) {
 		t.Fatalf("a redelivered status was answered again: %q", out.texts("a"))
 	}
 }
+
+// A row a gone process left ahead of a held chat's rows is claimed and sent first by the
+// retries, so it neither holds them until it ages out nor goes out after them.
+func TestRetryTakesAGoneProcessesRowAheadOfAHeldChat(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	a := h.process(failSender{}, nil, nil)
+	if err := a.eng.Handle(ctx, core.Message{ID: "ev-1", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "/plan on", Time: h.clock}); err != nil {
+		t.Fatal(err)
+	}
+	out := newOutageSender(func() time.Time { return h.clock })
+	b := h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: h.st, Model: h.model, Tools: h.tools, Out: out,
+		Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}, Owner: "test-b"}))
+	out.set("a", errors.New("telegram answered 502 Bad Gateway"))
+	if err := b.Handle(ctx, core.Message{ID: "ev-2", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "/plan off", Time: h.clock}); err != nil {
+		t.Fatal(err)
+	}
+	out.set("a", nil)
+	h.clock = h.clock.Add(31 * time.Second)
+	if n := b.RetryUnsent(ctx, nil, 0); n != 2 {
+		t.Fatalf("retry sent %d, want the gone process's row and then this one's", n)
+	}
+	got := out.texts("a")
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Plan mode is on") || !strings.HasPrefix(got[1], "Plan mode is off") {
+		t.Fatalf("sent %q; want the older reply first", got)
+	}
+	if rows := unsent(t, h.st); len(rows) != 0 {
+		t.Fatalf("left unsent: %+v", rows)
+	}
+}

@@ -188,13 +188,16 @@ func (s *sending) retryLater(id int64, session string, at time.Time) {
 	}
 }
 
-// state reports, for row o at now, whether it waits here (a row this process must send
-// again) and whether its session's hold has passed.
-func (s *sending) state(o core.Outgoing, now time.Time) (waits, due bool) {
+// state reports, for row o at now, whether this process is to send it again and whether
+// its session's hold has passed. A row waits here when it failed or was queued here; a
+// foreign row (a gone process's: live owners' rows are not listed) ahead of rows that
+// wait here is sent too, claimed, so it cannot hold them until it ages out.
+func (s *sending) state(o core.Outgoing, foreign bool, now time.Time) (waits, due bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, waits = s.waiting[o.ID]
 	h := s.hold(o.SessionID, now)
+	waits = waits || foreign && h != nil && h.rows > 0
 	return waits && !s.inflight[o.ID], h == nil || !now.Before(h.until)
 }
 
@@ -244,7 +247,7 @@ func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time
 		if stopped[o.SessionID] {
 			continue
 		}
-		waits, due := e.sending.state(*o, now)
+		waits, due := e.sending.state(*o, o.Owner != e.d.Owner, now)
 		if !waits || !due {
 			stopped[o.SessionID] = true
 			continue
