@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	"github.com/plangate/plangate/core"
 )
 
 // What a failed platform request says about sending it again: an adapter's classifier
@@ -18,8 +20,9 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrTemporary: the same request may succeed after a pause (5xx, a network failure).
 	ErrTemporary = errors.New("temporary failure")
-	// ErrPermanent: sending it again changes nothing (4xx, a refused message).
-	ErrPermanent = errors.New("permanent failure")
+	// ErrPermanent: sending it again changes nothing (4xx, a refused message). It matches
+	// core.ErrRefused, so the engine's outbox gives such a reply up at once.
+	ErrPermanent = fmt.Errorf("permanent failure: %w", core.ErrRefused)
 )
 
 // RateLimitError is a rate limit with the wait the platform asked for. It matches
@@ -31,6 +34,17 @@ func RateLimited(d time.Duration) error { return &RateLimitError{RetryAfter: d} 
 
 func (e *RateLimitError) Error() string        { return fmt.Sprintf("rate limited for %v", e.RetryAfter) }
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Delay is the wait asked for; core.SendDelay reads it from a send's error.
+func (e *RateLimitError) Delay() time.Duration { return e.RetryAfter }
+
+// judged is Do's final error: the scrubbed error as text, and below it both that error and
+// the classifier's verdict, so a caller (the engine's outbox) can tell a refusal
+// (core.ErrRefused) and a rate limit's wait (core.SendDelay) from a temporary failure.
+type judged struct{ err, verdict error }
+
+func (j judged) Error() string   { return j.err.Error() }
+func (j judged) Unwrap() []error { return []error{j.err, j.verdict} }
 
 // Transient reports whether err is a failure of the network rather than an answer: an
 // attempt timed out, the connection failed, or it was cut while the answer was read.
@@ -127,11 +141,11 @@ func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) err
 			wait = min(wait*2, max(p.MaxBackoff, p.Backoff))
 		default:
 			p.failed(c, attempt, err)
-			return fmt.Errorf("%s %s: %w", p.Platform, c.Name, err)
+			return fmt.Errorf("%s %s: %w", p.Platform, c.Name, judged{err, verdict})
 		}
 		if attempt >= p.Attempts {
 			p.failed(c, attempt, err)
-			return fmt.Errorf("%s %s: giving up after %d attempts: %w", p.Platform, c.Name, attempt, err)
+			return fmt.Errorf("%s %s: giving up after %d attempts: %w", p.Platform, c.Name, attempt, judged{err, verdict})
 		}
 		p.Log.Debug(p.Platform+" request will be retried", "method", c.Name, c.Target, "attempt", attempt, "pause", pause, "err", err)
 		if err := Sleep(ctx, pause); err != nil {

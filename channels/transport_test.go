@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 )
 
@@ -161,5 +162,40 @@ func TestScrubberError(t *testing.T) {
 	}
 	if got := conf.Secrets("a b")("x a+b a%20b a b"); got != "x <token> <token> <token>" {
 		t.Errorf("escaped forms scrubbed to %q", got)
+	}
+}
+
+// Do's final error carries the classifier's verdict below the scrubbed text: a refusal
+// matches core.ErrRefused, a last rate limit says its wait (core.SendDelay), a temporary
+// failure neither; errors.As still reaches the library's error.
+func TestPolicyDoErrorCarriesTheVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answers []error
+		refused bool
+		delay   time.Duration
+	}{
+		{"refused", []error{&libError{403}}, true, 0},
+		{"rate limited last", []error{&libError{502}, &libError{502}, &libError{429}}, false, time.Millisecond},
+		{"temporary last", []error{&libError{429}, &libError{502}, &libError{502}}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			i := 0
+			err := testPolicy(&logs).Do(context.Background(), Call{Name: "send"}, func(context.Context) error {
+				i++
+				return tc.answers[i-1]
+			})
+			var le *libError
+			if err == nil || !errors.As(err, &le) || strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("Do = %v; want the scrubbed library error", err)
+			}
+			if got := errors.Is(err, core.ErrRefused); got != tc.refused {
+				t.Errorf("errors.Is(%v, core.ErrRefused) = %v, want %v", err, got, tc.refused)
+			}
+			if got := core.SendDelay(err); got != tc.delay {
+				t.Errorf("SendDelay(%v) = %v, want %v", err, got, tc.delay)
+			}
+		})
 	}
 }

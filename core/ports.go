@@ -142,6 +142,8 @@ type Outgoing struct {
 	// Owner is the lease owner id of the engine that committed the row. Until it is gone, its
 	// unsent rows are its own to send: another replica's start-up and takeover skip them.
 	Owner string
+	// Dropped is why the row was given up ("" while it is not); read by listings of drops.
+	Dropped string
 }
 
 // Store is the persistence port: both drivers of package store implement all of it, the

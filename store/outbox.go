@@ -124,6 +124,19 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
+// DroppedOutbox lists the replies that were given up, newest first, at most limit (0 = no
+// limit), each with why (Outgoing.Dropped), through the partial index outbox_dropped.
+func (s *Store) DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error) {
+	q := `SELECT id, session_id, reply, created_at, attempts, owner, dropped FROM outbox WHERE dropped != '' ORDER BY id DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	return scanOutbox(rows, err, "dropped")
+}
+
 // sentSinceQuery is SentSince's query without its LIMIT: a range scan of the index
 // outbox_sent over one channel's rows sent in the window, in the order asked for.
 const sentSinceQuery = `SELECT id, session_id, reply, created_at, attempts FROM outbox
@@ -144,8 +157,8 @@ func (s *Store) SentSince(ctx context.Context, channel string, since time.Time, 
 	return scanOutbox(rows, err, "sent")
 }
 
-// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner]); err is
-// the query's.
+// scanOutbox reads rows of (id, session_id, reply, created_at, attempts[, owner[,
+// dropped]]); err is the query's.
 func scanOutbox(rows *sql.Rows, err error, what string) ([]core.Outgoing, error) {
 	var cols []string
 	if err == nil {
@@ -158,7 +171,7 @@ func scanOutbox(rows *sql.Rows, err error, what string) ([]core.Outgoing, error)
 	}
 	return collect(rows, nil, nil, func(sc scanner) (o core.Outgoing, err error) {
 		var body, created string
-		if err := sc.Scan([]any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner}[:len(cols)]...); err != nil {
+		if err := sc.Scan([]any{&o.ID, &o.SessionID, &body, &created, &o.Attempts, &o.Owner, &o.Dropped}[:len(cols)]...); err != nil {
 			return o, fmt.Errorf("listing %s replies: %w", what, err)
 		}
 		if err := json.Unmarshal([]byte(body), &o.Reply); err != nil {

@@ -1,5 +1,5 @@
 // Package adminapi is plangate's admin API (docs/design.md §10): sessions, their audit
-// events and plans as JSON, and the two changes an operator may make — a session's mode
+// events and plans as JSON, the replies the outbox gave up, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
 // engine, exactly as a person's command or button click, signed "admin:<name>" (the name
 // of the bearer token used), so the engine's rules (stale ids, phases, auditing, one
@@ -27,6 +27,8 @@ type Store interface {
 	Sessions(ctx context.Context) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
 	Events(ctx context.Context, sessionID string) ([]core.Event, error)
+	// DroppedOutbox lists the replies given up, newest first (at most limit).
+	DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error)
 }
 
 // Engine takes the API's changes; *engine.Engine satisfies it. The context given is not the
@@ -84,6 +86,7 @@ func (a *API) Register(srv *httpserver.Server) {
 		{"GET", "/api/v1/sessions/{id}/mode", a.getMode},
 		{"POST", "/api/v1/sessions/{id}/mode", a.postMode},
 		{"POST", "/api/v1/sessions/{id}/decisions", a.decide},
+		{"GET", "/api/v1/outbox/dropped", a.dropped},
 	}
 	allowed := map[string][]string{}
 	var paths []string

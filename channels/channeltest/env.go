@@ -39,6 +39,8 @@ type Env[C channels.Channel] struct {
 	// Echo makes Run feed an EchoHandler instead of the engine, which leaves the
 	// adapter's own share of a round trip to measure.
 	Echo bool
+	// Now is the engine's clock (nil = time.Now), for tests that step time.
+	Now func() time.Time
 	// Describe, when set, says what the platform fake saw, for the message of a wait
 	// that timed out.
 	Describe func() string
@@ -101,7 +103,7 @@ func (e *Env[C]) Start() {
 	if e.EngineStore != nil {
 		st = e.EngineStore(e.Store)
 	}
-	e.Engine = engine.NewEngine(e.Core, engine.Deps{Store: st, Model: e.Model, Out: e.Hub, Log: e.Log, After: e.After})
+	e.Engine = engine.NewEngine(e.Core, engine.Deps{Store: st, Model: e.Model, Out: e.Hub, Log: e.Log, After: e.After, Now: e.Now})
 	var h channels.Handler = e.Engine
 	if e.Echo {
 		h = EchoHandler{Out: e.Hub}

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -447,4 +448,21 @@ func TestReconnectOnDisconnect(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+// A post that stays rate limited past the attempts returns Slack's last Retry-After for
+// the outbox to wait (core.SendDelay); it is not a refusal.
+func TestRateLimitedSendSaysHowLongToWait(t *testing.T) {
+	e := newEnv(t)
+	e.api.limit("chat.postMessage", 7, 7, 7, 7, 7, 7, 7, 7, 7, 7)
+	_, err := e.Channel.Send(context.Background(), core.Reply{To: e.addr(general, ""), Text: "hi"})
+	if err == nil {
+		t.Fatal("Send succeeded although Slack answered 429")
+	}
+	if got := core.SendDelay(err); got != 7*10*time.Millisecond {
+		t.Errorf("SendDelay(%v) = %v, want Retry-After 7 (70ms here)", err, got)
+	}
+	if errors.Is(err, core.ErrRefused) {
+		t.Errorf("a rate limit reads as a refusal: %v", err)
+	}
 }

@@ -456,3 +456,36 @@ func TestPlanDeliveryFallbacksAndRetiring(t *testing.T) {
 		}
 	})
 }
+
+// A send that fails for good says what the outbox should do with the reply: a 429 carries
+// Telegram's retry_after (core.SendDelay), a refusal is core.ErrRefused, a 5xx neither.
+func TestSendErrorsSayWhetherToRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		code       int
+		desc       string
+		retryAfter int
+		delay      time.Duration
+		refused    bool
+	}{
+		{"429", 429, "Too Many Requests: retry after 7", 7, 7 * 10 * time.Millisecond, false},
+		{"500", 500, "Internal Server Error", 0, 0, false},
+		{"400", 400, "Bad Request: chat not found", 0, 0, true},
+		{"403", 403, "Forbidden: bot was blocked by the user", 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.api.fail("sendMessage", -1, tc.code, tc.desc, tc.retryAfter, nil)
+			_, err := e.Channel.Send(context.Background(), core.Reply{To: e.addr(private, 0), Text: "hi"})
+			if err == nil {
+				t.Fatal("Send succeeded although Telegram refused it")
+			}
+			if got := core.SendDelay(err); got != tc.delay {
+				t.Errorf("SendDelay(%v) = %v, want %v", err, got, tc.delay)
+			}
+			if got := errors.Is(err, core.ErrRefused); got != tc.refused {
+				t.Errorf("errors.Is(%v, core.ErrRefused) = %v, want %v", err, got, tc.refused)
+			}
+		})
+	}
+}

@@ -28,8 +28,10 @@ type ChannelsConfig struct {
 	Slack    slack.Config    `yaml:"slack"`
 	Discord  discord.Config  `yaml:"discord"`
 	Web      web.Config      `yaml:"web"` // pages on the HTTP server: needs http.listen
-	// OutboxMaxAge: a reply left unsent by a killed process is delivered at the next start
-	// only if it is at most this old; older ones are dropped with a log line.
+	// OutboxMaxAge bounds how long a reply is tried: one left unsent by a killed process, or
+	// whose send failed, is delivered (at the next start, or by the retries while running)
+	// only while it is at most this old; older ones are dropped, counted, listed by the
+	// admin API, and their chat told once sending works again.
 	OutboxMaxAge time.Duration `yaml:"outbox_max_age"`
 }
 
@@ -41,8 +43,8 @@ func defaultChannels() ChannelsConfig {
 		Slack:    slack.Defaults(),
 		Discord:  discord.Defaults(),
 		Web:      web.Defaults(),
-		// An answer an hour late would surprise more than help.
-		OutboxMaxAge: time.Hour,
+		// A day: a reply late after an outage still answers; after that the chat is told.
+		OutboxMaxAge: 24 * time.Hour,
 	}
 }
 

@@ -89,7 +89,7 @@ func wantDefaults(dir string) Config {
 			Discord:  discord.Config{LongReplyAsFile: 6000},
 			Web: web.Config{SessionTTL: 7 * 24 * time.Hour, MaxConversations: 100, MaxStreams: 10,
 				MaxMessageBytes: 32 << 10},
-			OutboxMaxAge: time.Hour,
+			OutboxMaxAge: 24 * time.Hour,
 		},
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 1024, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20}}},
 		HTTP:  HTTPConfig{MaxBody: 1 << 20},

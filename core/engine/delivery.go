@@ -19,12 +19,9 @@ import (
 // transition that answers a de-duplicated inbound event is committed lazily with the
 // event's key, so a replay after a kill is neither answered twice nor left unanswered.
 
-// DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered after a
-// restart (channels.outbox_max_age).
-const DefaultOutboxMaxAge = time.Hour
-
-// maxOutboxAttempts: a reply that failed this often is given up at the next start.
-const maxOutboxAttempts = 5
+// DefaultOutboxMaxAge is how old an unsent reply may be and still be delivered, after a
+// restart or by the retries of a failed send (channels.outbox_max_age).
+const DefaultOutboxMaxAge = 24 * time.Hour
 
 // hasReply reports whether an effect kind sends a reply.
 func hasReply(k machine.EffectKind) bool {
@@ -65,24 +62,42 @@ func (t *jobRun) address(r core.Reply) core.Reply {
 	return r
 }
 
-// deliver sends one committed outbox row and marks it sent. A failure is counted on the
-// row and returned; the row stays for the next start.
+// deliver sends one committed outbox row and marks it sent. When a row of its session
+// waits to be sent again, the row is not sent but waits behind it (errHeld), so a chat's
+// replies leave in commit order. A failure is counted on the row and returned; the row
+// waits for RetryUnsent (or the next start). A reply the platform refused for good
+// (core.ErrRefused) is dropped at once, and the chat told (drop, tellDropped).
 func (e *Engine) deliver(ctx context.Context, o *core.Outgoing) (string, error) {
-	return e.deliverRow(ctx, o, false)
+	return e.deliverRow(ctx, o, false, false)
 }
 
-// deliverRow is deliver for a row whose attempt ClaimOutbox may have counted (claimed).
-func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool) (string, error) {
+// deliverRow is deliver for a row whose attempt ClaimOutbox may have counted (claimed);
+// retry is RetryUnsent sending a row that waits (it is not held behind itself).
+func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed, retry bool) (string, error) {
 	if o.ID == 0 {
 		return e.send(ctx, o.Reply)
 	}
-	if !e.sending.start(o.ID) {
+	if retry {
+		if !e.sending.start(o.ID) {
+			return "", errInFlight
+		}
+	} else if ok, held := e.sending.admit(o.ID, o.SessionID, e.d.Now()); held {
+		return "", errHeld
+	} else if !ok {
 		return "", errInFlight
 	}
 	id, err := e.send(ctx, o.Reply)
-	e.sending.end(o.ID, err != nil, e.d.Now())
 	// Marking is bookkeeping: it must not be lost to the job's context ending.
 	mctx := context.WithoutCancel(ctx)
+	if err != nil && errors.Is(err, core.ErrRefused) && ctx.Err() == nil {
+		derr := e.drop(mctx, *o, dropRefused, "refused by the platform: "+machine.OneLine(err.Error()))
+		if derr != nil {
+			e.d.Log.Warn("dropping a refused reply; it waits for a retry", "outbox", o.ID, "err", derr)
+		}
+		e.sending.end(o.ID, o.SessionID, derr != nil, 0, e.d.Now())
+		return "", err
+	}
+	e.sending.end(o.ID, o.SessionID, err != nil, core.SendDelay(err), e.d.Now())
 	if err != nil {
 		if !claimed {
 			if nerr := e.d.Store.NoteOutboxAttempt(mctx, o.ID); nerr != nil {
@@ -97,24 +112,56 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed bool)
 	return id, nil
 }
 
-// errInFlight: the row is being delivered already (by the start-up backlog or a retry).
-var errInFlight = errors.New("delivery already in progress")
+var (
+	// errInFlight: the row is being delivered already (by the start-up backlog or a retry).
+	errInFlight = errors.New("delivery already in progress")
+	// errHeld: an earlier reply of the session waits to be sent again; this one waits
+	// behind it.
+	errHeld = errors.New("waiting behind an earlier reply of the chat")
+)
 
 // answer sends the answer of a read-only command (status, help, show, usage), then records
 // the job's inbound event with a lazy commit. The answer is computed afresh from the
 // store, so it needs no outbox row (which would cost a transaction to mark it sent): a
 // kill before the record leaves the event to be redelivered and answered; only a kill
-// between the send and the record answers twice. A record that fails is logged, not
-// returned: the person has the answer, and handling the job again would send it twice.
+// between the send and the record answers twice. While earlier replies of the chat wait
+// to be sent again, or when the send fails but may succeed later, the answer becomes an
+// outbox row of that commit instead, waiting its turn behind them.
 func (t *jobRun) answer(ctx context.Context, r core.Reply) error {
-	_, _ = t.send(ctx, r)
-	if t.j.inbound == nil {
+	var failed error
+	if !t.e.sending.holds(t.sess.ID, t.e.d.Now()) {
+		_, err := t.send(ctx, r)
+		if err == nil || errors.Is(err, core.ErrRefused) || ctx.Err() != nil {
+			return t.recordAnswered(ctx, core.Change{SessionID: t.sess.ID, Lazy: true})
+		}
+		failed = err
+	}
+	ch := t.withRows(core.Change{SessionID: t.sess.ID, Lazy: true}, []core.Reply{r})
+	if err := t.recordAnswered(ctx, ch); err != nil || len(ch.Outbox) == 0 || ch.Outbox[0].ID == 0 {
+		return err
+	}
+	if row := ch.Outbox[0]; failed != nil {
+		t.e.sending.end(row.ID, row.SessionID, true, core.SendDelay(failed), t.e.d.Now())
+	} else {
+		_, _ = t.e.deliver(ctx, &row)
+	}
+	return nil
+}
+
+// recordAnswered commits ch with the job's inbound event; a change without rows is not
+// committed when there is no event to record.
+func (t *jobRun) recordAnswered(ctx context.Context, ch core.Change) error {
+	ch.Inbound, t.j.inbound = t.j.inbound, nil
+	if ch.Inbound == nil && len(ch.Outbox) == 0 {
 		return nil
 	}
-	ch := core.Change{SessionID: t.sess.ID, Inbound: t.j.inbound, Lazy: true}
-	t.j.inbound = nil
 	if _, err := t.e.d.Store.Commit(ctx, ch); err != nil && !errors.Is(err, core.ErrDuplicate) {
-		t.e.d.Log.Warn("recording the answered event (a redelivery of it is answered again)", "session", t.sess.ID, "err", err)
+		if len(ch.Outbox) == 0 {
+			// The person has the answer: handling the job again would send it twice.
+			t.e.d.Log.Warn("recording the answered event (a redelivery of it is answered again)", "session", t.sess.ID, "err", err)
+			return nil
+		}
+		return fmt.Errorf("recording the answered event of session %s: %w", t.sess.ID, err)
 	}
 	return nil
 }
@@ -178,8 +225,8 @@ type Backlog struct {
 // Unsent lists the replies a previous process committed and never sent, for the given
 // channels and the sessions only selects (nil = all), oldest first. Call it before
 // receiving, so no reply of this process is among them. Rows of another replica that still
-// runs are its own to send (ownerLive). Rows older than maxAge (0 = DefaultOutboxMaxAge),
-// or that failed too often, are dropped with a log line.
+// runs are its own to send (ownerLive). Rows older than maxAge (0 = DefaultOutboxMaxAge)
+// are dropped: logged, counted, and the chat told once sending works (drop, tellDropped).
 func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Duration, only func(sessionID string) bool) (Backlog, error) {
 	if maxAge <= 0 {
 		maxAge = DefaultOutboxMaxAge
@@ -198,9 +245,8 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 			continue
 		}
 		if why := e.dropReason(o, maxAge); why != "" {
-			e.d.Log.Warn("dropping an unsent reply", "outbox", o.ID, "session", o.SessionID, "created", o.CreatedAt, "why", why)
-			if err := e.d.Store.DropOutbox(ctx, o.ID, why); err != nil {
-				return Backlog{}, fmt.Errorf("dropping reply %d: %w", o.ID, err)
+			if err := e.drop(ctx, o, dropExpired, why); err != nil {
+				return Backlog{}, err
 			}
 			continue
 		}
@@ -215,6 +261,7 @@ func (b Backlog) Deliver(ctx context.Context) int {
 	if sent > 0 {
 		b.e.d.Log.Info("delivered replies left unsent by the last run", "count", sent)
 	}
+	b.e.tellDropped(ctx)
 	return sent
 }
 
@@ -238,7 +285,7 @@ func (b Backlog) deliver(ctx context.Context) int {
 			e.retryWhenFree(b.rows[i:i+1], h.owner)
 			continue
 		}
-		if _, err := e.deliverLeft(ctx, o); err == nil {
+		if _, err := e.deliverLeft(ctx, o, false); err == nil {
 			sent++
 		}
 	}
@@ -291,33 +338,31 @@ func (e *Engine) replicaLive(ctx context.Context, owner string) (live, known boo
 
 // deliverLeft delivers a row another engine committed and left unsent, claimed first so
 // that of two replicas delivering one dead replica's leftovers only one sends it (a row
-// claimed by another is errInFlight). This engine's own rows need no claim.
-func (e *Engine) deliverLeft(ctx context.Context, o *core.Outgoing) (string, error) {
+// claimed by another is errInFlight). This engine's own rows need no claim. retry is as
+// for deliverRow.
+func (e *Engine) deliverLeft(ctx context.Context, o *core.Outgoing, retry bool) (string, error) {
 	if o.ID != 0 && o.Owner != e.d.Owner {
 		got, err := e.d.Store.ClaimOutbox(context.WithoutCancel(ctx), o.ID, o.Attempts)
 		if err != nil {
 			e.d.Log.Warn("claiming a reply left unsent", "outbox", o.ID, "err", err)
 			// A failed attempt of this process, so the retry loop tries it again.
-			if e.sending.start(o.ID) {
-				e.sending.end(o.ID, true, e.d.Now())
-			}
+			e.sending.retryLater(o.ID, o.SessionID, e.d.Now())
 			return "", err
 		}
 		if !got {
 			return "", errInFlight
 		}
 		o.Attempts++
-		return e.deliverRow(ctx, o, true)
+		return e.deliverRow(ctx, o, true, retry)
 	}
-	return e.deliver(ctx, o)
+	return e.deliverRow(ctx, o, false, retry)
 }
 
+// dropReason says why row o is given up at a listing: it is older than maxAge. Retries are
+// bounded by age only, never by a count of attempts.
 func (e *Engine) dropReason(o core.Outgoing, maxAge time.Duration) string {
-	switch age := e.d.Now().Sub(o.CreatedAt); {
-	case age > maxAge:
+	if e.d.Now().Sub(o.CreatedAt) > maxAge {
 		return fmt.Sprintf("older than %s (channels.outbox_max_age)", maxAge)
-	case o.Attempts >= maxOutboxAttempts:
-		return fmt.Sprintf("failed %d delivery attempts", o.Attempts)
 	}
 	return ""
 }
@@ -329,13 +374,22 @@ func (t *jobRun) onFail(ctx context.Context, eff machine.Effect, o *machine.Outc
 		return
 	}
 	text := strings.ReplaceAll(eff.OnFail, "{error}", machine.OneLine(err.Error()))
+	if errors.Is(err, errHeld) || errors.Is(err, errInFlight) {
+		return // not failed: it waits its turn, or is being sent
+	}
 	if _, nerr := t.send(ctx, core.Reply{Kind: core.ReplyNotice, Text: text}); nerr != nil || eff.Row == 0 {
 		return
 	}
 	row := o.Change.Outbox[eff.Row-1]
-	if derr := t.e.d.Store.DropOutbox(context.WithoutCancel(ctx), row.ID, "undeliverable; the chat was told"); derr != nil {
-		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+	if errors.Is(err, core.ErrRefused) {
+		t.e.unnote(row.SessionID) // dropped already (deliverRow); this notice tells the chat
+		return
 	}
+	if derr := t.e.drop(context.WithoutCancel(ctx), row, dropTold, "undeliverable; the chat was told"); derr != nil {
+		t.e.d.Log.Warn("dropping an undeliverable reply", "outbox", row.ID, "err", derr)
+		return
+	}
+	t.e.sending.forget(row.ID)
 }
 
 // DeliverLeft delivers the replies another process committed and never sent, for the
@@ -382,7 +436,7 @@ func (e *Engine) retryWhenFree(rows []core.Outgoing, holder string) {
 	now := e.d.Now()
 	for _, o := range rows {
 		if o.Owner != "" && o.Owner != holder && o.Owner != e.d.Owner {
-			e.sending.retryLater(o.ID, now)
+			e.sending.retryLater(o.ID, o.SessionID, now)
 		}
 	}
 }

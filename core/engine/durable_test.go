@@ -182,8 +182,8 @@ func TestOutboxHoldsTheAgentsAnswer(t *testing.T) {
 	}
 }
 
-// Rows older than outbox_max_age are dropped with a log line, rows of channels this
-// process does not serve are left alone.
+// Rows older than outbox_max_age are dropped with a log line and the chat told, rows of
+// channels this process does not serve are left alone.
 func TestOutboxDropsStaleRows(t *testing.T) {
 	h := newHarness(t)
 	a := h.process(failSender{}, nil, nil)
@@ -199,8 +199,9 @@ func TestOutboxDropsStaleRows(t *testing.T) {
 	if n, err := b.eng.DeliverUnsent(context.Background(), []string{"terminal"}, time.Hour, nil); err != nil || n != 0 {
 		t.Fatalf("DeliverUnsent = %d, %v", n, err)
 	}
-	if b.out.count() != 0 || len(unsent(t, h.st)) != 0 {
-		t.Fatalf("stale row: sent %d, unsent %v", b.out.count(), unsent(t, h.st))
+	got := b.out.all()
+	if len(got) != 1 || !strings.HasPrefix(got[0].Text, `A reply could not be delivered during the outage; it began "Plan mode is on`) || len(unsent(t, h.st)) != 0 {
+		t.Fatalf("stale row: sent %+v, unsent %v; want only the notice of the dropped one", got, unsent(t, h.st))
 	}
 	mustContain(t, b.log.String(), "dropping an unsent reply", "outbox_max_age")
 }

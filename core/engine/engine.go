@@ -95,7 +95,9 @@ type Engine struct {
 	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
 	renewAfter func(d time.Duration, f func()) func() bool
 	pending    sync.Map // claimed reminder rows by reminderKey, waiting for Nudge
-	sending    sending  // outbox rows being delivered, and when each last failed
+	sending    sending  // outbox rows being delivered, waiting to be sent again, and the sessions they hold
+	dropsMu    sync.Mutex
+	drops      map[string]*dropNote // by session: replies given up, not yet told (dropped.go)
 	obs        observing
 	// delayed: sessions whose chat was told that a message waits for the store (outage.go).
 	delayed map[string]bool
@@ -167,7 +169,8 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.typer.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	e.renewAfter = e.typer.after
 	e.progress.st = d.Store
-	e.sending.inflight, e.sending.failedAt = map[int64]bool{}, map[int64]time.Time{}
+	e.sending.init()
+	e.drops = map[string]*dropNote{}
 	e.obs.obs = d.Observer
 	e.delayed = map[string]bool{}
 	if d.Observer == nil {

@@ -26,6 +26,10 @@ type Observer interface {
 	// handled, duplicate (a redelivery), refused (a bot, or a decision the rules
 	// refused) or failed (the handler returned an error).
 	Inbound(channel, outcome string)
+	// OutboxDropped counts one reply given up by channel and reason: expired (older than
+	// channels.outbox_max_age), refused (the platform refused it for good) or told (it
+	// could not be delivered and the chat got the reply's own notice instead).
+	OutboxDropped(channel, reason string)
 }
 
 // Inbound outcomes other than handled and failed, set on the job where they are known.
@@ -55,6 +59,7 @@ func (nopObserver) ToolCall(string, string)            {}
 func (nopObserver) Nudge(string)                       {}
 func (nopObserver) PlansPending(int)                   {}
 func (nopObserver) Inbound(string, string)             {}
+func (nopObserver) OutboxDropped(string, string)       {}
 
 // observing reports pending plans: the count is read from the store (so engines on one
 // store agree), one reader at a time so an older count never overwrites a newer one.

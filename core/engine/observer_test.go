@@ -30,6 +30,7 @@ func (o *countingObserver) ModelRequest(out string, _ time.Duration) { o.add("mo
 func (o *countingObserver) ToolCall(tool, out string)                { o.add("tool " + tool + " " + out) }
 func (o *countingObserver) Nudge(out string)                         { o.add("nudge " + out) }
 func (o *countingObserver) Inbound(ch, out string)                   { o.add("inbound " + ch + " " + out) }
+func (o *countingObserver) OutboxDropped(ch, why string)             { o.add("dropped " + ch + " " + why) }
 func (o *countingObserver) PlansPending(n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,8 +60,9 @@ func TestRetryUnsentBacksOffThenDelivers(t *testing.T) {
 	}
 }
 
-// The backoff doubles with each failed attempt; rows older than outbox_max_age are
-// dropped, not retried.
+// The backoff doubles with each failed attempt in a row, up to retryMax, and does not
+// stop after any number of attempts: only age gives a row up. A row older than
+// outbox_max_age is dropped, not retried, and the chat gets the notice.
 func TestRetryUnsentDoublesAndRespectsMaxAge(t *testing.T) {
 	h := newHarness(t)
 	out := &flakySender{down: true}
@@ -80,12 +82,26 @@ func TestRetryUnsentDoublesAndRespectsMaxAge(t *testing.T) {
 		t.Fatalf("second retry came early: %d", n)
 	}
 	out.set(true)
-	h.clock = h.clock.Add(20 * time.Second)
-	_ = p.eng.RetryUnsent(ctx, nil, 0) // fails: three attempts
+	// Well past five attempts (the waits 60 s, 2, 4, 8, then 10 min each): still retried.
+	for _, wait := range []time.Duration{20 * time.Second, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute} {
+		h.clock = h.clock.Add(wait)
+		_ = p.eng.RetryUnsent(ctx, nil, 0)
+	}
+	if rows := unsent(t, h.st); len(rows) != 1 || rows[0].Attempts != 8 {
+		t.Fatalf("after 8 failed attempts: %+v, want the row kept with 8 attempts", rows)
+	}
+	h.clock = h.clock.Add(9 * time.Minute)
+	_ = p.eng.RetryUnsent(ctx, nil, 0)
+	if rows := unsent(t, h.st); len(rows) != 1 || rows[0].Attempts != 8 {
+		t.Fatalf("retried before the capped backoff of 10 min: %+v", rows)
+	}
 	out.set(false)
 	h.clock = h.clock.Add(2 * time.Hour)
-	if n := p.eng.RetryUnsent(ctx, nil, time.Hour); n != 0 || out.count() != 0 || len(unsent(t, h.st)) != 0 {
-		t.Fatalf("a row older than outbox_max_age: %d sent, sender %d, unsent %d; want it dropped", n, out.count(), len(unsent(t, h.st)))
+	if n := p.eng.RetryUnsent(ctx, nil, time.Hour); n != 0 || len(unsent(t, h.st)) != 0 {
+		t.Fatalf("a row older than outbox_max_age: %d sent, unsent %d; want it dropped", n, len(unsent(t, h.st)))
+	}
+	if out.count() != 1 || !strings.HasPrefix(out.sent[0].Text, "A reply could not be delivered during the outage") {
+		t.Fatalf("sent %+v; want only the notice of the drop", out.sent)
 	}
 }
 

@@ -19,6 +19,7 @@ type Metrics struct {
 	reg          *prometheus.Registry
 	inbound      *prometheus.CounterVec
 	replies      *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
 	decisions    *prometheus.CounterVec
 	plansPending prometheus.Gauge
 	model        *prometheus.HistogramVec
@@ -41,6 +42,8 @@ func New() *Metrics {
 			Help: "Inbound platform events by channel and outcome (handled, duplicate, refused, failed)."}, []string{"channel", "outcome"}),
 		replies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_replies_total",
 			Help: "Replies by channel and outcome (sent, failed, dropped)."}, []string{"channel", "outcome"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_outbox_dropped_total",
+			Help: "Committed replies given up by channel and reason (expired: older than channels.outbox_max_age; refused: by the platform, for good; told: undeliverable, the chat got a notice instead)."}, []string{"channel", "reason"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_decisions_total",
 			Help: "Plan decisions by kind (accepted, auto_accepted, approval_recorded, revised, abandoned, aborted, expired, refused)."}, []string{"kind"}),
 		plansPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "plangate_plans_pending",
@@ -56,7 +59,7 @@ func New() *Metrics {
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_http_requests_total",
 			Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
 	}
-	reg.MustRegister(m.inbound, m.replies, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
+	reg.MustRegister(m.inbound, m.replies, m.dropped, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.commitDurable, m.commitLazy = m.commit.WithLabelValues("true"), m.commit.WithLabelValues("false")
 	return m
@@ -81,6 +84,13 @@ func (m *Metrics) Inbound(channel, outcome string) {
 func (m *Metrics) Reply(channel, outcome string) {
 	if m != nil {
 		m.replies.WithLabelValues(channel, outcome).Inc()
+	}
+}
+
+// OutboxDropped counts one committed reply given up (expired, refused, told).
+func (m *Metrics) OutboxDropped(channel, reason string) {
+	if m != nil {
+		m.dropped.WithLabelValues(channel, reason).Inc()
 	}
 }
 

@@ -14,6 +14,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	var none *metrics.Metrics // records nothing, never panics
 	none.Inbound("telegram", "handled")
 	none.StoreCommit(true, time.Millisecond)
+	none.OutboxDropped("telegram", "expired")
 
 	m := metrics.New()
 	m.Inbound("telegram", "handled")
@@ -24,6 +25,8 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	m.ModelRequest("ok", 20*time.Millisecond)
 	m.ToolCall("write_file", "blocked")
 	m.Nudge("fired")
+	m.OutboxDropped("telegram", "expired")
+	m.OutboxDropped("telegram", "expired")
 	m.StoreCommit(true, 2*time.Millisecond)
 	m.HTTPRequest("POST /webhooks/telegram", 401)
 
@@ -39,6 +42,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 		`plangate_model_request_seconds_count{outcome="ok"} 1`,
 		`plangate_tool_calls_total{outcome="blocked",tool="write_file"} 1`,
 		`plangate_nudges_total{outcome="fired"} 1`,
+		`plangate_outbox_dropped_total{channel="telegram",reason="expired"} 2`,
 		`plangate_store_commit_seconds_count{durable="true"} 1`,
 		`plangate_http_requests_total{code="401",route="POST /webhooks/telegram"} 1`,
 		`go_goroutines`, `process_cpu_seconds_total`,

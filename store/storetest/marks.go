@@ -66,6 +66,24 @@ func testMarkSent(t *testing.T, open func() Store) {
 	if err := s.DropOutbox(ctx, out[3].ID, "too old"); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.DropOutbox(ctx, out[2].ID, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	// Drops are listed newest first with their reason, by every instance, and a row once
+	// dropped is neither sent nor dropped again.
+	for _, st := range []Store{s, other} {
+		d, err := st.DroppedOutbox(ctx, 0)
+		if err != nil || len(d) != 2 || d[0].ID != out[3].ID || d[0].Dropped != "too old" || d[1].ID != out[2].ID || d[1].Dropped != "refused" ||
+			d[0].Reply.Text != out[3].Reply.Text || d[0].SessionID != cur.ID {
+			t.Fatalf("DroppedOutbox = %+v, %v; want rows %d (too old) and %d (refused)", d, err, out[3].ID, out[2].ID)
+		}
+	}
+	if d, err := other.DroppedOutbox(ctx, 1); err != nil || len(d) != 1 || d[0].ID != out[3].ID {
+		t.Fatalf("DroppedOutbox(limit 1) = %+v, %v; want the newest drop", d, err)
+	}
+	if err := s.DropOutbox(ctx, out[2].ID, "again"); err != nil {
+		t.Fatal(err)
+	}
 	for i := 2; i < 5; i++ {
 		mark(i, fmt.Sprintf("m%d", i))
 	}
@@ -84,11 +102,11 @@ func testMarkSent(t *testing.T, open func() Store) {
 			t.Errorf("sent row %d has %d attempts, want 1 (a second mark changes nothing)", o.ID, o.Attempts)
 		}
 	}
-	if want := ids(0, 1, 2, 4); !slices.Equal(got, want) {
-		t.Fatalf("sent rows %v, want %v (the dropped one stays dropped)", got, want)
+	if want := ids(0, 1, 4); !slices.Equal(got, want) {
+		t.Fatalf("sent rows %v, want %v (the dropped ones stay dropped)", got, want)
 	}
 	// Pruning takes every finished row created before the cut, the newest one too.
 	if n, err := other.PruneOutbox(ctx, at(20)); err != nil || n != 5 {
-		t.Fatalf("PruneOutbox = %d, %v; want the 4 sent and the dropped one", n, err)
+		t.Fatalf("PruneOutbox = %d, %v; want the 3 sent and the 2 dropped", n, err)
 	}
 }

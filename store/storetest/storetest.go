@@ -52,6 +52,7 @@ type Store interface {
 	SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error)
 	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
+	DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error)
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 	PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error)
 
