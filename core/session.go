@@ -33,21 +33,27 @@ type Question struct {
 	AskedAt       time.Time `json:"asked_at"`
 }
 
-// InjectionKind tags a system-generated message queued for the agent's next turn.
+// InjectionKind tags a message queued for the agent's next turn.
 type InjectionKind string
 
-// Injection kinds, with the markers the model sees.
+// Injection kinds, with the markers the model sees (a person's message has none).
 const (
 	InjectDecision InjectionKind = "PLAN_DECISION"
 	InjectAnswer   InjectionKind = "QUESTION_ANSWER"
 	InjectComplete InjectionKind = "PLAN_COMPLETE"
+	// InjectMessage is a person's text for the agent that arrived while another process
+	// held the session's lease: it enters the transcript when the holder's turn takes it,
+	// after the answer that turn was giving, so every answer follows what its model call saw.
+	InjectMessage InjectionKind = "MESSAGE"
 )
 
-// Injection is a message for the agent that no person typed: a decision, an answer, a
-// completion notice. It is queued on the session and drained into the next turn.
+// Injection is a message queued on the session and drained into the next turn: a
+// decision, an answer, a completion notice no person typed, or a person's message
+// (InjectMessage, with the person's name).
 type Injection struct {
 	Kind InjectionKind `json:"kind"`
 	Text string        `json:"text"`
+	Name string        `json:"name,omitempty"`
 }
 
 // Session is the persisted state of one conversation.

@@ -24,8 +24,8 @@ func (t *jobRun) applyInbound(ctx context.Context, o machine.Outcome) error {
 		o.Change.Inbound = t.j.inbound
 		t.j.inbound = nil
 	}
-	if t.deferrable(o) {
-		return t.applyDeferred(ctx, o)
+	if forAgent(o) {
+		return t.applyForAgent(ctx, o)
 	}
 	return t.apply(ctx, o)
 }

@@ -3,17 +3,32 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
 )
 
-// A plain message for the agent is not committed on its own when the adapter replays the
-// event until it is handled (Message.Replays): its inbound key, transcript entry and
-// session row ride in the turn's first commit, so a message answered without a tool call
-// is one transaction instead of two. A turn that calls a tool commits the message before
-// the tool acts. A process killed before that commit stored nothing, and the replayed
-// event is handled afresh.
+// A person's text for the agent (a plain message, the goal of /plan on) enters the
+// transcript only under the session's lease, so the transcript is in the order the turns
+// saw it: an answer follows the text its model call saw. A process that finds the lease
+// held queues the text on the session row instead (InjectMessage); the holder's next turn
+// takes it in after the answer it was giving (see underLease).
+//
+// A plain message is not committed on its own when the adapter replays the event until it
+// is handled (Message.Replays): its inbound key, transcript entry and session row ride in
+// the turn's first commit, so a message answered without a tool call is one transaction
+// instead of two. A turn that calls a tool commits the message before the tool acts. A
+// process killed before that commit stored nothing, and the replayed event is handled
+// afresh.
+
+// forAgent reports whether o carries a person's text for the agent and starts a turn.
+func forAgent(o machine.Outcome) bool {
+	if o.Change.Session == nil || !slices.ContainsFunc(o.Effects, func(e machine.Effect) bool { return e.Kind == machine.EffRunTurn }) {
+		return false
+	}
+	return slices.ContainsFunc(o.Change.Messages, func(m core.ChatMessage) bool { return m.Role == core.RoleUser })
+}
 
 // deferrable reports whether o is a plain message for the agent that may wait for the
 // turn's first commit: a lazy change of the session row and user entries with the
@@ -33,18 +48,20 @@ func (t *jobRun) deferrable(o machine.Outcome) bool {
 	return true
 }
 
-// applyDeferred runs the turn of deferrable o under the session's lease with o's change
-// held back for the turn's first commit: under the lease, no other process can run a turn
-// that would need the message. When another process holds it, the message is stored for
-// that process. As in runTurns, work left meanwhile is looked for after the release.
-func (t *jobRun) applyDeferred(ctx context.Context, o machine.Outcome) error {
+// applyForAgent applies o (see forAgent) under the session's lease: deferred (held back
+// for the turn's first commit) when it may be, else committed and carried out. When
+// another process holds the lease, o is applied with its text queued for that process.
+func (t *jobRun) applyForAgent(ctx context.Context, o machine.Outcome) error {
 	ran := false
-	err := t.withLease(ctx, func(ctx context.Context) error {
+	err := t.underLease(ctx, func(ctx context.Context) error {
 		ran = true
+		if !t.deferrable(o) {
+			return t.apply(ctx, o)
+		}
 		ch := o.Change
 		t.deferred = &ch
 		t.sess = *ch.Session // as it will be stored; its Version is the stored row's
-		err := t.leasedTurns(ctx, false)
+		err := t.leasedTurns(ctx)
 		if t.deferred != nil { // the turn ended before any commit
 			if cerr := t.commitDeferred(context.WithoutCancel(ctx)); err == nil {
 				err = cerr
@@ -53,25 +70,40 @@ func (t *jobRun) applyDeferred(ctx context.Context, o machine.Outcome) error {
 		return err
 	})
 	if !ran && errors.Is(err, errLeaseHeld) {
-		return t.apply(ctx, o)
+		// Its turn tries the lease once more: the holder may have let go and looked already.
+		return t.apply(ctx, queued(o))
 	}
-	if err != nil {
-		return err
-	}
-	if again, err := t.moreWork(ctx); err != nil || !again {
-		return err
-	}
-	return t.runTurns(ctx)
+	return err
 }
 
-// commitDeferred commits the held-back message on its own.
+// queued is o with its transcript entries queued on the session row for the process
+// holding the lease (InjectMessage), in the order they came.
+func queued(o machine.Outcome) machine.Outcome {
+	next := *o.Change.Session
+	next.Injections = slices.Clone(next.Injections)
+	for _, m := range o.Change.Messages {
+		next.Injections = append(next.Injections, core.Injection{Kind: core.InjectMessage, Text: m.Content, Name: m.Name})
+	}
+	o.Change.Session, o.Change.Messages = &next, nil
+	return o
+}
+
+// commitDeferred commits the held-back message on its own, rebased like a flush (see
+// rebase) onto a row another process changed only by queuing work.
 func (t *jobRun) commitDeferred(ctx context.Context) error {
 	d := t.deferred
 	if d == nil {
 		return nil
 	}
 	t.deferred = nil
-	return t.commit(ctx, *d)
+	err := t.commit(ctx, *d)
+	if errors.Is(err, core.ErrConflict) { // a message queued meanwhile, as in flush
+		if rebased, ok := t.rebase(ctx, 0); ok {
+			d.Session = &rebased
+			err = t.commit(ctx, *d)
+		}
+	}
+	return err
 }
 
 // withDeferred adds the held-back message to ch, the turn's first commit: its key and

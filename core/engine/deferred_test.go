@@ -85,14 +85,18 @@ func TestPlainMessageIsOneCommit(t *testing.T) {
 		t.Errorf("a failed model call: commits %+v, want the message with the notice's row", chs)
 	}
 
-	// Another process holds the lease: the message is stored for its turn.
+	// Another process holds the lease: the message is queued for its turn, outside the
+	// transcript until that turn takes it.
 	if _, ok, err := h.st.AcquireLease(ctx, engine.SessionLease(sid), "someone-else", h.clock, time.Hour); err != nil || !ok {
 		t.Fatalf("taking the lease: %v %v", ok, err)
 	}
-	before := model.Calls()
+	before, entries := model.Calls(), len(stored())
 	say("e5", "for the holder")
-	if tr := stored(); tr[len(tr)-1].Content != "for the holder" {
-		t.Fatalf("the message is not stored for the lease holder: %+v", roles(tr))
+	if q := h.session(chat).Injections; len(q) != 1 || q[0] != (core.Injection{Kind: core.InjectMessage, Text: "for the holder", Name: "local"}) {
+		t.Fatalf("the message is not queued for the lease holder: %+v", q)
+	}
+	if tr := stored(); len(tr) != entries {
+		t.Fatalf("the message entered the transcript without the lease: %+v", roles(tr))
 	}
 	if len(model.Calls()) != len(before) {
 		t.Error("a turn ran without the lease")

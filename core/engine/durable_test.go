@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,11 +72,7 @@ func (p *process) holdFirstCall() (entered, release chan struct{}) {
 
 func (h *harness) process(out core.Sender, model *fakeModel, tools core.Toolbox) *process {
 	h.t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "plangate.db"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { st.Close() })
+	st := h.openStore()
 	p := &process{st: st, model: model, log: &bytes.Buffer{}}
 	if out == nil {
 		p.out = &recorder{}

@@ -419,7 +419,7 @@ func (e *Engine) runMessage(j *job) error {
 		return nil
 	}
 	if errors.Is(err, errLeaseHeld) {
-		return nil // the holder's turn picks the work up (see runTurns)
+		return nil // the holder's turn picks the work up (see underLease)
 	}
 	if errors.Is(err, core.ErrDuplicate) {
 		j.outcome = inboundDuplicate

@@ -167,6 +167,14 @@ func newHarnessOn(t testing.TB, driver, target string, mutate ...func(*engine.Co
 // open (re)opens the store and builds a fresh engine, as a restarted process would.
 func (h *harness) open() {
 	h.t.Helper()
+	st := h.openStore()
+	h.st = st
+	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
+}
+
+// openStore opens another handle on the harness's store, closed at the end of the test.
+func (h *harness) openStore() *store.Store {
+	h.t.Helper()
 	var st *store.Store
 	var err error
 	if h.driver == "" {
@@ -178,8 +186,7 @@ func (h *harness) open() {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { st.Close() })
-	h.st = st
-	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
+	return st
 }
 
 // waitOnCleanup makes the test wait for eng's jobs and background plan file writes before

@@ -109,7 +109,7 @@ func (e *Engine) carryOn(ctx context.Context, j *job) error {
 		return fmt.Errorf("loading session %s: %w", id, err)
 	}
 	t := &jobRun{e: e, j: j, sess: sess}
-	err = t.withLease(ctx, func(ctx context.Context) error { return t.resumeWork(ctx, false, false) })
+	err = t.underLease(ctx, func(ctx context.Context) error { return t.resumeWork(ctx, false, false) })
 	if errors.Is(err, errLeaseHeld) {
 		return nil
 	}

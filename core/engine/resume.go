@@ -95,7 +95,7 @@ func (e *Engine) resumeLater(ctx context.Context, sessionID string, only func(co
 // another process was found, so a turn may have been cut off.
 func (e *Engine) resumeOne(ctx context.Context, sessionID string, leftover bool) <-chan error {
 	return e.systemAsync(ctx, sessionID, func(ctx context.Context, t *jobRun) error {
-		err := t.withLease(ctx, func(ctx context.Context) error { return t.resumeWork(ctx, leftover, true) })
+		err := t.underLease(ctx, func(ctx context.Context) error { return t.resumeWork(ctx, leftover, true) })
 		if err == errLeaseHeld {
 			return nil
 		}
@@ -238,70 +238,14 @@ func needsTurn(s core.Session, last []core.ChatMessage, now time.Time) bool {
 	return now.Sub(last[0].At) < resumeWindow
 }
 
-// moreWork reports, after a turn, whether another process left work for this session
-// meanwhile (a person's message or injections it committed but could not start a turn
-// for: this process held the lease). The session is read again, so the next turn commits
-// on top of what is stored.
+// moreWork reports, once the lease is released, whether another process queued work for
+// this session meanwhile (a person's message, or injections a decision queued) and could
+// not start a turn for it: this process held the lease. Every queued message comes with a
+// new row version, so at the version this job last committed or read nobody queued any.
 func (t *jobRun) moreWork(ctx context.Context) (bool, error) {
-	if t.seenUser == nil {
-		return false, nil
-	}
-	// Every transcript entry comes with a new row version: at the version this job last
-	// committed or read, nobody added one (the cheaper read of the two) — unless a flush
-	// was rebased onto another process's version.
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
 	if err != nil {
 		return false, fmt.Errorf("loading session %s: %w", t.sess.ID, err)
 	}
-	if s.Version == t.sess.Version && !t.rebased {
-		return false, nil
-	}
-	if len(s.Injections) > len(t.sess.Injections) {
-		t.sess = s
-		return true, nil
-	}
-	h, err := t.e.d.Store.Transcript(ctx, t.sess.ID, t.e.cfg.HistoryMessages)
-	if err != nil {
-		return false, fmt.Errorf("loading transcript: %w", err)
-	}
-	if !unseenPerson(h, t.seenUser) {
-		return false, nil
-	}
-	t.sess = s
-	return true, nil
-}
-
-// unseenPerson reports whether transcript window h holds a person's message that is not
-// among seen (the person messages the turn started with).
-func unseenPerson(h []core.ChatMessage, seen *seenPeople) bool {
-	for _, m := range h {
-		if m.Role == core.RoleUser && m.Name != "plangate" && !seen.has(m) {
-			return true
-		}
-	}
-	return false
-}
-
-// seenPeople are the person messages of the transcript window a turn loaded, keyed only
-// when asked: only after another process wrote the session (moreWork), not on every turn.
-// A job's turns run one at a time, so it is never used by two goroutines at once.
-type seenPeople struct {
-	window []core.ChatMessage
-	keys   map[string]bool // built at the first has
-}
-
-func (s *seenPeople) has(m core.ChatMessage) bool {
-	if s.keys == nil {
-		s.keys = map[string]bool{}
-		for _, w := range s.window {
-			if w.Role == core.RoleUser {
-				s.keys[userKey(w)] = true
-			}
-		}
-	}
-	return s.keys[userKey(m)]
-}
-
-func userKey(m core.ChatMessage) string {
-	return m.At.UTC().Format(time.RFC3339Nano) + "\x00" + m.Name + "\x00" + m.Content
+	return s.Version != t.sess.Version && len(s.Injections) > len(t.sess.Injections), nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,6 @@ type jobRun struct {
 	// once by currentPlan: a plan changes only with a new session version.
 	loaded   *core.Plan
 	loadedAt int64
-	// seenUser are the person messages the last turn loaded (see moreWork); rebased: a
-	// flush since went on top of a row version whose transcript the turn did not load.
-	seenUser *seenPeople
-	rebased  bool
 	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
 	asked    []core.Requester // the people this job's work answers (Input.Asked)
 }
@@ -86,45 +83,67 @@ func (tr *turn) undrained(queue []core.Injection) []core.Injection {
 	return append([]core.Injection(nil), queue[n:]...)
 }
 
-// runTurns runs an agent turn under the session's lease, and another while the previous
-// one left injections (an auto-approved plan), up to maxChainedTurns. Another process
-// leaves a message to this one because the lease is held, so the look for such work
-// (moreWork) comes after the release: a message stored before it is seen then, one stored
-// after it finds the lease free and gets its own turn there.
-func (t *jobRun) runTurns(ctx context.Context) error {
+// runTurns runs agent turns under the session's lease (see underLease).
+func (t *jobRun) runTurns(ctx context.Context) error { return t.underLease(ctx, t.leasedTurns) }
+
+// underLease runs fn holding the session's lease, then the turns for work other processes
+// left meanwhile. A process that finds the lease held queues its work on the session row
+// for the holder (a person's message as an InjectMessage, see queued), so the holder looks
+// for it once it has released the lease (moreWork): work stored before the release is
+// seen then, work stored after it finds the lease free. A conflict does not stop the look:
+// the change that won may be a decision whose turn was left to this process. A nested
+// call runs fn under the outer call's lease, which looks.
+func (t *jobRun) underLease(ctx context.Context, fn func(ctx context.Context) error) error {
 	if t.leased {
-		return t.leasedTurns(ctx, true) // an outer lease
+		return fn(ctx)
 	}
-	for range maxChainedTurns {
-		if err := t.withLease(ctx, func(ctx context.Context) error { return t.leasedTurns(ctx, false) }); err != nil {
+	err := t.withLease(ctx, fn)
+	for { // each round needs work another process queued since the last: people write only so fast
+		if errors.Is(err, core.ErrConflict) && t.j.sys == nil {
+			t.conflictNotice(ctx) // before the turns that follow, as if the job had ended here
+			t.told = true
+		} else if err != nil {
 			return err
 		}
-		if again, err := t.moreWork(ctx); err != nil || !again {
-			return err
+		again, lerr := t.moreWork(ctx)
+		if lerr != nil || !again {
+			return cmp.Or(err, lerr)
 		}
+		err = t.withLease(ctx, func(ctx context.Context) error {
+			// Read again now that the lease is this job's: another process may have run
+			// the turn since moreWork looked.
+			s, err := t.e.d.Store.Session(ctx, t.sess.ID)
+			if err != nil {
+				return fmt.Errorf("loading session %s: %w", t.sess.ID, err)
+			}
+			t.sess = s
+			if len(s.Injections) == 0 {
+				return nil
+			}
+			return t.leasedTurns(ctx)
+		})
 	}
-	return nil
 }
 
-// leasedTurns is runTurns under the lease; with look, it also looks for work another
-// process left (the lease is not released at the end: an outer call holds it).
-func (t *jobRun) leasedTurns(ctx context.Context, look bool) error {
-	for i := range maxChainedTurns {
-		t.gate.chained = i > 0 // only the first turn answers a person (see autoHeld)
+// leasedTurns runs an agent turn, and another while the previous one left injections
+// queued (an auto-approved plan, a message another process queued meanwhile): up to
+// maxChainedTurns, and beyond that while a person's message waits (people write only so
+// fast, and a turn never queues one).
+func (t *jobRun) leasedTurns(ctx context.Context) error {
+	for i := 1; ; i++ {
+		t.gate.chained = i > 1 // only the first turn answers a person (see autoHeld)
 		again, err := t.runTurn(ctx)
 		t.sayBlocked(ctx)   // one notice for the turn's refused calls
 		t.flushPending(ctx) // notices a flush did not take
-		if err != nil {
-			return err
-		}
-		if !again && look {
-			again, err = t.moreWork(ctx)
-		}
-		if err != nil || !again {
+		if err != nil || !again || (i >= maxChainedTurns && !personWaiting(t.sess.Injections)) {
 			return err
 		}
 	}
-	return nil
+}
+
+// personWaiting reports whether a person's message is among the queued injections.
+func personWaiting(queue []core.Injection) bool {
+	return slices.ContainsFunc(queue, func(inj core.Injection) bool { return inj.Kind == core.InjectMessage })
 }
 
 // runTurn runs the agent loop (model call, tool round, commit) until a final text, a plan
@@ -206,7 +225,6 @@ func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
 			h = h[len(h)-n:]
 		}
 	}
-	t.seenUser, t.rebased = &seenPeople{window: h}, false
 	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars)))}, nil
 }
 
@@ -228,7 +246,11 @@ func (t *jobRun) window(ctx context.Context) ([]core.ChatMessage, error) {
 // drain moves the session's queued injections that are not in the turn yet into it.
 func (tr *turn) drain(queue []core.Injection, now time.Time) {
 	for _, inj := range queue[tr.drained:] {
-		tr.add(core.ChatMessage{Role: core.RoleUser, Name: "plangate", Content: inj.Text, At: now})
+		name := "plangate"
+		if inj.Kind == core.InjectMessage {
+			name = inj.Name
+		}
+		tr.add(core.ChatMessage{Role: core.RoleUser, Name: name, Content: inj.Text, At: now})
 	}
 	tr.drained = len(queue)
 }
@@ -298,7 +320,6 @@ func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
 	if errors.Is(err, core.ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
 			ch.Session = &rebased
-			t.rebased = true
 			err = t.commit(ctx, ch)
 		}
 	}
@@ -314,8 +335,9 @@ func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
 }
 
 // rebase puts a flush on top of a session row another process changed meanwhile when that
-// change decided nothing (a message it stored for the agent, injections it queued behind
-// ours); the turn picks that work up afterwards (moreWork). Any other change stays a conflict.
+// change decided nothing (a person's message it queued for this turn's process, injections
+// queued behind ours): the flush's entries answer what the turn saw, and the queued work
+// stays queued for the next turn, after them. Any other change stays a conflict.
 func (t *jobRun) rebase(ctx context.Context, drained int) (core.Session, bool) {
 	s, err := t.e.d.Store.Session(ctx, t.sess.ID)
 	if err != nil {
@@ -329,6 +351,7 @@ func (t *jobRun) rebase(ctx context.Context, drained int) (core.Session, bool) {
 	}
 	next := s
 	next.Injections = append([]core.Injection(nil), s.Injections[drained:]...)
+	next.Requesters = machine.WithRequesters(s.Requesters, cur.Requesters) // a held-back message's author
 	next.UpdatedAt = t.e.d.Now()
 	return next, true
 }

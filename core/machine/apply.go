@@ -173,7 +173,7 @@ func (x *transition) planOff() error {
 	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
 	x.next.Question = nil
-	x.next.Injections = nil
+	x.next.Injections = onlyKind(x.next.Injections, core.InjectMessage) // people's messages still get their answer
 	x.next.Requesters = nil
 	x.o.Change.CancelNudges = true
 	text := "Plan mode is off."

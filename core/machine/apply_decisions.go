@@ -151,6 +151,17 @@ func withoutKind(in []core.Injection, k core.InjectionKind) []core.Injection {
 	return out
 }
 
+// onlyKind is the injections of in of kind k.
+func onlyKind(in []core.Injection, k core.InjectionKind) []core.Injection {
+	var out []core.Injection
+	for _, i := range in {
+		if i.Kind == k {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // matchOption resolves an answer: an option number, an option's text (case-insensitive),
 // or free text when the question allows it.
 func matchOption(q *core.Question, text string) (string, bool) {
