@@ -244,7 +244,9 @@ func (e *Engine) Unsent(ctx context.Context, channels []string, maxAge time.Dura
 		if once(live, o.Owner, func(owner string) bool { return e.ownerLive(ctx, owner) }) {
 			continue
 		}
-		if why := e.dropReason(o, maxAge); why != "" {
+		// A row this process is sending now is its delivery's to settle: dropped beside it,
+		// a send that gets through would be both delivered and given up.
+		if why := e.dropReason(o, maxAge); why != "" && !e.sending.flying(o.ID) {
 			if err := e.drop(ctx, o, dropExpired, why); err != nil {
 				return Backlog{}, err
 			}

@@ -19,20 +19,38 @@ import (
 // a killed process left is the start-up backlog's.
 
 // Retry backoff: retryBase after a session's first failed attempt, twice as long after
-// each further one in a row, at most retryMax.
+// each further one in a row, at most retryMax; RetryLoop looks for rows due again every
+// retryEvery. Each is bounded by a share of outbox_max_age (pace), so a reply is tried
+// several times within its age and a hold never outlasts the replies it holds.
 const (
-	retryBase = 30 * time.Second
-	retryMax  = 10 * time.Minute
+	retryBase  = 30 * time.Second
+	retryMax   = 10 * time.Minute
+	retryEvery = 15 * time.Second
+	retryFloor = 100 * time.Millisecond // the least of each, whatever the age
 )
 
-// DefaultRetryEvery is how often RetryLoop looks for rows due again.
-const DefaultRetryEvery = 15 * time.Second
+// pacing is the retry timing for replies tried until they are maxAge old.
+type pacing struct{ base, max, every time.Duration }
+
+// pace is the timing for maxAge (0 = DefaultOutboxMaxAge): the backoff starts at a
+// quarter of it and stops growing at half, the retry loop looks every eighth, none above
+// the constants above (which a day's age keeps) nor below retryFloor.
+func pace(maxAge time.Duration) pacing {
+	if maxAge <= 0 {
+		maxAge = DefaultOutboxMaxAge
+	}
+	share := func(limit time.Duration, div time.Duration) time.Duration {
+		return max(min(limit, maxAge/div), retryFloor)
+	}
+	return pacing{base: share(retryBase, 4), max: share(retryMax, 2), every: share(retryEvery, 8)}
+}
 
 // sending tracks this process's deliveries: rows being sent now (never retried beside
 // themselves), rows waiting to be sent again (they failed, or wait behind one that did),
 // and the sessions those rows hold.
 type sending struct {
 	mu       sync.Mutex
+	pace     pacing // set by RetryLoop
 	inflight map[int64]bool
 	waiting  map[int64]waiter
 	held     map[string]*hold
@@ -54,6 +72,14 @@ type hold struct {
 
 func (s *sending) init() {
 	s.inflight, s.waiting, s.held = map[int64]bool{}, map[int64]waiter{}, map[string]*hold{}
+	s.pace = pace(0)
+}
+
+// paceTo sets the retry timing for replies tried until they are maxAge old.
+func (s *sending) paceTo(maxAge time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pace = pace(maxAge)
 }
 
 // waits reports whether rows of session wait to be sent again.
@@ -89,6 +115,13 @@ func (s *sending) forget(id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unwait(id)
+}
+
+// flying reports whether row id is being sent now.
+func (s *sending) flying(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight[id]
 }
 
 // start marks row id in flight; false when it is already.
@@ -170,7 +203,7 @@ func (s *sending) end(id int64, session string, failed bool, delay time.Duration
 	}
 	h := s.wait(id, session, now)
 	h.fails++
-	h.until = now.Add(max(retryDelay(h.fails), delay))
+	h.until = now.Add(max(s.pace.delay(h.fails), delay))
 }
 
 // retryLater makes row id of session wait like a row whose attempt failed at at, unless
@@ -184,7 +217,7 @@ func (s *sending) retryLater(id int64, session string, at time.Time) {
 	h := s.wait(id, session, at)
 	if h.fails == 0 {
 		h.fails = 1
-		h.until = at.Add(retryBase)
+		h.until = at.Add(s.pace.base)
 	}
 }
 
@@ -218,13 +251,13 @@ func (s *sending) keep(unsent []core.Outgoing, listed time.Time) {
 	}
 }
 
-// retryDelay is the wait after a session's fails-th failed attempt in a row.
-func retryDelay(fails int) time.Duration {
-	d := retryBase
-	for i := 1; i < fails && d < retryMax; i++ {
+// delay is the wait after a session's fails-th failed attempt in a row.
+func (p pacing) delay(fails int) time.Duration {
+	d := p.base
+	for i := 1; i < fails && d < p.max; i++ {
 		d *= 2
 	}
-	return min(d, retryMax)
+	return min(d, p.max)
 }
 
 // RetryUnsent sends again the waiting outbox rows of the given channels whose session's
@@ -276,10 +309,13 @@ func (e *Engine) retryRow(ctx context.Context, o *core.Outgoing) (string, error)
 	return e.deliverLeft(ctx, o, true)
 }
 
-// RetryLoop runs RetryUnsent every interval (0 = DefaultRetryEvery) until ctx ends.
+// RetryLoop runs RetryUnsent every interval (0 = paced by maxAge: every 15 s, or an
+// eighth of maxAge when that is less) until ctx ends. From its start, the backoff of
+// failed sends is paced by maxAge too (pace).
 func (e *Engine) RetryLoop(ctx context.Context, channels []string, maxAge, interval time.Duration) {
+	e.sending.paceTo(maxAge)
 	if interval <= 0 {
-		interval = DefaultRetryEvery
+		interval = pace(maxAge).every
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
