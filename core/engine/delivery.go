@@ -109,6 +109,9 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed, retr
 	if merr := e.d.Store.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
 		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
 	}
+	if isDropNotice(o.Reply) {
+		e.told(o.ID)
+	}
 	return id, nil
 }
 

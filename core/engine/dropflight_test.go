@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,5 +61,44 @@ func TestRetryLeavesAReplyInFlightToItsDelivery(t *testing.T) {
 	}
 	if got := out.all(); len(got) != 1 || got[0].Text != "answer a00" {
 		t.Fatalf("sent %+v; want the answer alone, no notice of a drop", got)
+	}
+}
+
+// A chat whose platform stays down for longer than outbox_max_age with nothing more to
+// say: its one answer is given up, then the notice about it ages out too. That notice
+// gives its count back, so once the platform takes the chat's messages again the chat
+// gets exactly one notice, about the answer (the notices that could not be delivered are
+// not themselves counted as replies lost).
+func TestANoticeThatAgesOutIsToldAgain(t *testing.T) {
+	const maxAge = 2 * time.Minute
+	h := newHarness(t)
+	clock := coretest.NewClock(day)
+	out := newOutageSender(clock.Now)
+	eng := h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: h.st, Model: h.model, Tools: h.tools, Out: out,
+		Now: clock.Now, NudgeSpecs: nudges.Specs{}}))
+	ctx := context.Background()
+	out.set("a", errors.New("telegram answered 500 Internal Server Error"))
+	h.model.push(sessionID("a"), text("answer a00"))
+	if err := eng.Handle(ctx, core.Message{ID: "ev-1", Address: addr("a"), Sender: core.Person{ID: "local"}, Text: "question", Time: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 * 8 { // five ages of retries while down
+		clock.Add(15 * time.Second)
+		eng.RetryUnsent(ctx, nil, maxAge)
+	}
+	if n := len(droppedRows(t, h, sessionID("a"))); n < 2 {
+		t.Fatalf("%d rows given up while down; want the answer and at least one notice; tries %v unsent %+v", n, out.tries("a"), unsent(t, h.st))
+	}
+	out.set("a", nil)
+	for range 5 * 8 {
+		clock.Add(15 * time.Second)
+		eng.RetryUnsent(ctx, nil, maxAge)
+	}
+	want := `A reply could not be delivered during the outage; it began "answer a00". /plan shows where things stand.`
+	if got := out.texts("a"); len(got) != 1 || got[0] != want {
+		t.Fatalf("the chat was sent %q; want only %q", got, want)
+	}
+	if rows := unsent(t, h.st); len(rows) != 0 {
+		t.Fatalf("left unsent: %+v", rows)
 	}
 }

@@ -15,6 +15,8 @@ import (
 // notes of a session gather while any of its rows wait to be sent again (so one outage
 // gives one notice), and become one outbox row when none waits: that row goes through the
 // same order and retries as any reply, so it reaches the chat when the platform takes it.
+// A notice row that ages out itself gives its count back to the session's note, so the
+// notice that gets through counts every reply lost.
 
 // Why a reply was given up, as OutboxDropped's reason.
 const (
@@ -41,7 +43,11 @@ func (e *Engine) drop(ctx context.Context, o core.Outgoing, kind, why string) er
 		return fmt.Errorf("dropping reply %d: %w", o.ID, err)
 	}
 	e.obs.obs.OutboxDropped(o.Reply.To.Channel, kind)
-	if kind == dropTold || isDropNotice(o.Reply) || !shown(o.Reply.Kind) {
+	if isDropNotice(o.Reply) {
+		e.renote(o.ID, o.SessionID)
+		return nil
+	}
+	if kind == dropTold || !shown(o.Reply.Kind) {
 		return nil
 	}
 	e.dropsMu.Lock()
@@ -54,6 +60,31 @@ func (e *Engine) drop(ctx context.Context, o core.Outgoing, kind, why string) er
 	n.count++
 	n.last, n.why = o.Reply, kind
 	return nil
+}
+
+// renote puts what notice row id told back into its session's note: the notice was given
+// up (the chat was still unreachable and it aged out), so the next notice counts those
+// drops too. Drops noted since are newer and keep their last.
+func (e *Engine) renote(id int64, session string) {
+	e.dropsMu.Lock()
+	defer e.dropsMu.Unlock()
+	told, ok := e.telling[id]
+	if !ok {
+		return
+	}
+	delete(e.telling, id)
+	if n := e.drops[session]; n != nil {
+		n.count += told.count
+	} else {
+		e.drops[session] = &told
+	}
+}
+
+// told forgets the note of notice row id: the platform took it.
+func (e *Engine) told(id int64) {
+	e.dropsMu.Lock()
+	defer e.dropsMu.Unlock()
+	delete(e.telling, id)
 }
 
 // unnote takes the newest drop out of session's note: the chat was told about it another
@@ -100,12 +131,16 @@ func (e *Engine) tellDropped(ctx context.Context) {
 			e.dropsMu.Unlock()
 			continue
 		}
+		e.dropsMu.Lock()
+		e.telling[ch.Outbox[0].ID] = n
+		e.dropsMu.Unlock()
 		_, _ = e.deliver(ctx, &ch.Outbox[0])
 	}
 }
 
 // dropNoticeEnd ends every notice about dropped replies; isDropNotice recognises one by it
-// (a notice row that is itself dropped starts no further notice, in this process or the next).
+// (a notice row that is itself dropped is not a drop to tell: what it told is noted again,
+// renote).
 const dropNoticeEnd = " /plan shows where things stand."
 
 func isDropNotice(r core.Reply) bool {

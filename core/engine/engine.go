@@ -98,6 +98,7 @@ type Engine struct {
 	sending    sending  // outbox rows being delivered, waiting to be sent again, and the sessions they hold
 	dropsMu    sync.Mutex
 	drops      map[string]*dropNote // by session: replies given up, not yet told (dropped.go)
+	telling    map[int64]dropNote   // by notice row: what a notice not yet delivered tells
 	obs        observing
 	// delayed: sessions whose chat was told that a message waits for the store (outage.go).
 	delayed map[string]bool
@@ -171,6 +172,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.progress.st = d.Store
 	e.sending.init()
 	e.drops = map[string]*dropNote{}
+	e.telling = map[int64]dropNote{}
 	e.obs.obs = d.Observer
 	e.delayed = map[string]bool{}
 	if d.Observer == nil {

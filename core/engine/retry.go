@@ -262,10 +262,11 @@ func (p pacing) delay(fails int) time.Duration {
 
 // RetryUnsent sends again the waiting outbox rows of the given channels whose session's
 // hold has passed, each session's oldest first, dropping (as Unsent does) those older
-// than maxAge. A session's rows stop at the first that fails again, or at a row this
+// than maxAge; the backoff of failed sends is paced by maxAge from then on (pace). A session's rows stop at the first that fails again, or at a row this
 // process is not waiting to send (a delivery in progress, or another process's). It
 // returns how many went out.
 func (e *Engine) RetryUnsent(ctx context.Context, channels []string, maxAge time.Duration) int {
+	e.sending.paceTo(maxAge)
 	now := e.d.Now()
 	b, err := e.Unsent(ctx, channels, maxAge, nil)
 	if err != nil {
