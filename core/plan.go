@@ -46,7 +46,9 @@ type Plan struct {
 	EditedBy   string
 	// Changes is what this version changed from the one before, for the "## Changes from
 	// vN" section of its file. It is not stored: later rewrites keep the section they find.
-	Changes   *plan.Diff
+	Changes *plan.Diff
+	// Run is what plangate recorded while carrying this version out (its stop, ...).
+	Run       plan.Run
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -50,6 +50,9 @@ const (
 	// EventApprovalRecorded is one acceptance counted under a policy that needs more; the
 	// detail is the progress, "1 of 2 approvals (alice)".
 	EventApprovalRecorded EventKind = "approval_recorded"
+	// EventStopped is a stop condition of an executing plan; the detail is its kind and
+	// notice, "max_iterations_reached: Stopped after 12 model calls ...".
+	EventStopped EventKind = "stopped"
 )
 
 // Event is one audit row.

@@ -317,7 +317,7 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: encoding body: %w", p.ID, err)
 	}
-	var decision, approvals, asked sql.NullString
+	var decision, approvals, asked, run sql.NullString
 	if p.Decision != nil {
 		d := *p.Decision
 		d.At = d.At.UTC()
@@ -329,22 +329,25 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	if err == nil {
 		asked, err = requestersJSON(p.Requesters)
 	}
+	if err == nil && !p.Run.IsZero() {
+		run, err = jsonText(p.Run, "run")
+	}
 	if err != nil {
 		return step{}, fmt.Errorf("saving plan %s: %w", p.ID, err)
 	}
 	upsert := step{
 		what: "saving plan " + p.ID,
 		q: `INSERT INTO plans (id, session_id, version, status, approval_id, body,
-		hash, file, decision, approvals, requesters, edited_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		hash, file, decision, approvals, requesters, edited_by, run, created_at, updated_at)
+		VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET version = excluded.version, status = excluded.status,
 			approval_id = excluded.approval_id, body = excluded.body, hash = excluded.hash,
 			file = excluded.file, decision = excluded.decision, approvals = excluded.approvals,
-			requesters = excluded.requesters, edited_by = excluded.edited_by,
+			requesters = excluded.requesters, edited_by = excluded.edited_by, run = excluded.run,
 			updated_at = excluded.updated_at
 		WHERE plans.session_id = excluded.session_id`,
 		args: []any{p.ID, p.SessionID, p.Version, string(p.Status), p.ApprovalID, string(body), p.Hash, p.File, decision,
-			approvals, asked, p.EditedBy, formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
+			approvals, asked, p.EditedBy, run, formatTime(stamp(p.CreatedAt, now)), formatTime(stamp(p.UpdatedAt, now))},
 		none: fmt.Errorf("saving plan %s: it belongs to another session than %q", p.ID, p.SessionID),
 	}
 	if !inPlace {
@@ -353,9 +356,9 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 	return step{
 		what: "updating plan " + p.ID,
 		q: `UPDATE plans SET status = ?, body = ?, hash = ?, file = ?, decision = ?, approvals = ?,
-			requesters = ?, edited_by = ?, updated_at = ?
+			requesters = ?, edited_by = ?, run = ?, updated_at = ?
 		WHERE id = ? AND session_id = ? AND version = ? AND approval_id IS NULLIF(?, '')`,
-		args: []any{string(p.Status), string(body), p.Hash, p.File, decision, approvals, asked, p.EditedBy,
+		args: []any{string(p.Status), string(body), p.Hash, p.File, decision, approvals, asked, p.EditedBy, run,
 			formatTime(stamp(p.UpdatedAt, now)), p.ID, p.SessionID, p.Version, p.ApprovalID},
 		orElse: &upsert,
 	}, nil

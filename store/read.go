@@ -138,7 +138,7 @@ func (d *decoder) time(v, what string) time.Time {
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
-	approvals, requesters, edited_by, created_at, updated_at`
+	approvals, requesters, edited_by, run, created_at, updated_at`
 
 // Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
@@ -181,10 +181,10 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		p                     core.Plan
 		status, body, cr, upd string
 		decision, approvals   sql.NullString
-		asked                 sql.NullString
+		asked, run            sql.NullString
 	)
 	if err := sc.Scan(&p.ID, &p.SessionID, &p.Version, &status, &p.ApprovalID, &body, &p.Hash, &p.File,
-		&decision, &approvals, &asked, &p.EditedBy, &cr, &upd); err != nil {
+		&decision, &approvals, &asked, &p.EditedBy, &run, &cr, &upd); err != nil {
 		return core.Plan{}, err
 	}
 	p.Status = core.PlanStatus(status)
@@ -203,6 +203,10 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		p.Approvals[i].At = p.Approvals[i].At.UTC()
 	}
 	d.nullJSON(asked, "requesters", &p.Requesters)
+	d.nullJSON(run, "run", &p.Run)
+	if p.Run.Stop != nil {
+		p.Run.Stop.At = p.Run.Stop.At.UTC()
+	}
 	p.CreatedAt, p.UpdatedAt = d.time(cr, "created_at"), d.time(upd, "updated_at")
 	if d.err != nil {
 		return core.Plan{}, fmt.Errorf("plan %q: %w", p.ID, d.err)

@@ -53,6 +53,7 @@ func TestRequestedByBecomesTheRequesters(t *testing.T) {
 				`UPDATE plans SET requested_by = 'slack:U7'`,
 				`ALTER TABLE sessions DROP COLUMN requesters`,
 				`ALTER TABLE plans DROP COLUMN requesters`,
+				`ALTER TABLE plans DROP COLUMN run`, // added by 0017, replayed below
 				`DELETE FROM schema_migrations WHERE version >= 13`,
 			} {
 				if _, err := s.w.ExecContext(ctx, q); err != nil {

@@ -103,7 +103,7 @@ func (t *jobRun) recheck(ctx context.Context, call core.ToolCall) (toolResult, b
 	}
 	t.told = true
 	return toolResult{content: "error: " + call.Name + " was not run: " + why, isError: true,
-		stop: "Stopped: " + t.changedElsewhere(why) + "; " + describeCall(call.Name, call.Args) + " was not run."}, false
+		stop: halt{text: "Stopped: " + t.changedElsewhere(why) + "; " + describeCall(call.Name, call.Args) + " was not run."}}, false
 }
 
 // changedWhy says why a mutating call of a turn that began on session cur may not run now

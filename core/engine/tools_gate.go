@@ -10,6 +10,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Tool calls: plan tools become triggers of Apply, workspace tools go through the gate.
@@ -113,7 +114,7 @@ func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core
 	in.rule = gateRule(in)
 	res, why, ok := gate(in)
 	if !ok {
-		t.blocked(ctx, in, why, res.stop == "")
+		t.blocked(ctx, in, why, res.stop.text == "")
 	}
 	return in, res, ok
 }
@@ -169,7 +170,7 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 		// An MCP tool changes no path the scope could check: the plan must name it.
 		if !slices.Contains(p.Body.Scope.AllowedTools, spec.Name) {
 			msg := fmt.Sprintf("%s refused: it is not in the accepted plan's scope.allowed_tools", spec.Name)
-			return outOfScope(msg, p.Version), msg, false
+			return outOfScope(plan.StopForbiddenTool, msg, p.Version), msg, false
 		}
 		return toolResult{}, "", true
 	}
@@ -179,16 +180,16 @@ func gate(in gateInput) (res toolResult, why string, ok bool) {
 	for _, p0 := range in.paths {
 		if why, ok := machine.CheckScope(p.Body.Scope, p0); !ok {
 			msg := fmt.Sprintf("%s on %q refused: %s", spec.Name, p0, why)
-			return outOfScope(msg, p.Version), msg, false
+			return outOfScope(plan.StopForbiddenPath, msg, p.Version), msg, false
 		}
 	}
 	return toolResult{}, "", true
 }
 
 // outOfScope refuses a call the accepted plan version does not allow, stopping the turn.
-func outOfScope(msg string, version int) toolResult {
+func outOfScope(kind plan.StopKind, msg string, version int) toolResult {
 	return toolResult{content: "error: " + msg, isError: true,
-		stop: fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, version)}
+		stop: halt{kind, fmt.Sprintf("Stopped: %s. The accepted plan v%d does not allow it; /plan revise <feedback> to change the plan.", msg, version)}}
 }
 
 // IsMCPTool says whether name is an MCP server's tool (<server>__<tool>); no workspace
@@ -199,8 +200,8 @@ func IsMCPTool(name string) bool { return strings.Contains(name, "__") }
 type toolResult struct {
 	content string
 	isError bool
-	endTurn bool   // the turn ends after this call (a plan or question was posted)
-	stop    string // a stop condition: report this to the chat and end the turn
+	endTurn bool // the turn ends after this call (a plan or question was posted)
+	stop    halt // a stop condition: report it to the chat and end the turn
 	// outcome is a plan tool's transition; the turn commits it with the call's transcript
 	// entries (see applyTool).
 	outcome *machine.Outcome

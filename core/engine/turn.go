@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // jobRun is one job being handled (a message, a command, a reminder), with what it keeps
@@ -188,8 +189,8 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if r.stop != "" {
-			return false, t.flush(ctx, tr, noticef("%s", r.stop))
+		if r.stop.text != "" {
+			return false, t.halt(ctx, tr, r.stop)
 		}
 		// Record this round before the next model call (lazily: no disk wait): a tool may
 		// have changed the workspace, and a process killed now must not forget that, nor
@@ -201,7 +202,35 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return len(t.sess.Injections) > 0, nil
 		}
 	}
-	return false, t.flush(ctx, tr, noticef("Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations))
+	return false, t.halt(ctx, tr, halt{plan.StopMaxIterations, fmt.Sprintf("Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations)})
+}
+
+// halt is a stop condition of a turn: the notice the chat gets and, when a condition of
+// the accepted plan caused it, its kind; a stop without one (a person's message came in)
+// is not the plan's.
+type halt struct {
+	kind plan.StopKind
+	text string
+}
+
+// halt ends the turn with the stop h: its notice, and for a stop of the executing plan
+// its record on the plan version (Run.Stop) and an audit row, in the same commit.
+func (t *jobRun) halt(ctx context.Context, tr *turn, h halt) error {
+	if h.kind == "" || t.sess.Phase != core.PhaseExecuting {
+		return t.flush(ctx, tr, noticef("%s", h.text))
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil || p == nil {
+		return errors.Join(err, t.flush(ctx, tr, noticef("%s", h.text)))
+	}
+	now := t.e.d.Now()
+	stopped := *p
+	stopped.Run.Stop = &plan.Stop{Kind: h.kind, Message: h.text, At: now}
+	stopped.UpdatedAt = now
+	ch := core.Change{Plans: []core.Plan{stopped}, Events: []core.Event{{
+		PlanID: p.ID, PlanVersion: p.Version, Kind: core.EventStopped, Actor: core.AgentActor,
+		Channel: t.sess.Address.Channel, Detail: string(h.kind) + ": " + h.text, At: now}}}
+	return t.flushWith(ctx, tr, ch, noticef("%s", h.text))
 }
 
 func noticef(format string, args ...any) core.Reply {
@@ -305,17 +334,24 @@ func (t *jobRun) modelFailed(ctx context.Context, tr *turn, err error) error {
 // queues rs (the agent's answer, a stop notice) as outbox rows of the same commit. Nothing
 // a person decided is in it, so it need not wait for the disk.
 func (t *jobRun) flush(ctx context.Context, tr *turn, rs ...core.Reply) error {
+	return t.flushWith(ctx, tr, core.Change{}, rs...)
+}
+
+// flushWith is flush committing the plans and events of extra too; with any it waits for
+// the disk, since it records more than the transcript.
+func (t *jobRun) flushWith(ctx context.Context, tr *turn, extra core.Change, rs ...core.Reply) error {
 	if pending := t.takeNotices(); len(pending) > 0 { // the gate's notices come first
 		rs = append(pending, rs...)
 	}
-	if len(tr.unsaved) == 0 && tr.drained == 0 {
+	recorded := len(extra.Plans) > 0 || len(extra.Events) > 0
+	if len(tr.unsaved) == 0 && tr.drained == 0 && !recorded {
 		return t.post(ctx, rs...)
 	}
 	drained := tr.drained
 	next := t.sess
 	next.Injections = tr.undrained(next.Injections)
 	next.UpdatedAt = t.e.d.Now()
-	ch := t.withRows(core.Change{Session: &next, Messages: tr.takeUnsaved(), Lazy: true}, rs)
+	ch := t.withRows(core.Change{Session: &next, Messages: tr.takeUnsaved(), Plans: extra.Plans, Events: extra.Events, Lazy: !recorded}, rs)
 	err := t.commit(ctx, ch)
 	if errors.Is(err, core.ErrConflict) {
 		if rebased, ok := t.rebase(ctx, drained); ok {
@@ -359,7 +395,7 @@ func (t *jobRun) rebase(ctx context.Context, drained int) (core.Session, bool) {
 // round is what one tool round ended with.
 type round struct {
 	ended string // the tool that ended the turn
-	stop  string // a stop condition to report
+	stop  halt   // a stop condition to report
 }
 
 // toolRound runs the tool calls of one model answer, in order; after a call that ends the
@@ -371,11 +407,11 @@ func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall)
 		switch {
 		case r.ended != "":
 			res = toolResult{content: "not run: the turn ended with " + r.ended}
-		case r.stop != "":
+		case r.stop.text != "":
 			res = toolResult{content: "not run: the turn was stopped"}
 		default:
 			if why, ok := t.e.interrupted(t.sess); ok {
-				r.stop = "Stopped: " + why + " came in."
+				r.stop = halt{text: "Stopped: " + why + " came in."}
 				res = toolResult{content: "not run: the user interrupted"}
 				break
 			}
@@ -420,13 +456,13 @@ func (tr *turn) note(r *round, name string, res toolResult) {
 		} else {
 			tr.lastErr, tr.sameErr = res.content, 1
 		}
-		if tr.sameErr >= 3 && r.stop == "" {
-			r.stop = fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", machine.OneLine(strings.TrimPrefix(res.content, "error: ")))
+		if tr.sameErr >= 3 && r.stop.text == "" {
+			r.stop = halt{plan.StopRepeatedFailure, fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", machine.OneLine(strings.TrimPrefix(res.content, "error: ")))}
 		}
-	} else if r.ended == "" && r.stop == "" {
+	} else if r.ended == "" && r.stop.text == "" {
 		tr.lastErr, tr.sameErr = "", 0
 	}
-	if res.stop != "" && r.stop == "" {
+	if res.stop.text != "" && r.stop.text == "" {
 		r.stop = res.stop
 	}
 	if res.endTurn && r.ended == "" {

@@ -154,6 +154,7 @@ func testPlans(t *testing.T, open func() Store) {
 	kept.Body.Title, kept.Body.Steps = "Add a changelog, linked", kept.Body.Steps[:1]
 	kept.Decision = &plan.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
 	kept.Approvals = nil
+	kept.Run = plan.Run{Stop: &plan.Stop{Kind: plan.StopMaxLinesChanged, Message: "Stopped: 120 lines changed, the plan allows 100.", At: at(9)}}
 	kept.UpdatedAt = at(9)
 	sent := kept
 	sent.CreatedAt = at(10) // created_at is set once
