@@ -65,22 +65,37 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 	if arg != nil {
 		args = append(args, arg)
 	}
-	// Not fsynced: other processes see the row at once, and an OS crash, the only way to
-	// lose it, ends every holder anyway. Turns take and renew leases often.
-	ok, err := s.changed(ctx, true, step{what: "writing the lease",
-		q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ` + until + `)
+	// A refusal reads who holds the lease in a second statement, and the holder may
+	// release it in between: then the lease is free, and the write is tried again.
+	for try := 0; ; try++ {
+		// Not fsynced: other processes see the row at once, and an OS crash, the only way
+		// to lose it, ends every holder anyway. Turns take and renew leases often.
+		ok, err := s.changed(ctx, true, step{what: "writing the lease",
+			q: `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ` + until + `)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE leases.owner = excluded.owner OR leases.expires_at <= ` + at,
-		args: args})
-	switch {
-	case err != nil:
-		return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
-	case ok:
-		return core.Lease{Name: name, Owner: owner, ExpiresAt: now.Add(ttl)}, true, nil
+			args: args})
+		switch {
+		case err != nil:
+			return core.Lease{}, false, fmt.Errorf("acquiring lease %s: %w", name, explain(err))
+		case ok:
+			return core.Lease{Name: name, Owner: owner, ExpiresAt: now.Add(ttl)}, true, nil
+		}
+		held, err := s.lease(ctx, s.w, name, now) // another holder's live lease refused the write
+		if errors.Is(err, core.ErrNotFound) && try < maxLeaseTries {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return core.Lease{}, false, fmt.Errorf("acquiring lease %s: reading its holder: %w", name, err)
+		}
+		return held, false, nil
 	}
-	held, err := s.lease(ctx, s.w, name, now) // another holder's live lease refused the write
-	return held, false, err
 }
+
+// maxLeaseTries bounds AcquireLease's writes after a holder released the lease between a
+// refused write and the read of who holds it; others taking and releasing it that fast,
+// that often, is contention worth an error.
+const maxLeaseTries = 10
 
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.

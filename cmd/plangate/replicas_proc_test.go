@@ -153,7 +153,12 @@ type replicaTest struct {
 }
 
 func newReplicaTest(t *testing.T, ctx context.Context, mode string, slackHTTP bool) *replicaTest {
-	rt := &replicaTest{t: t, ctx: ctx, dsn: pgtest.Schema(t), tg: newSoakTelegram(), hold: newModelHold(),
+	return newReplicaTestOn(t, ctx, mode, slackHTTP, pgtest.Schema(t))
+}
+
+// newReplicaTestOn is newReplicaTest on the database dsn (of a server the test owns).
+func newReplicaTestOn(t *testing.T, ctx context.Context, mode string, slackHTTP bool, dsn string) *replicaTest {
+	rt := &replicaTest{t: t, ctx: ctx, dsn: dsn, tg: newSoakTelegram(), hold: newModelHold(),
 		env: []string{"TELEGRAM_BOT_TOKEN=4242:soak-token", "SOAK_KEY=k", "TG_SECRET=replica-secret",
 			"SLACK_BOT_TOKEN=xoxb-replica-test", "SLACK_SIGNING_SECRET=" + replicaSigningSecret}}
 	t.Cleanup(rt.hold.release)
@@ -239,13 +244,18 @@ func (rt *replicaTest) settle(texts []string, click func(chat int, data string),
 	}
 }
 
-// answered counts the answers to text: on Slack for texts sent there ("s-…", "hold-sl"),
+// answered counts the answers to text: on Slack for texts sent there ("s-…", "hold-sl…"),
 // else on Telegram.
 func (rt *replicaTest) answered(text string) int {
-	if strings.HasPrefix(text, "s-") || text == "hold-sl" {
+	if onSlack(text) {
 		return rt.sl.soakCount("echo: " + text + "\n")
 	}
 	return rt.tg.count("echo: " + text + "\n")
+}
+
+// onSlack reports whether a test text was sent on Slack.
+func onSlack(text string) bool {
+	return strings.HasPrefix(text, "s-") || strings.HasPrefix(text, "hold-sl")
 }
 
 // check: every text answered exactly once (on each platform twicePerKill duplicates
@@ -258,7 +268,7 @@ func (rt *replicaTest) check(texts []string, kills, twicePerKill int) {
 	for _, m := range texts {
 		if n := rt.answered(m); n > 1 {
 			twice = append(twice, fmt.Sprintf("%s×%d", m, n))
-			twiceOn[strings.HasPrefix(m, "s-") || m == "hold-sl"]++
+			twiceOn[onSlack(m)]++
 		}
 	}
 	accepted := rt.tg.count("Accepted plan v1")

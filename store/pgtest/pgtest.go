@@ -151,6 +151,7 @@ func (s *Server) Stop() error {
 		return os.RemoveAll(s.dir)
 	default:
 	}
+	_ = s.Resume() // a stalled server acts on no signal (but SIGKILL) until SIGCONT
 	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
 		return fmt.Errorf("stopping postgres: %w", err)
 	}
@@ -170,6 +171,7 @@ func (s *Server) Halt() error {
 		return nil
 	default:
 	}
+	_ = s.Resume()
 	if err := s.proc.Process.Signal(os.Interrupt); err != nil {
 		return fmt.Errorf("stopping postgres: %w", err)
 	}
@@ -180,6 +182,66 @@ func (s *Server) Halt() error {
 		s.kill()
 		return errors.New("stopping postgres: it did not stop within 30 s and was killed")
 	}
+}
+
+// Stall freezes the server as a hung host or a paused VM does: SIGSTOP to the postmaster
+// and then to every process it started (backends and workers; each leads a session of its
+// own, so there is no one process group to signal). Connections stay open and nothing
+// answers on them; new connections wait in the socket's backlog. Resume ends it. Stop and
+// Halt resume a stalled server first; a test binary killed during a stall leaves the
+// stopped children behind (the kernel kills only the postmaster).
+func (s *Server) Stall() error {
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	// The postmaster is stopped, so the set of its children holds still while we read it.
+	return s.signalChildren(syscall.SIGSTOP)
+}
+
+// Resume lets a stalled server run on: SIGCONT to the postmaster's children, then to it.
+func (s *Server) Resume() error {
+	return errors.Join(s.signalChildren(syscall.SIGCONT), s.signal(syscall.SIGCONT))
+}
+
+func (s *Server) signal(sig syscall.Signal) error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("signalling postgres (%v): it is not running", sig)
+	default:
+	}
+	if err := s.proc.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signalling postgres (%v): %w", sig, err)
+	}
+	return nil
+}
+
+// signalChildren sends sig to every process whose parent is the postmaster, found in /proc.
+func (s *Server) signalChildren(sig syscall.Signal) error {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("listing the server's processes: %w", err)
+	}
+	parent := strconv.Itoa(s.proc.Process.Pid)
+	var errs []error
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 2 || f[1] != parent {
+			continue
+		}
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signalling postgres process %d (%v): %w", pid, sig, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Boot starts a server that Halt stopped, on the same data and socket.

@@ -192,3 +192,31 @@ func testRacingLeases(t *testing.T, open func() Store) {
 		}
 	}
 }
+
+// testRacingLeaseRelease: two processes take and release one lease over and over. A
+// refused take names the other holder even when that holder released the lease between
+// the refused write and the read of who holds it; it never fails.
+func testRacingLeaseRelease(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	st := [2]Store{open(), open()}
+	errs := race(func(i int) error {
+		owner := fmt.Sprintf("replica-%d", i)
+		for r := range 10 * rounds {
+			l, ok, err := st[i].AcquireLease(ctx, "session:s1", owner, at(0), time.Minute)
+			switch {
+			case err != nil:
+				return fmt.Errorf("take %d: %w", r, err)
+			case !ok && (l.Owner == owner || l.Owner == ""):
+				return fmt.Errorf("take %d: refused, held by %q", r, l.Owner)
+			case ok:
+				if err := st[i].ReleaseLease(ctx, "session:s1", owner); err != nil {
+					return fmt.Errorf("release %d: %w", r, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err := errors.Join(errs[0], errs[1]); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -98,6 +98,7 @@ func Run(t *testing.T, f Factory) {
 		{"RacingInbound", testRacingInbound},
 		{"RacingNudgeClaims", testRacingNudgeClaims},
 		{"RacingLeases", testRacingLeases},
+		{"RacingLeaseRelease", testRacingLeaseRelease},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
