@@ -60,6 +60,9 @@ type Decision struct {
 	Channel  string    `json:"channel"`
 	Outcome  string    `json:"outcome"` // accepted, auto_accepted, revised, abandoned, aborted, expired
 	Feedback string    `json:"feedback,omitempty"`
+	// Stale is what had changed in the workspace since the version was proposed when a
+	// person accepted it anyway (/plan accept --stale), in words.
+	Stale string `json:"stale,omitempty"`
 }
 
 // Body is what the model proposes; it is stored as JSON and hashed.

@@ -423,5 +423,8 @@ func decisionLines(d Decision) []string {
 	if fb := EscapeMarkdown(d.Feedback); fb != "" {
 		lines = append(lines, "Feedback: "+fb)
 	}
+	if st := EscapeMarkdown(d.Stale); st != "" {
+		lines = append(lines, "Accepted on a changed workspace: "+st)
+	}
 	return lines
 }

@@ -8,10 +8,13 @@ type Run struct {
 	// Stop is why the execution of this version stopped and waits for a person; nil while
 	// it runs, before it starts and once it completed.
 	Stop *Stop `json:"stop,omitempty"`
+	// Tree is the workspace's fingerprint when the version was proposed (or edited), which
+	// its acceptance is checked against; nil when the toolbox keeps none.
+	Tree *Tree `json:"tree,omitempty"`
 }
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
-func (r Run) IsZero() bool { return r.Stop == nil }
+func (r Run) IsZero() bool { return r.Stop == nil && r.Tree == nil }
 
 // StopKind names a stop condition of an executing plan.
 type StopKind string
