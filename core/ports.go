@@ -263,6 +263,9 @@ type Toolbox interface {
 // compared at acceptance with the state the version was proposed on.
 type Fingerprinter interface {
 	Fingerprint(ctx context.Context, ws Workspace) (*plan.Tree, error)
+	// LinesChanged counts the lines added plus removed in paths from tree a to tree b
+	// (text files only; a path missing from a tree is an empty file).
+	LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error)
 }
 
 // ToolServerDown is the error of a tool call whose server stopped during it (an MCP server

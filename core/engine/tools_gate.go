@@ -337,3 +337,12 @@ func (ts toolboxes) Fingerprint(ctx context.Context, ws core.Workspace) (*plan.T
 	}
 	return nil, nil
 }
+
+func (ts toolboxes) LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error) {
+	for _, x := range ts {
+		if f, ok := x.(core.Fingerprinter); ok {
+			return f.LinesChanged(ctx, a, b, paths)
+		}
+	}
+	return 0, nil
+}

@@ -35,7 +35,11 @@ func (x *transition) accept() error {
 		return err
 	}
 	if stale != "" {
+		// The decision says what had changed; the execution counts from what was accepted.
 		p.Decision.Stale = stale
+		if x.in.Tree != nil {
+			p.Run.Baseline = x.in.Tree
+		}
 		x.o.Change.Plans[len(x.o.Change.Plans)-1] = p
 	}
 	x.next.Phase = x.phase

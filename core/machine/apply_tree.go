@@ -47,3 +47,22 @@ func (x *transition) fresh() (stale string, ok bool) {
 		x.event(core.EventRefused, &p, "accept refused: workspace changed: "+words))
 	return "", false
 }
+
+// budgetLine is /plan status's line about what an accepted version changed against its
+// budget ("budget: 2 of 3 files, 40 of 100 lines changed so far"); "" for a version with
+// no budget, or one not carried out.
+func budgetLine(p core.Plan) string {
+	sc, ch := p.Body.Scope, p.Run.Changed
+	if sc.BudgetWords() == "" || (p.Status != core.PlanAccepted && p.Status != core.PlanCompleted) {
+		return ""
+	}
+	files, lines := 0, 0
+	if ch != nil {
+		files, lines = ch.Files, ch.Lines
+	}
+	line := "budget: " + plan.ChangedWords(sc, files, lines) + " so far"
+	if ch != nil && ch.Exceeded != "" {
+		line += fmt.Sprintf(" — over it (%s); v%d may change nothing more: /plan revise <feedback> for a new version", ch.Exceeded, p.Version)
+	}
+	return line
+}

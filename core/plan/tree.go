@@ -18,9 +18,10 @@ import (
 // repository, and every file's path, size and content hash (the plan's own copy, PLAN.md
 // and PLAN.json, and .git left out), so a later fingerprint can name what changed.
 //
-// The file list is kept packed (deflated, base64) in one JSON string: a version's run is
-// read with the plan on every message, and one string of a few tens of kilobytes decodes
-// far faster than thousands of small objects. Files unpacks it when a comparison needs it.
+// The file list is kept packed (deflated, base64) and is not part of the tree's JSON: a
+// version's run is read with the plan on every message, and a list of thousands of files
+// would make each read cost a millisecond. The engine keeps the packed list apart, by the
+// tree's Hash, and puts it back (Packed) when a comparison needs it.
 type Tree struct {
 	// Head is the commit git's HEAD names ("" outside a repository or before the first
 	// commit), and Ref the branch it is on ("" when detached).
@@ -30,8 +31,9 @@ type Tree struct {
 	Hash  string `json:"hash"`
 	Count int    `json:"files"`
 	Bytes int64  `json:"bytes"`
-	// Packed is the file list, one "path\tsize\thash\n" line per file in path order.
-	Packed string `json:"packed,omitempty"`
+	// Packed is the file list, one "path\tsize\thash\n" line per file in path order,
+	// deflated and base64-encoded; "" when it was not loaded.
+	Packed string `json:"-"`
 }
 
 // TreeFile is one file of a Tree. A symbolic link is recorded, not followed: its Hash is
@@ -76,8 +78,11 @@ func NewTree(head, ref string, files []TreeFile) (*Tree, error) {
 
 // Files unpacks the file list, in path order.
 func (t *Tree) Files() ([]TreeFile, error) {
-	if t == nil || t.Packed == "" {
+	if t == nil || t.Count == 0 {
 		return nil, nil
+	}
+	if t.Packed == "" {
+		return nil, errors.New("the file list of the fingerprint is not loaded")
 	}
 	zr := flate.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(t.Packed)))
 	defer zr.Close()

@@ -32,7 +32,7 @@ func (t *Toolbox) Fingerprint(ctx context.Context, ws core.Workspace) (*plan.Tre
 		return nil, err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir}
+	w := &workspace{root: root, dir: ws.Dir, baselines: t.cfg.Baselines}
 	if len(t.cfg.Hidden) > 0 {
 		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
 	}
@@ -90,7 +90,13 @@ func (w *workspace) hashFile(ctx context.Context, p string, buf []byte) (plan.Tr
 		return tf, nil
 	}
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, &budgetReader{ctx: ctx, r: f, left: maxHashedFile + 1}, buf); err != nil {
+	var kept *bytes.Buffer
+	r := io.Reader(&budgetReader{ctx: ctx, r: f, left: maxHashedFile + 1})
+	if w.baselines != "" && fi.Size() <= MaxBaselineFile {
+		kept = bytes.NewBuffer(make([]byte, 0, fi.Size()))
+		r = io.TeeReader(r, kept)
+	}
+	if _, err := io.CopyBuffer(h, r, buf); err != nil {
 		if ctx.Err() != nil {
 			return tf, ctx.Err()
 		}
@@ -98,6 +104,9 @@ func (w *workspace) hashFile(ctx context.Context, p string, buf []byte) (plan.Tr
 		return tf, nil
 	}
 	tf.Hash = hex.EncodeToString(h.Sum(nil)[:16])
+	if kept != nil {
+		w.keepBaseline(tf.Hash, kept.Bytes())
+	}
 	return tf, nil
 }
 

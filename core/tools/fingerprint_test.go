@@ -153,3 +153,29 @@ func BenchmarkFingerprint(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(tree.Packed)), "packed-bytes")
 }
+
+// With a baselines directory, a fingerprint keeps text contents, and LinesChanged counts
+// lines added plus removed per path: a new file all its lines, a removed one all of its,
+// an edit the lines it touched; binary files count none.
+func TestLinesChanged(t *testing.T) {
+	ws := testWS(t, map[string]string{"a.txt": "one\ntwo\nthree\n", "gone.txt": "x\ny\n", "bin": "\x00\x01\x02"})
+	tb := New(Config{Baselines: filepath.Join(t.TempDir(), "baselines")})
+	before := fingerprint(t, tb, ws)
+	writeTree(t, ws.Dir, map[string]string{"a.txt": "one\n2\nthree\nfour\n", "new.txt": "n1\nn2\nn3\n", "bin": "\x00\x09"})
+	if err := os.Remove(filepath.Join(ws.Dir, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	after := fingerprint(t, tb, ws)
+	c := changes(t, before, after)
+	n, err := tb.LinesChanged(context.Background(), before, after, c.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a.txt: -two +2 +four = 3; gone.txt: 2; new.txt: 3; bin: 0.
+	if len(c.Files) != 4 || n != 8 {
+		t.Fatalf("%d files, %d lines changed, want 4 and 8 (%+v)", len(c.Files), n, c)
+	}
+	if _, err := New(Config{}).LinesChanged(context.Background(), before, after, c.Paths()); err == nil {
+		t.Error("LinesChanged without a baselines directory: no error")
+	}
+}
