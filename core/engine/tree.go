@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/plangate/plangate/core"
@@ -28,24 +29,26 @@ func (t *jobRun) fingerprint(ctx context.Context) (*plan.Tree, error) {
 // refusal's reason).
 func (t *jobRun) withTree(ctx context.Context, tr machine.Trigger, cur *core.Plan, in *machine.Input) {
 	accept := tr == machine.TrigAccept
+	var problem error
 	switch {
 	case tr == machine.TrigPropose, tr == machine.TrigAutoPropose, tr == machine.TrigEdit:
 	case accept && cur != nil && cur.Status == core.PlanPending && cur.Run.Tree != nil:
-		if err := t.e.loadTree(ctx, cur.Run.Tree); err != nil {
-			in.TreeProblem = machine.OneLine(err.Error())
-			return
-		}
+		// Without the recorded list the check cannot be made; --stale still records
+		// the workspace it accepts as the baseline.
+		problem = t.e.loadTree(ctx, cur.Run.Tree)
 	default:
 		return
 	}
 	tree, err := t.fingerprint(ctx)
-	if err == nil && (!accept || (in.Stale && tree != nil && tree.Hash != cur.Run.Tree.Hash)) {
+	if err == nil && (!accept || (in.Stale && tree != nil && (problem != nil || tree.Hash != cur.Run.Tree.Hash))) {
 		err = t.e.saveTree(ctx, tree) // the new version's, or the baseline of a --stale acceptance
 	}
-	if err != nil {
+	if err = errors.Join(problem, err); err != nil {
 		t.e.d.Log.Warn("fingerprinting the workspace", "session", t.sess.ID, "trigger", tr, "err", err)
 		in.TreeProblem = machine.OneLine(err.Error())
-		return
+		if problem == nil {
+			return
+		}
 	}
 	in.Tree = tree
 }

@@ -161,3 +161,39 @@ func TestAcceptOnAnUnchangedWorkspace(t *testing.T) {
 		t.Fatalf("accepted rows %+v", acc)
 	}
 }
+
+// When the recorded fingerprint cannot be read back (its file list is gone from the store),
+// the acceptance is refused, saying why, and --stale accepts without the check.
+func TestAcceptWhenTheFingerprintIsUnreadable(t *testing.T) {
+	h := newHarness(t)
+	h.tools = tools.New(tools.Config{})
+	h.open()
+	h.writeWS("main", map[string]string{"a.txt": "a\n"})
+	p := h.toPending("main", "Tidy")
+	tree := h.plan(p.ID).Run.Tree
+	if tree == nil || tree.Packed != "" {
+		t.Fatalf("stored tree %+v: want one, without its file list in the row", tree)
+	}
+	if v, ok, err := h.st.ChannelState(t.Context(), "plangate", "trees", tree.Hash); err != nil || !ok || v == "" {
+		t.Fatalf("the file list is not kept: %q %v %v", v, ok, err)
+	}
+	if err := h.st.SetChannelState(t.Context(), "plangate", "trees", tree.Hash, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, lastText(h.say("main", "local", "/plan accept")), "I could not compare the workspace with the one it was proposed on", "/plan accept --stale")
+	if got := h.plan(p.ID); got.Status != core.PlanPending {
+		t.Fatalf("plan %s after the refusal", got.Status)
+	}
+	mustContain(t, joinTexts(h.say("main", "local", "/plan accept --stale")), "on a changed workspace (not checked (")
+	got := h.plan(p.ID)
+	if got.Status != core.PlanAccepted && got.Status != core.PlanCompleted {
+		t.Fatalf("plan %s after --stale", got.Status)
+	}
+	// The execution counts from the workspace it was accepted on, whose list is kept.
+	if got.Run.Baseline == nil {
+		t.Fatal("no baseline recorded for the unchecked acceptance")
+	}
+	if v, ok, err := h.st.ChannelState(t.Context(), "plangate", "trees", got.Run.Baseline.Hash); err != nil || !ok || v == "" {
+		t.Fatalf("the baseline's file list is not kept: %v %v", ok, err)
+	}
+}

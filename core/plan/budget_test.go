@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,11 @@ func TestBudgetArgumentsFileAndJudge(t *testing.T) {
 	back, err = ParseMarkdown([]byte(edited))
 	if err != nil || back.Scope.MaxFilesChanged != 0 || back.Scope.MaxLinesChanged != 1 {
 		t.Fatalf("edited budget: %+v, %v", back.Scope, err)
+	}
+
+	// A new version that changes only the budget says so.
+	if d := Compare(b, noBudget); d.Empty() || !slices.Contains(d.Changed, "budget") {
+		t.Fatalf("compare %+v, want the budget changed", d)
 	}
 
 	for _, tc := range []struct{ args, want string }{
