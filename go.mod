@@ -3,6 +3,7 @@ module github.com/plangate/plangate
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/chromedp/chromedp v0.23.0

@@ -77,9 +77,11 @@ type Command struct {
 	Name    Name   // Status for a bare /plan
 	Args    string // the argument text, trimmed (may span lines for revise and answer)
 	Version int    // accept vN: N; 0 = not given
-	Auto    AutoMode
-	Nudge   *NudgeRequest
-	Spec    Spec // the table row of Name
+	// Stale: accept --stale, accepting a version whose workspace changed since it was proposed.
+	Stale bool
+	Auto  AutoMode
+	Nudge *NudgeRequest
+	Spec  Spec // the table row of Name
 }
 
 // ResultKind separates "not a command", "a command" and "a reply to show the user".

@@ -12,7 +12,7 @@ func TestTableRows(t *testing.T) {
 	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Nudge}
 	wantWho := map[Name]Who{Status: Anyone, Show: Anyone, Help: Anyone, Answer: ApproverOrOwner}
 	wantArgs := map[Name]string{
-		On: "[goal]", Accept: "[vN]", Edit: "[file]", Revise: "<feedback>", Answer: "<text or option number>",
+		On: "[goal]", Accept: "[vN] [--stale]", Edit: "[file]", Revise: "<feedback>", Answer: "<text or option number>",
 		Auto: "[on|off]", Nudge: "off | snooze <duration> | every <duration> | <cron spec>",
 	}
 	table := Table()
@@ -84,7 +84,7 @@ func TestUsageOf(t *testing.T) {
 	tests := map[Name]string{
 		Status: "/plan status",
 		Revise: "/plan revise <feedback>",
-		Accept: "/plan accept [vN]",
+		Accept: "/plan accept [vN] [--stale]",
 		Answer: "/plan answer <text or option number>",
 		"nope": "",
 	}
@@ -112,7 +112,7 @@ func TestHelpText(t *testing.T) {
 			t.Errorf("help line %q does not say who may run it (%s)", lines[idx], w)
 		}
 	}
-	if !strings.Contains(help, "/plan accept [vN] — accept the pending plan (approvers)") {
+	if !strings.Contains(help, "/plan accept [vN] [--stale] — accept the pending plan (--stale: on a changed workspace) (approvers)") {
 		t.Errorf("help lacks the accept line:\n%s", help)
 	}
 	if !strings.Contains(strings.ToLower(help), "buttons") {

@@ -64,12 +64,23 @@ func parseArgs(spec Spec, args string) Result {
 
 	switch spec.Name {
 	case Accept:
-		if args == "" {
+		var rest []string
+		for _, w := range strings.FieldsFunc(args, isSpace) {
+			if strings.EqualFold(w, "--stale") {
+				cmd.Stale = true
+				continue
+			}
+			rest = append(rest, w)
+		}
+		if len(rest) == 0 {
 			break
 		}
-		v, reply := parseVersion(args)
+		if len(rest) > 1 {
+			return usageResult(cmd, fmt.Sprintf("`/plan accept` takes an optional plan version like v2 and --stale (%s is more): %s", quote(strings.Join(rest, " ")), usage(spec)))
+		}
+		v, reply := parseVersion(rest[0])
 		if reply != "" {
-			return usageResult(cmd, fmt.Sprintf("`/plan accept` takes an optional plan version like v2 (%s): %s", reply, usage(spec)))
+			return usageResult(cmd, fmt.Sprintf("`/plan accept` takes an optional plan version like v2 and --stale (%s): %s", reply, usage(spec)))
 		}
 		cmd.Version = v
 	case Auto:

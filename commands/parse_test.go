@@ -11,6 +11,7 @@ type want struct {
 	name    Name
 	args    string
 	version int
+	stale   bool
 	auto    AutoMode
 	reply   []string // substrings of Reply, for IsUsage
 }
@@ -27,9 +28,9 @@ func checkResult(t *testing.T, got Result, w want) {
 		}
 	case IsCommand:
 		c := got.Cmd
-		if c.Name != w.name || c.Args != w.args || c.Version != w.version || c.Auto != w.auto {
-			t.Errorf("Cmd = {Name:%q Args:%q Version:%d Auto:%q}, want {%q %q %d %q}",
-				c.Name, c.Args, c.Version, c.Auto, w.name, w.args, w.version, w.auto)
+		if c.Name != w.name || c.Args != w.args || c.Version != w.version || c.Auto != w.auto || c.Stale != w.stale {
+			t.Errorf("Cmd = {Name:%q Args:%q Version:%d Auto:%q Stale:%v}, want {%q %q %d %q %v}",
+				c.Name, c.Args, c.Version, c.Auto, c.Stale, w.name, w.args, w.version, w.auto, w.stale)
 		}
 		if c.Spec.Name != c.Name {
 			t.Errorf("Spec.Name = %q, want %q", c.Spec.Name, c.Name)
@@ -127,6 +128,11 @@ func TestParseSubcommands(t *testing.T) {
 		{"accept two args", "/plan accept v2 v3", want{kind: IsUsage, name: Accept, reply: []string{"/plan accept [vN]"}}},
 		{"accept vv2", "/plan accept vv2", want{kind: IsUsage, name: Accept, reply: []string{"/plan accept [vN]"}}},
 		{"accept huge", "/plan accept v99999999999999999999999", want{kind: IsUsage, name: Accept, reply: []string{"too large"}}},
+		{"accept --stale", "/plan accept --stale", want{kind: IsCommand, name: Accept, args: "--stale", stale: true}},
+		{"accept vN --stale", "/plan accept v2 --stale", want{kind: IsCommand, name: Accept, args: "v2 --stale", version: 2, stale: true}},
+		{"accept --stale vN", "/plan accept --STALE v3", want{kind: IsCommand, name: Accept, args: "--STALE v3", version: 3, stale: true}},
+		{"accept --stale twice with two versions", "/plan accept --stale v2 v3", want{kind: IsUsage, name: Accept, reply: []string{`"v2 v3" is more`, "/plan accept [vN] [--stale]"}}},
+		{"accept other flag", "/plan accept --force", want{kind: IsUsage, name: Accept, reply: []string{`"--force" is not one`}}},
 		{"accept unicode digits", "/plan accept v٣", want{kind: IsUsage, name: Accept, reply: []string{"/plan accept [vN]"}}},
 
 		// revise and answer: text required, spans lines.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Errors the store reports and the engine branches on.
@@ -254,6 +256,16 @@ type Toolbox interface {
 	Call(ctx context.Context, ws Workspace, name string, args json.RawMessage) (string, error)
 	// WritePaths names the workspace paths a mutating call would change, for the scope check.
 	WritePaths(name string, args json.RawMessage) ([]string, error)
+}
+
+// Fingerprinter is what a Toolbox may implement to bind plans to the workspace they were
+// made on: the workspace's state now (git's HEAD and every file's path, size and hash),
+// compared at acceptance with the state the version was proposed on.
+type Fingerprinter interface {
+	Fingerprint(ctx context.Context, ws Workspace) (*plan.Tree, error)
+	// LinesChanged counts the lines added plus removed in paths from tree a to tree b
+	// (text files only; a path missing from a tree is an empty file).
+	LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error)
 }
 
 // ToolServerDown is the error of a tool call whose server stopped during it (an MCP server

@@ -73,7 +73,11 @@ type PlanDetailJSON struct {
 	PlanJSON
 	Body     plan.Body      `json:"body"`
 	Decision *plan.Decision `json:"decision"`
-	Created  string         `json:"created_at"`
+	// Run is what plangate recorded while carrying the version out (the workspace's
+	// fingerprint at proposal, the changes counted against the budget, a stop); omitted
+	// when nothing is.
+	Run     *plan.Run `json:"run,omitempty"`
+	Created string    `json:"created_at"`
 }
 
 // EventJSON is one audit row.
@@ -103,7 +107,11 @@ func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 
 // ToPlanDetail is p's full view.
 func ToPlanDetail(p core.Plan) PlanDetailJSON {
-	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Created: p.CreatedAt.UTC().Format(timeFormat)}
+	d := PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Created: p.CreatedAt.UTC().Format(timeFormat)}
+	if !p.Run.IsZero() {
+		d.Run = &p.Run
+	}
+	return d
 }
 
 // SessionView is s with its current plan loaded from st.

@@ -220,10 +220,20 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		MaxWriteBytes: cfg.Tools.MaxWriteBytes,
 		Hidden:        ownFiles(cfg),
 		Seed:          cfg.Workspace.Seed,
+		Baselines:     baselinesDir(cfg),
 		// The copy exists only where plan mode writes it; elsewhere a PLAN.md is the
 		// workspace's own file.
 		ProtectPlanCopy: cfg.PlanMode.Enabled && cfg.PlanMode.WorkspaceCopy,
 	}), nil
+}
+
+// baselinesDir is where fingerprints keep text files' content for counting a plan's
+// changed lines: inside the plans directory, which the tools never see.
+func baselinesDir(cfg *Config) string {
+	if cfg.Plans.Dir == "" {
+		return ""
+	}
+	return filepath.Join(cfg.Plans.Dir, ".plangate-baselines")
 }
 
 // ownFiles are plangate's own files, which the agent's tools and commands never see:

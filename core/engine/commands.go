@@ -67,6 +67,7 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 		return t.applyTrigger(ctx, machine.TrigOff, in)
 	case commands.Accept:
 		in.Version = c.Version
+		in.Stale = c.Stale
 		in.SeenApproval = t.j.seenApproval
 		return t.applyTrigger(ctx, machine.TrigAccept, in)
 	case commands.Revise:
@@ -182,6 +183,7 @@ func (t *jobRun) applyTrigger(ctx context.Context, tr machine.Trigger, in machin
 	if in.Ref, err = t.referenced(ctx, cur, in); err != nil {
 		return err
 	}
+	t.withTree(ctx, tr, cur, &in)
 	o, err := machine.Apply(t.sess, cur, tr, in)
 	if err != nil {
 		return err

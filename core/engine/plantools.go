@@ -40,7 +40,9 @@ var planToolSpecs = sync.OnceValue(func() []core.ToolSpec {
 				`"assumptions":` + strs + `,` +
 				`"risks":{"type":"array","items":{"type":"object","required":["risk","mitigation"],"properties":{"risk":` + str + `,"mitigation":` + str + `}}},` +
 				`"verification":` + strs + `,` +
-				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs + `}},` +
+				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs +
+				`,"max_files_changed":{"type":"integer","minimum":0,"maximum":10000,"description":"budget: how many files the execution may change in all (0 or absent: no limit)"}` +
+				`,"max_lines_changed":{"type":"integer","minimum":0,"maximum":1000000,"description":"budget: how many lines (added plus removed) the execution may change in all (0 or absent: no limit)"}}},` +
 				`"references":` + strs + `,` +
 				`"spec":{"type":"object","additionalProperties":false,"properties":{"overview":` + str + `,` +
 				`"features":{"type":"array","items":{"type":"object","required":["name","priority","complexity"],"additionalProperties":false,"properties":{"name":` + str +

@@ -30,6 +30,12 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	if res, ok := t.recheck(ctx, call); !ok {
 		return res
 	}
+	// The workspace before the call: a budget already spent or a change the agent did
+	// not make stops the turn here (budget.go).
+	w, res, ok := t.watchBefore(ctx, call)
+	if !ok {
+		return res
+	}
 	run := core.ToolRun{SessionID: t.sess.ID, Tool: call.Name, Detail: describeCall(call.Name, call.Args), StartedAt: t.e.d.Now()}
 	{
 		nonce, err := machine.NewID(t.e.d.Random, 5)
@@ -54,7 +60,9 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	if ferr := t.e.d.Store.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
-	return callResult(call, out, err, aerr)
+	res = callResult(call, out, err, aerr)
+	res.stop = t.watchAfter(ctx, w)
+	return res
 }
 
 // ranText says what a call did, for a conflict report: "wrote NOTES.md".
@@ -99,6 +107,7 @@ func (t *jobRun) recheck(ctx context.Context, call core.ToolCall) (toolResult, b
 	}
 	why := changedWhy(t.sess, s, p)
 	if why == "" {
+		t.checked = p
 		return toolResult{}, true
 	}
 	t.told = true

@@ -235,6 +235,7 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 	if in.IDs, err = machine.DrawIDs(t.e.d.Random, trig); err != nil {
 		return toolError("%v", err)
 	}
+	t.withTree(ctx, trig, cur, &in)
 	o, err := machine.Apply(t.sess, cur, trig, in)
 	if err != nil {
 		return toolError("%v", err)
@@ -324,4 +325,24 @@ func (ts toolboxes) Withdrawn(tool string) (string, string, bool) {
 		}
 	}
 	return "", "", false
+}
+
+// Fingerprint is the first toolbox's that keeps fingerprints (the workspace tools'); nil
+// when none does.
+func (ts toolboxes) Fingerprint(ctx context.Context, ws core.Workspace) (*plan.Tree, error) {
+	for _, b := range ts {
+		if f, ok := b.(core.Fingerprinter); ok {
+			return f.Fingerprint(ctx, ws)
+		}
+	}
+	return nil, nil
+}
+
+func (ts toolboxes) LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error) {
+	for _, x := range ts {
+		if f, ok := x.(core.Fingerprinter); ok {
+			return f.LinesChanged(ctx, a, b, paths)
+		}
+	}
+	return 0, nil
 }

@@ -26,6 +26,9 @@ type jobRun struct {
 	// reported truthfully ("wrote NOTES.md, then ..."); told: the chat already knows.
 	done []string
 	told bool
+	// checked is the executing plan as the last mutating call's recheck read it (nil
+	// outside execution), whose run the call's changes are counted on (budget.go).
+	checked *core.Plan
 	// loaded is the current plan read with the session (version loadedAt), handed out
 	// once by currentPlan: a plan changes only with a new session version.
 	loaded   *core.Plan

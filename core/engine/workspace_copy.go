@@ -62,6 +62,9 @@ type PlanDocScope struct {
 	AllowedPaths   []string `json:"allowed_paths"`
 	ForbiddenPaths []string `json:"forbidden_paths"`
 	AllowedTools   []string `json:"allowed_tools"`
+	// The budget; omitted when there is none.
+	MaxFilesChanged int `json:"max_files_changed,omitempty"`
+	MaxLinesChanged int `json:"max_lines_changed,omitempty"`
 }
 
 // NewPlanDocument builds PLAN.json's content for plan p of session s.
@@ -70,7 +73,8 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
 		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
-		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
+		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
+			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {

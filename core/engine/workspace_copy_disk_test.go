@@ -59,6 +59,10 @@ func TestPlanCopyRefusedToHostileAgent(t *testing.T) {
 	for _, sb := range sandboxes(t) {
 		t.Run(sb, func(t *testing.T) {
 			h, ws := copyHarness(t, sb)
+			// The hook below makes links between the agent's calls, which the drift check
+			// would stop at (budget_test.go tests that); here only the copy's protection counts.
+			h.tools = withoutFingerprints{h.tools}
+			h.open()
 			sid := sessionID("main")
 			h.say("main", "local", "/plan on")
 			h.model.push(sid, calls(call("exit_plan_mode", map[string]any{

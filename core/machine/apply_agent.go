@@ -125,7 +125,7 @@ func (x *transition) newVersion(trig Trigger, hash string) (core.Plan, error) {
 		return core.Plan{}, fmt.Errorf("no plan status for a new version on %s", trig)
 	}
 	np := core.Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: 1, Status: status,
-		Body: body, Hash: hash, Requesters: x.next.Requesters, CreatedAt: in.Now, UpdatedAt: in.Now}
+		Body: body, Hash: hash, Requesters: x.next.Requesters, Run: plan.Run{Tree: in.Tree}, CreatedAt: in.Now, UpdatedAt: in.Now}
 	if prev != nil {
 		np.Version = prev.Version + 1
 	}

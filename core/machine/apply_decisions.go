@@ -12,6 +12,10 @@ import (
 // or answers a question.
 
 func (x *transition) accept() error {
+	stale, ok := x.fresh()
+	if !ok {
+		return nil // refused: the workspace changed since the version was proposed
+	}
 	if done, err := x.approve(); err != nil || !done {
 		return err // refused, or counted and still waiting for more approvers
 	}
@@ -22,18 +26,37 @@ func (x *transition) accept() error {
 			return err
 		}
 	}
-	p, err := x.decide(x.target, TrigAccept, "accepted", "", "accepted "+x.by())
+	how, detail := "accepted "+x.by(), ""
+	if stale != "" {
+		how, detail = "accepted --stale "+x.by(), "stale: "+stale
+	}
+	p, err := x.decide(x.target, TrigAccept, "accepted", "", how)
 	if err != nil {
 		return err
 	}
+	if stale != "" {
+		// The decision says what had changed; the execution counts from what was accepted.
+		p.Decision.Stale = stale
+		if x.in.Tree != nil {
+			p.Run.Baseline = x.in.Tree
+		}
+		x.o.Change.Plans[len(x.o.Change.Plans)-1] = p
+	}
 	x.next.Phase = x.phase
 	x.next.ApprovalID = ""
-	x.next.Injections = append(x.next.Injections, approvedInjection(p, "approved by "+x.in.who()))
-	x.record(x.event(core.EventAccepted, &p, ""))
+	inj := approvedInjection(p, "approved by "+x.in.who())
+	if stale != "" {
+		inj.Text += "\nThe workspace changed since this plan was proposed (" + stale + "); read what changed again before relying on it."
+	}
+	x.next.Injections = append(x.next.Injections, inj)
+	x.record(x.event(core.EventAccepted, &p, detail))
 	x.o.Change.CancelNudges = true
 	with := ""
 	if pol := x.policy(); pol.needed() > 1 {
 		with = " with " + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol)
+	}
+	if stale != "" {
+		with += " on a changed workspace (" + stale + " since it was proposed)"
 	}
 	x.o.say(core.ReplyText, fmt.Sprintf("Accepted plan v%d %q%s. Working on it.", p.Version, p.Body.Title, with))
 	return nil

@@ -72,7 +72,7 @@ func (x *transition) edit() error {
 	diff := x.editDiff
 	np := core.Plan{ID: in.IDs.Plan, ApprovalID: in.IDs.Approval, SessionID: x.s.ID, Version: prev.Version + 1,
 		Status: status, Body: x.body, Hash: plan.Hash(x.body), Requesters: prev.Requesters,
-		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, CreatedAt: in.Now, UpdatedAt: in.Now}
+		EditedBy: x.s.Address.Channel + ":" + in.Actor.ID, Changes: &diff, Run: plan.Run{Tree: in.Tree}, CreatedAt: in.Now, UpdatedAt: in.Now}
 	np.File = filepath.Join(in.Rules.PlansDir, x.s.Address.Dir(), plan.FileName(np.CreatedAt, np.Body.Title, np.Version))
 	voidApprovals(&prev) // the edited version needs its own approvals
 	old, err := x.settle(prev, TrigEdit, fmt.Sprintf("superseded by v%d (edited %s)", np.Version, x.by()))

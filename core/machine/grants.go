@@ -58,7 +58,11 @@ func PlanGrants(s plan.Scope, r Reach, destructive func(string) bool) []plan.Gra
 		net.Words += "; the MCP tools above act through their servers, which may reach it"
 		net.Short += "; MCP tools reach what their servers reach"
 	}
-	return []plan.Grant{files, cmd, tools, net}
+	gs := []plan.Grant{files, cmd, tools, net}
+	if w := s.BudgetWords(); w != "" {
+		gs = append(gs, plan.Grant{Kind: plan.GrantBudget, Words: "may change " + w + " in all, counted by plangate from the workspace", Short: "may change " + w})
+	}
+	return gs
 }
 
 // grantLines are a proposal's lines about its grants: what it may change, then the rest

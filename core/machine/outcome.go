@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Rules are the configuration a transition depends on.
@@ -85,6 +86,13 @@ type Input struct {
 	// (its message's author, and the requesters of plan work it carried on, even work
 	// completed earlier in the job). Entering plan mode and proposing add them.
 	Asked []core.Requester
+	// Tree is the workspace's fingerprint now, when the toolbox keeps them: a new version
+	// (propose, edit) records it; an accept checks the version's against it. TreeProblem
+	// says why it could not be taken, for an accept.
+	Tree        *plan.Tree
+	TreeProblem string
+	// Stale: the approver accepts a version whose workspace changed (/plan accept --stale).
+	Stale bool
 }
 
 // who is the actor's name for replies: the display name, else the id.

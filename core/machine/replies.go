@@ -46,6 +46,11 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
 	}
+	if ok {
+		if line := budgetLine(p); line != "" {
+			lines = append(lines, line)
+		}
+	}
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
 	}

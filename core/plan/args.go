@@ -39,7 +39,7 @@ var (
 	featureFields      = []string{"name", "priority", "complexity"}
 	proposalStepFields = []string{"step", "acceptance_criteria"}
 	riskFields         = []string{"risk", "mitigation"}
-	scopeFields        = []string{"allowed_paths", "forbidden_paths", "allowed_tools"}
+	scopeFields        = []string{"allowed_paths", "forbidden_paths", "allowed_tools", "max_files_changed", "max_lines_changed"}
 	updateFields       = []string{"plan", "merge", "explanation"}
 	updateStepFields   = []string{"step", "status", "acceptance_criteria", "verified_criteria"}
 )
@@ -95,9 +95,11 @@ func ParseProposal(args json.RawMessage) (Body, error) {
 		Verification: trimList(a.Verification),
 		References:   trimList(a.References),
 		Scope: Scope{
-			AllowedPaths:   trimList(a.Scope.AllowedPaths),
-			ForbiddenPaths: trimList(a.Scope.ForbiddenPaths),
-			AllowedTools:   trimList(a.Scope.AllowedTools),
+			AllowedPaths:    trimList(a.Scope.AllowedPaths),
+			ForbiddenPaths:  trimList(a.Scope.ForbiddenPaths),
+			AllowedTools:    trimList(a.Scope.AllowedTools),
+			MaxFilesChanged: a.Scope.MaxFilesChanged,
+			MaxLinesChanged: a.Scope.MaxLinesChanged,
 		},
 	}
 	if sp := a.Spec; sp != nil {
@@ -393,6 +395,8 @@ type hashedBody struct {
 	Allowed      []string     `json:"allowed_paths,omitempty"`
 	Forbidden    []string     `json:"forbidden_paths,omitempty"`
 	Tools        []string     `json:"allowed_tools,omitempty"`
+	MaxFiles     int          `json:"max_files_changed,omitempty"`
+	MaxLines     int          `json:"max_lines_changed,omitempty"`
 	References   []string     `json:"references,omitempty"`
 }
 
@@ -403,6 +407,7 @@ func Hash(b Body) string {
 		Title: b.Title, Summary: b.Summary, Assumptions: b.Assumptions, Risks: b.Risks,
 		Verification: b.Verification, Allowed: b.Scope.AllowedPaths,
 		Forbidden: b.Scope.ForbiddenPaths, Tools: b.Scope.AllowedTools, References: b.References,
+		MaxFiles: b.Scope.MaxFilesChanged, MaxLines: b.Scope.MaxLinesChanged,
 	}
 	for _, s := range b.Steps {
 		h.Steps = append(h.Steps, hashedStep{Text: s.Text, Criteria: s.AcceptanceCriteria})

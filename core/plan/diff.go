@@ -102,7 +102,7 @@ func detailsChanged(old, cur Body, pair []int) bool {
 		}
 	}
 	o, c := old, cur
-	o.Steps, c.Steps, o.Scope, c.Scope = nil, nil, Scope{}, Scope{}
+	o.Steps, c.Steps, o.Scope, c.Scope = nil, nil, budgetOnly(o.Scope), budgetOnly(c.Scope)
 	return !reflect.DeepEqual(o, c)
 }
 
@@ -244,7 +244,13 @@ func changedParts(old, cur Body) []string {
 	add("risks", !slices.Equal(old.Risks, cur.Risks))
 	add("verification", !slices.Equal(old.Verification, cur.Verification))
 	add("references", !slices.Equal(old.References, cur.References))
+	add("budget", old.Scope.MaxFilesChanged != cur.Scope.MaxFilesChanged || old.Scope.MaxLinesChanged != cur.Scope.MaxLinesChanged)
 	return out
+}
+
+// budgetOnly is the budget part of a scope (its paths and tools are ScopeChange's).
+func budgetOnly(s Scope) Scope {
+	return Scope{MaxFilesChanged: s.MaxFilesChanged, MaxLinesChanged: s.MaxLinesChanged}
 }
 
 func sameStepOrder(old, cur []Step) bool {

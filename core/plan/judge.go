@@ -89,6 +89,8 @@ func Judge(b Body) error {
 	j.scope("allowed_paths", b.Scope.AllowedPaths)
 	j.scope("forbidden_paths", b.Scope.ForbiddenPaths)
 	j.tools(b.Scope.AllowedTools)
+	j.budget("max_files_changed", b.Scope.MaxFilesChanged, MaxFilesBudget)
+	j.budget("max_lines_changed", b.Scope.MaxLinesChanged, MaxLinesBudget)
 
 	if len(j) == 0 {
 		return nil
@@ -139,6 +141,22 @@ func (j *judgeNotes) length(name, s string) {
 func (j *judgeNotes) chars(name, s string, multiLine bool) {
 	if problem := textProblem(s, multiLine); problem != "" {
 		j.add("%s %s", name, problem)
+	}
+}
+
+// The largest budgets a plan may declare: beyond them a budget bounds nothing.
+const (
+	MaxFilesBudget = 10_000
+	MaxLinesBudget = 1_000_000
+)
+
+// budget checks one of the scope's budgets: 0 (none) up to most.
+func (j *judgeNotes) budget(name string, n, most int) {
+	switch {
+	case n < 0:
+		j.add("scope.%s is %d; give a number from 1 to %d, or leave it out for no limit", name, n, most)
+	case n > most:
+		j.add("scope.%s is %d, more than the %d a budget may be; give a smaller number, or leave it out for no limit", name, n, most)
 	}
 }
 

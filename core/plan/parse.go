@@ -353,6 +353,12 @@ func (p *planParser) stepLine(line, trimmed string) {
 }
 
 func (p *planParser) scopeLine(trimmed string) {
+	if ok, err := parseBudgetLine(trimmed, &p.body.Scope); ok {
+		if err != nil {
+			p.fail("%v", err)
+		}
+		return
+	}
 	label := strings.TrimSuffix(trimmed, ":")
 	for _, part := range scopeParts(&p.body.Scope) {
 		if strings.EqualFold(label, part.label) {

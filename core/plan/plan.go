@@ -50,6 +50,11 @@ type Scope struct {
 	// AllowedTools names the mutating MCP tools ("<server>__<tool>") the plan may call
 	// (docs/design.md §15); read-only tools need no entry.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// MaxFilesChanged and MaxLinesChanged are the plan's budget: how many files, and how
+	// many lines (added plus removed), the execution may change in all, counted by
+	// plangate from the workspace itself; 0 is no limit.
+	MaxFilesChanged int `json:"max_files_changed,omitempty"`
+	MaxLinesChanged int `json:"max_lines_changed,omitempty"`
 }
 
 // Decision records who decided on a plan version, when, where and with what feedback.
@@ -60,6 +65,9 @@ type Decision struct {
 	Channel  string    `json:"channel"`
 	Outcome  string    `json:"outcome"` // accepted, auto_accepted, revised, abandoned, aborted, expired
 	Feedback string    `json:"feedback,omitempty"`
+	// Stale is what had changed in the workspace since the version was proposed when a
+	// person accepted it anyway (/plan accept --stale), in words.
+	Stale string `json:"stale,omitempty"`
 }
 
 // Body is what the model proposes; it is stored as JSON and hashed.
@@ -117,4 +125,5 @@ const (
 	GrantCommands = "Commands"
 	GrantTools    = "Tools"
 	GrantNetwork  = "Network"
+	GrantBudget   = "Budget"
 )

@@ -208,10 +208,14 @@ type scopePart struct {
 }
 
 func writeScope(b *bytes.Buffer, sc Scope, destructive func(string) bool) {
-	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 {
+	budget := budgetLine(sc)
+	if len(sc.AllowedPaths) == 0 && len(sc.ForbiddenPaths) == 0 && len(sc.AllowedTools) == 0 && budget == "" {
 		return
 	}
 	b.WriteString("\n## Scope\n")
+	if budget != "" {
+		fmt.Fprintf(b, "\n%s\n", budget)
+	}
 	for _, part := range scopeParts(&sc) {
 		if len(*part.paths) == 0 {
 			continue
@@ -422,6 +426,9 @@ func decisionLines(d Decision) []string {
 	}
 	if fb := EscapeMarkdown(d.Feedback); fb != "" {
 		lines = append(lines, "Feedback: "+fb)
+	}
+	if st := EscapeMarkdown(d.Stale); st != "" {
+		lines = append(lines, "Accepted on a changed workspace: "+st)
 	}
 	return lines
 }

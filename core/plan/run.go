@@ -8,10 +8,45 @@ type Run struct {
 	// Stop is why the execution of this version stopped and waits for a person; nil while
 	// it runs, before it starts and once it completed.
 	Stop *Stop `json:"stop,omitempty"`
+	// Tree is the workspace's fingerprint when the version was proposed (or edited), which
+	// its acceptance is checked against; nil when the toolbox keeps none.
+	Tree *Tree `json:"tree,omitempty"`
+	// Baseline is the workspace the version was accepted on when that was not Tree (an
+	// acceptance with --stale); the execution's changes are counted from it.
+	Baseline *Tree `json:"baseline,omitempty"`
+	// Changed is what the execution changed so far; nil before its first mutating call.
+	Changed *Changed `json:"changed,omitempty"`
+}
+
+// Changed is what the execution of a version changed in the workspace, counted by
+// plangate from fingerprints taken around each mutating call.
+type Changed struct {
+	// Paths are the files the agent's calls changed (added, changed or removed), in the
+	// order first changed; Files is their number and Lines the lines added plus removed in
+	// them, from the baseline to the workspace now.
+	Paths []string `json:"paths"`
+	Files int      `json:"files"`
+	Lines int      `json:"lines"`
+	// Last is the workspace after the last mutating call, which the next one is compared
+	// with: a difference is a change the agent did not make.
+	Last *Tree `json:"last,omitempty"`
+	// Exceeded is the budget the changes went over (StopMaxFilesChanged or
+	// StopMaxLinesChanged); the version's mutating calls are refused from then on.
+	Exceeded StopKind `json:"exceeded,omitempty"`
+}
+
+// Base is the tree the execution's changes are counted from.
+func (r Run) Base() *Tree {
+	if r.Baseline != nil {
+		return r.Baseline
+	}
+	return r.Tree
 }
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
-func (r Run) IsZero() bool { return r.Stop == nil }
+func (r Run) IsZero() bool {
+	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil
+}
 
 // StopKind names a stop condition of an executing plan.
 type StopKind string

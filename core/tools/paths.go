@@ -25,6 +25,8 @@ type workspace struct {
 	hidden, hiddenRel []string
 	// protect refuses changes to the plan's workspace copy (Config.ProtectPlanCopy).
 	protect bool
+	// baselines is Config.Baselines, for fingerprints.
+	baselines string
 }
 
 // maxPathBytes is PATH_MAX: no longer path can be opened anyway.

@@ -1,0 +1,129 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aymanbagabas/go-udiff/lcs"
+
+	"github.com/plangate/plangate/core/plan"
+)
+
+// MaxBaselineFile is the largest file whose content a fingerprint keeps for counting
+// changed lines; a larger file counts as a changed file with no lines.
+const MaxBaselineFile = 1 << 20
+
+// keepBaseline stores data under its content hash in the baselines directory, once: a
+// file of the same hash is the same content. Binary data (a NUL in its first bytes) is not
+// kept: its lines mean nothing. A failure leaves the file uncounted in lines, nothing more.
+func (w *workspace) keepBaseline(hash string, data []byte) {
+	if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 || len(hash) < 3 {
+		return
+	}
+	p := filepath.Join(w.baselines, hash[:2], hash)
+	if _, err := os.Lstat(p); err == nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return
+	}
+	tmp := p + ".tmp-" + rand.Text()
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+	}
+}
+
+// LinesChanged counts the lines added plus removed in paths from tree a to tree b, by a
+// line diff (Myers' algorithm, go-udiff's lcs package) of the kept contents. A path absent
+// from a tree is an empty file there; a binary file, one over MaxBaselineFile or one whose
+// content was not kept counts no lines (it still counts as a changed file).
+func (t *Toolbox) LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error) {
+	if t.cfg.Baselines == "" {
+		return 0, errors.New("no baselines directory is configured")
+	}
+	af, err := hashes(a)
+	if err != nil {
+		return 0, err
+	}
+	bf, err := hashes(b)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		ha, hb := af[p], bf[p]
+		if ha == hb {
+			continue
+		}
+		before, ok1 := t.baseline(ha)
+		after, ok2 := t.baseline(hb)
+		if !ok1 || !ok2 {
+			continue
+		}
+		total += lineDelta(before, after)
+	}
+	return total, nil
+}
+
+// lineDelta is the number of lines removed from before plus added in after.
+func lineDelta(before, after string) int {
+	bl, al := splitLines(before), splitLines(after)
+	n := 0
+	for _, d := range lcs.DiffLines(bl, al) {
+		n += (d.End - d.Start) + (d.ReplEnd - d.ReplStart)
+	}
+	return n
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for l := range strings.Lines(s) {
+		out = append(out, l)
+	}
+	return out
+}
+
+// baseline is the kept content of hash; "" (absent from the tree) is an empty file.
+func (t *Toolbox) baseline(hash string) (string, bool) {
+	if hash == "" {
+		return "", true
+	}
+	if _, err := hex.DecodeString(hash); err != nil || len(hash) < 3 {
+		return "", false // a link, a special or unreadable file, a huge one: no lines
+	}
+	data, err := os.ReadFile(filepath.Join(t.cfg.Baselines, hash[:2], hash))
+	if err != nil {
+		return "", false
+	}
+	return string(data), true
+}
+
+// hashes maps the paths of tree to their hashes.
+func hashes(tree *plan.Tree) (map[string]string, error) {
+	files, err := tree.Files()
+	if err != nil {
+		return nil, fmt.Errorf("reading a fingerprint: %w", err)
+	}
+	m := make(map[string]string, len(files))
+	for _, f := range files {
+		m[f.Path] = f.Hash
+	}
+	return m, nil
+}
