@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Errors the store reports and the engine branches on.
@@ -53,6 +55,9 @@ const (
 	// EventStopped is a stop condition of an executing plan; the detail is its kind and
 	// notice, "max_iterations_reached: Stopped after 12 model calls ...".
 	EventStopped EventKind = "stopped"
+	// EventVerification is one run of an executing plan's command checks by plangate; the
+	// detail is the outcome, "Attempt 2: 1 of 2 checks failed".
+	EventVerification EventKind = "verification"
 )
 
 // Event is one audit row.
@@ -254,6 +259,15 @@ type Toolbox interface {
 	Call(ctx context.Context, ws Workspace, name string, args json.RawMessage) (string, error)
 	// WritePaths names the workspace paths a mutating call would change, for the scope check.
 	WritePaths(name string, args json.RawMessage) ([]string, error)
+}
+
+// Checker runs the command checks of a plan's verification, under run_command's rules,
+// sandbox and limits. CheckArgv says why argv could not run here (nil: it can); RunCheck
+// runs it in ws and reports its exit code and output tail, an error only when the run was
+// cancelled or could not be set up.
+type Checker interface {
+	CheckArgv(argv []string) error
+	RunCheck(ctx context.Context, ws Workspace, argv []string) (plan.CheckRun, error)
 }
 
 // ToolServerDown is the error of a tool call whose server stopped during it (an MCP server

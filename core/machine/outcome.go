@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Rules are the configuration a transition depends on.
@@ -36,6 +37,12 @@ type Rules struct {
 	// proposal's grants (PlanGrants).
 	Reach       Reach
 	Destructive func(tool string) bool
+	// CheckArgv says why a plan's command check could not run here (the run_command
+	// rules: an allowed program, found); nil: commands cannot run at all.
+	CheckArgv func(argv []string) error
+	// MaxVerifierRetries is how many failed verification attempts go back to the agent
+	// before the turn stops (retry_policy.max_verifier_retries).
+	MaxVerifierRetries int
 }
 
 // NewIDs are fresh random ids the caller draws (DrawIDs); Apply uses the ones it needs.
@@ -85,6 +92,9 @@ type Input struct {
 	// (its message's author, and the requesters of plan work it carried on, even work
 	// completed earlier in the job). Entering plan mode and proposing add them.
 	Asked []core.Requester
+	// Checks are the runs of the plan's command checks, which the engine makes when an
+	// update_plan call would finish the plan (WouldComplete); nil when none ran.
+	Checks []plan.CheckRun
 }
 
 // who is the actor's name for replies: the display name, else the id.
@@ -136,6 +146,13 @@ type Refusal struct {
 type ToolReply struct {
 	Content string
 	EndTurn bool // the turn ends after this call (a plan or question was posted)
+	// Error marks a reply that is an error for the model though the call changed
+	// something (a failed verification, recorded on the plan).
+	Error bool
+	// Stop, with StopText (the chat's notice), stops the turn as a stop condition of the
+	// executing plan.
+	Stop     plan.StopKind
+	StopText string
 }
 
 // Outcome is the result of Apply: the next session, the Change to commit and the

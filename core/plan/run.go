@@ -8,10 +8,13 @@ type Run struct {
 	// Stop is why the execution of this version stopped and waits for a person; nil while
 	// it runs, before it starts and once it completed.
 	Stop *Stop `json:"stop,omitempty"`
+	// Verification is what plangate recorded of running the version's command checks;
+	// nil until it first ran them.
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
-func (r Run) IsZero() bool { return r.Stop == nil }
+func (r Run) IsZero() bool { return r.Stop == nil && r.Verification == nil }
 
 // StopKind names a stop condition of an executing plan.
 type StopKind string
