@@ -73,7 +73,10 @@ type PlanDetailJSON struct {
 	PlanJSON
 	Body     plan.Body      `json:"body"`
 	Decision *plan.Decision `json:"decision"`
-	Created  string         `json:"created_at"`
+	// Run is what plangate recorded while carrying the version out (its stop, its
+	// verification runs); omitted when nothing is.
+	Run     plan.Run `json:"run,omitzero"`
+	Created string   `json:"created_at"`
 }
 
 // EventJSON is one audit row.
@@ -103,7 +106,7 @@ func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 
 // ToPlanDetail is p's full view.
 func ToPlanDetail(p core.Plan) PlanDetailJSON {
-	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Created: p.CreatedAt.UTC().Format(timeFormat)}
+	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Run: p.Run, Created: p.CreatedAt.UTC().Format(timeFormat)}
 }
 
 // SessionView is s with its current plan loaded from st.
