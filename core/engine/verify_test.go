@@ -230,3 +230,34 @@ func TestVerificationRefusedAtProposal(t *testing.T) {
 	}
 	mustContain(t, string(file), "## Verification\n\n"+plan.NoVerificationNote+"\n")
 }
+
+// A person who edits the plan file may add a command check, read back exactly; one the
+// gateway could never run is refused with the reason, and nothing changes.
+func TestVerificationEditedIntoTheFile(t *testing.T) {
+	h := checkedHarness(t)
+	h.toPending("main", "Docs")
+	p := h.plan(h.session("main").PlanID)
+	data, err := os.ReadFile(p.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(line string) core.File {
+		text := strings.Replace(string(data), plan.NoVerificationNote+"\n", line+"\n", 1)
+		return core.File{Name: "edited.md", MIME: "text/markdown", Data: []byte(text)}
+	}
+	rs := h.sayFiles("main", "local", "/plan edit", edit("- lint: `curl https://example.invalid`"))
+	mustContain(t, joinTexts(rs), "The edited file was not taken: verification 1 (curl https://example.invalid) cannot run", "Nothing changed.")
+	if len(h.plans("main")) != 1 {
+		t.Fatalf("a refused edit stored a version")
+	}
+	rs = h.sayFiles("main", "local", "/plan edit", edit(`- tests: `+"`"+`["sh", "check suite.sh"]`+"`"))
+	ps := h.plans("main")
+	if len(ps) != 2 {
+		t.Fatalf("the edit was not taken:\n%s", joinTexts(rs))
+	}
+	want := []plan.Check{{Name: "tests", Argv: []string{"sh", "check suite.sh"}}}
+	if !slices.EqualFunc(ps[1].Body.Verification, want, plan.Check.Equal) {
+		t.Fatalf("edited verification %+v, want %+v", ps[1].Body.Verification, want)
+	}
+	mustContain(t, joinTexts(rs), `Checks plangate runs before done: tests (sh "check suite.sh")`)
+}
