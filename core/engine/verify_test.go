@@ -261,3 +261,20 @@ func TestVerificationEditedIntoTheFile(t *testing.T) {
 	}
 	mustContain(t, joinTexts(rs), `Checks plangate runs before done: tests (sh "check suite.sh")`)
 }
+
+// With retry_policy.max_verifier_retries 0 the first failed run stops the turn.
+func TestVerificationNoRetries(t *testing.T) {
+	h := checkedHarness(t, func(c *engine.Config) { c.MaxVerifierRetries = engine.NoVerifierRetries })
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(proposeChecked("Once", []any{map[string]any{"argv": []string{"false"}}}, stepArg{Step: "Only step"})))
+	h.say("main", "local", "plan it")
+	p := h.plan(h.session("main").PlanID)
+	done := update(stepArg{Step: "Only step", Status: "completed"})
+	h.model.push(sid, calls(done), calls(done))
+	rs := h.say("main", "local", "/plan accept")
+	mustContain(t, lastText(rs), "Stopped: plan v1 failed its verification once (false: exit 1; retry_policy.max_verifier_retries is 0)")
+	if got := h.plan(p.ID); got.Run.Verification.Attempts != 1 || got.Run.Stop == nil || got.Status != core.PlanAccepted {
+		t.Fatalf("run %+v, status %s", got.Run, got.Status)
+	}
+}

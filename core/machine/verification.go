@@ -103,8 +103,12 @@ func (x *transition) verified(p *core.Plan) bool {
 	x.tool(true, "%s", b.String())
 	x.o.Tool.Error = true
 	x.o.Tool.Stop = plan.StopVerificationFailed
-	x.o.Tool.StopText = fmt.Sprintf("Stopped: plan v%d failed its verification %d times in a row (%s; retry_policy.max_verifier_retries is %d). Reply to let me try again, /plan revise <feedback> to change the plan, or /plan off to stop it.",
-		p.Version, v.Failures, failedLabels(failed), max)
+	times := "once"
+	if v.Failures > 1 {
+		times = fmt.Sprintf("%d times in a row", v.Failures)
+	}
+	x.o.Tool.StopText = fmt.Sprintf("Stopped: plan v%d failed its verification %s (%s; retry_policy.max_verifier_retries is %d). Reply to let me try again, /plan revise <feedback> to change the plan, or /plan off to stop it.",
+		p.Version, times, failedLabels(failed), max)
 	return false
 }
 
