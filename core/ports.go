@@ -55,6 +55,9 @@ const (
 	// EventStopped is a stop condition of an executing plan; the detail is its kind and
 	// notice, "max_iterations_reached: Stopped after 12 model calls ...".
 	EventStopped EventKind = "stopped"
+	// EventVerification is one run of an executing plan's command checks by plangate; the
+	// detail is the outcome, "Attempt 2: 1 of 2 checks failed".
+	EventVerification EventKind = "verification"
 )
 
 // Event is one audit row.
@@ -266,6 +269,15 @@ type Fingerprinter interface {
 	// LinesChanged counts the lines added plus removed in paths from tree a to tree b
 	// (text files only; a path missing from a tree is an empty file).
 	LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error)
+}
+
+// Checker runs the command checks of a plan's verification, under run_command's rules,
+// sandbox and limits. CheckArgv says why argv could not run here (nil: it can); RunCheck
+// runs it in ws and reports its exit code and output tail, an error only when the run was
+// cancelled or could not be set up.
+type Checker interface {
+	CheckArgv(argv []string) error
+	RunCheck(ctx context.Context, ws Workspace, argv []string) (plan.CheckRun, error)
 }
 
 // ToolServerDown is the error of a tool call whose server stopped during it (an MCP server

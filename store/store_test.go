@@ -82,7 +82,7 @@ func fullPlan(id, sessionID string, version int) core.Plan {
 			},
 			Assumptions:  []string{"README.md exists"},
 			Risks:        []plan.Risk{{Risk: "merge conflict", Mitigation: "small diff"}},
-			Verification: []string{"cat CHANGELOG.md"},
+			Verification: plan.Words("cat CHANGELOG.md"),
 			Scope:        plan.Scope{AllowedPaths: []string{"*.md"}, ForbiddenPaths: []string{".git/**"}},
 			References:   []string{"https://keepachangelog.com"},
 		},

@@ -74,10 +74,10 @@ type PlanDetailJSON struct {
 	Body     plan.Body      `json:"body"`
 	Decision *plan.Decision `json:"decision"`
 	// Run is what plangate recorded while carrying the version out (the workspace's
-	// fingerprint at proposal, the changes counted against the budget, a stop); omitted
-	// when nothing is.
-	Run     *plan.Run `json:"run,omitempty"`
-	Created string    `json:"created_at"`
+	// fingerprint at proposal, the changes counted against the budget, the verification
+	// runs, a stop); omitted when nothing is.
+	Run     plan.Run `json:"run,omitzero"`
+	Created string   `json:"created_at"`
 }
 
 // EventJSON is one audit row.
@@ -107,11 +107,7 @@ func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 
 // ToPlanDetail is p's full view.
 func ToPlanDetail(p core.Plan) PlanDetailJSON {
-	d := PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Created: p.CreatedAt.UTC().Format(timeFormat)}
-	if !p.Run.IsZero() {
-		d.Run = &p.Run
-	}
-	return d
+	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Run: p.Run, Created: p.CreatedAt.UTC().Format(timeFormat)}
 }
 
 // SessionView is s with its current plan loaded from st.

@@ -202,6 +202,8 @@ type cardView struct {
 	Version, Done, Total, PrevVersion           int
 	Steps                                       []stepView
 	Grants                                      []plan.Grant // every grant of the plan, in words
+	Checks                                      []string     // the commands plangate runs before calling the plan done
+	Verified                                    string       // the latest run of those commands ("" = none yet)
 	Changes                                     string
 	Download                                    string
 	Decision                                    string
@@ -223,6 +225,16 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		EditedBy: p.EditedBy, Grants: machine.PlanGrants(p.Body.Scope, c.d.Reach, nil)} // CSRF: see withCSRF
 	if v.Status == "" {
 		v.Status = string(p.Status)
+	}
+	for _, c := range plan.Commands(p.Body.Verification) {
+		line := "Runs before done: " + plan.DisplayArgv(c.Argv)
+		if c.Name != "" {
+			line = "Runs before done: " + c.Name + " (" + plan.DisplayArgv(c.Argv) + ")"
+		}
+		v.Checks = append(v.Checks, line)
+	}
+	if r := p.Run.Verification; r != nil {
+		v.Verified = "Verification: " + plan.VerificationSummary(*r)
 	}
 	for _, s := range p.Body.Steps {
 		look := stepLooks[s.Status]

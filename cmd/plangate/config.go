@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
@@ -34,11 +35,13 @@ type Config struct {
 	LLM       LLMConfig       `yaml:"llm"`
 	Agent     AgentConfig     `yaml:"agent"`
 	PlanMode  PlanModeConfig  `yaml:"plan_mode"`
-	Tools     ToolsConfig     `yaml:"tools"`
-	Access    AccessConfig    `yaml:"access"`
-	Channels  ChannelsConfig  `yaml:"channels"`
-	HTTP      HTTPConfig      `yaml:"http"`
-	Log       LogConfig       `yaml:"log"`
+	// RetryPolicy bounds the agent's tries after plangate's own checks fail.
+	RetryPolicy conf.RetryPolicy `yaml:"retry_policy"`
+	Tools       ToolsConfig      `yaml:"tools"`
+	Access      AccessConfig     `yaml:"access"`
+	Channels    ChannelsConfig   `yaml:"channels"`
+	HTTP        HTTPConfig       `yaml:"http"`
+	Log         LogConfig        `yaml:"log"`
 
 	file    string              // the config file as given, for messages
 	origins map[string][]string // key path -> the environment variables its value came from
@@ -232,10 +235,11 @@ func defaultConfig() *Config {
 			Planner:       PlannerConfig{Style: "conservative"}, // core.StyleConservative
 			WorkspaceCopy: true,
 		},
-		Channels: defaultChannels(),
-		Tools:    ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
-		HTTP:     HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
-		Log:      LogConfig{Level: LogInfo, Format: LogText},
+		RetryPolicy: conf.DefaultRetryPolicy,
+		Channels:    defaultChannels(),
+		Tools:       ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		HTTP:        HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
+		Log:         LogConfig{Level: LogInfo, Format: LogText},
 	}
 }
 

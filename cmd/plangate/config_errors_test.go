@@ -132,7 +132,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "numbers out of range",
 			body: "agent: {max_iterations: 0, history_messages: -1}\nllm: {max_retries: -1, temperature: 2.5, timeout: -1s}\n" +
-				"plan_mode: {approval_timeout: -5m, nudges: [0s, 500ms, 1s], nudge_grace: -1m}\n",
+				"plan_mode: {approval_timeout: -5m, nudges: [0s, 500ms, 1s], nudge_grace: -1m}\nretry_policy: {max_verifier_retries: 21}\n",
 			want: []string{
 				`FILE:1: agent.max_iterations is 0: it must be at least 1`,
 				`FILE:1: agent.history_messages is -1: it must be at least 1`,
@@ -143,6 +143,7 @@ func TestLoadConfigErrors(t *testing.T) {
 				`FILE:3: plan_mode.nudge_grace is -1m0s: it must be 0s or more`,
 				`FILE:3: plan_mode.nudges[0] is 0s: each nudge must be at least 1s`,
 				`FILE:3: plan_mode.nudges[1] is 500ms: each nudge must be at least 1s`,
+				`FILE:4: retry_policy.max_verifier_retries is 21: it must be between 0 and 20`,
 			},
 		},
 		{

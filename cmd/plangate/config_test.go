@@ -14,6 +14,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core/conf"
 )
 
 // writeConfig writes body to config.yaml in a fresh directory and returns its path.
@@ -82,6 +83,7 @@ func wantDefaults(dir string) Config {
 			Planner:       PlannerConfig{Style: "conservative"},
 			WorkspaceCopy: true,
 		},
+		RetryPolicy: conf.RetryPolicy{MaxVerifierRetries: 2},
 		Channels: ChannelsConfig{
 			Terminal: terminal.Config{Enabled: true, AttachmentsDir: filepath.Join(dir, "plans")},
 			Telegram: telegram.Config{RequireMentionInGroups: true, LongReplyAsFile: 12000, PollTimeout: 50 * time.Second},

@@ -256,28 +256,38 @@ func ownFiles(cfg *Config) []string {
 
 func engineConfig(cfg *Config) engine.Config {
 	return engine.Config{
-		Reach:            cfg.Tools.reach(),
-		PlansDir:         cfg.Plans.Dir,
-		WorkspaceRoot:    cfg.Workspace.Root,
-		PerSession:       cfg.Workspace.PerSession,
-		SystemPrompt:     cfg.Agent.SystemPrompt,
-		MaxIterations:    cfg.Agent.MaxIterations,
-		HistoryMessages:  cfg.Agent.HistoryMessages,
-		HistoryChars:     cfg.Agent.HistoryChars,
-		ToolResultChars:  cfg.Agent.ToolResultChars,
-		PlanMode:         cfg.PlanMode.Enabled,
-		StartInPlan:      cfg.PlanMode.StartInPlan,
-		AutoApprove:      cfg.PlanMode.AutoApprove,
-		Approvers:        cfg.Access.Approvers,
-		Policies:         cfg.Access.CorePolicies(),
-		EditHints:        editHints(),
-		AutoApproveRules: cfg.PlanMode.CoreRules(),
-		Nudges:           cfg.PlanMode.Nudges,
-		ApprovalTimeout:  cfg.PlanMode.ApprovalTimeout,
-		WorkspaceCopy:    cfg.PlanMode.WorkspaceCopy,
-		Planner:          cfg.PlanMode.Planner.CorePlanner(),
-		TypingDelay:      engine.DefaultTypingDelay,
+		Reach:              cfg.Tools.reach(),
+		PlansDir:           cfg.Plans.Dir,
+		WorkspaceRoot:      cfg.Workspace.Root,
+		PerSession:         cfg.Workspace.PerSession,
+		SystemPrompt:       cfg.Agent.SystemPrompt,
+		MaxIterations:      cfg.Agent.MaxIterations,
+		HistoryMessages:    cfg.Agent.HistoryMessages,
+		HistoryChars:       cfg.Agent.HistoryChars,
+		ToolResultChars:    cfg.Agent.ToolResultChars,
+		PlanMode:           cfg.PlanMode.Enabled,
+		StartInPlan:        cfg.PlanMode.StartInPlan,
+		AutoApprove:        cfg.PlanMode.AutoApprove,
+		Approvers:          cfg.Access.Approvers,
+		Policies:           cfg.Access.CorePolicies(),
+		EditHints:          editHints(),
+		AutoApproveRules:   cfg.PlanMode.CoreRules(),
+		Nudges:             cfg.PlanMode.Nudges,
+		ApprovalTimeout:    cfg.PlanMode.ApprovalTimeout,
+		WorkspaceCopy:      cfg.PlanMode.WorkspaceCopy,
+		Planner:            cfg.PlanMode.Planner.CorePlanner(),
+		TypingDelay:        engine.DefaultTypingDelay,
+		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
 	}
+}
+
+// verifierRetries is retry_policy.max_verifier_retries for the engine, whose zero means
+// its default.
+func verifierRetries(n int) int {
+	if n == 0 {
+		return engine.NoVerifierRetries
+	}
+	return n
 }
 
 func cmdChat(ctx context.Context, args []string, e procEnv) error {

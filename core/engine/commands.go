@@ -267,10 +267,14 @@ func (t *jobRun) currentPlan(ctx context.Context) (*core.Plan, error) {
 // rules are the configuration flags transitions depend on.
 func (e *Engine) rules() machine.Rules {
 	c := e.cfg
-	return machine.Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
+	r := machine.Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
 		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules, EditHints: c.EditHints,
-		Reach: c.Reach, Destructive: e.files.marks.isDestructive}
+		Reach: c.Reach, Destructive: e.files.marks.isDestructive, MaxVerifierRetries: c.MaxVerifierRetries}
+	if e.d.Checks != nil {
+		r.CheckArgv = e.d.Checks.CheckArgv
+	}
+	return r
 }
 
 // approvers is the approver list in force for a session at addr: its policy's, or the

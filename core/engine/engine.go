@@ -47,7 +47,14 @@ type Config struct {
 	// TypingDelay is how long a model call runs before the chat is shown the typing
 	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
+	// MaxVerifierRetries is how many failed runs of a plan's verification commands go
+	// back to the agent before the turn stops (retry_policy.max_verifier_retries); 0 is
+	// machine.DefaultMaxVerifierRetries, NoVerifierRetries stops at the first failure.
+	MaxVerifierRetries int
 }
+
+// NoVerifierRetries is Config.MaxVerifierRetries for no retries.
+const NoVerifierRetries = -1
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
 type Deps struct {
@@ -67,6 +74,9 @@ type Deps struct {
 	// play two processes in one give each engine its own.
 	Owner    string
 	Observer Observer // for /metrics; nil records nothing
+	// Checks runs the command checks of a plan's verification (the workspace toolbox);
+	// nil: plans whose verification names commands are refused.
+	Checks core.Checker
 	// After is the wait between attempts of a message kept through a store outage
 	// (outage.go); nil is time.After.
 	After func(d time.Duration) <-chan time.Time
@@ -159,6 +169,12 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	if cfg.ToolResultChars <= 0 {
 		cfg.ToolResultChars = 16_000
+	}
+	switch {
+	case cfg.MaxVerifierRetries == 0:
+		cfg.MaxVerifierRetries = machine.DefaultMaxVerifierRetries
+	case cfg.MaxVerifierRetries < 0:
+		cfg.MaxVerifierRetries = 0
 	}
 	if d.Owner == "" {
 		d.Owner = processOwner()

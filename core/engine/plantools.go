@@ -39,7 +39,8 @@ var planToolSpecs = sync.OnceValue(func() []core.ToolSpec {
 				`"plan":{"type":"array","minItems":1,"items":{"type":"object","required":["step"],"additionalProperties":false,"properties":{"step":` + str + `,"acceptance_criteria":` + strs + `}}},` +
 				`"assumptions":` + strs + `,` +
 				`"risks":{"type":"array","items":{"type":"object","required":["risk","mitigation"],"properties":{"risk":` + str + `,"mitigation":` + str + `}}},` +
-				`"verification":` + strs + `,` +
+				`"verification":{"type":"array","description":"checks of the finished work: a string is a check in words; {argv, name?} is a command plangate runs in the command sandbox before it calls the plan done (a program and its arguments, no shell; it must pass)",` +
+				`"items":{"anyOf":[` + str + `,{"type":"object","required":["argv"],"additionalProperties":false,"properties":{"argv":{"type":"array","minItems":1,"items":` + str + `},"name":` + str + `}}]}},` +
 				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs +
 				`,"max_files_changed":{"type":"integer","minimum":0,"maximum":10000,"description":"budget: how many files the execution may change in all (0 or absent: no limit)"}` +
 				`,"max_lines_changed":{"type":"integer","minimum":0,"maximum":1000000,"description":"budget: how many lines (added plus removed) the execution may change in all (0 or absent: no limit)"}}},` +

@@ -236,6 +236,11 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 		return toolError("%v", err)
 	}
 	t.withTree(ctx, trig, cur, &in)
+	if trig == machine.TrigUpdate && t.completesChecked(cur, call) {
+		if in.Checks, err = t.runChecks(ctx, *cur); err != nil {
+			return toolError("plangate could not run the plan's verification (%v); the plan stays open", err)
+		}
+	}
 	o, err := machine.Apply(t.sess, cur, trig, in)
 	if err != nil {
 		return toolError("%v", err)
@@ -250,8 +255,9 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 	res := toolResult{outcome: &o}
 	if o.Tool != nil {
 		res.content, res.endTurn = o.Tool.Content, o.Tool.EndTurn
+		res.stop = halt{o.Tool.Stop, o.Tool.StopText}
 	}
-	res.isError = o.Refused() && !o.Refusal.Benign
+	res.isError = o.Refused() && !o.Refusal.Benign || o.Tool != nil && o.Tool.Error
 	return res
 }
 

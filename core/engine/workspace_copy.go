@@ -26,25 +26,30 @@ const PlanCopyFormat = 1
 // PlanDocument is PLAN.json. Every list is present (empty rather than missing); spec and
 // decision are omitted when the plan has none.
 type PlanDocument struct {
-	Format       int               `json:"format"` // PlanCopyFormat
-	PlanID       string            `json:"plan_id"`
-	Session      string            `json:"session"`
-	Version      int               `json:"version"` // the plan version (v1, v2, ...)
-	Status       core.PlanStatus   `json:"status"`
-	Title        string            `json:"title"`
-	Summary      string            `json:"summary"`
-	Steps        []PlanDocStep     `json:"steps"`
-	Assumptions  []string          `json:"assumptions"`
-	Risks        []plan.Risk       `json:"risks"`
-	Verification []string          `json:"verification"`
-	Scope        PlanDocScope      `json:"scope"`
-	References   []string          `json:"references"`
-	Spec         *plan.ProductSpec `json:"spec,omitempty"`
-	Approvals    []plan.Approval   `json:"approvals"`
-	Decision     *plan.Decision    `json:"decision,omitempty"`
-	Requesters   []core.Requester  `json:"requesters,omitempty"`
-	EditedBy     string            `json:"edited_by,omitempty"`
-	UpdatedAt    time.Time         `json:"updated_at"`
+	Format      int             `json:"format"` // PlanCopyFormat
+	PlanID      string          `json:"plan_id"`
+	Session     string          `json:"session"`
+	Version     int             `json:"version"` // the plan version (v1, v2, ...)
+	Status      core.PlanStatus `json:"status"`
+	Title       string          `json:"title"`
+	Summary     string          `json:"summary"`
+	Steps       []PlanDocStep   `json:"steps"`
+	Assumptions []string        `json:"assumptions"`
+	Risks       []plan.Risk     `json:"risks"`
+	// Verification is the plan's: a string is a check in words, an object a command
+	// plangate runs ({"argv": [...], "name": "..."}).
+	Verification []plan.Check `json:"verification"`
+	// VerificationRuns is what plangate recorded of running those commands (omitted
+	// before it first ran them).
+	VerificationRuns *plan.Verification `json:"verification_runs,omitempty"`
+	Scope            PlanDocScope       `json:"scope"`
+	References       []string           `json:"references"`
+	Spec             *plan.ProductSpec  `json:"spec,omitempty"`
+	Approvals        []plan.Approval    `json:"approvals"`
+	Decision         *plan.Decision     `json:"decision,omitempty"`
+	Requesters       []core.Requester   `json:"requesters,omitempty"`
+	EditedBy         string             `json:"edited_by,omitempty"`
+	UpdatedAt        time.Time          `json:"updated_at"`
 }
 
 // PlanDocStep is one step of PLAN.json.
@@ -76,7 +81,7 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
-		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+		VerificationRuns: p.Run.Verification, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})

@@ -48,7 +48,10 @@ func normal(b plan.Body) plan.Body {
 		}
 		return l
 	}
-	b.Assumptions, b.Verification, b.References = nil0(b.Assumptions), nil0(b.Verification), nil0(b.References)
+	b.Assumptions, b.References = nil0(b.Assumptions), nil0(b.References)
+	if len(b.Verification) == 0 {
+		b.Verification = nil
+	}
 	b.Scope = plan.Scope{AllowedPaths: nil0(b.Scope.AllowedPaths), ForbiddenPaths: nil0(b.Scope.ForbiddenPaths), AllowedTools: nil0(b.Scope.AllowedTools)}
 	if len(b.Risks) == 0 {
 		b.Risks = nil

@@ -243,9 +243,31 @@ func (x *transition) update() error {
 	}
 	x.o.Trigger = TrigUpdate
 	if plan.AllDone(steps) {
+		if len(plan.Commands(p.Body.Verification)) > 0 && !x.verified(&p) {
+			if x.o.Refused() {
+				return nil
+			}
+			return x.unverified(p)
+		}
 		x.o.Trigger = TrigComplete
 	}
 	return x.progress(p, steps)
+}
+
+// unverified records a failed verification on p, whose steps stay as they were: the
+// plan is not done, and the model was told why (verified).
+func (x *transition) unverified(p core.Plan) error {
+	reply := x.o.Tool
+	if ok, err := x.check(GuardPhase); err != nil || !ok {
+		return err
+	}
+	p, err := x.settle(p, TrigUpdate, "")
+	if err != nil {
+		return err
+	}
+	x.record(x.eventBy(core.AgentActor, core.EventVerification, &p, plan.VerificationSummary(*p.Run.Verification)))
+	x.o.Tool = reply
+	return nil
 }
 
 // progress records the new steps of p, and completes the plan when they are all done.
@@ -256,9 +278,15 @@ func (x *transition) progress(p core.Plan, steps []plan.Step) error {
 	}
 	to := x.phase
 	p.Body.Steps = steps
+	if trig == TrigComplete {
+		p.Run.Stop = nil // a completed plan waits for no one
+	}
 	p, err := x.settle(p, trig, "")
 	if err != nil {
 		return err
+	}
+	if v := p.Run.Verification; v != nil && trig == TrigComplete {
+		x.record(x.eventBy(core.AgentActor, core.EventVerification, &p, plan.VerificationSummary(*v)))
 	}
 	words := progressWords(steps)
 	completed, cancelled, total := stepCounts(steps)

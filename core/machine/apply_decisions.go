@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The decisions of Apply: a person (or a rule, or the clock) decides on a plan version
@@ -69,6 +70,12 @@ func approvedInjection(p core.Plan, how string) core.Injection {
 		fmt.Fprintf(&b, "%s. %s\n", st.ID, st.Text)
 		for _, c := range st.AcceptanceCriteria {
 			fmt.Fprintf(&b, "   - criterion: %s\n", c)
+		}
+	}
+	if cmds := plan.Commands(p.Body.Verification); len(cmds) > 0 {
+		b.WriteString("When you finish the last step, plangate runs these checks in the workspace; the plan is completed only if each exits 0:\n")
+		for _, c := range cmds {
+			fmt.Fprintf(&b, "- %s\n", plan.DisplayArgv(c.Argv))
 		}
 	}
 	return core.Injection{Kind: core.InjectDecision, Text: strings.TrimRight(b.String(), "\n")}

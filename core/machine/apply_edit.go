@@ -54,6 +54,10 @@ func (x *transition) editedFile() bool {
 		x.refuse(refusal)
 		return false
 	}
+	if problems := CommandProblems(body, x.in.Rules); len(problems) > 0 {
+		x.refusef("The edited file was not taken: %s. Nothing changed.", strings.Join(problems, "; "))
+		return false
+	}
 	diff.From = cur.Version
 	x.body, x.editDiff = body, diff
 	return true

@@ -94,7 +94,11 @@ func (x *transition) validPlan() bool {
 		return false
 	}
 	// The spec, when one is sent, is judged with the rest: one list of every problem.
-	if err := errors.Join(plan.Judge(body), plan.JudgeSpec(body)); err != nil {
+	err = errors.Join(plan.Judge(body), plan.JudgeSpec(body))
+	if problems := CommandProblems(body, x.in.Rules); len(problems) > 0 {
+		err = errors.Join(err, plan.Problems(problems))
+	}
+	if err != nil {
 		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
 		return false
 	}

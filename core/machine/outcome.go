@@ -37,6 +37,12 @@ type Rules struct {
 	// proposal's grants (PlanGrants).
 	Reach       Reach
 	Destructive func(tool string) bool
+	// CheckArgv says why a plan's command check could not run here (the run_command
+	// rules: an allowed program, found); nil: commands cannot run at all.
+	CheckArgv func(argv []string) error
+	// MaxVerifierRetries is how many failed verification attempts go back to the agent
+	// before the turn stops (retry_policy.max_verifier_retries).
+	MaxVerifierRetries int
 }
 
 // NewIDs are fresh random ids the caller draws (DrawIDs); Apply uses the ones it needs.
@@ -93,6 +99,9 @@ type Input struct {
 	TreeProblem string
 	// Stale: the approver accepts a version whose workspace changed (/plan accept --stale).
 	Stale bool
+	// Checks are the runs of the plan's command checks, which the engine makes when an
+	// update_plan call would finish the plan (WouldComplete); nil when none ran.
+	Checks []plan.CheckRun
 }
 
 // who is the actor's name for replies: the display name, else the id.
@@ -144,6 +153,13 @@ type Refusal struct {
 type ToolReply struct {
 	Content string
 	EndTurn bool // the turn ends after this call (a plan or question was posted)
+	// Error marks a reply that is an error for the model though the call changed
+	// something (a failed verification, recorded on the plan).
+	Error bool
+	// Stop, with StopText (the chat's notice), stops the turn as a stop condition of the
+	// executing plan.
+	Stop     plan.StopKind
+	StopText string
 }
 
 // Outcome is the result of Apply: the next session, the Change to commit and the

@@ -32,7 +32,7 @@ func RenderPlan(p core.Plan, phase core.Phase, session string, o RenderOptions) 
 		Body: p.Body, Version: p.Version, Status: string(p.Status), Phase: string(phase), Session: session,
 		Changes: o.Changes, Grants: PlanGrants(p.Body.Scope, o.Reach, o.Destructive),
 		Approvals: shownApprovals(p), Decision: p.Decision, Footer: planFooter(p.Status),
-		Destructive: o.Destructive,
+		Destructive: o.Destructive, Run: p.Run,
 	})
 }
 

@@ -51,12 +51,14 @@ func fullPlan() core.Plan {
 			},
 			Assumptions:  []string{"The docs are plain markdown", "CI runs make linkcheck"},
 			Risks:        []plan.Risk{{Risk: "Renamed anchors break links from other repositories", Mitigation: "keep the old anchors"}, {Risk: "Over-eager spelling fixes"}},
-			Verification: []string{"make linkcheck", "go test ./..."},
+			Verification: append(plan.Words("make linkcheck"), plan.Check{Name: "unit tests", Argv: []string{"go", "test", "./..."}}),
 			Scope:        plan.Scope{AllowedPaths: []string{"docs/**", "README.md"}, ForbiddenPaths: []string{".git/**", "docs/legal/*"}},
 			References:   []string{"CONTRIBUTING.md", "https://example.invalid/style-guide"},
 		},
 		Decision: &plan.Decision{By: "123", ByName: "Alice", At: time.Date(2026, 11, 30, 10, 4, 0, 0, time.FixedZone("cet", 3600)),
 			Channel: "telegram", Outcome: "accepted", Feedback: "Looks good"},
+		Run: plan.Run{Verification: &plan.Verification{Attempts: 1, Failures: 1,
+			Runs: []plan.CheckRun{{Name: "unit tests", Argv: []string{"go", "test", "./..."}, ExitCode: 1, Tail: "FAIL docs"}}}},
 		CreatedAt: planfileDay, UpdatedAt: planfileDay,
 	}
 }
@@ -79,7 +81,7 @@ func forgedPlan() core.Plan {
 			},
 			Assumptions:  []string{"---", "1) numbered", "   # indented", `\# pre-escaped`},
 			Risks:        []plan.Risk{{Risk: "<!channel>", Mitigation: "`code` and ~~strike~~"}},
-			Verification: []string{"~~~", "| x |"},
+			Verification: plan.Words("~~~", "| x |"),
 			Scope:        plan.Scope{AllowedPaths: []string{"docs/**", "a`b"}, ForbiddenPaths: []string{"@everyone/*", "x\n# y"}},
 			References:   []string{"[x]: http://evil.example", "<http://evil.example>"},
 		}}
@@ -87,6 +89,7 @@ func forgedPlan() core.Plan {
 
 func TestRenderPlanMarkdown(t *testing.T) {
 	headings := []string{"Summary", "Steps", "Assumptions", "Risks", "Verification", "Grants", "Scope", "References"}
+	full := slices.Insert(slices.Clone(headings), 5, "Verification runs")
 	cases := []struct {
 		name     string
 		plan     core.Plan
@@ -94,8 +97,8 @@ func TestRenderPlanMarkdown(t *testing.T) {
 		session  string
 		headings []string // level 2, in order
 	}{
-		{"full", fullPlan(), core.PhaseExecuting, "main", append(slices.Clone(headings), "Decision")},
-		{"minimal", minimalPlan(), core.PhaseAwaitingApproval, "main", []string{"Steps", "Grants"}},
+		{"full", fullPlan(), core.PhaseExecuting, "main", append(full, "Decision")},
+		{"minimal", minimalPlan(), core.PhaseAwaitingApproval, "main", []string{"Steps", "Verification", "Grants"}},
 		{"forged", forgedPlan(), core.PhaseAwaitingApproval, "telegram-<@1>_x", headings},
 	}
 	for _, tc := range cases {
@@ -125,6 +128,8 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 		"- By: Alice (123)\n",
 		"- At: 2026-11-30 09:04 UTC\n",
 		"`/plan revise <feedback>`",
+		"## Verification\n\n" + plan.CommandsNote + "\n\n- make linkcheck\n- unit tests: `go test ./...`\n",
+		"## Verification runs\n\n- Attempt 1: 1 of 1 checks failed\n- [ ] unit tests — exit 1\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rendered plan lacks %q", want)
@@ -137,10 +142,13 @@ func TestRenderPlanMarkdownContent(t *testing.T) {
 			t.Errorf("pending plan footer lacks %s", want)
 		}
 	}
-	for _, absent := range []string{"## Summary", "## Assumptions", "## Risks", "## Scope", "## Decision", "## References", "## Verification"} {
+	for _, absent := range []string{"## Summary", "## Assumptions", "## Risks", "## Scope", "## Decision", "## References", "## Verification runs"} {
 		if strings.Contains(pending, absent) {
 			t.Errorf("minimal plan has empty section %q", absent)
 		}
+	}
+	if !strings.Contains(pending, "## Verification\n\n"+plan.NoVerificationNote+"\n") {
+		t.Errorf("a plan without verification does not say so in words:\n%s", pending)
 	}
 	superseded := minimalPlan()
 	superseded.Status = core.PlanSuperseded

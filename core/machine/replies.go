@@ -43,6 +43,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 			lines = append(lines, "approvals: "+prog)
 		}
 	}
+	if line := verificationStatus(p); ok && line != "" {
+		lines = append(lines, line)
+	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
 	}
@@ -169,6 +172,9 @@ func proposalText(p core.Plan, editor string, superseded int, decide string, rul
 		b.WriteString("\n" + line)
 	}
 	b.WriteString("\n" + grantLines(p.Body.Scope, rules.Reach, rules.Destructive))
+	if line := checksLine(p.Body); line != "" {
+		b.WriteString("\n" + line)
+	}
 	if p.Changes != nil {
 		if line := p.Changes.Summary(); line != "" {
 			b.WriteString("\n" + line)

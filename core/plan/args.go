@@ -21,7 +21,7 @@ type proposalArgs struct {
 	Plan         []proposalStep `json:"plan"`
 	Assumptions  []string       `json:"assumptions"`
 	Risks        []Risk         `json:"risks"`
-	Verification []string       `json:"verification"`
+	Verification []Check        `json:"verification"`
 	Scope        Scope          `json:"scope"`
 	References   []string       `json:"references"`
 	Spec         *ProductSpec   `json:"spec"`
@@ -74,6 +74,7 @@ func ParseProposal(args json.RawMessage) (Body, error) {
 	problems := unknownFields(tool, "", top, proposalFields)
 	problems = append(problems, itemFields(tool, "plan", top["plan"], proposalStepFields)...)
 	problems = append(problems, itemFields(tool, "risks", top["risks"], riskFields)...)
+	problems = append(problems, itemFields(tool, "verification", top["verification"], checkFields)...)
 	if sc, ok := argMap(top["scope"]); ok {
 		problems = append(problems, unknownFields(tool, "scope", sc, scopeFields)...)
 	}
@@ -92,7 +93,7 @@ func ParseProposal(args json.RawMessage) (Body, error) {
 		Title:        strings.Join(strings.Fields(a.Title), " "),
 		Summary:      strings.TrimSpace(a.Summary),
 		Assumptions:  trimList(a.Assumptions),
-		Verification: trimList(a.Verification),
+		Verification: trimChecks(a.Verification),
 		References:   trimList(a.References),
 		Scope: Scope{
 			AllowedPaths:    trimList(a.Scope.AllowedPaths),
@@ -391,7 +392,7 @@ type hashedBody struct {
 	Steps        []hashedStep `json:"steps,omitempty"`
 	Assumptions  []string     `json:"assumptions,omitempty"`
 	Risks        []Risk       `json:"risks,omitempty"`
-	Verification []string     `json:"verification,omitempty"`
+	Verification []Check      `json:"verification,omitempty"`
 	Allowed      []string     `json:"allowed_paths,omitempty"`
 	Forbidden    []string     `json:"forbidden_paths,omitempty"`
 	Tools        []string     `json:"allowed_tools,omitempty"`

@@ -31,7 +31,7 @@ func TestParseProposal(t *testing.T) {
 		},
 		Assumptions:  []string{"docs are markdown"},
 		Risks:        []Risk{{Risk: "links break", Mitigation: "run the checker"}},
-		Verification: []string{"make linkcheck"},
+		Verification: Words("make linkcheck"),
 		Scope:        Scope{AllowedPaths: []string{"docs/**", "README.md"}, ForbiddenPaths: []string{".git/**"}},
 		References:   []string{"README.md"},
 	}

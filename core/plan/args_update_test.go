@@ -97,7 +97,7 @@ func TestHashPlan(t *testing.T) {
 		"step ids":      func(b *Body) { b.Steps[0].ID, b.Steps[1].ID = "9", "10" },
 		"empty lists": func(b *Body) {
 			b.References = []string{}
-			b.Verification = []string{}
+			b.Verification = []Check{}
 			b.Scope.ForbiddenPaths = []string{}
 		},
 	}
@@ -118,7 +118,7 @@ func TestHashPlan(t *testing.T) {
 		"criteria":      func(b *Body) { b.Steps[1].AcceptanceCriteria = []string{"c2"} },
 		"assumptions":   func(b *Body) { b.Assumptions = nil },
 		"risk":          func(b *Body) { b.Risks[0].Mitigation = "n" },
-		"verification":  func(b *Body) { b.Verification = []string{"v"} },
+		"verification":  func(b *Body) { b.Verification = Words("v") },
 		"allowed path":  func(b *Body) { b.Scope.AllowedPaths = []string{"docs/*"} },
 		"moved to deny": func(b *Body) { b.Scope.ForbiddenPaths, b.Scope.AllowedPaths = b.Scope.AllowedPaths, nil },
 		"references":    func(b *Body) { b.References = []string{"r"} },

@@ -242,7 +242,7 @@ func changedParts(old, cur Body) []string {
 	add("step order", !criteria && !sameStepOrder(old.Steps, cur.Steps))
 	add("assumptions", !slices.Equal(old.Assumptions, cur.Assumptions))
 	add("risks", !slices.Equal(old.Risks, cur.Risks))
-	add("verification", !slices.Equal(old.Verification, cur.Verification))
+	add("verification", !slices.EqualFunc(old.Verification, cur.Verification, Check.Equal))
 	add("references", !slices.Equal(old.References, cur.References))
 	add("budget", old.Scope.MaxFilesChanged != cur.Scope.MaxFilesChanged || old.Scope.MaxLinesChanged != cur.Scope.MaxLinesChanged)
 	return out

@@ -74,7 +74,10 @@ func Judge(b Body) error {
 	}
 
 	j.list("assumption", "assumptions", b.Assumptions)
-	j.list("verification", "verification entries", b.Verification)
+	j.count("verification entries", len(b.Verification))
+	for i, c := range b.Verification {
+		j.check(fmt.Sprintf("verification %d", i+1), c)
+	}
 	j.list("reference", "references", b.References)
 	j.count("risks", len(b.Risks))
 	for i, r := range b.Risks {

@@ -52,7 +52,7 @@ var sectionNames = map[string]int{
 	"summary": secSummary, strings.ToLower(specHeading): secSpec, "steps": secSteps,
 	"assumptions": secAssumptions, "risks": secRisks, "verification": secVerification,
 	"scope": secScope, "references": secReferences, "approvals": secSkipped, "decision": secSkipped,
-	"grants": secSkipped,
+	"grants": secSkipped, "verification runs": secSkipped,
 }
 
 const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"
@@ -194,8 +194,6 @@ func (p *planParser) heading(name string) {
 		p.blockTo = &p.body.Summary
 	case secAssumptions:
 		p.list = &p.body.Assumptions
-	case secVerification:
-		p.list = &p.body.Verification
 	case secReferences:
 		p.list = &p.body.References
 	case secSpec:
@@ -255,6 +253,8 @@ func (p *planParser) content(line, trimmed string) {
 		p.stepLine(line, trimmed)
 	case p.sec == secScope:
 		p.scopeLine(trimmed)
+	case p.sec == secVerification:
+		p.verificationLine(trimmed)
 	case p.sec == secSpec && p.sub == "":
 		p.fail("text in the product spec must be under one of its `###` parts, such as `### %s`", specOverview)
 	default:
@@ -380,6 +380,63 @@ func (p *planParser) scopeLine(trimmed string) {
 			*p.scopeTo = append(*p.scopeTo, s)
 		}
 	}
+}
+
+// verificationLine reads an entry of "## Verification": a check in words, or a command as
+// CheckLine writes it (a code span, after a name and ": "). plangate's notes are skipped.
+func (p *planParser) verificationLine(trimmed string) {
+	switch trimmed {
+	case NoVerificationNote, WordsOnlyNote, CommandsNote:
+		return
+	}
+	item, ok := bulletText(trimmed)
+	if !ok {
+		p.fail("an entry of this section must be a list item: - text (a check in words) or - tests: `go test ./...` (a command plangate runs)")
+		return
+	}
+	c, problem := parseCheck(item)
+	switch {
+	case problem != "":
+		p.fail("%s", problem)
+	case c.IsCommand() || c.Text != "":
+		p.body.Verification = append(p.body.Verification, c)
+	}
+}
+
+// parseCheck reads one verification item. A check in words has no code span: the writer
+// escapes every backtick of its text.
+func parseCheck(item string) (Check, string) {
+	if !strings.HasSuffix(item, "`") {
+		return Check{Text: fileText(item, false)}, ""
+	}
+	open := -1
+	for i := 0; i < len(item)-1; i++ {
+		switch item[i] {
+		case '\\':
+			i++
+		case '`':
+			open = i
+		}
+		if open >= 0 {
+			break
+		}
+	}
+	if open < 0 {
+		return Check{Text: fileText(item, false)}, ""
+	}
+	name, span := strings.TrimSpace(item[:open]), item[open+1:len(item)-1]
+	if name != "" {
+		n, ok := strings.CutSuffix(name, ":")
+		if !ok {
+			return Check{}, "a command is written as - name: `program arg ...`; put a \":\" after the name"
+		}
+		name = fileText(n, false)
+	}
+	argv, ok := parseArgvSpan(unguardMentions(span))
+	if !ok || strings.Contains(span, "`") {
+		return Check{}, "the command in the code span is not a program and its arguments; write them separated by spaces, or as a JSON array of strings like `[\"go\", \"test\", \"./...\"]`"
+	}
+	return Check{Name: name, Argv: argv}, ""
 }
 
 // unmarkTool drops the destructive mark the writer puts after a tool's code span.

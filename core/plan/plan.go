@@ -72,12 +72,14 @@ type Decision struct {
 
 // Body is what the model proposes; it is stored as JSON and hashed.
 type Body struct {
-	Title        string   `json:"title"`
-	Summary      string   `json:"summary,omitempty"`
-	Steps        []Step   `json:"steps"`
-	Assumptions  []string `json:"assumptions,omitempty"`
-	Risks        []Risk   `json:"risks,omitempty"`
-	Verification []string `json:"verification,omitempty"`
+	Title       string   `json:"title"`
+	Summary     string   `json:"summary,omitempty"`
+	Steps       []Step   `json:"steps"`
+	Assumptions []string `json:"assumptions,omitempty"`
+	Risks       []Risk   `json:"risks,omitempty"`
+	// Verification lists checks in words and commands plangate runs before it calls the
+	// plan completed (Check).
+	Verification []Check  `json:"verification,omitempty"`
 	Scope        Scope    `json:"scope,omitzero"`
 	References   []string `json:"references,omitempty"`
 	// Spec is the product spec a short goal is expanded into first (plan_mode.planner

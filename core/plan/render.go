@@ -81,6 +81,9 @@ type File struct {
 	Approvals []Approval
 	Decision  *Decision
 	Footer    string
+	// Run is what plangate recorded while carrying the version out; its verification runs
+	// are the "## Verification runs" section.
+	Run Run
 	// Destructive marks the allowed tools it reports "(destructive)" (nil: none). The mark
 	// is the gateway's knowledge, not the plan's: ParseMarkdown drops it.
 	Destructive func(tool string) bool
@@ -122,7 +125,8 @@ func Render(f File) []byte {
 		}
 	}
 	writeList(&b, "## Risks", risks)
-	writeList(&b, "## Verification", escapedLines(f.Body.Verification))
+	writeVerification(&b, f.Body.Verification)
+	writeList(&b, "## Verification runs", verificationRunLines(f.Run.Verification))
 	writeGrants(&b, f.Grants)
 	writeScope(&b, f.Body.Scope, f.Destructive)
 	writeList(&b, "## References", escapedLines(f.Body.References))

@@ -16,6 +16,9 @@ type Run struct {
 	Baseline *Tree `json:"baseline,omitempty"`
 	// Changed is what the execution changed so far; nil before its first mutating call.
 	Changed *Changed `json:"changed,omitempty"`
+	// Verification is what plangate recorded of running the version's command checks;
+	// nil until it first ran them.
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // Changed is what the execution of a version changed in the workspace, counted by
@@ -45,7 +48,7 @@ func (r Run) Base() *Tree {
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
 func (r Run) IsZero() bool {
-	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil
+	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil && r.Verification == nil
 }
 
 // StopKind names a stop condition of an executing plan.

@@ -23,29 +23,11 @@ const killGrace = 2 * time.Second
 // runCommand runs argv without a shell in dir. A non-zero exit is a result, not an error:
 // failing tests are information for the model. Timeouts and refusals are errors.
 func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string, error) {
-	if len(a.Argv) == 0 || a.Argv[0] == "" {
-		return "", errors.New(`argv is required: the program and its arguments as separate strings, e.g. ["ls", "-l", "docs"]`)
-	}
-	for _, arg := range a.Argv {
-		if strings.ContainsRune(arg, 0) {
-			return "", errors.New("argv must not contain NUL bytes")
-		}
-	}
-	prog := a.Argv[0]
-	if len(t.cfg.Allow) == 0 {
-		return "", errors.New("run_command may not start any program: none are listed in tools.run_command.allow; ask the gateway's operator to list the programs the agent may run, or use the file tools")
-	}
-	if !slices.Contains(t.cfg.Allow, prog) {
-		return "", t.notAllowed(prog)
-	}
-	path := commandPath()
-	if t.sandbox != nil {
-		path = sandboxPath(path)
-	}
-	exe, err := resolveProgram(prog, path, t.sandbox != nil)
+	exe, path, err := t.program(a.Argv)
 	if err != nil {
 		return "", err
 	}
+	prog := a.Argv[0]
 	if a.TimeoutSeconds < 0 {
 		return "", fmt.Errorf("timeout_seconds must be positive (got %d)", a.TimeoutSeconds)
 	}
@@ -119,6 +101,36 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString(restored + "\n")
 	}
 	return b.String(), nil
+}
+
+// program applies run_command's rules to argv: a program and its arguments, no NUL, a
+// program listed in tools.run_command.allow by its exact name and found where commands
+// look. It returns the executable and the PATH commands get.
+func (t *Toolbox) program(argv []string) (exe, path string, err error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return "", "", errors.New(`argv is required: the program and its arguments as separate strings, e.g. ["ls", "-l", "docs"]`)
+	}
+	for _, arg := range argv {
+		if strings.ContainsRune(arg, 0) {
+			return "", "", errors.New("argv must not contain NUL bytes")
+		}
+	}
+	prog := argv[0]
+	if len(t.cfg.Allow) == 0 {
+		return "", "", errors.New("run_command may not start any program: none are listed in tools.run_command.allow; ask the gateway's operator to list the programs the agent may run, or use the file tools")
+	}
+	if !slices.Contains(t.cfg.Allow, prog) {
+		return "", "", t.notAllowed(prog)
+	}
+	path = commandPath()
+	if t.sandbox != nil {
+		path = sandboxPath(path)
+	}
+	exe, err = resolveProgram(prog, path, t.sandbox != nil)
+	if err != nil {
+		return "", "", err
+	}
+	return exe, path, nil
 }
 
 // joinNotes joins the non-empty notes, one a line.

@@ -155,6 +155,8 @@ func testPlans(t *testing.T, open func() Store) {
 	kept.Decision = &plan.Decision{By: "U124", ByName: "Carol", At: at(9), Channel: "slack", Outcome: "completed"}
 	kept.Approvals = nil
 	kept.Run = plan.Run{Stop: &plan.Stop{Kind: plan.StopMaxLinesChanged, Message: "Stopped: 120 lines changed, the plan allows 100.", At: at(9)}}
+	kept.Body.Verification = []plan.Check{{Text: "cat CHANGELOG.md"}, {Name: "tests", Argv: []string{"go", "test", "./..."}}}
+	kept.Run.Verification = &plan.Verification{Attempts: 2, Failures: 1, Runs: []plan.CheckRun{{Name: "tests", Argv: []string{"go", "test", "./..."}, ExitCode: 1, Tail: "FAIL"}}}
 	kept.UpdatedAt = at(9)
 	sent := kept
 	sent.CreatedAt = at(10) // created_at is set once

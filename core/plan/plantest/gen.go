@@ -90,9 +90,12 @@ func genSpec(r *rand.Rand) *plan.ProductSpec {
 // Body makes a random plan body in the form the file carries: trimmed single-spaced
 // text, step ids "1", "2", ..., verified criteria a subset of the criteria.
 func Body(r *rand.Rand) plan.Body {
-	b := plan.Body{Title: Line(r), Summary: genBlock(r), Assumptions: genList(r, 3), Verification: genList(r, 2),
+	b := plan.Body{Title: Line(r), Summary: genBlock(r), Assumptions: genList(r, 3), Verification: plan.Words(genList(r, 2)...),
 		References: genList(r, 2), Spec: genSpec(r),
 		Scope: plan.Scope{AllowedPaths: genPaths(r), ForbiddenPaths: genPaths(r)}}
+	if r.IntN(2) == 0 {
+		b.Verification = append(b.Verification, genCommand(r))
+	}
 	if r.IntN(3) == 0 {
 		b.Scope.AllowedTools = []string{"fs__write_file", "gh__create_issue"}[:1+r.IntN(2)]
 	}
@@ -132,4 +135,18 @@ func hasCriterion(list []string, c string) bool {
 		}
 	}
 	return false
+}
+
+// genCommand makes a command check: plain words, arguments with spaces, quotes, backticks
+// or brackets, and sometimes a name.
+func genCommand(r *rand.Rand) plan.Check {
+	args := []string{"go", "test", "./...", "-run", "Test X", `a"b`, "x`y", "[", "@here", "<b>", `c:\d`, "é"}
+	c := plan.Check{Argv: []string{args[r.IntN(len(args))]}}
+	for range r.IntN(4) {
+		c.Argv = append(c.Argv, args[r.IntN(len(args))])
+	}
+	if r.IntN(2) == 0 {
+		c.Name = Line(r)
+	}
+	return c
 }
