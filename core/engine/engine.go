@@ -51,14 +51,17 @@ type Config struct {
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
 type Deps struct {
-	Store  core.Store
-	Model  core.Model
-	Tools  core.Toolbox
-	Out    core.Sender
-	Nudger Nudger
-	Log    *slog.Logger
-	Now    func() time.Time // defaults to time.Now
-	Random io.Reader        // defaults to crypto/rand; approval ids come from it
+	Store core.Store
+	Model core.Model
+	Tools core.Toolbox
+	Out   core.Sender
+	// Secrets finds credentials in what the agent writes and in what its commands print
+	// (guards.go); nil checks nothing.
+	Secrets core.SecretScanner
+	Nudger  Nudger
+	Log     *slog.Logger
+	Now     func() time.Time // defaults to time.Now
+	Random  io.Reader        // defaults to crypto/rand; approval ids come from it
 
 	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
 	// recurring reminders unavailable.

@@ -134,7 +134,9 @@ type harness struct {
 	model *fakeModel
 	cfg   engine.Config
 	tools core.Toolbox
-	clock time.Time
+	// secrets is the engine's secret scanner (Deps.Secrets); nil checks nothing.
+	secrets core.SecretScanner
+	clock   time.Time
 	// driver and target name the store (store.OpenDriver) when it is not the SQLite
 	// file in dir.
 	driver, target string
@@ -169,7 +171,7 @@ func (h *harness) open() {
 	h.t.Helper()
 	st := h.openStore()
 	h.st = st
-	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
+	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Secrets: h.secrets, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
 }
 
 // openStore opens another handle on the harness's store, closed at the end of the test.

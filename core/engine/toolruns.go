@@ -44,6 +44,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	}
 	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	out, err, stop := t.screenOutput(call, out, err) // before the audit row and the result keep them
 	run.Outcome, run.FinishedAt = core.ToolRunOK, t.e.d.Now()
 	if err != nil {
 		run.Outcome = core.ToolRunFailed
@@ -54,7 +55,9 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	if ferr := t.e.d.Store.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
-	return callResult(call, out, err, aerr)
+	res := callResult(call, out, err, aerr)
+	res.stop = stop
+	return res
 }
 
 // ranText says what a call did, for a conflict report: "wrote NOTES.md".

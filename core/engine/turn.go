@@ -32,6 +32,9 @@ type jobRun struct {
 	loadedAt int64
 	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
 	asked    []core.Requester // the people this job's work answers (Input.Asked)
+	// secretCalls are the write calls of the model's last answer whose content holds a
+	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
+	secretCalls map[string]secretCall
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
@@ -171,6 +174,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return false, t.modelFailed(ctx, tr, err)
 		}
 		tr.answered++
+		resp.ToolCalls = t.screenCalls(resp.ToolCalls) // before anything stores them
 		tr.add(core.ChatMessage{Role: core.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, At: t.e.d.Now()})
 		if len(resp.ToolCalls) == 0 {
 			var rs []core.Reply
