@@ -138,6 +138,9 @@ type RunCommandConfig struct {
 	Allow   []string `yaml:"allow"`
 	Sandbox string   `yaml:"sandbox"` // bwrap (default) or none
 	Network bool     `yaml:"network"` // sandboxed commands may use the network
+	// Destructive are commands that stop the turn before they run, for a person to decide
+	// (machine.ParseCommandPattern says how an entry matches).
+	Destructive []string `yaml:"destructive"`
 	// Limits bound every sandboxed command (tools.Limits says how each is enforced).
 	Limits RunLimitsConfig `yaml:"limits"`
 }
@@ -233,7 +236,7 @@ func defaultConfig() *Config {
 			WorkspaceCopy: true,
 		},
 		Channels: defaultChannels(),
-		Tools:    ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		Tools:    ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits(), Destructive: slices.Clone(machine.DefaultDestructive)}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:     HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:      LogConfig{Level: LogInfo, Format: LogText},
 	}

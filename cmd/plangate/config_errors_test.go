@@ -222,6 +222,15 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "run_command destructive",
+			body: "tools:\n  run_command:\n    destructive: [\"git push --force\", \" \", \"<outside> -r\", \"rm -r <inside>\"]\n",
+			want: []string{
+				`FILE:3: tools.run_command.destructive[1] is empty: write a program and its arguments, such as "git push --force"`,
+				`FILE:3: tools.run_command.destructive[2] starts with "<outside>": the first word is the program, such as git or rm`,
+				`FILE:3: tools.run_command.destructive[3] has "<inside>": the only placeholder is <outside> (a path outside the workspace)`,
+			},
+		},
+		{
 			name: "run_command limits",
 			body: "tools:\n  run_command:\n    limits:\n      processes: 0\n      memory: 1MiB\n      cpu_time: 10ms\n      file_size: 0\n      tmp_size: 4KiB\n      output: 100B\n",
 			want: []string{

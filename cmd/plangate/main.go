@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/llm"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/tools"
 )
 
@@ -244,6 +245,12 @@ func ownFiles(cfg *Config) []string {
 	return out
 }
 
+// destructive is tools.run_command.destructive as patterns (Validate has checked each).
+func destructive(rc RunCommandConfig) []machine.CommandPattern {
+	ps, _ := machine.ParseCommandPatterns(rc.Destructive)
+	return ps
+}
+
 func engineConfig(cfg *Config) engine.Config {
 	return engine.Config{
 		Reach:            cfg.Tools.reach(),
@@ -252,6 +259,7 @@ func engineConfig(cfg *Config) engine.Config {
 		PerSession:       cfg.Workspace.PerSession,
 		SystemPrompt:     cfg.Agent.SystemPrompt,
 		MaxIterations:    cfg.Agent.MaxIterations,
+		Destructive:      destructive(cfg.Tools.RunCommand),
 		HistoryMessages:  cfg.Agent.HistoryMessages,
 		HistoryChars:     cfg.Agent.HistoryChars,
 		ToolResultChars:  cfg.Agent.ToolResultChars,

@@ -17,12 +17,15 @@ import (
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
-	Reach           machine.Reach // what a granted command may do here (tools.run_command)
-	PlansDir        string
-	WorkspaceRoot   string
-	PerSession      bool // one workspace sub-directory per session
-	SystemPrompt    string
-	MaxIterations   int
+	Reach         machine.Reach // what a granted command may do here (tools.run_command)
+	PlansDir      string
+	WorkspaceRoot string
+	PerSession    bool // one workspace sub-directory per session
+	SystemPrompt  string
+	MaxIterations int
+	// Destructive are the commands a run_command must not match to run without a person
+	// (tools.run_command.destructive; guards.go); none in a zero Config.
+	Destructive     []machine.CommandPattern
 	HistoryMessages int
 	HistoryChars    int  // character budget of the transcript sent to the model
 	ToolResultChars int  // a longer tool result is cut, with a note saying so

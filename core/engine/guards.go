@@ -8,18 +8,21 @@ import (
 	"strings"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
 
 // Guards are stops that hold in every phase, plan mode off included, once the gate let a
 // mutating call through: a call that would write a secret (its content, or a command's
-// arguments) and a command's output that shows one. A secret is hidden wherever the turn
+// arguments), a command on the operator's list of destructive ones, and a command's
+// output that shows a secret. A secret is hidden wherever the turn
 // keeps it (the model's call in the transcript, the tool result, the audit row, the
 // notice) and the turn stops for a person.
 
 // The gate's rules of the guards, named in the audit rows (ToolAudit.Gate).
 const (
-	RuleSecret = "secret" // the call's content or arguments hold a secret
+	RuleSecret      = "secret"      // the call's content or arguments hold a secret
+	RuleDestructive = "destructive" // a command of tools.run_command.destructive
 )
 
 // secretCall is a call of the model's answer that would write a secret: what it is
@@ -105,7 +108,7 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawM
 }
 
 // guard refuses a call the gate let through when it would write a secret (screenCalls
-// found one), stopping the turn. It returns the refusal, why in words for the audit row,
+// found one) or is a destructive command, stopping the turn. It returns the refusal, why in words for the audit row,
 // and the rule that refused.
 func (t *jobRun) guard(in gateInput) (toolResult, string, string, bool) {
 	if sc, ok := t.secretCalls[in.call.ID]; ok {
@@ -117,6 +120,23 @@ func (t *jobRun) guard(in gateInput) (toolResult, string, string, bool) {
 			stop: halt{plan.StopSecretDetected, fmt.Sprintf("Stopped: %s; it was not run, and the secret is hidden from the chat and the transcript. "+
 				"Put credentials in place yourself if they belong there, then send a message to let me continue.", why)},
 		}, why, RuleSecret, false
+	}
+	if in.call.Name == "run_command" && len(t.e.cfg.Destructive) > 0 {
+		var a struct {
+			Argv []string `json:"argv"`
+		}
+		if json.Unmarshal(in.call.Args, &a) == nil {
+			if p, ok := machine.MatchDestructive(t.e.cfg.Destructive, a.Argv); ok {
+				what := describeCall(in.call.Name, in.call.Args)
+				why := fmt.Sprintf("%s is a destructive command (%q in tools.run_command.destructive)", what, p.Text)
+				return toolResult{
+					content: "error: " + why + "; it was not run. A person decides on such commands: say why it is needed and stop.",
+					isError: true,
+					stop: halt{plan.StopDestructiveCommand, fmt.Sprintf("Stopped: %s needs a person: it matches %q (tools.run_command.destructive), so it was not run. "+
+						"Run it yourself if it should run, or send a message telling me how to go on.", what, p.Text)},
+				}, why, RuleDestructive, false
+			}
+		}
 	}
 	return toolResult{}, "", "", true
 }
