@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
@@ -97,6 +98,7 @@ type LLMConfig struct {
 type AgentConfig struct {
 	SystemPrompt    string `yaml:"system_prompt"` // "" = the built-in prompt
 	MaxIterations   int    `yaml:"max_iterations"`
+	MaxSameFailure  int    `yaml:"max_same_failure"` // the same tool error this often in a row stops the turn
 	HistoryMessages int    `yaml:"history_messages"`
 	HistoryChars    int    `yaml:"history_chars"`     // character budget of the transcript sent
 	ToolResultChars int    `yaml:"tool_result_chars"` // longer tool results are cut, with a note
@@ -227,7 +229,7 @@ func defaultConfig() *Config {
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
+		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: engine.DefaultMaxSameFailure, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
 		PlanMode: PlanModeConfig{
 			Enabled:       true,
 			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},

@@ -131,11 +131,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		},
 		{
 			name: "numbers out of range",
-			body: "agent: {max_iterations: 0, history_messages: -1}\nllm: {max_retries: -1, temperature: 2.5, timeout: -1s}\n" +
+			body: "agent: {max_iterations: 0, history_messages: -1, max_same_failure: 1}\nllm: {max_retries: -1, temperature: 2.5, timeout: -1s}\n" +
 				"plan_mode: {approval_timeout: -5m, nudges: [0s, 500ms, 1s], nudge_grace: -1m}\n",
 			want: []string{
 				`FILE:1: agent.max_iterations is 0: it must be at least 1`,
 				`FILE:1: agent.history_messages is -1: it must be at least 1`,
+				`FILE:1: agent.max_same_failure is 1: it must be at least 2`,
 				`FILE:2: llm.max_retries is -1: it must be 0 or more`,
 				`FILE:2: llm.temperature is 2.5: it must be between 0 and 2`,
 				`FILE:2: llm.timeout is -1s: it must be 0s or more`,

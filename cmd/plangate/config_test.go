@@ -74,7 +74,7 @@ func wantDefaults(dir string) Config {
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
+		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: 3, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
 			Enabled:       true,
 			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},

@@ -180,6 +180,7 @@ func (a AgentConfig) Validate() error {
 		{"history_messages", a.HistoryMessages, 1},
 		{"history_chars", a.HistoryChars, 1000},
 		{"tool_result_chars", a.ToolResultChars, 200},
+		{"max_same_failure", a.MaxSameFailure, 2}, // 1 would stop at an error the agent is meant to correct
 	} {
 		if n.got < n.min {
 			errs = append(errs, conf.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))

@@ -259,6 +259,7 @@ func engineConfig(cfg *Config) engine.Config {
 		PerSession:       cfg.Workspace.PerSession,
 		SystemPrompt:     cfg.Agent.SystemPrompt,
 		MaxIterations:    cfg.Agent.MaxIterations,
+		MaxSameFailure:   cfg.Agent.MaxSameFailure,
 		Destructive:      destructive(cfg.Tools.RunCommand),
 		HistoryMessages:  cfg.Agent.HistoryMessages,
 		HistoryChars:     cfg.Agent.HistoryChars,

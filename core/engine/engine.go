@@ -23,6 +23,9 @@ type Config struct {
 	PerSession    bool // one workspace sub-directory per session
 	SystemPrompt  string
 	MaxIterations int
+	// MaxSameFailure is how many times in a row the same tool error may happen before the
+	// turn stops (agent.max_same_failure); 0 = DefaultMaxSameFailure.
+	MaxSameFailure int
 	// Destructive are the commands a run_command must not match to run without a person
 	// (tools.run_command.destructive; guards.go); none in a zero Config.
 	Destructive     []machine.CommandPattern
@@ -51,6 +54,10 @@ type Config struct {
 	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
 }
+
+// DefaultMaxSameFailure is agent.max_same_failure's default: the same tool error three
+// times in a row stops the turn.
+const DefaultMaxSameFailure = 3
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
 type Deps struct {
@@ -155,6 +162,9 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 25
+	}
+	if cfg.MaxSameFailure <= 0 {
+		cfg.MaxSameFailure = DefaultMaxSameFailure
 	}
 	if cfg.HistoryMessages <= 0 {
 		cfg.HistoryMessages = 40
