@@ -29,6 +29,7 @@ const (
 // ("write_file on .env") and the secrets, named ("aws-access-token on line 3").
 type secretCall struct {
 	what, found string
+	run         bool // a command, whose arguments hold the secret
 }
 
 // screenCalls scans what the calls of one model answer would write (write_file's content,
@@ -59,7 +60,7 @@ func (t *jobRun) screenCalls(calls []core.ToolCall) []core.ToolCall {
 		if t.secretCalls == nil {
 			t.secretCalls = map[string]secretCall{}
 		}
-		t.secretCalls[c.ID] = secretCall{what: describeCall(c.Name, b), found: found}
+		t.secretCalls[c.ID] = secretCall{what: describeCall(c.Name, b), found: found, run: c.Name == "run_command"}
 	}
 	if out == nil {
 		return calls
@@ -112,7 +113,11 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawM
 // and the rule that refused.
 func (t *jobRun) guard(in gateInput) (toolResult, string, string, bool) {
 	if sc, ok := t.secretCalls[in.call.ID]; ok {
-		why := fmt.Sprintf("%s would write a secret (%s)", sc.what, sc.found)
+		verb := "would write a secret"
+		if sc.run {
+			verb = "would pass a secret on its command line"
+		}
+		why := fmt.Sprintf("%s %s (%s)", sc.what, verb, sc.found)
 		return toolResult{
 			content: "error: " + why + "; it was not run, and the secret is hidden from this conversation. " +
 				"Never put credentials into the workspace or a command line: use a placeholder and tell the user where the real value goes.",

@@ -210,9 +210,27 @@ func TestSecretInCommandOutputStopsTheTurn(t *testing.T) {
 	// A secret on the command line: not run, hidden.
 	h.model.push(sid, calls(call("run_command", map[string]any{"argv": []string{"touch", "x-" + fakeGHPAT}})))
 	rs = h.say("main", "local", "go on")
-	mustContain(t, lastText(rs), "Stopped: run_command touch x-[secret hidden: github-pat] would write a secret (github-pat in argument 2)")
+	mustContain(t, lastText(rs), "Stopped: run_command touch x-[secret hidden: github-pat] would pass a secret on its command line (github-pat in argument 2)")
 	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
 		t.Fatalf("the command ran: %v", entries)
 	}
 	noSecretOnDisk(t, h, fakeAWSKey, fakeGHPAT)
+}
+
+// With plan mode off (no gate, no plan) a secret write is refused all the same.
+func TestSecretWriteRefusedWithPlanModeOff(t *testing.T) {
+	h := guardHarness(t, nil, func(c *engine.Config) { c.PlanMode = false })
+	ws := filepath.Join(h.cfg.WorkspaceRoot, "main")
+	h.model.push(sessionID("main"), calls(call("write_file", map[string]any{"path": "cfg.env", "content": "GITHUB_TOKEN=" + fakeGHPAT + "\n"})))
+	rs := h.say("main", "local", "save my token")
+	mustContain(t, lastText(rs), "Stopped: write_file on cfg.env would write a secret (github-pat on line 1)")
+	if _, err := os.Stat(filepath.Join(ws, "cfg.env")); err == nil {
+		t.Fatal("the secret was written")
+	}
+	for _, k := range h.events("main") {
+		if k == core.EventStopped {
+			t.Error("a stop without a plan was audited as a plan's stop")
+		}
+	}
+	noSecretOnDisk(t, h, fakeGHPAT)
 }
