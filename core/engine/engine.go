@@ -17,18 +17,12 @@ import (
 
 // Config is the part of plangate's configuration the engine needs.
 type Config struct {
-	Reach         machine.Reach // what a granted command may do here (tools.run_command)
-	PlansDir      string
-	WorkspaceRoot string
-	PerSession    bool // one workspace sub-directory per session
-	SystemPrompt  string
-	MaxIterations int
-	// MaxSameFailure is how many times in a row the same tool error may happen before the
-	// turn stops (agent.max_same_failure); 0 = DefaultMaxSameFailure.
-	MaxSameFailure int
-	// Destructive are the commands a run_command must not match to run without a person
-	// (tools.run_command.destructive; guards.go); none in a zero Config.
-	Destructive     []machine.CommandPattern
+	Reach           machine.Reach // what a granted command may do here (tools.run_command)
+	PlansDir        string
+	WorkspaceRoot   string
+	PerSession      bool // one workspace sub-directory per session
+	SystemPrompt    string
+	MaxIterations   int
 	HistoryMessages int
 	HistoryChars    int  // character budget of the transcript sent to the model
 	ToolResultChars int  // a longer tool result is cut, with a note saying so
@@ -53,6 +47,13 @@ type Config struct {
 	// TypingDelay is how long a model call runs before the chat is shown the typing
 	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
+
+	// MaxSameFailure is how many times in a row the same tool error may happen before the
+	// turn stops (agent.max_same_failure); 0 = DefaultMaxSameFailure.
+	MaxSameFailure int
+	// Destructive are the commands a run_command must not match to run without a person
+	// (tools.run_command.destructive; guards.go); none in a zero Config.
+	Destructive []machine.CommandPattern
 }
 
 // DefaultMaxSameFailure is agent.max_same_failure's default: the same tool error three
@@ -61,17 +62,14 @@ const DefaultMaxSameFailure = 3
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
 type Deps struct {
-	Store core.Store
-	Model core.Model
-	Tools core.Toolbox
-	Out   core.Sender
-	// Secrets finds credentials in what the agent writes and in what its commands print
-	// (guards.go); nil checks nothing.
-	Secrets core.SecretScanner
-	Nudger  Nudger
-	Log     *slog.Logger
-	Now     func() time.Time // defaults to time.Now
-	Random  io.Reader        // defaults to crypto/rand; approval ids come from it
+	Store  core.Store
+	Model  core.Model
+	Tools  core.Toolbox
+	Out    core.Sender
+	Nudger Nudger
+	Log    *slog.Logger
+	Now    func() time.Time // defaults to time.Now
+	Random io.Reader        // defaults to crypto/rand; approval ids come from it
 
 	// NudgeSpecs checks and evaluates /plan nudge cron specs (nudges.Specs); nil makes
 	// recurring reminders unavailable.
@@ -83,6 +81,9 @@ type Deps struct {
 	// After is the wait between attempts of a message kept through a store outage
 	// (outage.go); nil is time.After.
 	After func(d time.Duration) <-chan time.Time
+	// Secrets finds credentials in what the agent writes and in what its commands print
+	// (guards.go); nil checks nothing.
+	Secrets core.SecretScanner
 }
 
 // Nudger is the port to the nudge scheduler (nudges.Scheduler): the engine tells it when a

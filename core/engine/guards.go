@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,6 +107,20 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawM
 	}
 	args[field], _ = json.Marshal(core.RedactSecrets(content, found))
 	return args, core.SecretsList(found), true
+}
+
+// guarded passes a call the gate let through (ok) to guard; a refusal is an audit row
+// under the guard's rule.
+func (t *jobRun) guarded(ctx context.Context, in gateInput, res toolResult, ok bool) (gateInput, toolResult, bool) {
+	if !ok {
+		return in, res, false
+	}
+	if res, why, rule, ok := t.guard(in); !ok {
+		in.rule = rule
+		t.blocked(ctx, in, why, false) // the stop has its own notice
+		return in, res, false
+	}
+	return in, res, true
 }
 
 // guard refuses a call the gate let through when it would write a secret (screenCalls

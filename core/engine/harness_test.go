@@ -134,12 +134,12 @@ type harness struct {
 	model *fakeModel
 	cfg   engine.Config
 	tools core.Toolbox
-	// secrets is the engine's secret scanner (Deps.Secrets); nil checks nothing.
-	secrets core.SecretScanner
-	clock   time.Time
+	clock time.Time
 	// driver and target name the store (store.OpenDriver) when it is not the SQLite
 	// file in dir.
 	driver, target string
+	// secrets is the engine's secret scanner (Deps.Secrets); nil checks nothing.
+	secrets core.SecretScanner
 }
 
 var day = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)

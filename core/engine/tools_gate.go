@@ -101,26 +101,22 @@ func (t *jobRun) withdrawn(call core.ToolCall) (toolResult, bool) {
 func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core.ToolCall) (gateInput, toolResult, bool) {
 	in := gateInput{sess: t.sess, spec: spec, call: call}
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
-	in.rule = RulePlanOff
-	if t.e.cfg.PlanMode {
-		if t.sess.Phase == core.PhaseExecuting {
-			var err error
-			if in.plan, err = t.currentPlan(ctx); err != nil {
-				in.plan = nil // "no accepted plan is loaded"
-			}
-		}
-		in.rule = gateRule(in)
-		if res, why, ok := gate(in); !ok {
-			t.blocked(ctx, in, why, res.stop.text == "")
-			return in, res, false
+	if !t.e.cfg.PlanMode {
+		in.rule = RulePlanOff
+		return t.guarded(ctx, in, toolResult{}, true)
+	}
+	if t.sess.Phase == core.PhaseExecuting {
+		var err error
+		if in.plan, err = t.currentPlan(ctx); err != nil {
+			in.plan = nil // "no accepted plan is loaded"
 		}
 	}
-	if res, why, rule, ok := t.guard(in); !ok { // see guards.go
-		in.rule = rule
-		t.blocked(ctx, in, why, false)
-		return in, res, false
+	in.rule = gateRule(in)
+	res, why, ok := gate(in)
+	if !ok {
+		t.blocked(ctx, in, why, res.stop.text == "")
 	}
-	return in, toolResult{}, true
+	return t.guarded(ctx, in, res, ok)
 }
 
 // gateInput is what the gate decides on.
