@@ -79,3 +79,15 @@ func SecretRules(found []Secret) string {
 	}
 	return strings.Join(rules, ", ")
 }
+
+// SecretWrite is the error of a write a toolbox refused because it would make a secret
+// appear in a file (an edit that completes one with the text around it). It names the
+// call and the secrets, never shows them.
+type SecretWrite struct {
+	What  string // "edit_file on .env"
+	Found string // SecretsList of what it found
+}
+
+func (e *SecretWrite) Error() string {
+	return e.What + " would write a secret (" + e.Found + "): the edit completes one with the text around it; nothing was written"
+}

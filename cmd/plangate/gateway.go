@@ -61,7 +61,11 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	toolbox, err := newToolbox(cfg)
+	scanner, err := secrets.New() // what the agent writes and its commands print (engine/guards.go)
+	if err != nil {
+		return nil, err
+	}
+	toolbox, err := newToolbox(cfg, scanner)
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +79,6 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	}
 	if mgr != nil {
 		tools = engine.CombineToolboxes(toolbox, mgr)
-	}
-	scanner, err := secrets.New() // what the agent writes and its commands print (engine/guards.go)
-	if err != nil {
-		return nil, err
 	}
 	ref := &nudgerRef{}
 	eng := engine.NewEngine(engineConfig(cfg), engine.Deps{Store: st, Model: model, Tools: tools, Secrets: scanner, Out: out, Nudger: ref, Log: log, Now: e.now,

@@ -206,7 +206,7 @@ func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, err
 
 // newToolbox builds the workspace tools. A configured seed directory must exist now, not
 // at the first tool call.
-func newToolbox(cfg *Config) (*tools.Toolbox, error) {
+func newToolbox(cfg *Config, sc core.SecretScanner) (*tools.Toolbox, error) {
 	if seed := cfg.Workspace.Seed; seed != "" {
 		if st, err := os.Stat(seed); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("workspace.seed: %s is not a directory (set workspace.seed: \"\" to start with empty workspaces)", seed)
@@ -224,6 +224,7 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		// The copy exists only where plan mode writes it; elsewhere a PLAN.md is the
 		// workspace's own file.
 		ProtectPlanCopy: cfg.PlanMode.Enabled && cfg.PlanMode.WorkspaceCopy,
+		Secrets:         sc,
 	}), nil
 }
 

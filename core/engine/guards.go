@@ -161,6 +161,17 @@ func (t *jobRun) guard(in gateInput) (toolResult, string, string, bool) {
 	return toolResult{}, "", "", true
 }
 
+// refusedSecret is the stop of a write the toolbox refused because it would make a secret
+// appear (core.SecretWrite: an edit completing one with the lines around it).
+func refusedSecret(err error) halt {
+	var sw *core.SecretWrite
+	if !errors.As(err, &sw) {
+		return halt{}
+	}
+	return halt{plan.StopSecretDetected, fmt.Sprintf("Stopped: %s would write a secret (%s); nothing was written. "+
+		"Put credentials in place yourself if they belong there, then send a message to let me continue.", sw.What, sw.Found)}
+}
+
 // screenOutput hides the secrets a command printed (out, or the output in err's message)
 // before anything keeps them, and stops the turn when there were any: the agent gets the
 // output with the secrets hidden, and a person is asked to look.

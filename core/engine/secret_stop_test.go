@@ -34,6 +34,7 @@ func guardHarness(t *testing.T, progs []string, mutate ...func(*engine.Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Secrets = sc
 	h.tools, h.secrets = tools.New(cfg), sc
 	h.open()
 	return h
@@ -233,4 +234,23 @@ func TestSecretWriteRefusedWithPlanModeOff(t *testing.T) {
 		}
 	}
 	noSecretOnDisk(t, h, fakeGHPAT)
+}
+
+// A hostile model that assembles a key from pieces: the edit that completes it is refused
+// by the toolbox, the file keeps its earlier content, and the turn stops as secret_detected.
+func TestSecretAssembledByAnEditIsRefused(t *testing.T) {
+	h := guardHarness(t, nil)
+	ws := filepath.Join(h.cfg.WorkspaceRoot, "main")
+	p := h.toExecutingAll("main", "Keys")
+	sid := sessionID("main")
+	h.model.push(sid, calls(
+		call("write_file", map[string]any{"path": "cfg.py", "content": "aws_access_key_id = \"" + fakeAWSKey[:8] + "XXXX\"\n"}),
+		call("edit_file", map[string]any{"path": "cfg.py", "old": "XXXX", "new": fakeAWSKey[8:]})))
+	rs := h.say("main", "local", "configure")
+	mustContain(t, lastText(rs), "Stopped: edit_file on cfg.py would write a secret (aws-access-token on line 1); nothing was written.")
+	if b, _ := os.ReadFile(filepath.Join(ws, "cfg.py")); strings.Contains(string(b), fakeAWSKey) || !strings.Contains(string(b), "XXXX") {
+		t.Fatalf("cfg.py is %q", b)
+	}
+	stoppedWith(t, h, "main", p.ID, plan.StopSecretDetected)
+	noSecretOnDisk(t, h, fakeAWSKey)
 }

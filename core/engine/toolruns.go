@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,7 +57,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
 	res := callResult(call, out, err, aerr)
-	res.stop = stop
+	res.stop = cmp.Or(refusedSecret(err), stop)
 	return res
 }
 

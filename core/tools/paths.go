@@ -25,6 +25,8 @@ type workspace struct {
 	hidden, hiddenRel []string
 	// protect refuses changes to the plan's workspace copy (Config.ProtectPlanCopy).
 	protect bool
+	// secrets checks what an edit completes with the text around it (Config.Secrets).
+	secrets core.SecretScanner
 }
 
 // maxPathBytes is PATH_MAX: no longer path can be opened anyway.
