@@ -19,6 +19,7 @@ import (
 
 	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core/conf"
+	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
 	"github.com/plangate/plangate/core/tools"
@@ -100,6 +101,7 @@ type LLMConfig struct {
 type AgentConfig struct {
 	SystemPrompt    string `yaml:"system_prompt"` // "" = the built-in prompt
 	MaxIterations   int    `yaml:"max_iterations"`
+	MaxSameFailure  int    `yaml:"max_same_failure"` // the same tool error this often in a row stops the turn
 	HistoryMessages int    `yaml:"history_messages"`
 	HistoryChars    int    `yaml:"history_chars"`     // character budget of the transcript sent
 	ToolResultChars int    `yaml:"tool_result_chars"` // longer tool results are cut, with a note
@@ -141,6 +143,9 @@ type RunCommandConfig struct {
 	Allow   []string `yaml:"allow"`
 	Sandbox string   `yaml:"sandbox"` // bwrap (default) or none
 	Network bool     `yaml:"network"` // sandboxed commands may use the network
+	// Destructive are commands that stop the turn before they run, for a person to decide
+	// (machine.ParseCommandPattern says how an entry matches).
+	Destructive []string `yaml:"destructive"`
 	// Limits bound every sandboxed command (tools.Limits says how each is enforced).
 	Limits RunLimitsConfig `yaml:"limits"`
 }
@@ -227,7 +232,7 @@ func defaultConfig() *Config {
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
+		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: engine.DefaultMaxSameFailure, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
 		PlanMode: PlanModeConfig{
 			Enabled:       true,
 			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, 60 * time.Minute},
@@ -237,7 +242,7 @@ func defaultConfig() *Config {
 		},
 		RetryPolicy: conf.DefaultRetryPolicy,
 		Channels:    defaultChannels(),
-		Tools:       ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits()}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
+		Tools:       ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits(), Destructive: slices.Clone(machine.DefaultDestructive)}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:        HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:         LogConfig{Level: LogInfo, Format: LogText},
 	}

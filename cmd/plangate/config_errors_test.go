@@ -131,11 +131,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		},
 		{
 			name: "numbers out of range",
-			body: "agent: {max_iterations: 0, history_messages: -1}\nllm: {max_retries: -1, temperature: 2.5, timeout: -1s}\n" +
+			body: "agent: {max_iterations: 0, history_messages: -1, max_same_failure: 1}\nllm: {max_retries: -1, temperature: 2.5, timeout: -1s}\n" +
 				"plan_mode: {approval_timeout: -5m, nudges: [0s, 500ms, 1s], nudge_grace: -1m}\nretry_policy: {max_verifier_retries: 21}\n",
 			want: []string{
 				`FILE:1: agent.max_iterations is 0: it must be at least 1`,
 				`FILE:1: agent.history_messages is -1: it must be at least 1`,
+				`FILE:1: agent.max_same_failure is 1: it must be at least 2`,
 				`FILE:2: llm.max_retries is -1: it must be 0 or more`,
 				`FILE:2: llm.temperature is 2.5: it must be between 0 and 2`,
 				`FILE:2: llm.timeout is -1s: it must be 0s or more`,
@@ -220,6 +221,15 @@ func TestLoadConfigErrors(t *testing.T) {
 			want: []string{
 				`FILE:2: tools.max_write_bytes is 100000000: it must be between 1 and 67108864 (64 MiB)`,
 				`FILE:3: tools.run_command.sandbox is "Bwrap": expected bwrap or none`,
+			},
+		},
+		{
+			name: "run_command destructive",
+			body: "tools:\n  run_command:\n    destructive: [\"git push --force\", \" \", \"<outside> -r\", \"rm -r <inside>\"]\n",
+			want: []string{
+				`FILE:3: tools.run_command.destructive[1] is empty: write a program and its arguments, such as "git push --force"`,
+				`FILE:3: tools.run_command.destructive[2] starts with "<outside>": the first word is the program, such as git or rm`,
+				`FILE:3: tools.run_command.destructive[3] has "<inside>": the only placeholder is <outside> (a path outside the workspace)`,
 			},
 		},
 		{

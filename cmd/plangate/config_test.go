@@ -75,7 +75,7 @@ func wantDefaults(dir string) Config {
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
 		},
-		Agent: AgentConfig{MaxIterations: 25, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
+		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: 3, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
 			Enabled:       true,
 			Nudges:        []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour},
@@ -93,9 +93,11 @@ func wantDefaults(dir string) Config {
 				MaxMessageBytes: 32 << 10},
 			OutboxMaxAge: 24 * time.Hour,
 		},
-		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 1024, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20}}},
-		HTTP:  HTTPConfig{MaxBody: 1 << 20},
-		Log:   LogConfig{Level: "info", Format: "text"},
+		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 1024, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20},
+			Destructive: []string{"git push --force", "git push -f", "git push --force-with-lease", "git push --mirror", "git push --delete", "git push +*",
+				"git reset --hard", "git clean -f", "git branch -D", "rm -r <outside>", "rm -R <outside>", "rm --recursive <outside>"}}},
+		HTTP: HTTPConfig{MaxBody: 1 << 20},
+		Log:  LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -177,7 +179,7 @@ plan_mode:
   approval_timeout: 24h
   nudges: [1s, 90s]
   nudge_grace: 0s
-tools: {max_write_bytes: 4096, run_command: {enabled: true, allow: [go, git], sandbox: none, network: true,
+tools: {max_write_bytes: 4096, run_command: {enabled: true, allow: [go, git], sandbox: none, network: true, destructive: ["git push --force"],
   limits: {processes: 64, memory: 2GiB, cpu_time: 90s, file_size: 8MiB, tmp_size: 64MiB, output: 1048576}}}
 access:
   approvers: [telegram:123456, slack:U0123ABC, discord:4567, discord-role:99, terminal:alice]
@@ -208,7 +210,8 @@ log: {level: debug, format: json}
 		{"plan_mode.nudges", cfg.PlanMode.Nudges, []time.Duration{time.Second, 90 * time.Second}},
 		{"plan_mode.nudge_grace", cfg.PlanMode.NudgeGrace, time.Duration(0)},
 		{"tools.run_command", cfg.Tools.RunCommand, RunCommandConfig{Enabled: true, Allow: []string{"go", "git"}, Sandbox: "none", Network: true,
-			Limits: RunLimitsConfig{Processes: 64, Memory: 2 << 30, CPUTime: 90 * time.Second, FileSize: 8 << 20, TmpSize: 64 << 20, Output: 1 << 20}}},
+			Destructive: []string{"git push --force"},
+			Limits:      RunLimitsConfig{Processes: 64, Memory: 2 << 30, CPUTime: 90 * time.Second, FileSize: 8 << 20, TmpSize: 64 << 20, Output: 1 << 20}}},
 		{"tools.max_write_bytes", cfg.Tools.MaxWriteBytes, 4096},
 		{"access.approvers", len(cfg.Access.Approvers), 5},
 		{"log.level", cfg.Log.Level, LogDebug},

@@ -12,6 +12,7 @@ import (
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/engine"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/store"
 )
 
@@ -179,6 +180,7 @@ func (a AgentConfig) Validate() error {
 		{"history_messages", a.HistoryMessages, 1},
 		{"history_chars", a.HistoryChars, 1000},
 		{"tool_result_chars", a.ToolResultChars, 200},
+		{"max_same_failure", a.MaxSameFailure, 2}, // 1 would stop at an error the agent is meant to correct
 	} {
 		if n.got < n.min {
 			errs = append(errs, conf.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
@@ -209,6 +211,11 @@ func (t ToolsConfig) Validate() error {
 		errs = append(errs, conf.Invalid("max_write_bytes", "is %d: it must be between 1 and %d (64 MiB)", n, maxWriteBytesLimit))
 	}
 	errs = append(errs, t.RunCommand.Limits.problems()...)
+	for i, d := range t.RunCommand.Destructive {
+		if _, err := machine.ParseCommandPattern(d); err != nil {
+			errs = append(errs, conf.Invalid(fmt.Sprintf("run_command.destructive[%d]", i), "%v", err))
+		}
+	}
 	for i, a := range t.RunCommand.Allow {
 		if strings.TrimSpace(a) == "" {
 			errs = append(errs, conf.Invalid(fmt.Sprintf("run_command.allow[%d]", i), "is empty: list program names such as go or git"))

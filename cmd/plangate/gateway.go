@@ -10,6 +10,7 @@ import (
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/mcp"
+	"github.com/plangate/plangate/core/secrets"
 	"github.com/plangate/plangate/nudges"
 	"github.com/plangate/plangate/store"
 )
@@ -60,7 +61,11 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	toolbox, err := newToolbox(cfg)
+	scanner, err := secrets.New() // what the agent writes and its commands print (engine/guards.go)
+	if err != nil {
+		return nil, err
+	}
+	toolbox, err := newToolbox(cfg, scanner)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +81,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		tools = engine.CombineToolboxes(toolbox, mgr)
 	}
 	ref := &nudgerRef{}
-	eng := engine.NewEngine(engineConfig(cfg), engine.Deps{Store: st, Model: model, Tools: tools, Checks: toolbox, Out: out, Nudger: ref, Log: log, Now: e.now,
+	eng := engine.NewEngine(engineConfig(cfg), engine.Deps{Store: st, Model: model, Tools: tools, Checks: toolbox, Secrets: scanner, Out: out, Nudger: ref, Log: log, Now: e.now,
 		NudgeSpecs: nudges.Specs{}, Observer: obs})
 	eng.CountPending(ctx) // the gauge starts from the store, not from zero
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)

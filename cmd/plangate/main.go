@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/llm"
+	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/tools"
 )
 
@@ -205,7 +206,7 @@ func newModel(cfg *Config, e procEnv, log *slog.Logger) (core.Model, string, err
 
 // newToolbox builds the workspace tools. A configured seed directory must exist now, not
 // at the first tool call.
-func newToolbox(cfg *Config) (*tools.Toolbox, error) {
+func newToolbox(cfg *Config, sc core.SecretScanner) (*tools.Toolbox, error) {
 	if seed := cfg.Workspace.Seed; seed != "" {
 		if st, err := os.Stat(seed); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("workspace.seed: %s is not a directory (set workspace.seed: \"\" to start with empty workspaces)", seed)
@@ -224,6 +225,7 @@ func newToolbox(cfg *Config) (*tools.Toolbox, error) {
 		// The copy exists only where plan mode writes it; elsewhere a PLAN.md is the
 		// workspace's own file.
 		ProtectPlanCopy: cfg.PlanMode.Enabled && cfg.PlanMode.WorkspaceCopy,
+		Secrets:         sc,
 	}), nil
 }
 
@@ -254,6 +256,12 @@ func ownFiles(cfg *Config) []string {
 	return out
 }
 
+// destructive is tools.run_command.destructive as patterns (Validate has checked each).
+func destructive(rc RunCommandConfig) []machine.CommandPattern {
+	ps, _ := machine.ParseCommandPatterns(rc.Destructive)
+	return ps
+}
+
 func engineConfig(cfg *Config) engine.Config {
 	return engine.Config{
 		Reach:              cfg.Tools.reach(),
@@ -262,6 +270,8 @@ func engineConfig(cfg *Config) engine.Config {
 		PerSession:         cfg.Workspace.PerSession,
 		SystemPrompt:       cfg.Agent.SystemPrompt,
 		MaxIterations:      cfg.Agent.MaxIterations,
+		MaxSameFailure:     cfg.Agent.MaxSameFailure,
+		Destructive:        destructive(cfg.Tools.RunCommand),
 		HistoryMessages:    cfg.Agent.HistoryMessages,
 		HistoryChars:       cfg.Agent.HistoryChars,
 		ToolResultChars:    cfg.Agent.ToolResultChars,

@@ -113,7 +113,7 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigAccept:      refused,
 		machine.TrigApprove:     refused,
 		machine.TrigRevise:      {phase: core.PhasePlanning, cur: core.PlanRevised, audit: ev(core.EventRevised), effects: fx(rf, nc, rt, fg, sy, tu)},
-		machine.TrigAsk:         {phase: core.PhaseExecuting, audit: ev(core.EventAsked), effects: fx(nc, sy)},
+		machine.TrigAsk:         {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventAsked, core.EventStopped), effects: fx(rf, nc, sy)},
 		machine.TrigAnswer:      {phase: core.PhaseExecuting, audit: ev(core.EventAnswered), effects: fx(nc, sy, tu)},
 		machine.TrigAutoOn:      {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},
 		machine.TrigAutoOff:     {phase: core.PhaseExecuting, audit: ev(core.EventAutoChanged), effects: fx(sy)},

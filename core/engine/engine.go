@@ -51,10 +51,20 @@ type Config struct {
 	// back to the agent before the turn stops (retry_policy.max_verifier_retries); 0 is
 	// machine.DefaultMaxVerifierRetries, NoVerifierRetries stops at the first failure.
 	MaxVerifierRetries int
+	// MaxSameFailure is how many times in a row the same tool error may happen before the
+	// turn stops (agent.max_same_failure); 0 = DefaultMaxSameFailure.
+	MaxSameFailure int
+	// Destructive are the commands a run_command must not match to run without a person
+	// (tools.run_command.destructive; guards.go); none in a zero Config.
+	Destructive []machine.CommandPattern
 }
 
 // NoVerifierRetries is Config.MaxVerifierRetries for no retries.
 const NoVerifierRetries = -1
+
+// DefaultMaxSameFailure is agent.max_same_failure's default: the same tool error three
+// times in a row stops the turn.
+const DefaultMaxSameFailure = 3
 
 // Deps are the ports the engine talks through. Tools and Nudger may be nil.
 type Deps struct {
@@ -80,6 +90,9 @@ type Deps struct {
 	// After is the wait between attempts of a message kept through a store outage
 	// (outage.go); nil is time.After.
 	After func(d time.Duration) <-chan time.Time
+	// Secrets finds credentials in what the agent writes and in what its commands print
+	// (guards.go); nil checks nothing.
+	Secrets core.SecretScanner
 }
 
 // Nudger is the port to the nudge scheduler (nudges.Scheduler): the engine tells it when a
@@ -160,6 +173,9 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	}
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 25
+	}
+	if cfg.MaxSameFailure <= 0 {
+		cfg.MaxSameFailure = DefaultMaxSameFailure
 	}
 	if cfg.HistoryMessages <= 0 {
 		cfg.HistoryMessages = 40

@@ -140,6 +140,8 @@ type harness struct {
 	// driver and target name the store (store.OpenDriver) when it is not the SQLite
 	// file in dir.
 	driver, target string
+	// secrets is the engine's secret scanner (Deps.Secrets); nil checks nothing.
+	secrets core.SecretScanner
 }
 
 var day = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -171,7 +173,7 @@ func (h *harness) open() {
 	h.t.Helper()
 	st := h.openStore()
 	h.st = st
-	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Checks: h.checks, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
+	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: h.model, Tools: h.tools, Checks: h.checks, Secrets: h.secrets, Out: h.out, Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}}))
 }
 
 // openStore opens another handle on the harness's store, closed at the end of the test.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,6 +51,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 	}
 	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
+	out, err, stop := t.screenOutput(call, out, err) // before the audit row and the result keep them
 	run.Outcome, run.FinishedAt = core.ToolRunOK, t.e.d.Now()
 	if err != nil {
 		run.Outcome = core.ToolRunFailed
@@ -61,7 +63,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)
 	}
 	res = callResult(call, out, err, aerr)
-	res.stop = t.watchAfter(ctx, w)
+	res.stop = cmp.Or(refusedSecret(err), stop, t.watchAfter(ctx, w))
 	return res
 }
 

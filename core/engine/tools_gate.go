@@ -103,7 +103,7 @@ func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core
 	in.paths, in.pathsErr = t.e.d.Tools.WritePaths(call.Name, call.Args)
 	if !t.e.cfg.PlanMode {
 		in.rule = RulePlanOff
-		return in, toolResult{}, true
+		return t.guarded(ctx, in, toolResult{}, true)
 	}
 	if t.sess.Phase == core.PhaseExecuting {
 		var err error
@@ -116,7 +116,7 @@ func (t *jobRun) gateMutation(ctx context.Context, spec core.ToolSpec, call core
 	if !ok {
 		t.blocked(ctx, in, why, res.stop.text == "")
 	}
-	return in, res, ok
+	return t.guarded(ctx, in, res, ok)
 }
 
 // gateInput is what the gate decides on.

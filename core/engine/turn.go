@@ -35,6 +35,9 @@ type jobRun struct {
 	loadedAt int64
 	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
 	asked    []core.Requester // the people this job's work answers (Input.Asked)
+	// secretCalls are the write calls of the model's last answer whose content holds a
+	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
+	secretCalls map[string]secretCall
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
@@ -62,8 +65,9 @@ type turn struct {
 	unsaved  []core.ChatMessage // entries not committed yet
 	drained  int                // injections of the session moved into the turn so far
 	answered int                // model calls that returned
-	lastErr  string             // the last tool error, to notice one repeated three times
+	lastErr  string             // the last tool error, to notice one repeated maxSame times
 	sameErr  int
+	maxSame  int // agent.max_same_failure
 }
 
 func (tr *turn) add(m core.ChatMessage) {
@@ -174,6 +178,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return false, t.modelFailed(ctx, tr, err)
 		}
 		tr.answered++
+		resp.ToolCalls = t.screenCalls(resp.ToolCalls) // before anything stores them
 		tr.add(core.ChatMessage{Role: core.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, At: t.e.d.Now()})
 		if len(resp.ToolCalls) == 0 {
 			var rs []core.Reply
@@ -257,7 +262,7 @@ func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
 			h = h[len(h)-n:]
 		}
 	}
-	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars)))}, nil
+	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))), maxSame: t.e.cfg.MaxSameFailure}, nil
 }
 
 // window is the session's stored transcript window: kept in memory for the session's
@@ -450,8 +455,8 @@ func (t *jobRun) applyTool(ctx context.Context, tr *turn, o machine.Outcome) err
 	return t.carryOut(ctx, o)
 }
 
-// note updates the round's stop conditions after one call: the same tool error three
-// times in a row stops the turn.
+// note updates the round's stop conditions after one call: the same tool error maxSame
+// times in a row (agent.max_same_failure) stops the turn.
 func (tr *turn) note(r *round, name string, res toolResult) {
 	if res.isError {
 		if res.content == tr.lastErr {
@@ -459,8 +464,9 @@ func (tr *turn) note(r *round, name string, res toolResult) {
 		} else {
 			tr.lastErr, tr.sameErr = res.content, 1
 		}
-		if tr.sameErr >= 3 && r.stop.text == "" {
-			r.stop = halt{plan.StopRepeatedFailure, fmt.Sprintf("Stopped: the same tool error happened three times in a row (%s).", machine.OneLine(strings.TrimPrefix(res.content, "error: ")))}
+		if tr.sameErr >= max(tr.maxSame, 1) && r.stop.text == "" {
+			r.stop = halt{plan.StopRepeatedFailure, fmt.Sprintf("Stopped: the same tool error happened %s in a row (%s). Send a message to let me try another way.",
+				timesInWords(tr.sameErr), machine.OneLine(strings.TrimPrefix(res.content, "error: ")))}
 		}
 	} else if r.ended == "" && r.stop.text == "" {
 		tr.lastErr, tr.sameErr = "", 0
@@ -471,4 +477,12 @@ func (tr *turn) note(r *round, name string, res toolResult) {
 	if res.endTurn && r.ended == "" {
 		r.ended = name
 	}
+}
+
+// timesInWords says how often: "twice", "three times", "7 times".
+func timesInWords(n int) string {
+	if w, ok := map[int]string{1: "once", 2: "twice", 3: "three times", 4: "four times", 5: "five times"}[n]; ok {
+		return w
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -19,14 +19,14 @@ import (
 
 // copied lists the (phase, trigger) rows whose outcome rewrites PLAN.md and PLAN.json,
 // with the status the copy then shows: a version becoming accepted, and every change of
-// the accepted one (progress, completion, a revise, /plan off). A pending version is
-// never copied: it would replace the contract being carried out.
+// the accepted one (progress, completion, a revise, /plan off, a question that stops
+// it). A pending version is never copied: it would replace the contract being carried out.
 var copied = map[core.Phase]map[machine.Trigger]core.PlanStatus{
 	core.PhasePlanning: {machine.TrigAutoPropose: core.PlanAccepted},
 	core.PhaseAwaitingApproval: {machine.TrigAccept: core.PlanAccepted, machine.TrigAutoOn: core.PlanAccepted,
 		machine.TrigAutoPropose: core.PlanAccepted},
 	core.PhaseExecuting: {machine.TrigUpdate: core.PlanAccepted, machine.TrigComplete: core.PlanCompleted,
-		machine.TrigRevise: core.PlanRevised, machine.TrigOff: core.PlanAborted},
+		machine.TrigRevise: core.PlanRevised, machine.TrigOff: core.PlanAborted, machine.TrigAsk: core.PlanAccepted},
 }
 
 // TestApplyWorkspaceCopyTable runs the whole transition table with workspace_copy on:

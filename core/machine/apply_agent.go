@@ -201,15 +201,47 @@ func (x *transition) validQuestion() bool {
 	return true
 }
 
-func (x *transition) ask() {
+func (x *transition) ask() error {
 	q := x.question
 	x.next.Phase = x.phase
 	x.next.Question = q
 	x.record(x.event(core.EventAsked, nil, q.Text))
+	if err := x.waitForAnswer(q); err != nil {
+		return err
+	}
 	x.o.Change.CancelReminders = true
 	x.o.Change.Nudges = reminders(x.next, x.in.Rules, "", x.in.Now)
 	x.o.sayReply(questionReply(x.s.Address, q), "A question could not be delivered here; /plan status shows it.")
 	x.tool(true, "Question posted. Stop here; the answer arrives as [QUESTION_ANSWER].")
+	return nil
+}
+
+// waitForAnswer records a question asked while a plan executes as the plan's stop
+// (requires_human_decision, audited stopped): the plan waits for a person, and the
+// answer ends the stop (answered).
+func (x *transition) waitForAnswer(q *core.Question) error {
+	if x.s.Phase != core.PhaseExecuting || x.cur == nil {
+		return nil
+	}
+	p := *x.cur
+	msg := fmt.Sprintf("Waiting for a person's answer: %s Answer: /plan answer <number>", q.Text)
+	p.Run.Stop = &plan.Stop{Kind: plan.StopHumanDecision, Message: msg, At: x.in.Now}
+	if _, err := x.settle(p, TrigAsk, ""); err != nil {
+		return err
+	}
+	x.record(x.event(core.EventStopped, &p, string(plan.StopHumanDecision)+": "+msg))
+	return nil
+}
+
+// answered ends the executing plan's stop that waited for the answer (waitForAnswer).
+func (x *transition) answered() error {
+	if x.s.Phase != core.PhaseExecuting || x.cur == nil || x.cur.Run.Stop == nil || x.cur.Run.Stop.Kind != plan.StopHumanDecision {
+		return nil
+	}
+	p := *x.cur
+	p.Run.Stop = nil
+	_, err := x.settle(p, TrigAnswer, "")
+	return err
 }
 
 // update applies step progress to the accepted plan, completing it (TrigComplete) when

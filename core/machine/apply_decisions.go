@@ -109,7 +109,7 @@ func (x *transition) revise() error {
 	return nil
 }
 
-func (x *transition) answer() {
+func (x *transition) answer() error {
 	q, answer := x.s.Question, x.answerText
 	x.next.Phase = x.phase
 	x.next.Question = nil
@@ -117,8 +117,12 @@ func (x *transition) answer() {
 	x.next.Injections = append(x.next.Injections, core.Injection{Kind: core.InjectAnswer,
 		Text: fmt.Sprintf("[QUESTION_ANSWER]: %s\nQuestion: %s\nAnswered by %s.", answer, q.Text, x.in.who())})
 	x.record(x.event(core.EventAnswered, nil, answer))
+	if err := x.answered(); err != nil {
+		return err
+	}
 	x.o.Change.CancelReminders = true
 	x.o.say(core.ReplyText, "Answer recorded: "+answer)
+	return nil
 }
 
 func (x *transition) auto(on bool) error {

@@ -186,6 +186,8 @@ func planTransitions() map[planKey]core.PlanStatus {
 		{core.PlanAccepted, TrigOff}:      core.PlanAborted,
 		{core.PlanAccepted, TrigUpdate}:   core.PlanAccepted,
 		{core.PlanAccepted, TrigComplete}: core.PlanCompleted,
+		{core.PlanAccepted, TrigAsk}:      core.PlanAccepted, // it waits for the answer (Run.Stop)
+		{core.PlanAccepted, TrigAnswer}:   core.PlanAccepted, // and goes on
 	}
 }
 

@@ -27,6 +27,8 @@ type workspace struct {
 	protect bool
 	// baselines is Config.Baselines, for fingerprints.
 	baselines string
+	// secrets checks what an edit completes with the text around it (Config.Secrets).
+	secrets core.SecretScanner
 }
 
 // maxPathBytes is PATH_MAX: no longer path can be opened anyway.

@@ -111,6 +111,10 @@ type Config struct {
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.
 	Seed string
+	// Secrets, when set, refuses an edit_file whose new text completes a secret with the
+	// lines around it (core.SecretWrite); the engine scans the new text itself before the
+	// call runs (engine/guards.go).
+	Secrets core.SecretScanner
 }
 
 // Toolbox implements core.Toolbox.
@@ -190,7 +194,7 @@ func (t *Toolbox) Call(ctx context.Context, ws core.Workspace, name string, args
 		return "", err
 	}
 	defer root.Close()
-	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes, protect: t.cfg.ProtectPlanCopy}
+	w := &workspace{root: root, dir: ws.Dir, maxOut: t.cfg.MaxOutput, maxWrite: t.cfg.MaxWriteBytes, protect: t.cfg.ProtectPlanCopy, secrets: t.cfg.Secrets}
 	if len(t.cfg.Hidden) > 0 {
 		w.hidden, w.hiddenRel = hiddenIn(ws.Dir, t.cfg.Hidden)
 	}

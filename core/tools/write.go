@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
+
+	"github.com/plangate/plangate/core"
 )
 
 // writeTarget cleans the path of a write_file or edit_file call and refuses what no plan
@@ -124,6 +127,9 @@ func (w *workspace) editFile(ctx context.Context, a editArgs) (string, error) {
 	if len(updated) > w.maxWrite {
 		return "", fmt.Errorf("the edited %s would be %d bytes; edit_file writes at most %d bytes (tools.max_write_bytes)", rel, len(updated), w.maxWrite)
 	}
+	if err := w.refuseSecret(rel, content, updated, i, len(old), len(repl)); err != nil {
+		return "", err
+	}
 	if err := replaceFile(w.root, rel, []byte(updated), fi.Mode().Perm()); err != nil {
 		return "", err
 	}
@@ -196,4 +202,42 @@ func countLines(data []byte) int {
 		n++
 	}
 	return n
+}
+
+// secretContext is how many lines around an edit are scanned with it: a secret the edit
+// completes with its neighbours is found, a file's far-away lines cost nothing.
+const secretContext = 3
+
+// refuseSecret refuses an edit (old text of oldLen bytes at i in before, replaced by
+// newLen bytes in after) that makes a secret appear: the edited lines and their
+// neighbours are scanned, and a secret they held before the edit does not count.
+func (w *workspace) refuseSecret(rel, before, after string, i, oldLen, newLen int) error {
+	if w.secrets == nil {
+		return nil
+	}
+	was, _ := around(before, i, i+oldLen)
+	now, first := around(after, i, i+newLen)
+	old := w.secrets.Scan(was)
+	var found []core.Secret
+	for _, s := range w.secrets.Scan(now) {
+		if slices.ContainsFunc(old, func(o core.Secret) bool { return o.Rule == s.Rule && o.Text == s.Text }) {
+			continue
+		}
+		s.Line += first - 1
+		s.EndLine += first - 1
+		found = append(found, s)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return &core.SecretWrite{What: ToolEditFile + " on " + rel, Found: core.SecretsList(found)}
+}
+
+// around is text's lines from secretContext lines before the one holding byte from to
+// secretContext lines after the one holding byte to, and the 1-based number of its first.
+func around(text string, from, to int) (string, int) {
+	lines := strings.SplitAfter(text, "\n")
+	lo := max(strings.Count(text[:from], "\n")-secretContext, 0)
+	hi := min(strings.Count(text[:to], "\n")+secretContext+1, len(lines))
+	return strings.Join(lines[lo:hi], ""), lo + 1
 }
