@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/plangate/plangate/core"
@@ -71,10 +72,19 @@ func (t *jobRun) applyForAgent(ctx context.Context, o machine.Outcome) error {
 	})
 	if !ran && errors.Is(err, errLeaseHeld) {
 		// Its turn tries the lease once more: the holder may have let go and looked already.
-		return t.apply(ctx, queued(o))
+		err = t.apply(ctx, queued(o))
+		if errors.Is(err, core.ErrConflict) {
+			// The holder committed meanwhile; nothing of this message is stored, so it is
+			// handled again on the row as it is now.
+			return errRequeue
+		}
 	}
 	return err
 }
+
+// errRequeue is a message queued for the lease holder whose commit lost a race with the
+// holder's: nothing of it was stored, and runMessage handles it again from the start.
+var errRequeue = fmt.Errorf("queuing a message for the session's lease holder: %w", core.ErrConflict)
 
 // queued is o with its transcript entries queued on the session row for the process
 // holding the lease (InjectMessage), in the order they came.

@@ -425,6 +425,24 @@ func (e *Engine) runMessage(j *job) error {
 	if j.retried && j.stored && !j.readOnly() {
 		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
 	}
+	for attempt := 0; ; attempt++ {
+		err := e.handleMessage(ctx, j, attempt == maxRequeues)
+		if !errors.Is(err, errRequeue) {
+			return err
+		}
+	}
+}
+
+// maxRequeues bounds how often a message queued for another replica's turn is handled
+// again after losing a commit race (errRequeue); past it the person gets the conflict
+// notice.
+const maxRequeues = 5
+
+// handleMessage is one attempt of runMessage on the session as stored now; unless last,
+// it returns errRequeue when nothing of the message was stored and it should be handled
+// again.
+func (e *Engine) handleMessage(ctx context.Context, j *job, last bool) error {
+	m := j.msg
 	sess, plan, err := e.loadSession(ctx, m, j.inbound)
 	if errors.Is(err, core.ErrDuplicate) && j.retried && !j.readOnly() {
 		return e.carryOn(ctx, j) // committed by an attempt the store's outage cut short
@@ -448,6 +466,9 @@ func (e *Engine) runMessage(j *job) error {
 		return err
 	}
 	err = t.dispatch(ctx)
+	if errors.Is(err, errRequeue) && !last {
+		return err
+	}
 	if errors.Is(err, core.ErrConflict) {
 		t.conflictNotice(ctx)
 		return nil

@@ -394,3 +394,63 @@ func TestQueuedMessageOutlivesPlanOff(t *testing.T) {
 		t.Fatalf("injections left: %+v", s.Injections)
 	}
 }
+
+// racingStore is a replica's store whose first commit that queues a person's message for
+// the lease holder loses a race: the holder commits the session row just before it.
+type racingStore struct {
+	core.Store
+	holder core.Store // the lease holder's handle
+	raced  atomic.Bool
+}
+
+func (s *racingStore) Commit(ctx context.Context, ch core.Change) (core.Session, error) {
+	if ch.Session != nil && len(ch.Messages) == 0 && slices.ContainsFunc(ch.Session.Injections, func(inj core.Injection) bool {
+		return inj.Kind == core.InjectMessage
+	}) && s.raced.CompareAndSwap(false, true) {
+		cur, err := s.holder.Session(ctx, ch.Session.ID)
+		if err != nil {
+			return core.Session{}, err
+		}
+		cur.UpdatedAt = cur.UpdatedAt.Add(time.Second)
+		if _, err := s.holder.Commit(ctx, core.Change{Session: &cur}); err != nil {
+			return core.Session{}, err
+		}
+	}
+	return s.Store.Commit(ctx, ch)
+}
+
+// TestQueuedMessageThatLosesACommitRaceIsAnswered: B queues a message for A's turn, and
+// the holder commits the row first, so B's commit conflicts. Nothing of the message was
+// stored: B handles it again on the row as it is now, it is queued and answered, and the
+// person gets no conflict notice.
+func TestQueuedMessageThatLosesACommitRaceIsAnswered(t *testing.T) {
+	onDrivers(t, func(t *testing.T, newH func() *harness) {
+		h := newH()
+		m := &turnModel{}
+		a := h.replica(m, "a")
+		rs := &racingStore{Store: h.openStore(), holder: h.openStore()}
+		b := &replica{out: &recorder{}, log: &bytes.Buffer{}}
+		b.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: rs, Model: m.as("b"), Out: b.out,
+			Log: slog.New(slog.NewTextHandler(&syncWriter{w: b.log}, nil)), Now: func() time.Time { return h.clock },
+			Owner: "test-replica-b"}))
+		msg := func(id, text string) core.Message {
+			return core.Message{ID: id, Address: addr("rr"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock}
+		}
+		var fired atomic.Bool
+		m.hook = func(by string, _ []string) {
+			if by == "a" && fired.CompareAndSwap(false, true) {
+				if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
+					t.Errorf("B handling: %v", err)
+				}
+			}
+		}
+		if err := <-a.eng.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
+			t.Fatal(err)
+		}
+		waitAll(t, a, b)
+		if !rs.raced.Load() {
+			t.Fatal("B never queued the message: the race was not run")
+		}
+		checkAnswered(t, h, "rr", m, []string{"hello", "also this"}, a, b)
+	})
+}
