@@ -77,6 +77,16 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed, retr
 	if o.ID == 0 {
 		return e.send(ctx, o.Reply)
 	}
+	// Marking is bookkeeping: it must not be lost to the job's context ending.
+	mctx := context.WithoutCancel(ctx)
+	if pid, ok := e.sending.takeUnmarked(o.ID); ok {
+		// Delivered already; only its mark failed: the chat must not get it twice.
+		if err := e.d.Store.MarkSent(mctx, o.ID, pid, e.d.Now()); err != nil {
+			e.sending.sentUnmarked(o.ID, pid)
+			return "", fmt.Errorf("marking reply %d sent: %w", o.ID, err)
+		}
+		return pid, nil
+	}
 	if retry {
 		if !e.sending.start(o.ID) {
 			return "", errInFlight
@@ -87,8 +97,6 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed, retr
 		return "", errInFlight
 	}
 	id, err := e.send(ctx, o.Reply)
-	// Marking is bookkeeping: it must not be lost to the job's context ending.
-	mctx := context.WithoutCancel(ctx)
 	if err != nil && errors.Is(err, core.ErrRefused) && ctx.Err() == nil {
 		derr := e.drop(mctx, *o, dropRefused, "refused by the platform: "+machine.OneLine(err.Error()))
 		if derr != nil {
@@ -107,7 +115,8 @@ func (e *Engine) deliverRow(ctx context.Context, o *core.Outgoing, claimed, retr
 		return "", err
 	}
 	if merr := e.d.Store.MarkSent(mctx, o.ID, id, e.d.Now()); merr != nil {
-		e.d.Log.Warn("marking a reply sent", "outbox", o.ID, "err", merr)
+		e.d.Log.Warn("marking a reply sent; marked again by the retry loop", "outbox", o.ID, "err", merr)
+		e.sending.sentUnmarked(o.ID, id)
 	}
 	if isDropNotice(o.Reply) {
 		e.told(o.ID)

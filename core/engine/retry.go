@@ -54,6 +54,9 @@ type sending struct {
 	inflight map[int64]bool
 	waiting  map[int64]waiter
 	held     map[string]*hold
+	// unmarked are rows the platform took whose mark as sent failed (the store was out),
+	// with the platform's message id: they are marked again, never sent again.
+	unmarked map[int64]string
 }
 
 // waiter is a row waiting to be sent again: its session, and since when it waits.
@@ -71,7 +74,7 @@ type hold struct {
 }
 
 func (s *sending) init() {
-	s.inflight, s.waiting, s.held = map[int64]bool{}, map[int64]waiter{}, map[string]*hold{}
+	s.inflight, s.waiting, s.held, s.unmarked = map[int64]bool{}, map[int64]waiter{}, map[string]*hold{}, map[int64]string{}
 	s.pace = pace(0)
 }
 
@@ -206,6 +209,22 @@ func (s *sending) end(id int64, session string, failed bool, delay time.Duration
 	h.until = now.Add(max(s.pace.delay(h.fails), delay))
 }
 
+// sentUnmarked notes that row id was delivered as platform message pid and its mark as
+// sent failed; takeUnmarked takes such a row's pid, to mark it instead of sending it.
+func (s *sending) sentUnmarked(id int64, pid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unmarked[id] = pid
+}
+
+func (s *sending) takeUnmarked(id int64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pid, ok := s.unmarked[id]
+	delete(s.unmarked, id)
+	return pid, ok
+}
+
 // retryLater makes row id of session wait like a row whose attempt failed at at, unless
 // it is in flight or already waiting (its session's hold is kept).
 func (s *sending) retryLater(id int64, session string, at time.Time) {
@@ -229,6 +248,9 @@ func (s *sending) state(o core.Outgoing, foreign bool, now time.Time) (waits, du
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, waits = s.waiting[o.ID]
+	if _, ok := s.unmarked[o.ID]; ok {
+		return !s.inflight[o.ID], true // only its mark is left, which nothing holds
+	}
 	h := s.hold(o.SessionID, now)
 	waits = waits || foreign && h != nil && h.rows > 0
 	return waits && !s.inflight[o.ID], h == nil || !now.Before(h.until)
