@@ -293,7 +293,7 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	req := core.ModelRequest{
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == core.PhasePlanning || t.sess.Phase == core.PhaseAwaitingApproval,
-		System:    e.systemPrompt(t.sess),
+		System:    e.systemPrompt(t.sess) + t.pinnedPlan(ctx),
 		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
@@ -303,6 +303,21 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	stopTyping()
 	e.observeModel(start, err)
 	return resp, err
+}
+
+// pinnedPlan is the accepted plan's pinned form for the system prompt of an executing
+// turn (empty outside execution), read from the store each model call so a step that
+// update_plan just moved shows on the next call: one plan row read per call, during
+// execution only. A plan that cannot be loaded pins nothing; the gate refuses writes then.
+func (t *jobRun) pinnedPlan(ctx context.Context) string {
+	if !t.e.cfg.PlanMode || t.sess.Phase != core.PhaseExecuting {
+		return ""
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil || p == nil {
+		return ""
+	}
+	return "\n\n" + plan.Pinned(p.Version, p.Body)
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within
