@@ -7,7 +7,7 @@ import (
 
 func sixSteps() Body {
 	b := Body{Title: "Add rate limiting to the API", Summary: "Limit each client to 100 requests a minute.",
-		Scope: Scope{AllowedPaths: []string{"api/**", "docs/api.md"}, ForbiddenPaths: []string{"secrets/**"}, MaxFilesChanged: 6, MaxLinesChanged: 300},
+		Scope:        Scope{AllowedPaths: []string{"api/**", "docs/api.md"}, ForbiddenPaths: []string{"secrets/**"}, MaxFilesChanged: 6, MaxLinesChanged: 300},
 		Verification: []string{"go test ./api/"}}
 	for i, s := range []string{"Read the router", "Add the limiter", "Wire it into the router", "Test the limit", "Document the limit", "Run the suite"} {
 		b.Steps = append(b.Steps, Step{ID: string(rune('1' + i)), Text: s, Status: StepPending, AcceptanceCriteria: []string{s + " is done", "go vet passes"}})
