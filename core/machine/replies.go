@@ -43,6 +43,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 			lines = append(lines, "approvals: "+prog)
 		}
 	}
+	if ok && p.Status == core.PlanAccepted && p.Run.Stop != nil {
+		lines = append(lines, StopLines(*p.Run.Stop)...)
+	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
 	}
