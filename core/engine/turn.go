@@ -33,12 +33,12 @@ type jobRun struct {
 	// once by currentPlan: a plan changes only with a new session version.
 	loaded   *core.Plan
 	loadedAt int64
-	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
+	deferred *core.Change // a plain message held back for the turn's first commit (deferred.go)
 	// unstop is the executing plan with its Run.Stop cleared, for the first commit of a
 	// turn a person's message started after a stop (see clearStop).
 	unstop    *core.Plan
-	unstopWas plan.Stop // the stop unstop clears
-	asked    []core.Requester // the people this job's work answers (Input.Asked)
+	unstopWas plan.Stop        // the stop unstop clears
+	asked     []core.Requester // the people this job's work answers (Input.Asked)
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
