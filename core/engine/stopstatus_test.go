@@ -18,7 +18,7 @@ func TestPlanStatusShowsTheStopUntilAPersonGoesOn(t *testing.T) {
 	h := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2 })
 	p := h.toExecuting("main", "Loop")
 	sid := sessionID("main")
-	for range 3 {
+	for range 2 { // both model calls of the turn
 		h.model.push(sid, calls(call("plan_status", map[string]any{})))
 	}
 	h.say("main", "local", "go on")
@@ -63,7 +63,7 @@ func TestStopAgainAfterGoingOnKeepsTheNewStop(t *testing.T) {
 	h := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2 })
 	p := h.toExecuting("main", "Loop")
 	sid := sessionID("main")
-	for range 3 {
+	for range 2 { // both model calls of the turn
 		h.model.push(sid, calls(call("plan_status", map[string]any{})))
 	}
 	h.say("main", "local", "go on")
@@ -72,12 +72,34 @@ func TestStopAgainAfterGoingOnKeepsTheNewStop(t *testing.T) {
 		t.Fatal("setup: no stop")
 	}
 	h.clock = h.clock.Add(90 * time.Minute)
-	for range 3 {
+	for range 2 { // both model calls of the turn
 		h.model.push(sid, calls(call("plan_status", map[string]any{})))
 	}
 	h.say("main", "local", "try again")
 	got := h.plan(p.ID).Run.Stop
 	if got == nil || got.Kind != plan.StopMaxIterations || !got.At.After(first.At) {
 		t.Fatalf("stored stop %+v, want the second stop (after %v)", got, first.At)
+	}
+}
+
+// A turn whose first act after a stop is update_plan writes the plan with the step moved
+// and the stop cleared: the plan write of that commit does not bring the old stop back.
+func TestGoingOnWithUpdatePlanClearsTheStop(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2 })
+	p := h.toExecuting("main", "Loop")
+	sid := sessionID("main")
+	for range 2 { // both model calls of the stopped turn
+		h.model.push(sid, calls(call("plan_status", map[string]any{})))
+	}
+	h.say("main", "local", "go on")
+	if h.plan(p.ID).Run.Stop == nil {
+		t.Fatal("setup: no stop")
+	}
+	h.model.push(sid, calls(update(stepArg{Step: "First step", Status: "in_progress"})))
+	h.model.push(sid, text("On step 1."))
+	h.say("main", "local", "continue")
+	got := h.plan(p.ID)
+	if got.Run.Stop != nil || got.Body.Steps[0].Status != plan.StepInProgress {
+		t.Fatalf("stored run %+v, step 1 %s; want no stop and step 1 in_progress", got.Run, got.Body.Steps[0].Status)
 	}
 }
