@@ -34,11 +34,14 @@ type SessionJSON struct {
 	Requesters []core.Requester `json:"requesters"`
 	// Reply is the engine's answer to a change made through the admin API ("Approval
 	// recorded ...: 1 of 2 approvals (alice) ..."); empty elsewhere.
-	Reply     string    `json:"reply,omitempty"`
-	Plan      *PlanJSON `json:"plan"`
-	Version   int64     `json:"version"`
-	CreatedAt string    `json:"created_at"`
-	UpdatedAt string    `json:"updated_at"`
+	Reply string    `json:"reply,omitempty"`
+	Plan  *PlanJSON `json:"plan"`
+	// Stop is why the execution of the current (accepted) plan version is stopped now and
+	// waits for a person; omitted while it runs or when no plan executes.
+	Stop      *plan.Stop `json:"stop,omitempty"`
+	Version   int64      `json:"version"`
+	CreatedAt string     `json:"created_at"`
+	UpdatedAt string     `json:"updated_at"`
 }
 
 // ApprovalJSON is one recorded acceptance of a plan version.
@@ -131,6 +134,9 @@ func SessionView(ctx context.Context, st Store, s core.Session) (SessionJSON, er
 		}
 		pj := ToPlanJSON(p, true)
 		j.Plan = &pj
+		if p.Status == core.PlanAccepted {
+			j.Stop = p.Run.Stop
+		}
 	}
 	return j, nil
 }

@@ -69,6 +69,9 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	if t.deferred != nil {
 		ch = t.withDeferred(ch) // the turn's first commit carries the message (deferred.go)
 	}
+	if t.unstop != nil && !changeEmpty(ch) {
+		ch = t.withUnstop(ch) // and the cleared stop of the plan it goes on with (clearStop)
+	}
 	if changeEmpty(ch) {
 		return nil
 	}
@@ -81,6 +84,7 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 		return fmt.Errorf("committing session %s: %w", t.sess.ID, err)
 	}
 	t.deferred = nil
+	t.unstop = nil
 	t.j.stored = true
 	t.observeCommit(ctx, ch)
 	switch {

@@ -33,8 +33,12 @@ type jobRun struct {
 	// once by currentPlan: a plan changes only with a new session version.
 	loaded   *core.Plan
 	loadedAt int64
-	deferred *core.Change     // a plain message held back for the turn's first commit (deferred.go)
-	asked    []core.Requester // the people this job's work answers (Input.Asked)
+	deferred *core.Change // a plain message held back for the turn's first commit (deferred.go)
+	// unstop is the executing plan with its Run.Stop cleared, for the first commit of a
+	// turn a person's message started after a stop (see clearStop).
+	unstop    *core.Plan
+	unstopWas plan.Stop        // the stop unstop clears
+	asked     []core.Requester // the people this job's work answers (Input.Asked)
 	// secretCalls are the write calls of the model's last answer whose content holds a
 	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
 	secretCalls map[string]secretCall
@@ -163,6 +167,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
+	t.clearStop(ctx)
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
@@ -211,6 +216,48 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, t.halt(ctx, tr, halt{plan.StopMaxIterations, fmt.Sprintf("Stopped after %d model calls without finishing (agent.max_iterations). Send a message to let me continue.", t.e.cfg.MaxIterations)})
+}
+
+// clearStop readies the clearing of the executing plan's Run.Stop when a person's message
+// starts this turn after a stop: Run.Stop says why the plan is stopped now, and it goes on
+// now; the "stopped" audit row keeps the history. The cleared plan rides on the turn's
+// first commit (commit, withUnstop). A plan that cannot be loaded keeps its stop.
+func (t *jobRun) clearStop(ctx context.Context) {
+	if t.sess.Phase != core.PhaseExecuting || !(t.j.asks() || personWaiting(t.sess.Injections)) {
+		return
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil || p == nil || p.Run.Stop == nil {
+		return
+	}
+	cleared := *p
+	t.unstopWas = *p.Run.Stop
+	cleared.Run.Stop = nil
+	cleared.UpdatedAt = t.e.d.Now()
+	t.unstop = &cleared
+}
+
+// withUnstop puts the cleared plan into ch: a write of the same plan in ch that still
+// carries the cleared stop loses it; one with a new stop (the turn stopped again) keeps
+// that; without a write of the plan, the cleared one is added.
+func (t *jobRun) withUnstop(ch core.Change) core.Change {
+	u := t.unstop
+	plans := make([]core.Plan, 0, len(ch.Plans)+1)
+	found := false
+	for _, p := range ch.Plans {
+		if p.ID == u.ID {
+			found = true
+			if p.Run.Stop != nil && *p.Run.Stop == t.unstopWas {
+				p.Run.Stop = nil
+			}
+		}
+		plans = append(plans, p)
+	}
+	if !found {
+		plans = append(plans, *u)
+	}
+	ch.Plans = plans
+	return ch
 }
 
 // halt is a stop condition of a turn: the notice the chat gets and, when a condition of
@@ -298,7 +345,7 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	req := core.ModelRequest{
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == core.PhasePlanning || t.sess.Phase == core.PhaseAwaitingApproval,
-		System:    e.systemPrompt(t.sess),
+		System:    e.systemPrompt(t.sess) + t.pinnedPlan(ctx),
 		Messages:  turnWindow(tr, e.cfg.HistoryChars),
 		Tools:     e.toolSpecs(),
 	}
@@ -308,6 +355,21 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	stopTyping()
 	e.observeModel(start, err)
 	return resp, err
+}
+
+// pinnedPlan is the accepted plan's pinned form for the system prompt of an executing
+// turn (empty outside execution), read from the store each model call so a step that
+// update_plan just moved shows on the next call: one plan row read per call, during
+// execution only. A plan that cannot be loaded pins nothing; the gate refuses writes then.
+func (t *jobRun) pinnedPlan(ctx context.Context) string {
+	if !t.e.cfg.PlanMode || t.sess.Phase != core.PhaseExecuting {
+		return ""
+	}
+	p, err := t.currentPlan(ctx)
+	if err != nil || p == nil {
+		return ""
+	}
+	return "\n\n" + plan.Pinned(p.Version, p.Body)
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within

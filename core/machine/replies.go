@@ -46,6 +46,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	if line := verificationStatus(p); ok && line != "" {
 		lines = append(lines, line)
 	}
+	if ok && p.Status == core.PlanAccepted && p.Run.Stop != nil {
+		lines = append(lines, StopLines(*p.Run.Stop)...)
+	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
 	}
