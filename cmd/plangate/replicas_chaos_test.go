@@ -27,8 +27,9 @@ import (
 // (Halt, Boot) and stalls it (SIGSTOP, SIGCONT to every server process), traffic flowing
 // all the while. Then it counts from the fakes and the store: every acknowledged message
 // answered, each decision and the reminder once, no reply to a model call that saw no new
-// user text, none saying "nothing was changed", and each chat's first answers in the order
-// its messages were sent; an answer goes out twice only across a kill.
+// user text, none given up ("Something went wrong …; nothing was changed"; conflict
+// notices, "changed at the same moment elsewhere", are counted), each chat's first answers
+// in the order its messages were sent, and an answer twice only across a kill.
 //
 // PLANGATE_CHAOS_ROUNDS sets the fault rounds (1 by default, the short form CI runs);
 // from the second round on, the stall also outlasts the leases (20 s). The numbers are
@@ -212,11 +213,12 @@ func TestReplicasChaos(t *testing.T) {
 		return rt.tg.positions("echo: " + m + "\n")
 	})
 	nothingNew := rt.tg.count("Nothing new.") + rt.sl.soakCount("Nothing new.")
-	gaveUp := rt.tg.count("nothing was changed") + rt.sl.soakCount("nothing was changed")
+	gaveUp := rt.tg.count("Something went wrong") + rt.sl.soakCount("Something went wrong")
+	conflicts := rt.tg.count("changed at the same moment") + rt.sl.soakCount("changed at the same moment")
 	delayed := rt.tg.count("can't reach my database") + rt.sl.soakCount("can't reach my database")
 	reminders := rt.tg.countIn(2, "has waited")
-	t.Logf("chaos: %d rounds (%d kills, %d PostgreSQL restarts, %d stalls), %d acknowledged, %d answered, 0 lost, %d twice (%d on one side of a kill), %d out of order, %d without new user text, %d \"nothing was changed\", %d delay notices, reminders %d, %s",
-		rounds, rounds, rounds, rounds, len(all), len(all), len(twice), len(twiceOnOneSide), len(outOfOrder), nothingNew, gaveUp, delayed, reminders, time.Since(began).Round(time.Second))
+	t.Logf("chaos: %d rounds (%d kills, %d PostgreSQL restarts, %d stalls), %d acknowledged, %d answered, 0 lost, %d twice (%d on one side of a kill), %d out of order, %d without new user text, %d given up, %d conflict notices, %d delay notices, reminders %d, %s",
+		rounds, rounds, rounds, rounds, len(all), len(all), len(twice), len(twiceOnOneSide), len(outOfOrder), nothingNew, gaveUp, conflicts, delayed, reminders, time.Since(began).Round(time.Second))
 	if strict && len(twiceOnOneSide) > 0 {
 		t.Errorf("answered twice on one side of a kill: %v", twiceOnOneSide)
 	}
@@ -227,7 +229,7 @@ func TestReplicasChaos(t *testing.T) {
 		t.Errorf("%d replies to a model call that saw no new user text", nothingNew)
 	}
 	if gaveUp > 0 {
-		t.Errorf(`%d acknowledged messages were answered "nothing was changed"`, gaveUp)
+		t.Errorf(`%d acknowledged messages were given up ("Something went wrong …; nothing was changed")`, gaveUp)
 	}
 	if reminders < 1 || reminders > 1+rounds {
 		t.Errorf("the reminder came %d times in the chat", reminders)
