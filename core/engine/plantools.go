@@ -42,6 +42,8 @@ var planToolSpecs = sync.OnceValue(func() []core.ToolSpec {
 				`"verification":` + strs + `,` +
 				`"scope":{"type":"object","additionalProperties":false,"properties":{"allowed_paths":` + strs + `,"forbidden_paths":` + strs + `,"allowed_tools":` + strs + `}},` +
 				`"references":` + strs + `,` +
+				`"risk":{"type":"string","enum":["low","medium","high"],"description":"the whole plan's risk; an approval policy may need more approvals for high (left out counts as high)"},` +
+				`"non_goals":` + strs + `,"expected_outcome":` + str + `,` +
 				`"spec":{"type":"object","additionalProperties":false,"properties":{"overview":` + str + `,` +
 				`"features":{"type":"array","items":{"type":"object","required":["name","priority","complexity"],"additionalProperties":false,"properties":{"name":` + str +
 				`,"priority":{"type":"string","enum":["high","medium","low"]},"complexity":{"type":"string","enum":["small","medium","large"]}}}},` +
