@@ -26,25 +26,29 @@ const PlanCopyFormat = 1
 // PlanDocument is PLAN.json. Every list is present (empty rather than missing); spec and
 // decision are omitted when the plan has none.
 type PlanDocument struct {
-	Format       int               `json:"format"` // PlanCopyFormat
-	PlanID       string            `json:"plan_id"`
-	Session      string            `json:"session"`
-	Version      int               `json:"version"` // the plan version (v1, v2, ...)
-	Status       core.PlanStatus   `json:"status"`
-	Title        string            `json:"title"`
-	Summary      string            `json:"summary"`
-	Steps        []PlanDocStep     `json:"steps"`
-	Assumptions  []string          `json:"assumptions"`
-	Risks        []plan.Risk       `json:"risks"`
-	Verification []string          `json:"verification"`
-	Scope        PlanDocScope      `json:"scope"`
-	References   []string          `json:"references"`
-	Spec         *plan.ProductSpec `json:"spec,omitempty"`
-	Approvals    []plan.Approval   `json:"approvals"`
-	Decision     *plan.Decision    `json:"decision,omitempty"`
-	Requesters   []core.Requester  `json:"requesters,omitempty"`
-	EditedBy     string            `json:"edited_by,omitempty"`
-	UpdatedAt    time.Time         `json:"updated_at"`
+	Format  int             `json:"format"` // PlanCopyFormat
+	PlanID  string          `json:"plan_id"`
+	Session string          `json:"session"`
+	Version int             `json:"version"` // the plan version (v1, v2, ...)
+	Status  core.PlanStatus `json:"status"`
+	Title   string          `json:"title"`
+	Summary string          `json:"summary"`
+	Steps   []PlanDocStep   `json:"steps"`
+	// Risk is the plan's risk level ("" when it states none: policies count it as high).
+	Risk            plan.RiskLevel    `json:"risk"`
+	NonGoals        []string          `json:"non_goals"`
+	ExpectedOutcome string            `json:"expected_outcome"`
+	Assumptions     []string          `json:"assumptions"`
+	Risks           []plan.Risk       `json:"risks"`
+	Verification    []string          `json:"verification"`
+	Scope           PlanDocScope      `json:"scope"`
+	References      []string          `json:"references"`
+	Spec            *plan.ProductSpec `json:"spec,omitempty"`
+	Approvals       []plan.Approval   `json:"approvals"`
+	Decision        *plan.Decision    `json:"decision,omitempty"`
+	Requesters      []core.Requester  `json:"requesters,omitempty"`
+	EditedBy        string            `json:"edited_by,omitempty"`
+	UpdatedAt       time.Time         `json:"updated_at"`
 }
 
 // PlanDocStep is one step of PLAN.json.
@@ -68,7 +72,8 @@ type PlanDocScope struct {
 func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	b := p.Body
 	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
-		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: list(b.Risks),
+		Title: b.Title, Summary: b.Summary, Risk: b.Risk, NonGoals: list(b.NonGoals), ExpectedOutcome: b.ExpectedOutcome,
+		Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope:     PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools)},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,

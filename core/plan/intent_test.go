@@ -95,3 +95,73 @@ func TestRiskCounted(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanFileIntentRoundTrip(t *testing.T) {
+	b := Body{Title: "T", Summary: "s", ExpectedOutcome: "The docs build.\n\nNo link is broken.",
+		Steps:    []Step{{ID: "1", Text: "a", Status: StepPending}},
+		NonGoals: []string{"no API change", "leave *vendor* alone"}, Risk: RiskMedium}
+	md := string(Render(File{Body: b, Version: 1, Status: "pending", Phase: "awaiting_approval", Session: "s1"}))
+	for _, want := range []string{"## Expected outcome\n\nThe docs build.\n\nNo link is broken.\n", "## Non-goals\n\n- no API change\n- leave \\*vendor\\* alone\n", "## Risk level\n\nmedium\n"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("file lacks %q:\n%s", want, md)
+		}
+	}
+	got, err := ParseMarkdown([]byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Risk != b.Risk || got.ExpectedOutcome != b.ExpectedOutcome || strings.Join(got.NonGoals, "|") != strings.Join(b.NonGoals, "|") {
+		t.Fatalf("read back %+v", got)
+	}
+	// Without intent the file has none of these sections.
+	plain := string(Render(File{Body: Body{Title: "T", Steps: b.Steps}, Version: 1}))
+	for _, h := range []string{"Expected outcome", "Non-goals", "Risk level"} {
+		if strings.Contains(plain, h) {
+			t.Errorf("a plan without intent shows %q", h)
+		}
+	}
+}
+
+func TestPlanFileRiskLevelRefusals(t *testing.T) {
+	for _, tc := range []struct{ level, want string }{
+		{"critical", `line 5: the risk level is "critical"; write low, medium or high`},
+		{"high\nlow", "line 6: the risk level is one line: low, medium or high"},
+	} {
+		md := "# T\n\n## Risk level\n\n" + tc.level + "\n\n## Steps\n\n- [ ] a\n"
+		if _, err := ParseMarkdown([]byte(md)); err == nil || err.Error() != tc.want {
+			t.Errorf("level %q: got %v, want %q", tc.level, err, tc.want)
+		}
+	}
+	b, err := ParseMarkdown([]byte("# T\n\n## Risk level\n\nHigh\n\n## Steps\n\n- [ ] a\n"))
+	if err != nil || b.Risk != RiskHigh {
+		t.Fatalf("High: %v, %q", err, b.Risk)
+	}
+}
+
+func TestCompareIntent(t *testing.T) {
+	old := Body{Title: "T", Steps: []Step{{ID: "1", Text: "a", Status: StepPending}}, Risk: RiskLow}
+	cur := old
+	cur.Risk, cur.NonGoals, cur.ExpectedOutcome = RiskHigh, []string{"x"}, "y"
+	d := Compare(old, cur)
+	if !strings.Contains(d.Summary(), "risk low → high") {
+		t.Errorf("summary = %q", d.Summary())
+	}
+	for _, part := range []string{"non-goals", "expected outcome"} {
+		if !strings.Contains(strings.Join(d.Changed, ", "), part) {
+			t.Errorf("changed = %v, lacks %s", d.Changed, part)
+		}
+	}
+	if md := d.Markdown(); !strings.Contains(md, "- Risk low → high\n") {
+		t.Errorf("markdown = %q", md)
+	}
+}
+
+func TestCompareRiskOnly(t *testing.T) {
+	old := Body{Title: "T", Steps: []Step{{ID: "1", Text: "a", Status: StepPending}}}
+	cur := old
+	cur.Risk = RiskLow
+	d := Compare(old, cur)
+	if d.Summary() != "Changes from v0: risk not stated → low" || strings.Contains(d.Markdown(), "wording") {
+		t.Fatalf("summary %q, markdown %q", d.Summary(), d.Markdown())
+	}
+}
