@@ -45,6 +45,8 @@ var planToolSpecs = sync.OnceValue(func() []core.ToolSpec {
 				`,"max_files_changed":{"type":"integer","minimum":0,"maximum":10000,"description":"budget: how many files the execution may change in all (0 or absent: no limit)"}` +
 				`,"max_lines_changed":{"type":"integer","minimum":0,"maximum":1000000,"description":"budget: how many lines (added plus removed) the execution may change in all (0 or absent: no limit)"}}},` +
 				`"references":` + strs + `,` +
+				`"risk":{"type":"string","enum":["low","medium","high"],"description":"the whole plan's risk; an approval policy may need more approvals for high (left out counts as high)"},` +
+				`"non_goals":` + strs + `,"expected_outcome":` + str + `,` +
 				`"spec":{"type":"object","additionalProperties":false,"properties":{"overview":` + str + `,` +
 				`"features":{"type":"array","items":{"type":"object","required":["name","priority","complexity"],"additionalProperties":false,"properties":{"name":` + str +
 				`,"priority":{"type":"string","enum":["high","medium","low"]},"complexity":{"type":"string","enum":["small","medium","large"]}}}},` +

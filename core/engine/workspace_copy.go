@@ -26,16 +26,20 @@ const PlanCopyFormat = 1
 // PlanDocument is PLAN.json. Every list is present (empty rather than missing); spec and
 // decision are omitted when the plan has none.
 type PlanDocument struct {
-	Format      int             `json:"format"` // PlanCopyFormat
-	PlanID      string          `json:"plan_id"`
-	Session     string          `json:"session"`
-	Version     int             `json:"version"` // the plan version (v1, v2, ...)
-	Status      core.PlanStatus `json:"status"`
-	Title       string          `json:"title"`
-	Summary     string          `json:"summary"`
-	Steps       []PlanDocStep   `json:"steps"`
-	Assumptions []string        `json:"assumptions"`
-	Risks       []plan.Risk     `json:"risks"`
+	Format  int             `json:"format"` // PlanCopyFormat
+	PlanID  string          `json:"plan_id"`
+	Session string          `json:"session"`
+	Version int             `json:"version"` // the plan version (v1, v2, ...)
+	Status  core.PlanStatus `json:"status"`
+	Title   string          `json:"title"`
+	Summary string          `json:"summary"`
+	Steps   []PlanDocStep   `json:"steps"`
+	// Risk is the plan's risk level ("" when it states none).
+	Risk            plan.RiskLevel `json:"risk"`
+	NonGoals        []string       `json:"non_goals"`
+	ExpectedOutcome string         `json:"expected_outcome"`
+	Assumptions     []string       `json:"assumptions"`
+	Risks           []plan.Risk    `json:"risks"`
 	// Verification is the plan's: a string is a check in words, an object a command
 	// plangate runs ({"argv": [...], "name": "..."}).
 	Verification []plan.Check `json:"verification"`
@@ -76,7 +80,8 @@ type PlanDocScope struct {
 func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 	b := p.Body
 	d := PlanDocument{Format: PlanCopyFormat, PlanID: p.ID, Session: s.ID, Version: p.Version, Status: p.Status,
-		Title: b.Title, Summary: b.Summary, Assumptions: list(b.Assumptions), Risks: list(b.Risks),
+		Title: b.Title, Summary: b.Summary, Risk: b.Risk, NonGoals: list(b.NonGoals), ExpectedOutcome: b.ExpectedOutcome,
+		Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged},

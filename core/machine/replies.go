@@ -171,6 +171,9 @@ func proposalText(p core.Plan, editor string, superseded int, decide string, rul
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + OneLine(p.Body.Summary))
 	}
+	if line := intentLine(p.Body); line != "" {
+		b.WriteString("\n" + line)
+	}
 	if line := specLine(p.Body.Spec); line != "" && editor == "" {
 		b.WriteString("\n" + line)
 	}
@@ -288,4 +291,20 @@ func specLine(sp *plan.ProductSpec) string {
 		b.WriteString(" · …")
 	}
 	return b.String()
+}
+
+// intentLine is the proposal's line of intent, "Risk: high · Outcome: … · Not doing: a, b",
+// or "" when the plan states none of them.
+func intentLine(b plan.Body) string {
+	var parts []string
+	if b.Risk != "" {
+		parts = append(parts, "Risk: "+string(b.Risk))
+	}
+	if b.ExpectedOutcome != "" {
+		parts = append(parts, "Outcome: "+OneLine(b.ExpectedOutcome))
+	}
+	if len(b.NonGoals) > 0 {
+		parts = append(parts, "Not doing: "+OneLine(strings.Join(b.NonGoals, ", ")))
+	}
+	return strings.Join(parts, " · ")
 }

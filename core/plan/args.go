@@ -19,6 +19,9 @@ type proposalArgs struct {
 	Title        string         `json:"title"`
 	Summary      string         `json:"summary"`
 	Plan         []proposalStep `json:"plan"`
+	NonGoals     []string       `json:"non_goals"`
+	Expected     string         `json:"expected_outcome"`
+	Risk         string         `json:"risk"`
 	Assumptions  []string       `json:"assumptions"`
 	Risks        []Risk         `json:"risks"`
 	Verification []Check        `json:"verification"`
@@ -34,7 +37,7 @@ type proposalStep struct {
 
 // Known argument fields per location, with hints for the names models most often confuse.
 var (
-	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references", "spec"}
+	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references", "spec", "risk", "non_goals", "expected_outcome"}
 	specFields         = []string{"overview", "features", "user_stories", "tech_stack", "design_direction"}
 	featureFields      = []string{"name", "priority", "complexity"}
 	proposalStepFields = []string{"step", "acceptance_criteria"}
@@ -58,6 +61,12 @@ func fieldHint(name string) string {
 		return "allowed_paths"
 	case "forbidden", "exclude":
 		return "forbidden_paths"
+	case "nongoals", "non-goals", "out_of_scope":
+		return "non_goals"
+	case "outcome", "expected", "expected_result":
+		return "expected_outcome"
+	case "risk_level", "level":
+		return "risk"
 	}
 	return ""
 }
@@ -90,11 +99,15 @@ func ParseProposal(args json.RawMessage) (Body, error) {
 		return Body{}, err
 	}
 	b := Body{
-		Title:        strings.Join(strings.Fields(a.Title), " "),
-		Summary:      strings.TrimSpace(a.Summary),
-		Assumptions:  trimList(a.Assumptions),
-		Verification: trimChecks(a.Verification),
-		References:   trimList(a.References),
+		Title:   strings.Join(strings.Fields(a.Title), " "),
+		Summary: strings.TrimSpace(a.Summary),
+		// The level is lower-cased like a feature's priority; the judge checks it.
+		Risk:            RiskLevel(strings.ToLower(strings.TrimSpace(a.Risk))),
+		NonGoals:        trimList(a.NonGoals),
+		ExpectedOutcome: strings.TrimSpace(a.Expected),
+		Assumptions:     trimList(a.Assumptions),
+		Verification:    trimChecks(a.Verification),
+		References:      trimList(a.References),
 		Scope: Scope{
 			AllowedPaths:    trimList(a.Scope.AllowedPaths),
 			ForbiddenPaths:  trimList(a.Scope.ForbiddenPaths),
@@ -393,12 +406,16 @@ type hashedBody struct {
 	Assumptions  []string     `json:"assumptions,omitempty"`
 	Risks        []Risk       `json:"risks,omitempty"`
 	Verification []Check      `json:"verification,omitempty"`
-	Allowed      []string     `json:"allowed_paths,omitempty"`
-	Forbidden    []string     `json:"forbidden_paths,omitempty"`
-	Tools        []string     `json:"allowed_tools,omitempty"`
-	MaxFiles     int          `json:"max_files_changed,omitempty"`
-	MaxLines     int          `json:"max_lines_changed,omitempty"`
-	References   []string     `json:"references,omitempty"`
+	// Absent when unset, so the hashes of plans without them are unchanged.
+	Risk       RiskLevel `json:"risk,omitempty"`
+	NonGoals   []string  `json:"non_goals,omitempty"`
+	Expected   string    `json:"expected_outcome,omitempty"`
+	Allowed    []string  `json:"allowed_paths,omitempty"`
+	Forbidden  []string  `json:"forbidden_paths,omitempty"`
+	Tools      []string  `json:"allowed_tools,omitempty"`
+	MaxFiles   int       `json:"max_files_changed,omitempty"`
+	MaxLines   int       `json:"max_lines_changed,omitempty"`
+	References []string  `json:"references,omitempty"`
 }
 
 // Hash is the content hash of a plan body (sha256, hex); it recognises an identical
@@ -409,6 +426,7 @@ func Hash(b Body) string {
 		Verification: b.Verification, Allowed: b.Scope.AllowedPaths,
 		Forbidden: b.Scope.ForbiddenPaths, Tools: b.Scope.AllowedTools, References: b.References,
 		MaxFiles: b.Scope.MaxFilesChanged, MaxLines: b.Scope.MaxLinesChanged,
+		Risk: b.Risk, NonGoals: b.NonGoals, Expected: b.ExpectedOutcome,
 	}
 	for _, s := range b.Steps {
 		h.Steps = append(h.Steps, hashedStep{Text: s.Text, Criteria: s.AcceptanceCriteria})

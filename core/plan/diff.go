@@ -23,6 +23,7 @@ type Diff struct {
 	Reworded []Reword  // steps whose text changed
 	Scope    string    // ScopeChange's words, "" when the scope is the same
 	Tools    ToolDelta // MCP tools added to or removed from scope.allowed_tools
+	Risk     string    // "risk low → high", "" when the level is the same
 	Details  bool      // anything else changed (summary, criteria, risks, ...)
 	Changed  []string  // the parts that changed when Details, named as changedParts does
 }
@@ -82,6 +83,9 @@ func Compare(old, cur Body) Diff {
 	}
 	d.Scope = ScopeChange(old.Scope, cur.Scope)
 	d.Tools = ToolDelta{Added: missing(cur.Scope.AllowedTools, old.Scope.AllowedTools), Removed: missing(old.Scope.AllowedTools, cur.Scope.AllowedTools)}
+	if old.Risk != cur.Risk {
+		d.Risk = fmt.Sprintf("risk %s → %s", riskWords(old.Risk), riskWords(cur.Risk))
+	}
 	if d.Details = detailsChanged(old, cur, pair); d.Details {
 		d.Changed = changedParts(old, cur)
 	}
@@ -103,13 +107,14 @@ func detailsChanged(old, cur Body, pair []int) bool {
 	}
 	o, c := old, cur
 	o.Steps, c.Steps, o.Scope, c.Scope = nil, nil, budgetOnly(o.Scope), budgetOnly(c.Scope)
+	o.Risk, c.Risk = "", "" // Diff.Risk says it
 	return !reflect.DeepEqual(o, c)
 }
 
 // Empty reports whether the versions carry the same plan.
 func (d Diff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reworded) == 0 && d.Scope == "" &&
-		len(d.Tools.Added) == 0 && len(d.Tools.Removed) == 0 && !d.Details
+		len(d.Tools.Added) == 0 && len(d.Tools.Removed) == 0 && d.Risk == "" && !d.Details
 }
 
 // parts lists the changes for the chat line, in the order the person reads them.
@@ -126,6 +131,9 @@ func (d Diff) parts() []string {
 	}
 	if d.Scope != "" {
 		parts = append(parts, d.Scope)
+	}
+	if d.Risk != "" {
+		parts = append(parts, d.Risk)
 	}
 	if len(d.Tools.Added) > 0 {
 		parts = append(parts, "tools added: "+strings.Join(d.Tools.Added, ", "))
@@ -171,6 +179,9 @@ func (d Diff) Markdown() string {
 	}
 	if d.Scope != "" {
 		fmt.Fprintf(&b, "- %s\n", escapeMarkdownLine(upperFirst(d.Scope)))
+	}
+	if d.Risk != "" {
+		fmt.Fprintf(&b, "- %s\n", EscapeMarkdown(upperFirst(d.Risk)))
 	}
 	for _, t := range d.Tools.Added {
 		fmt.Fprintf(&b, "- Tool allowed: %s\n", EscapeMarkdown(t))
@@ -240,6 +251,8 @@ func changedParts(old, cur Body) []string {
 	}
 	add("acceptance criteria", criteria)
 	add("step order", !criteria && !sameStepOrder(old.Steps, cur.Steps))
+	add("expected outcome", old.ExpectedOutcome != cur.ExpectedOutcome)
+	add("non-goals", !slices.Equal(old.NonGoals, cur.NonGoals))
 	add("assumptions", !slices.Equal(old.Assumptions, cur.Assumptions))
 	add("risks", !slices.Equal(old.Risks, cur.Risks))
 	add("verification", !slices.EqualFunc(old.Verification, cur.Verification, Check.Equal))
@@ -251,6 +264,14 @@ func changedParts(old, cur Body) []string {
 // budgetOnly is the budget part of a scope (its paths and tools are ScopeChange's).
 func budgetOnly(s Scope) Scope {
 	return Scope{MaxFilesChanged: s.MaxFilesChanged, MaxLinesChanged: s.MaxLinesChanged}
+}
+
+// riskWords names a risk level in a change line; a plan without one is "not stated".
+func riskWords(r RiskLevel) string {
+	if r == "" {
+		return "not stated"
+	}
+	return string(r)
 }
 
 func sameStepOrder(old, cur []Step) bool {

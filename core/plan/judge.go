@@ -73,6 +73,9 @@ func Judge(b Body) error {
 			strings.Join(inProgress[:last], ", "), inProgress[last])
 	}
 
+	j.text("the expected outcome", b.ExpectedOutcome)
+	j.list("non-goal", "non_goals", b.NonGoals)
+	j.risk(b.Risk)
 	j.list("assumption", "assumptions", b.Assumptions)
 	j.count("verification entries", len(b.Verification))
 	for i, c := range b.Verification {
@@ -99,6 +102,15 @@ func Judge(b Body) error {
 		return nil
 	}
 	return Problems(j)
+}
+
+// risk checks the plan's risk level: absent, or one of RiskLevels. A sentence there is
+// most likely a risk meant for "risks", so the problem says where it goes.
+func (j *judgeNotes) risk(r RiskLevel) {
+	if r == "" || r.Valid() {
+		return
+	}
+	j.add(`risk is %s; use one of "low", "medium", "high" (describe what could go wrong in "risks": [{"risk": "...", "mitigation": "..."}])`, clipQuote(string(r)))
 }
 
 // judgeNotes collects the problems of one plan.

@@ -45,6 +45,9 @@ const (
 	secVerification
 	secScope
 	secReferences
+	secOutcome
+	secNonGoals
+	secRiskLevel
 	secSkipped // Approvals, Decision, Grants, Changes from vN: written by plangate, not part of the body
 )
 
@@ -52,10 +55,10 @@ var sectionNames = map[string]int{
 	"summary": secSummary, strings.ToLower(specHeading): secSpec, "steps": secSteps,
 	"assumptions": secAssumptions, "risks": secRisks, "verification": secVerification,
 	"scope": secScope, "references": secReferences, "approvals": secSkipped, "decision": secSkipped,
-	"grants": secSkipped, "verification runs": secSkipped,
+	"grants": secSkipped, "verification runs": secSkipped, "expected outcome": secOutcome, "non-goals": secNonGoals, "risk level": secRiskLevel,
 }
 
-const knownSections = "Summary, Product spec, Steps, Assumptions, Risks, Verification, Scope, References"
+const knownSections = "Summary, Expected outcome, Product spec, Steps, Non-goals, Assumptions, Risk level, Risks, Verification, Scope, References"
 
 // ParseMarkdown reads a plan file a person edited (docs/design.md §13), in the layout
 // Render writes, back into a plan body. plangate's own parts (status line, decision,
@@ -194,6 +197,10 @@ func (p *planParser) heading(name string) {
 		p.blockTo = &p.body.Summary
 	case secAssumptions:
 		p.list = &p.body.Assumptions
+	case secOutcome:
+		p.blockTo = &p.body.ExpectedOutcome
+	case secNonGoals:
+		p.list = &p.body.NonGoals
 	case secReferences:
 		p.list = &p.body.References
 	case secSpec:
@@ -255,6 +262,8 @@ func (p *planParser) content(line, trimmed string) {
 		p.scopeLine(trimmed)
 	case p.sec == secVerification:
 		p.verificationLine(trimmed)
+	case p.sec == secRiskLevel:
+		p.riskLevelLine(trimmed)
 	case p.sec == secSpec && p.sub == "":
 		p.fail("text in the product spec must be under one of its `###` parts, such as `### %s`", specOverview)
 	default:
@@ -480,6 +489,19 @@ func boxStatus(box string) (StepStatus, bool) {
 		}
 	}
 	return "", false
+}
+
+// riskLevelLine reads the one line of "## Risk level": low, medium or high.
+func (p *planParser) riskLevelLine(trimmed string) {
+	r := RiskLevel(strings.ToLower(fileText(trimmed, false)))
+	switch {
+	case p.body.Risk != "":
+		p.fail("the risk level is one line: low, medium or high")
+	case !r.Valid():
+		p.fail("the risk level is %s; write low, medium or high", clipQuote(trimmed))
+	default:
+		p.body.Risk = r
+	}
 }
 
 // parseRisk splits a risk line at its first " — " (see riskLine).

@@ -43,6 +43,23 @@ type Risk struct {
 	Mitigation string `json:"mitigation"`
 }
 
+// RiskLevel is how risky the model judges a whole plan. The zero value means the model
+// did not say.
+type RiskLevel string
+
+// Risk levels.
+const (
+	RiskLow    RiskLevel = "low"
+	RiskMedium RiskLevel = "medium"
+	RiskHigh   RiskLevel = "high"
+)
+
+// RiskLevels are the risk levels, lowest first, as the judge and config name them.
+var RiskLevels = []RiskLevel{RiskLow, RiskMedium, RiskHigh}
+
+// Valid reports whether r is one of RiskLevels.
+func (r RiskLevel) Valid() bool { return r == RiskLow || r == RiskMedium || r == RiskHigh }
+
 // Scope limits what an accepted plan may change: globs relative to the workspace.
 type Scope struct {
 	AllowedPaths   []string `json:"allowed_paths,omitempty"`
@@ -72,11 +89,17 @@ type Decision struct {
 
 // Body is what the model proposes; it is stored as JSON and hashed.
 type Body struct {
-	Title       string   `json:"title"`
-	Summary     string   `json:"summary,omitempty"`
-	Steps       []Step   `json:"steps"`
-	Assumptions []string `json:"assumptions,omitempty"`
-	Risks       []Risk   `json:"risks,omitempty"`
+	Title   string `json:"title"`
+	Summary string `json:"summary,omitempty"`
+	// ExpectedOutcome is what is true once the plan is done, in the model's words.
+	ExpectedOutcome string `json:"expected_outcome,omitempty"`
+	Steps           []Step `json:"steps"`
+	// NonGoals are what the plan deliberately leaves alone.
+	NonGoals []string `json:"non_goals,omitempty"`
+	// Risk is the plan's overall risk level; Risks are the single risks it names.
+	Risk        RiskLevel `json:"risk,omitempty"`
+	Assumptions []string  `json:"assumptions,omitempty"`
+	Risks       []Risk    `json:"risks,omitempty"`
 	// Verification lists checks in words and commands plangate runs before it calls the
 	// plan completed (Check).
 	Verification []Check  `json:"verification,omitempty"`

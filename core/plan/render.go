@@ -103,6 +103,7 @@ func Render(f File) []byte {
 		b.WriteString(f.Changes.Markdown())
 	}
 	writeBlock(&b, "## Summary", f.Body.Summary)
+	writeBlock(&b, "## Expected outcome", f.Body.ExpectedOutcome)
 	writeSpec(&b, f.Body.Spec)
 	if len(f.Body.Steps) > 0 {
 		b.WriteString("\n## Steps\n\n")
@@ -117,7 +118,11 @@ func Render(f File) []byte {
 			}
 		}
 	}
+	writeList(&b, "## Non-goals", escapedLines(f.Body.NonGoals))
 	writeList(&b, "## Assumptions", escapedLines(f.Body.Assumptions))
+	if f.Body.Risk != "" {
+		fmt.Fprintf(&b, "\n## Risk level\n\n%s\n", EscapeMarkdown(string(f.Body.Risk)))
+	}
 	var risks []string
 	for _, r := range f.Body.Risks {
 		if line := riskLine(r); line != "" {
