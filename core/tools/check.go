@@ -50,19 +50,11 @@ func (t *Toolbox) RunCheck(ctx context.Context, ws core.Workspace, argv []string
 	if err != nil {
 		return run, fmt.Errorf("resolving the workspace directory: %w", err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.cfg.CommandTimeout)
-	defer cancel()
-	octx, stop := context.WithCancelCause(cctx)
-	defer stop(nil)
-	out := newCappedBuffer(t.cfg.MaxOutput)
-	out.limit, out.onLimit = t.cfg.Limits.Output, func() { stop(errOutputLimit) }
-	gitBefore, err := snapshotGit(home)
+	r, err := t.runSandboxed(ctx, home, exe, path, argv, t.cfg.CommandTimeout)
 	if err != nil {
 		return run, err
 	}
-	before := t.snapshotPlanCopy(home)
-	runErr := t.execute(octx, home, exe, path, argv, out)
-	restored := joinNotes(before.restore(), gitBefore.restore())
+	out, runErr, restored := r.out, r.err, r.restored
 	var startErr *startError
 	var exitErr *exec.ExitError
 	switch {
@@ -72,9 +64,9 @@ func (t *Toolbox) RunCheck(ctx context.Context, ws core.Workspace, argv []string
 		run.Error = "did not start: " + unwrapExec(startErr.err).Error()
 	case errors.Is(runErr, errProcessLimit):
 		run.Error = fmt.Sprintf("stopped: more than %d processes at once (tools.run_command.limits.processes)", t.cfg.Limits.Processes)
-	case errors.Is(context.Cause(octx), errOutputLimit):
+	case errors.Is(r.cause, errOutputLimit):
 		run.Error = fmt.Sprintf("stopped: more than %s of output (tools.run_command.limits.output)", formatBytes(t.cfg.Limits.Output))
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case r.timedOut:
 		run.Error = fmt.Sprintf("timed out after %s", t.cfg.CommandTimeout)
 	case runErr == nil || errors.Is(runErr, exec.ErrWaitDelay):
 		run.ExitCode = 0

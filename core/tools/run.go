@@ -39,21 +39,11 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	if err != nil {
 		return "", fmt.Errorf("resolving the workspace directory: %w", err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	octx, stop := context.WithCancelCause(cctx)
-	defer stop(nil)
-	out := newCappedBuffer(t.cfg.MaxOutput)
-	out.limit, out.onLimit = t.cfg.Limits.Output, func() { stop(errOutputLimit) }
-	gitBefore, err := snapshotGit(home)
+	r, err := t.runSandboxed(ctx, home, exe, path, a.Argv, timeout)
 	if err != nil {
 		return "", err
 	}
-	before := t.snapshotPlanCopy(home)
-	runErr := t.execute(octx, home, exe, path, a.Argv, out)
-	// Put back what the command changed of the plan's copy and of .git before anything
-	// else: a timeout or a cancelled turn must not leave them changed either.
-	restored := joinNotes(before.restore(), gitBefore.restore())
+	out, runErr, restored := r.out, r.err, r.restored
 	shown := displayArgv(a.Argv)
 	var startErr *startError
 	switch {
@@ -64,10 +54,10 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 	case errors.Is(runErr, errProcessLimit):
 		return "", fmt.Errorf("%s was stopped: it ran more than %d processes or threads at once (the limit tools.run_command.limits.processes), and all of them were killed; output so far:\n%s%s",
 			shown, t.cfg.Limits.Processes, out.String(), restored)
-	case errors.Is(context.Cause(octx), errOutputLimit):
+	case errors.Is(r.cause, errOutputLimit):
 		return "", fmt.Errorf("%s was stopped: it wrote more than %s of output (the limit tools.run_command.limits.output); send long output to a file in the workspace and read parts of it. Output so far:\n%s%s",
 			shown, formatBytes(t.cfg.Limits.Output), out.String(), restored)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case r.timedOut:
 		return "", fmt.Errorf("%s timed out after %s and was killed with its child processes; output so far:\n%s%s",
 			shown, timeout, out.String(), restored)
 	}
@@ -101,6 +91,36 @@ func (t *Toolbox) runCommand(ctx context.Context, dir string, a runArgs) (string
 		b.WriteString(restored + "\n")
 	}
 	return b.String(), nil
+}
+
+// sandboxed is one sandboxed run of a program: its output, how the process ended, why it
+// was stopped (errOutputLimit) or whether it timed out, and the note of what was put back.
+type sandboxed struct {
+	out      *cappedBuffer
+	err      error
+	cause    error
+	timedOut bool
+	restored string
+}
+
+// runSandboxed runs argv in home for at most timeout. What it changed of the plan's copy
+// and of .git is put back before anything else: a timeout or a cancelled turn must not
+// leave them changed either.
+func (t *Toolbox) runSandboxed(ctx context.Context, home, exe, path string, argv []string, timeout time.Duration) (sandboxed, error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	octx, stop := context.WithCancelCause(cctx)
+	defer stop(nil)
+	out := newCappedBuffer(t.cfg.MaxOutput)
+	out.limit, out.onLimit = t.cfg.Limits.Output, func() { stop(errOutputLimit) }
+	gitBefore, err := snapshotGit(home)
+	if err != nil {
+		return sandboxed{}, err
+	}
+	before := t.snapshotPlanCopy(home)
+	runErr := t.execute(octx, home, exe, path, argv, out)
+	restored := joinNotes(before.restore(), gitBefore.restore())
+	return sandboxed{out: out, err: runErr, cause: context.Cause(octx), timedOut: errors.Is(cctx.Err(), context.DeadlineExceeded), restored: restored}, nil
 }
 
 // program applies run_command's rules to argv: a program and its arguments, no NUL, a
