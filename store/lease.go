@@ -82,7 +82,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 			return core.Lease{Name: name, Owner: owner, ExpiresAt: now.Add(ttl)}, true, nil
 		}
 		held, err := s.lease(ctx, s.w, name, now) // another holder's live lease refused the write
-		if errors.Is(err, core.ErrNotFound) && try < maxLeaseTries {
+		if errors.Is(err, core.ErrNotFound) && try < maxLeaseTries && ctx.Err() == nil {
 			continue // released meanwhile
 		}
 		if err != nil {
@@ -93,9 +93,10 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, now time.T
 }
 
 // maxLeaseTries bounds AcquireLease's writes after a holder released the lease between a
-// refused write and the read of who holds it; others taking and releasing it that fast,
-// that often, is contention worth an error.
-const maxLeaseTries = 10
+// refused write and the read of who holds it. Two processes taking and releasing one
+// lease in lockstep can meet that several times in a row; a hundred times is contention
+// worth an error.
+const maxLeaseTries = 100
 
 // ReleaseLease ends owner's lease called name; releasing a lease held by someone else, or
 // none, changes nothing.
