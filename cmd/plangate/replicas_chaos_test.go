@@ -40,6 +40,7 @@ import (
 // retry while the other replica answers the chat's later ones), and "twice only across a
 // kill" (a few answers go out twice around a PostgreSQL restart).
 func TestReplicasChaos(t *testing.T) {
+	t.Parallel() // its own processes, store and fakes; it waits on them more than it computes
 	rounds := 1
 	if v := os.Getenv("PLANGATE_CHAOS_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
