@@ -114,7 +114,6 @@ func (f *outageTelegram) textsIn(chat int) []string {
 // the 429 chat came before retry_after had passed since a 429; the healthy chat got every
 // reply and no notice.
 func TestSendOutageProcess(t *testing.T) {
-	t.Parallel() // its own processes, store and fakes; it waits on them more than it computes
 	if testing.Short() {
 		t.Skip("runs a real process through a platform outage; skipped with -short")
 	}
