@@ -205,6 +205,7 @@ type cardView struct {
 	Checks                                      []string     // the commands plangate runs before calling the plan done
 	Verified                                    string       // the latest run of those commands ("" = none yet)
 	Changes                                     string
+	Intent                                      string // the plan's risk level, expected outcome and non-goals in one line
 	Download                                    string
 	Decision                                    string
 	Approvals                                   string // "1 of 2 approvals (alice)" while more are needed
@@ -222,7 +223,7 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
 		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
-		EditedBy: p.EditedBy, Grants: machine.PlanGrants(p.Body.Scope, c.d.Reach, nil)} // CSRF: see withCSRF
+		EditedBy: p.EditedBy, Grants: machine.PlanGrants(p.Body.Scope, c.d.Reach, nil), Intent: machine.IntentLine(p.Body)} // CSRF: see withCSRF
 	if v.Status == "" {
 		v.Status = string(p.Status)
 	}

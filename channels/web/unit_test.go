@@ -220,3 +220,20 @@ func TestCardSaysEveryGrant(t *testing.T) {
 		}
 	}
 }
+
+// TestCardSaysTheIntent: the card shows the plan's risk level, expected outcome and
+// non-goals in one line, escaped, and no such line for a plan that states none.
+func TestCardSaysTheIntent(t *testing.T) {
+	e := newEnv(t, "web:alice")
+	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanPending, Body: plan.Body{
+		Title: "Move the API", Steps: []plan.Step{{ID: "1", Text: "Move it"}},
+		Risk: plan.RiskHigh, ExpectedOutcome: "Clients use <v2>", NonGoals: []string{"the CLI"}}}
+	got := string(e.web.renderCard(context.Background(), p, "alice"))
+	if want := `<p class="intent">Risk: high · Outcome: Clients use &lt;v2&gt; · Not doing: the CLI</p>`; !strings.Contains(got, want) {
+		t.Errorf("card lacks %q:\n%s", want, got)
+	}
+	p.Body.Risk, p.Body.ExpectedOutcome, p.Body.NonGoals = "", "", nil
+	if got := string(e.web.renderCard(context.Background(), p, "alice")); strings.Contains(got, `class="intent"`) {
+		t.Errorf("a plan without intent has an intent line:\n%s", got)
+	}
+}

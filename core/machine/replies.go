@@ -171,7 +171,7 @@ func proposalText(p core.Plan, editor string, superseded int, decide string, rul
 	if p.Body.Summary != "" {
 		b.WriteString("\n" + OneLine(p.Body.Summary))
 	}
-	if line := intentLine(p.Body); line != "" {
+	if line := IntentLine(p.Body); line != "" {
 		b.WriteString("\n" + line)
 	}
 	if line := specLine(p.Body.Spec); line != "" && editor == "" {
@@ -293,9 +293,9 @@ func specLine(sp *plan.ProductSpec) string {
 	return b.String()
 }
 
-// intentLine is the proposal's line of intent, "Risk: high · Outcome: … · Not doing: a, b",
+// IntentLine is the proposal's line of intent, "Risk: high · Outcome: … · Not doing: a, b",
 // or "" when the plan states none of them.
-func intentLine(b plan.Body) string {
+func IntentLine(b plan.Body) string {
 	var parts []string
 	if b.Risk != "" {
 		parts = append(parts, "Risk: "+string(b.Risk))
