@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
@@ -112,7 +111,7 @@ func (t *jobRun) watchAfter(ctx context.Context, w watch) halt {
 	case sc.MaxFilesChanged > 0 && ch.Files > sc.MaxFilesChanged:
 		ch.Exceeded = plan.StopMaxFilesChanged
 		stop = halt{ch.Exceeded, fmt.Sprintf("Stopped: %d files changed (%s), plan v%d allows %d (scope.max_files_changed). Its further changes are refused; going on needs a new version: /plan revise <feedback>.",
-			ch.Files, pathWords(ch.Paths, 3), p.Version, sc.MaxFilesChanged)}
+			ch.Files, plan.NameSome(ch.Paths, 3), p.Version, sc.MaxFilesChanged)}
 	case sc.MaxLinesChanged > 0 && ch.Lines > sc.MaxLinesChanged:
 		ch.Exceeded = plan.StopMaxLinesChanged
 		stop = halt{ch.Exceeded, fmt.Sprintf("Stopped: %d lines changed, plan v%d allows %d (scope.max_lines_changed). Its further changes are refused; going on needs a new version: /plan revise <feedback>.",
@@ -130,21 +129,6 @@ func changedOf(p *core.Plan) *plan.Changed {
 	ch := *p.Run.Changed
 	ch.Paths = slices.Clone(ch.Paths)
 	return &ch
-}
-
-// pathWords names paths for a person: "a.txt, b.txt and c.txt", at most max of them,
-// then "and N more".
-func pathWords(paths []string, max int) string {
-	switch n := len(paths); {
-	case n == 0:
-		return ""
-	case n > max:
-		return strings.Join(paths[:max], ", ") + fmt.Sprintf(" and %d more", n-max)
-	case n == 1:
-		return paths[0]
-	default:
-		return strings.Join(paths[:n-1], ", ") + " and " + paths[n-1]
-	}
 }
 
 // saveChanged records ch on plan p, with the session's compare-and-set: a decision made

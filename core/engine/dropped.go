@@ -103,8 +103,8 @@ func (e *Engine) unnote(session string) {
 // of buttons, nor an approvals line that the decision's own reply repeats).
 func shown(k core.ReplyKind) bool { return k != core.ReplyDecided && k != core.ReplyApprovals }
 
-// tellDropped posts the notice of each session's dropped replies whose rows no longer
-// wait to be sent again: a lazy commit of its own row, delivered at once. A session
+// tellDropped posts the notice of each session's dropped replies once none of its rows
+// waits to be sent again: a lazy commit of its own row, delivered at once. A session
 // whose rows still wait keeps its note until they have gone.
 func (e *Engine) tellDropped(ctx context.Context) {
 	e.dropsMu.Lock()

@@ -28,7 +28,7 @@ func SessionLease(sessionID string) string { return "session:" + sessionID }
 const DefaultLeaseTTL = 30 * time.Second
 
 // Lease owners name their process: "<host>/<pid>/<random>". A lease whose owner is a
-// process of this host that no longer exists was left by a killed plangate: it is taken
+// process of this host that does not exist was left by a killed plangate: it is taken
 // over at once rather than after its expiry, so a restart right after kill -9 carries on
 // without waiting out the ttl. A pid reused by another process only makes the wait
 // happen (the safe side); another host's owner is always waited out.

@@ -192,22 +192,25 @@ func (c TreeChanges) Words(max int) string {
 	if c.HeadFrom != c.HeadTo || c.RefFrom != c.RefTo {
 		parts = append(parts, headWords(c))
 	}
-	for i, f := range c.Files {
-		if i == max {
-			break
-		}
+	head := len(parts)
+	for _, f := range c.Files {
 		parts = append(parts, f.Path+" "+string(f.Kind))
 	}
-	more := len(c.Files) - min(max, len(c.Files))
-	switch {
-	case len(parts) == 0:
+	return NameSome(parts, head+max)
+}
+
+// NameSome names items for a person: "a, b and c", at most max of them, then "and N more".
+func NameSome(items []string, max int) string {
+	switch n := len(items); {
+	case n == 0:
 		return ""
-	case more > 0:
-		return strings.Join(parts, ", ") + fmt.Sprintf(" and %d more", more)
-	case len(parts) == 1:
-		return parts[0]
+	case n > max:
+		return strings.Join(items[:max], ", ") + fmt.Sprintf(" and %d more", n-max)
+	case n == 1:
+		return items[0]
+	default:
+		return strings.Join(items[:n-1], ", ") + " and " + items[n-1]
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func headWords(c TreeChanges) string {
