@@ -279,7 +279,7 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 // progress is a pending version's approvals under its session's policy, "" when it
 // needs one and has none.
 func (c *Channel) progress(p core.Plan, a core.Address) string {
-	return machine.ApprovalProgress(machine.ApprovalState{Version: p.Version, Approvals: p.Approvals}, machine.PolicyFor(c.d.Policies, a))
+	return machine.ApprovalProgress(machine.ApprovalState{Version: p.Version, Approvals: p.Approvals}, machine.PolicyFor(c.d.Policies, a, machine.PlanRisk(p.Body)))
 }
 
 // stepChanges says which steps a version added and removed compared with the one

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The approval policies, auto-approve rules and planner style of docs/design.md §12 and §13:
@@ -23,11 +25,13 @@ type ApprovalPolicyConfig struct {
 	RequesterMayApprove *bool `yaml:"requester_may_approve"`
 }
 
-// PolicyMatchConfig selects sessions; an omitted field matches all.
+// PolicyMatchConfig selects sessions; an omitted field matches all. With Risk the entry is
+// a risk rule (machine.PolicyFor says how it combines).
 type PolicyMatchConfig struct {
 	Channel string `yaml:"channel"`
 	Account string `yaml:"account"`
 	Chat    string `yaml:"chat"`
+	Risk    string `yaml:"risk"` // low, medium or high
 }
 
 // AutoApproveRuleConfig is one plan_mode.auto_approve_rules entry.
@@ -55,7 +59,7 @@ func (a AccessConfig) CorePolicies() []machine.Policy {
 	out := make([]machine.Policy, 0, len(a.Policies))
 	for _, p := range a.Policies {
 		cp := machine.Policy{
-			Match:               machine.PolicyMatch{Channel: p.Match.Channel, Account: p.Match.Account, Chat: p.Match.Chat},
+			Match:               machine.PolicyMatch{Channel: p.Match.Channel, Account: p.Match.Account, Chat: p.Match.Chat, Risk: plan.RiskLevel(p.Match.Risk)},
 			Required:            max(p.Required, 1),
 			RequesterMayApprove: p.RequesterMayApprove == nil || *p.RequesterMayApprove,
 		}
@@ -77,7 +81,8 @@ func (p PlanModeConfig) CoreRules() []machine.ApproveRule {
 }
 
 // policyProblems checks access.policies: approvers as access.approvers, a known channel,
-// and a required count the approvers can meet.
+// a risk level, no approvers on a risk rule, and a required count the approvers can meet
+// (for a risk rule, those of the policy it makes stricter where its match fits).
 func (a AccessConfig) policyProblems() []error {
 	var errs []error
 	policies := a.CorePolicies()
@@ -92,9 +97,22 @@ func (a AccessConfig) policyProblems() []error {
 		if c := p.Match.Channel; c != "" {
 			errs = append(errs, conf.OneOf(key+".match.channel", c, channelNames(nil)...))
 		}
+		checked := policies[i]
+		if r := p.Match.Risk; r != "" {
+			errs = append(errs, conf.OneOf(key+".match.risk", r, "low", "medium", "high"))
+			if len(p.Approvers) > 0 {
+				errs = append(errs, conf.Invalid(key+".approvers", "is set on a risk rule (match.risk): a risk rule only makes the policy of the session stricter (required, requester_may_approve) and keeps its approvers; list approvers on an entry without risk"))
+			}
+			// This rule alone on the session policy it tightens where its match fits.
+			m := p.Match
+			addr := core.Address{Channel: m.Channel, Account: m.Account, Chat: m.Chat}
+			base := machine.PolicyFor(policies, addr, "")
+			base.Match = machine.PolicyMatch{}
+			checked = machine.PolicyFor([]machine.Policy{base, policies[i]}, addr, plan.RiskLevel(r))
+		}
 		if p.Required < 0 {
 			errs = append(errs, conf.Invalid(key+".required", "is %d: it must be 1 or more (0 or omitted means 1)", p.Required))
-		} else if problem := machine.PolicyProblem(policies[i], a.Approvers); problem != "" {
+		} else if problem := machine.PolicyProblem(checked, a.Approvers); problem != "" {
 			errs = append(errs, conf.Invalid(key+".required", "%s", strings.TrimPrefix(problem, "required ")))
 		}
 	}

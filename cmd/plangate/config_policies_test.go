@@ -6,6 +6,7 @@ import (
 
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 func TestConfigPolicies(t *testing.T) {
@@ -85,4 +86,51 @@ func join(lines []string) string {
 		out += l + "\n"
 	}
 	return out
+}
+
+func TestConfigRiskPolicies(t *testing.T) {
+	body := `access:
+  approvers: ["slack:U1", "slack:U2"]
+  policies:
+    - match: {risk: high}
+      required: 2
+    - match: {channel: slack, risk: medium}
+      requester_may_approve: false
+`
+	cfg, err := LoadConfig(writeConfig(t, body), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []machine.Policy{
+		{Match: machine.PolicyMatch{Risk: plan.RiskHigh}, Required: 2, RequesterMayApprove: true},
+		{Match: machine.PolicyMatch{Channel: "slack", Risk: plan.RiskMedium}, Required: 1},
+	}
+	if got := cfg.Access.CorePolicies(); !reflect.DeepEqual(got, want) {
+		t.Errorf("CorePolicies =\n%+v\nwant\n%+v", got, want)
+	}
+
+	bad := `access:
+  approvers: ["slack:U1", "slack:U2"]
+  policies:
+    - match: {channel: slack, chat: C0PROD}
+      approvers: ["slack:U1", "slack:U2", "slack:U3"]
+    - match: {risk: severe}
+      required: 2
+    - match: {risk: high}
+      approvers: ["slack:U9"]
+    - match: {channel: slack, chat: C0PROD, risk: high}
+      required: 4
+    - match: {risk: high}
+      required: 3
+`
+	got := loadProblems(t, bad, nil)
+	wantErrs := []string{
+		`FILE:6: access.policies[1].match.risk is "severe": expected low, medium or high`,
+		`FILE:9: access.policies[2].approvers is set on a risk rule (match.risk): a risk rule only makes the policy of the session stricter (required, requester_may_approve) and keeps its approvers; list approvers on an entry without risk`,
+		`FILE:11: access.policies[3].required is 4 but approvers lists only 3 people: the policy can never be satisfied; list more approvers or lower required`,
+		`FILE:13: access.policies[4].required is 3 but access.approvers lists only 2 people: the policy can never be satisfied; list more approvers or lower required`,
+	}
+	if !reflect.DeepEqual(got, wantErrs) {
+		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(wantErrs))
+	}
 }

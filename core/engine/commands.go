@@ -11,6 +11,7 @@ import (
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Person commands and buttons become triggers here: authorization is checked, the inputs
@@ -110,7 +111,12 @@ func (t *jobRun) status(ctx context.Context) error {
 	if err != nil {
 		t.e.d.Log.Error("status: listing nudges", "session", t.sess.ID, "err", err)
 	}
-	return t.answer(ctx, core.Reply{Text: machine.StatusText(t.sess, cur, machine.PolicyFor(t.e.cfg.Policies, t.sess.Address), nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	risk := plan.RiskLevel("")
+	if cur != nil {
+		risk = machine.PlanRisk(cur.Body)
+	}
+	pol := machine.PolicyFor(t.e.cfg.Policies, t.sess.Address, risk)
+	return t.answer(ctx, core.Reply{Text: machine.StatusText(t.sess, cur, pol, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
 }
 
 // show answers /plan show. The plan file is written again only if it was lost: show runs
@@ -280,5 +286,5 @@ func (e *Engine) rules() machine.Rules {
 // approvers is the approver list in force for a session at addr: its policy's, or the
 // global one.
 func (e *Engine) approvers(addr core.Address) []string {
-	return machine.PolicyFor(e.cfg.Policies, addr).ApproverList(e.cfg.Approvers)
+	return machine.PolicyFor(e.cfg.Policies, addr, "").ApproverList(e.cfg.Approvers)
 }

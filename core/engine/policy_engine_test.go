@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The requesters of a version are the people whose messages its planning answered: the
@@ -258,4 +260,74 @@ func TestNewVersionVoidsPartialApprovals(t *testing.T) {
 		t.Fatalf("superseded v1: %s, approvals %+v", old.Status, old.Approvals)
 	}
 	mustContain(t, lastText(h.say("prod", "bob", "/plan accept")), `Approval recorded for Plan v2 "Deploy": 1 of 2 approvals (bob).`)
+}
+
+func proposeAtRisk(title, risk string, steps ...string) core.ToolCall {
+	c := propose(title, steps...)
+	var args map[string]any
+	if err := json.Unmarshal([]byte(c.Args), &args); err != nil {
+		panic(err)
+	}
+	if risk != "" {
+		args["risk"] = risk
+	}
+	return call("exit_plan_mode", args)
+}
+
+// highRiskNeedsTwo: alice, bob and carol decide; a high-risk plan needs two of them.
+func highRiskNeedsTwo(c *engine.Config) {
+	c.Approvers = []string{"terminal:alice", "terminal:bob", "terminal:carol"}
+	c.Policies = []machine.Policy{{Match: machine.PolicyMatch{Risk: plan.RiskHigh}, Required: 2, RequesterMayApprove: true}}
+}
+
+// A risk rule (access.policies match.risk) holds a high-risk version, and one that states
+// no risk, until two people accept it, while one approval accepts a low-risk version;
+// auto-approve neither accepts a pending high-risk version nor takes a new one. The store
+// shows each version's approvals and status.
+func TestHighRiskPlanNeedsTwoApprovals(t *testing.T) {
+	h := newHarness(t, highRiskNeedsTwo)
+	h.say("low", "alice", "/plan on")
+	h.model.push(sessionID("low"), calls(proposeAtRisk("Fix typos", "low", "First step", "Second step")))
+	h.say("low", "alice", "fix the typos")
+	low := h.session("low").PlanID
+	h.say("low", "alice", "/plan accept")
+	if p := h.plan(low); p.Status != core.PlanAccepted || len(p.Approvals) != 1 {
+		t.Fatalf("low-risk plan after one accept: %s with %d approvals, want accepted with 1; replies:\n%s", p.Status, len(p.Approvals), joinTexts(h.out.all()))
+	}
+
+	for chat, risk := range map[string]string{"high": "high", "unstated": ""} {
+		h.say(chat, "alice", "/plan on")
+		h.model.push(sessionID(chat), calls(proposeAtRisk("Migrate", risk, "First step", "Second step")))
+		proposal := joinTexts(h.say(chat, "alice", "migrate the database"))
+		s := h.session(chat)
+		if s.Phase != core.PhaseAwaitingApproval {
+			t.Fatalf("%s: phase %s; replies:\n%s", chat, s.Phase, proposal)
+		}
+		mustContain(t, proposal, "It is high risk, so it needs 2 approvals from different people.")
+		mustContain(t, lastText(h.say(chat, "bob", "/plan auto on")), `Auto-approve cannot accept plan v1 "Migrate": it is high risk`)
+		if s := h.session(chat); s.AutoApprove || s.Phase != core.PhaseAwaitingApproval {
+			t.Fatalf("%s: /plan auto on changed the session: auto %v, phase %s", chat, s.AutoApprove, s.Phase)
+		}
+		mustContain(t, joinTexts(h.say(chat, "alice", "/plan accept")), "1 of 2 approvals (alice)")
+		if p := h.plan(s.PlanID); p.Status != core.PlanPending || len(p.Approvals) != 1 {
+			t.Fatalf("%s after one accept: %s with %d approvals, want pending with 1", chat, p.Status, len(p.Approvals))
+		}
+		mustContain(t, joinTexts(h.say(chat, "carol", "/plan status")), "approvals: 1 of 2 approvals (alice), as a high-risk plan")
+		h.say(chat, "bob", "/plan accept")
+		if p := h.plan(s.PlanID); p.Status != core.PlanAccepted || len(p.Approvals) != 2 || p.Decision == nil || p.Decision.By != "bob" {
+			t.Fatalf("%s after bob's accept: %s, approvals %+v, decision %+v; want accepted by bob with 2", chat, p.Status, p.Approvals, p.Decision)
+		}
+	}
+
+	// Auto-approve is on for the session, a high-risk proposal still waits for people.
+	h.say("auto", "alice", "/plan on")
+	h.say("auto", "bob", "/plan auto on")
+	if !h.session("auto").AutoApprove {
+		t.Fatalf("auto-approve with no plan pending was refused: %s", joinTexts(h.out.all()))
+	}
+	h.model.push(sessionID("auto"), calls(proposeAtRisk("Drop tables", "high", "First step", "Second step")))
+	h.say("auto", "alice", "drop the old tables")
+	if s := h.session("auto"); s.Phase != core.PhaseAwaitingApproval || h.plan(s.PlanID).Status != core.PlanPending {
+		t.Fatalf("high-risk proposal under auto-approve: phase %s, want awaiting approval", s.Phase)
+	}
 }

@@ -76,7 +76,7 @@ func (x *transition) propose() error {
 	x.o.newPlan = plan.ID
 	x.o.Change.Plans = append(x.o.Change.Plans, plan)
 	r := PlanReply(x.next, plan)
-	pol := x.policy()
+	pol := x.policy(&plan.Body)
 	decide := decideLine(plan, in.AutoHeld, how.why, len(in.Rules.AutoRules) > 0 && trig == TrigPropose && in.AutoHeld == "" && !pol.strict())
 	if plan.Status == core.PlanPending && pol.strict() {
 		// /plan auto is refused here: offer only what works.
@@ -100,7 +100,7 @@ type taken struct {
 // change asks the phase table again. ok is false when it refuses.
 func (x *transition) howTaken(body plan.Body) (taken, bool, error) {
 	var how taken
-	if x.o.Trigger == TrigAutoPropose && x.policy().strict() {
+	if x.o.Trigger == TrigAutoPropose && x.policy(&body).strict() {
 		x.o.Trigger = TrigPropose
 		if ok, err := x.check(GuardPhase); err != nil || !ok {
 			return how, false, err
@@ -159,7 +159,7 @@ func (x *transition) autoAccept(np *core.Plan, how taken) {
 // off, with why in words. A proposal no person's message led to is never taken: like
 // auto-approve, rules do not chain on the agent's own work.
 func (x *transition) ruleFor(body plan.Body) (ApproveRule, string, bool) {
-	if x.o.Trigger != TrigPropose || x.in.Unattended != "" || x.policy().strict() {
+	if x.o.Trigger != TrigPropose || x.in.Unattended != "" || x.policy(&body).strict() {
 		return ApproveRule{}, "", false
 	}
 	return MatchAutoRule(x.in.Rules.AutoRules, body)

@@ -12,13 +12,21 @@ import (
 // Approvals under a session's policy (docs/design.md §12), recorded on the version until
 // the N-th distinct approver accepts it.
 
-// policy is the approval policy of the transition's session.
-func (x *transition) policy() Policy { return PolicyFor(x.in.Rules.Policies, x.s.Address) }
+// policy is the approval policy of the transition's session deciding on a version of body
+// (nil: on no plan, as /plan auto does).
+func (x *transition) policy(body *plan.Body) Policy {
+	risk := plan.RiskLevel("")
+	if body != nil {
+		risk = PlanRisk(*body)
+	}
+	return PolicyFor(x.in.Rules.Policies, x.s.Address, risk)
+}
 
 // approve records the acceptance of x.target under the session's policy: true when it
 // completes the approvals (the target carries them all), false when refused or counted.
 func (x *transition) approve() (bool, error) {
-	p, pol := x.target, x.policy()
+	p := x.target
+	pol := x.policy(&p.Body)
 	a := plan.Approval{By: x.in.Requester, ByName: x.in.Name, At: x.in.Now, Version: p.Version}
 	if a.By == "" {
 		a.By = decidedBy(x.in.Actor)
@@ -57,7 +65,7 @@ func (x *transition) stuck(p core.Plan) string {
 	if p.EditedBy != "" {
 		excluded = append(excluded, p.EditedBy)
 	}
-	why := x.policy().unreachable(x.in.Rules.Approvers, x.s.Address.Channel+":"+x.s.Owner, excluded, p.Approvals)
+	why := x.policy(&p.Body).unreachable(x.in.Rules.Approvers, x.s.Address.Channel+":"+x.s.Owner, excluded, p.Approvals)
 	if why == "" {
 		return ""
 	}

@@ -53,7 +53,7 @@ func (x *transition) accept() error {
 	x.record(x.event(core.EventAccepted, &p, detail))
 	x.o.Change.CancelNudges = true
 	with := ""
-	if pol := x.policy(); pol.needed() > 1 {
+	if pol := x.policy(&p.Body); pol.needed() > 1 {
 		with = " with " + ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol)
 	}
 	if stale != "" {
@@ -127,9 +127,15 @@ func (x *transition) answer() error {
 
 func (x *transition) auto(on bool) error {
 	to := x.phase
-	if on && x.policy().strict() {
-		x.refuse(x.policy().noAuto())
-		return nil
+	if on {
+		pol, label := x.policy(nil), ""
+		if x.s.Phase == core.PhaseAwaitingApproval && x.cur != nil && !pol.strict() {
+			pol, label = x.policy(&x.cur.Body), fmt.Sprintf("plan v%d %q", x.cur.Version, x.cur.Body.Title)
+		}
+		if pol.strict() {
+			x.refuse(pol.noAuto(label))
+			return nil
+		}
 	}
 	if x.s.AutoApprove == on && to == x.s.Phase {
 		x.refusef("Auto-approve is already %s for this conversation.", onOff(on))

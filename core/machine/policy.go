@@ -14,11 +14,15 @@ import (
 // Approval policies (docs/design.md §12): who may accept a plan in a session, how many
 // distinct people must, and whether the person who asked for the work may be one of them.
 
-// PolicyMatch selects sessions by their address; an empty field matches every value.
+// PolicyMatch selects sessions by their address, and with Risk the plan versions of one
+// risk level; an empty field matches every value.
 type PolicyMatch struct {
 	Channel string
 	Account string
 	Chat    string
+	// Risk makes the policy a risk rule: it applies to plan versions of this level only
+	// (PlanRisk), on top of the session's policy, and can only make it stricter.
+	Risk plan.RiskLevel
 }
 
 // Policy is the approval rule of one session.
@@ -31,21 +35,55 @@ type Policy struct {
 	Required int
 	// RequesterMayApprove lets the person who asked for the plan accept it.
 	RequesterMayApprove bool
+	// Risk is the level of the plan a risk rule made this policy stricter for, for the
+	// words of what the plan needs ("" when none did).
+	Risk plan.RiskLevel
 }
 
 // DefaultPolicy applies where no policy matches: the global approvers, one approval, and
 // the requester may give it.
 var DefaultPolicy = Policy{Required: 1, RequesterMayApprove: true}
 
-// PolicyFor returns the first policy whose match fits addr, or DefaultPolicy.
-func PolicyFor(policies []Policy, addr core.Address) Policy {
+// PolicyFor returns the policy of a session at addr, deciding on a plan version of level
+// risk ("" for what the session allows without a plan: /plan auto, who may decide). It is
+// the first policy without Match.Risk that fits addr, or DefaultPolicy, made stricter by
+// every risk rule that fits addr and risk: the highest required count wins, and one
+// requester_may_approve: false forbids the requester. A risk rule never names approvers,
+// so who may decide does not depend on the plan.
+func PolicyFor(policies []Policy, addr core.Address, risk plan.RiskLevel) Policy {
+	out := DefaultPolicy
 	for _, p := range policies {
-		if m := p.Match; (m.Channel == "" || m.Channel == addr.Channel) && (m.Account == "" || m.Account == addr.Account) &&
-			(m.Chat == "" || m.Chat == addr.Chat) {
-			return p
+		if p.Match.Risk == "" && p.Match.fits(addr) {
+			out = p
+			break
 		}
 	}
-	return DefaultPolicy
+	for _, p := range policies {
+		if p.Match.Risk == "" || p.Match.Risk != risk || !p.Match.fits(addr) {
+			continue
+		}
+		if p.needed() > out.needed() || (!p.RequesterMayApprove && out.RequesterMayApprove) {
+			out.Risk = risk
+		}
+		out.Required = max(out.needed(), p.needed())
+		out.RequesterMayApprove = out.RequesterMayApprove && p.RequesterMayApprove
+	}
+	return out
+}
+
+// fits reports whether m's address fields fit addr.
+func (m PolicyMatch) fits(addr core.Address) bool {
+	return (m.Channel == "" || m.Channel == addr.Channel) && (m.Account == "" || m.Account == addr.Account) &&
+		(m.Chat == "" || m.Chat == addr.Chat)
+}
+
+// PlanRisk is the level risk rules match a version of body by: its stated risk, and high
+// when it states none, so leaving the risk out never lowers what a plan needs.
+func PlanRisk(body plan.Body) plan.RiskLevel {
+	if body.Risk.Valid() {
+		return body.Risk
+	}
+	return plan.RiskHigh
 }
 
 // ApproverList is the list of approvers in force under p: its own, or the global one.
@@ -57,36 +95,50 @@ func (p Policy) ApproverList(global []string) []string {
 }
 
 // needs is the line a pending version's message adds under p ("" for one approval anyone
-// allowed may give), naming the version's requesters.
+// allowed may give), naming the version's requesters, and the risk that made it stricter.
 func (p Policy) needs(requesters []core.Requester) string {
 	n := p.needed()
 	who := "whoever asked for it"
 	if len(requesters) > 0 {
 		who += " (" + requesterNames(requesters) + ")"
 	}
+	var line string
 	switch {
 	case n > 1 && !p.RequesterMayApprove:
-		return fmt.Sprintf("\nNeeds %d approvals from different people, not from %s.", n, who)
+		line = fmt.Sprintf("needs %d approvals from different people, not from %s.", n, who)
 	case n > 1:
-		return fmt.Sprintf("\nNeeds %d approvals from different people.", n)
+		line = fmt.Sprintf("needs %d approvals from different people.", n)
 	case !p.RequesterMayApprove:
-		return "\n" + UpperFirst(who) + " cannot approve it: another approver decides."
+		line = who + " cannot approve it: another approver decides."
+	default:
+		return ""
 	}
-	return ""
+	if p.Risk != "" {
+		if strings.HasPrefix(line, "needs ") {
+			line = "it " + line
+		}
+		return "\nIt is " + string(p.Risk) + " risk, so " + line
+	}
+	return "\n" + UpperFirst(line)
 }
 
 // strict reports whether p asks more than one person's word (several approvals, or not
 // the requester's): then no auto-approve switch or rule may stand in for those people.
 func (p Policy) strict() bool { return p.needed() > 1 || !p.RequesterMayApprove }
 
-// noAuto is the refusal of /plan auto on under a strict policy.
-func (p Policy) noAuto() string {
+// noAuto is the refusal of /plan auto on under a strict policy: the session's own, or
+// that of the pending version label when a risk rule made it strict.
+func (p Policy) noAuto(label string) string {
 	why := "another approver than whoever asked for a plan"
 	if n := p.needed(); n > 1 {
 		why = fmt.Sprintf("%d approvals from different people", n)
 	}
-	return "Auto-approve is not available in this conversation: its approval policy (access.policies) needs " + why +
-		". Decide with /plan accept · /plan revise <feedback>."
+	const decide = ". Decide with /plan accept · /plan revise <feedback>."
+	if p.Risk != "" && label != "" {
+		return fmt.Sprintf("Auto-approve cannot accept %s: it is %s risk, and the approval policy (access.policies) needs %s for it%s",
+			label, p.Risk, why, decide)
+	}
+	return "Auto-approve is not available in this conversation: its approval policy (access.policies) needs " + why + decide
 }
 
 // needed is the number of approvals p requires.
@@ -296,5 +348,5 @@ func Authorized(approvers []string, who commands.Who, s core.Session, m core.Mes
 // MayDecide reports whether the sender of m may decide on plans in session s, as the
 // engine decides an accept: adapters show a session's buttons only to them.
 func MayDecide(policies []Policy, approvers []string, s core.Session, m core.Message) bool {
-	return Authorized(PolicyFor(policies, s.Address).ApproverList(approvers), commands.Approver, s, m)
+	return Authorized(PolicyFor(policies, s.Address, "").ApproverList(approvers), commands.Approver, s, m)
 }

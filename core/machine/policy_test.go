@@ -26,13 +26,13 @@ func TestPolicyFor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := PolicyFor(policies, tc.addr)
+			got := PolicyFor(policies, tc.addr, "")
 			if got.Match != tc.want.Match || got.Required != tc.want.Required || got.RequesterMayApprove != tc.want.RequesterMayApprove {
 				t.Errorf("PolicyFor = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
-	if got := PolicyFor(nil, core.Address{Channel: "terminal"}); !got.RequesterMayApprove || got.Required != 1 || got.Approvers != nil {
+	if got := PolicyFor(nil, core.Address{Channel: "terminal"}, plan.RiskHigh); !got.RequesterMayApprove || got.Required != 1 || got.Approvers != nil {
 		t.Errorf("no policies: %+v, want the default", got)
 	}
 	global := []string{"slack:U9"}
@@ -41,6 +41,52 @@ func TestPolicyFor(t *testing.T) {
 	}
 	if got := prod.ApproverList(global); len(got) != 2 {
 		t.Errorf("policy approvers = %v, want its own", got)
+	}
+}
+
+// Risk rules make a session's policy stricter for plans of their level only, never looser,
+// keep its approvers, and a plan that states no risk counts as high.
+func TestPolicyForRisk(t *testing.T) {
+	prod := Policy{Match: PolicyMatch{Channel: "slack", Chat: "C0PROD"}, Approvers: []string{"slack:U1", "slack:U2", "slack:U3"}, Required: 2}
+	high := Policy{Match: PolicyMatch{Risk: plan.RiskHigh}, Required: 3, RequesterMayApprove: true}
+	loose := Policy{Match: PolicyMatch{Risk: plan.RiskLow}, Required: 1, RequesterMayApprove: true}
+	mediumTelegram := Policy{Match: PolicyMatch{Channel: "telegram", Risk: plan.RiskMedium}, Required: 1}
+	policies := []Policy{high, loose, mediumTelegram, prod}
+	prodAddr := core.Address{Channel: "slack", Chat: "C0PROD"}
+	tgAddr := core.Address{Channel: "telegram", Chat: "42"}
+	cases := []struct {
+		name      string
+		addr      core.Address
+		risk      plan.RiskLevel
+		required  int
+		requester bool
+		approvers int
+		because   plan.RiskLevel
+	}{
+		{"no plan: risk rules do not apply", prodAddr, "", 2, false, 3, ""},
+		{"high raises the count, keeps the approvers", prodAddr, plan.RiskHigh, 3, false, 3, plan.RiskHigh},
+		{"a low rule never loosens", prodAddr, plan.RiskLow, 2, false, 3, ""},
+		{"medium elsewhere is the session's own", prodAddr, plan.RiskMedium, 2, false, 3, ""},
+		{"a requester rule on its channel", tgAddr, plan.RiskMedium, 1, false, 0, plan.RiskMedium},
+		{"high on the default policy", tgAddr, plan.RiskHigh, 3, true, 0, plan.RiskHigh},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PolicyFor(policies, tc.addr, tc.risk)
+			if got.needed() != tc.required || got.RequesterMayApprove != tc.requester || len(got.Approvers) != tc.approvers || got.Risk != tc.because {
+				t.Errorf("PolicyFor(%v, %q) = %+v, want required %d, requester_may_approve %v, %d approvers, risk %q",
+					tc.addr, tc.risk, got, tc.required, tc.requester, tc.approvers, tc.because)
+			}
+		})
+	}
+	if got := PlanRisk(plan.Body{}); got != plan.RiskHigh {
+		t.Errorf("PlanRisk of a plan stating no risk = %q, want high", got)
+	}
+	if got := PlanRisk(plan.Body{Risk: plan.RiskLow}); got != plan.RiskLow {
+		t.Errorf("PlanRisk(low) = %q", got)
+	}
+	if got := PolicyFor(policies, prodAddr, plan.RiskHigh).needs(nil); !strings.Contains(got, "It is high risk, so it needs 3 approvals from different people, not from whoever asked for it.") {
+		t.Errorf("needs = %q", got)
 	}
 }
 

@@ -40,6 +40,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	if s.Phase == core.PhaseAwaitingApproval && ok {
 		lines = append(lines, fmt.Sprintf("waiting since %s for /plan accept · /plan revise <feedback>", p.CreatedAt.UTC().Format("2006-01-02 15:04 MST")))
 		if prog := ApprovalProgress(ApprovalState{Version: p.Version, Approvals: p.Approvals}, pol); prog != "" {
+			if pol.Risk != "" {
+				prog += ", as a " + string(pol.Risk) + "-risk plan"
+			}
 			lines = append(lines, "approvals: "+prog)
 		}
 	}
