@@ -69,8 +69,11 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	if t.deferred != nil {
 		ch = t.withDeferred(ch) // the turn's first commit carries the message (deferred.go)
 	}
-	if t.unstop != nil && !changeEmpty(ch) {
+	unstop := t.unstop
+	if unstop != nil && !changeEmpty(ch) {
 		ch = t.withUnstop(ch) // and the cleared stop of the plan it goes on with (clearStop)
+	} else {
+		unstop = nil
 	}
 	if changeEmpty(ch) {
 		return nil
@@ -85,6 +88,15 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	}
 	t.deferred = nil
 	t.unstop = nil
+	if unstop != nil {
+		was := t.unstopWas
+		t.cleared = &was
+		for _, p := range ch.Plans {
+			if p.ID == unstop.ID && p.Run.Stop == nil {
+				t.showPlan(p)
+			}
+		}
+	}
 	t.j.stored = true
 	t.observeCommit(ctx, ch)
 	switch {
@@ -106,6 +118,9 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 func (t *jobRun) carryOut(ctx context.Context, o machine.Outcome) error {
 	e := t.e
 	for _, eff := range o.Effects {
+		if st := eff.Plan.Run.Stop; st != nil && t.cleared != nil && *st == *t.cleared {
+			eff.Plan.Run.Stop = nil // computed before the commit that cleared it
+		}
 		switch eff.Kind {
 		case machine.EffWriteFile:
 			// done by prepare

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 // kind and notice, and the audit log has a "stopped" row; a stop outside execution (no plan
 // carried out) records nothing on any plan.
 func TestExecutingStopIsRecordedOnThePlanAndAudited(t *testing.T) {
-	h := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2 })
+	h := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2; c.WorkspaceCopy = true })
 	p := h.toExecuting("main", "Loop")
 	sid := sessionID("main")
 	for range 3 {
@@ -40,6 +42,21 @@ func TestExecutingStopIsRecordedOnThePlanAndAudited(t *testing.T) {
 	if len(stopped) != 1 || stopped[0].PlanID != p.ID || !strings.HasPrefix(stopped[0].Detail, "max_iterations_reached: ") {
 		t.Fatalf("stopped audit rows %+v, want one for %s", stopped, p.ID)
 	}
+	// The plan file and PLAN.json on disk say so; once a person lets the agent go on,
+	// neither does.
+	file := string(readFile(t, got.File))
+	mustContain(t, file, "## Stopped\n\n- stopped: the turn ran out of model calls (max_iterations_reached) at ")
+	if doc := planJSON(t, h, "main"); doc.Stop == nil || doc.Stop.Kind != plan.StopMaxIterations || doc.Stop.Message != got.Run.Stop.Message {
+		t.Fatalf("PLAN.json stop %+v, want the stored one %+v", doc.Stop, got.Run.Stop)
+	}
+	h.model.push(sid, text("going on"))
+	h.say("main", "local", "go on, please")
+	if got := h.plan(p.ID); got.Run.Stop != nil {
+		t.Fatalf("the stop %+v stays after a person let the agent go on", got.Run.Stop)
+	}
+	if strings.Contains(string(readFile(t, got.File)), "## Stopped") || planJSON(t, h, "main").Stop != nil {
+		t.Error("the plan file or PLAN.json still says the plan stopped")
+	}
 
 	// Planning (no plan carried out) stops the same way and records nothing.
 	h2 := newHarness(t, func(c *engine.Config) { c.MaxIterations = 2 })
@@ -58,4 +75,15 @@ func TestExecutingStopIsRecordedOnThePlanAndAudited(t *testing.T) {
 			t.Error("a stop outside execution was audited as a plan's stop")
 		}
 	}
+}
+
+// planJSON reads and decodes chat's PLAN.json.
+func planJSON(t *testing.T, h *harness, chat string) engine.PlanDocument {
+	t.Helper()
+	var doc engine.PlanDocument
+	data := readFile(t, filepath.Join(h.wsDir(chat), "PLAN.json"))
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("PLAN.json: %v\n%s", err, data)
+	}
+	return doc
 }

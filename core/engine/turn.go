@@ -37,8 +37,11 @@ type jobRun struct {
 	// unstop is the executing plan with its Run.Stop cleared, for the first commit of a
 	// turn a person's message started after a stop (see clearStop).
 	unstop    *core.Plan
-	unstopWas plan.Stop        // the stop unstop clears
-	asked     []core.Requester // the people this job's work answers (Input.Asked)
+	unstopWas plan.Stop // the stop unstop clears
+	// cleared is the stop the job's commit cleared: the effects of outcomes computed on the
+	// plan before it do not show it again (carryOut).
+	cleared *plan.Stop
+	asked   []core.Requester // the people this job's work answers (Input.Asked)
 	// secretCalls are the write calls of the model's last answer whose content holds a
 	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
 	secretCalls map[string]secretCall
@@ -285,7 +288,20 @@ func (t *jobRun) halt(ctx context.Context, tr *turn, h halt) error {
 	ch := core.Change{Plans: []core.Plan{stopped}, Events: []core.Event{{
 		PlanID: p.ID, PlanVersion: p.Version, Kind: core.EventStopped, Actor: core.AgentActor,
 		Channel: t.sess.Address.Channel, Detail: string(h.kind) + ": " + h.text, At: now}}}
-	return t.flushWith(ctx, tr, ch, noticef("%s", h.text))
+	if err := t.flushWith(ctx, tr, ch, noticef("%s", h.text)); err != nil {
+		return err
+	}
+	t.showPlan(stopped)
+	return nil
+}
+
+// showPlan rewrites the plan file and the workspace copy of p, a version committed outside
+// an outcome (a stop recorded or cleared), so they say what the store says.
+func (t *jobRun) showPlan(p core.Plan) {
+	t.e.files.refresh(t.sess, p)
+	if t.e.cfg.WorkspaceCopy && t.e.cfg.PlanMode {
+		t.e.copyPlan(t.sess, p)
+	}
 }
 
 func noticef(format string, args ...any) core.Reply {

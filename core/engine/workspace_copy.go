@@ -46,14 +46,17 @@ type PlanDocument struct {
 	// VerificationRuns is what plangate recorded of running those commands (omitted
 	// before it first ran them).
 	VerificationRuns *plan.Verification `json:"verification_runs,omitempty"`
-	Scope            PlanDocScope       `json:"scope"`
-	References       []string           `json:"references"`
-	Spec             *plan.ProductSpec  `json:"spec,omitempty"`
-	Approvals        []plan.Approval    `json:"approvals"`
-	Decision         *plan.Decision     `json:"decision,omitempty"`
-	Requesters       []core.Requester   `json:"requesters,omitempty"`
-	EditedBy         string             `json:"edited_by,omitempty"`
-	UpdatedAt        time.Time          `json:"updated_at"`
+	// Stop is why plangate stopped carrying the version out, while it stays stopped
+	// ({"kind", "message", "at"}; omitted when it is not stopped).
+	Stop       *plan.Stop        `json:"stop,omitempty"`
+	Scope      PlanDocScope      `json:"scope"`
+	References []string          `json:"references"`
+	Spec       *plan.ProductSpec `json:"spec,omitempty"`
+	Approvals  []plan.Approval   `json:"approvals"`
+	Decision   *plan.Decision    `json:"decision,omitempty"`
+	Requesters []core.Requester  `json:"requesters,omitempty"`
+	EditedBy   string            `json:"edited_by,omitempty"`
+	UpdatedAt  time.Time         `json:"updated_at"`
 }
 
 // PlanDocStep is one step of PLAN.json.
@@ -86,7 +89,7 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
-		VerificationRuns: p.Run.Verification, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})

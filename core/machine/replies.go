@@ -50,7 +50,7 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 		lines = append(lines, line)
 	}
 	if ok && p.Status == core.PlanAccepted && p.Run.Stop != nil {
-		lines = append(lines, StopLines(*p.Run.Stop)...)
+		lines = append(lines, p.Run.Stop.Lines()...)
 	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))

@@ -96,13 +96,17 @@ func TestParseVerificationSection(t *testing.T) {
 		{Name: "odd: name", Argv: []string{"[", "-f", "a b", `q"t`, "x`y", "@here", "<b>"}},
 	}
 	file := Render(File{Body: Body{Title: "T", Steps: []Step{{ID: "1", Text: "a", Status: StepPending}}, Verification: checks},
-		Run: Run{Verification: &Verification{Attempts: 1, Runs: []CheckRun{{Argv: []string{"go"}, ExitCode: 2}}}}})
+		Run: Run{Verification: &Verification{Attempts: 1, Runs: []CheckRun{{Argv: []string{"go"}, ExitCode: 2}}},
+			Stop: &Stop{Kind: StopVerificationFailed, Message: "Stopped: checks failed\n## Steps\n- [ ] injected"}}})
 	back, err := ParseMarkdown(file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, file)
 	}
-	if !slices.EqualFunc(back.Verification, checks, Check.Equal) {
-		t.Fatalf("read back %+v\nwant %+v\n%s", back.Verification, checks, file)
+	if !slices.EqualFunc(back.Verification, checks, Check.Equal) || len(back.Steps) != 1 {
+		t.Fatalf("read back %+v, steps %+v\nwant %+v, one step\n%s", back.Verification, back.Steps, checks, file)
+	}
+	if !strings.Contains(string(file), "## Stopped\n\n- stopped: verification failed (verification_failed) at ") {
+		t.Fatalf("file has no stop:\n%s", file)
 	}
 	if !strings.Contains(string(file), "- `go test ./...`\n") || !strings.Contains(string(file), "## Verification runs\n\n- Attempt 1: 1 of 1 checks failed\n- [ ] go — exit 2\n") {
 		t.Fatalf("file:\n%s", file)

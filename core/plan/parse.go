@@ -48,14 +48,14 @@ const (
 	secOutcome
 	secNonGoals
 	secRiskLevel
-	secSkipped // Approvals, Decision, Grants, Changes from vN: written by plangate, not part of the body
+	secSkipped // Approvals, Decision, Grants, Verification runs, Stopped, Changes from vN: written by plangate, not part of the body
 )
 
 var sectionNames = map[string]int{
 	"summary": secSummary, strings.ToLower(specHeading): secSpec, "steps": secSteps,
 	"assumptions": secAssumptions, "risks": secRisks, "verification": secVerification,
 	"scope": secScope, "references": secReferences, "approvals": secSkipped, "decision": secSkipped,
-	"grants": secSkipped, "verification runs": secSkipped, "expected outcome": secOutcome, "non-goals": secNonGoals, "risk level": secRiskLevel,
+	"grants": secSkipped, "verification runs": secSkipped, "stopped": secSkipped, "expected outcome": secOutcome, "non-goals": secNonGoals, "risk level": secRiskLevel,
 }
 
 const knownSections = "Summary, Expected outcome, Product spec, Steps, Non-goals, Assumptions, Risk level, Risks, Verification, Scope, References"

@@ -82,7 +82,7 @@ type File struct {
 	Decision  *Decision
 	Footer    string
 	// Run is what plangate recorded while carrying the version out; its verification runs
-	// are the "## Verification runs" section.
+	// are the "## Verification runs" section, its stop the "## Stopped" one.
 	Run Run
 	// Destructive marks the allowed tools it reports "(destructive)" (nil: none). The mark
 	// is the gateway's knowledge, not the plan's: ParseMarkdown drops it.
@@ -132,6 +132,9 @@ func Render(f File) []byte {
 	writeList(&b, "## Risks", risks)
 	writeVerification(&b, f.Body.Verification)
 	writeList(&b, "## Verification runs", verificationRunLines(f.Run.Verification))
+	if st := f.Run.Stop; st != nil {
+		writeList(&b, "## Stopped", escapedLines(st.Lines()))
+	}
 	writeGrants(&b, f.Grants)
 	writeScope(&b, f.Body.Scope, f.Destructive)
 	writeList(&b, "## References", escapedLines(f.Body.References))
