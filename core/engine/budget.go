@@ -134,8 +134,9 @@ func changedOf(p *core.Plan) *plan.Changed {
 // saveChanged records ch on plan p, with the session's compare-and-set: a decision made
 // meanwhile elsewhere (which moves the session row) wins, and the count is dropped with it.
 // newLast says ch.Last is a new tree, whose file list is kept first; the one it replaces
-// is dropped once the commit refers to the new one, unless it is the baseline.
-func (t *jobRun) saveChanged(ctx context.Context, p *core.Plan, ch *plan.Changed, newLast bool) {
+// is dropped once the commit refers to the new one, unless it is the baseline. It returns
+// the plan as recorded, nil when it was not.
+func (t *jobRun) saveChanged(ctx context.Context, p *core.Plan, ch *plan.Changed, newLast bool) *core.Plan {
 	ctx = context.WithoutCancel(ctx)
 	var old *plan.Tree
 	if p.Run.Changed != nil {
@@ -147,7 +148,7 @@ func (t *jobRun) saveChanged(ctx context.Context, p *core.Plan, ch *plan.Changed
 	if newLast {
 		if err := t.e.saveTree(ctx, ch.Last); err != nil {
 			t.e.d.Log.Warn("keeping the workspace's fingerprint", "session", t.sess.ID, "err", err)
-			return
+			return nil
 		}
 	}
 	now := t.e.d.Now()
@@ -157,12 +158,13 @@ func (t *jobRun) saveChanged(ctx context.Context, p *core.Plan, ch *plan.Changed
 	next.UpdatedAt = now
 	if err := t.commit(ctx, core.Change{Session: &next, Plans: []core.Plan{np}, Lazy: true}); err != nil {
 		t.e.d.Log.Warn("recording the plan's changes", "session", t.sess.ID, "err", err)
-		return
+		return nil
 	}
 	t.checked = &np
 	if newLast && old != nil && old.Hash != p.Run.Base().Hash {
 		t.e.dropTree(ctx, old)
 	}
+	return &np
 }
 
 // changedWords is the count against the budget: "2 of 3 files, 40 of 100 lines changed".

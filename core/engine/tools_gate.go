@@ -237,7 +237,7 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 	}
 	t.withTree(ctx, trig, cur, &in)
 	if trig == machine.TrigUpdate && t.completesChecked(cur, call) {
-		if in.Checks, err = t.runChecks(ctx, *cur); err != nil {
+		if in.Checks, cur, err = t.runChecksOwned(ctx, cur); err != nil {
 			return toolError("plangate could not run the plan's verification (%v); the plan stays open", err)
 		}
 	}

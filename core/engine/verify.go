@@ -21,6 +21,40 @@ func (t *jobRun) completesChecked(cur *core.Plan, call core.ToolCall) bool {
 		len(plan.Commands(cur.Body.Verification)) > 0 && machine.WouldComplete(*cur, call.Args)
 }
 
+// runChecksOwned runs the checks of the executing plan p and takes what they write in
+// the workspace (a build output, a cache) as plangate's own: when the workspace was as the
+// agent's last call left it, the tree after the checks is the one the next mutating call
+// is compared with, so those files are neither a drift nor counted against the budget. A
+// change made before the checks stays for the next call to find. It returns the plan as
+// recorded then (p when nothing was). Two fingerprints per attempt to finish the plan.
+func (t *jobRun) runChecksOwned(ctx context.Context, p *core.Plan) ([]plan.CheckRun, *core.Plan, error) {
+	f, ok := t.e.d.Tools.(core.Fingerprinter)
+	if !ok || p.Run.Base() == nil {
+		runs, err := t.runChecks(ctx, *p)
+		return runs, p, err
+	}
+	last := p.Run.Base()
+	if ch := p.Run.Changed; ch != nil && ch.Last != nil {
+		last = ch.Last
+	}
+	ws := t.e.workspace(t.sess)
+	before, beforeErr := f.Fingerprint(ctx, ws)
+	runs, err := t.runChecks(ctx, *p)
+	if err != nil || beforeErr != nil || before == nil || before.Hash != last.Hash {
+		return runs, p, err
+	}
+	after, err := f.Fingerprint(context.WithoutCancel(ctx), ws)
+	if err != nil || after == nil || after.Hash == before.Hash {
+		return runs, p, nil
+	}
+	ch := changedOf(p)
+	ch.Last = after
+	if saved := t.saveChanged(ctx, p, ch, true); saved != nil {
+		return runs, saved, nil
+	}
+	return runs, p, nil
+}
+
 // runChecks runs every command check of p in its order; a check that cannot run here is
 // a failed run that says why.
 func (t *jobRun) runChecks(ctx context.Context, p core.Plan) ([]plan.CheckRun, error) {

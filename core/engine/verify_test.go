@@ -278,3 +278,47 @@ func TestVerificationNoRetries(t *testing.T) {
 		t.Fatalf("run %+v, status %s", got.Run, got.Status)
 	}
 }
+
+// What a check writes (a build log here) is plangate's own: after a failed attempt the
+// agent's next write is not stopped as a drift, and the file counts neither as a change
+// of the plan nor against its budget of one file. The disk and the store show it.
+func TestFilesAChecksWritesAreNeitherDriftNorBudget(t *testing.T) {
+	h := checkedHarness(t)
+	tb := tools.New(tools.Config{RunCommand: true, Allow: []string{"touch", "test"}, ProtectPlanCopy: true})
+	h.tools, h.checks = tb, tb
+	h.open()
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(call("exit_plan_mode", map[string]any{"title": "Status", "plan": []stepArg{{Step: "Write status.txt"}},
+		"verification": []any{map[string]any{"name": "build", "argv": []string{"touch", "build.log"}},
+			map[string]any{"name": "status written", "argv": []string{"test", "-f", "status.txt"}}},
+		"scope": map[string]any{"allowed_paths": []string{"status.txt"}, "max_files_changed": 1}})))
+	if rs := h.say("main", "local", "plan it"); h.session("main").Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("not proposed:\n%s\n%q", joinTexts(rs), toolResults(t, h, "main", "exit_plan_mode"))
+	}
+	p := h.plan(h.session("main").PlanID)
+	done := update(stepArg{Step: "Write status.txt", Status: "completed"})
+	h.model.push(sid, calls(done), calls(call("write_file", map[string]any{"path": "status.txt", "content": "ok\n"})), calls(done), text("done"))
+	rs := h.say("main", "local", "/plan accept")
+	got := h.plan(p.ID)
+	if got.Status != core.PlanCompleted || got.Run.Stop != nil {
+		t.Fatalf("plan %s, stop %+v; want completed without a stop; replies:\n%s", got.Status, got.Run.Stop, joinTexts(rs))
+	}
+	if v := got.Run.Verification; v == nil || v.Attempts != 2 || !v.Passed {
+		t.Fatalf("verification %+v, want passed on the second attempt", v)
+	}
+	if ch := got.Run.Changed; ch == nil || !slices.Equal(ch.Paths, []string{"status.txt"}) || ch.Files != 1 || ch.Exceeded != "" {
+		t.Fatalf("changes %+v, want status.txt only, within the budget", got.Run.Changed)
+	}
+	if string(readFile(t, filepath.Join(h.wsDir("main"), "status.txt"))) != "ok\n" || !fileExists(filepath.Join(h.wsDir("main"), "build.log")) {
+		t.Fatal("the workspace lacks the agent's status.txt or the check's build.log")
+	}
+	if countKind(h.events("main"), core.EventStopped) != 0 {
+		t.Error("a stop was audited")
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
