@@ -88,7 +88,8 @@ type Deps struct {
 	// nil: plans whose verification names commands are refused.
 	Checks core.Checker
 	// After is the wait between attempts of a message kept through a store outage
-	// (outage.go); nil is time.After.
+	// (outage.go) and of one queued for another process's turn (runMessage); nil is
+	// time.After.
 	After func(d time.Duration) <-chan time.Time
 	// Secrets finds credentials in what the agent writes and in what its commands print
 	// (guards.go); nil checks nothing.
@@ -425,23 +426,34 @@ func (e *Engine) runMessage(j *job) error {
 	if j.retried && j.stored && !j.readOnly() {
 		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
 	}
-	for attempt := 0; ; attempt++ {
-		err := e.handleMessage(ctx, j, attempt == maxRequeues)
+	wait := requeueFirstWait
+	for {
+		err := e.handleMessage(ctx, j)
 		if !errors.Is(err, errRequeue) {
 			return err
 		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("queuing a message of %s for the session's lease holder: %w", m.Address.SessionID(), ctx.Err())
+		case <-e.d.After(wait):
+		}
+		wait = min(2*wait, requeueMaxWait)
 	}
 }
 
-// maxRequeues bounds how often a message queued for another replica's turn is handled
-// again after losing a commit race (errRequeue); past it the person gets the conflict
-// notice.
-const maxRequeues = 5
+// A message queued for another process's turn that lost a commit race with that process
+// (errRequeue) is handled again, after a wait that doubles from requeueFirstWait up to
+// requeueMaxWait, until it is stored or the engine's work ends: the holder commits a few
+// times a turn and then lets go, so the message goes through, never given up. A shutdown
+// meanwhile leaves the event in its adapter's inbox for the next start.
+const (
+	requeueFirstWait = 5 * time.Millisecond
+	requeueMaxWait   = 500 * time.Millisecond
+)
 
-// handleMessage is one attempt of runMessage on the session as stored now; unless last,
-// it returns errRequeue when nothing of the message was stored and it should be handled
-// again.
-func (e *Engine) handleMessage(ctx context.Context, j *job, last bool) error {
+// handleMessage is one attempt of runMessage on the session as stored now; it returns
+// errRequeue when nothing of the message was stored and it should be handled again.
+func (e *Engine) handleMessage(ctx context.Context, j *job) error {
 	m := j.msg
 	sess, plan, err := e.loadSession(ctx, m, j.inbound)
 	if errors.Is(err, core.ErrDuplicate) && j.retried && !j.readOnly() {
@@ -466,7 +478,7 @@ func (e *Engine) handleMessage(ctx context.Context, j *job, last bool) error {
 		return err
 	}
 	err = t.dispatch(ctx)
-	if errors.Is(err, errRequeue) && !last {
+	if errors.Is(err, errRequeue) {
 		return err
 	}
 	if errors.Is(err, core.ErrConflict) {
