@@ -14,9 +14,10 @@ import (
 )
 
 // Guards are stops that hold in every phase, plan mode off included, once the gate let a
-// mutating call through: a call that would write a secret (its content, or a command's
-// arguments), a command on the operator's list of destructive ones, and a command's
-// output that shows a secret. A secret is hidden wherever the turn
+// call through: a call that would write a secret (its content, a command's arguments, or
+// any argument of an MCP tool, read-only ones included, since the server sees them), a
+// command on the operator's list of destructive ones, and the output of a command or of an
+// MCP tool that changes things that shows a secret. A secret is hidden wherever the turn
 // keeps it (the model's call in the transcript, the tool result, the audit row, the
 // notice) and the turn stops for a person.
 
@@ -30,7 +31,7 @@ const (
 // ("write_file on .env") and the secrets, named ("aws-access-token on line 3").
 type secretCall struct {
 	what, found string
-	run         bool // a command, whose arguments hold the secret
+	verb        string // what the call would do with it: "would write a secret", …
 }
 
 // screenCalls scans what the calls of one model answer would write (write_file's content,
@@ -61,7 +62,14 @@ func (t *jobRun) screenCalls(calls []core.ToolCall) []core.ToolCall {
 		if t.secretCalls == nil {
 			t.secretCalls = map[string]secretCall{}
 		}
-		t.secretCalls[c.ID] = secretCall{what: describeCall(c.Name, b), found: found, run: c.Name == "run_command"}
+		verb := "would write a secret"
+		switch {
+		case c.Name == "run_command":
+			verb = "would pass a secret on its command line"
+		case IsMCPTool(c.Name):
+			verb = "would send a secret to its server"
+		}
+		t.secretCalls[c.ID] = secretCall{what: describeCall(c.Name, b), found: found, verb: verb}
 	}
 	if out == nil {
 		return calls
@@ -72,6 +80,9 @@ func (t *jobRun) screenCalls(calls []core.ToolCall) []core.ToolCall {
 // screenArgs hides the secrets in what call would write; ok when it found any, with the
 // arguments hidden and the secrets named.
 func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawMessage, string, bool) {
+	if IsMCPTool(call.Name) {
+		return screenMCPArgs(sc, call)
+	}
 	field := map[string]string{"write_file": "content", "edit_file": "new", "run_command": "argv"}[call.Name]
 	var args map[string]json.RawMessage
 	if field == "" || json.Unmarshal(call.Args, &args) != nil || args[field] == nil {
@@ -109,6 +120,46 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawM
 	return args, core.SecretsList(found), true
 }
 
+// screenMCPArgs is screenArgs for an MCP tool: every string in its arguments, at any depth,
+// is what the server gets.
+func screenMCPArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawMessage, string, bool) {
+	var args map[string]any
+	if json.Unmarshal(call.Args, &args) != nil {
+		return nil, "", false
+	}
+	var named []string
+	var walk func(v any, at string) any
+	walk = func(v any, at string) any {
+		switch x := v.(type) {
+		case string:
+			if found := sc.Scan(x); len(found) > 0 {
+				for _, s := range found {
+					named = append(named, s.Rule+" in "+at)
+				}
+				return core.RedactSecrets(x, found)
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e, at+"."+k)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e, fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+		return v
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range args {
+		out[k], _ = json.Marshal(walk(v, k))
+	}
+	if len(named) == 0 {
+		return nil, "", false
+	}
+	slices.Sort(named)
+	return out, strings.Join(slices.Compact(named), ", "), true
+}
+
 // guarded passes a call the gate let through (ok) to guard; a refusal is an audit row
 // under the guard's rule.
 func (t *jobRun) guarded(ctx context.Context, in gateInput, res toolResult, ok bool) (gateInput, toolResult, bool) {
@@ -128,14 +179,10 @@ func (t *jobRun) guarded(ctx context.Context, in gateInput, res toolResult, ok b
 // and the rule that refused.
 func (t *jobRun) guard(in gateInput) (toolResult, string, string, bool) {
 	if sc, ok := t.secretCalls[in.call.ID]; ok {
-		verb := "would write a secret"
-		if sc.run {
-			verb = "would pass a secret on its command line"
-		}
-		why := fmt.Sprintf("%s %s (%s)", sc.what, verb, sc.found)
+		why := fmt.Sprintf("%s %s (%s)", sc.what, sc.verb, sc.found)
 		return toolResult{
 			content: "error: " + why + "; it was not run, and the secret is hidden from this conversation. " +
-				"Never put credentials into the workspace or a command line: use a placeholder and tell the user where the real value goes.",
+				"Never put credentials into the workspace, a command line or a tool's arguments: use a placeholder and tell the user where the real value goes.",
 			isError: true,
 			stop: halt{plan.StopSecretDetected, fmt.Sprintf("Stopped: %s; it was not run, and the secret is hidden from the chat and the transcript. "+
 				"Put credentials in place yourself if they belong there, then send a message to let me continue.", why)},
@@ -172,12 +219,12 @@ func refusedSecret(err error) halt {
 		"Put credentials in place yourself if they belong there, then send a message to let me continue.", sw.What, sw.Found)}
 }
 
-// screenOutput hides the secrets a command printed (out, or the output in err's message)
-// before anything keeps them, and stops the turn when there were any: the agent gets the
-// output with the secrets hidden, and a person is asked to look.
+// screenOutput hides the secrets a command or a changing MCP tool printed (out, or the
+// output in err's message) before anything keeps them, and stops the turn when there were
+// any: the agent gets the output with the secrets hidden, and a person is asked to look.
 func (t *jobRun) screenOutput(call core.ToolCall, out string, err error) (string, error, halt) {
 	sc := t.e.d.Secrets
-	if sc == nil || call.Name != "run_command" {
+	if sc == nil || (call.Name != "run_command" && !IsMCPTool(call.Name)) {
 		return out, err, halt{}
 	}
 	found := sc.Scan(out)

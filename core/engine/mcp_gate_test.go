@@ -37,6 +37,16 @@ func mcpHarness(t *testing.T, cfg ...mcp.ServerConfig) (*harness, *testserver.Co
 // the manager's Observer.
 func mcpServerHarness(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (*harness, *testserver.Counts, *sdk.Server) {
 	t.Helper()
+	m, counts, srv := mcpManager(t, obs, cfg...)
+	h := newHarness(t)
+	h.tools = engine.CombineToolboxes(tools.New(tools.Config{}), m)
+	h.open()
+	return h, counts, srv
+}
+
+// mcpManager is the started manager of mcpServerHarness, its counts and its server.
+func mcpManager(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (*mcp.Manager, *testserver.Counts, *sdk.Server) {
+	t.Helper()
 	counts := &testserver.Counts{}
 	var mu sync.Mutex
 	var conn sdk.Connection
@@ -72,10 +82,7 @@ func mcpServerHarness(t *testing.T, obs mcp.Observer, cfg ...mcp.ServerConfig) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	h := newHarness(t)
-	h.tools = engine.CombineToolboxes(tools.New(tools.Config{}), m)
-	h.open()
-	return h, counts, srv
+	return m, counts, srv
 }
 
 // vouched is the test server as an operator who vouches for its reading tools configures
@@ -362,7 +369,7 @@ func TestMCPListChangedOffersTheNewTool(t *testing.T) {
 	for up := false; !up; {
 		select {
 		case line := <-st:
-			up = line == "ts: up, 11 tools"
+			up = line == "ts: up, 12 tools"
 		case <-time.After(20 * time.Second): // a failure, not a timing assertion
 			t.Fatal("the server's new tool list never arrived")
 		}

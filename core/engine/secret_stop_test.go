@@ -260,3 +260,68 @@ func TestSecretAssembledByAnEditIsRefused(t *testing.T) {
 	stoppedWith(t, h, "main", p.ID, plan.StopSecretDetected)
 	noSecretOnDisk(t, h, fakeAWSKey)
 }
+
+// What an MCP server would get or give is screened like a write: a secret in any argument
+// of a tool, read-only ones included, is refused before the server sees it, and a secret in
+// the output of a tool that changes things is hidden; each stops the turn with
+// secret_detected, and no file under the test's directory holds the secret.
+func TestSecretInMCPCallsIsRefusedAndHidden(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool string
+		call       core.ToolCall
+		ran        int // how often the server ran the tool
+		say        string
+	}{
+		{"mutating argument", "write", call("ts__write", map[string]any{"text": "key " + fakeAWSKey}), 0, "would send a secret to its server"},
+		{"read-only argument", "lookup", call("ts__lookup", map[string]any{"text": "who owns " + fakeGHPAT}), 0, "would send a secret to its server"},
+		{"output", "issue", call("ts__issue", map[string]any{"text": "ci"}), 1, "shows a secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, counts, _ := mcpManager(t, nil, vouched)
+			sc, err := secrets.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t)
+			h.tools, h.secrets = engine.CombineToolboxes(tools.New(tools.Config{}), m), sc
+			h.open()
+			sid := sessionID("main")
+			h.say("main", "local", "/plan on")
+			h.model.push(sid, calls(proposeTools("Credentials", "ts__write", "ts__issue")))
+			h.say("main", "local", "plan it")
+			h.say("main", "local", "/plan accept")
+			p := h.plan(h.session("main").PlanID)
+			h.model.push(sid, calls(tc.call))
+			rs := h.say("main", "local", "go on")
+			mustContain(t, lastText(rs), "Stopped:", tc.say)
+			stoppedWith(t, h, "main", p.ID, plan.StopSecretDetected)
+			if n := counts.Get(tc.tool); n != tc.ran {
+				t.Fatalf("the server ran %s %d times, want %d", tc.tool, n, tc.ran)
+			}
+			if tc.ran > 0 {
+				mustContain(t, toolContent(t, h, tc.call.ID), "issued [secret hidden: ")
+			} else {
+				mustContain(t, storedArgs(t, h, tc.call.ID), "[secret hidden: ")
+			}
+			noSecretOnDisk(t, h, fakeAWSKey, fakeGHPAT)
+		})
+	}
+}
+
+// storedArgs is the arguments of the model's call with id as the transcript keeps them.
+func storedArgs(t *testing.T, h *harness, id string) string {
+	t.Helper()
+	msgs, err := h.st.Transcript(t.Context(), sessionID("main"), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range msgs {
+		for _, c := range msg.ToolCalls {
+			if c.ID == id {
+				return string(c.Args)
+			}
+		}
+	}
+	t.Fatalf("no call %s in the transcript", id)
+	return ""
+}

@@ -55,6 +55,10 @@ func (t *jobRun) callTool(ctx context.Context, call core.ToolCall) toolResult {
 		}
 		return t.runMutating(ctx, gi, call) // re-read, recorded, audited: see toolruns.go
 	}
+	if _, ok := t.secretCalls[call.ID]; ok { // a read-only MCP tool would get a secret
+		_, res, _ := t.guarded(ctx, gateInput{sess: t.sess, spec: *spec, call: call, rule: RuleReadOnly}, toolResult{}, true)
+		return res
+	}
 	start := t.e.d.Now()
 	out, err := t.e.d.Tools.Call(ctx, t.e.workspace(t.sess), call.Name, call.Args)
 	t.e.obs.obs.ToolCall(call.Name, toolOutcome(err)) // read-only calls count too (MCP's included)

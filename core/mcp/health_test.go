@@ -36,8 +36,8 @@ func TestServersStates(t *testing.T) {
 	m, rec, g := start(mcp.ServerConfig{Name: "ts", Command: []string{serverBin}})
 	gone, _, goneGate := start(mcp.ServerConfig{Name: "gone", Command: []string{filepath.Join(t.TempDir(), "no-such-program")}})
 	<-goneGate.waits // gone's first backoff
-	rec.waitStatus(t, "ts: up, 11 tools")
-	if st := m.Servers(); len(st) != 1 || st[0].Name != "ts" || st[0].State != mcp.StateUp || !st[0].Since.Equal(t0) || st[0].Tools != 11 ||
+	rec.waitStatus(t, "ts: up, 12 tools")
+	if st := m.Servers(); len(st) != 1 || st[0].Name != "ts" || st[0].State != mcp.StateUp || !st[0].Since.Equal(t0) || st[0].Tools != 12 ||
 		st[0].Restarts != 0 || st[0].LastError != "" {
 		t.Fatalf("ts after start: %+v", st)
 	}
@@ -74,7 +74,7 @@ func TestServersStates(t *testing.T) {
 	}
 	clk.Set(t0.Add(3 * time.Minute))
 	g.release <- struct{}{}
-	rec.waitStatus(t, "ts: up, 11 tools")
+	rec.waitStatus(t, "ts: up, 12 tools")
 	if got := m.Servers()[0]; got.State != mcp.StateUp || !got.Since.Equal(t0.Add(3*time.Minute)) || got.Restarts != 1 || got.LastError == "" {
 		t.Fatalf("ts after its restart: %+v", got)
 	}

@@ -38,8 +38,8 @@ func TestStreamableHTTPServer(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.Tools()); n != 10 {
-		t.Fatalf("%d tools over HTTP, want 10 (status %s)", n, m.Status())
+	if n := len(m.Tools()); n != 11 {
+		t.Fatalf("%d tools over HTTP, want 11 (status %s)", n, m.Status())
 	}
 	if out, err := call(t, m, "web__lookup", "http"); err != nil || out != "found http" {
 		t.Fatalf("lookup over HTTP: %q, %v", out, err)

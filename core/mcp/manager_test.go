@@ -39,6 +39,7 @@ func TestToolsAreNamedAndKinded(t *testing.T) {
 	}{
 		"ts__lookup": {core.ToolReadOnly, false}, // the operator's read_only_tools
 		"ts__write":  {core.ToolReadOnly, false}, // the operator's, over a mutating hint
+		"ts__issue":  {core.ToolMutating, false},
 		"ts__wipe":   {core.ToolMutating, true},
 		"ts__plain":  {core.ToolMutating, true}, // no annotations: MCP's defaults
 		// readOnlyHint true without the operator's word: mutating, and destructive by
@@ -155,7 +156,7 @@ func TestListChangedAddsATool(t *testing.T) {
 	m, ms, rec, _ := startMem(t, mcp.ServerConfig{})
 	n := len(m.Tools())
 	testserver.AddLate(ms.srv)
-	rec.waitStatus(t, "ts: up, 11 tools")
+	rec.waitStatus(t, "ts: up, 12 tools")
 	if _, ok := specs(m)["ts__late"]; !ok || len(m.Tools()) != n+1 {
 		t.Fatalf("after list_changed: %v", keys(specs(m)))
 	}
@@ -191,7 +192,7 @@ func TestCrashMidCallWithdrawsAndRestarts(t *testing.T) {
 		t.Fatalf("call while down: %v", err)
 	}
 	g.release <- struct{}{}
-	rec.waitStatus(t, "ts: up, 10 tools")
+	rec.waitStatus(t, "ts: up, 11 tools")
 	if out, err := call(t, m, "ts__lookup", "x"); err != nil || out != "found x" {
 		t.Fatalf("after the restart: %q, %v", out, err)
 	}
@@ -291,7 +292,7 @@ func TestReadOnlyClaimOnRelistIsNotBelieved(t *testing.T) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "wrote anyway"}}}, nil, nil
 		})
 	testserver.AddLate(ms.srv)
-	rec.waitStatus(t, "ts: up, 11 tools")
+	rec.waitStatus(t, "ts: up, 12 tools")
 	got := specs(m)
 	if k := got["ts__write"].Kind; k != core.ToolMutating {
 		t.Fatalf("ts__write re-listed as read-only was taken as %v; it must stay mutating", k)

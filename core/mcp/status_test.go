@@ -53,7 +53,7 @@ func TestConnectionEndIsDownAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	rec.waitStatus(t, "ts: up, 10 tools")
+	rec.waitStatus(t, "ts: up, 11 tools")
 	ms.crash()
 	var got string
 	select {

@@ -49,8 +49,8 @@ func TestStdioServerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	if n := len(m.Tools()); n != 10 {
-		t.Fatalf("%d tools after Start, want 10: %v", n, specs(m))
+	if n := len(m.Tools()); n != 11 {
+		t.Fatalf("%d tools after Start, want 11: %v", n, specs(m))
 	}
 	if out, err := call(t, m, "bin__lookup", "over stdio"); err != nil || out != "found over stdio" {
 		t.Fatalf("lookup: %q, %v", out, err)
@@ -64,7 +64,7 @@ func TestStdioServerEndToEnd(t *testing.T) {
 		t.Fatal("tools still offered after the crash")
 	}
 	g.release <- struct{}{}
-	rec.waitStatus(t, "bin: up, 10 tools")
+	rec.waitStatus(t, "bin: up, 11 tools")
 	if out, err := call(t, m, "bin__lookup", "again"); err != nil || out != "found again" {
 		t.Fatalf("after the restart: %q, %v", out, err)
 	}
@@ -126,5 +126,5 @@ func TestHungServerIsRestarted(t *testing.T) {
 		t.Fatal("a hung server's tools are still offered")
 	}
 	g.release <- struct{}{}
-	rec.waitStatus(t, "bin: up, 11 tools")
+	rec.waitStatus(t, "bin: up, 12 tools")
 }

@@ -68,6 +68,9 @@ func New(counts *Counts, crash func()) *sdk.Server {
 	add("write", "Writes a record.", &sdk.ToolAnnotations{DestructiveHint: &no}, func(_ context.Context, in Args) *sdk.CallToolResult {
 		return text("wrote " + in.Text)
 	})
+	add("issue", "Issues a credential.", &sdk.ToolAnnotations{DestructiveHint: &no}, func(context.Context, Args) *sdk.CallToolResult {
+		return text("issued AKIA" + "Z7VRSQ5TLXJ4QPNC") // a fake key, split so this file holds none whole
+	})
 	add("wipe", "Deletes everything.", &sdk.ToolAnnotations{DestructiveHint: &yes}, func(context.Context, Args) *sdk.CallToolResult {
 		return text("wiped")
 	})
