@@ -22,6 +22,7 @@ import (
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/mcp"
+	"github.com/plangate/plangate/core/plan"
 	"github.com/plangate/plangate/core/tools"
 	"github.com/plangate/plangate/store"
 )
@@ -121,6 +122,8 @@ type PlanModeConfig struct {
 	// WorkspaceCopy writes the accepted plan into the workspace as PLAN.md and PLAN.json,
 	// which the agent may read and not change (docs/design.md §13).
 	WorkspaceCopy bool `yaml:"workspace_copy"`
+	// Boundary is the operator's limits every plan inherits (docs/design.md §13).
+	Boundary plan.Boundary `yaml:"boundary"`
 }
 
 // ToolsConfig switches optional tools on and bounds the file tools.

@@ -134,3 +134,49 @@ func TestConfigRiskPolicies(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(wantErrs))
 	}
 }
+
+func TestConfigBoundary(t *testing.T) {
+	body := `tools:
+  run_command: {enabled: true, allow: [go]}
+plan_mode:
+  boundary:
+    forbidden_paths: ["deploy/**", ".github/**"]
+    forbidden_tools: [gh__delete_repo]
+    max_files_changed: 20
+    max_lines_changed: 2000
+    require_verification: true
+`
+	cfg, err := LoadConfig(writeConfig(t, body), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plan.Boundary{ForbiddenPaths: []string{"deploy/**", ".github/**"}, ForbiddenTools: []string{"gh__delete_repo"},
+		MaxFilesChanged: 20, MaxLinesChanged: 2000, RequireVerification: true}
+	if got := engineConfig(cfg).Boundary; !reflect.DeepEqual(got, want) {
+		t.Errorf("engine boundary %+v, want %+v", got, want)
+	}
+}
+
+func TestConfigBoundaryErrors(t *testing.T) {
+	body := `plan_mode:
+  boundary:
+    forbidden_paths: ["/etc/**", "ok/**"]
+    forbidden_tools: [run_command]
+    max_files_changed: -1
+    require_verification: true
+`
+	if got := loadProblems(t, "plan_mode:\n  boundary:\n    max_hours: 2\n", nil); len(got) != 1 ||
+		got[0] != `FILE:3: unknown key "max_hours" in plan_mode.boundary (valid keys: forbidden_paths, forbidden_tools, max_files_changed, max_lines_changed, require_verification)` {
+		t.Errorf("an unknown boundary key: %q", got)
+	}
+	got := loadProblems(t, body, nil)
+	want := []string{
+		`FILE:3: plan_mode.boundary.forbidden_paths[0] "/etc/**" is absolute; use a path relative to the workspace, like "docs/**"`,
+		`FILE:4: plan_mode.boundary.forbidden_tools[0] "run_command" is not an MCP tool's name (<server>__<tool>); to keep plans from running commands set tools.run_command.enabled: false, and to hide a tool from the agent altogether use its server's deny_tools`,
+		`FILE:5: plan_mode.boundary.max_files_changed is -1; give a number from 1 to 10000, or leave it out for no limit`,
+		`FILE:6: plan_mode.boundary.require_verification is true but tools.run_command.enabled is false: plangate runs a plan's checks as commands, so no plan could be proposed; enable run_command (with its allow list) or drop require_verification`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(want))
+	}
+}

@@ -27,6 +27,10 @@ func (c *Config) validate() []problem {
 		}
 	}
 
+	if c.PlanMode.Boundary.RequireVerification && !c.Tools.RunCommand.Enabled {
+		ps = append(ps, problem{"plan_mode.boundary.require_verification", "plan_mode.boundary.require_verification is true but tools.run_command.enabled is false: " +
+			"plangate runs a plan's checks as commands, so no plan could be proposed; enable run_command (with its allow list) or drop require_verification"})
+	}
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
 		if c.LLM.APIKey == "" && c.LLM.BaseURL == "" {
@@ -201,6 +205,10 @@ func (p PlanModeConfig) Validate() error {
 		errs = append(errs, conf.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
 	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
+	for _, problem := range p.Boundary.Problems() {
+		field, msg, _ := strings.Cut(problem, " ") // "forbidden_paths[1] …" names its key
+		errs = append(errs, conf.Invalid("boundary."+field, "%s", msg))
+	}
 	return errors.Join(append(errs, p.ruleProblems())...)
 }
 

@@ -286,6 +286,7 @@ func engineConfig(cfg *Config) engine.Config {
 		ApprovalTimeout:    cfg.PlanMode.ApprovalTimeout,
 		WorkspaceCopy:      cfg.PlanMode.WorkspaceCopy,
 		Planner:            cfg.PlanMode.Planner.CorePlanner(),
+		Boundary:           cfg.PlanMode.Boundary,
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
 	}

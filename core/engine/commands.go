@@ -276,7 +276,8 @@ func (e *Engine) rules() machine.Rules {
 	r := machine.Rules{PlanMode: c.PlanMode, StartInPlan: c.StartInPlan, Nudges: c.Nudges,
 		ApprovalTimeout: c.ApprovalTimeout, PlansDir: c.PlansDir, Specs: e.d.NudgeSpecs,
 		WorkspaceCopy: c.WorkspaceCopy && c.PlanMode, Policies: c.Policies, Approvers: c.Approvers, AutoRules: c.AutoApproveRules, EditHints: c.EditHints,
-		Reach: c.Reach, Destructive: e.files.marks.isDestructive, MaxVerifierRetries: c.MaxVerifierRetries}
+		Reach: c.Reach, Destructive: e.files.marks.isDestructive, MaxVerifierRetries: c.MaxVerifierRetries,
+		Boundary: c.Boundary}
 	if e.d.Checks != nil {
 		r.CheckArgv = e.d.Checks.CheckArgv
 	}

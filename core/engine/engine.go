@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Config is the part of plangate's configuration the engine needs.
@@ -51,6 +52,9 @@ type Config struct {
 	// back to the agent before the turn stops (retry_policy.max_verifier_retries); 0 is
 	// machine.DefaultMaxVerifierRetries, NoVerifierRetries stops at the first failure.
 	MaxVerifierRetries int
+	// Boundary is plan_mode.boundary, the operator's limits every plan inherits: the
+	// judge refuses a plan that widens it, and the planning card names it.
+	Boundary plan.Boundary
 	// MaxSameFailure is how many times in a row the same tool error may happen before the
 	// turn stops (agent.max_same_failure); 0 = DefaultMaxSameFailure.
 	MaxSameFailure int

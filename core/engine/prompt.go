@@ -76,5 +76,9 @@ func (e *Engine) systemPrompt(s core.Session) string {
 	case core.PhaseExecuting:
 		now = "Your plan was accepted: carry it out and report progress with update_plan."
 	}
-	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, PlanModeCard(e.cfg.Planner), s.Phase, now)
+	card := PlanModeCard(e.cfg.Planner)
+	if !e.cfg.Boundary.Empty() {
+		card += "\nOperator limits for every plan (plan_mode.boundary; a plan past them is refused): " + e.cfg.Boundary.Words() + "."
+	}
+	return fmt.Sprintf("%s\n\n%s\n\nCurrent phase: %s. %s", base, card, s.Phase, now)
 }

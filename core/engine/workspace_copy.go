@@ -77,6 +77,9 @@ type PlanDocScope struct {
 	// The budget; omitted when there is none.
 	MaxFilesChanged int `json:"max_files_changed,omitempty"`
 	MaxLinesChanged int `json:"max_lines_changed,omitempty"`
+	// OperatorLimits is plan_mode.boundary as the version inherited it; omitted when
+	// there was none.
+	OperatorLimits *plan.Boundary `json:"operator_limits,omitempty"`
 }
 
 // NewPlanDocument builds PLAN.json's content for plan p of session s.
@@ -87,7 +90,7 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Assumptions: list(b.Assumptions), Risks: list(b.Risks),
 		Verification: list(b.Verification), References: list(b.References), Spec: b.Spec,
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
-			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged},
+			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged, b.Scope.Operator},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
 		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {

@@ -54,12 +54,12 @@ func (x *transition) editedFile() bool {
 		x.refuse(refusal)
 		return false
 	}
-	if problems := CommandProblems(body, x.in.Rules); len(problems) > 0 {
+	if problems := append(CommandProblems(body, x.in.Rules), Widens(body, x.in.Rules.Boundary)...); len(problems) > 0 {
 		x.refusef("The edited file was not taken: %s. Nothing changed.", strings.Join(problems, "; "))
 		return false
 	}
 	diff.From = cur.Version
-	x.body, x.editDiff = body, diff
+	x.body, x.editDiff = plan.Inherit(body, x.in.Rules.Boundary), diff
 	return true
 }
 

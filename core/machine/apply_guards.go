@@ -95,14 +95,18 @@ func (x *transition) validPlan() bool {
 	}
 	// The spec, when one is sent, is judged with the rest: one list of every problem.
 	err = errors.Join(plan.Judge(body), plan.JudgeSpec(body))
-	if problems := CommandProblems(body, x.in.Rules); len(problems) > 0 {
+	problems := CommandProblems(body, x.in.Rules)
+	if err == nil { // a plan the judge passed is short enough to quote back
+		problems = append(problems, Widens(body, x.in.Rules.Boundary)...)
+	}
+	if len(problems) > 0 {
 		err = errors.Join(err, plan.Problems(problems))
 	}
 	if err != nil {
 		x.refusef("the plan was not posted; fix these problems and call exit_plan_mode again:\n%v", err)
 		return false
 	}
-	x.body = body
+	x.body = plan.Inherit(body, x.in.Rules.Boundary)
 	return true
 }
 

@@ -62,6 +62,10 @@ func PlanGrants(s plan.Scope, r Reach, destructive func(string) bool) []plan.Gra
 	if w := s.BudgetWords(); w != "" {
 		gs = append(gs, plan.Grant{Kind: plan.GrantBudget, Words: "may change " + w + " in all, counted by plangate from the workspace", Short: "may change " + w})
 	}
+	if s.Operator != nil {
+		w := s.Operator.Words()
+		gs = append(gs, plan.Grant{Kind: plan.GrantOperator, Words: w + " (plan_mode.boundary, for every plan)", Short: w})
+	}
 	return gs
 }
 

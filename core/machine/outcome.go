@@ -43,6 +43,9 @@ type Rules struct {
 	// MaxVerifierRetries is how many failed verification attempts go back to the agent
 	// before the turn stops (retry_policy.max_verifier_retries).
 	MaxVerifierRetries int
+	// Boundary is plan_mode.boundary: a proposal or edit that widens it is refused
+	// (Widens), and every version carries it in its scope (plan.Inherit).
+	Boundary plan.Boundary
 }
 
 // NewIDs are fresh random ids the caller draws (DrawIDs); Apply uses the ones it needs.

@@ -49,6 +49,9 @@ func Pinned(version int, b Body) string {
 	}
 	w.WriteString("  mutating tools: " + listOr(sc.AllowedTools, "none beyond the workspace tools") + "\n")
 	w.WriteString("Budgets: files changed " + limit(sc.MaxFilesChanged) + ", lines changed " + limit(sc.MaxLinesChanged) + " (counted by plangate from the workspace)\n")
+	if sc.Operator != nil {
+		w.WriteString("Operator limits (inherited by every plan, included above): " + sc.Operator.Words() + "\n")
+	}
 	w.WriteString("Verification: " + pinnedChecks(b.Verification) + "\n")
 	w.WriteString("Stops: plangate stops the turn and asks a person when the turn runs out of model calls, the same failure repeats, a call leaves the scope or goes over a budget, the workspace changes under you, verification fails, a destructive command is requested or a secret is detected. Going on needs a person's message; a wider scope needs a new version.")
 	return w.String()

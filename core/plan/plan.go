@@ -72,6 +72,10 @@ type Scope struct {
 	// plangate from the workspace itself; 0 is no limit.
 	MaxFilesChanged int `json:"max_files_changed,omitempty"`
 	MaxLinesChanged int `json:"max_lines_changed,omitempty"`
+	// Operator is the operator's boundary the plan inherited when it was proposed
+	// (Inherit): its forbidden paths are among ForbiddenPaths and its budgets fill the
+	// ones the plan left out; nil when there was none. The model cannot set it.
+	Operator *Boundary `json:"operator_limits,omitempty"`
 }
 
 // Decision records who decided on a plan version, when, where and with what feedback.
@@ -151,4 +155,5 @@ const (
 	GrantTools    = "Tools"
 	GrantNetwork  = "Network"
 	GrantBudget   = "Budget"
+	GrantOperator = "Operator limits"
 )
