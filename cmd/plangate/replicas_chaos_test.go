@@ -50,7 +50,9 @@ func TestReplicasChaos(t *testing.T) {
 	}
 	strict := os.Getenv("PLANGATE_CHAOS_STRICT") == "1"
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(90+rounds*60)*time.Second)
+	// A round takes about a minute on two cores; from the second on, the stall's 20 s and
+	// the leases it outlasts add about as much again.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(90+rounds*120)*time.Second)
 	defer cancel()
 	srv := pgtest.Own(t)
 	dsn, err := srv.NewSchema(ctx, "chaos")
