@@ -239,6 +239,9 @@ type ModelRequest struct {
 type ModelResponse struct {
 	Text      string
 	ToolCalls []ToolCall
+	// Fallback is set when the planning model failed and this answer came from the main
+	// model instead: why, in words for /plan status.
+	Fallback string
 }
 
 // Model is the port to a language model provider.

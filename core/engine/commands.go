@@ -116,7 +116,21 @@ func (t *jobRun) status(ctx context.Context) error {
 		risk = machine.PlanRisk(cur.Body)
 	}
 	pol := machine.PolicyFor(t.e.cfg.Policies, t.sess.Address, risk)
-	return t.answer(ctx, core.Reply{Text: machine.StatusText(t.sess, cur, pol, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))})
+	text := machine.StatusText(t.sess, cur, pol, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))
+	if why, ok := t.e.fallbacks.Load(t.sess.ID); ok {
+		text += "\nplanner: " + why.(string)
+	}
+	return t.answer(ctx, core.Reply{Text: text})
+}
+
+// noteFallback remembers, for /plan status, that the last planning call of session sid
+// fell back from llm.plan_model (why), or that it did not (why empty).
+func (e *Engine) noteFallback(sid, why string) {
+	if why == "" {
+		e.fallbacks.Delete(sid)
+		return
+	}
+	e.fallbacks.Store(sid, why)
 }
 
 // show answers /plan show. The plan file is written again only if it was lost: show runs

@@ -119,6 +119,9 @@ type Engine struct {
 	progress progressIDs
 	typer    typist
 	windows  windowCache // transcript windows of recent sessions (see windows.go)
+	// fallbacks holds, per session, why its last planning call was answered by llm.model
+	// (core.ModelResponse.Fallback), for /plan status; this process's calls only.
+	fallbacks sync.Map
 
 	// renewAfter schedules a turn's next lease renewal (time.AfterFunc; see renew.go).
 	renewAfter func(d time.Duration, f func()) func() bool

@@ -114,13 +114,16 @@ func (e *Engine) CountPending(ctx context.Context) {
 }
 
 // observeModel reports one model call that started at start.
-func (e *Engine) observeModel(start time.Time, err error) {
+func (e *Engine) observeModel(start time.Time, resp core.ModelResponse, err error) {
 	if e.d.Observer == nil {
 		return
 	}
 	outcome := "ok"
-	if err != nil {
+	switch {
+	case err != nil:
 		outcome = "error"
+	case resp.Fallback != "":
+		outcome = "fallback"
 	}
 	e.obs.obs.ModelRequest(outcome, time.Since(start))
 }

@@ -369,7 +369,10 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	start := time.Now() // real time, not the injected clock: this is latency
 	resp, err := e.d.Model.Complete(ctx, req)
 	stopTyping()
-	e.observeModel(start, err)
+	e.observeModel(start, resp, err)
+	if req.Planning && err == nil {
+		e.noteFallback(t.sess.ID, resp.Fallback)
+	}
 	return resp, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,13 @@ type OpenAI struct {
 	tools              atomic.Pointer[toolsEntry]
 	system             atomic.Pointer[systemEntry]
 	lastBody           atomic.Int64 // the size of the last body, to allocate the next at once
+
+	// The plan model's last failure (see Complete): its words and until when it is left
+	// alone; now is the clock for that, time.Now outside tests.
+	planMu    sync.Mutex
+	planWhy   string
+	planUntil time.Time
+	now       func() time.Time
 }
 
 var _ core.Model = (*OpenAI)(nil)
@@ -131,6 +139,7 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 		endpoint:    endpoint,
 		log:         log,
 		baseDelay:   defaultBaseDelay,
+		now:         time.Now,
 		prefix:      modelPrefix(cfg.Model),
 		planPrefix:  modelPrefix(cfg.PlanModel),
 		temperature: temperature,
@@ -140,8 +149,74 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 
 // Complete sends one Chat Completions request, retrying on 429, 5xx and connection errors.
 // Its errors are one readable line without secrets, meant for the chat.
+//
+// A planning request goes to llm.plan_model when one is set. That model gets one attempt:
+// when it fails (unknown model, refused key, timeout, server error), the same request goes
+// to llm.model with the usual retries, the response says so (Fallback), and for
+// planDownFor the plan model is not asked again. The first failure of a run of them is
+// logged as a warning, and the plan model's return as info.
 func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	body, model, err := o.body(req)
+	if !req.Planning || o.cfg.PlanModel == "" || o.cfg.PlanModel == o.cfg.Model {
+		return o.complete(ctx, req, false, o.cfg.MaxRetries)
+	}
+	if why, down := o.planModelDown(); down {
+		resp, err := o.complete(ctx, req, false, o.cfg.MaxRetries)
+		resp.Fallback = why
+		return resp, err
+	}
+	resp, err := o.complete(ctx, req, true, 0)
+	if err == nil {
+		o.planModelUp()
+		return resp, nil
+	}
+	if ctx.Err() != nil {
+		return resp, err
+	}
+	why := o.planModelFailed(err)
+	resp, err = o.complete(ctx, req, false, o.cfg.MaxRetries)
+	resp.Fallback = why
+	return resp, err
+}
+
+// planDownFor is how long llm.plan_model is left alone after it failed.
+const planDownFor = 5 * time.Minute
+
+// planModelDown reports whether the plan model failed within planDownFor, and why.
+func (o *OpenAI) planModelDown() (string, bool) {
+	o.planMu.Lock()
+	defer o.planMu.Unlock()
+	return o.planWhy, o.planWhy != "" && o.now().Before(o.planUntil)
+}
+
+// planModelFailed records the plan model's failure err and returns the fallback's words.
+func (o *OpenAI) planModelFailed(err error) string {
+	why := fmt.Sprintf("llm.plan_model %s failed (%v); planning uses llm.model %s", o.cfg.PlanModel, err, o.cfg.Model)
+	o.planMu.Lock()
+	first := o.planWhy == ""
+	o.planWhy, o.planUntil = why, o.now().Add(planDownFor)
+	o.planMu.Unlock()
+	if first {
+		o.log.Warn("the plan model failed; planning falls back to llm.model", "plan_model", o.cfg.PlanModel, "model", o.cfg.Model,
+			"err", err.Error(), "retry_in", planDownFor)
+	}
+	return why
+}
+
+// planModelUp notes that the plan model answered again.
+func (o *OpenAI) planModelUp() {
+	o.planMu.Lock()
+	was := o.planWhy != ""
+	o.planWhy = ""
+	o.planMu.Unlock()
+	if was {
+		o.log.Info("the plan model answers again", "plan_model", o.cfg.PlanModel)
+	}
+}
+
+// complete is Complete for one model: the plan model (plan) or llm.model, with up to
+// retries retries.
+func (o *OpenAI) complete(ctx context.Context, req core.ModelRequest, plan bool, retries int) (core.ModelResponse, error) {
+	body, model, err := o.body(req, plan)
 	if err != nil {
 		return core.ModelResponse{}, err
 	}
@@ -166,7 +241,7 @@ func (o *OpenAI) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 		if f.cancelled {
 			return core.ModelResponse{}, f.err
 		}
-		if !f.retry || try > o.cfg.MaxRetries {
+		if !f.retry || try > retries {
 			return core.ModelResponse{}, o.fail(req, model, start, try, f, "")
 		}
 		delay := f.wait

@@ -110,7 +110,7 @@ func BenchmarkOpenAIBody(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := o.body(req); err != nil {
+			if _, _, err := o.body(req, req.Planning && o.cfg.PlanModel != ""); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -155,7 +155,7 @@ func TestBodyMatchesEncodingJSON(t *testing.T) {
 				t.Fatalf("%s: legacy: %v", name, err)
 			}
 			for try := range 2 { // the second from the caches
-				got, _, err := o.body(req)
+				got, _, err := o.body(req, req.Planning && o.cfg.PlanModel != "")
 				if err != nil {
 					t.Fatalf("config %d, %s, try %d: %v", ci, name, try, err)
 				}
@@ -191,7 +191,7 @@ func TestBodyErrorsMatchEncodingJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, wantErr := legacyBody(tt.cfg, tt.req)
-			_, _, err = o.body(tt.req)
+			_, _, err = o.body(tt.req, tt.req.Planning && o.cfg.PlanModel != "")
 			if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
 				t.Errorf("error %v, want %v", err, wantErr)
 			}
@@ -214,7 +214,7 @@ func TestBodyToolsChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := o.body(req)
+		got, _, err := o.body(req, req.Planning && o.cfg.PlanModel != "")
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: body differs (err %v):\n got %s\nwant %s", step, err, got, want)
 		}
@@ -260,7 +260,7 @@ func TestBodyConcurrentToolSets(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range 200 {
-				got, _, err := o.body(req)
+				got, _, err := o.body(req, req.Planning && o.cfg.PlanModel != "")
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("body differs under concurrency (err %v)", err)
 					return

@@ -6,14 +6,14 @@ import (
 	"github.com/plangate/plangate/core"
 )
 
-// body encodes the request for req (openai_encode.go) and names the model it asks for:
-// the plan model while planning, if one is configured. openai-go gets it as the request
+// body encodes the request for req (openai_encode.go) for the plan model (plan) or
+// llm.model, and names the model it asks for. openai-go gets it as the request
 // body (option.WithRequestBody): its param types' encoder, reflection with every nested
 // MarshalJSON re-compacted by its parent, costs more than the rest of the provider's work
 // in a call. openai-go still makes the call: base URL, auth, the HTTP exchange, errors.
-func (o *OpenAI) body(req core.ModelRequest) ([]byte, string, error) {
+func (o *OpenAI) body(req core.ModelRequest, plan bool) ([]byte, string, error) {
 	model, prefix := o.cfg.Model, o.prefix
-	if req.Planning && o.cfg.PlanModel != "" {
+	if plan {
 		model, prefix = o.cfg.PlanModel, o.planPrefix
 	}
 	b := make([]byte, 0, o.lastBody.Load()+512)

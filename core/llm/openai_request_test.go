@@ -3,8 +3,10 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plangate/plangate/core"
 )
@@ -154,4 +156,90 @@ func TestOpenAIRequestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A failing llm.plan_model never blocks planning: each kind of failure gets one attempt,
+// then the same request goes to llm.model and the response says why; for planDownFor the
+// plan model is not asked again, and after it, it is.
+func TestOpenAIPlanModelFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  fakeReply
+		words string
+	}{
+		{"unknown model", fakeReply{status: 404, body: `{"error":{"message":"The model big-planner does not exist"}}`}, "404"},
+		{"refused key", fakeReply{status: 401, body: `{"error":{"message":"invalid api key for this model"}}`}, "401"},
+		{"server error", fakeReply{status: 503, body: `{"error":{"message":"overloaded"}}`}, "503"},
+		{"timeout", fakeReply{hang: true}, "did not answer within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeOpenAI(t, tc.fail, textReply("planned by the main model"), textReply("again"), textReply("plan model back"))
+			o := fake.provider(OpenAIConfig{PlanModel: "big-planner", MaxRetries: 3, Timeout: 200 * time.Millisecond})
+			now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+			o.now = func() time.Time { return now }
+			req := userRequest("plan it")
+			req.Planning = true
+			resp, err := o.Complete(context.Background(), req)
+			if err != nil || resp.Text != "planned by the main model" {
+				t.Fatalf("fallback: %+v, %v", resp, err)
+			}
+			if !strings.Contains(resp.Fallback, "llm.plan_model big-planner failed") || !strings.Contains(resp.Fallback, tc.words) ||
+				!strings.Contains(resp.Fallback, "planning uses llm.model test-model") || strings.Contains(resp.Fallback, testKey) {
+				t.Errorf("Fallback = %q", resp.Fallback)
+			}
+			reqs := fake.requests()
+			if len(reqs) != 2 || reqs[0].Model != "big-planner" || reqs[1].Model != "test-model" {
+				t.Fatalf("models asked: %v, want big-planner once, then test-model", models(reqs))
+			}
+
+			// Within planDownFor the plan model is left alone.
+			now = now.Add(planDownFor - time.Second)
+			if resp, err := o.Complete(context.Background(), req); err != nil || resp.Text != "again" || resp.Fallback == "" {
+				t.Fatalf("within the pause: %+v, %v", resp, err)
+			}
+			if reqs := fake.requests(); len(reqs) != 3 || reqs[2].Model != "test-model" {
+				t.Fatalf("models asked: %v", models(reqs))
+			}
+			// After it, the plan model is asked again, and a success clears the fallback.
+			now = now.Add(2 * time.Second)
+			if resp, err := o.Complete(context.Background(), req); err != nil || resp.Text != "plan model back" || resp.Fallback != "" {
+				t.Fatalf("after the pause: %+v, %v", resp, err)
+			}
+			if reqs := fake.requests(); len(reqs) != 4 || reqs[3].Model != "big-planner" {
+				t.Fatalf("models asked: %v", models(reqs))
+			}
+		})
+	}
+}
+
+// A cancelled planning call is not a failure of the plan model: nothing falls back.
+func TestOpenAIPlanModelCancelledDoesNotFallBack(t *testing.T) {
+	fake := newFakeOpenAI(t, fakeReply{hang: true})
+	o := fake.provider(OpenAIConfig{PlanModel: "big-planner"})
+	ctx, cancel := context.WithCancel(context.Background())
+	req := userRequest("plan it")
+	req.Planning = true
+	done := make(chan error, 1)
+	go func() { _, err := o.Complete(ctx, req); done <- err }()
+	for len(fake.requests()) == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	if reqs := fake.requests(); len(reqs) != 1 {
+		t.Fatalf("models asked: %v, want the plan model only", models(reqs))
+	}
+	if _, down := o.planModelDown(); down {
+		t.Fatal("a cancelled call counts as the plan model's failure")
+	}
+}
+
+func models(reqs []wireRequest) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.Model
+	}
+	return out
 }

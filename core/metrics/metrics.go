@@ -49,7 +49,7 @@ func New() *Metrics {
 		plansPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "plangate_plans_pending",
 			Help: "Plan versions waiting for a decision."}),
 		model: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plangate_model_request_seconds",
-			Help: "Model request latency by outcome (ok, error).", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10)}, []string{"outcome"}),
+			Help: "Model request latency by outcome (ok, error, fallback: answered by llm.model after llm.plan_model failed).", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10)}, []string{"outcome"}),
 		tools: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_tool_calls_total",
 			Help: "Tool calls by tool and outcome (ran, blocked, failed)."}, []string{"tool", "outcome"}),
 		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_nudges_total",
