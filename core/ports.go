@@ -58,6 +58,9 @@ const (
 	// EventVerification is one run of an executing plan's command checks by plangate; the
 	// detail is the outcome, "Attempt 2: 1 of 2 checks failed".
 	EventVerification EventKind = "verification"
+	// EventEscalated is a pending plan nobody decided on after its last reminder, told to
+	// plan_mode.escalate_to; the detail names where.
+	EventEscalated EventKind = "escalated"
 )
 
 // Event is one audit row.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/plangate/plangate/core"
@@ -47,6 +48,34 @@ type AutoApproveRuleConfig struct {
 type PlannerConfig struct {
 	Style            string `yaml:"style"` // conservative or ambitious
 	ExpandShortGoals bool   `yaml:"expand_short_goals"`
+}
+
+// escalationAddress reads one plan_mode.escalate_to entry: channel:account:chat, with a
+// thread after a fourth colon, as plangate names a session.
+func escalationAddress(s string) (core.Address, error) {
+	parts := strings.SplitN(s, ":", 4)
+	if len(parts) < 3 || slices.Contains(parts, "") {
+		return core.Address{}, errors.New("want channel:account:chat as plangate names sessions, such as slack:T0123:C0OPS or telegram:4242:-1001234 (plangate sessions list shows them)")
+	}
+	if !slices.Contains(channelNames(nil), parts[0]) {
+		return core.Address{}, fmt.Errorf("the channel %q is not one of %s", parts[0], conf.OrList(channelNames(nil)))
+	}
+	a := core.Address{Channel: parts[0], Account: parts[1], Chat: parts[2]}
+	if len(parts) == 4 {
+		a.Thread = parts[3]
+	}
+	return a, nil
+}
+
+// CoreEscalateTo is plan_mode.escalate_to as core takes it; validate refused bad entries.
+func (p PlanModeConfig) CoreEscalateTo() []core.Address {
+	var out []core.Address
+	for _, s := range p.EscalateTo {
+		if a, err := escalationAddress(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // CorePlanner is the planner setting as core takes it.

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
@@ -178,5 +179,24 @@ func TestConfigBoundaryErrors(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(want))
+	}
+}
+
+func TestConfigEscalateTo(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "plan_mode:\n  escalate_to: [\"slack:T1:C0OPS\", \"telegram:4242:-1001234:77\"]\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Address{{Channel: "slack", Account: "T1", Chat: "C0OPS"}, {Channel: "telegram", Account: "4242", Chat: "-1001234", Thread: "77"}}
+	if got := engineConfig(cfg).EscalateTo; !reflect.DeepEqual(got, want) {
+		t.Errorf("EscalateTo = %+v, want %+v", got, want)
+	}
+	got := loadProblems(t, "plan_mode:\n  escalate_to: [\"slack:C0OPS\", \"irc:x:y\"]\n", nil)
+	wantP := []string{
+		`FILE:2: plan_mode.escalate_to[0] is "slack:C0OPS": want channel:account:chat as plangate names sessions, such as slack:T0123:C0OPS or telegram:4242:-1001234 (plangate sessions list shows them)`,
+		`FILE:2: plan_mode.escalate_to[1] is "irc:x:y": the channel "irc" is not one of terminal, telegram, slack, discord or web`,
+	}
+	if !reflect.DeepEqual(got, wantP) {
+		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(wantP))
 	}
 }

@@ -205,6 +205,11 @@ func (p PlanModeConfig) Validate() error {
 		errs = append(errs, conf.Invalid("start_in_plan", "is true but plan_mode.enabled is false: enable plan mode or drop start_in_plan"))
 	}
 	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
+	for i, a := range p.EscalateTo {
+		if _, err := escalationAddress(a); err != nil {
+			errs = append(errs, conf.Invalid(fmt.Sprintf("escalate_to[%d]", i), "is %q: %v", a, err))
+		}
+	}
 	for _, problem := range p.Boundary.Problems() {
 		field, msg, _ := strings.Cut(problem, " ") // "forbidden_paths[1] …" names its key
 		errs = append(errs, conf.Invalid("boundary."+field, "%s", msg))

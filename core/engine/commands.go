@@ -117,6 +117,9 @@ func (t *jobRun) status(ctx context.Context) error {
 	}
 	pol := machine.PolicyFor(t.e.cfg.Policies, t.sess.Address, risk)
 	text := machine.StatusText(t.sess, cur, pol, nudgeLine(t.sess, ns, err == nil, t.e.d.Now()))
+	if cur != nil && cur.Status == core.PlanPending && cur.Run.Escalated != nil {
+		text += fmt.Sprintf("\nescalated: nobody decided after the last reminder; told %s at %s", strings.Join(cur.Run.Escalated.To, ", "), core.Clock(cur.Run.Escalated.At))
+	}
 	if why, ok := t.e.fallbacks.Load(t.sess.ID); ok {
 		text += "\nplanner: " + why.(string)
 	}

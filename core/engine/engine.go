@@ -52,6 +52,9 @@ type Config struct {
 	// back to the agent before the turn stops (retry_policy.max_verifier_retries); 0 is
 	// machine.DefaultMaxVerifierRetries, NoVerifierRetries stops at the first failure.
 	MaxVerifierRetries int
+	// EscalateTo are the chats told once about a pending plan nobody decided on after its
+	// last reminder (plan_mode.escalate_to); none: nobody is.
+	EscalateTo []core.Address
 	// Boundary is plan_mode.boundary, the operator's limits every plan inherits: the
 	// judge refuses a plan that widens it, and the planning card names it.
 	Boundary plan.Boundary

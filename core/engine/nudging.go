@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // nudgeLine is the "next nudge" part of /plan status from the session's schedules ns
@@ -67,7 +69,15 @@ func (e *Engine) Nudge(ctx context.Context, n core.Nudge, scheduledAt time.Time)
 			return err // !ok: decided meanwhile
 		}
 		e.obs.obs.Nudge("fired")
-		return t.commit(ctx, core.Change{SessionID: t.sess.ID, Events: []core.Event{ev}})
+		ch := core.Change{SessionID: t.sess.ID, Events: []core.Event{ev}}
+		if p, rs, ok := t.escalation(ctx, cur, n); ok {
+			ch.Events = append(ch.Events, core.Event{SessionID: t.sess.ID, Kind: core.EventEscalated, Actor: core.SystemActor,
+				Channel: t.sess.Address.Channel, PlanID: p.ID, PlanVersion: p.Version, At: p.Run.Escalated.At,
+				Detail: "told " + strings.Join(p.Run.Escalated.To, ", ")})
+			ch.Plans = []core.Plan{p}
+			return t.commitSaying(ctx, ch, rs...)
+		}
+		return t.commit(ctx, ch)
 	})
 }
 
@@ -190,4 +200,56 @@ func (t *jobRun) deliverReminder(ctx context.Context, n core.Nudge, scheduledAt 
 		return err
 	}
 	return nil
+}
+
+// escalation is what the last reminder of a pending plan adds when nobody decided on it:
+// the plan with Run.Escalated set, and the notices to plan_mode.escalate_to. ok is false
+// when there is nobody to tell, the plan was escalated already, or a reminder of it is
+// still to come (a later one-shot or a recurring schedule).
+func (t *jobRun) escalation(ctx context.Context, cur *core.Plan, n core.Nudge) (core.Plan, []core.Reply, bool) {
+	to := t.e.cfg.EscalateTo
+	if len(to) == 0 || cur == nil || n.PlanID == "" || cur.ID != n.PlanID || cur.Run.Escalated != nil {
+		return core.Plan{}, nil, false
+	}
+	ns, err := t.e.d.Store.Nudges(ctx, t.sess.ID)
+	if err != nil {
+		t.e.d.Log.Warn("escalation: listing reminders; not escalating now", "session", t.sess.ID, "err", err)
+		return core.Plan{}, nil, false
+	}
+	fired := 0
+	for _, o := range ns {
+		if o.PlanID != n.PlanID || o.Action != core.NudgeRemind {
+			continue
+		}
+		fired += o.Fired
+		if o.ID != n.ID && o.Status == core.NudgeActive && !o.NextFireAt.IsZero() {
+			return core.Plan{}, nil, false // another reminder will come
+		}
+	}
+	fired = max(fired, 1) // the firing being delivered may not be counted yet
+	now := t.e.d.Now()
+	p := *cur
+	esc := &plan.Escalation{At: now}
+	var rs []core.Reply
+	text := fmt.Sprintf("Nobody has decided on %s in %s after %s and %s (asked by %s). Decide in that chat: /plan accept · /plan revise <feedback> · /plan status.",
+		machine.PlanLabel(p), t.sess.ID, core.HumanDuration(now.Sub(p.CreatedAt)), machine.Plural(fired, "1 reminder", fmt.Sprintf("%d reminders", fired)),
+		requesterNames(p))
+	for _, a := range to {
+		esc.To = append(esc.To, a.SessionID())
+		rs = append(rs, core.Reply{To: a, Kind: core.ReplyNudge, Text: text})
+	}
+	p.Run.Escalated, p.UpdatedAt = esc, now
+	return p, rs, true
+}
+
+// requesterNames names who asked for plan p, for a notice outside its chat.
+func requesterNames(p core.Plan) string {
+	var names []string
+	for _, r := range p.Requesters {
+		names = append(names, cmp.Or(r.Name, r.By))
+	}
+	if len(names) == 0 {
+		return "nobody recorded"
+	}
+	return strings.Join(names, ", ")
 }

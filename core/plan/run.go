@@ -19,6 +19,15 @@ type Run struct {
 	// Verification is what plangate recorded of running the version's command checks;
 	// nil until it first ran them.
 	Verification *Verification `json:"verification,omitempty"`
+	// Escalated is when the pending version was told to plan_mode.escalate_to after its
+	// last reminder, and where; nil when it was not.
+	Escalated *Escalation `json:"escalated,omitempty"`
+}
+
+// Escalation is a pending version told to people beyond its chat (plan_mode.escalate_to).
+type Escalation struct {
+	To []string  `json:"to"` // the chats told, as session ids name them ("slack:T1:C0OPS")
+	At time.Time `json:"at"`
 }
 
 // Changed is what the execution of a version changed in the workspace, counted by
@@ -48,7 +57,7 @@ func (r Run) Base() *Tree {
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
 func (r Run) IsZero() bool {
-	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil && r.Verification == nil
+	return r == Run{} // every field is a pointer: nothing recorded
 }
 
 // StopKind names a stop condition of an executing plan.
