@@ -39,6 +39,7 @@ Usage:
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
   plangate config check [--config F]            validate the configuration and summarise it
+  plangate doctor [--config F]                  probe the store, the model, the sandbox and the platform tokens
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
   plangate store migrate [--config F]           apply pending database migrations and exit
@@ -96,6 +97,7 @@ var commands = map[string]func(context.Context, []string, procEnv) error{
 	"nudges":   cmdNudges,
 	"config":   cmdConfig,
 	"store":    cmdStore,
+	"doctor":   cmdDoctor,
 }
 
 func dispatch(ctx context.Context, args []string, e procEnv) error {

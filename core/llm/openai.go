@@ -37,6 +37,7 @@ type OpenAIConfig struct {
 // (OpenAI, Ollama, vLLM, llama.cpp server, OpenRouter). It is safe for concurrent use.
 type OpenAI struct {
 	svc      openai.ChatCompletionService
+	models   openai.ModelService // for Probe
 	cfg      OpenAIConfig
 	endpoint string // scheme://host of the base URL, the only part of it errors show
 	log      *slog.Logger
@@ -135,6 +136,7 @@ func NewOpenAI(cfg OpenAIConfig, log *slog.Logger) (*OpenAI, error) {
 	temperature, tempErr := encodeTemperature(cfg.Temperature)
 	return &OpenAI{
 		svc:         openai.NewChatCompletionService(opts...),
+		models:      openai.NewModelService(opts...),
 		cfg:         cfg,
 		endpoint:    endpoint,
 		log:         log,
