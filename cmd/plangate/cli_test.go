@@ -189,3 +189,21 @@ func TestMissingDemoScriptSaysWhere(t *testing.T) {
 		}
 	}
 }
+
+// --help after a command made of subcommands is help: on stdout, exit status 0.
+func TestGroupCommandHelp(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{"sessions", "plangate sessions list|show ID"},
+		{"plans", "plangate plans list|show ID"},
+		{"nudges", "plangate nudges list [SESSION]"},
+		{"config", "plangate config check [--config F]"},
+		{"store", "plangate store backup FILE"},
+	} {
+		for _, flag := range []string{"--help", "-h"} {
+			code, out, errOut := cli(t, "", c.cmd, flag)
+			if code != 0 || !strings.Contains(out, c.want) || !strings.Contains(out, "Usage:") || errOut != "" {
+				t.Errorf("plangate %s %s: %d\nstdout %q\nstderr %q", c.cmd, flag, code, out, errOut)
+			}
+		}
+	}
+}

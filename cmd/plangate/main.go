@@ -106,6 +106,11 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 	}
 	cmd, rest := args[0], args[1:]
 	if run, ok := commands[cmd]; ok {
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+			if help, ok := groupHelp(cmd); ok {
+				return helpRequested(help)
+			}
+		}
 		return run(ctx, rest, e)
 	}
 	switch cmd {
@@ -117,6 +122,22 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 		return nil
 	}
 	return fmt.Errorf("%w: unknown command %q\n\n%s", errUsage, cmd, usage)
+}
+
+// groupHelp is --help right after a command made of subcommands (sessions, plans,
+// nudges, config, store): its lines of the usage, then the whole usage; ok is false for a
+// command whose flags answer --help themselves.
+func groupHelp(cmd string) (string, bool) {
+	if cmd == "chat" || cmd == "serve" || cmd == "doctor" {
+		return "", false
+	}
+	var lines []string
+	for _, l := range strings.Split(usage, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "plangate "+cmd+" ") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return "plangate " + cmd + ":\n  " + strings.Join(lines, "\n  ") + "\n\n" + usage + "\n", true
 }
 
 // newFlags returns a flag set whose errors are returned, not printed and exited on.
