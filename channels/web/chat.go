@@ -18,10 +18,13 @@ import (
 )
 
 // RegisterHTTP adds the web channel's routes to srv: the chat (/, /c/{id}), its live stream,
-// the dashboard (/dashboard), sign-in and the embedded assets.
+// the dashboard (/dashboard), sign-in and the embedded assets. Every route is behind
+// net/http's CrossOriginProtection, which refuses a state-changing request another site's
+// page sent (Sec-Fetch-Site, else Origin against Host) before the CSRF token is looked at.
 func (c *Channel) RegisterHTTP(srv *httpserver.Server) {
+	cop := http.NewCrossOriginProtection()
 	for pattern, h := range c.routes() {
-		srv.Handle(pattern, h)
+		srv.Handle(pattern, cop.Handler(h))
 	}
 }
 
