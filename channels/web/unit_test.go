@@ -24,12 +24,12 @@ func TestConfig(t *testing.T) {
 	}{
 		{"off needs nothing", Config{}, ""},
 		{"valid", Config{Enabled: true, Users: ok}, ""},
-		{"no users", Config{Enabled: true}, "channels.web.users: no users"},
-		{"empty token", Config{Enabled: true, Users: map[string]string{"alice": ""}}, "channels.web.users.alice: the token is empty"},
+		{"no users", Config{Enabled: true}, "users has no users configured"},
+		{"empty token", Config{Enabled: true, Users: map[string]string{"alice": ""}}, "users.alice has an empty token"},
 		{"short token", Config{Enabled: true, Users: map[string]string{"alice": "short"}}, "shorter than 16"},
-		{"bad name", Config{Enabled: true, Users: map[string]string{"Alice Smith": "a-token-of-16-chars"}}, "channels.web.users.Alice Smith: a user name"},
-		{"the terminal's account", Config{Enabled: true, Users: map[string]string{"local": "a-token-of-16-chars"}}, "channels.web.users.local: the name is the terminal's account"},
-		{"negative cap", Config{Enabled: true, Users: ok, MaxStreams: -1}, "channels.web.max_streams: must not be negative"},
+		{"bad name", Config{Enabled: true, Users: map[string]string{"Alice Smith": "a-token-of-16-chars"}}, "users.Alice Smith is not a user name"},
+		{"the terminal's account", Config{Enabled: true, Users: map[string]string{"local": "a-token-of-16-chars"}}, "users.local is the terminal's account"},
+		{"negative cap", Config{Enabled: true, Users: ok, MaxStreams: -1}, "max_streams must not be negative"},
 		{"shared token", Config{Enabled: true, Users: map[string]string{"alice": "a-token-of-16-chars", "bob": "a-token-of-16-chars"}}, "the same token as alice"},
 	}
 	for _, tc := range tests {

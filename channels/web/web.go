@@ -27,6 +27,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/machine"
 )
 
@@ -94,45 +95,52 @@ var userName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 // which answers a wrong token slowly, is hopeless.
 const minTokenLen = 16
 
-// Validate reports the first problem of an enabled web channel's configuration, naming
-// the key. Tokens never appear in the message.
+// Validate reports every problem of an enabled web channel's configuration as key errors
+// (conf.KeyError), relative to the section. Tokens never appear in the message; an empty
+// token is unset, so the loader names the variable it was read from.
 func (c *Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
 	if len(c.Users) == 0 {
-		return errors.New("channels.web.users: no users configured; add one, e.g. alice: ${PLANGATE_WEB_ALICE}")
+		return conf.Invalid("users", "has no users configured; add one, e.g. alice: ${PLANGATE_WEB_ALICE}")
 	}
+	var errs []error
 	seen := map[string]string{}
 	for _, name := range c.userNames() {
-		tok := c.Users[name]
+		tok, key := c.Users[name], "users."+name
 		switch {
 		case !userName.MatchString(name):
-			return fmt.Errorf("channels.web.users.%s: a user name is lower-case letters, digits, '.', '_' or '-' (at most 32)", name)
+			errs = append(errs, conf.Invalid(key, "is not a user name: lower-case letters, digits, '.', '_' or '-' (at most 32)"))
+			continue
 		case name == core.LocalAccount:
-			return fmt.Errorf("channels.web.users.%s: the name is the terminal's account, so its sessions would share the terminal's plan directories; choose another", name)
+			errs = append(errs, conf.Invalid(key, "is the terminal's account, so its sessions would share the terminal's plan directories; choose another name"))
+			continue
 		case tok == "":
-			return fmt.Errorf("channels.web.users.%s: the token is empty (is its environment variable set?)", name)
+			errs = append(errs, &conf.KeyError{Key: key, Msg: "has an empty token", Unset: true})
+			continue
 		case len(tok) < minTokenLen:
-			return fmt.Errorf("channels.web.users.%s: the token is shorter than %d characters", name, minTokenLen)
+			errs = append(errs, conf.Invalid(key, "has a token shorter than %d characters", minTokenLen))
+			continue
 		}
 		if other, dup := seen[tok]; dup {
-			return fmt.Errorf("channels.web.users.%s: the same token as %s; every user needs their own", name, other)
+			errs = append(errs, conf.Invalid(key, "has the same token as %s; every user needs their own", other))
+			continue
 		}
 		seen[tok] = name
 	}
 	if c.SessionTTL < 0 {
-		return errors.New("channels.web.session_ttl: must not be negative")
+		errs = append(errs, conf.Invalid("session_ttl", "must not be negative"))
 	}
 	for _, n := range []struct {
 		key string
 		v   int
 	}{{"max_conversations", c.MaxConversations}, {"max_streams", c.MaxStreams}, {"max_message_bytes", c.MaxMessageBytes}} {
 		if n.v < 0 {
-			return fmt.Errorf("channels.web.%s: must not be negative (0 takes the default)", n.key)
+			errs = append(errs, conf.Invalid(n.key, "must not be negative (0 takes the default)"))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Describe summarises the section for `plangate config check`, without the tokens.

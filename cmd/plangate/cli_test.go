@@ -188,6 +188,12 @@ func TestMissingDemoScriptSaysWhere(t *testing.T) {
 			t.Errorf("the error lacks %q: %s", s, errOut)
 		}
 	}
+	// config check says the same before chat would fail: an empty config is not "ok".
+	empty := writeConfig(t, "")
+	code, out, errOut := cli(t, "", "config", "check", "--config", empty)
+	if code != 1 || strings.Contains(out, "config ok") || !strings.Contains(errOut, filepath.Join(filepath.Dir(empty), "demo", "script.yaml")) {
+		t.Fatalf("config check of an empty config without its script: %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 // --help after a command made of subcommands is help: on stdout, exit status 0.

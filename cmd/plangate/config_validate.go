@@ -45,6 +45,28 @@ func (c *Config) validate() []problem {
 			ps = append(ps, problem{"llm.script", "llm.script is empty: set it to a script file such as demo/script.yaml"})
 		}
 	}
+	return append(ps, c.placeholders(reflect.ValueOf(c).Elem(), "")...)
+}
+
+// placeholderPrefix starts every placeholder of deploy/plangate.env.example.
+const placeholderPrefix = "replace-with-"
+
+// placeholders are the values in v (the config read from the file at path) still holding a
+// placeholder of the deploy env template, such as a published admin token.
+func (c *Config) placeholders(v reflect.Value, path string) []problem {
+	var ps []problem
+	switch v.Kind() {
+	case reflect.Struct:
+		for f, fv := range v.Fields() {
+			if name := yamlName(f); name != "" && f.IsExported() {
+				ps = append(ps, c.placeholders(fv, joinKey(path, name))...)
+			}
+		}
+	case reflect.String:
+		if strings.HasPrefix(v.String(), placeholderPrefix) {
+			ps = append(ps, problem{path, path + " is still the placeholder of deploy/plangate.env.example: set " + c.source(path) + " to the real value"})
+		}
+	}
 	return ps
 }
 

@@ -37,18 +37,23 @@ func TestWebConfig(t *testing.T) {
 		{
 			name: "a token from an unset variable",
 			body: "http: {listen: \":0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB_ALICE}\n",
-			want: []string{"FILE:5: channels.web.users.alice: the token is empty (is its environment variable set?)"},
+			want: []string{"FILE:5: channels.web.users.alice has an empty token: set WEB_ALICE"},
+		},
+		{
+			name: "every user's unset variable",
+			body: "http: {listen: \":0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB_ALICE}\n      bob: ${WEB_BOB}\n",
+			want: []string{"FILE:5: channels.web.users.alice has an empty token: set WEB_ALICE", "FILE:5: channels.web.users.bob has an empty token: set WEB_BOB"},
 		},
 		{
 			name: "a short token",
 			body: "http: {listen: \":0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB_ALICE}\n",
 			vars: map[string]string{"WEB_ALICE": "hunter2"},
-			want: []string{"FILE:5: channels.web.users.alice: the token is shorter than 16 characters"},
+			want: []string{"FILE:5: channels.web.users.alice has a token shorter than 16 characters"},
 		},
 		{
 			name: "a malformed reference in a token",
 			body: "http: {listen: \":0\"}\nchannels:\n  web:\n    enabled: true\n    users:\n      alice: ${WEB ALICE}\n",
-			want: []string{"FILE:5: channels.web.users.alice has a malformed ${...} reference: write ${NAME}", "FILE:5: channels.web.users.alice: *"},
+			want: []string{"FILE:5: channels.web.users.alice has a malformed ${...} reference: write ${NAME}", "FILE:5: channels.web.users.alice *"},
 		},
 		{
 			name: "users of the wrong shape",

@@ -54,7 +54,19 @@ func TestDeployFiles(t *testing.T) {
 		}
 	}
 
-	cfg, err := LoadConfig(filepath.Join("..", "..", "deploy", "config.yaml"), env(vars))
+	// As shipped, the placeholders are refused, each naming its variable.
+	_, err := LoadConfig(filepath.Join("..", "..", "deploy", "config.yaml"), env(vars))
+	for k, v := range vars {
+		if v != "" && (err == nil || !strings.Contains(err.Error(), "set "+k+" to the real value")) {
+			t.Errorf("the placeholder of %s is not refused: %v", k, err)
+		}
+	}
+	// With real values it loads.
+	real := map[string]string{}
+	for k, v := range vars {
+		real[k] = strings.Replace(v, "replace-with-", "an-operators-", 1)
+	}
+	cfg, err := LoadConfig(filepath.Join("..", "..", "deploy", "config.yaml"), env(real))
 	if err != nil {
 		t.Fatalf("deploy/config.yaml: %v", err)
 	}

@@ -474,6 +474,9 @@ func cmdConfig(_ context.Context, args []string, e procEnv) error {
 		return err
 	}
 	fmt.Fprint(e.stdout, cfg.Describe())
+	if _, _, err := newModel(cfg, e, nil); err != nil {
+		return err // the script chat and serve would read, or the provider's settings
+	}
 	if w := cfg.openApprovalWarning(); w != "" {
 		fmt.Fprintln(e.stdout, "warning:", w)
 	}

@@ -222,7 +222,7 @@ func TestOpenApprovalWarning(t *testing.T) {
 	}
 
 	// config check shows the warning too.
-	code, out, _ := cli(t, "", "config", "check", "--config", writeConfig(t, "channels: {slack: {enabled: true, bot_token: b, app_token: a}}\n"))
+	code, out, _ := cli(t, "", "config", "check", "--config", writeConfig(t, "llm: {provider: script, script: \"${SCRIPT}\"}\nchannels: {slack: {enabled: true, bot_token: b, app_token: a}}\n"))
 	if code != 0 || !strings.Contains(out, "\nwarning: access.approvers is empty: on slack the first person") || !strings.HasSuffix(out, "config ok\n") {
 		t.Errorf("config check: %d\n%s", code, out)
 	}
