@@ -454,3 +454,56 @@ func TestQueuedMessageThatLosesACommitRaceIsAnswered(t *testing.T) {
 		checkAnswered(t, h, "rr", m, []string{"hello", "also this"}, a, b)
 	})
 }
+
+// TestQueuedMessageThatLosesACommitRaceIsRecorded: as in
+// TestQueuedMessageThatLosesACommitRaceIsAnswered, B's first commit queuing "also this"
+// for A's turn loses a race and B handles the message again. The commit that goes through
+// records the event, so the same event delivered again, to either replica (a platform
+// retrying a delivery it saw time out, the other replica's inbox), is a duplicate: the
+// message is stored and answered once.
+func TestQueuedMessageThatLosesACommitRaceIsRecorded(t *testing.T) {
+	onDrivers(t, func(t *testing.T, newH func() *harness) {
+		h := newH()
+		m := &turnModel{}
+		a := h.replica(m, "a")
+		rs := &racingStore{Store: h.openStore(), holder: h.openStore()}
+		b := &replica{out: &recorder{}, log: &bytes.Buffer{}}
+		now := func(time.Duration) <-chan time.Time { // the requeue's wait, without waiting
+			c := make(chan time.Time, 1)
+			c <- h.clock
+			return c
+		}
+		b.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: rs, Model: m.as("b"), Out: b.out,
+			Log: slog.New(slog.NewTextHandler(&syncWriter{w: b.log}, nil)), Now: func() time.Time { return h.clock },
+			Owner: "test-replica-b", After: now}))
+		msg := func(id, text string) core.Message {
+			return core.Message{ID: id, Address: addr("rd"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock}
+		}
+		var fired atomic.Bool
+		m.hook = func(by string, _ []string) {
+			if by == "a" && fired.CompareAndSwap(false, true) {
+				if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
+					t.Errorf("B handling: %v", err)
+				}
+			}
+		}
+		if err := <-a.eng.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
+			t.Fatal(err)
+		}
+		waitAll(t, a, b)
+		if !rs.raced.Load() {
+			t.Fatal("B never queued the message: the race was not run")
+		}
+		calls := len(m.requests())
+		for _, r := range []*replica{b, a} {
+			if err := r.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
+				t.Fatalf("the event delivered again: %v", err)
+			}
+		}
+		waitAll(t, a, b)
+		if n := len(m.requests()); n != calls {
+			t.Errorf("the event delivered again made %d more model calls, want none", n-calls)
+		}
+		checkAnswered(t, h, "rd", m, []string{"hello", "also this"}, a, b)
+	})
+}
