@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,12 +64,24 @@ func (t *jobRun) applyForAgent(ctx context.Context, o machine.Outcome) error {
 		t.deferred = &ch
 		t.sess = *ch.Session // as it will be stored; its Version is the stored row's
 		err := t.leasedTurns(ctx)
-		if t.deferred != nil { // the turn ended before any commit
-			if cerr := t.commitDeferred(context.WithoutCancel(ctx)); err == nil {
-				err = cerr
-			}
+		if t.deferred == nil {
+			return err
 		}
-		return err
+		// The turn ended before any commit (none before a tool acted: commitDeferred).
+		cerr := t.commitDeferred(context.WithoutCancel(ctx))
+		switch {
+		case !errors.Is(err, core.ErrConflict) || ctx.Err() != nil:
+			return cmp.Or(err, cerr)
+		case cerr == nil:
+			// Its commit lost to a change made after the row was read, before the lease
+			// was taken (another process's turn, which may have answered what this one
+			// saw queued): nothing of that turn was stored or said (flushWith). The
+			// message is stored now, on the row as it is, and its turn runs on that row.
+			return t.leasedTurns(ctx)
+		case errors.Is(cerr, core.ErrConflict):
+			return errRequeue // nothing of the message is stored: it is handled again
+		}
+		return cerr
 	})
 	if !ran && errors.Is(err, errLeaseHeld) {
 		// Its turn tries the lease once more: the holder may have let go and looked already.
@@ -82,8 +95,9 @@ func (t *jobRun) applyForAgent(ctx context.Context, o machine.Outcome) error {
 	return err
 }
 
-// errRequeue is a message queued for the lease holder whose commit lost a race with the
-// holder's: nothing of it was stored, and runMessage handles it again from the start.
+// errRequeue is a message of which nothing was stored because its commit lost a race: one
+// queued for the lease holder, or one held back for its turn's first commit that lost to
+// a change no rebase puts it on (a decision). runMessage handles it again from the start.
 var errRequeue = fmt.Errorf("queuing a message for the session's lease holder: %w", core.ErrConflict)
 
 // queued is o with its transcript entries queued on the session row for the process

@@ -436,7 +436,7 @@ func (e *Engine) runMessage(j *job) error {
 	if j.retried && j.stored && !j.readOnly() {
 		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
 	}
-	wait := requeueFirstWait
+	inbound, wait := j.inbound, requeueFirstWait
 	for {
 		err := e.handleMessage(ctx, j)
 		if !errors.Is(err, errRequeue) {
@@ -448,6 +448,10 @@ func (e *Engine) runMessage(j *job) error {
 		case <-e.d.After(wait):
 		}
 		wait = min(2*wait, requeueMaxWait)
+		// The attempt that lost the race took the event's key into its commit
+		// (applyInbound), which stored nothing: the next one records it, or a
+		// redelivery of the event would be answered again.
+		j.inbound = inbound
 	}
 }
 

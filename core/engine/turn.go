@@ -114,7 +114,7 @@ func (t *jobRun) underLease(ctx context.Context, fn func(ctx context.Context) er
 	}
 	err := t.withLease(ctx, fn)
 	for { // each round needs work another process queued since the last: people write only so fast
-		if errors.Is(err, core.ErrConflict) && t.j.sys == nil {
+		if errors.Is(err, core.ErrConflict) && !errors.Is(err, errRequeue) && t.j.sys == nil {
 			t.conflictNotice(ctx) // before the turns that follow, as if the job had ended here
 			t.told = true
 		} else if err != nil {
@@ -449,14 +449,28 @@ func (t *jobRun) flushWith(ctx context.Context, tr *turn, extra core.Change, rs 
 		}
 	}
 	if err != nil {
-		if errors.Is(err, core.ErrConflict) {
-			// What the turn wants to say is still true (a stop notice says what ran).
-			_ = t.post(ctx, rs...)
+		if ns := notices(rs); len(ns) > 0 && errors.Is(err, core.ErrConflict) {
+			// A notice is still true (a stop notice says what ran). The agent's answer is
+			// not said: its entries were not stored, and the text its model call answered
+			// may have been answered by another process's turn meanwhile, or is answered
+			// by the next turn.
+			_ = t.post(ctx, ns...)
 		}
 		return err
 	}
 	t.sayCommitted(ctx, ch)
 	return nil
+}
+
+// notices are the replies of rs that are plangate's notices, not the agent's answers.
+func notices(rs []core.Reply) []core.Reply {
+	var out []core.Reply
+	for _, r := range rs {
+		if r.Kind == core.ReplyNotice {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // rebase puts a flush on top of a session row another process changed meanwhile when that
