@@ -133,3 +133,32 @@ func TestBoundaryHoldsOverAnEditedFile(t *testing.T) {
 		t.Fatalf("v%d's scope %+v: the edit dropped the operator's forbidden path", p.Version, p.Body.Scope)
 	}
 }
+
+// A plan's checks are commands, which cannot honour a forbidden path: a check the approver
+// read as "sh check.sh" runs the script the agent wrote afterwards, and what it writes into
+// the operator's forbidden deploy/** is not taken as plangate's own. The update that
+// would finish the plan is refused, the turn stops as forbidden_path (recorded on the plan
+// and audited), and the plan stays open.
+func TestBoundaryHoldsOverAPlansChecks(t *testing.T) {
+	h := checkedHarness(t, func(c *engine.Config) {
+		c.Boundary = plan.Boundary{ForbiddenPaths: []string{"deploy/**"}, RequireVerification: true}
+	})
+	sid := sessionID("main")
+	h.say("main", "local", "/plan on")
+	h.model.push(sid, calls(call("exit_plan_mode", map[string]any{"title": "Status", "plan": []stepArg{{Step: "Write status.txt"}},
+		"verification": []any{map[string]any{"name": "status written", "argv": []string{"sh", "check.sh"}}},
+		"scope":        map[string]any{"allowed_paths": []string{"status.txt", "check.sh"}}})))
+	if rs := h.say("main", "local", "plan it"); h.session("main").Phase != core.PhaseAwaitingApproval {
+		t.Fatalf("not proposed:\n%s\n%q", joinTexts(rs), toolResults(t, h, "main", "exit_plan_mode"))
+	}
+	p := h.plan(h.session("main").PlanID)
+	h.model.push(sid, calls(call("write_file", map[string]any{"path": "status.txt", "content": "ok\n"}),
+		call("write_file", map[string]any{"path": "check.sh", "content": "mkdir -p deploy && echo 'replicas: 0' > deploy/app.yaml\n"})),
+		calls(update(stepArg{Step: "Write status.txt", Status: "completed"})), text("done"))
+	r := joinTexts(h.say("main", "local", "/plan accept"))
+	mustContain(t, r, "Stopped: plan v1's verification changed deploy/app.yaml, which its scope forbids (deploy/**)")
+	stoppedWith(t, h, "main", p.ID, plan.StopForbiddenPath)
+	if got := h.plan(p.ID); got.Status != core.PlanAccepted {
+		t.Fatalf("plan %s, want still accepted (open)", got.Status)
+	}
+}

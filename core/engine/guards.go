@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,12 +48,8 @@ func (t *jobRun) screenCalls(calls []core.ToolCall) []core.ToolCall {
 	}
 	var out []core.ToolCall
 	for i, c := range calls {
-		args, found, ok := screenArgs(sc, c)
+		b, found, ok := screenArgs(sc, c)
 		if !ok {
-			continue
-		}
-		b, err := json.Marshal(args)
-		if err != nil {
 			continue
 		}
 		if out == nil {
@@ -79,10 +76,31 @@ func (t *jobRun) screenCalls(calls []core.ToolCall) []core.ToolCall {
 
 // screenArgs hides the secrets in what call would write; ok when it found any, with the
 // arguments hidden and the secrets named.
-func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawMessage, string, bool) {
+func screenArgs(sc core.SecretScanner, call core.ToolCall) (json.RawMessage, string, bool) {
 	if IsMCPTool(call.Name) {
 		return screenMCPArgs(sc, call)
 	}
+	var text string
+	if json.Unmarshal(call.Args, &text) == nil {
+		// Arguments that were not JSON, which the provider passed through as a string (a
+		// call cut off mid-way): the tool refuses them, and the transcript keeps them.
+		found := sc.Scan(text)
+		if len(found) == 0 {
+			return nil, "", false
+		}
+		b, err := json.Marshal(core.RedactSecrets(text, found))
+		return b, core.SecretsList(found), err == nil
+	}
+	args, found, ok := screenWorkspaceArgs(sc, call)
+	if !ok {
+		return nil, "", false
+	}
+	b, err := json.Marshal(args)
+	return b, found, err == nil
+}
+
+// screenWorkspaceArgs is screenArgs for a workspace tool: the one argument it writes.
+func screenWorkspaceArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawMessage, string, bool) {
 	field := map[string]string{"write_file": "content", "edit_file": "new", "run_command": "argv"}[call.Name]
 	var args map[string]json.RawMessage
 	if field == "" || json.Unmarshal(call.Args, &args) != nil || args[field] == nil {
@@ -120,28 +138,54 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawM
 	return args, core.SecretsList(found), true
 }
 
-// screenMCPArgs is screenArgs for an MCP tool: every string in its arguments, at any depth,
-// is what the server gets.
-func screenMCPArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.RawMessage, string, bool) {
-	var args map[string]any
+// screenMCPArgs is screenArgs for an MCP tool: the server gets the arguments as the model
+// wrote them, so every string in them, at any depth and object keys included, is scanned,
+// and so is their raw text, where a key stands next to its value ({"api_key": "…"}) and a
+// duplicate key the decoder drops is still sent. The hidden arguments are the decoded ones.
+func screenMCPArgs(sc core.SecretScanner, call core.ToolCall) (json.RawMessage, string, bool) {
+	var args any
 	if json.Unmarshal(call.Args, &args) != nil {
 		return nil, "", false
 	}
+	raw := sc.Scan(string(call.Args))
+	placed := make([]bool, len(raw))
 	var named []string
+	scan := func(s, at string) (string, bool) {
+		found := sc.Scan(s)
+		for i, r := range raw {
+			if r.Text != "" && strings.Contains(s, r.Text) {
+				found, placed[i] = append(found, r), true
+			}
+		}
+		for _, f := range found {
+			named = append(named, f.Rule+" in "+at)
+		}
+		if len(found) == 0 {
+			return s, false
+		}
+		return core.RedactSecrets(s, found), true
+	}
 	var walk func(v any, at string) any
 	walk = func(v any, at string) any {
 		switch x := v.(type) {
 		case string:
-			if found := sc.Scan(x); len(found) > 0 {
-				for _, s := range found {
-					named = append(named, s.Rule+" in "+at)
-				}
-				return core.RedactSecrets(x, found)
-			}
+			s, _ := scan(x, cmp.Or(at, "the arguments"))
+			return s
 		case map[string]any:
+			out := make(map[string]any, len(x))
 			for k, e := range x {
-				x[k] = walk(e, at+"."+k)
+				// A key is sent as it is too; the place named for it cannot be the key.
+				key, hid := scan(k, cmp.Or(at, "the arguments")+"'s keys")
+				for n := 2; hid && taken(out, key); n++ {
+					key = fmt.Sprintf("%s (%d)", key, n) // two hidden keys stay two entries
+				}
+				if hid {
+					out[key] = walk(e, cmp.Or(at, "the arguments")+"'s hidden key")
+				} else {
+					out[key] = walk(e, strings.TrimPrefix(at+"."+k, "."))
+				}
 			}
+			return out
 		case []any:
 			for i, e := range x {
 				x[i] = walk(e, fmt.Sprintf("%s[%d]", at, i))
@@ -149,16 +193,24 @@ func screenMCPArgs(sc core.SecretScanner, call core.ToolCall) (map[string]json.R
 		}
 		return v
 	}
-	out := map[string]json.RawMessage{}
-	for k, v := range args {
-		out[k], _ = json.Marshal(walk(v, k))
+	args = walk(args, "")
+	for i, r := range raw {
+		if !placed[i] { // in no decoded string: a dropped duplicate, or across values
+			named = append(named, r.Rule+" in the arguments")
+		}
 	}
 	if len(named) == 0 {
 		return nil, "", false
 	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, "", false
+	}
 	slices.Sort(named)
-	return out, strings.Join(slices.Compact(named), ", "), true
+	return b, strings.Join(slices.Compact(named), ", "), true
 }
+
+func taken(m map[string]any, k string) bool { _, ok := m[k]; return ok }
 
 // guarded passes a call the gate let through (ok) to guard; a refusal is an audit row
 // under the guard's rule.

@@ -325,3 +325,56 @@ func storedArgs(t *testing.T, h *harness, id string) string {
 	t.Fatalf("no call %s in the transcript", id)
 	return ""
 }
+
+// A hostile model hides a secret where a scan of each argument's value does not look: in
+// an object key, next to a key that names it, in a duplicate key the decoder drops (the
+// server still gets the raw text), in arguments that are an array, or in arguments that
+// are not JSON (the provider passes them through as a string, and the call is refused as
+// such). No call reaches the server, each JSON one stops the turn, and neither the store
+// nor any file holds the secret.
+func TestSecretHiddenInMCPArgumentsIsFound(t *testing.T) {
+	apiKey := "Zx8fQ2LmP9" + "vR4tWc7YbN3kHs" // a secret only next to the key naming it
+	raw := func(name, args string) core.ToolCall {
+		c := call(name, map[string]any{})
+		c.Args = []byte(args)
+		return c
+	}
+	for _, tc := range []struct {
+		name, secret string
+		call         core.ToolCall
+		stops        bool
+	}{
+		{"key", fakeGHPAT, call("ts__lookup", map[string]any{"text": "x", fakeGHPAT: "y"}), true},
+		{"nested key", fakeGHPAT, call("ts__lookup", map[string]any{"text": "x", "o": []any{map[string]any{fakeGHPAT: 1}}}), true},
+		{"key naming it", apiKey, raw("ts__lookup", `{"text": "x", "api_key": "`+apiKey+`"}`), true},
+		{"duplicate key", fakeGHPAT, raw("ts__lookup", `{"text": "`+fakeGHPAT+`", "text": "x"}`), true},
+		{"array", fakeGHPAT, raw("ts__lookup", `["`+fakeGHPAT+`"]`), true},
+		{"not JSON", fakeGHPAT, raw("ts__lookup", `"{\"text\": \"`+fakeGHPAT+`\""`), false},
+		{"workspace tool, not JSON", fakeGHPAT, raw("write_file", `"{\"path\": \"cfg.env\", \"content\": \"TOKEN=`+fakeGHPAT+`"`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, counts, _ := mcpManager(t, nil, vouched)
+			sc, err := secrets.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, func(c *engine.Config) { c.PlanMode = false })
+			h.tools, h.secrets = engine.CombineToolboxes(tools.New(tools.Config{}), m), sc
+			h.open()
+			h.model.push(sessionID("main"), calls(tc.call), text("done"))
+			rs := h.say("main", "local", "look it up")
+			if n := counts.Get("lookup"); n != 0 {
+				t.Fatalf("the server ran lookup %d times", n)
+			}
+			if args := storedArgs(t, h, tc.call.ID); strings.Contains(args, tc.secret) {
+				t.Fatalf("the transcript keeps the call's arguments %s", args)
+			}
+			if tc.stops {
+				mustContain(t, lastText(rs), "Stopped:", "would send a secret to its server")
+			} else {
+				mustContain(t, toolContent(t, h, tc.call.ID), "are not valid JSON", "[secret hidden: ")
+			}
+			noSecretOnDisk(t, h, tc.secret)
+		})
+	}
+}

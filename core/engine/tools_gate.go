@@ -241,8 +241,14 @@ func (t *jobRun) planTool(ctx context.Context, call core.ToolCall) toolResult {
 	}
 	t.withTree(ctx, trig, cur, &in)
 	if trig == machine.TrigUpdate && t.completesChecked(cur, call) {
-		if in.Checks, cur, err = t.runChecksOwned(ctx, cur); err != nil {
+		var stop halt
+		if in.Checks, cur, stop, err = t.runChecksOwned(ctx, cur); err != nil {
 			return toolError("plangate could not run the plan's verification (%v); the plan stays open", err)
+		}
+		if stop.kind != "" {
+			res := toolError("the plan's verification changed a path the plan's scope forbids; the plan stays open and a person has been asked to look")
+			res.stop = stop
+			return res
 		}
 	}
 	o, err := machine.Apply(t.sess, cur, trig, in)

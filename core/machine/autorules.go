@@ -14,7 +14,7 @@ type ApproveRule struct {
 	Name            string
 	Paths           []string // scope globs; every allowed path of the plan must lie under one
 	MaxSteps        int      // 0 = no limit beyond MaxSteps
-	AllowRunCommand bool     // the plan may cover the whole workspace without forbidden paths
+	AllowRunCommand bool     // the plan may run commands: a scope of the whole workspace without forbidden paths, or command checks
 	AllowTools      []string // MCP tools the plan may list in scope.allowed_tools
 }
 
@@ -63,6 +63,9 @@ func ruleAccepts(r ApproveRule, b plan.Body) (string, bool) {
 		}
 	}
 	_, runs := CheckScope(b.Scope, ".") // as the tool gate decides
+	// A command check runs in the workspace like run_command, whatever the scope, and what
+	// it runs (a test, a script) may be written after the acceptance.
+	runs = runs || len(plan.Commands(b.Verification)) > 0
 	if runs && !r.AllowRunCommand {
 		return "", false
 	}

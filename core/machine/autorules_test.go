@@ -75,6 +75,12 @@ func TestMatchAutoRule(t *testing.T) {
 		{"listed tool", []ApproveRule{everything}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.txt"}, AllowedTools: []string{"fs__write"}}},
 			"sandbox", "rule sandbox: 1 step, every path under **, tools fs__write"},
 		{"unlisted tool", []ApproveRule{everything, docs}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.md"}, AllowedTools: []string{"gh__merge"}}}, "", ""},
+		{"command checks need run_command", []ApproveRule{docs}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"docs/a.md"}},
+			Verification: []plan.Check{{Argv: []string{"sh", "docs/check.sh"}}}}, "", ""},
+		{"command checks with run_command", []ApproveRule{docs, everything}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"docs/a.md"}},
+			Verification: []plan.Check{{Text: "the guide reads well"}, {Argv: []string{"go", "test", "./..."}}}}, "sandbox", "rule sandbox: 1 step, every path under **, commands allowed"},
+		{"checks in words run nothing", []ApproveRule{docs}, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"docs/a.md"}},
+			Verification: []plan.Check{{Text: "the guide reads well"}}}, "docs-only", "rule docs-only: 1 step, every path under docs/** or *.md"},
 		{"no rules", nil, plan.Body{Steps: steps(1), Scope: plan.Scope{AllowedPaths: []string{"a.md"}}}, "", ""},
 	}
 	for _, tc := range cases {

@@ -45,6 +45,18 @@ func CheckScope(s plan.Scope, p string) (string, bool) {
 	return fmt.Sprintf("the path is outside the plan's scope (allowed: %s)", strings.Join(s.AllowedPaths, ", ")), false
 }
 
+// ForbiddenBy returns the entry of s.ForbiddenPaths that covers p, a cleaned
+// workspace-relative path, as CheckScope matches it; false when none does.
+func ForbiddenBy(s plan.Scope, p string) (string, bool) {
+	p = path.Clean(strings.TrimPrefix(p, "./"))
+	for _, f := range s.ForbiddenPaths {
+		if scopeMatch(f, p) {
+			return f, true
+		}
+	}
+	return "", false
+}
+
 // scopeMatch reports whether a scope pattern covers p, a cleaned workspace-relative path
 // other than ".". The rules are those of .gitignore, built on doublestar:
 //

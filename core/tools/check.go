@@ -15,7 +15,8 @@ import (
 // A plan's verification commands (core.Checker) are run the way run_command runs the
 // agent's: the same program rules, sandbox, limits, timeout and network setting, and the
 // same put-back of the plan's copy and .git afterwards. They are plangate's runs, so the
-// plan's scope does not gate them; the approver saw each one on the plan.
+// plan's scope does not gate them; the approver saw each one on the plan. The engine
+// stops a plan whose checks changed a path its scope forbids.
 
 var _ core.Checker = (*Toolbox)(nil)
 
