@@ -93,7 +93,10 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (json.RawMessage, str
 	}
 	args, found, ok := screenWorkspaceArgs(sc, call)
 	if !ok {
-		return nil, "", false
+		// A secret elsewhere in the arguments (another field, a duplicate key the decoder
+		// drops) is not written, but the transcript would keep it: screened as an MCP
+		// call's are, at the cost of a second scan of a clean call's text.
+		return screenMCPArgs(sc, call)
 	}
 	b, err := json.Marshal(args)
 	return b, found, err == nil

@@ -351,6 +351,8 @@ func TestSecretHiddenInMCPArgumentsIsFound(t *testing.T) {
 		{"array", fakeGHPAT, raw("ts__lookup", `["`+fakeGHPAT+`"]`), true},
 		{"not JSON", fakeGHPAT, raw("ts__lookup", `"{\"text\": \"`+fakeGHPAT+`\""`), false},
 		{"workspace tool, not JSON", fakeGHPAT, raw("write_file", `"{\"path\": \"cfg.env\", \"content\": \"TOKEN=`+fakeGHPAT+`"`), false},
+		{"workspace tool, duplicate key", fakeGHPAT, raw("write_file", `{"path": "cfg.env", "content": "TOKEN=`+fakeGHPAT+`", "content": "x"}`), true},
+		{"workspace tool, another field", fakeGHPAT, raw("write_file", `{"path": "cfg.env", "content": "x", "note": "`+fakeGHPAT+`"}`), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, counts, _ := mcpManager(t, nil, vouched)
@@ -370,7 +372,11 @@ func TestSecretHiddenInMCPArgumentsIsFound(t *testing.T) {
 				t.Fatalf("the transcript keeps the call's arguments %s", args)
 			}
 			if tc.stops {
-				mustContain(t, lastText(rs), "Stopped:", "would send a secret to its server")
+				verb := "would send a secret to its server"
+				if !engine.IsMCPTool(tc.call.Name) {
+					verb = "would write a secret"
+				}
+				mustContain(t, lastText(rs), "Stopped:", verb)
 			} else {
 				mustContain(t, toolContent(t, h, tc.call.ID), "are not valid JSON", "[secret hidden: ")
 			}

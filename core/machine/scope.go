@@ -32,10 +32,8 @@ func CheckScope(s plan.Scope, p string) (string, bool) {
 		}
 		return "", true
 	}
-	for _, f := range s.ForbiddenPaths {
-		if scopeMatch(f, p) {
-			return fmt.Sprintf("the path is forbidden by the plan's scope (%s)", f), false
-		}
+	if f, ok := ForbiddenBy(s, p); ok {
+		return fmt.Sprintf("the path is forbidden by the plan's scope (%s)", f), false
 	}
 	for _, a := range s.AllowedPaths {
 		if scopeMatch(a, p) {
