@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -265,6 +268,43 @@ func openChannels(ctx context.Context, cfg *Config, st *store.Store, now func() 
 		chans = append(chans, c)
 	}
 	return chans, nil
+}
+
+// Waits between attempts to open the channels when a platform cannot be reached.
+var (
+	openRetryFirst = time.Second
+	openRetryMax   = 30 * time.Second
+)
+
+// openChannelsPatiently is openChannels for serve: when a platform cannot be reached (no
+// answer: a network error, a timeout), every channel is opened again after a wait that
+// doubles from openRetryFirst to openRetryMax, until ctx ends, each failure logged and
+// set on opening for /readyz. An answer that refuses (a bad token) ends serve, since
+// waiting does not fix it.
+func openChannelsPatiently(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger, opening *openingCheck) ([]channels.Channel, error) {
+	wait := openRetryFirst
+	for {
+		chans, err := openChannels(ctx, cfg, st, now, log)
+		if err == nil || !unreachable(err) || ctx.Err() != nil {
+			return chans, err
+		}
+		why := fmt.Sprintf("trying again in %s: %v", wait, err)
+		opening.set(why)
+		log.Warn("a chat platform cannot be reached; serve stays up and tries again", "err", err.Error(), "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, openRetryMax)
+	}
+}
+
+// unreachable reports whether err is a platform that did not answer, not one that refused.
+func unreachable(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // servesChannels is nil when serve has a channel to run, else the error that says how

@@ -399,9 +399,21 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 		return err
 	}
 	defer leaveReplica()
-	chans, err := openChannels(ctx, cfg, st, e.now, log)
+	// Receiving (the channels and the HTTP server) stops at SIGINT/SIGTERM (ctx) or when one
+	// of them fails; work already accepted runs on under workCtx and gets a grace period to
+	// finish before it is interrupted. The HTTP server runs from here, so /healthz and
+	// /readyz answer while a platform that cannot be reached yet is tried again.
+	recvCtx, stopReceiving := context.WithCancel(ctx)
+	defer stopReceiving()
+	opening := web.opening()
+	web.start(recvCtx, stopReceiving)
+	chans, err := openChannelsPatiently(recvCtx, cfg, st, e.now, log, opening)
 	if err != nil {
-		return err
+		stopReceiving()
+		if ctx.Err() != nil {
+			err = nil // stopped while a platform was being tried again: a clean stop
+		}
+		return errors.Join(err, web.wait())
 	}
 	serving := map[string]bool{}
 	var names []string
@@ -417,18 +429,14 @@ func cmdServe(ctx context.Context, args []string, e procEnv) error {
 	web.watchMCP(g.mcp) // /readyz notes and /metrics series of the MCP servers
 	log.Info("plangate serving", "channels", strings.Join(names, ","), "model", g.why)
 
-	// Receiving (the channels and the HTTP server) stops at SIGINT/SIGTERM (ctx) or when one
-	// of them fails; work already accepted runs on under workCtx and gets a grace period to
-	// finish before it is interrupted.
-	recvCtx, stopReceiving := context.WithCancel(ctx)
-	defer stopReceiving()
 	workCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
 	backlog := g.unsent(workCtx, nil)
 	resumed := g.resume(workCtx, func(s core.Session) bool { return serving[s.Address.Channel] })
 	running := web.track(elect(chans, cfg, st, e.now, log))
 	web.registerAdmin(st, workHandler{eng: g.eng, ctx: workCtx}, e.now, cfg.Tools.reach())
-	web.start(recvCtx, stopReceiving)
+	opening.done()
+	web.announce()
 	if cfg.Store.postgres() { // the work of replicas that die while this one runs
 		tick := time.NewTicker(takeOverEvery)
 		defer tick.Stop()

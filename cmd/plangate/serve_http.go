@@ -132,13 +132,14 @@ func (w *webServer) track(chans []channels.Channel) []channels.Channel {
 }
 
 // start serves until ctx ends; a server that fails calls stopAll, so serve stops rather
-// than running on without its HTTP side.
+// than running on without its HTTP side. The routes of the channels and the admin API are
+// added once they are open; announce logs that the server takes them.
 func (w *webServer) start(ctx context.Context, stopAll context.CancelFunc) {
 	if w == nil {
 		return
 	}
 	w.done = make(chan error, 1)
-	w.log.Info("http listening", "addr", w.ln.Addr().String())
+	w.log.Info("http serving /healthz and /readyz", "addr", w.ln.Addr().String())
 	go func() {
 		err := w.srv.Run(ctx, w.ln, httpGrace)
 		if err != nil {
@@ -147,6 +148,36 @@ func (w *webServer) start(ctx context.Context, stopAll context.CancelFunc) {
 		}
 		w.done <- err
 	}()
+}
+
+// announce logs that the server listens with every route in place.
+func (w *webServer) announce() {
+	if w != nil {
+		w.log.Info("http listening", "addr", w.ln.Addr().String())
+	}
+}
+
+// opening is the /readyz check "channels" that fails until serve has opened its channels
+// and mounted their routes, saying why while a platform is tried again.
+func (w *webServer) opening() *openingCheck {
+	o := &openingCheck{}
+	o.why.Store("opening the chat channels")
+	if w != nil {
+		w.srv.AddCheck("channels", o.check)
+	}
+	return o
+}
+
+// openingCheck is the state behind webServer.opening.
+type openingCheck struct{ why atomic.Value } // a string; "" once open
+
+func (o *openingCheck) set(why string) { o.why.Store(why) }
+func (o *openingCheck) done()          { o.why.Store("") }
+func (o *openingCheck) check(context.Context) error {
+	if why := o.why.Load().(string); why != "" {
+		return errors.New(why)
+	}
+	return nil
 }
 
 // wait returns once the server has stopped and the requests in flight have finished.

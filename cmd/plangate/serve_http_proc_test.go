@@ -107,7 +107,7 @@ http:
 	for {
 		code, r := readyz(t, base)
 		if code == 200 {
-			if !r.Ready || r.Checks["store"] != "ok" || r.Checks["telegram"] != "ok" || r.Checks["web"] != "ok" || len(r.Checks) != 3 {
+			if !r.Ready || r.Checks["store"] != "ok" || r.Checks["telegram"] != "ok" || r.Checks["web"] != "ok" || r.Checks["channels"] != "ok" || len(r.Checks) != 4 {
 				t.Errorf("readyz: %+v", r)
 			}
 			break

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -205,4 +208,120 @@ channels:
 	if s.Plan == nil || s.Plan.Status != "completed" || s.Phase != "off" {
 		t.Fatalf("session after serve: %+v", s)
 	}
+}
+
+// flakyBotAPI drops the first connections it gets without answering, as a platform that
+// cannot be reached does, then answers as fakeBotAPI.
+type flakyBotAPI struct {
+	*fakeBotAPI
+	drop atomic.Int32 // connections still to drop
+}
+
+func (f *flakyBotAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.drop.Add(-1) >= 0 {
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
+	f.fakeBotAPI.ServeHTTP(w, r)
+}
+
+// TestServeWaitsForAnUnreachablePlatform: a Telegram that drops the first connections does
+// not end serve: /healthz answers, /readyz is 503 naming telegram and when it tries again,
+// and once Telegram answers the channel opens and a message is answered. SIGTERM while it
+// runs stops it with exit status 0.
+func TestServeWaitsForAnUnreachablePlatform(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fake := &flakyBotAPI{fakeBotAPI: &fakeBotAPI{}}
+	fake.drop.Store(1 << 30) // until the test has seen serve wait
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	demo, _ := filepath.Abs(filepath.Join("..", "..", "demo"))
+	cfg := fmt.Sprintf(`store: {path: plangate.db}
+plans: {dir: plans}
+workspace: {seed: %q}
+llm: {provider: script, script: %q}
+http: {listen: "127.0.0.1:0"}
+channels:
+  terminal: {enabled: false}
+  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
+`, filepath.Join(demo, "workspace"), filepath.Join(demo, "script.yaml"), srv.URL)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := plangateCmd(t, ctx, dir, "serve")
+	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=123456:TEST-token-never-printed")
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the retry's warning", func() bool {
+		return strings.Contains(logs.String(), `msg="a chat platform cannot be reached; serve stays up and tries again"`)
+	})
+	if strings.Contains(logs.String(), "TEST-token-never-printed") {
+		t.Fatal("the log shows the token")
+	}
+	m := regexp.MustCompile(`msg="http serving /healthz and /readyz" addr=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no address in the log:\n%s", logs.String())
+	}
+	base := "http://" + m[1]
+	get := func(path string) (int, string) {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz while telegram is unreachable: %d", code)
+	}
+	// Until the channel is open /readyz is 503, saying why and when it tries again.
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "telegram") || !strings.Contains(body, "trying again in") {
+		t.Fatalf("/readyz while opening: %d %q", code, body)
+	}
+	fake.drop.Store(0) // Telegram answers from now on
+	waitFor("the channel to open", func() bool { return strings.Contains(logs.String(), `msg="http listening"`) })
+	waitFor("/readyz 200 once telegram runs", func() bool { code, _ := get("/readyz"); return code == http.StatusOK })
+	fake.push(privateMessage(1, "/plan status"))
+	waitFor("the answer", func() bool { return len(fake.called("sendMessage")) > 0 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
