@@ -128,7 +128,9 @@ func dispatch(ctx context.Context, args []string, e procEnv) error {
 // nudges, config, store): its lines of the usage, then the whole usage; ok is false for a
 // command whose flags answer --help themselves.
 func groupHelp(cmd string) (string, bool) {
-	if cmd == "chat" || cmd == "serve" || cmd == "doctor" {
+	switch cmd {
+	case "sessions", "plans", "nudges", "config", "store":
+	default:
 		return "", false
 	}
 	var lines []string

@@ -31,6 +31,13 @@ func (l *procLog) add(line string) {
 	l.text.WriteString(line + "\n")
 }
 
+// Write takes a process's output as it comes (exec.Cmd's Stderr).
+func (l *procLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.Write(p)
+}
+
 func (l *procLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,19 +109,7 @@ func TestServeTelegram(t *testing.T) {
 	fake := &fakeBotAPI{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	dir := t.TempDir()
-	demo, _ := filepath.Abs(filepath.Join("..", "..", "demo"))
-	cfg := fmt.Sprintf(`store: {path: plangate.db}
-plans: {dir: plans}
-workspace: {seed: %q}
-llm: {provider: script, script: %q}
-channels:
-  terminal: {enabled: false}
-  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
-`, filepath.Join(demo, "workspace"), filepath.Join(demo, "script.yaml"), srv.URL)
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := telegramServeDir(t, srv.URL, "")
 	const token = "123456:TEST-token-never-printed"
 	cmd := plangateCmd(t, ctx, dir, "serve")
 	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN="+token)
@@ -238,23 +225,10 @@ func TestServeWaitsForAnUnreachablePlatform(t *testing.T) {
 	fake.drop.Store(1 << 30) // until the test has seen serve wait
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	dir := t.TempDir()
-	demo, _ := filepath.Abs(filepath.Join("..", "..", "demo"))
-	cfg := fmt.Sprintf(`store: {path: plangate.db}
-plans: {dir: plans}
-workspace: {seed: %q}
-llm: {provider: script, script: %q}
-http: {listen: "127.0.0.1:0"}
-channels:
-  terminal: {enabled: false}
-  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
-`, filepath.Join(demo, "workspace"), filepath.Join(demo, "script.yaml"), srv.URL)
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := telegramServeDir(t, srv.URL, `http: {listen: "127.0.0.1:0"}`)
 	cmd := plangateCmd(t, ctx, dir, "serve")
 	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=123456:TEST-token-never-printed")
-	var logs syncBuffer
+	var logs procLog
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -308,20 +282,23 @@ channels:
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// telegramServeDir is a directory whose config.yaml serves the demo over Telegram polling
+// against the Bot API at api, with extra lines of config.
+func telegramServeDir(t *testing.T, api, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	demo, _ := filepath.Abs(filepath.Join("..", "..", "demo"))
+	cfg := fmt.Sprintf(`store: {path: plangate.db}
+plans: {dir: plans}
+workspace: {seed: %q}
+llm: {provider: script, script: %q}
+%s
+channels:
+  terminal: {enabled: false}
+  telegram: {enabled: true, token: "${TELEGRAM_BOT_TOKEN}", api_url: %q, poll_timeout: 1s}
+`, filepath.Join(demo, "workspace"), filepath.Join(demo, "script.yaml"), extra, api)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -80,22 +80,12 @@ func screenArgs(sc core.SecretScanner, call core.ToolCall) (json.RawMessage, str
 	if IsMCPTool(call.Name) {
 		return screenMCPArgs(sc, call)
 	}
-	var text string
-	if json.Unmarshal(call.Args, &text) == nil {
-		// Arguments that were not JSON, which the provider passed through as a string (a
-		// call cut off mid-way): the tool refuses them, and the transcript keeps them.
-		found := sc.Scan(text)
-		if len(found) == 0 {
-			return nil, "", false
-		}
-		b, err := json.Marshal(core.RedactSecrets(text, found))
-		return b, core.SecretsList(found), err == nil
-	}
 	args, found, ok := screenWorkspaceArgs(sc, call)
 	if !ok {
 		// A secret elsewhere in the arguments (another field, a duplicate key the decoder
-		// drops) is not written, but the transcript would keep it: screened as an MCP
-		// call's are, at the cost of a second scan of a clean call's text.
+		// drops, arguments that were not JSON and came as a string) is not written, but the
+		// transcript would keep it: screened as an MCP call's are, at the cost of a second
+		// scan of a clean call's text.
 		return screenMCPArgs(sc, call)
 	}
 	b, err := json.Marshal(args)

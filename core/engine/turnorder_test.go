@@ -108,11 +108,52 @@ type replica struct {
 
 func (h *harness) replica(m *turnModel, name string) *replica {
 	h.t.Helper()
+	return h.replicaOn(h.openStore(), m, name, nil)
+}
+
+// replicaOn is replica on store st, with after as its waits between attempts (nil:
+// time.After).
+func (h *harness) replicaOn(st core.Store, m *turnModel, name string, after func(time.Duration) <-chan time.Time) *replica {
+	h.t.Helper()
 	r := &replica{out: &recorder{}, log: &bytes.Buffer{}}
-	r.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: h.openStore(), Model: m.as(name), Out: r.out,
+	r.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: st, Model: m.as(name), Out: r.out,
 		Log: slog.New(slog.NewTextHandler(&syncWriter{w: r.log}, nil)), Now: func() time.Time { return h.clock },
-		Owner: "test-replica-" + name}))
+		Owner: "test-replica-" + name, After: after}))
 	return r
+}
+
+// raceQueued is the race of the tests of a queued message that loses a commit race: A's
+// turn answers "hello" on chat while B handles "also this", whose first commit queuing it
+// for A's turn loses to A's (racingStore); B's waits before it tries again take no time.
+// It returns the replicas and the chat's message maker.
+func raceQueued(t *testing.T, h *harness, m *turnModel, chat string) (a, b *replica, msg func(id, text string) core.Message) {
+	t.Helper()
+	a = h.replica(m, "a")
+	rs := &racingStore{Store: h.openStore(), holder: h.openStore()}
+	b = h.replicaOn(rs, m, "b", func(time.Duration) <-chan time.Time {
+		c := make(chan time.Time, 1)
+		c <- h.clock
+		return c
+	})
+	msg = func(id, text string) core.Message {
+		return core.Message{ID: id, Address: addr(chat), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock}
+	}
+	var fired atomic.Bool
+	m.hook = func(by string, _ []string) {
+		if by == "a" && fired.CompareAndSwap(false, true) {
+			if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
+				t.Errorf("B handling: %v", err)
+			}
+		}
+	}
+	if err := <-a.eng.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitAll(t, a, b)
+	if !rs.raced.Load() {
+		t.Fatal("B never queued the message: the race was not run")
+	}
+	return a, b, msg
 }
 
 // onDrivers runs fn on a harness on a SQLite file and on one on a throwaway PostgreSQL
@@ -436,30 +477,7 @@ func TestQueuedMessageThatLosesACommitRaceIsAnswered(t *testing.T) {
 	onDrivers(t, func(t *testing.T, newH func() *harness) {
 		h := newH()
 		m := &turnModel{}
-		a := h.replica(m, "a")
-		rs := &racingStore{Store: h.openStore(), holder: h.openStore()}
-		b := &replica{out: &recorder{}, log: &bytes.Buffer{}}
-		b.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: rs, Model: m.as("b"), Out: b.out,
-			Log: slog.New(slog.NewTextHandler(&syncWriter{w: b.log}, nil)), Now: func() time.Time { return h.clock },
-			Owner: "test-replica-b"}))
-		msg := func(id, text string) core.Message {
-			return core.Message{ID: id, Address: addr("rr"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock}
-		}
-		var fired atomic.Bool
-		m.hook = func(by string, _ []string) {
-			if by == "a" && fired.CompareAndSwap(false, true) {
-				if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
-					t.Errorf("B handling: %v", err)
-				}
-			}
-		}
-		if err := <-a.eng.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
-			t.Fatal(err)
-		}
-		waitAll(t, a, b)
-		if !rs.raced.Load() {
-			t.Fatal("B never queued the message: the race was not run")
-		}
+		a, b, _ := raceQueued(t, h, m, "rr")
 		checkAnswered(t, h, "rr", m, []string{"hello", "also this"}, a, b)
 	})
 }
@@ -474,35 +492,7 @@ func TestQueuedMessageThatLosesACommitRaceIsRecorded(t *testing.T) {
 	onDrivers(t, func(t *testing.T, newH func() *harness) {
 		h := newH()
 		m := &turnModel{}
-		a := h.replica(m, "a")
-		rs := &racingStore{Store: h.openStore(), holder: h.openStore()}
-		b := &replica{out: &recorder{}, log: &bytes.Buffer{}}
-		now := func(time.Duration) <-chan time.Time { // the requeue's wait, without waiting
-			c := make(chan time.Time, 1)
-			c <- h.clock
-			return c
-		}
-		b.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: rs, Model: m.as("b"), Out: b.out,
-			Log: slog.New(slog.NewTextHandler(&syncWriter{w: b.log}, nil)), Now: func() time.Time { return h.clock },
-			Owner: "test-replica-b", After: now}))
-		msg := func(id, text string) core.Message {
-			return core.Message{ID: id, Address: addr("rd"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock}
-		}
-		var fired atomic.Bool
-		m.hook = func(by string, _ []string) {
-			if by == "a" && fired.CompareAndSwap(false, true) {
-				if err := b.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
-					t.Errorf("B handling: %v", err)
-				}
-			}
-		}
-		if err := <-a.eng.Enqueue(context.Background(), msg("ev-a", "hello")); err != nil {
-			t.Fatal(err)
-		}
-		waitAll(t, a, b)
-		if !rs.raced.Load() {
-			t.Fatal("B never queued the message: the race was not run")
-		}
+		a, b, msg := raceQueued(t, h, m, "rd")
 		calls := len(m.requests())
 		for _, r := range []*replica{b, a} {
 			if err := r.eng.Handle(context.Background(), msg("ev-b", "also this")); err != nil {
@@ -547,10 +537,7 @@ func TestTurnOnARowReadBeforeItsLease(t *testing.T) {
 		m := &turnModel{}
 		a := h.replica(m, "a")
 		gs := &gatedLeaseStore{Store: h.openStore(), reached: make(chan struct{}), open: make(chan struct{})}
-		b := &replica{out: &recorder{}, log: &bytes.Buffer{}}
-		b.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: gs, Model: m.as("b"), Out: b.out,
-			Log: slog.New(slog.NewTextHandler(&syncWriter{w: b.log}, nil)), Now: func() time.Time { return h.clock },
-			Owner: "test-replica-b"}))
+		b := h.replicaOn(gs, m, "b", nil)
 		msg := func(id, text string) core.Message {
 			return core.Message{ID: id, Address: addr("rl"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: text, Time: h.clock, Replays: true}
 		}
