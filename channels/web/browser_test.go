@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -80,13 +81,23 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// text is the rendered text of the first element sel matches, read in one evaluation:
+// chromedp.Text finds the node, then reads it by its node id, which a document update in
+// between (the page a form post loads) invalidates.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	q, err := json.Marshal(sel)
 	if err != nil {
-		t.Fatalf("reading %s: %v", sel, err)
+		t.Fatal(err)
 	}
-	return s
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[*string](`(e => e ? e.innerText : null)(document.querySelector(`+string(q)+`))`))
+	switch {
+	case err != nil:
+		t.Fatalf("reading %s: %v", sel, err)
+	case s == nil:
+		t.Fatalf("reading %s: no element matches", sel)
+	}
+	return *s
 }
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
