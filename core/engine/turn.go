@@ -106,8 +106,11 @@ func (t *jobRun) runTurns(ctx context.Context) error { return t.underLease(ctx, 
 // for the holder (a person's message as an InjectMessage, see queued), so the holder looks
 // for it once it has released the lease (moreWork): work stored before the release is
 // seen then, work stored after it finds the lease free. A conflict does not stop the look:
-// the change that won may be a decision whose turn was left to this process. A nested
-// call runs fn under the outer call's lease, which looks.
+// the change that won may be a decision whose turn was left to this process. Nor does a
+// duplicate: the platform's redelivery of this very event to another process, which found
+// the lease held and queued the text for this turn (with the event's key, so this turn's
+// commit lost), is answered by the turn that takes the queued text in. A nested call runs
+// fn under the outer call's lease, which looks.
 func (t *jobRun) underLease(ctx context.Context, fn func(ctx context.Context) error) error {
 	if t.leased {
 		return fn(ctx)
@@ -117,7 +120,7 @@ func (t *jobRun) underLease(ctx context.Context, fn func(ctx context.Context) er
 		if errors.Is(err, core.ErrConflict) && !errors.Is(err, errRequeue) && t.j.sys == nil {
 			t.conflictNotice(ctx) // before the turns that follow, as if the job had ended here
 			t.told = true
-		} else if err != nil {
+		} else if err != nil && !errors.Is(err, core.ErrDuplicate) {
 			return err
 		}
 		again, lerr := t.moreWork(ctx)

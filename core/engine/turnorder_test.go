@@ -567,3 +567,41 @@ func TestTurnOnARowReadBeforeItsLease(t *testing.T) {
 		checkAnswered(t, h, "rl", m, []string{"hello", "also this", "third"}, a, b)
 	})
 }
+
+// TestSameEventOnTwoReplicasDuringItsTurn: replica A runs the turn of "hello" while the
+// platform, whose delivery to A timed out, delivers the same event to replica B, which
+// finds A holding the lease and queues the text for A's turn with the event's key. A's
+// commit then finds the key recorded; the message is answered once all the same, and
+// nothing is left queued on the row.
+func TestSameEventOnTwoReplicasDuringItsTurn(t *testing.T) {
+	onDrivers(t, func(t *testing.T, newH func() *harness) {
+		for _, replays := range []bool{false, true} {
+			t.Run(fmt.Sprintf("replays=%v", replays), func(t *testing.T) {
+				h := newH()
+				m := &turnModel{}
+				a, b := h.replica(m, "a"), h.replica(m, "b")
+				hello := core.Message{ID: "ev-1", Address: addr("dup"), Sender: core.Person{ID: "u1", Name: "ann"}, Text: "hello",
+					Time: h.clock, Replays: replays}
+				var fired atomic.Bool
+				m.hook = func(by string, _ []string) {
+					if by == "a" && fired.CompareAndSwap(false, true) {
+						if err := b.eng.Handle(context.Background(), hello); err != nil {
+							t.Errorf("B handling the redelivery: %v", err)
+						}
+					}
+				}
+				if err := <-a.eng.Enqueue(context.Background(), hello); err != nil {
+					t.Fatal(err)
+				}
+				waitAll(t, a, b)
+				if !fired.Load() {
+					t.Fatal("A made no model call")
+				}
+				checkAnswered(t, h, "dup", m, []string{"hello"}, a, b)
+				if s := h.session("dup"); len(s.Injections) > 0 {
+					t.Errorf("left queued on the row: %+v", s.Injections)
+				}
+			})
+		}
+	})
+}
