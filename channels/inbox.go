@@ -26,7 +26,10 @@ type Inbox struct {
 	mu      sync.Mutex
 	seq     int64 // the last sequence number given out
 	pending map[string]InboxEntry
-	saver   Saver
+	// saving: the keys an AddAll has recorded and not yet seen saved, each with a channel
+	// closed once that save has succeeded or failed (and the entry been taken back).
+	saving map[string]chan struct{}
+	saver  Saver
 	// unread: the store failed to read the saved record at load, so it may hold
 	// acknowledged events: no save may overwrite it until a read succeeds and its events
 	// are merged in (readBack).
@@ -102,9 +105,11 @@ func bySeq(a, b InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) }
 
 // AddAll records events that arrived together and saves the inbox with one write before
 // it returns, so the caller may then acknowledge them. added[i] says whether es[i] was
-// new (a key pending already, or repeated within es, is not: nothing is saved for it). On
-// an error nothing is recorded, and no event may be acknowledged: the platform will
-// deliver them again.
+// new (a key pending already, or repeated within es, is not: nothing is saved for it). A
+// key another AddAll is still saving is waited for: a redelivery that came while the
+// first delivery's save was under way is acknowledged only once that save succeeded, and
+// taken as new if it failed. On an error nothing is recorded, and no event may be
+// acknowledged: the platform will deliver them again.
 func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err error) {
 	for _, e := range es {
 		if e.Key == "" {
@@ -115,9 +120,30 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 			return nil, fmt.Errorf("adding to the %s inbox: the data of event %s is not JSON", in.channel, e.Key)
 		}
 	}
+	in.mu.Lock()
+	for {
+		var wait chan struct{}
+		for _, e := range es {
+			if ch, ok := in.saving[e.Key]; ok {
+				wait = ch
+				break
+			}
+		}
+		if wait == nil {
+			break
+		}
+		in.mu.Unlock()
+		waitingForSave()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("adding to the %s inbox: waiting for the save of an earlier delivery: %w", in.channel, ctx.Err())
+		}
+		in.mu.Lock()
+	}
 	added = make([]bool, len(es))
 	var fresh []InboxEntry
-	in.mu.Lock()
+	saved := make(chan struct{})
 	for i, e := range es {
 		if _, ok := in.pending[e.Key]; ok {
 			continue
@@ -125,6 +151,10 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 		in.seq++
 		e.Seq = in.seq
 		in.pending[e.Key] = e
+		if in.saving == nil {
+			in.saving = map[string]chan struct{}{}
+		}
+		in.saving[e.Key] = saved
 		fresh = append(fresh, e)
 		added[i] = true
 	}
@@ -135,19 +165,28 @@ func (in *Inbox) AddAll(ctx context.Context, es []InboxEntry) (added []bool, err
 	if len(fresh) == 0 {
 		return added, nil
 	}
-	if err := in.Flush(ctx); err != nil {
-		in.mu.Lock()
-		for _, e := range fresh {
-			if cur, ok := in.pending[e.Key]; ok && cur.Seq == e.Seq {
-				delete(in.pending, e.Key)
-			}
+	err = in.Flush(ctx)
+	in.mu.Lock()
+	for _, e := range fresh {
+		delete(in.saving, e.Key)
+		if cur, ok := in.pending[e.Key]; err != nil && ok && cur.Seq == e.Seq {
+			delete(in.pending, e.Key)
 		}
+	}
+	if err != nil {
 		in.saver.Changed()
-		in.mu.Unlock()
+	}
+	in.mu.Unlock()
+	close(saved)
+	if err != nil {
 		return nil, err
 	}
 	return added, nil
 }
+
+// waitingForSave is called when an AddAll starts waiting for another's save (a test's
+// hook).
+var waitingForSave = func() {}
 
 // Pending returns the waiting entries in arrival order.
 func (in *Inbox) Pending() []InboxEntry {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plangate/plangate/store"
@@ -259,5 +261,76 @@ func TestInboxRefusesDataThatIsNotJSON(t *testing.T) {
 	}
 	if in.Len() != 0 {
 		t.Errorf("%d entries pending after a refused add", in.Len())
+	}
+}
+
+// gatedState holds the first save until release, then fails it.
+type gatedState struct {
+	State
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *gatedState) SetChannelStateWith(ctx context.Context, ch, acc, key string, lazy bool, value func() (string, error)) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.entered)
+		<-s.release
+		return errors.New("connection lost")
+	}
+	return s.State.SetChannelStateWith(ctx, ch, acc, key, lazy, value)
+}
+
+// A redelivery that comes while the first delivery's save is under way is not taken for a
+// duplicate of an event that is saved: when that save fails, the redelivery records it.
+func TestInboxRedeliveryDuringAFailingSave(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "plangate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gs := &gatedState{State: st, entered: make(chan struct{}), release: make(chan struct{})}
+	in, err := LoadInbox(ctx, gs, "slack", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := in.Add(ctx, InboxEntry{Key: "k", Data: json.RawMessage(`{"n":1}`)})
+		first <- err
+	}()
+	<-gs.entered
+	type result struct {
+		added bool
+		err   error
+	}
+	second := make(chan result, 1)
+	waiting := make(chan struct{})
+	waitingForSave = func() { close(waiting) }
+	defer func() { waitingForSave = func() {} }()
+	go func() {
+		added, err := in.Add(ctx, InboxEntry{Key: "k", Data: json.RawMessage(`{"n":1}`)})
+		second <- result{added, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-second:
+		t.Fatalf("the redelivery = %v, %v before the first delivery's save ended", r.added, r.err)
+	}
+	close(gs.release)
+	if err := <-first; err == nil {
+		t.Fatal("the first delivery's failed save was reported as saved")
+	}
+	if r := <-second; r.err != nil || !r.added {
+		t.Fatalf("the redelivery = %v, %v: acknowledged as a duplicate of an event that was never saved", r.added, r.err)
+	}
+	v, ok, err := st.ChannelState(ctx, "slack", "T1", "inbox")
+	if err != nil || !ok || !strings.Contains(v, `"key":"k"`) {
+		t.Fatalf("the saved inbox after the redelivery: %q %v %v", v, ok, err)
+	}
+	if in.Len() != 1 {
+		t.Fatalf("%d pending, want the redelivered event", in.Len())
 	}
 }
