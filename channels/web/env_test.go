@@ -39,6 +39,8 @@ type env struct {
 	model  *channeltest.Model
 	srv    *httptest.Server
 	waited atomic.Int64 // wrong-token delays
+	// refreshes counts the background refreshes of open dashboards (newPolicyEnv only)
+	refreshes atomic.Int64
 }
 
 func newEnv(t *testing.T, approvers ...string) *env {
@@ -68,7 +70,13 @@ func newPolicyEnv(t *testing.T, policies []machine.Policy, approvers ...string) 
 		engine.Deps{Store: st, Model: e.model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
 	e.web.RegisterHTTP(hs)
-	e.srv = httptest.NewServer(hs.Handler())
+	h := hs.Handler()
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Plangate-Refresh") != "" {
+			e.refreshes.Add(1) // an open dashboard's background refresh
+		}
+		h.ServeHTTP(w, r)
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Run(ctx, e.eng) }()
