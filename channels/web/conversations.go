@@ -91,6 +91,9 @@ func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v view
 		http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
 		return
 	}
+	// Whoever posted, the answer is the new conversation's page (a script's post too: it
+	// cannot know the id otherwise).
+	r.Header.Del("X-Plangate-Fetch")
 	c.say(w, r, v, id, c.convo(ctx, address(v.Name, id)), text)
 }
 

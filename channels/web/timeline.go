@@ -114,7 +114,11 @@ func sentence(ev core.Event) string {
 	case eventToolBlocked, eventToolRan:
 		s = toolSentence(who, ev)
 	default:
-		s = who + ": " + strings.ReplaceAll(string(ev.Kind), "_", " ") + " " + v + quoted(": ")
+		s = who + ": " + strings.ReplaceAll(string(ev.Kind), "_", " ")
+		if v != "" {
+			s += " " + v
+		}
+		s += quoted(": ")
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	return s + "."
