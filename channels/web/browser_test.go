@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/plangate/plangate/core"
 )
 
 // The two screens the layout is checked at: a laptop's and a phone's.
@@ -196,15 +193,4 @@ func noPageScroll(t *testing.T, ctx context.Context, where string) {
 	if w > iw || h > ih {
 		t.Errorf("%s: the page is %dx%d in a %dx%d window", where, w, h, iw, ih)
 	}
-}
-
-// scopedProposal is proposal with a scope: the files it may change and a budget.
-func scopedProposal(title string, paths []string, steps ...string) core.ModelResponse {
-	var plan []map[string]any
-	for _, s := range steps {
-		plan = append(plan, map[string]any{"step": s})
-	}
-	args, _ := json.Marshal(map[string]any{"title": title, "summary": "Summary of " + title, "plan": plan,
-		"scope": map[string]any{"allowed_paths": paths, "max_files_changed": len(paths)}})
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call-" + title, Name: "exit_plan_mode", Args: args}}}
 }

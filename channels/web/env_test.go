@@ -245,12 +245,22 @@ func (c *client) say(conv, text string) {
 
 // proposal is a model answer that proposes a plan with the given steps.
 func proposal(title string, steps ...string) core.ModelResponse {
+	return scopedProposal(title, nil, steps...)
+}
+
+// scopedProposal is proposal with a scope when paths is not nil: the files it may change,
+// and a budget of that many files.
+func scopedProposal(title string, paths []string, steps ...string) core.ModelResponse {
 	var plan []map[string]any
 	for _, s := range steps {
 		plan = append(plan, map[string]any{"step": s})
 	}
-	args, _ := json.Marshal(map[string]any{"title": title, "summary": "Summary of " + title, "plan": plan})
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call-" + title, Name: "exit_plan_mode", Args: args}}}
+	args := map[string]any{"title": title, "summary": "Summary of " + title, "plan": plan}
+	if paths != nil {
+		args["scope"] = map[string]any{"allowed_paths": paths, "max_files_changed": len(paths)}
+	}
+	b, _ := json.Marshal(args)
+	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call-" + title, Name: "exit_plan_mode", Args: b}}}
 }
 
 // progress is a model answer that reports step statuses (merged by step text).
