@@ -16,8 +16,7 @@ func TestBrowserEditUpload(t *testing.T) {
 	e := newEnv(t, "web:alice")
 	alice := browserPerson(t, root)
 	signInBrowser(t, alice, e, "alice")
-	do(t, alice, "starting a conversation", chromedp.Click(chromedp.CSS("#new-conversation")), chromedp.WaitVisible(chromedp.CSS("#text")))
-	conv := strings.TrimPrefix(eval[string](t, alice, "location.pathname"), "/c/")
+	conv := newConversationBrowser(t, alice)
 	sid := address("alice", conv).SessionID()
 
 	e.model.Push(sid, proposal("Add a changelog", "Create CHANGELOG.md", "Link it from the README"))

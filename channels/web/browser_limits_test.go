@@ -26,9 +26,8 @@ func TestBrowserLimits(t *testing.T) {
 
 	alice := browserPerson(t, root)
 	signInBrowser(t, alice, e, "alice")
-	do(t, alice, "starting a conversation", chromedp.Click(chromedp.CSS("#new-conversation")),
-		chromedp.WaitVisible(chromedp.CSS("#text")), chromedp.WaitVisible(chromedp.CSS(`body[data-live="on"]`)))
-	conv := strings.TrimPrefix(eval[string](t, alice, "location.pathname"), "/c/")
+	conv := newConversationBrowser(t, alice)
+	do(t, alice, "the conversation going live", chromedp.WaitVisible(chromedp.CSS(`body[data-live="on"]`)))
 	if ids := e.madeIDs("alice"); len(ids) != 1 || ids[0] != conv {
 		t.Fatalf("stored conversations %q, want [%s]", ids, conv)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+)
 
-	"github.com/plangate/plangate/core"
+// The two screens the layout is checked at: a laptop's and a phone's.
+const (
+	desktopW, desktopH = 1280, 800
+	phoneW, phoneH     = 390, 844
 )
 
 var screenshots = flag.Bool("screenshots", false, "write the browser test's screenshots to docs/ (the ones the README shows)")
@@ -48,7 +53,7 @@ func startBrowser(t *testing.T) context.Context {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 900),
+		chromedp.WindowSize(desktopW, desktopH),
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true))
@@ -140,116 +145,63 @@ func signInBrowser(t *testing.T, ctx context.Context, e *env, user string) {
 		chromedp.WaitVisible(chromedp.CSS(".who")))
 }
 
-// TestBrowser drives the chat and the dashboard in headless Chromium: one browser for the
-// whole test, a browser context per person.
-func TestBrowser(t *testing.T) {
-	root := startBrowser(t)
-	e := newEnv(t, "web:alice", "telegram:42")
-	e.web.refresh = 200 * time.Millisecond
+// newConversationBrowser clicks New conversation and returns the new conversation's id,
+// once its page is open (a conversation's message list has a live stream).
+func newConversationBrowser(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	do(t, ctx, "starting a conversation", chromedp.Click(chromedp.CSS("#new-conversation")),
+		chromedp.WaitVisible(chromedp.CSS("#transcript[data-stream]")))
+	return strings.TrimPrefix(eval[string](t, ctx, "location.pathname"), "/c/")
+}
 
-	// A plan waits in a Telegram session, proposed through the engine.
-	tg := core.Address{Channel: "telegram", Account: "900", Chat: "555"}
-	e.model.Push(tg.SessionID(), proposal("Rotate the service logs", "Add a logrotate rule", "Test it on staging"))
-	go func() {
-		_ = e.tg.Deliver(context.Background(), core.Message{ID: "1", Address: tg, Sender: core.Person{ID: "42", Name: "dana"}, Text: "/plan on rotate the logs", Direct: true})
-	}()
-	waitFor(t, "the telegram plan", func() bool {
-		s, _ := e.st.Session(context.Background(), tg.SessionID())
-		return s.Phase == core.PhaseAwaitingApproval
-	})
+// inViewJS says why the element sel is not wholly inside the window, unscrolled and on
+// top at its centre, or "" when it is.
+const inViewJS = `(function (sel) {
+  var el = document.querySelector(sel);
+  if (!el) { return "there is none"; }
+  var r = el.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) { return "it is not shown"; }
+  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) {
+    return "it is at " + Math.round(r.left) + "," + Math.round(r.top) + "–" + Math.round(r.right) + "," + Math.round(r.bottom) + " of " + innerWidth + "x" + innerHeight;
+  }
+  var top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  if (!top || !(el === top || el.contains(top))) { return "it is covered by " + (top ? top.outerHTML.slice(0, 80) : "nothing"); }
+  return "";
+})(%q)`
 
-	alice := browserPerson(t, root)
-	signInBrowser(t, alice, e, "alice")
-	do(t, alice, "starting a conversation", chromedp.Click(chromedp.CSS("#new-conversation")), chromedp.WaitVisible(chromedp.CSS("#text")))
-	conv := strings.TrimPrefix(eval[string](t, alice, "location.pathname"), "/c/")
-	if ids := e.madeIDs("alice"); len(ids) != 1 || ids[0] != conv {
-		t.Fatalf("New conversation stored %q, want [%s]", ids, conv)
-	}
-	sid := address("alice", conv).SessionID()
-	eval[int](t, alice, "window.notReloaded = 1")
-
-	e.model.Push(sid, proposal("Add a changelog", "Create CHANGELOG.md", "Link it from the README"))
-	do(t, alice, "starting plan mode",
-		chromedp.SendKeys(chromedp.CSS("#text"), "/plan on add a changelog"),
-		chromedp.Click(chromedp.CSS("#send-button")),
-		chromedp.WaitVisible(chromedp.CSS(`section.card[aria-label="Plan v1"] button.accept`)))
-	if got := text(t, alice, `section.card[aria-label="Plan v1"] .badge`); got != "Status: waiting for a decision" {
-		t.Fatalf("v1's badge: %q", got)
-	}
-
-	e.model.Push(sid, proposal("Add a changelog", "Create CHANGELOG.md", "Link it from the README", "Mention it in CONTRIBUTING"))
-	do(t, alice, "revising with feedback",
-		chromedp.Click(chromedp.CSS(`section.card[aria-label="Plan v1"] details.revise summary`)),
-		chromedp.SendKeys(chromedp.CSS(`section.card[aria-label="Plan v1"] textarea`), "also mention it in CONTRIBUTING"),
-		chromedp.Click(chromedp.CSS(`section.card[aria-label="Plan v1"] .send-feedback`)),
-		chromedp.WaitVisible(chromedp.CSS(`section.card[aria-label="Plan v2"] button.accept`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`section.card[aria-label="Plan v1"] button.accept`)))
-	if got := text(t, alice, `section.card[aria-label="Plan v2"] .changes`); got != "Changes from v1: + Mention it in CONTRIBUTING" {
-		t.Fatalf("v2's changes: %q", got)
-	}
-	if got := text(t, alice, `section.card[aria-label="Plan v1"] .badge`); got != "Status: sent back for revision" {
-		t.Fatalf("v1's badge after the revision: %q", got)
-	}
-	shot(t, alice, "web-chat.png")
-
-	e.model.Push(sid,
-		progress(map[string]string{"Create CHANGELOG.md": "completed", "Link it from the README": "in_progress"}),
-		progress(map[string]string{"Link it from the README": "completed", "Mention it in CONTRIBUTING": "completed"}),
-		core.ModelResponse{Text: "Done: **CHANGELOG.md** exists and is linked."})
-	do(t, alice, "accepting v2",
-		chromedp.Click(chromedp.CSS(`section.card[aria-label="Plan v2"] button.accept`)),
-		chromedp.WaitVisible(chromedp.CSS(`section.card.status-completed[aria-label="Plan v2"]`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`button.accept`)))
-	if got := text(t, alice, `section.card[aria-label="Plan v2"] .progress`); got != "3 of 3 steps done" {
-		t.Fatalf("the checklist after completion: %q", got)
-	}
-	if n := eval[int](t, alice, `document.querySelectorAll('section.card[aria-label="Plan v2"] li.step.completed').length`); n != 3 {
-		t.Fatalf("%d completed steps on the card, want 3", n)
-	}
-	if eval[int](t, alice, "window.notReloaded || 0") != 1 {
-		t.Fatal("the page reloaded: the updates did not arrive live")
-	}
-
-	// Bob, not an approver, is not shown the Telegram session at all.
-	bob := browserPerson(t, root)
-	signInBrowser(t, bob, e, "bob")
-	do(t, bob, "opening the dashboard", chromedp.Navigate(e.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("main.dashboard")))
-	if got := text(t, bob, "main.dashboard"); !strings.Contains(got, "Nothing is waiting.") || strings.Contains(got, "Rotate the service logs") {
-		t.Fatalf("bob's dashboard: %q", got)
-	}
-	// Alice's second browser keeps the dashboard open while she decides in the first.
-	other := browserPerson(t, root)
-	signInBrowser(t, other, e, "alice")
-	do(t, other, "opening the dashboard", chromedp.Navigate(e.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS(".row")))
-	if got := text(t, other, ".rows"); !strings.Contains(got, "Rotate the service logs") {
-		t.Fatalf("alice's dashboard: %q", got)
-	}
-
-	// Alice accepts the Telegram plan from the dashboard; the Telegram chat is told.
-	do(t, alice, "opening the dashboard", chromedp.Navigate(e.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS(".row button.accept")))
-	if got := strings.ToLower(text(t, alice, ".row .where")); !strings.Contains(got, "telegram") || !strings.Contains(got, "chat 555") {
-		t.Fatalf("the dashboard row: %q", got)
-	}
-	shot(t, alice, "web-dashboard.png")
-	do(t, alice, "accepting on the dashboard", chromedp.Click(chromedp.CSS(".row button.accept")), chromedp.WaitVisible(chromedp.CSS(".note")))
-	waitFor(t, "the telegram chat to say it was accepted", func() bool {
-		for _, r := range e.tg.Replies() {
-			if strings.Contains(r.Text, `Accepted plan v1 "Rotate the service logs"`) {
-				return true
-			}
+// inView fails the test unless every element of sels is visible without scrolling.
+func inView(t *testing.T, ctx context.Context, where string, sels ...string) {
+	t.Helper()
+	for _, sel := range sels {
+		if why := eval[string](t, ctx, fmt.Sprintf(inViewJS, sel)); why != "" {
+			t.Errorf("%s: %s is not in view: %s", where, sel, why)
 		}
-		return false
-	})
-
-	// The other browser's dashboard, open all along, drops the decided plan by itself.
-	do(t, other, "the other dashboard refreshing", chromedp.WaitNotPresent(chromedp.CSS(".row")))
-	if got := text(t, other, "main.dashboard"); !strings.Contains(got, "Nothing is waiting.") {
-		t.Fatalf("the other dashboard after the decision: %q", got)
 	}
+}
 
-	// A phone's width: nothing is wider than the screen.
-	do(t, alice, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.srv.URL+"/c/"+conv), chromedp.WaitVisible(chromedp.CSS("#text")))
-	if w := eval[int](t, alice, "document.documentElement.scrollWidth"); w > 390 {
-		t.Fatalf("the chat is %dpx wide on a 390px screen", w)
+// rawWords are stored identifiers that must never show on a page.
+var rawWords = []string{"awaiting_approval", "in_progress", "auto_accepted", "approval_recorded", "step_updated", "tool_ran", "tool_blocked"}
+
+// noRawText fails the test when the page's visible text has a stored state, JSON, or
+// one of ids.
+func noRawText(t *testing.T, ctx context.Context, where string, ids ...string) {
+	t.Helper()
+	page := eval[string](t, ctx, "document.body.innerText")
+	for _, w := range append(append([]string{`{"`, `":`}, rawWords...), ids...) {
+		if strings.Contains(page, w) {
+			t.Errorf("%s shows %q:\n%s", where, w, page)
+		}
+	}
+}
+
+// noPageScroll fails the test when the page itself is wider or taller than the window:
+// only the message list scrolls.
+func noPageScroll(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	w := eval[int](t, ctx, "document.documentElement.scrollWidth")
+	h := eval[int](t, ctx, "document.documentElement.scrollHeight")
+	iw, ih := eval[int](t, ctx, "innerWidth"), eval[int](t, ctx, "innerHeight")
+	if w > iw || h > ih {
+		t.Errorf("%s: the page is %dx%d in a %dx%d window", where, w, h, iw, ih)
 	}
 }

@@ -72,9 +72,10 @@ func address(name, id string) core.Address {
 	return core.Address{Channel: Name, Account: name, Chat: id}
 }
 
-// convRef is one conversation in the side list.
+// convRef is one conversation in the side list: its title (the plan's, else the first
+// request's) and where it stands, in words.
 type convRef struct {
-	ID, Label, Phase string
+	ID, Title, State string
 	Current          bool
 	At               time.Time
 }
@@ -82,20 +83,36 @@ type convRef struct {
 // conversations lists the user's conversations, newest first: those in the store, then
 // those made with New conversation that have nothing stored yet (newest first among them).
 func (c *Channel) conversations(r *http.Request, v viewer, current string) []convRef {
+	ctx := r.Context()
 	var out []convRef
 	seen := map[string]bool{}
-	sessions, err := c.d.Store.Sessions(r.Context())
+	sessions, err := c.d.Store.Sessions(ctx)
 	if err != nil {
 		c.log.Warn("listing sessions", "err", err)
+	}
+	titles, err := c.titles(ctx, v.Name)
+	if err != nil {
+		c.log.Warn("listing conversation titles", "err", err)
 	}
 	for _, s := range sessions {
 		if s.Address.Channel != Name || s.Address.Account != v.Name {
 			continue
 		}
 		seen[s.Address.Chat] = true
-		out = append(out, convRef{ID: s.Address.Chat, Phase: string(s.Phase), At: s.UpdatedAt})
+		ref := convRef{ID: s.Address.Chat, Title: titles[s.Address.Chat], At: s.UpdatedAt}
+		var cur *core.Plan
+		if s.PlanID != "" {
+			if p, err := c.d.Store.Plan(ctx, s.PlanID); err == nil {
+				cur, ref.Title = &p, p.Body.Title
+			}
+		}
+		if ref.Title == "" {
+			ref.Title = "Conversation of " + s.CreatedAt.UTC().Format("2 Jan 15:04")
+		}
+		ref.State = stateWords(s, cur)
+		out = append(out, ref)
 	}
-	made, err := c.made(r.Context(), v.Name)
+	made, err := c.made(ctx, v.Name)
 	if err != nil {
 		c.log.Warn("listing conversations", "err", err)
 	}
@@ -103,12 +120,15 @@ func (c *Channel) conversations(r *http.Request, v viewer, current string) []con
 	for _, id := range slices.Backward(made) {
 		if !seen[id] {
 			seen[id] = true
-			out = append(out, convRef{ID: id, Phase: string(core.PhaseOff), At: now})
+			ref := convRef{ID: id, Title: titles[id], At: now}
+			if ref.Title == "" {
+				ref.Title = untitled
+			}
+			out = append(out, ref)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b convRef) int { return b.At.Compare(a.At) })
 	for i := range out {
-		out[i].Label = "Conversation " + out[i].ID
 		out[i].Current = out[i].ID == current
 	}
 	return out
@@ -119,12 +139,16 @@ func (c *Channel) home(w http.ResponseWriter, r *http.Request, v viewer) {
 		http.Redirect(w, r, "/c/"+list[0].ID, http.StatusSeeOther)
 		return
 	}
-	c.write(w, http.StatusOK, "chat", chatView{User: v.Name, CSRF: v.CSRF})
+	// No conversation yet: the message box is there all the same, and the first message
+	// makes the conversation it is sent in.
+	c.write(w, http.StatusOK, "chat", chatView{User: v.Name, CSRF: v.CSRF, Title: untitled, Send: "/conversations"})
 }
 
 // chatView is the chat page.
 type chatView struct {
 	User, CSRF, ID, Stream string
+	Title, State           string // the conversation's, as the side list says them
+	Send                   string // where the message box posts
 	Conversations          []convRef
 	Items                  []itemView
 }
@@ -136,7 +160,12 @@ func (c *Channel) chat(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	items, last := cv.snapshot()
 	view := chatView{User: v.Name, CSRF: v.CSRF, ID: id, Conversations: c.conversations(r, v, id),
-		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last))}
+		Stream: fmt.Sprintf("/c/%s/events?after=%s", id, c.eventID(last)), Send: "/c/" + id + "/messages", Title: untitled}
+	for _, ref := range view.Conversations {
+		if ref.Current {
+			view.Title, view.State = ref.Title, ref.State
+		}
+	}
 	for i := range items {
 		it := &items[i]
 		if it.kind == itemCard {
@@ -165,6 +194,13 @@ func (c *Channel) message(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.answer(w, r, "/c/"+id, http.StatusRequestEntityTooLarge, why)
 		return
 	}
+	c.say(w, r, v, id, cv, text)
+}
+
+// say shows text in conversation id as v's, names the conversation after it if it is the
+// first request, and hands it to the engine.
+func (c *Channel) say(w http.ResponseWriter, r *http.Request, v viewer, id string, cv *convo, text string) {
+	c.noteTitle(r.Context(), v.Name, id, text)
 	c.addText(cv, itemUser, text, v.Name)
 	m := core.Message{ID: "web-" + randomID(8), Address: address(v.Name, id), Sender: person(v.Name, Name), Text: text, Direct: true, Time: c.d.Now()}
 	c.handOn(w, r, "/c/"+id, m, "The gateway is not taking messages right now; try again in a moment.")

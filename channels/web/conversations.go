@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -71,28 +72,96 @@ func (c *Channel) existing(w http.ResponseWriter, r *http.Request, v viewer) (st
 	return id, c.convo(r.Context(), a), true
 }
 
-// newConversation is the New conversation button: a fresh id, kept in the user's record
-// before the page is shown, unless the user has max_conversations already.
+// newConversation is the New conversation button, and the message box of a user who has
+// no conversation yet (text, optional): a fresh id, kept in the user's record before the
+// page is shown, unless the user has max_conversations already or the text is too long;
+// the text is then sent in it as from the message box.
 func (c *Channel) newConversation(w http.ResponseWriter, r *http.Request, v viewer) {
+	ctx := r.Context()
+	text := strings.TrimSpace(r.PostForm.Get("text"))
+	if why := c.tooLong(text); why != "" {
+		c.answer(w, r, "/", http.StatusRequestEntityTooLarge, why)
+		return
+	}
+	id, ok := c.makeConversation(w, r, v)
+	if !ok {
+		return
+	}
+	if text == "" {
+		http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
+		return
+	}
+	// Whoever posted, the answer is the new conversation's page (a script's post too: it
+	// cannot know the id otherwise).
+	r.Header.Del("X-Plangate-Fetch")
+	c.say(w, r, v, id, c.convo(ctx, address(v.Name, id)), text)
+}
+
+// makeConversation stores a fresh conversation of v and returns its id, or answers why
+// not and returns false.
+func (c *Channel) makeConversation(w http.ResponseWriter, r *http.Request, v viewer) (string, bool) {
 	ctx := r.Context()
 	c.making.Lock() // one user's two clicks must not both pass the cap
 	defer c.making.Unlock()
 	if n := len(c.conversations(r, v, "")); n >= c.cfg.MaxConversations {
 		http.Error(w, fmt.Sprintf("You have %d %s, the most one user may have (channels.web.max_conversations); nothing was created. Continue in one of them.",
 			n, plural(n, "conversation", "conversations")), http.StatusConflict)
-		return
+		return "", false
 	}
 	ids, err := c.made(ctx, v.Name)
 	if err == nil {
 		id := randomID(5)
 		if err = c.d.Store.SetChannelState(ctx, Name, v.Name, conversationsKey, strings.Join(append(ids, id), " ")); err == nil {
 			c.convo(ctx, address(v.Name, id))
-			http.Redirect(w, r, "/c/"+id, http.StatusSeeOther)
-			return
+			return id, true
 		}
 	}
 	c.log.Error("making a conversation", "user", v.Name, "err", err)
 	http.Error(w, "The conversation could not be created; details are in the gateway log. Try again in a moment.", http.StatusInternalServerError)
+	return "", false
+}
+
+// titlesKey is the channel state key, per user, of the titles their conversations got
+// from the first thing asked in them (JSON: id -> title).
+const titlesKey = "titles"
+
+// titles returns the titles of user's conversations by id.
+func (c *Channel) titles(ctx context.Context, user string) (map[string]string, error) {
+	v, _, err := c.d.Store.ChannelState(ctx, Name, user, titlesKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading the conversation titles of %s: %w", user, err)
+	}
+	out := map[string]string{}
+	if v != "" {
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return nil, fmt.Errorf("decoding the conversation titles of %s: %w", user, err)
+		}
+	}
+	return out, nil
+}
+
+// noteTitle gives conversation id of user its title from text, unless it has one or
+// text is no request (requestTitle). A title is only a name, so a failure is logged and
+// the conversation goes on untitled.
+func (c *Channel) noteTitle(ctx context.Context, user, id, text string) {
+	title, ok := requestTitle(text)
+	if !ok {
+		return
+	}
+	c.titling.Lock()
+	defer c.titling.Unlock()
+	ts, err := c.titles(ctx, user)
+	if err == nil {
+		if _, has := ts[id]; has {
+			return
+		}
+		ts[id] = title
+		b, _ := json.Marshal(ts) // a map of strings always encodes
+		err = c.d.Store.SetChannelState(ctx, Name, user, titlesKey, string(b))
+	}
+	if err != nil {
+		c.log.Warn("keeping a conversation's title", "user", user, "conversation", id, "err", err)
+	}
 }
 
 // tooLong is the refusal of a message or button value over max_message_bytes, "" when

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/machine"
 )
 
 // waitingRow is one session of the dashboard.
 type waitingRow struct {
 	SessionID, Link, Channel, Chat string
+	Title, State                   string // the plan's title (or the question), where it stands in words
 	Plan                           *cardView
 	Question                       *core.Question
 	Since, NextNudge               time.Time
@@ -92,6 +94,7 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 		if err == nil {
 			card := c.dashCard(ctx, p, s, v)
 			row.Plan, row.Since = &card, p.CreatedAt
+			row.Title = fmt.Sprintf("%s v%d", p.Body.Title, p.Version)
 			row.Approvals = c.progress(p, s.Address)
 			if row.Approvals == "" {
 				row.Approvals = "none yet"
@@ -103,7 +106,11 @@ func (c *Channel) row(ctx context.Context, s core.Session, v viewer) (waitingRow
 		if row.Since.IsZero() {
 			row.Since = q.AskedAt
 		}
+		if row.Title == "" {
+			row.Title = "Question: " + machine.OneLine(q.Text)
+		}
 	}
+	row.State = stateWords(s, nil)
 	nudges, err := c.d.Store.Nudges(ctx, s.ID)
 	if err != nil {
 		return row, fmt.Errorf("reading nudges of %s: %w", s.ID, err)
@@ -157,8 +164,22 @@ func (c *Channel) dashboardAction(w http.ResponseWriter, r *http.Request, v view
 		c.answer(w, r, back, http.StatusServiceUnavailable, "The gateway is not taking decisions right now; try again in a moment.")
 		return
 	}
-	c.note(w, fmt.Sprintf("Sent: %s for %s. The conversation on %s gets the outcome.", act.Kind, s.ID, s.Address.Channel))
+	c.note(w, c.sentNote(r.Context(), s, act))
 	c.answer(w, r, back, http.StatusNoContent, "")
+}
+
+// sentNote is the dashboard's note after act went to the engine: what was sent, for which
+// plan or question, and where the outcome is told.
+func (c *Channel) sentNote(ctx context.Context, s core.Session, act core.Action) string {
+	what := "your answer to the question"
+	if act.Kind != core.ActionAnswer {
+		what = "plan " + s.ID
+		if p, err := c.d.Store.PlanByApproval(ctx, act.ApprovalID); err == nil {
+			what = fmt.Sprintf("plan v%d %q", p.Version, p.Body.Title)
+		}
+		what = actionWords[act.Kind] + " for " + what
+	}
+	return fmt.Sprintf("Sent: %s. The conversation on %s gets the outcome.", what, s.Address.Channel)
 }
 
 // stale returns why act can no longer apply to s, or "".
@@ -188,9 +209,10 @@ func (c *Channel) note(w http.ResponseWriter, text string) {
 
 // sessionView is one session's plan versions and audit timeline.
 type sessionView struct {
-	User, CSRF, ID, Channel, Chat, Phase string
-	Plans                                []cardView
-	Events                               []core.Event
+	User, CSRF, ID, Channel, Chat string
+	Title, State                  string // the newest plan's title, where the session stands in words
+	Plans                         []cardView
+	Timeline                      []timelineEntry
 }
 
 func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -203,16 +225,25 @@ func (c *Channel) sessionPage(w http.ResponseWriter, r *http.Request, v viewer) 
 		http.NotFound(w, r) // as if it did not exist: a user learns nothing of others' sessions
 		return
 	}
-	view := sessionView{User: v.Name, CSRF: v.CSRF, ID: s.ID, Channel: s.Address.Channel, Chat: s.Address.Chat, Phase: string(s.Phase)}
+	view := sessionView{User: v.Name, CSRF: v.CSRF, ID: s.ID, Channel: s.Address.Channel, Chat: s.Address.Chat,
+		Title: "A conversation on " + s.Address.Channel, State: stateWords(s, nil)}
 	plans, err := c.d.Store.Plans(r.Context(), s.ID)
 	if err == nil {
 		for i := len(plans) - 1; i >= 0; i-- {
 			view.Plans = append(view.Plans, c.dashCard(r.Context(), plans[i], s, v))
 		}
 	}
-	if view.Events, err = c.d.Store.Events(r.Context(), s.ID); err != nil {
+	if n := len(plans); n > 0 {
+		view.Title = plans[n-1].Body.Title
+		if s.PlanID == plans[n-1].ID {
+			view.State = stateWords(s, &plans[n-1])
+		}
+	}
+	evs, err := c.d.Store.Events(r.Context(), s.ID)
+	if err != nil {
 		c.log.Warn("reading events", "session", s.ID, "err", err)
 	}
+	view.Timeline = timeline(evs)
 	c.write(w, http.StatusOK, "session", view)
 }
 

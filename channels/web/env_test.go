@@ -39,6 +39,8 @@ type env struct {
 	model  *channeltest.Model
 	srv    *httptest.Server
 	waited atomic.Int64 // wrong-token delays
+	// refreshes counts the background refreshes of open dashboards (newPolicyEnv only)
+	refreshes atomic.Int64
 }
 
 func newEnv(t *testing.T, approvers ...string) *env {
@@ -68,7 +70,13 @@ func newPolicyEnv(t *testing.T, policies []machine.Policy, approvers ...string) 
 		engine.Deps{Store: st, Model: e.model, Out: hub, Log: log})
 	hs := httpserver.New(httpserver.Config{}, nil, log)
 	e.web.RegisterHTTP(hs)
-	e.srv = httptest.NewServer(hs.Handler())
+	h := hs.Handler()
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Plangate-Refresh") != "" {
+			e.refreshes.Add(1) // an open dashboard's background refresh
+		}
+		h.ServeHTTP(w, r)
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- hub.Run(ctx, e.eng) }()
@@ -237,12 +245,22 @@ func (c *client) say(conv, text string) {
 
 // proposal is a model answer that proposes a plan with the given steps.
 func proposal(title string, steps ...string) core.ModelResponse {
+	return scopedProposal(title, nil, steps...)
+}
+
+// scopedProposal is proposal with a scope when paths is not nil: the files it may change,
+// and a budget of that many files.
+func scopedProposal(title string, paths []string, steps ...string) core.ModelResponse {
 	var plan []map[string]any
 	for _, s := range steps {
 		plan = append(plan, map[string]any{"step": s})
 	}
-	args, _ := json.Marshal(map[string]any{"title": title, "summary": "Summary of " + title, "plan": plan})
-	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call-" + title, Name: "exit_plan_mode", Args: args}}}
+	args := map[string]any{"title": title, "summary": "Summary of " + title, "plan": plan}
+	if paths != nil {
+		args["scope"] = map[string]any{"allowed_paths": paths, "max_files_changed": len(paths)}
+	}
+	b, _ := json.Marshal(args)
+	return core.ModelResponse{ToolCalls: []core.ToolCall{{ID: "call-" + title, Name: "exit_plan_mode", Args: b}}}
 }
 
 // progress is a model answer that reports step statuses (merged by step text).

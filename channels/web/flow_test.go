@@ -42,7 +42,7 @@ func TestPlanCycleOverHTTP(t *testing.T) {
 	sid := address("alice", "c1").SessionID()
 	s := e.pendingPlan(alice, "c1", "Add a changelog", "Create CHANGELOG.md", "Link it from the README")
 	page := alice.get("/c/c1")
-	for _, want := range []string{"Add a changelog", "v1", "Status: waiting for a decision", "[ ]", ">Accept<", "Revise", ">Auto<", "Download the plan (.md)"} {
+	for _, want := range []string{"Add a changelog", "v1", ">waiting for approval<", "[ ]", ">Accept<", "Revise", ">Auto<", "Download the plan (.md)"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the chat page lacks %q: %s", want, page)
 		}
@@ -64,7 +64,7 @@ func TestPlanCycleOverHTTP(t *testing.T) {
 	})
 	e.waitCard("alice", "c1", s2.PlanID)
 	page = alice.get("/c/c1")
-	if !strings.Contains(page, "Changes from v1: &#43; Mention it in CONTRIBUTING") || !strings.Contains(page, "Status: sent back for revision") {
+	if !strings.Contains(page, "Changes from v1: &#43; Mention it in CONTRIBUTING") || !strings.Contains(page, ">sent back for revision<") {
 		t.Fatalf("v2's card with its changes and v1 superseded: %s", page)
 	}
 
@@ -82,7 +82,7 @@ func TestPlanCycleOverHTTP(t *testing.T) {
 	defer cancel()
 	_ = e.eng.Wait(wctx)
 	page = alice.get("/c/c1")
-	if !strings.Contains(page, "Status: completed") || !strings.Contains(page, "3 of 3 steps done") || strings.Contains(page, `class="accept"`) {
+	if !strings.Contains(page, ">completed<") || !strings.Contains(page, "3 of 3 steps done") || strings.Contains(page, `class="accept"`) {
 		t.Fatalf("the completed card: %s", page)
 	}
 }
@@ -123,7 +123,7 @@ func TestDashboardDecidesTelegramSession(t *testing.T) {
 		return false
 	})
 	detail := alice.get("/dashboard/sessions/" + url.PathEscape(s.ID))
-	if !strings.Contains(detail, "accepted") || !strings.Contains(detail, "web:alice") || !strings.Contains(detail, "proposed") {
+	if !strings.Contains(detail, "alice accepted v1.") || !strings.Contains(detail, "The agent proposed v1: “Rotate the logs”.") || strings.Contains(detail, "awaiting_approval") {
 		t.Fatalf("the session's timeline: %s", detail)
 	}
 	// The same click again is stale: answered on the dashboard, not sent on.

@@ -75,7 +75,7 @@ func TestUnknownConversationIs404(t *testing.T) {
 	if ids := e.madeIDs("alice"); len(ids) != 1 || ids[0] != id {
 		t.Fatalf("stored conversations %q, want [%s]", ids, id)
 	}
-	if page := alice.get("/c/" + id); !strings.Contains(page, "Conversation "+id) {
+	if page := alice.get("/c/" + id); !strings.Contains(page, `<h1 class="convo-title">New conversation</h1>`) || strings.Contains(page, ">Conversation "+id) {
 		t.Fatalf("the new conversation's page: %s", page)
 	}
 	// bob cannot open alice's conversation by its id: his own of that id does not exist.

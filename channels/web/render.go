@@ -36,6 +36,7 @@ func parsePages() (*template.Template, error) {
 			}
 			return t.UTC().Format("2006-01-02 15:04 UTC")
 		},
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parsing templates: %w", err)
@@ -181,13 +182,6 @@ func (c *Channel) itemView(it *item) itemView {
 	return itemView{DOM: it.dom, Kind: string(it.kind), Label: label, HTML: it.html}
 }
 
-// statusWords are the badges' words: the status is readable without its colour.
-var statusWords = map[core.PlanStatus]string{
-	core.PlanPending: "waiting for a decision", core.PlanSuperseded: "superseded", core.PlanAccepted: "accepted — in progress",
-	core.PlanRevised: "sent back for revision", core.PlanAbandoned: "abandoned", core.PlanAborted: "aborted",
-	core.PlanExpired: "expired", core.PlanCompleted: "completed",
-}
-
 // stepLooks are a step's mark and words by its status.
 var stepLooks = map[plan.StepStatus]struct{ mark, words string }{
 	plan.StepPending: {"[ ]", "to do"}, plan.StepInProgress: {"[>]", "in progress"},
@@ -222,11 +216,8 @@ func (c *Channel) renderCard(ctx context.Context, p core.Plan, viewer string) te
 
 func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) cardView {
 	v := cardView{PlanID: p.ID, Title: p.Body.Title, Summary: p.Body.Summary, Version: p.Version,
-		Status: statusWords[p.Status], StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
+		Status: planWords(p), StatusClass: string(p.Status), Download: "/plans/" + p.ID + ".md",
 		EditedBy: p.EditedBy, Grants: machine.PlanGrants(p.Body.Scope, c.d.Reach, nil), Intent: machine.IntentLine(p.Body)} // CSRF: see withCSRF
-	if v.Status == "" {
-		v.Status = string(p.Status)
-	}
 	for _, c := range plan.Commands(p.Body.Verification) {
 		line := "Runs before done: " + plan.DisplayArgv(c.Argv)
 		if c.Name != "" {
@@ -248,9 +239,9 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 	if d := p.Decision; d != nil {
 		who := d.ByName
 		if who == "" {
-			who = d.By
+			who = personWords(d.By, d.Channel)
 		}
-		v.Decision = fmt.Sprintf("%s by %s on %s, %s", strings.ReplaceAll(d.Outcome, "_", " "), who, d.Channel, d.At.UTC().Format("2006-01-02 15:04 UTC"))
+		v.Decision = fmt.Sprintf("%s by %s on %s, %s", upperFirstRune(decisionWords(d.Outcome)), who, d.Channel, d.At.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if plans, err := c.d.Store.Plans(ctx, p.SessionID); err == nil {
 		for _, q := range plans {

@@ -147,7 +147,7 @@ func TestDecisionElsewhereUpdatesTheCard(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		ev := readEvent(t, r)
-		if ev.name == "card" && strings.Contains(ev.data, "Status: accepted") {
+		if ev.name == "card" && strings.Contains(ev.data, "running step 1 of 1") {
 			if strings.Contains(ev.data, `class=\"accept\"`) {
 				t.Fatalf("the accepted card still has buttons: %s", ev.data)
 			}
@@ -174,7 +174,7 @@ func TestRestartRebuildsFromStore(t *testing.T) {
 	e.srv = serve(t, again)
 	e.web = again
 	page := alice.get("/c/c4") // the same cookie jar: the sign-in survives
-	for _, want := range []string{"Archive old logs", "Status: waiting for a decision", `class="accept"`, "Move logs older than 30 days"} {
+	for _, want := range []string{"Archive old logs", ">waiting for approval<", `class="accept"`, "Move logs older than 30 days"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the rebuilt page lacks %q: %s", want, page)
 		}
@@ -207,13 +207,14 @@ func TestCardSaysEveryGrant(t *testing.T) {
 	e := newEnv(t, "web:alice")
 	p := core.Plan{ID: "p1", SessionID: "web:x:y", Version: 1, Status: core.PlanAccepted, Body: plan.Body{
 		Title: "Write the record", Steps: []plan.Step{{ID: "1", Text: "Write it"}},
-		Scope: plan.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}}}}
+		Scope: plan.Scope{AllowedPaths: []string{"README.md"}, AllowedTools: []string{"crm__write"}, MaxFilesChanged: 3}}}
 	got := string(e.web.renderCard(context.Background(), p, "alice"))
 	for _, want := range []string{
-		"<li><strong>May change:</strong> README.md</li>",
-		"<li><strong>Commands:</strong> none (only a plan whose scope allows ** and forbids nothing may run them)</li>",
-		"<li><strong>Tools:</strong> may call crm__write</li>",
-		"<li><strong>Network:</strong> none; the MCP tools above act through their servers, which may reach it</li>",
+		"<dt>May change</dt><dd>README.md</dd>",
+		"<dt>Commands</dt><dd>none (only a plan whose scope allows ** and forbids nothing may run them)</dd>",
+		"<dt>Tools</dt><dd>may call crm__write</dd>",
+		"<dt>Network</dt><dd>none; the MCP tools above act through their servers, which may reach it</dd>",
+		"<dt>Budget</dt><dd>may change at most 3 files in all, counted by plangate from the workspace</dd>",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("card lacks %q:\n%s", want, got)

@@ -226,6 +226,7 @@ type Channel struct {
 
 	streams map[string]int // open live pages per user
 	making  sync.Mutex     // New conversation, one at a time
+	titling sync.Mutex     // the read-modify-write of a user's titles record
 
 	ids atomic.Uint64
 }
