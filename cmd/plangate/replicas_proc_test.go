@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/channels/telegram"
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/store"
 	"github.com/plangate/plangate/store/pgtest"
 )
@@ -507,6 +509,34 @@ func (rt *replicaTest) dump(un []string) {
 			rt.t.Logf("chat %d: %s %q", c, e.Role, e.Content)
 		}
 		rt.t.Logf("chat %d sent: %d echo lines", c, rt.tg.countIn(c, "echo:"))
+	}
+	// A Slack text is a thread (a session) of its own: where it is stored, if anywhere,
+	// and the inboxes' records.
+	mentions := func(text string) bool {
+		return slices.ContainsFunc(un, func(m string) bool { return onSlack(m) && strings.Contains(text, m) })
+	}
+	ss, _ := st.Sessions(context.Background())
+	for _, s := range ss {
+		if s.Address.Channel != "slack" {
+			continue
+		}
+		tr, _ := st.Transcript(context.Background(), s.ID, 10)
+		if !slices.ContainsFunc(tr, func(e core.ChatMessage) bool { return mentions(e.Content) }) &&
+			!slices.ContainsFunc(s.Injections, func(inj core.Injection) bool { return mentions(inj.Text) }) {
+			continue
+		}
+		rt.t.Logf("slack session %s: phase %s, version %d, queued %+v", s.ID, s.Phase, s.Version, s.Injections)
+		for _, e := range tr {
+			rt.t.Logf("  %s %q", e.Role, e.Content)
+		}
+	}
+	keys, err := st.ChannelStateKeys(context.Background(), "slack", "inbox")
+	if err != nil {
+		rt.t.Log(err)
+	}
+	for _, k := range keys {
+		v, _, _ := st.ChannelState(context.Background(), "slack", k.Account, k.Key)
+		rt.t.Logf("slack %s/%s: %.2000s", k.Account, k.Key, v)
 	}
 	un2, err := st.UnsentOutbox(context.Background(), nil, 0)
 	rt.t.Logf("unsent outbox: %d rows, %v", len(un2), err)
