@@ -50,7 +50,7 @@ func (s planOnly) Plan(_ context.Context, id string) (core.Plan, error) { return
 func TestViewsCarryTheReport(t *testing.T) {
 	code := 3
 	r := &plan.Report{Outcome: "completed", Measured: true, Files: []plan.FileLines{{Path: "a.go", Kind: plan.FileChanged, Added: 2, Removed: 1, Counted: true}},
-		Steps: []plan.ReportStep{{Step: "1", Text: "Fix", Status: plan.StepCompleted, Files: []plan.FileLines{}, Commands: []plan.ReportCommand{{Step: "1", Command: "make", ExitCode: &code}}}},
+		Steps:   []plan.ReportStep{{Step: "1", Text: "Fix", Status: plan.StepCompleted, Files: []plan.FileLines{}, Commands: []plan.ReportCommand{{Step: "1", Command: "make", ExitCode: &code}}}},
 		NotDone: []plan.NotDone{}, Outside: []string{}}
 	p := core.Plan{ID: "p1", Version: 2, Status: core.PlanCompleted, Run: plan.Run{Report: r}}
 	data, err := json.Marshal(ToPlanDetail(p))
