@@ -14,7 +14,7 @@ func TestReportMarkdownEscapesAndSaysNone(t *testing.T) {
 		Steps: []ReportStep{{Step: "1", Text: "# Owned @everyone", Status: StepInProgress,
 			Files:    []FileLines{{Path: "## x.md", Kind: FileAdded, Added: 1, Counted: true}},
 			Commands: []ReportCommand{{Command: "sh -c echo <@123>", ExitCode: &code}}}},
-		Files: []FileLines{{Path: "## x.md", Kind: FileAdded, Added: 1, Counted: true}, {Path: "img.png", Kind: FileChanged}},
+		Files:   []FileLines{{Path: "## x.md", Kind: FileAdded, Added: 1, Counted: true}, {Path: "img.png", Kind: FileChanged}},
 		NotDone: []NotDone{{Step: "1", Text: "# Owned @everyone", Status: StepInProgress, Reason: "stopped"}}, Outside: []string{"- b.txt"}}
 	md := string(r.Markdown(3, "# Title @here"))
 	for _, line := range strings.Split(md, "\n") {
