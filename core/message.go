@@ -145,6 +145,10 @@ const (
 	// id): adapters show it on the message with the version's buttons and keep them. A
 	// channel that cannot edit such messages ignores both kinds.
 	ReplyApprovals ReplyKind = "approvals"
+	// ReplyReport carries the report of a plan version that completed or stopped, its file
+	// attached (Ref is the version's approval id): an adapter with plan cards shows it on
+	// the version's card, any other posts it as an ordinary reply.
+	ReplyReport ReplyKind = "report"
 )
 
 // Button is one choice offered with a reply; clicking it produces a Message with Action set.

@@ -275,6 +275,9 @@ type Fingerprinter interface {
 	// LinesChanged counts the lines added plus removed in paths from tree a to tree b
 	// (text files only; a path missing from a tree is an empty file).
 	LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error)
+	// LineCounts is the same count per path, lines added and removed apart, in the order
+	// of paths; a file whose lines cannot be counted has Counted false.
+	LineCounts(ctx context.Context, a, b *plan.Tree, paths []string) ([]plan.FileLines, error)
 }
 
 // Checker runs the command checks of a plan's verification, under run_command's rules,

@@ -38,10 +38,13 @@ type SessionJSON struct {
 	Plan  *PlanJSON `json:"plan"`
 	// Stop is why the execution of the current (accepted) plan version is stopped now and
 	// waits for a person; omitted while it runs or when no plan executes.
-	Stop      *plan.Stop `json:"stop,omitempty"`
-	Version   int64      `json:"version"`
-	CreatedAt string     `json:"created_at"`
-	UpdatedAt string     `json:"updated_at"`
+	Stop *plan.Stop `json:"stop,omitempty"`
+	// Report is the current plan version's report, made when it last completed or
+	// stopped; omitted before that.
+	Report    *plan.Report `json:"report,omitempty"`
+	Version   int64        `json:"version"`
+	CreatedAt string       `json:"created_at"`
+	UpdatedAt string       `json:"updated_at"`
 }
 
 // ApprovalJSON is one recorded acceptance of a plan version.
@@ -137,6 +140,7 @@ func SessionView(ctx context.Context, st Store, s core.Session) (SessionJSON, er
 		if p.Status == core.PlanAccepted {
 			j.Stop = p.Run.Stop
 		}
+		j.Report = p.Run.Report
 	}
 	return j, nil
 }

@@ -133,6 +133,17 @@ func TestBrowser(t *testing.T) {
 	if n := eval[int](t, alice, `document.querySelectorAll('section.card[aria-label="Plan v2"] li.step.completed').length`); n != 3 {
 		t.Fatalf("%d completed steps on the card, want 3", n)
 	}
+	// The report posted at completion is shown on the card, inline, not as a message.
+	do(t, alice, "the report on the card", chromedp.WaitVisible(chromedp.CSS(`section.card[aria-label="Plan v2"] details.report h2`)))
+	if got := text(t, alice, `section.card[aria-label="Plan v2"] details.report summary`); got != "Report: files not measured, 0 commands, nothing outside the plan" {
+		t.Fatalf("the report's line on the card: %q", got)
+	}
+	if got := text(t, alice, `section.card[aria-label="Plan v2"] details.report`); !strings.Contains(got, "Changes by step") || !strings.Contains(got, "Outside the accepted version") {
+		t.Fatalf("the report on the card: %q", got)
+	}
+	if n := eval[int](t, alice, `[...document.querySelectorAll('li.item')].filter(li => li.textContent.includes('Report of plan v2')).length`); n != 0 {
+		t.Fatalf("the report is also %d message(s) of its own", n)
+	}
 	if eval[int](t, alice, "window.notReloaded || 0") != 1 {
 		t.Fatal("the page reloaded: the updates did not arrive live")
 	}

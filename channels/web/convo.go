@@ -300,7 +300,7 @@ func (c *Channel) present(ctx context.Context, id string, r core.Reply) *item {
 		it.kind = itemNotice
 	case core.ReplyNudge:
 		it.kind = itemNudge
-	case core.ReplyPlan, core.ReplyProgress, core.ReplyDecided:
+	case core.ReplyPlan, core.ReplyProgress, core.ReplyDecided, core.ReplyReport:
 		if p, ok := c.planOf(ctx, r); ok {
 			it.kind, it.planID = itemCard, p.ID
 			it.html = c.renderCard(ctx, p, r.To.Account)

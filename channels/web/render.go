@@ -195,9 +195,11 @@ type cardView struct {
 	PlanID, Title, Summary, Status, StatusClass string
 	Version, Done, Total, PrevVersion           int
 	Steps                                       []stepView
-	Grants                                      []plan.Grant // every grant of the plan, in words
-	Checks                                      []string     // the commands plangate runs before calling the plan done
-	Verified                                    string       // the latest run of those commands ("" = none yet)
+	Grants                                      []plan.Grant  // every grant of the plan, in words
+	Checks                                      []string      // the commands plangate runs before calling the plan done
+	Verified                                    string        // the latest run of those commands ("" = none yet)
+	ReportLine                                  string        // the report's summary once the version completed or stopped
+	Report                                      template.HTML // the report itself, sanitized markdown
 	Changes                                     string
 	Intent                                      string // the plan's risk level, expected outcome and non-goals in one line
 	Download                                    string
@@ -227,6 +229,10 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 	}
 	if r := p.Run.Verification; r != nil {
 		v.Verified = "Verification: " + plan.VerificationSummary(*r)
+	}
+	if r := p.Run.Report; r != nil {
+		v.ReportLine = "Report: " + r.Summary()
+		v.Report = renderMarkdown(string(r.Markdown(p.Version, p.Body.Title)))
 	}
 	for _, s := range p.Body.Steps {
 		look := stepLooks[s.Status]

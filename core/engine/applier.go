@@ -143,6 +143,8 @@ func (t *jobRun) carryOut(ctx context.Context, o machine.Outcome) error {
 			if _, err := t.sendEffect(ctx, o, eff); err != nil {
 				t.onFail(ctx, eff, &o, err)
 			}
+		case machine.EffReport:
+			t.postReport(ctx, eff.Plan)
 		case machine.EffRunTurn:
 			if err := t.runTurns(ctx); err != nil {
 				return err

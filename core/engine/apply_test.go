@@ -35,6 +35,7 @@ const (
 	pg = machine.EffProgress
 	fg = machine.EffForget
 	sy = machine.EffSay
+	rp = machine.EffReport
 	tu = machine.EffRunTurn
 )
 
@@ -121,7 +122,7 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigExpire:      {noop: true},
 		machine.TrigUpdate:      {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventStepUpdated), effects: fx(rf, pg)},
 		machine.TrigComplete: {phase: core.PhaseOff, cur: core.PlanCompleted, audit: ev(core.EventStepUpdated, core.EventCompleted),
-			effects: fx(rf, nc, pg, fg, sy)},
+			effects: fx(rf, nc, pg, fg, sy, rp)},
 		machine.TrigEdit: refused,
 	},
 }

@@ -22,6 +22,7 @@ type watch struct {
 	p      *core.Plan
 	f      core.Fingerprinter
 	before *plan.Tree
+	call   string // the call in words, for the report
 }
 
 // watchBefore checks the workspace before a mutating call of the executing plan. ok is
@@ -60,6 +61,7 @@ func (t *jobRun) watchBefore(ctx context.Context, call core.ToolCall) (watch, to
 		// A person's go-ahead continues from the workspace as it is now.
 		ch := changedOf(p)
 		ch.Last = before
+		ch.Outside = addNew(ch.Outside, c.Paths())
 		t.saveChanged(ctx, p, ch, true)
 		since := "since the plan was accepted"
 		if p.Run.Changed != nil {
@@ -69,7 +71,7 @@ func (t *jobRun) watchBefore(ctx context.Context, call core.ToolCall) (watch, to
 		return watch{}, toolResult{content: "error: " + call.Name + " was not run: " + msg + "; a person has been asked to look", isError: true,
 			stop: halt{plan.StopWorkspaceDrifted, fmt.Sprintf("Stopped: %s; %s was not run. Check the change, then send a message to let me go on, or /plan revise <feedback>.", msg, what)}}, false
 	}
-	return watch{p: p, f: f, before: before}, toolResult{}, true
+	return watch{p: p, f: f, before: before, call: what}, toolResult{}, true
 }
 
 // watchAfter counts what the call changed on the plan's run and returns the budget's stop
@@ -90,12 +92,12 @@ func (t *jobRun) watchAfter(ctx context.Context, w watch) halt {
 		return halt{}
 	}
 	ch := changedOf(p)
-	for _, path := range c.Paths() {
-		if !slices.Contains(ch.Paths, path) {
-			ch.Paths = append(ch.Paths, path)
-		}
-	}
+	ch.Paths = addNew(ch.Paths, c.Paths())
 	ch.Files, ch.Last = len(ch.Paths), after
+	if len(c.Files) > 0 {
+		ch.Calls = append(ch.Calls, plan.CallChange{Step: inProgress(p.Body.Steps), Call: w.call,
+			Files: t.lineCounts(ctx, w.f, w.before, after, c.Files)})
+	}
 	sc := p.Body.Scope
 	if sc.MaxLinesChanged > 0 && len(c.Files) > 0 {
 		err := t.e.loadTree(ctx, p.Run.Base())
@@ -128,7 +130,50 @@ func changedOf(p *core.Plan) *plan.Changed {
 	}
 	ch := *p.Run.Changed
 	ch.Paths = slices.Clone(ch.Paths)
+	ch.Calls = slices.Clone(ch.Calls)
+	ch.Outside = slices.Clone(ch.Outside)
 	return &ch
+}
+
+// addNew appends to list the paths it does not hold yet.
+func addNew(list, paths []string) []string {
+	for _, path := range paths {
+		if !slices.Contains(list, path) {
+			list = append(list, path)
+		}
+	}
+	return list
+}
+
+// lineCounts counts the lines added and removed in each of files from tree a to tree b;
+// when they cannot be counted (no baselines kept) the files are listed uncounted.
+func (t *jobRun) lineCounts(ctx context.Context, f core.Fingerprinter, a, b *plan.Tree, files []plan.FileChange) []plan.FileLines {
+	paths := make([]string, len(files))
+	for i, fc := range files {
+		paths[i] = fc.Path
+	}
+	counts, err := f.LineCounts(context.WithoutCancel(ctx), a, b, paths)
+	if err == nil && len(counts) == len(files) {
+		return counts
+	}
+	if err != nil {
+		t.e.d.Log.Warn("counting a call's changed lines", "session", t.sess.ID, "err", err)
+	}
+	out := make([]plan.FileLines, len(files))
+	for i, fc := range files {
+		out[i] = plan.FileLines{Path: fc.Path, Kind: fc.Kind}
+	}
+	return out
+}
+
+// inProgress is the id of the step in progress among steps, "" when none is.
+func inProgress(steps []plan.Step) string {
+	for _, s := range steps {
+		if s.Status == plan.StepInProgress {
+			return s.ID
+		}
+	}
+	return ""
 }
 
 // saveChanged records ch on plan p, with the session's compare-and-set: a decision made

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type ToolAudit struct {
 	Why     string   `json:"why,omitempty"`  // why it was refused, or how it failed
 	// DurationMS is how long an executed call took, by the engine's clock.
 	DurationMS *int64 `json:"duration_ms,omitempty"`
+	// ExitCode is how an executed run_command's program exited (omitted when it did not
+	// run to an exit), and Step the executing plan's step in progress then.
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Step     string `json:"step,omitempty"`
 }
 
 // newToolAudit starts the audit of a call of tool.
@@ -81,18 +86,41 @@ func (t *jobRun) blocked(ctx context.Context, in gateInput, why string, list boo
 	}
 }
 
-// ran records an executed mutating call, how it ended and how long it took. An MCP call's
-// row is durable when ran returns nil; an error means the result must be withheld.
-func (t *jobRun) ran(ctx context.Context, in gateInput, err error, d time.Duration) error {
+// ran records an executed mutating call, how it ended and how long it took, with a
+// command's exit code read from its output out. An MCP call's row is durable when ran
+// returns nil; an error means the result must be withheld.
+func (t *jobRun) ran(ctx context.Context, in gateInput, out string, err error, d time.Duration) error {
 	a := newToolAudit(in.call, in.rule)
 	a.Paths = in.paths
 	a.finished(err, d)
+	if in.call.Name == "run_command" && err == nil {
+		a.ExitCode = exitCode(out)
+	}
+	if p := t.checked; p != nil {
+		a.Step = inProgress(p.Body.Steps)
+	}
 	t.e.obs.obs.ToolCall(in.call.Name, toolOutcome(err))
 	ev := t.toolEvent(EventToolRan, in.plan, a)
 	if IsMCPTool(in.call.Name) {
 		return t.auditMCP(ctx, ev)
 	}
 	t.audit(ctx, ev)
+	return nil
+}
+
+// exitCode reads the "exit code: N" line run_command's result starts with (after the
+// "$ argv" line); nil when there is none.
+func exitCode(out string) *int {
+	for i, line := range strings.SplitN(out, "\n", 3) {
+		if i > 1 {
+			break
+		}
+		if rest, ok := strings.CutPrefix(line, "exit code: "); ok {
+			if n, err := strconv.Atoi(rest); err == nil {
+				return &n
+			}
+		}
+	}
 	return nil
 }
 

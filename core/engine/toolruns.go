@@ -57,7 +57,7 @@ func (t *jobRun) runMutating(ctx context.Context, gi gateInput, call core.ToolCa
 		run.Outcome = core.ToolRunFailed
 	}
 	t.done = append(t.done, ranText(call, err))
-	aerr := t.ran(ctx, gi, err, run.FinishedAt.Sub(start))
+	aerr := t.ran(ctx, gi, out, err, run.FinishedAt.Sub(start))
 	t.serverDown(err)
 	if ferr := t.e.d.Store.FinishToolRun(context.WithoutCancel(ctx), run); ferr != nil {
 		t.e.d.Log.Warn("recording the end of a tool run", "session", t.sess.ID, "tool", call.Name, "err", ferr)

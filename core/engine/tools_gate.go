@@ -362,3 +362,12 @@ func (ts toolboxes) LinesChanged(ctx context.Context, a, b *plan.Tree, paths []s
 	}
 	return 0, nil
 }
+
+func (ts toolboxes) LineCounts(ctx context.Context, a, b *plan.Tree, paths []string) ([]plan.FileLines, error) {
+	for _, x := range ts {
+		if f, ok := x.(core.Fingerprinter); ok {
+			return f.LineCounts(ctx, a, b, paths)
+		}
+	}
+	return nil, nil
+}

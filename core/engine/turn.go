@@ -288,10 +288,15 @@ func (t *jobRun) halt(ctx context.Context, tr *turn, h halt) error {
 	stopped := *p
 	stopped.Run.Stop = &plan.Stop{Kind: h.kind, Message: h.text, At: now}
 	stopped.UpdatedAt = now
+	var rs []core.Reply
+	if reported, report, ok := t.reportOn(context.WithoutCancel(ctx), stopped); ok {
+		stopped, rs = reported, []core.Reply{report}
+	}
+	rs = append(rs, noticef("%s", h.text))
 	ch := core.Change{Plans: []core.Plan{stopped}, Events: []core.Event{{
 		PlanID: p.ID, PlanVersion: p.Version, Kind: core.EventStopped, Actor: core.AgentActor,
 		Channel: t.sess.Address.Channel, Detail: string(h.kind) + ": " + h.text, At: now}}}
-	if err := t.flushWith(ctx, tr, ch, noticef("%s", h.text)); err != nil {
+	if err := t.flushWith(ctx, tr, ch, rs...); err != nil {
 		return err
 	}
 	t.showPlan(stopped)

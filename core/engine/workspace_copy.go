@@ -48,7 +48,10 @@ type PlanDocument struct {
 	VerificationRuns *plan.Verification `json:"verification_runs,omitempty"`
 	// Stop is why plangate stopped carrying the version out, while it stays stopped
 	// ({"kind", "message", "at"}; omitted when it is not stopped).
-	Stop       *plan.Stop        `json:"stop,omitempty"`
+	Stop *plan.Stop `json:"stop,omitempty"`
+	// Report is what the execution did, made when it last completed or stopped (omitted
+	// before that).
+	Report     *plan.Report      `json:"report,omitempty"`
 	Scope      PlanDocScope      `json:"scope"`
 	References []string          `json:"references"`
 	Spec       *plan.ProductSpec `json:"spec,omitempty"`
@@ -92,7 +95,7 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged, b.Scope.Operator},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
-		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, Report: p.Run.Report, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})

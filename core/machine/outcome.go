@@ -124,18 +124,19 @@ const (
 	EffProgress      EffectKind = "progress"        // the step checklist, edited in place
 	EffForget        EffectKind = "forget_progress" // the plan's checklist message is done with
 	EffSay           EffectKind = "say"             // a reply or notice
+	EffReport        EffectKind = "report"          // make, store and post the report of a version that completed
 	EffRunTurn       EffectKind = "run_turn"        // start an agent turn
 )
 
 func effectRank(k EffectKind) int {
 	return slices.Index([]EffectKind{EffWriteFile, EffRefreshFile, EffWorkspaceCopy, EffNudgesChanged, EffRetire, EffApprovals,
-		EffProgress, EffForget, EffSay, EffRunTurn}, k)
+		EffProgress, EffForget, EffSay, EffReport, EffRunTurn}, k)
 }
 
 // Effect is one piece of work after a commit, as data, for the applier to carry out.
 type Effect struct {
 	Kind  EffectKind
-	Plan  core.Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress
+	Plan  core.Plan  // write_file, refresh_file, workspace_copy, progress, forget_progress, report
 	Reply core.Reply // say, retire, progress (To, Kind and Text set; InReplyTo by the applier)
 	// OnFail is a notice to send instead when a say cannot be delivered ("" = none).
 	OnFail string
@@ -244,6 +245,9 @@ func (o Outcome) seal() Outcome {
 		switch p.Status {
 		case core.PlanRevised, core.PlanAborted, core.PlanAbandoned, core.PlanCompleted:
 			o.Effects = append(o.Effects, Effect{Kind: EffForget, Plan: p})
+		}
+		if p.Status == core.PlanCompleted && o.Trigger == TrigComplete {
+			o.Effects = append(o.Effects, Effect{Kind: EffReport, Plan: p})
 		}
 	}
 	if ch := o.Change; ch.CancelNudges || ch.CancelReminders || len(ch.Nudges) > 0 {

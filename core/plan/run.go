@@ -22,6 +22,9 @@ type Run struct {
 	// Escalated is when the pending version was told to plan_mode.escalate_to after its
 	// last reminder, and where; nil when it was not.
 	Escalated *Escalation `json:"escalated,omitempty"`
+	// Report is what the execution did, made when it last completed or stopped; nil
+	// before that.
+	Report *Report `json:"report,omitempty"`
 }
 
 // Escalation is a pending version told to people beyond its chat (plan_mode.escalate_to).
@@ -45,6 +48,12 @@ type Changed struct {
 	// Exceeded is the budget the changes went over (StopMaxFilesChanged or
 	// StopMaxLinesChanged); the version's mutating calls are refused from then on.
 	Exceeded StopKind `json:"exceeded,omitempty"`
+	// Calls are the mutating calls that changed files, each with what it changed and the
+	// step in progress then, in order: the report's grouping.
+	Calls []CallChange `json:"calls,omitempty"`
+	// Outside are the paths found changed outside the agent's calls (a drift), in the
+	// order found.
+	Outside []string `json:"outside,omitempty"`
 }
 
 // Base is the tree the execution's changes are counted from.

@@ -49,44 +49,64 @@ func (w *workspace) keepBaseline(hash string, data []byte) {
 // from a tree is an empty file there; a binary file, one over MaxBaselineFile or one whose
 // content was not kept counts no lines (it still counts as a changed file).
 func (t *Toolbox) LinesChanged(ctx context.Context, a, b *plan.Tree, paths []string) (int, error) {
+	counts, err := t.LineCounts(ctx, a, b, paths)
+	total := 0
+	for _, c := range counts {
+		total += c.Added + c.Removed
+	}
+	return total, err
+}
+
+// LineCounts is LinesChanged per path, the lines added and removed apart, with how the
+// path changed; a path equal in both trees is left out.
+func (t *Toolbox) LineCounts(ctx context.Context, a, b *plan.Tree, paths []string) ([]plan.FileLines, error) {
 	if t.cfg.Baselines == "" {
-		return 0, errors.New("no baselines directory is configured")
+		return nil, errors.New("no baselines directory is configured")
 	}
 	af, err := hashes(a)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	bf, err := hashes(b)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0
+	var out []plan.FileLines
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
-			return total, err
+			return out, err
 		}
-		ha, hb := af[p], bf[p]
-		if ha == hb {
+		ha, inA := af[p]
+		hb, inB := bf[p]
+		if ha == hb && inA == inB {
 			continue
+		}
+		fl := plan.FileLines{Path: p, Kind: plan.FileChanged}
+		switch {
+		case !inA:
+			fl.Kind = plan.FileAdded
+		case !inB:
+			fl.Kind = plan.FileRemoved
 		}
 		before, ok1 := t.baseline(ha)
 		after, ok2 := t.baseline(hb)
-		if !ok1 || !ok2 {
-			continue
+		if ok1 && ok2 {
+			fl.Added, fl.Removed = lineDelta(before, after)
+			fl.Counted = true
 		}
-		total += lineDelta(before, after)
+		out = append(out, fl)
 	}
-	return total, nil
+	return out, nil
 }
 
-// lineDelta is the number of lines removed from before plus added in after.
-func lineDelta(before, after string) int {
+// lineDelta is the number of lines added in after and removed from before.
+func lineDelta(before, after string) (added, removed int) {
 	bl, al := splitLines(before), splitLines(after)
-	n := 0
 	for _, d := range lcs.DiffLines(bl, al) {
-		n += (d.End - d.Start) + (d.ReplEnd - d.ReplStart)
+		removed += d.End - d.Start
+		added += d.ReplEnd - d.ReplStart
 	}
-	return n
+	return added, removed
 }
 
 func splitLines(s string) []string {

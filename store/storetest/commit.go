@@ -157,6 +157,17 @@ func testPlans(t *testing.T, open func() Store) {
 	kept.Run = plan.Run{Stop: &plan.Stop{Kind: plan.StopMaxLinesChanged, Message: "Stopped: 120 lines changed, the plan allows 100.", At: at(9)}}
 	kept.Body.Verification = []plan.Check{{Text: "cat CHANGELOG.md"}, {Name: "tests", Argv: []string{"go", "test", "./..."}}}
 	kept.Run.Verification = &plan.Verification{Attempts: 2, Failures: 1, Runs: []plan.CheckRun{{Name: "tests", Argv: []string{"go", "test", "./..."}, ExitCode: 1, Tail: "FAIL"}}}
+	exit := 3
+	kept.Run.Changed = &plan.Changed{Paths: []string{"CHANGELOG.md"}, Files: 1, Lines: 2,
+		Calls:   []plan.CallChange{{Step: "1", Call: "write_file on CHANGELOG.md", Files: []plan.FileLines{{Path: "CHANGELOG.md", Kind: plan.FileAdded, Added: 2, Counted: true}}}},
+		Outside: []string{"notes.txt"}}
+	kept.Run.Report = &plan.Report{Outcome: string(plan.StopMaxLinesChanged), At: at(9), Measured: true,
+		Steps: []plan.ReportStep{{Step: "1", Text: "Add it", Status: plan.StepInProgress,
+			Files:    []plan.FileLines{{Path: "CHANGELOG.md", Kind: plan.FileAdded, Added: 2, Counted: true}},
+			Commands: []plan.ReportCommand{{Step: "1", Command: "make docs", ExitCode: &exit}}}},
+		Files:   []plan.FileLines{{Path: "CHANGELOG.md", Kind: plan.FileAdded, Added: 2, Counted: true}},
+		NotDone: []plan.NotDone{{Step: "1", Text: "Add it", Status: plan.StepInProgress, Reason: "stopped"}}, Outside: []string{"notes.txt"},
+		Before: &plan.TreeMark{Hash: "aa", Files: 1, Bytes: 3}, After: &plan.TreeMark{Hash: "bb", Files: 2, Bytes: 9, Head: "abc", Ref: "main"}}
 	kept.UpdatedAt = at(9)
 	sent := kept
 	sent.CreatedAt = at(10) // created_at is set once
