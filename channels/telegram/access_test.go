@@ -66,9 +66,9 @@ func TestNotAllowedThroughBotAPI(t *testing.T) {
 	for i := range 6 {
 		e.api.say(group, alice, "@PlanGateBot comment "+string(rune('a'+i)))
 	}
-	e.api.waitText(group, "faster than I take them")
+	e.api.waitText(group, "faster than my limit")
 	e.Idle()
-	if n := countContaining(e.api.messages(group), "faster than I take them"); n != 1 {
+	if n := countContaining(e.api.messages(group), "faster than my limit"); n != 1 {
 		t.Errorf("throttled replies: %d, want 1", n)
 	}
 }

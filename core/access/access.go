@@ -185,8 +185,8 @@ func (g *Gate) slowDown(wait time.Duration) string {
 	if secs == 1 {
 		unit = "second"
 	}
-	return fmt.Sprintf("You're sending messages faster than I take them (%d a minute, %d at once), so I didn't read that one. "+
-		"Send it again in %d %s; until you slow down, messages over the limit are dropped without another word.", g.r.PerMinute, g.r.Burst, secs, unit)
+	return fmt.Sprintf("You're writing faster than my limit (%d messages a minute, %d at once), so I didn't read that one. "+
+		"Send it again in %d %s; until you slow down, I drop messages over the limit without another word.", g.r.PerMinute, g.r.Burst, secs, unit)
 }
 
 // sweep forgets buckets that are full again and refusals older than RefusalEvery, at

@@ -108,7 +108,7 @@ func TestThrottledStretch(t *testing.T) {
 	first := access.New(access.Rules{PerMinute: 6, Burst: 2})
 	first.Admit(t0, m, false)
 	first.Admit(t0, m, false)
-	if r := first.Admit(t0, m, false).Reply; !strings.Contains(r, "10 seconds") || !strings.Contains(r, "6 a minute") {
+	if r := first.Admit(t0, m, false).Reply; !strings.Contains(r, "10 seconds") || !strings.Contains(r, "6 messages a minute") {
 		t.Fatalf("throttled reply = %q, want the wait and the limit", r)
 	}
 	// One message every 5 s: every other one is taken, and none is told again.

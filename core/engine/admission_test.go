@@ -120,7 +120,7 @@ func TestThrottledDropsWithoutModelCall(t *testing.T) {
 	if len(rs) != 1 {
 		t.Fatalf("first throttled message: %d replies, want 1", len(rs))
 	}
-	mustContain(t, rs[0].Text, "2 a minute", "30 seconds")
+	mustContain(t, rs[0].Text, "2 messages a minute", "30 seconds")
 	for i := 3; i < 10; i++ {
 		h.clock = h.clock.Add(time.Second)
 		if rs := h.tg(bob, fmt.Sprintf("question %d", i), nil); len(rs) != 0 {
