@@ -78,6 +78,10 @@ type Person struct {
 	// who may make every decision an approver may. Only the admin API, behind its bearer
 	// token, sets it.
 	Admin bool
+	// Operator marks the person at the console plangate runs in (the terminal's own
+	// sender, not a "!name" line): access.allowed_users and access.rate_limit do not
+	// apply to them. Only the terminal sets it.
+	Operator bool
 }
 
 // ActionKind is what a button click asks for.

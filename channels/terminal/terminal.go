@@ -149,7 +149,7 @@ func (c *Channel) handleLine(ctx context.Context, h channels.Handler, line strin
 	if line == "" {
 		return
 	}
-	sender := c.cfg.Sender
+	sender, operator := c.cfg.Sender, true
 	if rest, ok := strings.CutPrefix(line, "!"); ok {
 		name, text := rest, ""
 		if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
@@ -159,11 +159,11 @@ func (c *Channel) handleLine(ctx context.Context, h channels.Handler, line strin
 			c.printLine("To speak as someone else for one line: !name <message>, e.g. !alice /plan accept")
 			return
 		}
-		sender, line = name, text
+		sender, line, operator = name, text, false
 	}
 	m := core.Message{
 		Address: c.Address(),
-		Sender:  core.Person{ID: sender, Name: sender},
+		Sender:  core.Person{ID: sender, Name: sender, Operator: operator},
 		Text:    line,
 		// Every line is addressed to the bot; the terminal is not direct, so "!name" can
 		// stand for several people in one shared conversation.

@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core/access"
 	"github.com/plangate/plangate/core/conf"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/machine"
@@ -179,7 +180,8 @@ func defaultRunLimits() RunLimitsConfig {
 		FileSize: ByteSize(d.FileSize), TmpSize: ByteSize(d.TmpSize), Output: ByteSize(d.Output)}
 }
 
-// AccessConfig lists who may decide on plans.
+// AccessConfig lists who may decide on plans, and who may talk to the bot at all and how
+// much (docs/design.md §12).
 type AccessConfig struct {
 	// Approvers are "channel:user id" (or "discord-role:role id"); empty means the session
 	// owner and anyone in a direct message may decide.
@@ -187,6 +189,20 @@ type AccessConfig struct {
 	// Policies: the first whose match fits a session sets its approvers and how many must
 	// accept (docs/design.md §12).
 	Policies []ApprovalPolicyConfig `yaml:"policies"`
+	// AllowedUsers are who may talk to the bot, in approvers' form: on a channel an entry
+	// names, only they and the approvers may; the other channels follow UnlistedChannels.
+	AllowedUsers []string `yaml:"allowed_users"`
+	// UnlistedChannels is open (everyone may talk on a channel no allowed_users entry
+	// names) or closed (only approvers may).
+	UnlistedChannels access.Unlisted `yaml:"unlisted_channels"`
+	// RateLimit bounds how many messages one person may send.
+	RateLimit RateLimitConfig `yaml:"rate_limit"`
+}
+
+// RateLimitConfig is access.rate_limit: a token bucket per person.
+type RateLimitConfig struct {
+	PerMinute int `yaml:"per_minute"` // sustained messages a minute; 0 = no limit
+	Burst     int `yaml:"burst"`      // messages at once before the rate applies
 }
 
 // LogLevel is the minimum level logged.
@@ -251,8 +267,12 @@ func defaultConfig() *Config {
 		Tools:       ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: defaultRunLimits(), Destructive: slices.Clone(machine.DefaultDestructive)}}, // tools.DefaultMaxWriteBytes, tools.SandboxBwrap
 		HTTP:        HTTPConfig{AdminToken: "${PLANGATE_ADMIN_TOKEN}", MaxBody: httpserver.DefaultMaxBody},
 		Log:         LogConfig{Level: LogInfo, Format: LogText},
+		Access:      AccessConfig{UnlistedChannels: access.UnlistedOpen, RateLimit: RateLimitConfig{Burst: defaultBurst}},
 	}
 }
+
+// defaultBurst is access.rate_limit.burst's default.
+const defaultBurst = 5
 
 // ConfigPath picks the config file: the --config flag, else $PLANGATE_CONFIG, else
 // config.yaml in the current directory.

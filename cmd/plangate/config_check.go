@@ -76,6 +76,7 @@ func (c *Config) Describe() string {
 	} else {
 		line("approvers", "none listed: the session owner and anyone in a direct message decide")
 	}
+	line("talk", "%s", c.Access.describeTalk())
 	line("tools", "%s; writes up to %d bytes", runCommandSummary(c.Tools.RunCommand), c.Tools.MaxWriteBytes)
 	line("http", "%s", c.HTTP.describe())
 	line("log", "%s, %s", c.Log.Level, c.Log.Format)

@@ -40,6 +40,9 @@ func exported(c *Config) Config {
 	if len(out.Access.Approvers) == 0 {
 		out.Access.Approvers = nil
 	}
+	if len(out.Access.AllowedUsers) == 0 {
+		out.Access.AllowedUsers = nil
+	}
 	if len(out.Tools.RunCommand.Allow) == 0 {
 		out.Tools.RunCommand.Allow = nil
 	}
@@ -96,8 +99,9 @@ func wantDefaults(dir string) Config {
 		Tools: ToolsConfig{MaxWriteBytes: 1 << 20, RunCommand: RunCommandConfig{Sandbox: "bwrap", Limits: RunLimitsConfig{Processes: 1024, Memory: 4 << 30, CPUTime: 5 * time.Minute, FileSize: 1 << 30, TmpSize: 512 << 20, Output: 16 << 20},
 			Destructive: []string{"git push --force", "git push -f", "git push --force-with-lease", "git push --mirror", "git push --delete", "git push +*",
 				"git reset --hard", "git clean -f", "git branch -D", "rm -r <outside>", "rm -R <outside>", "rm --recursive <outside>"}}},
-		HTTP: HTTPConfig{MaxBody: 1 << 20},
-		Log:  LogConfig{Level: "info", Format: "text"},
+		HTTP:   HTTPConfig{MaxBody: 1 << 20},
+		Log:    LogConfig{Level: "info", Format: "text"},
+		Access: AccessConfig{UnlistedChannels: "open", RateLimit: RateLimitConfig{Burst: 5}},
 	}
 }
 

@@ -304,6 +304,7 @@ func (a AccessConfig) Validate() error {
 			errs = append(errs, conf.BadValue(fmt.Sprintf("approvers[%d]", i), s, "%s", approverHint(nil)))
 		}
 	}
+	errs = append(errs, a.talkProblems()...)
 	return errors.Join(append(errs, a.policyProblems()...)...)
 }
 

@@ -305,6 +305,7 @@ func engineConfig(cfg *Config) engine.Config {
 		AutoApprove:        cfg.PlanMode.AutoApprove,
 		Approvers:          cfg.Access.Approvers,
 		Policies:           cfg.Access.CorePolicies(),
+		Access:             cfg.Access.rules(),
 		EditHints:          editHints(),
 		AutoApproveRules:   cfg.PlanMode.CoreRules(),
 		Nudges:             cfg.PlanMode.Nudges,

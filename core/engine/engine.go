@@ -12,6 +12,7 @@ import (
 
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/access"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	// Destructive are the commands a run_command must not match to run without a person
 	// (tools.run_command.destructive; guards.go); none in a zero Config.
 	Destructive []machine.CommandPattern
+	// Access is who may talk at all and how much (access.allowed_users,
+	// access.unlisted_channels, access.rate_limit; admission.go); a zero value lets
+	// everyone talk without limit.
+	Access access.Rules
 }
 
 // NoVerifierRetries is Config.MaxVerifierRetries for no retries.
@@ -136,6 +141,7 @@ type Engine struct {
 	obs        observing
 	// delayed: sessions whose chat was told that a message waits for the store (outage.go).
 	delayed map[string]bool
+	gate    *access.Gate // admits inbound messages before they are queued (admission.go)
 }
 
 type job struct {
@@ -218,6 +224,7 @@ func NewEngine(cfg Config, d Deps) *Engine {
 	e.telling = map[int64]dropNote{}
 	e.obs.obs = d.Observer
 	e.delayed = map[string]bool{}
+	e.gate = access.New(cfg.Access)
 	if d.Observer == nil {
 		e.obs.obs = nopObserver{}
 	}
@@ -244,6 +251,9 @@ func (e *Engine) EnqueueThen(ctx context.Context, m core.Message, then func(erro
 	}
 	if m.Action == nil {
 		j.parsed = commands.Parse(m.Text, "")
+	}
+	if !e.admit(ctx, m, j.parsed, then) {
+		return
 	}
 	id := m.Address.SessionID()
 	if c := j.parsed.Cmd; j.parsed.Kind == commands.IsCommand && (c.Name == commands.Accept || c.Name == commands.Revise) {

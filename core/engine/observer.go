@@ -30,6 +30,10 @@ type Observer interface {
 	// channels.outbox_max_age), refused (the platform refused it for good) or told (it
 	// could not be delivered and the chat got the reply's own notice instead).
 	OutboxDropped(channel, reason string)
+	// AccessRefused counts one message the access gate refused before it was queued, by
+	// channel and reason: not_allowed or throttled (such messages are not counted by
+	// Inbound).
+	AccessRefused(channel, reason string)
 }
 
 // Inbound outcomes other than handled and failed, set on the job where they are known.
@@ -60,6 +64,7 @@ func (nopObserver) Nudge(string)                       {}
 func (nopObserver) PlansPending(int)                   {}
 func (nopObserver) Inbound(string, string)             {}
 func (nopObserver) OutboxDropped(string, string)       {}
+func (nopObserver) AccessRefused(string, string)       {}
 
 // observing reports pending plans: the count is read from the store (so engines on one
 // store agree), one reader at a time so an older count never overwrites a newer one.

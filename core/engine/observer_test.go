@@ -31,6 +31,7 @@ func (o *countingObserver) ToolCall(tool, out string)                { o.add("to
 func (o *countingObserver) Nudge(out string)                         { o.add("nudge " + out) }
 func (o *countingObserver) Inbound(ch, out string)                   { o.add("inbound " + ch + " " + out) }
 func (o *countingObserver) OutboxDropped(ch, why string)             { o.add("dropped " + ch + " " + why) }
+func (o *countingObserver) AccessRefused(ch, why string)             { o.add("access " + ch + " " + why) }
 func (o *countingObserver) PlansPending(n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -20,6 +20,7 @@ type Metrics struct {
 	inbound      *prometheus.CounterVec
 	replies      *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
+	refusals     *prometheus.CounterVec
 	decisions    *prometheus.CounterVec
 	plansPending prometheus.Gauge
 	model        *prometheus.HistogramVec
@@ -44,6 +45,8 @@ func New() *Metrics {
 			Help: "Replies by channel and outcome (sent, failed, dropped)."}, []string{"channel", "outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_outbox_dropped_total",
 			Help: "Committed replies given up by channel and reason (expired: older than channels.outbox_max_age; refused: by the platform, for good; told: undeliverable, the chat got a notice instead)."}, []string{"channel", "reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_access_refusals_total",
+			Help: "Inbound messages refused before any session saw them, by channel and reason (not_allowed: the sender is not in access.allowed_users; throttled: over access.rate_limit)."}, []string{"channel", "reason"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_decisions_total",
 			Help: "Plan decisions by kind (accepted, auto_accepted, approval_recorded, revised, abandoned, aborted, expired, refused)."}, []string{"kind"}),
 		plansPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "plangate_plans_pending",
@@ -59,7 +62,7 @@ func New() *Metrics {
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_http_requests_total",
 			Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
 	}
-	reg.MustRegister(m.inbound, m.replies, m.dropped, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
+	reg.MustRegister(m.inbound, m.replies, m.dropped, m.refusals, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.commitDurable, m.commitLazy = m.commit.WithLabelValues("true"), m.commit.WithLabelValues("false")
 	return m
@@ -72,6 +75,13 @@ func (m *Metrics) Handler() http.Handler {
 
 // Registry is the registry itself: serve adds the MCP servers' collector, tests gather it.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// AccessRefused counts one inbound message the access gate refused.
+func (m *Metrics) AccessRefused(channel, reason string) {
+	if m != nil {
+		m.refusals.WithLabelValues(channel, reason).Inc()
+	}
+}
 
 // Inbound counts one inbound platform event.
 func (m *Metrics) Inbound(channel, outcome string) {

@@ -15,6 +15,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	none.Inbound("telegram", "handled")
 	none.StoreCommit(true, time.Millisecond)
 	none.OutboxDropped("telegram", "expired")
+	none.AccessRefused("telegram", "throttled")
 
 	m := metrics.New()
 	m.Inbound("telegram", "handled")
@@ -29,6 +30,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	m.OutboxDropped("telegram", "expired")
 	m.StoreCommit(true, 2*time.Millisecond)
 	m.HTTPRequest("POST /webhooks/telegram", 401)
+	m.AccessRefused("slack", "not_allowed")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -45,6 +47,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 		`plangate_outbox_dropped_total{channel="telegram",reason="expired"} 2`,
 		`plangate_store_commit_seconds_count{durable="true"} 1`,
 		`plangate_http_requests_total{code="401",route="POST /webhooks/telegram"} 1`,
+		`plangate_access_refusals_total{channel="slack",reason="not_allowed"} 1`,
 		`go_goroutines`, `process_cpu_seconds_total`,
 	} {
 		if !strings.Contains(string(body), want) {
