@@ -27,8 +27,8 @@ type Store interface {
 	Sessions(ctx context.Context) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
 	Events(ctx context.Context, sessionID string) ([]core.Event, error)
-	// DroppedOutbox lists the replies given up, newest first (at most limit).
-	DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error)
+	// DroppedOutbox lists the replies given up, newest first, below id before (at most limit).
+	DroppedOutbox(ctx context.Context, before int64, limit int) ([]core.Outgoing, error)
 }
 
 // Engine takes the API's changes; *engine.Engine satisfies it. The context given is not the

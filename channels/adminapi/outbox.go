@@ -37,7 +37,7 @@ func (a *API) dropped(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	rows, err := a.d.Store.DroppedOutbox(r.Context(), limit)
+	rows, err := a.d.Store.DroppedOutbox(r.Context(), 0, limit)
 	if err != nil {
 		a.failed(w, "listing dropped replies", err)
 		return
