@@ -1,5 +1,6 @@
 // Package adminapi is plangate's admin API (docs/design.md §10): sessions, their audit
-// events and plans as JSON, the replies the outbox gave up, and the two changes an operator may make — a session's mode
+// events and plans as JSON, the replies the outbox gave up (each list in keyset pages), the
+// API's own OpenAPI 3.1 document, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
 // engine, exactly as a person's command or button click, signed "admin:<name>" (the name
 // of the bearer token used), so the engine's rules (stale ids, phases, auditing, one
@@ -177,7 +178,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := "events:" + s.ID
-	p, ok := readPage(w, r, list, func(c cursor) bool { return c.N > 0 && c.At == "" && c.ID == "" })
+	p, ok := readPage(w, r, list, idCursor)
 	if !ok {
 		return
 	}

@@ -23,7 +23,7 @@ type DroppedJSON struct {
 
 func (a *API) dropped(w http.ResponseWriter, r *http.Request) {
 	const list = "dropped"
-	p, ok := readPage(w, r, list, func(c cursor) bool { return c.N > 0 && c.At == "" && c.ID == "" })
+	p, ok := readPage(w, r, list, idCursor)
 	if !ok {
 		return
 	}

@@ -81,6 +81,10 @@ func (c cursor) encode() *string {
 	return &s
 }
 
+// idCursor tells whether c is a cursor of a list ordered by id alone (events, dropped
+// replies).
+func idCursor(c cursor) bool { return c.N > 0 && c.At == "" && c.ID == "" }
+
 // pageRequest is a list request's limit and cursor (the zero cursor: the first page).
 type pageRequest struct {
 	limit int
