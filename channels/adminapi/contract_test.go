@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pb33f/libopenapi"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 
@@ -44,7 +45,10 @@ var contract = sync.OnceValues(func() (*openAPIContract, error) {
 		return nil, fmt.Errorf("building the model: %w", err)
 	}
 	c := &openAPIContract{raw: raw, v: v, mux: http.NewServeMux(), documented: map[string]bool{}, seen: map[string]bool{},
-		params: map[string][]string{}}
+		params: map[string][]string{}, schemas: map[string]*base.Schema{}}
+	for name, proxy := range model.Model.Components.Schemas.FromOldest() {
+		c.schemas[name] = proxy.Schema()
+	}
 	for path, item := range model.Model.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
 			pattern := strings.ToUpper(method) + " " + path
@@ -69,6 +73,7 @@ type openAPIContract struct {
 	mux        *http.ServeMux      // the documented routes, matched as the server matches them
 	params     map[string][]string // "METHOD /path" → its query parameters
 	documented map[string]bool     // "METHOD /path status"
+	schemas    map[string]*base.Schema
 
 	mu   sync.Mutex
 	seen map[string]bool
