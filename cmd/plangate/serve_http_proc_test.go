@@ -137,7 +137,7 @@ http:
 		{"/debug/pprof/", "Bearer " + adminToken, 200, "goroutine"},
 		{"/nope", "", 404, ""},
 		{"/api/v1/sessions", "", 401, "admin token"}, // the admin API is mounted when admin_token is set
-		{"/api/v1/sessions", "Bearer " + adminToken, 200, "["},
+		{"/api/v1/sessions", "Bearer " + adminToken, 200, `"items": [`},
 		{"/api/v1/sessions/nope", "Bearer " + adminToken, 404, "no session"},
 		{"/login", "", 200, "<form"}, // the web channel's pages, on the same server
 		{"/metrics", "", 200, `plangate_http_requests_total{code="200",route="GET /healthz"} 1`},
