@@ -16,6 +16,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core/backoff"
 	"github.com/plangate/plangate/store"
 )
 
@@ -293,13 +294,14 @@ var (
 // logged and set on opening for /readyz; the ones that opened are kept as they are. An
 // answer that refuses (a bad token) ends serve, since waiting does not fix it.
 func openChannelsPatiently(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger, opening *openingCheck) ([]channels.Channel, error) {
-	wait := openRetryFirst
+	waits := backoff.New(openRetryFirst, openRetryMax)
 	opened := map[string]channels.Channel{}
 	for {
 		chans, err := openMissing(ctx, cfg, st, now, log, opened)
 		if err == nil || !unreachable(err) || ctx.Err() != nil {
 			return chans, err
 		}
+		wait := waits.NextBackOff()
 		why := fmt.Sprintf("trying again in %s: %v", wait, err)
 		opening.set(why)
 		log.Warn("a chat platform cannot be reached; serve stays up and tries again", "err", err.Error(), "retry_in", wait.String())
@@ -308,7 +310,6 @@ func openChannelsPatiently(ctx context.Context, cfg *Config, st *store.Store, no
 			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, openRetryMax)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/access"
+	"github.com/plangate/plangate/core/backoff"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
@@ -446,7 +447,7 @@ func (e *Engine) runMessage(j *job) error {
 	if j.retried && j.stored && !j.readOnly() {
 		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
 	}
-	inbound, wait := j.inbound, requeueFirstWait
+	inbound, waits := j.inbound, backoff.New(requeueFirstWait, requeueMaxWait)
 	for {
 		err := e.handleMessage(ctx, j)
 		if !errors.Is(err, errRequeue) {
@@ -455,9 +456,8 @@ func (e *Engine) runMessage(j *job) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("queuing a message of %s for the session's lease holder: %w", m.Address.SessionID(), ctx.Err())
-		case <-e.d.After(wait):
+		case <-e.d.After(waits.NextBackOff()):
 		}
-		wait = min(2*wait, requeueMaxWait)
 		// The attempt that lost the race took the event's key into its commit
 		// (applyInbound), which stored nothing: the next one records it, or a
 		// redelivery of the event would be answered again.
