@@ -476,11 +476,13 @@ func serveConfig(args []string, e procEnv) (*Config, error) {
 	return cfg, nil
 }
 
-func cmdConfig(_ context.Context, args []string, e procEnv) error {
+func cmdConfig(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || args[0] != "check" {
-		return fmt.Errorf("%w: plangate config check [--config F]", errUsage)
+		return fmt.Errorf("%w: plangate config check [--config F] [--probe]", errUsage)
 	}
-	cfg, err := loadConfigFlags(newFlags("config check"), args[1:], e)
+	fs := newFlags("config check")
+	probe := fs.Bool("probe", false, "also probe what the config points at, as plangate doctor does")
+	cfg, err := loadConfigFlags(fs, args[1:], e)
 	if err != nil {
 		return err
 	}
@@ -492,5 +494,8 @@ func cmdConfig(_ context.Context, args []string, e procEnv) error {
 		fmt.Fprintln(e.stdout, "warning:", w)
 	}
 	fmt.Fprintln(e.stdout, "config ok")
+	if *probe {
+		return probeAll(ctx, cfg, e)
+	}
 	return nil
 }
