@@ -38,7 +38,7 @@ Usage:
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
-  plangate config check [--config F]            validate the configuration and summarise it
+  plangate config check [--config F] [--probe]  validate the configuration and summarise it; --probe as doctor
   plangate doctor [--config F]                  probe the store, the model, the sandbox and the platform tokens
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
