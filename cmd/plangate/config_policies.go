@@ -78,6 +78,15 @@ func (p PlanModeConfig) CoreEscalateTo() []core.Address {
 	return out
 }
 
+// decideURL is where a person decides on the web: http.public_url while the web channel
+// is on, else "".
+func (c *Config) decideURL() string {
+	if !c.Channels.Web.Enabled {
+		return ""
+	}
+	return c.HTTP.PublicURL
+}
+
 // CorePlanner is the planner setting as core takes it.
 func (p PlannerConfig) CorePlanner() engine.Planner {
 	return engine.Planner{Style: engine.PlannerStyle(p.Style), ExpandShortGoals: p.ExpandShortGoals}

@@ -314,6 +314,7 @@ func engineConfig(cfg *Config) engine.Config {
 		Planner:            cfg.PlanMode.Planner.CorePlanner(),
 		Boundary:           cfg.PlanMode.Boundary,
 		EscalateTo:         cfg.PlanMode.CoreEscalateTo(),
+		DecideURL:          cfg.decideURL(),
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
 	}

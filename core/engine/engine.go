@@ -57,6 +57,9 @@ type Config struct {
 	// EscalateTo are the chats told once about a pending plan nobody decided on after its
 	// last reminder (plan_mode.escalate_to); none: nobody is.
 	EscalateTo []core.Address
+	// DecideURL is the web channel's address (http.public_url while the channel is on),
+	// for the link to a session's page in an escalation; "" = no link.
+	DecideURL string
 	// Boundary is plan_mode.boundary, the operator's limits every plan inherits: the
 	// judge refuses a plan that widens it, and the planning card names it.
 	Boundary plan.Boundary
