@@ -21,10 +21,11 @@ import (
 const MaxBaselineFile = 1 << 20
 
 // keepBaseline stores data under its content hash in the baselines directory, once: a
-// file of the same hash is the same content. Binary data (a NUL in its first bytes) is not
-// kept: its lines mean nothing. A failure leaves the file uncounted in lines, nothing more.
+// file of the same hash is the same content. Binary data is kept too (/plan undo puts it
+// back), though its lines are not counted. A failure leaves the file uncounted in lines
+// and not restorable by /plan undo, nothing more.
 func (w *workspace) keepBaseline(hash string, data []byte) {
-	if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 || len(hash) < 3 {
+	if len(hash) < 3 {
 		return
 	}
 	p := filepath.Join(w.baselines, hash[:2], hash)
@@ -129,8 +130,8 @@ func (t *Toolbox) baseline(hash string) (string, bool) {
 		return "", false // a link, a special or unreadable file, a huge one: no lines
 	}
 	data, err := os.ReadFile(filepath.Join(t.cfg.Baselines, hash[:2], hash))
-	if err != nil {
-		return "", false
+	if err != nil || bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
+		return "", false // not kept, or binary: its lines mean nothing
 	}
 	return string(data), true
 }
