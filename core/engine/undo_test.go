@@ -103,8 +103,19 @@ func undoRun(t *testing.T) (*harness, core.Plan, map[string]diskFile, map[string
 		text("All done."))
 	// The mode and the link came after the proposal: the state at acceptance is the one
 	// --stale accepts.
-	got := joinTexts(h.say("main", "local", "/plan accept --stale"))
+	replies := h.say("main", "local", "/plan accept --stale")
+	got := joinTexts(replies)
 	mustContain(t, got, "Report of plan v1:", "All done.")
+	undoButton := false
+	for _, r := range replies {
+		if r.Kind == core.ReplyReport {
+			undoButton = len(r.Buttons) == 1 && r.Buttons[0].Label == "Undo" &&
+				r.Buttons[0].Action == core.Action{Kind: core.ActionUndo, ApprovalID: p.ApprovalID}
+		}
+	}
+	if !undoButton {
+		t.Fatalf("the report has no Undo button: %+v", replies)
+	}
 	if st := h.plan(p.ID).Status; st != core.PlanCompleted {
 		t.Fatalf("status %s; replies:\n%s", st, got)
 	}
@@ -192,7 +203,7 @@ func TestUndoRefusesChangedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := diskState(t, ws)
-	got = joinTexts(h.say("main", "local", "/plan undo"))
+	got = joinTexts(h.click("main", "local", core.Action{Kind: core.ActionUndo, ApprovalID: p.ApprovalID}))
 	mustContain(t, got, "Cannot undo plan v1: 2 files changed since the plan left them (a.txt and gone.txt). Nothing was changed")
 	sameDisk(t, "after a refused undo", diskState(t, ws), changed)
 	if u := h.plan(p.ID).Run.Undone; u != nil {
@@ -232,6 +243,7 @@ func TestUndoStaysInTheWorkspace(t *testing.T) {
 func TestUndoRefusedInTheWrongState(t *testing.T) {
 	h := newHarness(t)
 	mustContain(t, joinTexts(h.say("main", "local", "/plan undo")), "There is no plan to undo here.")
+	mustContain(t, joinTexts(h.click("main", "local", core.Action{Kind: core.ActionUndo, ApprovalID: "gone1"})), "That Undo button is no longer valid; nothing changed.")
 	h.toPending("main", "Waiting")
 	mustContain(t, joinTexts(h.say("main", "local", "/plan undo")), `Plan v1 "Waiting" is waiting for a decision and changed nothing yet. Decide: /plan accept`)
 	h.model.push(sessionID("main"), text("Working."))
