@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,11 +63,7 @@ func (t *Toolbox) LineCounts(ctx context.Context, a, b *plan.Tree, paths []strin
 	if t.cfg.Baselines == "" {
 		return nil, errors.New("no baselines directory is configured")
 	}
-	af, err := hashes(a)
-	if err != nil {
-		return nil, err
-	}
-	bf, err := hashes(b)
+	af, bf, err := byPaths(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +72,9 @@ func (t *Toolbox) LineCounts(ctx context.Context, a, b *plan.Tree, paths []strin
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		ha, inA := af[p]
-		hb, inB := bf[p]
+		fa, inA := af[p]
+		fb, inB := bf[p]
+		ha, hb := fa.Hash, fb.Hash
 		if ha == hb && inA == inB {
 			continue
 		}
@@ -134,17 +130,4 @@ func (t *Toolbox) baseline(hash string) (string, bool) {
 		return "", false // not kept, or binary: its lines mean nothing
 	}
 	return string(data), true
-}
-
-// hashes maps the paths of tree to their hashes.
-func hashes(tree *plan.Tree) (map[string]string, error) {
-	files, err := tree.Files()
-	if err != nil {
-		return nil, fmt.Errorf("reading a fingerprint: %w", err)
-	}
-	m := make(map[string]string, len(files))
-	for _, f := range files {
-		m[f.Path] = f.Hash
-	}
-	return m, nil
 }

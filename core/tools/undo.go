@@ -29,11 +29,7 @@ import (
 // directory swapped for a link since) counts as changed.
 func (t *Toolbox) Restore(ctx context.Context, ws core.Workspace, was, left *plan.Tree, paths []string) (plan.Restore, error) {
 	var r plan.Restore
-	wf, err := byPath(was)
-	if err != nil {
-		return r, err
-	}
-	lf, err := byPath(left)
+	wf, lf, err := byPaths(was, left)
 	if err != nil {
 		return r, err
 	}
@@ -109,17 +105,20 @@ type restoreStep struct {
 	mode        fs.FileMode
 }
 
-// byPath maps a tree's paths to their files.
-func byPath(tree *plan.Tree) (map[string]plan.TreeFile, error) {
-	files, err := tree.Files()
-	if err != nil {
-		return nil, fmt.Errorf("reading a fingerprint: %w", err)
+// byPaths maps the paths of trees a and b to their files.
+func byPaths(a, b *plan.Tree) (map[string]plan.TreeFile, map[string]plan.TreeFile, error) {
+	var ms [2]map[string]plan.TreeFile
+	for i, tree := range []*plan.Tree{a, b} {
+		files, err := tree.Files()
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading a fingerprint: %w", err)
+		}
+		ms[i] = make(map[string]plan.TreeFile, len(files))
+		for _, f := range files {
+			ms[i][f.Path] = f
+		}
 	}
-	m := make(map[string]plan.TreeFile, len(files))
-	for _, f := range files {
-		m[f.Path] = f
-	}
-	return m, nil
+	return ms[0], ms[1], nil
 }
 
 // sameState reports whether the file found now is the one a tree recorded.
