@@ -21,6 +21,7 @@ const (
 	Answer Name = "answer"
 	Auto   Name = "auto"
 	Nudge  Name = "nudge"
+	Undo   Name = "undo"
 )
 
 // Who may run a subcommand.

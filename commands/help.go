@@ -20,7 +20,7 @@ func HelpText() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Where the chat has buttons (Accept, Revise, Auto), they do the same.")
+	b.WriteString("Where the chat has buttons (Accept, Revise, Auto; Undo on a report), they do the same.")
 	return b.String()
 }
 

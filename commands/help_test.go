@@ -9,7 +9,7 @@ import (
 )
 
 func TestTableRows(t *testing.T) {
-	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Nudge}
+	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Undo, Nudge}
 	wantWho := map[Name]Who{Status: Anyone, Show: Anyone, Help: Anyone, Answer: ApproverOrOwner}
 	wantArgs := map[Name]string{
 		On: "[goal]", Accept: "[vN] [--stale]", Edit: "[file]", Revise: "<feedback>", Answer: "<text or option number>",

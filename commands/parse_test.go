@@ -164,7 +164,7 @@ func TestParseSubcommands(t *testing.T) {
 }
 
 func TestParseUnknownSubcommand(t *testing.T) {
-	list := "Subcommands: status, show, help, on, off, accept, revise, edit, answer, auto, nudge."
+	list := "Subcommands: status, show, help, on, off, accept, revise, edit, answer, auto, undo, nudge."
 	tests := []struct {
 		name, text string
 		reply      []string

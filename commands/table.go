@@ -17,6 +17,7 @@ func Table() []Spec {
 		{Name: Edit, Args: "[file]", Summary: "make your edited copy of the plan file the next version", Who: Approver},
 		{Name: Answer, Args: "<text or option number>", Summary: "answer the agent's question", Who: ApproverOrOwner, ArgRequired: true},
 		{Name: Auto, Args: "[on|off]", Summary: "approve plans automatically, or stop", Who: Approver},
+		{Name: Undo, Summary: "put back the files the last plan changed", Who: Approver},
 		{Name: Nudge, Args: "off | snooze <duration> | every <duration> | <cron spec>", Summary: "change reminders for a pending decision", Who: Approver},
 	}
 }

@@ -93,6 +93,8 @@ const (
 	ActionRevise ActionKind = "revise"
 	ActionAuto   ActionKind = "auto"
 	ActionAnswer ActionKind = "answer"
+	// ActionUndo is the Undo button of a plan's report (/plan undo of that version).
+	ActionUndo ActionKind = "undo"
 )
 
 // Action is a button click: what it asks for, which approval it belongs to, and an

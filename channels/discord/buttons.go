@@ -27,7 +27,7 @@ const idPrefix = "plan:"
 const feedbackField = "feedback"
 
 // customID encodes a button: "plan:a:<approval>" (accept), "plan:r:<approval>" (revise),
-// "plan:u:<approval>" (auto), "plan:q:<question>:<n>" (answer option n, 1-based); ok is
+// "plan:u:<approval>" (auto), "plan:n:<approval>" (undo),"plan:q:<question>:<n>" (answer option n, 1-based); ok is
 // false for an action plangate does not make or an id that does not fit.
 func customID(a core.Action, option int) (string, bool) {
 	var s string

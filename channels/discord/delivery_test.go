@@ -232,7 +232,7 @@ func TestCommandRegistration(t *testing.T) {
 						}
 					}
 				}
-				if want := "status show help on off accept revise answer auto nudge"; strings.Join(subs, " ") != want {
+				if want := "status show help on off accept revise answer auto undo nudge"; strings.Join(subs, " ") != want {
 					t.Errorf("subcommands %q, want %q", subs, want)
 				}
 			}

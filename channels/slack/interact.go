@@ -22,6 +22,7 @@ const (
 	actionAccept   = "plangate_accept"
 	actionRevise   = "plangate_revise"
 	actionAuto     = "plangate_auto"
+	actionUndo     = "plangate_undo"
 	actionAnswer   = "plangate_answer_" // + option number: action ids are unique per message
 	decideBlock    = "plangate_decide"
 	answersBlock   = "plangate_answers"
@@ -204,6 +205,8 @@ func parseButton(actionID, value string) (button, bool) {
 		return button{kind: core.ActionRevise, approval: value}, channels.ValidID(value)
 	case actionAuto:
 		return button{kind: core.ActionAuto, approval: value}, channels.ValidID(value)
+	case actionUndo:
+		return button{kind: core.ActionUndo, approval: value}, channels.ValidID(value)
 	}
 	if !strings.HasPrefix(actionID, actionAnswer) {
 		return button{}, false
@@ -239,6 +242,8 @@ func buttonValue(a core.Action, option int) (actionID, value string, ok bool) {
 		return actionRevise, a.ApprovalID, true
 	case core.ActionAuto:
 		return actionAuto, a.ApprovalID, true
+	case core.ActionUndo:
+		return actionUndo, a.ApprovalID, true
 	case core.ActionAnswer:
 		num := strconv.Itoa(option)
 		value = a.ApprovalID + ":" + num

@@ -251,7 +251,7 @@ func (c *Channel) handOn(w http.ResponseWriter, r *http.Request, back string, m 
 	c.answer(w, r, back, http.StatusNoContent, "")
 }
 
-var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
+var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer", core.ActionUndo: "Undo"}
 
 // formAction reads the button a form posted, or answers the post from page back with why
 // it cannot be taken and returns false.
@@ -259,7 +259,7 @@ func (c *Channel) formAction(w http.ResponseWriter, r *http.Request, back string
 	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),
 		Value: strings.TrimSpace(r.PostForm.Get("value"))}
 	switch a.Kind {
-	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer:
+	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer, core.ActionUndo:
 		if a.ApprovalID == "" && a.Kind != core.ActionAnswer {
 			break
 		}

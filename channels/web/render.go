@@ -206,6 +206,7 @@ type cardView struct {
 	Decision                                    string
 	Approvals                                   string // "1 of 2 approvals (alice)" while more are needed
 	Buttons                                     bool
+	Undo                                        bool // the report's Undo (/plan undo of this version) is there to press
 	Approval, Action, CSRF, Session             string
 	Edit                                        string // where an edited plan file is uploaded ("" = not here)
 	EditedBy                                    string // the person who wrote this version by editing the file
@@ -256,6 +257,9 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 			}
 		}
 	}
+	if p.Run.Report != nil && p.Status != core.PlanPending {
+		c.undoButton(ctx, &v, p, viewer)
+	}
 	if p.Status == core.PlanPending {
 		s, err := c.d.Store.Session(ctx, p.SessionID)
 		if err == nil {
@@ -283,4 +287,21 @@ func (c *Channel) progress(p core.Plan, a core.Address) string {
 // before, "" when the steps are the same.
 func stepChanges(old, cur []plan.Step) string {
 	return strings.Join(machine.StepDiff(old, cur), " · ")
+}
+
+// undoButton puts the report's Undo on v when p, the session's current plan, may be
+// undone now and viewer may decide there.
+func (c *Channel) undoButton(ctx context.Context, v *cardView, p core.Plan, viewer string) {
+	s, err := c.d.Store.Session(ctx, p.SessionID)
+	if err != nil || s.PlanID != p.ID {
+		return
+	}
+	if _, ok := machine.Undoable(s, &p, &p); !ok || !c.mayDecide(viewer, s, c.own(viewer, s.Address)) {
+		return
+	}
+	v.Undo, v.Approval = true, p.ApprovalID
+	v.Action = "/c/" + s.Address.Chat + "/actions"
+	if s.Address.Channel != Name || s.Address.Account != viewer {
+		v.Action = "/dashboard/actions?session=" + s.ID
+	}
 }

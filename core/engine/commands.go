@@ -91,6 +91,8 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 			return t.applyTrigger(ctx, machine.TrigAutoOn, in)
 		}
 		return t.applyTrigger(ctx, machine.TrigAutoOff, in)
+	case commands.Undo:
+		return t.undo(ctx, "")
 	case commands.Nudge:
 		o, err := machine.ApplyNudge(t.sess, c.Nudge, in)
 		if err != nil {
@@ -174,6 +176,8 @@ func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
 	case core.ActionAnswer:
 		in.Text = a.Value
 		return t.applyTrigger(ctx, machine.TrigAnswer, in)
+	case core.ActionUndo:
+		return t.undo(ctx, a.ApprovalID)
 	}
 	return t.answer(ctx, core.Reply{Kind: core.ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }

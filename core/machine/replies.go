@@ -52,6 +52,10 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	if ok && p.Status == core.PlanAccepted && p.Run.Stop != nil {
 		lines = append(lines, p.Run.Stop.Lines()...)
 	}
+	if ok && p.Run.Undone != nil {
+		u := p.Run.Undone
+		lines = append(lines, fmt.Sprintf("undone: %s at %s by %s", count(len(u.Files), "file"), core.Clock(u.At), undoneBy(u)))
+	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
 	}

@@ -25,6 +25,9 @@ type Run struct {
 	// Report is what the execution did, made when it last completed or stopped; nil
 	// before that.
 	Report *Report `json:"report,omitempty"`
+	// Undone is the /plan undo that put the workspace back as it was at acceptance; nil
+	// when the version was not undone.
+	Undone *Undone `json:"undo,omitempty"`
 }
 
 // Escalation is a pending version told to people beyond its chat (plan_mode.escalate_to).
