@@ -38,6 +38,18 @@ func (l *procLog) Write(p []byte) (int, error) {
 	return l.text.Write(p)
 }
 
+// waitFor polls cond until it holds, failing the test with the process's log when ctx
+// ends first.
+func (l *procLog) waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, l.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (l *procLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

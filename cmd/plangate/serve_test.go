@@ -234,15 +234,7 @@ func TestServeWaitsForAnUnreachablePlatform(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			if ctx.Err() != nil {
-				t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); logs.waitFor(t, ctx, what, cond) }
 	waitFor("the retry's warning", func() bool {
 		return strings.Contains(logs.String(), `msg="a chat platform cannot be reached; serve stays up and tries again"`)
 	})
@@ -356,15 +348,7 @@ func TestServeKeepsTheChannelsThatOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			if ctx.Err() != nil {
-				t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); logs.waitFor(t, ctx, what, cond) }
 	var first int64
 	waitFor("the first attempt to fail", func() bool {
 		first = slackConns.Load()
