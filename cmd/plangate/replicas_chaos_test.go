@@ -181,6 +181,12 @@ func TestReplicasChaos(t *testing.T) {
 		if err := srv.Resume(); err != nil {
 			t.Fatal(err)
 		}
+		if r > 0 {
+			// Past its replica lease, each replica is taken for dead by the other, which
+			// delivers what it finds unsent: a reply sent just before the stall and not
+			// marked sent in time goes out again, as after a kill.
+			kills.add(rt.tg.settledCount(ctx), rt.sl.postCount())
+		}
 		traffic("after the PostgreSQL stall", 3)
 	}
 	close(stop)
@@ -348,7 +354,8 @@ func (k *killMarks) add(tg, sl int) {
 	k.sl = append(k.sl, sl)
 }
 
-// straddles reports whether a kill falls between the positions a and b.
+// straddles reports whether a kill (or a stall that outlasted the leases) falls between
+// the positions a and b.
 func straddles(a, b int, kills []int) bool {
 	for _, k := range kills {
 		if a < k && k <= b {
