@@ -313,7 +313,7 @@ func engineConfig(cfg *Config) engine.Config {
 		WorkspaceCopy:      cfg.PlanMode.WorkspaceCopy,
 		Planner:            cfg.PlanMode.Planner.CorePlanner(),
 		Boundary:           cfg.PlanMode.Boundary,
-		EscalateTo:         cfg.PlanMode.CoreEscalateTo(),
+		EscalateTo:         cfg.coreEscalateTo(),
 		DecideURL:          cfg.decideURL(),
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
