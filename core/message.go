@@ -101,6 +101,9 @@ type Action struct {
 	Kind       ActionKind
 	ApprovalID string
 	Value      string
+	// Step, on ActionRevise, is the 1-based step the feedback is a comment on (a step's
+	// comment box, the Revise modal's step selector); 0 for feedback on the whole plan.
+	Step int
 }
 
 // File is an attachment, inbound or outbound.

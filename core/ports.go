@@ -61,6 +61,9 @@ const (
 	// EventEscalated is a pending plan nobody decided on after its last reminder, told to
 	// plan_mode.escalate_to; the detail names where.
 	EventEscalated EventKind = "escalated"
+	// EventCommented is a comment on steps of a pending version; the detail is the comment,
+	// "c1 on step 2: use the v2 API".
+	EventCommented EventKind = "commented"
 )
 
 // Event is one audit row.

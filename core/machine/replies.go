@@ -45,6 +45,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 			}
 			lines = append(lines, "approvals: "+prog)
 		}
+		if line := CommentsLine(p); line != "" {
+			lines = append(lines, line)
+		}
 	}
 	if line := verificationStatus(p); ok && line != "" {
 		lines = append(lines, line)
