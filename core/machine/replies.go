@@ -135,6 +135,9 @@ func PlanReply(s core.Session, p core.Plan) core.Reply {
 			{Label: "Revise", Action: core.Action{Kind: core.ActionRevise, ApprovalID: p.ApprovalID}},
 			{Label: "Auto", Action: core.Action{Kind: core.ActionAuto, ApprovalID: p.ApprovalID}},
 		}
+		for _, st := range p.Body.Steps {
+			r.Steps = append(r.Steps, st.Text)
+		}
 	}
 	return r
 }

@@ -66,6 +66,11 @@ type CommentAnswer struct {
 	Answered bool
 }
 
+// Words are the answer for the chat line: "comment c1 on step 2 answered".
+func (c CommentAnswer) Words() string {
+	return fmt.Sprintf("comment %s on %s %s", c.ID, StepsLabel(c.Steps), answeredWord(c.Answered))
+}
+
 // Answers lists the comments cs of the version before with whether answered (the ids the
 // proposal's answered_comments named) holds each.
 func Answers(cs []Comment, answered []string) []CommentAnswer {

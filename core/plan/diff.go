@@ -168,7 +168,7 @@ func (d Diff) Summary() string {
 		return ""
 	}
 	for _, c := range d.Comments {
-		parts = append(parts, fmt.Sprintf("comment %s on %s %s", c.ID, StepsLabel(c.Steps), answeredWord(c.Answered)))
+		parts = append(parts, c.Words())
 	}
 	return fmt.Sprintf("Changes from v%d: %s", d.From, strings.Join(parts, " · "))
 }
