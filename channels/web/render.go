@@ -1,8 +1,8 @@
 package web
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
