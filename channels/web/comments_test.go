@@ -62,19 +62,9 @@ func TestCommentBoxWithoutScript(t *testing.T) {
 // TestBrowserStepComment: in a real browser, a comment typed into step 2's box shows under
 // the step; the Revise with no text sends it; v2's card says it answered it.
 func TestBrowserStepComment(t *testing.T) {
-	root := startBrowser(t)
-	e := newEnv(t, "web:alice")
-	alice := browserPerson(t, root)
-	signInBrowser(t, alice, e, "alice")
-	conv := newConversationBrowser(t, alice)
+	e, alice, conv := pendingInBrowser(t, "add a client", proposal("Add a client", "Write the client", "Call the v1 API"))
 	sid := address("alice", conv).SessionID()
-
-	e.model.Push(sid, proposal("Add a client", "Write the client", "Call the v1 API"))
 	v1 := `section.card[aria-label="Plan v1"]`
-	do(t, alice, "starting plan mode",
-		chromedp.SendKeys(chromedp.CSS("#text"), "/plan on add a client"),
-		chromedp.Click(chromedp.CSS("#send-button")),
-		chromedp.WaitVisible(chromedp.CSS(v1+` button.accept`)))
 	do(t, alice, "commenting on step 2",
 		chromedp.Click(chromedp.CSS(v1+` li.step:nth-child(2) details.comment summary`)),
 		chromedp.SendKeys(chromedp.CSS(v1+` li.step:nth-child(2) textarea`), "use the v2 API instead"),

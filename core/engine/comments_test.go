@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -9,13 +10,13 @@ import (
 	"github.com/plangate/plangate/core/engine"
 )
 
-// proposeAnswering is an exit_plan_mode call that says which comments it answers.
+// proposeAnswering is propose with the comments it says it answers.
 func proposeAnswering(title string, answered []string, steps ...string) core.ToolCall {
-	var ss []stepArg
-	for _, s := range steps {
-		ss = append(ss, stepArg{Step: s})
-	}
-	return call(engine.ToolExitPlanMode, map[string]any{"title": title, "summary": "Summary of " + title, "plan": ss, "answered_comments": answered})
+	tc := propose(title, steps...)
+	var args map[string]any
+	_ = json.Unmarshal(tc.Args, &args) // propose's own JSON
+	args["answered_comments"] = answered
+	return call(engine.ToolExitPlanMode, args)
 }
 
 // Comments on steps wait on the pending version, go to the agent with the next revise tied
