@@ -64,6 +64,9 @@ const (
 	// EventUndone is a /plan undo that put the files a version changed back as they were
 	// at its acceptance; the detail lists them, "restored a.txt, removed new.txt".
 	EventUndone EventKind = "undone"
+	// EventCommented is a comment on steps of a pending version; the detail is the comment,
+	// "c1 on step 2: use the v2 API".
+	EventCommented EventKind = "commented"
 )
 
 // Event is one audit row.

@@ -218,6 +218,9 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	// The click is shown as what the person said, so the transcript reads like a chat.
 	said := actionWords[act.Kind]
+	if act.Step > 0 {
+		said = "Comment on step " + strconv.Itoa(act.Step)
+	}
 	if act.Value != "" {
 		said += ": " + act.Value
 	}
@@ -262,6 +265,14 @@ func (c *Channel) formAction(w http.ResponseWriter, r *http.Request, back string
 	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer, core.ActionUndo:
 		if a.ApprovalID == "" && a.Kind != core.ActionAnswer {
 			break
+		}
+		if step := r.PostForm.Get("step"); step != "" {
+			n, err := strconv.Atoi(step)
+			if a.Kind != core.ActionRevise || err != nil || n < 1 {
+				c.answer(w, r, back, http.StatusBadRequest, "That step number is not one plangate knows; nothing changed.")
+				return a, false
+			}
+			a.Step = n
 		}
 		if why := c.tooLong(a.Value); why != "" {
 			c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)

@@ -74,6 +74,10 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 	case commands.Revise:
 		in.Text = c.Args
 		in.SeenApproval = t.j.seenApproval
+		if len(c.Steps) > 0 {
+			in.Steps = c.Steps
+			return t.applyTrigger(ctx, machine.TrigComment, in)
+		}
 		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case commands.Edit:
 		in.Files = t.msg().Attachments
@@ -170,6 +174,10 @@ func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
 		return t.applyTrigger(ctx, machine.TrigAccept, in)
 	case core.ActionRevise:
 		in.Text = a.Value
+		if a.Step > 0 {
+			in.Steps = []int{a.Step}
+			return t.applyTrigger(ctx, machine.TrigComment, in)
+		}
 		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case core.ActionAuto:
 		return t.applyTrigger(ctx, machine.TrigAutoOn, in)

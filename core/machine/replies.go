@@ -45,6 +45,9 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 			}
 			lines = append(lines, "approvals: "+prog)
 		}
+		if line := CommentsLine(p); line != "" {
+			lines = append(lines, line)
+		}
 	}
 	if line := verificationStatus(p); ok && line != "" {
 		lines = append(lines, line)
@@ -135,6 +138,9 @@ func PlanReply(s core.Session, p core.Plan) core.Reply {
 			{Label: "Accept", Action: core.Action{Kind: core.ActionAccept, ApprovalID: p.ApprovalID}},
 			{Label: "Revise", Action: core.Action{Kind: core.ActionRevise, ApprovalID: p.ApprovalID}},
 			{Label: "Auto", Action: core.Action{Kind: core.ActionAuto, ApprovalID: p.ApprovalID}},
+		}
+		for _, st := range p.Body.Steps {
+			r.Steps = append(r.Steps, st.Text)
 		}
 	}
 	return r
