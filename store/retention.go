@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -17,12 +18,19 @@ type Retention struct {
 
 // PruneOptions bound the work of one Prune.
 type PruneOptions struct {
-	// Batch is how many rows one transaction deletes at most (default 500).
+	// Batch is how many rows one transaction deletes at most (DefaultPruneBatch).
 	Batch int
 	// Pause is the wait between two batches, so other writers get the database (0 = none).
 	Pause time.Duration
-	// AfterBatch, when set, is told each committed batch: the table and the rows it deleted.
-	AfterBatch func(table string, rows int)
+	// AfterBatch, when set, is told each committed batch.
+	AfterBatch func(PruneBatch)
+}
+
+// PruneBatch is one committed delete of Prune.
+type PruneBatch struct {
+	Table string        // messages, outbox, plan_events or inbound
+	Rows  int           // rows it deleted
+	Held  time.Duration // how long the delete statement ran on the writer (its fsync not counted)
 }
 
 // Pruned counts the rows one Prune deleted.
@@ -33,9 +41,10 @@ type Pruned struct {
 // Total is every row deleted.
 func (p Pruned) Total() int64 { return p.Transcripts + p.Outbox + p.Inbound + p.Audit }
 
-// DefaultPruneBatch is PruneOptions.Batch's default: a delete of 500 rows by their keys
-// holds SQLite's writer for a few milliseconds.
-const DefaultPruneBatch = 500
+// DefaultPruneBatch is PruneOptions.Batch's default: a delete of 100 transcript rows by
+// their keys holds SQLite's writer for about half a millisecond on a store of 10 million
+// rows, where 500 took about 9 (docs/performance.md).
+const DefaultPruneBatch = 100
 
 // protectedSession is true for a row's session whose plan waits for a decision or is
 // being carried out: its transcript, replies and audit rows are kept whatever their age.
@@ -106,11 +115,11 @@ func (s *Store) pruneByID(ctx context.Context, t idTable, cut string, opt PruneO
 			if t.keep != "" {
 				q += ` AND NOT (` + t.keep + `)`
 			}
-			res, err := s.execWriter(ctx, q, append(ids, cut)...)
+			res, held, err := s.execTimed(ctx, q, append(ids, cut)...)
 			if err != nil {
 				return fmt.Errorf("pruning %s: %w", t.name, explain(err))
 			}
-			if err := s.batchDone(t.name, res, opt, n); err != nil {
+			if err := s.batchDone(t.name, res, held, opt, n); err != nil {
 				return err
 			}
 		}
@@ -161,11 +170,11 @@ func (s *Store) pruneInbound(ctx context.Context, cut string, opt PruneOptions, 
 			return nil
 		}
 		q := `DELETE FROM inbound WHERE at < ? AND (channel, account, event_id) IN (VALUES ` + rowPlaceholders(len(keys)/3, 3) + `)`
-		res, err := s.execWriter(ctx, q, append([]any{cut}, keys...)...)
+		res, held, err := s.execTimed(ctx, q, append([]any{cut}, keys...)...)
 		if err != nil {
 			return fmt.Errorf("pruning inbound events: %w", explain(err))
 		}
-		if err := s.batchDone("inbound", res, opt, n); err != nil {
+		if err := s.batchDone("inbound", res, held, opt, n); err != nil {
 			return err
 		}
 		if len(keys)/3 < opt.Batch {
@@ -195,14 +204,14 @@ func (s *Store) oldInbound(ctx context.Context, cut string, limit int) ([]any, e
 }
 
 // batchDone adds a committed batch's rows to n and tells opt.AfterBatch.
-func (s *Store) batchDone(table string, res interface{ RowsAffected() (int64, error) }, opt PruneOptions, n *int64) error {
+func (s *Store) batchDone(table string, res sql.Result, held time.Duration, opt PruneOptions, n *int64) error {
 	k, err := res.RowsAffected()
 	if err != nil {
 		return fmt.Errorf("pruning %s: %w", table, err)
 	}
 	*n += k
 	if opt.AfterBatch != nil {
-		opt.AfterBatch(table, int(k))
+		opt.AfterBatch(PruneBatch{Table: table, Rows: int(k), Held: held})
 	}
 	return nil
 }

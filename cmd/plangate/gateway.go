@@ -117,7 +117,7 @@ func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) (wai
 const toolRunsKept = 7 * 24 * time.Hour
 
 // pruneEvery is how often serve prunes; store.DefaultPruneBatch and prunePause bound its hold
-// on the writer: 500 rows by key a transaction, and a pause for other writers between.
+// on the writer: 100 rows by key a transaction, and a pause for other writers between.
 const (
 	pruneEvery = time.Hour
 	prunePause = 10 * time.Millisecond
@@ -131,7 +131,7 @@ type pruneObserver interface{ StorePruned(table string, rows int) }
 func prune(ctx context.Context, st *store.Store, now func() time.Time, keep store.Retention, obs engine.Observer, log *slog.Logger) {
 	opt := store.PruneOptions{Batch: store.DefaultPruneBatch, Pause: prunePause}
 	if o, ok := obs.(pruneObserver); ok {
-		opt.AfterBatch = o.StorePruned
+		opt.AfterBatch = func(b store.PruneBatch) { o.StorePruned(b.Table, b.Rows) }
 	}
 	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()

@@ -128,7 +128,8 @@ func testRetention(t *testing.T, open func() Store) {
 	for tb, n := range before {
 		left[tb] = n
 	}
-	opt := store.PruneOptions{Batch: 2, AfterBatch: func(table string, rows int) {
+	opt := store.PruneOptions{Batch: 2, AfterBatch: func(b store.PruneBatch) {
+		table, rows := b.Table, b.Rows
 		got := count(table)
 		if rows > 2 || rows < 0 || left[table]-got != rows {
 			t.Errorf("a batch of %s reported %d rows and removed %d; want the same, at most 2", table, rows, left[table]-got)
