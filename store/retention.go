@@ -42,7 +42,7 @@ type Pruned struct {
 func (p Pruned) Total() int64 { return p.Transcripts + p.Outbox + p.Inbound + p.Audit }
 
 // DefaultPruneBatch is PruneOptions.Batch's default: a delete of 100 transcript rows by
-// their keys holds SQLite's writer for about half a millisecond on a store of 10 million
+// their keys holds SQLite's writer for about half a millisecond on a store of 1 million
 // rows, where 500 took about 9 (docs/performance.md).
 const DefaultPruneBatch = 100
 
