@@ -125,20 +125,28 @@ func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps 
 // writer transaction, and then waits for an fsync of the WAL begun after it returned
 // (walsync.go). Once an fsync failed, it fails without running.
 func (s *Store) execWriter(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if s.pool != nil {
-		return s.w.ExecContext(ctx, q, args...)
+	res, _, err := s.execTimed(ctx, q, args...)
+	return res, err
+}
+
+// execTimed is execWriter that also says how long the statement ran on the writer (on
+// SQLite the fsync after it is shared and does not hold the writer).
+func (s *Store) execTimed(ctx context.Context, q string, args ...any) (sql.Result, time.Duration, error) {
+	if s.pool == nil {
+		if err := s.ws.failed(); err != nil {
+			return nil, 0, err
+		}
 	}
-	if err := s.ws.failed(); err != nil {
-		return nil, err
-	}
+	start := time.Now()
 	res, err := s.w.ExecContext(ctx, q, args...)
-	if err != nil {
-		return res, err
+	held := time.Since(start)
+	if err != nil || s.pool != nil {
+		return res, held, err
 	}
 	if err := s.ws.wait(s.ws.ticket()); err != nil {
-		return nil, err
+		return nil, held, err
 	}
-	return res, nil
+	return res, held, nil
 }
 
 func inboundStep(k core.InboundKey, now time.Time) (step, error) {

@@ -56,6 +56,8 @@ type StoreConfig struct {
 	Driver string `yaml:"driver"`             // store.DriverSQLite or store.DriverPostgres
 	Path   string `yaml:"path" config:"path"` // the SQLite file
 	DSN    string `yaml:"dsn"`                // PostgreSQL; secret: it may carry the password
+	// Retention is how long old rows are kept; serve prunes the rest in small batches.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // postgres reports whether the store is a PostgreSQL database.
@@ -243,7 +245,7 @@ type LogConfig struct {
 // path resolution. The file overrides any part of it.
 func defaultConfig() *Config {
 	return &Config{
-		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}"},
+		Store:     StoreConfig{Driver: store.DriverSQLite, Path: "plangate.db", DSN: "${PLANGATE_DATABASE_URL}", Retention: defaultRetention()},
 		Plans:     PlansConfig{Dir: "plans"},
 		Workspace: WorkspaceConfig{Root: "workspace", PerSession: true},
 		LLM: LLMConfig{

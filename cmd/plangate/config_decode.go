@@ -146,6 +146,8 @@ func expectedValue(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[time.Duration]():
 		return "a duration such as 30s, 10m or 1h"
+	case reflect.TypeFor[Age]():
+		return "an age such as 90d, 48h or 0 (keep forever)"
 	case reflect.TypeFor[ByteSize]():
 		return "a size such as 1MiB, 512KiB or 1048576 (bytes)"
 	}

@@ -157,7 +157,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			// ends. A config that still sets it is refused with the key named.
 			name: "store.lease_linger",
 			body: "store:\n  path: plangate.db\n  lease_linger: 1s\n",
-			want: []string{`FILE:3: unknown key "lease_linger" in store (valid keys: driver, path, dsn)`},
+			want: []string{`FILE:3: unknown key "lease_linger" in store (valid keys: driver, path, dsn, retention)`},
 		},
 		{
 			name: "start in plan without plan mode",

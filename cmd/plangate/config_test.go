@@ -67,7 +67,8 @@ func exported(c *Config) Config {
 // wantDefaults is docs/design.md §9 written out by hand, with paths resolved against dir.
 func wantDefaults(dir string) Config {
 	return Config{
-		Store:     StoreConfig{Driver: "sqlite", Path: filepath.Join(dir, "plangate.db")},
+		Store: StoreConfig{Driver: "sqlite", Path: filepath.Join(dir, "plangate.db"),
+			Retention: RetentionConfig{Transcripts: 90 * Day, Outbox: 30 * Day, Inbound: 2 * Day, Audit: 365 * Day}},
 		Plans:     PlansConfig{Dir: filepath.Join(dir, "plans")},
 		Workspace: WorkspaceConfig{Root: filepath.Join(dir, "workspace"), PerSession: true},
 		LLM: LLMConfig{

@@ -166,6 +166,10 @@ func (c ChannelsConfig) Validate() error { return checkNotNegative("outbox_max_a
 // Validate checks the store section: the driver, and the key that driver needs. A bad
 // DSN is never quoted: it may carry a password.
 func (s StoreConfig) Validate() error {
+	return errors.Join(s.checkDriver(), s.Retention.check())
+}
+
+func (s StoreConfig) checkDriver() error {
 	switch s.Driver {
 	case store.DriverSQLite:
 		return checkPath("path", s.Path)

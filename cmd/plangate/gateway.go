@@ -91,7 +91,7 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 	g := &gateway{eng: eng, why: why, schedDone: make(chan error, 1), stopSched: stop, log: log,
 		served: served, outboxMaxAge: cfg.Channels.OutboxMaxAge, mcp: mgr}
 	go func() { g.schedDone <- sched.Run(schedCtx) }()
-	go prune(schedCtx, st, e.now, cfg.Channels.OutboxMaxAge, log)
+	go prune(schedCtx, st, e.now, cfg.Store.Retention.retention(cfg.Channels.OutboxMaxAge), obs, log)
 	go eng.RetryLoop(schedCtx, served, cfg.Channels.OutboxMaxAge, 0) // failed sends, while running
 	return g, nil
 }
@@ -113,40 +113,41 @@ func (g *gateway) resume(ctx context.Context, mine func(core.Session) bool) (wai
 	}
 }
 
-// How long finished tool runs are kept for post-mortems, and platform event ids for
-// de-duplication (docs/design.md section 8: 48h; platforms redeliver within minutes).
+// toolRunsKept is how long finished tool runs are kept for post-mortems.
+const toolRunsKept = 7 * 24 * time.Hour
+
+// pruneEvery is how often serve prunes; store.DefaultPruneBatch and prunePause bound its hold
+// on the writer: 100 rows by key a transaction, and a pause for other writers between.
 const (
-	toolRunsKept = 7 * 24 * time.Hour
-	inboundKept  = 48 * time.Hour
+	pruneEvery = time.Hour
+	prunePause = 10 * time.Millisecond
 )
 
-// prune deletes, at start-up and then hourly: sent and dropped outbox rows (kept a day
-// past outbox_max_age, for post-mortems), old finished tool runs and old de-duplication
-// rows.
-func prune(ctx context.Context, st *store.Store, now func() time.Time, maxAge time.Duration, log *slog.Logger) {
-	steps := []struct {
-		failed, pruned string
-		run            func(now time.Time) (int64, error)
-	}{
-		{"pruning the outbox", "pruned delivered replies", func(t time.Time) (int64, error) {
-			return st.PruneOutbox(ctx, t.Add(-maxAge-24*time.Hour))
-		}},
-		{"pruning tool runs", "pruned finished tool runs", func(t time.Time) (int64, error) {
-			return st.PruneToolRuns(ctx, t.Add(-toolRunsKept))
-		}},
-		{"pruning handled event ids", "pruned handled event ids", func(t time.Time) (int64, error) {
-			return st.PruneInbound(ctx, t.Add(-inboundKept))
-		}},
+// pruneObserver counts pruned rows (core/metrics.Metrics, for /metrics).
+type pruneObserver interface{ StorePruned(table string, rows int) }
+
+// prune deletes, at start-up and then hourly, what store.retention no longer keeps (in
+// batches, see store.Prune) and old finished tool runs, and logs what it removed.
+func prune(ctx context.Context, st *store.Store, now func() time.Time, keep store.Retention, obs engine.Observer, log *slog.Logger) {
+	opt := store.PruneOptions{Batch: store.DefaultPruneBatch, Pause: prunePause}
+	if o, ok := obs.(pruneObserver); ok {
+		opt.AfterBatch = func(b store.PruneBatch) { o.StorePruned(b.Table, b.Rows) }
 	}
-	tick := time.NewTicker(time.Hour)
+	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()
 	for {
-		for _, s := range steps {
-			if n, err := s.run(now()); err != nil {
-				warnLive(ctx, log, err, s.failed)
-			} else if n > 0 {
-				log.Debug(s.pruned, "rows", n)
-			}
+		t := now()
+		p, err := st.Prune(ctx, keep, t, opt)
+		if err != nil {
+			warnLive(ctx, log, err, "pruning old rows")
+		}
+		if p.Total() > 0 {
+			log.Info("pruned old rows", "transcripts", p.Transcripts, "outbox", p.Outbox, "inbound", p.Inbound, "audit", p.Audit)
+		}
+		if n, err := st.PruneToolRuns(ctx, t.Add(-toolRunsKept)); err != nil {
+			warnLive(ctx, log, err, "pruning tool runs")
+		} else if n > 0 {
+			log.Debug("pruned finished tool runs", "rows", n)
 		}
 		select {
 		case <-ctx.Done():

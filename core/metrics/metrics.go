@@ -28,6 +28,7 @@ type Metrics struct {
 	nudges       *prometheus.CounterVec
 	commit       *prometheus.HistogramVec
 	http         *prometheus.CounterVec
+	pruned       *prometheus.CounterVec
 
 	// The children of the per-commit series, looked up once: every transition commits.
 	commitDurable, commitLazy prometheus.Observer
@@ -61,8 +62,10 @@ func New() *Metrics {
 			Help: "Store commit time; durable=true for fsynced commits.", Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)}, []string{"durable"}),
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_http_requests_total",
 			Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_store_pruned_rows_total",
+			Help: "Rows store.retention pruned, by table (messages, outbox, plan_events, inbound)."}, []string{"table"}),
 	}
-	reg.MustRegister(m.inbound, m.replies, m.dropped, m.refusals, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http,
+	reg.MustRegister(m.inbound, m.replies, m.dropped, m.refusals, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http, m.pruned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.commitDurable, m.commitLazy = m.commit.WithLabelValues("true"), m.commit.WithLabelValues("false")
 	return m
@@ -147,6 +150,13 @@ func (m *Metrics) StoreCommit(durable bool, d time.Duration) {
 		m.commitDurable.Observe(d.Seconds())
 	default:
 		m.commitLazy.Observe(d.Seconds())
+	}
+}
+
+// StorePruned counts rows deleted from table by one batch of the pruner.
+func (m *Metrics) StorePruned(table string, rows int) {
+	if m != nil {
+		m.pruned.WithLabelValues(table).Add(float64(rows))
 	}
 }
 

@@ -31,6 +31,8 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	m.StoreCommit(true, 2*time.Millisecond)
 	m.HTTPRequest("POST /webhooks/telegram", 401)
 	m.AccessRefused("slack", "not_allowed")
+	m.StorePruned("messages", 500)
+	m.StorePruned("messages", 12)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -48,6 +50,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 		`plangate_store_commit_seconds_count{durable="true"} 1`,
 		`plangate_http_requests_total{code="401",route="POST /webhooks/telegram"} 1`,
 		`plangate_access_refusals_total{channel="slack",reason="not_allowed"} 1`,
+		`plangate_store_pruned_rows_total{table="messages"} 512`,
 		`go_goroutines`, `process_cpu_seconds_total`,
 	} {
 		if !strings.Contains(string(body), want) {

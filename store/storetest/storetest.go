@@ -32,6 +32,7 @@ type Store interface {
 	EventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error)
 
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
+	Prune(ctx context.Context, r store.Retention, now time.Time, opt store.PruneOptions) (store.Pruned, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
 	DeleteChannelState(ctx context.Context, channel, account, key, value string) (bool, error)
@@ -97,6 +98,7 @@ func Run(t *testing.T, f Factory) {
 		{"Outbox", testOutbox},
 		{"MarkSent", testMarkSent},
 		{"Pruning", testPruning},
+		{"Retention", testRetention},
 		{"RacingCommits", testRacingCommits},
 		{"RacingInserts", testRacingInserts},
 		{"RacingInbound", testRacingInbound},
