@@ -27,6 +27,10 @@ func needSystemdAnalyze(t *testing.T) string {
 	return p
 }
 
+// unitStageEnv names the stage of the emulated unit a re-executed test binary runs
+// (unitStage, TestSandboxUnderUnit).
+const unitStageEnv = "PLANGATE_TEST_UNIT_STAGE"
+
 // maxExposure is the highest `systemd-analyze security` score the unit may have (its
 // --threshold is ten times this).
 const maxExposure = 3.0
