@@ -350,15 +350,7 @@ const unitProbeScript = `turns:
 // sandbox's own) as the service's user with no capabilities. Each copy without one of the
 // exceptions the sandbox needs shows the sandbox failing, so each exception is needed.
 func TestSandboxUnderUnit(t *testing.T) {
-	needSystemdAnalyze(t)
-	for _, prog := range []string{"bwrap", "setpriv", "unshare", "prlimit"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed and CI=true", prog)
-			}
-			t.Skipf("%s is not installed", prog)
-		}
-	}
+	needPrograms(t, "systemd-analyze", "bwrap", "setpriv", "unshare", "prlimit", "findmnt")
 	root := os.Geteuid() == 0
 	if !root {
 		t.Log("not root: only the unit's seccomp filter and no_new_privs are emulated (no mounts, no other user)")

@@ -13,18 +13,18 @@ import (
 // The systemd unit is checked with systemd's own tools, offline: no running systemd is
 // needed. CI installs them (Debian's systemd package).
 
-// needSystemdAnalyze returns the path of systemd-analyze; without it the test skips, or
-// fails under CI=true.
-func needSystemdAnalyze(t *testing.T) string {
+// needPrograms skips the test when one of progs is not installed, or fails it under
+// CI=true.
+func needPrograms(t *testing.T, progs ...string) {
 	t.Helper()
-	p, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("systemd-analyze is not installed and CI=true (Debian: apt-get install systemd)")
+	for _, prog := range progs {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed and CI=true (Debian packages: systemd, bubblewrap, util-linux)", prog)
+			}
+			t.Skipf("%s is not installed", prog)
 		}
-		t.Skip("systemd-analyze is not installed")
 	}
-	return p
 }
 
 // unitStageEnv names the stage of the emulated unit a re-executed test binary runs
@@ -38,9 +38,9 @@ const maxExposure = 3.0
 // TestUnitSecurityScore: systemd-analyze rates the shipped unit at most maxExposure, and
 // the score the unit's own comment states is the one it gets.
 func TestUnitSecurityScore(t *testing.T) {
-	sa := needSystemdAnalyze(t)
+	needPrograms(t, "systemd-analyze")
 	unit := filepath.Join("..", "..", "deploy", "plangate.service")
-	out, err := exec.Command(sa, "security", "--offline=yes", "--threshold="+strconv.Itoa(int(maxExposure*10)), "--no-pager", unit).CombinedOutput()
+	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", "--threshold="+strconv.Itoa(int(maxExposure*10)), "--no-pager", unit).CombinedOutput()
 	m := regexp.MustCompile(`Overall exposure level for plangate.service: ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("systemd-analyze security printed no overall exposure (%v):\n%s", err, out)
@@ -71,7 +71,7 @@ func failedChecks(out []byte) string {
 // value or an unknown system call group is reported and fails the test. A broken copy
 // shows the check reports such mistakes.
 func TestUnitVerify(t *testing.T) {
-	sa := needSystemdAnalyze(t)
+	needPrograms(t, "systemd-analyze")
 	shipped := readDeploy(t, "plangate.service")
 	for _, tc := range []struct {
 		name, unit, want string
@@ -99,7 +99,7 @@ func TestUnitVerify(t *testing.T) {
 			for _, target := range []string{"sysinit", "basic", "shutdown", "network-online", "multi-user"} {
 				write("usr/lib/systemd/system/"+target+".target", "[Unit]\nDescription="+target+"\n", 0o644)
 			}
-			out, err := exec.Command(sa, "verify", "--root="+root, "--man=no", "--no-pager", "plangate.service").CombinedOutput()
+			out, err := exec.Command("systemd-analyze", "verify", "--root="+root, "--man=no", "--no-pager", "plangate.service").CombinedOutput()
 			got := strings.TrimSpace(string(out))
 			switch {
 			case tc.want == "" && (err != nil || got != ""):
