@@ -369,6 +369,7 @@ func TestSandboxUnderUnit(t *testing.T) {
 		{name: "with ProcSubset=pid", from: "\nProtectProc=invisible\n", to: "\nProtectProc=invisible\nProcSubset=pid\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each run is its own process tree and directory
 			unit := shipped
 			if tc.from != "" {
 				if unit = strings.Replace(shipped, tc.from, tc.to, 1); unit == shipped {
@@ -428,20 +429,26 @@ func runUnderUnit(t *testing.T, unit string, root bool) unitRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := fmt.Sprintf("store: {path: %[1]s/plangate.db}\nplans: {dir: %[1]s/plans}\nworkspace: {root: %[1]s/workspace}\n"+
 		"llm: {provider: script, script: %[1]s/script.yaml}\ntools:\n  run_command: {enabled: true, allow: [sh]}\n", state)
+	if err := os.Mkdir(filepath.Join(host, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, content := range map[string]string{
-		"bin/plangate.test": string(bin), "config.yaml": cfg, "script.yaml": unitProbeScript, "plangate.service": unit,
+		"config.yaml": cfg, "script.yaml": unitProbeScript, "plangate.service": unit,
 	} {
-		p := filepath.Join(host, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(host, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+	}
+	// The test binary, linked (copied across file systems) into the state directory,
+	// where the service's user can run it.
+	if err := os.Link(self, filepath.Join(host, "bin", "plangate.test")); err != nil {
+		bin, err := os.ReadFile(self)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(host, "bin", "plangate.test"), bin, 0o755)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
