@@ -19,7 +19,12 @@ import (
 
 // TestMain lets the test binary stand in for the plangate binary: with PLANGATE_TEST_MAIN
 // set it runs main() with the remaining arguments, so tests can kill a real process.
+// With PLANGATE_TEST_UNIT_STAGE set it runs a stage of the emulated systemd unit instead
+// (unitStage).
 func TestMain(m *testing.M) {
+	if stage := os.Getenv(unitStageEnv); stage != "" {
+		os.Exit(unitStage(stage, os.Args[1:]))
+	}
 	if os.Getenv("PLANGATE_TEST_MAIN") == "1" {
 		os.Args = append([]string{"plangate"}, os.Args[1:]...)
 		main()
