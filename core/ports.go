@@ -245,6 +245,24 @@ type ModelResponse struct {
 	// Fallback is set when the planning model failed and this answer came from the main
 	// model instead: why, in words for /plan status.
 	Fallback string
+	// Usage is the call's tokens as the API reported them; zero when it reported none.
+	Usage Usage
+}
+
+// Usage is one model call's tokens from the API's usage: Prompt (prompt_tokens) includes
+// Cached (prompt_tokens_details.cached_tokens); Completion is completion_tokens. The zero
+// value is a call that reported none.
+type Usage struct {
+	Prompt, Cached, Completion int64
+}
+
+// Tokens is the call as a count: one call, unreported when its usage is zero.
+func (u Usage) Tokens() plan.Tokens {
+	t := plan.Tokens{Prompt: u.Prompt, Cached: u.Cached, Completion: u.Completion, Calls: 1}
+	if u == (Usage{}) {
+		t.Unreported = 1
+	}
+	return t
 }
 
 // Model is the port to a language model provider.
