@@ -140,6 +140,15 @@ type Change struct {
 	// Outbox holds replies committed with this change, delivered after the commit (or after
 	// a restart) and marked sent. The store assigns each entry's ID in place.
 	Outbox []Outgoing
+	// PlanTokens, when set, adds model tokens to a plan version of the session, after
+	// Plans are written (so a version this change inserts can take them).
+	PlanTokens *PlanTokens
+}
+
+// PlanTokens is an addition to one plan version's Plan.Tokens.
+type PlanTokens struct {
+	PlanID string
+	Add    plan.Tokens
 }
 
 // Outgoing is one reply in the outbox: committed in the transaction that produced it,
