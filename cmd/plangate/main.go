@@ -316,6 +316,9 @@ func engineConfig(cfg *Config) engine.Config {
 		EscalateTo:         cfg.PlanMode.CoreEscalateTo(),
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
+		MaxTokensPerPlan:   cfg.PlanMode.MaxTokensPerPlan,
+		// The daily budget bounds every turn, not only plan work: agent.*.
+		MaxTokensPerSessionDay: cfg.Agent.MaxTokensPerSessionDay,
 	}
 }
 

@@ -45,6 +45,8 @@ type jobRun struct {
 	// secretCalls are the write calls of the model's last answer whose content holds a
 	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
 	secretCalls map[string]secretCall
+	// tokens are the usage of this job's model calls not committed yet (tokens.go).
+	tokens plan.Tokens
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
@@ -74,7 +76,8 @@ type turn struct {
 	answered int                // model calls that returned
 	lastErr  string             // the last tool error, to notice one repeated maxSame times
 	sameErr  int
-	maxSame  int // agent.max_same_failure
+	maxSame  int         // agent.max_same_failure
+	tokens   plan.Tokens // the turn's model calls, for its log line
 }
 
 func (tr *turn) add(m core.ChatMessage) {
@@ -172,6 +175,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	defer t.logTurnTokens(tr)
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
 	t.clearStop(ctx)
 	for range t.e.cfg.MaxIterations {
@@ -179,6 +183,9 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
 		}
 		tr.drain(t.sess.Injections, t.e.d.Now())
+		if h, over := t.overBudget(ctx); over {
+			return false, t.halt(ctx, tr, h)
+		}
 		resp, err := t.callModel(ctx, tr)
 		if err != nil && ctx.Err() != nil {
 			// The turn was stopped (its lease could not be renewed, or a shutdown), not
@@ -200,6 +207,10 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 				return false, err
 			}
 			return len(t.sess.Injections) > 0, nil
+		}
+		if h, over := t.overBudget(ctx); over { // the answer spent it: its calls do not run
+			tr.notRun(resp.ToolCalls, "the token budget is spent", t.e.d.Now())
+			return false, t.halt(ctx, tr, h)
 		}
 		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
 			return false, err
@@ -286,6 +297,7 @@ func (t *jobRun) halt(ctx context.Context, tr *turn, h halt) error {
 	}
 	now := t.e.d.Now()
 	stopped := *p
+	stopped.Tokens = p.Tokens.Add(t.tokens) // with this turn's calls, which its commit adds
 	stopped.Run.Stop = &plan.Stop{Kind: h.kind, Message: h.text, At: now}
 	stopped.UpdatedAt = now
 	var rs []core.Reply
@@ -378,6 +390,9 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	resp, err := e.d.Model.Complete(ctx, req)
 	stopTyping()
 	e.observeModel(start, resp, err)
+	if err == nil {
+		t.counted(tr, t.sess.Phase, resp.Usage)
+	}
 	if req.Planning && err == nil {
 		e.noteFallback(t.sess.ID, resp.Fallback)
 	}

@@ -51,7 +51,11 @@ type PlanDocument struct {
 	Stop *plan.Stop `json:"stop,omitempty"`
 	// Report is what the execution did, made when it last completed or stopped (omitted
 	// before that).
-	Report     *plan.Report      `json:"report,omitempty"`
+	Report *plan.Report `json:"report,omitempty"`
+	// Tokens are the version's model tokens so far, its planning and execution
+	// ({"prompt", "cached", "completion", "calls", "unreported"}: prompt includes cached;
+	// unreported counts the calls whose usage the endpoint did not report).
+	Tokens     plan.Tokens       `json:"tokens"`
 	Scope      PlanDocScope      `json:"scope"`
 	References []string          `json:"references"`
 	Spec       *plan.ProductSpec `json:"spec,omitempty"`
@@ -95,7 +99,7 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged, b.Scope.Operator},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
-		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, Report: p.Run.Report, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, Report: p.Run.Report, Tokens: p.Tokens, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})
