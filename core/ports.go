@@ -238,6 +238,11 @@ type ToolSpec struct {
 	Destructive bool // an MCP tool that may destroy (destructiveHint): marked in plans
 }
 
+// ProgressName is the sender name of the executing plan's progress (plan.Progress), the
+// last message of an executing request: plangate's record, not a person's message, and
+// never stored in the transcript.
+const ProgressName = "plan_progress"
+
 // ModelRequest is one call to the model.
 type ModelRequest struct {
 	SessionID string

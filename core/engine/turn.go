@@ -341,9 +341,7 @@ func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
 		}
 		// One copy of the window, of the size it needs (h is the kept window, clipped).
 		h = append(append(make([]core.ChatMessage, 0, len(h)+len(m)), h...), m...)
-		if n := t.e.cfg.HistoryMessages; len(h) > n {
-			h = h[len(h)-n:]
-		}
+		h = clipWindow(h, t.e.cfg.HistoryMessages)
 	}
 	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))), maxSame: t.e.cfg.MaxSameFailure}, nil
 }
@@ -378,11 +376,16 @@ func (tr *turn) drain(queue []core.Injection, now time.Time) {
 // callModel asks the model for the next step of the turn.
 func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, error) {
 	e := t.e
+	pinned, progress := t.pinnedPlan(ctx)
+	msgs := turnWindow(tr, e.cfg.HistoryChars)
+	if progress != "" { // last: it changes with every step, all before it stays the same
+		msgs = append(slices.Clip(msgs), core.ChatMessage{Role: core.RoleUser, Name: core.ProgressName, Content: progress})
+	}
 	req := core.ModelRequest{
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == core.PhasePlanning || t.sess.Phase == core.PhaseAwaitingApproval,
-		System:    e.systemPrompt(t.sess) + t.pinnedPlan(ctx),
-		Messages:  turnWindow(tr, e.cfg.HistoryChars),
+		System:    e.systemPrompt(t.sess) + pinned,
+		Messages:  msgs,
 		Tools:     e.toolSpecs(),
 	}
 	stopTyping := e.typingSoon(ctx, t.sess.Address)
@@ -399,19 +402,22 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	return resp, err
 }
 
-// pinnedPlan is the accepted plan's pinned form for the system prompt of an executing
-// turn (empty outside execution), read from the store each model call so a step that
+// pinnedPlan is, for an executing turn (empty outside execution), the accepted plan's
+// pinned contract for the system prompt and where its steps stand (plan.Progress) for the
+// request's last message: the contract is the same for the whole execution, so the
+// prompt's prefix up to the newest history stays what the server cached, and only the
+// progress moves to the end. Read from the store each model call, so a step that
 // update_plan just moved shows on the next call: one plan row read per call, during
 // execution only. A plan that cannot be loaded pins nothing; the gate refuses writes then.
-func (t *jobRun) pinnedPlan(ctx context.Context) string {
+func (t *jobRun) pinnedPlan(ctx context.Context) (pinned, progress string) {
 	if !t.e.cfg.PlanMode || t.sess.Phase != core.PhaseExecuting {
-		return ""
+		return "", ""
 	}
 	p, err := t.currentPlan(ctx)
 	if err != nil || p == nil {
-		return ""
+		return "", ""
 	}
-	return "\n\n" + plan.Pinned(p.Version, p.Body)
+	return "\n\n" + plan.Pinned(p.Version, p.Body), plan.Progress(p.Version, p.Body)
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within
