@@ -158,7 +158,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "token budget not a number",
 			body: "plan_mode:\n  max_tokens_per_plan: 400k\n",
-			want: []string{`FILE:2: plan_mode.max_tokens_per_plan: cannot unmarshal !!str ` + "`400k`" + ` into int64`},
+			want: []string{`FILE:2: plan_mode.max_tokens_per_plan: expected a whole number, got "400k"`},
 		},
 		{
 			name: "temperature not a number",
