@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +189,27 @@ func TestDailyTokenBudget(t *testing.T) {
 	s := h.session("main")
 	if s.Tokens.Day != "2026-12-01" || s.Tokens.Today.Total() != 105 || s.Tokens.All.Total() != 5115 {
 		t.Errorf("session tokens %+v, want 105 on 2026-12-01 and 5115 in all", s.Tokens)
+	}
+}
+
+// TestTokensLogged: each call's tokens at debug, the turn's sum at info; no content.
+func TestTokensLogged(t *testing.T) {
+	h := newHarness(t)
+	var buf bytes.Buffer
+	w := &syncWriter{w: &buf}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.eng = h.waitOnCleanup(engine.NewEngine(h.cfg, engine.Deps{Store: h.st, Model: h.model, Tools: h.tools, Out: h.out,
+		Now: func() time.Time { return h.clock }, NudgeSpecs: nudges.Specs{}, Log: log}))
+	sid := sessionID("main")
+	h.model.push(sid, used(calls(call("plan_status", map[string]any{})), 3000, 2048, 20), used(text("secret-free answer"), 3100, 2944, 8))
+	h.say("main", "local", "how is it going?")
+	w.mu.Lock()
+	out := buf.String()
+	w.mu.Unlock()
+	mustContain(t, out, `level=DEBUG msg="model call tokens"`, "phase=chat", "prompt_tokens=3000 cached_tokens=2048 completion_tokens=20",
+		"prompt_tokens=3100 cached_tokens=2944 completion_tokens=8",
+		`level=INFO msg="turn tokens"`, "calls=2 unreported_calls=0 prompt_tokens=6100 cached_tokens=4992 completion_tokens=28")
+	if strings.Contains(out, "how is it going") || strings.Contains(out, "secret-free answer") {
+		t.Errorf("the log holds the conversation's text:\n%s", out)
 	}
 }
