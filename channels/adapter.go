@@ -83,12 +83,15 @@ func FirstLine(md string) string {
 }
 
 // decisions are the decision buttons, in the order DecisionKind tries their tags.
-var decisions = [...]core.ActionKind{core.ActionAccept, core.ActionRevise, core.ActionAuto}
+var decisions = [...]core.ActionKind{core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionUndo}
 
 // DecisionTag is the one-letter tag of a decision button in telegram's callback_data and
-// discord's custom_id ("a" accept, "r" revise, "u" auto); "" for any other action.
+// discord's custom_id ("a" accept, "r" revise, "u" auto, "n" the report's undo); "" for
+// any other action.
 func DecisionTag(k core.ActionKind) string {
 	switch k {
+	case core.ActionUndo:
+		return "n"
 	case core.ActionAccept:
 		return "a"
 	case core.ActionRevise:

@@ -58,7 +58,7 @@ func TestPacerGlobal(t *testing.T) {
 }
 
 // TestPacerConcurrent books from many goroutines at once (run with -race): every booking
-// counts, so the waits handed out are exactly the GCRA schedule.
+// counts, so the waits handed out are exactly the bucket's schedule.
 func TestPacerConcurrent(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := NewPacer(func(int) Rate { return Rate{Every: time.Millisecond, Burst: 1} }, Rate{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // What a failed platform request says about sending it again: an adapter's classifier
@@ -111,7 +112,7 @@ type Call struct {
 // permanent one ends at once. What finally fails is logged and returned scrubbed; when
 // ctx ends, Do returns ctx.Err().
 func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) error) error {
-	wait := p.Backoff
+	wait := backoff.New(p.Backoff, p.MaxBackoff)
 	for attempt := 1; ; attempt++ {
 		if c.Lane != nil {
 			if err := c.Lane.Wait(ctx); err != nil {
@@ -137,8 +138,7 @@ func (p Policy) Do(ctx context.Context, c Call, fn func(ctx context.Context) err
 			}
 			p.Log.Warn(p.Platform+" rate limit; waiting as asked", "method", c.Name, c.Target, "retry_after", pause, "attempt", attempt)
 		case errors.Is(verdict, ErrTemporary):
-			pause = wait
-			wait = min(wait*2, max(p.MaxBackoff, p.Backoff))
+			pause = wait.NextBackOff()
 		default:
 			p.failed(c, attempt, err)
 			return fmt.Errorf("%s %s: %w", p.Platform, c.Name, judged{err, verdict})

@@ -21,6 +21,7 @@ const (
 	Answer Name = "answer"
 	Auto   Name = "auto"
 	Nudge  Name = "nudge"
+	Undo   Name = "undo"
 )
 
 // Who may run a subcommand.
@@ -39,7 +40,7 @@ type Spec struct {
 	Args    string // argument synopsis for help and usage, e.g. "<feedback>"; "" = none
 	Summary string // one line for /plan help and platform menus
 	Who     Who
-	// ArgRequired: the subcommand needs argument text (revise, answer).
+	// ArgRequired: the subcommand needs argument text (answer).
 	ArgRequired bool
 }
 
@@ -79,6 +80,10 @@ type Command struct {
 	Version int    // accept vN: N; 0 = not given
 	// Stale: accept --stale, accepting a version whose workspace changed since it was proposed.
 	Stale bool
+	// Steps are the 1-based step numbers of "/plan revise 2,4: <comment>", in the order
+	// typed: the command records a comment on those steps (Args) instead of sending the
+	// plan back. Empty for feedback on the whole plan.
+	Steps []int
 	Auto  AutoMode
 	Nudge *NudgeRequest
 	Spec  Spec // the table row of Name

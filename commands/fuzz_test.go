@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -9,7 +10,7 @@ import (
 func FuzzParse(f *testing.F) {
 	seeds := []string{
 		"", "/plan", "/PLAN", "/plan@bot accept v2", "/plan@other show", "/planner",
-		"/plan acept", "/plan a", "/plan revise line one\nline two", "/plan answer 2",
+		"/plan acept", "/plan a", "/plan revise line one\nline two", "/plan revise 2,4: use v2\nand v3", "/plan revise step x: y", "/plan answer 2",
 		"/plan accept v0", "/plan accept 99999999999999999999", "/plan auto off",
 		"/plan nudge every 2h", "/plan nudge snooze 1d", "/plan nudge \"0 9 * * 1-5\"",
 		"/plan nudge CRON_TZ=Europe/Berlin 0 9 * * 1-5", "/plan nudge CRON_TZ=UTC",
@@ -24,7 +25,7 @@ func FuzzParse(f *testing.F) {
 		r := Parse(text, bot)
 		switch r.Kind {
 		case NotCommand:
-			if r.Cmd != (Command{}) || r.Reply != "" {
+			if !reflect.DeepEqual(r.Cmd, Command{}) || r.Reply != "" {
 				t.Fatalf("NotCommand carries data: %+v %q", r.Cmd, r.Reply)
 			}
 		case IsCommand:
@@ -34,6 +35,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if spec.ArgRequired && r.Cmd.Args == "" {
 				t.Fatalf("%q parsed without its required argument", r.Cmd.Name)
+			}
+			for _, n := range r.Cmd.Steps {
+				if n < 1 || r.Cmd.Name != Revise || r.Cmd.Args == "" {
+					t.Fatalf("steps %v on %q with comment %q", r.Cmd.Steps, r.Cmd.Name, r.Cmd.Args)
+				}
 			}
 			if r.Cmd.Name == Nudge && (r.Cmd.Nudge == nil || r.Cmd.Nudge.Mode == "") {
 				t.Fatalf("nudge without a request: %+v", r.Cmd)

@@ -20,7 +20,8 @@ func HelpText() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Where the chat has buttons (Accept, Revise, Auto), they do the same.")
+	b.WriteString("/plan revise 2: <comment> (or 2,4: …) records a comment on those steps of the pending plan and waits, so several can be given; /plan revise [feedback] without step numbers sends the plan back with every comment.\n")
+	b.WriteString("Where the chat has buttons (Accept, Revise, Auto; Undo on a report), they do the same.")
 	return b.String()
 }
 

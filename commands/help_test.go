@@ -9,10 +9,10 @@ import (
 )
 
 func TestTableRows(t *testing.T) {
-	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Nudge}
+	wantOrder := []Name{Status, Show, Help, On, Off, Accept, Revise, Edit, Answer, Auto, Undo, Nudge}
 	wantWho := map[Name]Who{Status: Anyone, Show: Anyone, Help: Anyone, Answer: ApproverOrOwner}
 	wantArgs := map[Name]string{
-		On: "[goal]", Accept: "[vN] [--stale]", Edit: "[file]", Revise: "<feedback>", Answer: "<text or option number>",
+		On: "[goal]", Accept: "[vN] [--stale]", Edit: "[file]", Revise: "[N[,M]:] [feedback]", Answer: "<text or option number>",
 		Auto: "[on|off]", Nudge: "off | snooze <duration> | every <duration> | <cron spec>",
 	}
 	table := Table()
@@ -34,7 +34,7 @@ func TestTableRows(t *testing.T) {
 			if s.Args != wantArgs[s.Name] {
 				t.Errorf("Args = %q, want %q", s.Args, wantArgs[s.Name])
 			}
-			if wantReq := s.Name == Revise || s.Name == Answer; s.ArgRequired != wantReq {
+			if wantReq := s.Name == Answer; s.ArgRequired != wantReq {
 				t.Errorf("ArgRequired = %v, want %v", s.ArgRequired, wantReq)
 			}
 			if s.Summary == "" || strings.Contains(s.Summary, "\n") || utf8.RuneCountInString(s.Summary) > 60 {
@@ -83,7 +83,7 @@ func UsageOf(n Name) string {
 func TestUsageOf(t *testing.T) {
 	tests := map[Name]string{
 		Status: "/plan status",
-		Revise: "/plan revise <feedback>",
+		Revise: "/plan revise [N[,M]:] [feedback]",
 		Accept: "/plan accept [vN] [--stale]",
 		Answer: "/plan answer <text or option number>",
 		"nope": "",
@@ -114,6 +114,9 @@ func TestHelpText(t *testing.T) {
 	}
 	if !strings.Contains(help, "/plan accept [vN] [--stale] — accept the pending plan (--stale: on a changed workspace) (approvers)") {
 		t.Errorf("help lacks the accept line:\n%s", help)
+	}
+	if !strings.Contains(help, "/plan revise 2: <comment>") || !strings.Contains(help, "sends the plan back with every comment") {
+		t.Errorf("help does not say how step comments and a revise work together:\n%s", help)
 	}
 	if !strings.Contains(strings.ToLower(help), "buttons") {
 		t.Errorf("help does not mention buttons:\n%s", help)

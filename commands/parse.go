@@ -98,6 +98,8 @@ func parseArgs(spec Spec, args string) Result {
 			return usageResult(cmd, reply+"\nUsage: "+usage(spec)+nudgeExamples)
 		}
 		cmd.Nudge = &req
+	case Revise:
+		return parseRevise(cmd)
 	}
 	return Result{Kind: IsCommand, Cmd: cmd}
 }

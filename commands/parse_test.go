@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,7 @@ type want struct {
 	version int
 	stale   bool
 	auto    AutoMode
+	steps   []int
 	reply   []string // substrings of Reply, for IsUsage
 }
 
@@ -23,7 +26,7 @@ func checkResult(t *testing.T, got Result, w want) {
 	}
 	switch w.kind {
 	case NotCommand:
-		if got.Cmd != (Command{}) || got.Reply != "" {
+		if !reflect.DeepEqual(got.Cmd, Command{}) || got.Reply != "" {
 			t.Errorf("NotCommand carries data: %+v %q", got.Cmd, got.Reply)
 		}
 	case IsCommand:
@@ -31,6 +34,9 @@ func checkResult(t *testing.T, got Result, w want) {
 		if c.Name != w.name || c.Args != w.args || c.Version != w.version || c.Auto != w.auto || c.Stale != w.stale {
 			t.Errorf("Cmd = {Name:%q Args:%q Version:%d Auto:%q Stale:%v}, want {%q %q %d %q %v}",
 				c.Name, c.Args, c.Version, c.Auto, c.Stale, w.name, w.args, w.version, w.auto, w.stale)
+		}
+		if !slices.Equal(c.Steps, w.steps) {
+			t.Errorf("Steps = %v, want %v", c.Steps, w.steps)
 		}
 		if c.Spec.Name != c.Name {
 			t.Errorf("Spec.Name = %q, want %q", c.Spec.Name, c.Name)
@@ -140,8 +146,27 @@ func TestParseSubcommands(t *testing.T) {
 		{"revise multi-line", "/plan revise\n  1. keep the intro\n\n  2. drop step 3\n", want{kind: IsCommand, name: Revise, args: "1. keep the intro\n\n  2. drop step 3"}},
 		{"revise unicode", "/plan revise bitte auch Übersetzungen 🇩🇪 — 日本語も", want{kind: IsCommand, name: Revise, args: "bitte auch Übersetzungen 🇩🇪 — 日本語も"}},
 		{"revise keeps case", "/plan REVISE Keep THE Case", want{kind: IsCommand, name: Revise, args: "Keep THE Case"}},
-		{"revise missing", "/plan revise", want{kind: IsUsage, name: Revise, reply: []string{"`/plan revise` needs feedback: /plan revise <feedback>"}}},
-		{"revise only spaces", "/plan revise   \n ", want{kind: IsUsage, name: Revise, reply: []string{"needs feedback"}}},
+		// A bare revise sends pending step comments back; the core refuses it when there are none.
+		{"revise bare", "/plan revise", want{kind: IsCommand, name: Revise}},
+		{"revise only spaces", "/plan revise   \n ", want{kind: IsCommand, name: Revise}},
+		// Step comments: a list of step numbers and a colon first.
+		{"comment one step", "/plan revise 2: use the v2 API instead", want{kind: IsCommand, name: Revise, args: "use the v2 API instead", steps: []int{2}}},
+		{"comment two steps", "/plan revise 2,4: share one client", want{kind: IsCommand, name: Revise, args: "share one client", steps: []int{2, 4}}},
+		{"comment spaced list", "/plan revise 4 , 2 ,4 :  x", want{kind: IsCommand, name: Revise, args: "x", steps: []int{4, 2}}},
+		{"comment step word", "/plan revise Step 3: drop it", want{kind: IsCommand, name: Revise, args: "drop it", steps: []int{3}}},
+		{"comment steps word", "/plan revise steps 1,3: merge them", want{kind: IsCommand, name: Revise, args: "merge them", steps: []int{1, 3}}},
+		{"comment multi-line", "/plan revise 2: first\nsecond: line", want{kind: IsCommand, name: Revise, args: "first\nsecond: line", steps: []int{2}}},
+		{"feedback with a colon", "/plan revise Note: also fix typos", want{kind: IsCommand, name: Revise, args: "Note: also fix typos"}},
+		{"feedback list with colon later", "/plan revise 1. keep the intro: it is fine", want{kind: IsCommand, name: Revise, args: "1. keep the intro: it is fine"}},
+		{"feedback colon on a later line", "/plan revise keep it\n2: drop", want{kind: IsCommand, name: Revise, args: "keep it\n2: drop"}},
+		{"comment empty entry", "/plan revise 2,,4: x", want{kind: IsUsage, name: Revise, reply: []string{`"2,,4" has an empty entry`, "/plan revise [N[,M]:] [feedback]"}}},
+		{"comment trailing comma", "/plan revise 2,: x", want{kind: IsUsage, name: Revise, reply: []string{"empty entry"}}},
+		{"comment step zero", "/plan revise 0: x", want{kind: IsUsage, name: Revise, reply: []string{"steps are numbered from 1"}}},
+		{"comment word step", "/plan revise step x: y", want{kind: IsUsage, name: Revise, reply: []string{`"x" is not a step number`}}},
+		{"comment word in list", "/plan revise 2,x: y", want{kind: IsUsage, name: Revise, reply: []string{`"x" is not a step number`}}},
+		{"comment huge", "/plan revise 99999999999999999999: y", want{kind: IsUsage, name: Revise, reply: []string{"too large"}}},
+		{"comment without text", "/plan revise 2:", want{kind: IsUsage, name: Revise, reply: []string{"needs the comment after the colon: /plan revise 2: <comment>"}}},
+		{"comment blank text", "/plan revise 2,4:  \n ", want{kind: IsUsage, name: Revise, reply: []string{"needs the comment"}}},
 		{"answer text", "/plan answer use Postgres", want{kind: IsCommand, name: Answer, args: "use Postgres"}},
 		{"answer option", "/plan answer 2", want{kind: IsCommand, name: Answer, args: "2"}},
 		{"answer unicode", "/plan answer ja, bitte 👍", want{kind: IsCommand, name: Answer, args: "ja, bitte 👍"}},
@@ -164,7 +189,7 @@ func TestParseSubcommands(t *testing.T) {
 }
 
 func TestParseUnknownSubcommand(t *testing.T) {
-	list := "Subcommands: status, show, help, on, off, accept, revise, edit, answer, auto, nudge."
+	list := "Subcommands: status, show, help, on, off, accept, revise, edit, answer, auto, undo, nudge."
 	tests := []struct {
 		name, text string
 		reply      []string
@@ -214,6 +239,8 @@ func TestUsageRepliesComeFromTable(t *testing.T) {
 				text = "/plan " + string(s.Name)
 			case s.Name == On, s.Name == Edit:
 				t.Skip("on and edit accept any text (a goal, a path)")
+			case s.Name == Revise:
+				text = "/plan revise 2,,4: x" // any other text is feedback
 			case s.Name == Nudge:
 				text = "/plan nudge every" // any other text may be a cron spec, which nudges checks
 			default:

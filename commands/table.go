@@ -13,10 +13,11 @@ func Table() []Spec {
 		{Name: On, Args: "[goal]", Summary: "turn plan mode on, optionally with a goal", Who: Approver},
 		{Name: Off, Summary: "turn plan mode off and drop any pending plan", Who: Approver},
 		{Name: Accept, Args: "[vN] [--stale]", Summary: "accept the pending plan (--stale: on a changed workspace)", Who: Approver},
-		{Name: Revise, Args: "<feedback>", Summary: "send the plan back with feedback", Who: Approver, ArgRequired: true},
+		{Name: Revise, Args: "[N[,M]:] [feedback]", Summary: "comment on steps N, M; or send the plan back", Who: Approver},
 		{Name: Edit, Args: "[file]", Summary: "make your edited copy of the plan file the next version", Who: Approver},
 		{Name: Answer, Args: "<text or option number>", Summary: "answer the agent's question", Who: ApproverOrOwner, ArgRequired: true},
 		{Name: Auto, Args: "[on|off]", Summary: "approve plans automatically, or stop", Who: Approver},
+		{Name: Undo, Summary: "put back the files the last plan changed", Who: Approver},
 		{Name: Nudge, Args: "off | snooze <duration> | every <duration> | <cron spec>", Summary: "change reminders for a pending decision", Who: Approver},
 	}
 }

@@ -93,6 +93,8 @@ const (
 	ActionRevise ActionKind = "revise"
 	ActionAuto   ActionKind = "auto"
 	ActionAnswer ActionKind = "answer"
+	// ActionUndo is the Undo button of a plan's report (/plan undo of that version).
+	ActionUndo ActionKind = "undo"
 )
 
 // Action is a button click: what it asks for, which approval it belongs to, and an
@@ -101,6 +103,9 @@ type Action struct {
 	Kind       ActionKind
 	ApprovalID string
 	Value      string
+	// Step, on ActionRevise, is the 1-based step the feedback is a comment on (a step's
+	// comment box, the Revise modal's step selector); 0 for feedback on the whole plan.
+	Step int
 }
 
 // File is an attachment, inbound or outbound.
@@ -170,6 +175,9 @@ type Reply struct {
 	Buttons     []Button
 	ReplaceID   string // edit this earlier message in place where the platform supports it
 	Ref         string // ReplyDecided: the approval id of the decided plan version
+	// Steps, on a ReplyPlan with decision buttons, are the pending version's step texts in
+	// order: a Revise form offers them to comment on (Action.Step).
+	Steps []string
 	// InReplyTo is the Message.ID of the inbound event whose handling produced this reply
 	// ("" for system messages): adapters answer an interaction with its own outcome.
 	InReplyTo string

@@ -61,6 +61,12 @@ const (
 	// EventEscalated is a pending plan nobody decided on after its last reminder, told to
 	// plan_mode.escalate_to; the detail names where.
 	EventEscalated EventKind = "escalated"
+	// EventUndone is a /plan undo that put the files a version changed back as they were
+	// at its acceptance; the detail lists them, "restored a.txt, removed new.txt".
+	EventUndone EventKind = "undone"
+	// EventCommented is a comment on steps of a pending version; the detail is the comment,
+	// "c1 on step 2: use the v2 API".
+	EventCommented EventKind = "commented"
 )
 
 // Event is one audit row.
@@ -310,6 +316,15 @@ type Fingerprinter interface {
 	// LineCounts is the same count per path, lines added and removed apart, in the order
 	// of paths; a file whose lines cannot be counted has Counted false.
 	LineCounts(ctx context.Context, a, b *plan.Tree, paths []string) ([]plan.FileLines, error)
+}
+
+// Restorer is what a Toolbox that keeps fingerprints may implement for /plan undo:
+// Restore puts each of paths back as tree was has it (its kept content and mode; removed
+// when was does not hold it), provided every one of them is now as tree left has it. When
+// one is not, or the state of one at was was not kept, it writes nothing and says which
+// in the result. Every write stays inside ws.Dir.
+type Restorer interface {
+	Restore(ctx context.Context, ws Workspace, was, left *plan.Tree, paths []string) (plan.Restore, error)
 }
 
 // Checker runs the command checks of a plan's verification, under run_command's rules,

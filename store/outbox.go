@@ -124,11 +124,17 @@ func (s *Store) PruneOutbox(ctx context.Context, olderThan time.Time) (int64, er
 	return res.RowsAffected()
 }
 
-// DroppedOutbox lists the replies that were given up, newest first, at most limit (0 = no
-// limit), each with why (Outgoing.Dropped), through the partial index outbox_dropped.
-func (s *Store) DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error) {
-	q := `SELECT id, session_id, reply, created_at, attempts, owner, dropped FROM outbox WHERE dropped != '' ORDER BY id DESC`
+// DroppedOutbox lists the replies that were given up, newest first, with an id below
+// before (0 = from the newest), at most limit (0 = no limit), each with why
+// (Outgoing.Dropped), through the partial index outbox_dropped.
+func (s *Store) DroppedOutbox(ctx context.Context, before int64, limit int) ([]core.Outgoing, error) {
+	q := `SELECT id, session_id, reply, created_at, attempts, owner, dropped FROM outbox WHERE dropped != ''`
 	var args []any
+	if before > 0 {
+		q += ` AND id < ?`
+		args = append(args, before)
+	}
+	q += ` ORDER BY id DESC`
 	if limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, limit)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/plangate/plangate/core"
@@ -44,7 +45,38 @@ func loadErr(what string, err error) error {
 
 // Sessions returns every session, most recently updated first.
 func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id`)
+	return s.SessionsAfter(ctx, "", time.Time{}, "", 0)
+}
+
+// SessionsAfter is one page of Sessions' order (most recently updated first, ties by id):
+// the sessions in phase ("" = every phase) that come after the session whose updated_at
+// and id are updated and id (id "" = from the first), at most limit (0 = no limit). The
+// page's end is a position in that order, not a count, so a session inserted meanwhile
+// never shifts the next page.
+func (s *Store) SessionsAfter(ctx context.Context, phase core.Phase, updated time.Time, id string, limit int) ([]core.Session, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if phase != "" {
+		where = append(where, `phase = ?`)
+		args = append(args, string(phase))
+	}
+	if id != "" {
+		u := formatTime(updated)
+		where = append(where, `(updated_at < ? OR (updated_at = ? AND id > ?))`)
+		args = append(args, u, u, id)
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY updated_at DESC, id`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	out, err := collect(rows, err, []core.Session{}, scanSession) // never nil: callers encode lists as JSON arrays
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
@@ -256,8 +288,20 @@ func (s *Store) Transcript(ctx context.Context, sessionID string, limit int) ([]
 
 // Events returns the audit rows of a session, oldest first.
 func (s *Store) Events(ctx context.Context, sessionID string) ([]core.Event, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, plan_id, plan_version, kind, actor, channel,
-		detail, at FROM plan_events WHERE session_id = ? ORDER BY id`, sessionID)
+	return s.EventsAfter(ctx, sessionID, 0, 0)
+}
+
+// EventsAfter is one page of Events: the session's audit rows with an id above after,
+// oldest first, at most limit (0 = no limit), read through the index plan_events_session.
+func (s *Store) EventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error) {
+	q := `SELECT id, session_id, plan_id, plan_version, kind, actor, channel,
+		detail, at FROM plan_events WHERE session_id = ? AND id > ? ORDER BY id`
+	args := []any{sessionID, after}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	// never nil: callers encode lists as JSON arrays
 	out, err := collect(rows, err, []core.Event{}, func(sc scanner) (e core.Event, err error) {
 		var kind, actor, at string

@@ -1,5 +1,6 @@
 // Package adminapi is plangate's admin API (docs/design.md §10): sessions, their audit
-// events and plans as JSON, the replies the outbox gave up, and the two changes an operator may make — a session's mode
+// events and plans as JSON, the replies the outbox gave up (each list in keyset pages), the
+// API's own OpenAPI 3.1 document, and the two changes an operator may make — a session's mode
 // and a decision on a plan. Reads come from the store; changes are messages to the real
 // engine, exactly as a person's command or button click, signed "admin:<name>" (the name
 // of the bearer token used), so the engine's rules (stale ids, phases, auditing, one
@@ -24,11 +25,14 @@ import (
 // Store is the part of the store the API reads; *store.Store satisfies it.
 type Store interface {
 	Session(ctx context.Context, id string) (core.Session, error)
-	Sessions(ctx context.Context) ([]core.Session, error)
+	// SessionsAfter is a page of the sessions in phase ("" = all), most recently updated
+	// first (ties by id), after the one with updated and id (id "" = from the first).
+	SessionsAfter(ctx context.Context, phase core.Phase, updated time.Time, id string, limit int) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
-	Events(ctx context.Context, sessionID string) ([]core.Event, error)
-	// DroppedOutbox lists the replies given up, newest first (at most limit).
-	DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error)
+	// EventsAfter is a page of a session's audit rows, oldest first, with ids above after.
+	EventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error)
+	// DroppedOutbox lists the replies given up, newest first, below id before (at most limit).
+	DroppedOutbox(ctx context.Context, before int64, limit int) ([]core.Outgoing, error)
 }
 
 // Engine takes the API's changes; *engine.Engine satisfies it. The context given is not the
@@ -71,27 +75,37 @@ func New(d Deps) *API {
 	return &API{d: d}
 }
 
+// route is one admin API route: its method, path, the query parameters it takes and
+// its handler. The OpenAPI document describes exactly these (a test holds both to it).
+type route struct {
+	method, path string
+	query        []string
+	h            http.HandlerFunc
+}
+
+func (a *API) routes() []route {
+	page := []string{paramLimit, paramCursor}
+	return []route{
+		{"GET", "/api/v1/sessions", append([]string{paramPhase}, page...), a.sessions},
+		{"GET", "/api/v1/sessions/{id}", nil, a.session},
+		{"GET", "/api/v1/sessions/{id}/events", page, a.events},
+		{"GET", "/api/v1/plans/{id}", nil, a.plan},
+		{"GET", "/api/v1/sessions/{id}/mode", nil, a.getMode},
+		{"POST", "/api/v1/sessions/{id}/mode", nil, a.postMode},
+		{"POST", "/api/v1/sessions/{id}/decisions", nil, a.decide},
+		{"GET", "/api/v1/outbox/dropped", page, a.dropped},
+		{"GET", "/api/v1/openapi.json", nil, serveOpenAPI},
+	}
+}
+
 // Register adds the routes to srv as admin routes: 404 without http.admin_token, 401
 // without the bearer token, and only then 405 for a wrong method or 404 for an unknown
 // path, so without the token nothing tells that the API exists.
 func (a *API) Register(srv *httpserver.Server) {
-	routes := []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
-		{"GET", "/api/v1/sessions", a.sessions},
-		{"GET", "/api/v1/sessions/{id}", a.session},
-		{"GET", "/api/v1/sessions/{id}/events", a.events},
-		{"GET", "/api/v1/plans/{id}", a.plan},
-		{"GET", "/api/v1/sessions/{id}/mode", a.getMode},
-		{"POST", "/api/v1/sessions/{id}/mode", a.postMode},
-		{"POST", "/api/v1/sessions/{id}/decisions", a.decide},
-		{"GET", "/api/v1/outbox/dropped", a.dropped},
-	}
 	allowed := map[string][]string{}
 	var paths []string
-	for _, rt := range routes {
-		srv.HandleAdmin(rt.method+" "+rt.path, rt.h)
+	for _, rt := range a.routes() {
+		srv.HandleAdmin(rt.method+" "+rt.path, withQuery(rt.query, rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)
 		}
@@ -113,27 +127,39 @@ func (a *API) Register(srv *httpserver.Server) {
 }
 
 func (a *API) sessions(w http.ResponseWriter, r *http.Request) {
-	phase := core.Phase(r.URL.Query().Get("phase"))
+	phase := core.Phase(r.URL.Query().Get(paramPhase))
 	if phase != "" && !phase.Valid() {
 		httpserver.WriteError(w, http.StatusBadRequest, "unknown phase "+quote(string(phase))+"; one of off, planning, awaiting_approval, executing")
 		return
 	}
-	ss, err := a.d.Store.Sessions(r.Context())
+	list := "sessions?phase=" + string(phase)
+	p, ok := readPage(w, r, list, func(c cursor) bool {
+		_, err := time.Parse(time.RFC3339Nano, c.At)
+		return c.ID != "" && err == nil && c.N == 0
+	})
+	if !ok {
+		return
+	}
+	var after time.Time
+	if p.after.ID != "" {
+		after, _ = time.Parse(time.RFC3339Nano, p.after.At)
+	}
+	ss, err := a.d.Store.SessionsAfter(r.Context(), phase, after, p.after.ID, p.limit+1)
 	if err != nil {
 		a.failed(w, "listing sessions", err)
 		return
 	}
-	out := []SessionJSON{}
+	ss, next := trim(p, ss, func(s core.Session) cursor {
+		return cursor{List: list, At: s.UpdatedAt.UTC().Format(time.RFC3339Nano), ID: s.ID}
+	})
+	out := Page[SessionJSON]{Items: []SessionJSON{}, NextCursor: next}
 	for _, s := range ss {
-		if phase != "" && s.Phase != phase {
-			continue
-		}
 		v, err := SessionView(r.Context(), a.d.Store, s)
 		if err != nil {
 			a.failed(w, "listing sessions", err)
 			return
 		}
-		out = append(out, v)
+		out.Items = append(out.Items, v)
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 }
@@ -151,14 +177,20 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	evs, err := a.d.Store.Events(r.Context(), s.ID)
+	list := "events:" + s.ID
+	p, ok := readPage(w, r, list, idCursor)
+	if !ok {
+		return
+	}
+	evs, err := a.d.Store.EventsAfter(r.Context(), s.ID, p.after.N, p.limit+1)
 	if err != nil {
 		a.failed(w, "loading events", err)
 		return
 	}
-	out := make([]EventJSON, 0, len(evs))
+	evs, next := trim(p, evs, func(e core.Event) cursor { return cursor{List: list, N: e.ID} })
+	out := Page[EventJSON]{Items: make([]EventJSON, 0, len(evs)), NextCursor: next}
 	for _, e := range evs {
-		out = append(out, ToEventJSON(e))
+		out.Items = append(out.Items, ToEventJSON(e))
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 }

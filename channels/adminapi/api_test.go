@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plangate/plangate/channels/adminapi"
+	"github.com/plangate/plangate/channels/httpserver"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
 )
@@ -40,20 +41,20 @@ func TestWrongOrMissingTokenIs401AndChangesNothing(t *testing.T) {
 func TestSessionsListFilterAndShow(t *testing.T) {
 	e := newEnv(t, token)
 	s := e.pending()
-	var list []adminapi.SessionJSON
+	var list adminapi.Page[adminapi.SessionJSON]
 	code, body, _ := e.do("GET", "/api/v1/sessions", "")
 	decode(t, body, &list)
-	if code != 200 || len(list) != 1 || list[0].ID != s.ID || list[0].Plan == nil || list[0].Plan.Title != "Fix the login" {
+	if code != 200 || len(list.Items) != 1 || list.Items[0].ID != s.ID || list.Items[0].Plan == nil || list.Items[0].Plan.Title != "Fix the login" || list.NextCursor != nil {
 		t.Fatalf("list: %d %s", code, body)
 	}
 	code, body, _ = e.do("GET", "/api/v1/sessions?phase=awaiting_approval", "")
 	decode(t, body, &list)
-	if code != 200 || len(list) != 1 {
+	if code != 200 || len(list.Items) != 1 {
 		t.Fatalf("phase=awaiting_approval: %d %s", code, body)
 	}
 	code, body, _ = e.do("GET", "/api/v1/sessions?phase=off", "")
-	if code != 200 || strings.TrimSpace(body) != "[]" {
-		t.Fatalf("phase=off: %d %s, want []", code, body)
+	if code != 200 || !strings.Contains(body, `"items": []`) {
+		t.Fatalf("phase=off: %d %s, want no items", code, body)
 	}
 	if code, body, _ = e.do("GET", "/api/v1/sessions?phase=asleep", ""); code != 400 || !strings.Contains(body, "unknown phase") {
 		t.Fatalf("phase=asleep: %d %s", code, body)
@@ -125,17 +126,19 @@ func TestBadRequests(t *testing.T) {
 		{"POST", dec, `{"action":`, 400, "malformed JSON"},
 		{"POST", dec, `{"action":"accept","approval_id":"x","colour":"red"}`, 400, "unknown field"},
 		{"POST", dec, `{"action":"accept","approval_id":"` + s.ApprovalID + `","by":"` + strings.Repeat("x", 5000) + `"}`, 413, "max_body"},
-		{"POST", dec, `{"action":"maybe","approval_id":"x"}`, 400, `action\" must be`},
+		{"POST", dec, `{"action":"maybe","approval_id":"x"}`, 400, `"action" must be`},
 		{"POST", dec, `{"action":"accept"}`, 400, "approval_id"},
 		{"POST", dec, `{"action":"revise","approval_id":"` + s.ApprovalID + `"}`, 400, "feedback"},
-		{"POST", dec, `{"action":"accept","approval_id":"` + s.ApprovalID + `","by":"ops team"}`, 400, `by\" must be`},
+		{"POST", dec, `{"action":"accept","approval_id":"` + s.ApprovalID + `","by":"ops team"}`, 400, `"by" must be`},
 		{"POST", "/api/v1/sessions/telegram:bot:999/decisions", `{"action":"accept","approval_id":"x"}`, 404, "no session"},
 		{"POST", "/api/v1/sessions/" + s.ID + "/mode", `{"plan_mode":"maybe"}`, 400, "plan_mode"},
 		{"POST", "/api/v1/sessions/" + s.ID + "/mode", `{"auto_approve":false,"confirm_strategy":"auto"}`, 400, "contradicts"},
 		{"POST", "/api/v1/sessions/" + s.ID + "/mode", `{"confirm_strategy":"lax"}`, 400, "confirm_strategy"},
 	} {
 		code, body, _ := e.do(tc.method, tc.path, tc.body)
-		if code != tc.code || !strings.Contains(body, tc.why) || strings.Count(strings.TrimSpace(body), "\n") > 2 {
+		var e httpserver.ErrorJSON
+		decode(t, body, &e)
+		if code != tc.code || !strings.Contains(e.Error, tc.why) || strings.Contains(e.Error, "\n") || e.Code != httpserver.ErrorCode(tc.code) {
 			t.Errorf("%s %s %.40s: %d %s, want %d with %q", tc.method, tc.path, tc.body, code, body, tc.code, tc.why)
 		}
 	}

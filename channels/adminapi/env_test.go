@@ -32,6 +32,9 @@ type env struct {
 	chat  *channeltest.Fake
 	srv   *httptest.Server
 	clock time.Time
+	// apiOff: no admin token, so every route is net/http's plain 404, which the OpenAPI
+	// document (of the API that is on) does not describe.
+	apiOff bool
 }
 
 var addr = core.Address{Channel: "telegram", Account: "bot", Chat: "100"}
@@ -51,7 +54,7 @@ func newEnvHTTP(t *testing.T, hc httpserver.Config, opts ...func(*engine.Config)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	e := &env{t: t, st: st, model: channeltest.NewModel(), chat: channeltest.NewFake("telegram"),
-		clock: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+		clock: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), apiOff: hc.AdminToken == "" && len(hc.AdminTokens) == 0}
 	log := slog.New(slog.DiscardHandler)
 	tap := adminapi.NewTap(e.chat)
 	cfg := engine.Config{PlansDir: filepath.Join(dir, "plans"), WorkspaceRoot: filepath.Join(dir, "ws"),
@@ -111,6 +114,9 @@ func (e *env) do(method, path, body string, hdr ...string) (int, string, http.He
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -122,6 +128,13 @@ func (e *env) do(method, path, body string, hdr ...string) (int, string, http.He
 	b, _ := io.ReadAll(resp.Body)
 	if strings.Contains(string(b), token) {
 		e.t.Fatalf("%s %s: the response contains the admin token: %s", method, path, b)
+	}
+	if !e.apiOff {
+		c, err := contract()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		c.check(e.t, method, e.srv.URL+path, body, req.Header, resp.StatusCode, string(b), resp.Header)
 	}
 	return resp.StatusCode, string(b), resp.Header
 }
@@ -141,9 +154,12 @@ func (e *env) events() []adminapi.EventJSON {
 	if code != 200 {
 		e.t.Fatalf("events: %d %s", code, body)
 	}
-	var evs []adminapi.EventJSON
+	var evs adminapi.Page[adminapi.EventJSON]
 	decode(e.t, body, &evs)
-	return evs
+	if evs.NextCursor != nil {
+		e.t.Fatalf("events: more than one page: %s", body)
+	}
+	return evs.Items
 }
 
 // lastOf is the last audit row of kind; it fails the test when there is none.

@@ -2,9 +2,9 @@ package adminapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core"
 )
 
 // DroppedJSON is one reply the outbox gave up (older than channels.outbox_max_age, or
@@ -21,28 +21,19 @@ type DroppedJSON struct {
 	CreatedAt string      `json:"created_at"`
 }
 
-// Bounds of GET /api/v1/outbox/dropped's limit.
-const (
-	defaultDroppedLimit = 100
-	maxDroppedLimit     = 1000
-)
-
 func (a *API) dropped(w http.ResponseWriter, r *http.Request) {
-	limit := defaultDroppedLimit
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxDroppedLimit {
-			httpserver.WriteError(w, http.StatusBadRequest, "limit "+quote(v)+" is not a whole number from 1 to "+strconv.Itoa(maxDroppedLimit))
-			return
-		}
-		limit = n
+	const list = "dropped"
+	p, ok := readPage(w, r, list, idCursor)
+	if !ok {
+		return
 	}
-	rows, err := a.d.Store.DroppedOutbox(r.Context(), limit)
+	rows, err := a.d.Store.DroppedOutbox(r.Context(), p.after.N, p.limit+1)
 	if err != nil {
 		a.failed(w, "listing dropped replies", err)
 		return
 	}
-	out := make([]DroppedJSON, 0, len(rows))
+	rows, next := trim(p, rows, func(o core.Outgoing) cursor { return cursor{List: list, N: o.ID} })
+	out := Page[DroppedJSON]{Items: make([]DroppedJSON, 0, len(rows)), NextCursor: next}
 	for _, o := range rows {
 		to := o.Reply.To
 		d := DroppedJSON{ID: o.ID, SessionID: o.SessionID, Kind: string(o.Reply.Kind), Text: o.Reply.Text, Files: []string{},
@@ -51,7 +42,7 @@ func (a *API) dropped(w http.ResponseWriter, r *http.Request) {
 		for _, f := range o.Reply.Attachments {
 			d.Files = append(d.Files, f.Name)
 		}
-		out = append(out, d)
+		out.Items = append(out.Items, d)
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 }

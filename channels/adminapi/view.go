@@ -41,7 +41,10 @@ type SessionJSON struct {
 	Stop *plan.Stop `json:"stop,omitempty"`
 	// Report is the current plan version's report, made when it last completed or
 	// stopped; omitted before that.
-	Report    *plan.Report `json:"report,omitempty"`
+	Report *plan.Report `json:"report,omitempty"`
+	// Undo is the /plan undo of the current plan version: who, when and the files put
+	// back; omitted when it was not undone.
+	Undo      *plan.Undone `json:"undo,omitempty"`
 	Version   int64        `json:"version"`
 	CreatedAt string       `json:"created_at"`
 	UpdatedAt string       `json:"updated_at"`
@@ -141,6 +144,7 @@ func SessionView(ctx context.Context, st Store, s core.Session) (SessionJSON, er
 			j.Stop = p.Run.Stop
 		}
 		j.Report = p.Run.Report
+		j.Undo = p.Run.Undone
 	}
 	return j, nil
 }

@@ -44,12 +44,15 @@ func TestChangeWithoutAnAnswer(t *testing.T) {
 	}
 }
 
-// withEngine points e's requests at an API over eng instead of the real engine.
-func (e *env) withEngine(eng adminapi.Engine, wait time.Duration) {
-	hs := httpserver.New(httpserver.Config{AdminToken: token}, nil, nil)
-	adminapi.New(adminapi.Deps{Store: e.st, Engine: eng, Tap: adminapi.NewTap(e.chat), Log: slog.New(slog.DiscardHandler),
+// withEngine points e's requests at an API over eng instead of the real engine; the tap
+// returned is the one the API waits on for answers.
+func (e *env) withEngine(eng adminapi.Engine, wait time.Duration) *adminapi.Tap {
+	hs := httpserver.New(httpserver.Config{AdminToken: token, MaxBody: 4096}, nil, nil)
+	tap := adminapi.NewTap(e.chat)
+	adminapi.New(adminapi.Deps{Store: e.st, Engine: eng, Tap: tap, Log: slog.New(slog.DiscardHandler),
 		Wait: wait}).Register(hs)
 	srv := httptest.NewServer(hs.Handler())
 	e.t.Cleanup(srv.Close)
 	e.srv = srv
+	return tap
 }

@@ -82,6 +82,10 @@ func argOption(spec commands.Spec) *discordgo.ApplicationCommandOption {
 	if !spec.ArgRequired {
 		opt.Description = channels.Clip("optional: "+inner, maxDescription)
 	}
+	if spec.Name == commands.Revise {
+		// Its synopsis has two parts; the option carries either as typed.
+		opt.Name, opt.Description = "feedback", "optional: feedback, or 2: <comment> for a comment on step 2"
+	}
 	return opt
 }
 

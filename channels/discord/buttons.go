@@ -23,11 +23,14 @@ const (
 // (or a forged one) is told apart from a stale one of ours.
 const idPrefix = "plan:"
 
-// feedbackField is the custom_id of the Revise modal's text input.
-const feedbackField = "feedback"
+// feedbackField and stepField are the custom_ids of the Revise modal's text inputs.
+const (
+	feedbackField = "feedback"
+	stepField     = "step"
+)
 
 // customID encodes a button: "plan:a:<approval>" (accept), "plan:r:<approval>" (revise),
-// "plan:u:<approval>" (auto), "plan:q:<question>:<n>" (answer option n, 1-based); ok is
+// "plan:u:<approval>" (auto), "plan:n:<approval>" (undo),"plan:q:<question>:<n>" (answer option n, 1-based); ok is
 // false for an action plangate does not make or an id that does not fit.
 func customID(a core.Action, option int) (string, bool) {
 	var s string

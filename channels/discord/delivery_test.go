@@ -219,8 +219,9 @@ func TestCommandRegistration(t *testing.T) {
 					subs = append(subs, o.Name)
 					switch o.Name {
 					case "revise":
-						if len(o.Options) != 1 || o.Options[0].Name != "feedback" || !o.Options[0].Required {
-							t.Errorf("revise options %+v, want a required feedback", o.Options)
+						// Optional: a bare revise sends the waiting step comments.
+						if len(o.Options) != 1 || o.Options[0].Name != "feedback" || o.Options[0].Required {
+							t.Errorf("revise options %+v, want an optional feedback", o.Options)
 						}
 					case "auto":
 						if len(o.Options) != 1 || len(o.Options[0].Choices) != 2 {
@@ -232,7 +233,7 @@ func TestCommandRegistration(t *testing.T) {
 						}
 					}
 				}
-				if want := "status show help on off accept revise answer auto nudge"; strings.Join(subs, " ") != want {
+				if want := "status show help on off accept revise answer auto undo nudge"; strings.Join(subs, " ") != want {
 					t.Errorf("subcommands %q, want %q", subs, want)
 				}
 			}

@@ -166,7 +166,7 @@ func TestReviseButtonOpensModal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cb.Type != 9 || modal.CustomID != "plan:m:"+s.ApprovalID || modal.Title != "Revise plan v1" ||
-		len(modal.Components) != 1 || modal.Components[0].Components[0].CustomID != "feedback" || !modal.Components[0].Components[0].Required {
+		len(modal.Components) != 2 || modal.Components[0].Components[0].CustomID != "feedback" || !modal.Components[0].Components[0].Required {
 		t.Fatalf("the Revise click got type %d with %s, want a modal asking for feedback", cb.Type, cb.Data)
 	}
 	if e.Model.CallCount() != 1 {
@@ -408,5 +408,64 @@ func TestEditLongerThanOneMessage(t *testing.T) {
 	}
 	if err := e.Channel.Edit(ctx, id, core.Reply{To: to, Text: "  "}); err == nil {
 		t.Error("editing to an empty text succeeded")
+	}
+}
+
+// The Revise modal's step selector: a short optional field whose placeholder lists the
+// version's steps. A number makes the feedback a comment on that step (stored, the version
+// still pending); a field that is no number is refused and changes nothing.
+func TestReviseModalStepField(t *testing.T) {
+	e := newEnv(t)
+	plan, s := e.proposePlan("Docs cleanup", "Reword intro", "Fix typos")
+	cb := e.waitCallback(e.fd.click(alice, plan, "plan:r:"+s.ApprovalID))
+	var modal struct {
+		CustomID   string `json:"custom_id"`
+		Components []struct {
+			Components []struct {
+				Type        int    `json:"type"`
+				CustomID    string `json:"custom_id"`
+				Style       int    `json:"style"`
+				Label       string `json:"label"`
+				Placeholder string `json:"placeholder"`
+				Required    bool   `json:"required"`
+			} `json:"components"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(cb.Data, &modal); err != nil {
+		t.Fatal(err)
+	}
+	if len(modal.Components) != 2 {
+		t.Fatalf("modal rows %s, want feedback and step", cb.Data)
+	}
+	f := modal.Components[1].Components[0]
+	if f.Type != 4 || f.CustomID != "step" || f.Style != 1 || f.Required || f.Placeholder != "1. Reword intro · 2. Fix typos" || !strings.Contains(f.Label, "1–2") {
+		t.Fatalf("step field %+v", f)
+	}
+
+	bad := e.fd.submitStep("C1", alice, modal.CustomID, "fix all typos", "two")
+	var msg struct {
+		Content string `json:"content"`
+		Flags   int    `json:"flags"`
+	}
+	cb = e.waitCallback(bad)
+	_ = json.Unmarshal(cb.Data, &msg)
+	if cb.Type != 4 || msg.Flags != 64 || !strings.Contains(msg.Content, "The step must be a number like 2") {
+		t.Fatalf("a step field that is no number got type %d %q", cb.Type, msg.Content)
+	}
+
+	if cb := e.waitCallback(e.fd.submitStep("C1", alice, modal.CustomID, "fix all typos", " 2 ")); cb.Type != 6 {
+		t.Errorf("the comment's submit was answered with type %d, want 6", cb.Type)
+	}
+	e.Eventually("the comment", func() bool {
+		p, err := e.Store.Plan(t.Context(), s.PlanID)
+		return err == nil && len(p.Run.Comments) == 1
+	})
+	e.Idle()
+	p, _ := e.Store.Plan(t.Context(), s.PlanID)
+	if c := p.Run.Comments[0]; p.Status != core.PlanPending || c.Steps[0] != 2 || c.Text != "fix all typos" || c.StepTexts[0] != "Fix typos" {
+		t.Fatalf("stored v1: %s %+v", p.Status, p.Run.Comments)
+	}
+	if s2 := e.waitPhase("C1", core.PhaseAwaitingApproval); s2.RejectionCount != 0 {
+		t.Errorf("the comment sent the plan back: %+v", s2)
 	}
 }

@@ -321,3 +321,11 @@ func (f *fakeDiscord) submit(channel string, u user, customID, feedback string) 
 		map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "feedback", "value": feedback}}},
 	}}, nil)
 }
+
+// submitStep sends the Revise modal with feedback and its step field.
+func (f *fakeDiscord) submitStep(channel string, u user, customID, feedback, step string) string {
+	return f.interact(channel, u, 5, map[string]any{"custom_id": customID, "components": []any{
+		map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "feedback", "value": feedback}}},
+		map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "step", "value": step}}},
+	}}, nil)
+}

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // Answers the adapter gives itself, always ephemeral.
@@ -100,13 +102,31 @@ func (c *Channel) fromInteraction(ctx context.Context, i *discordgo.Interaction)
 		if !ok || !b.modal {
 			return ixJob{local: ephemeral(replyInvalid)}, true
 		}
-		base.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: b.approval, Value: strings.TrimSpace(fieldValue(data.Components, feedbackField))}
+		step, ok := stepNumber(fieldValue(data.Components, stepField))
+		if !ok {
+			return ixJob{local: ephemeral(replyBadStep)}, true
+		}
+		base.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: b.approval, Value: strings.TrimSpace(fieldValue(data.Components, feedbackField)), Step: step}
 	}
 	if roles := roleKeys(i.Member); len(roles) > 0 {
 		c.log.Debug("decision from a guild member", "action", base.Action.Kind, "roles", roles)
 	}
 	return ixJob{msg: base, kind: ixComponent,
 		ack: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}}, true
+}
+
+// replyBadStep answers a Revise modal whose step field is not a step number.
+const replyBadStep = "The step must be a number like 2, or empty to send the plan back; nothing changed."
+
+// stepNumber reads the Revise modal's step field: 0 when empty (feedback on the whole
+// plan), else a number from 1; the engine checks it against the version's steps.
+func stepNumber(v string) (int, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 1 && n <= plan.MaxSteps
 }
 
 // fieldValue finds the value of the text input id in a modal's rows.
@@ -148,17 +168,36 @@ func (c *Channel) reviseModal(ctx context.Context, i *discordgo.Interaction, app
 			title = "Revise " + l
 		}
 	}
+	rows := []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+		discordgo.TextInput{CustomID: feedbackField, Label: "What should change?", Style: discordgo.TextInputParagraph,
+			Placeholder: "Your feedback for the next version", Required: true, MinLength: 1, MaxLength: 4000},
+	}}}
+	var steps []string
+	for _, m := range rec.Msgs {
+		if len(m.Steps) > 0 {
+			steps = m.Steps
+		}
+	}
+	if len(steps) > 0 {
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{stepInput(steps)}})
+	}
 	return &discordgo.InteractionResponse{
 		Type: discordgo.InteractionResponseModal,
-		Data: &discordgo.InteractionResponseData{
-			CustomID: modalID(approval),
-			Title:    channels.Clip(title, 45),
-			Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-				discordgo.TextInput{CustomID: feedbackField, Label: "What should change?", Style: discordgo.TextInputParagraph,
-					Placeholder: "Your feedback for the next version", Required: true, MinLength: 1, MaxLength: 4000},
-			}}},
-		},
+		Data: &discordgo.InteractionResponseData{CustomID: modalID(approval), Title: channels.Clip(title, 45), Components: rows},
 	}
+}
+
+// stepInput is the Revise modal's step selector: a modal takes only text inputs (discordgo
+// has no select for one), so it is a short optional field for the step's number, whose
+// placeholder lists the steps. A number makes the feedback a comment on that step, which
+// waits for the next revise.
+func stepInput(steps []string) discordgo.TextInput {
+	var list []string
+	for i, s := range steps {
+		list = append(list, strconv.Itoa(i+1)+". "+channels.FirstLine(s))
+	}
+	return discordgo.TextInput{CustomID: stepField, Label: channels.Clip(fmt.Sprintf("Comment on step (1–%d; empty: send back)", len(steps)), 45),
+		Style: discordgo.TextInputShort, Placeholder: channels.Clip(strings.Join(list, " · "), 100), Required: false, MaxLength: 4}
 }
 
 // planLabel reads "plan v2" from the first line of a plan message ("Plan v2 — Docs cleanup

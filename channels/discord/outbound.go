@@ -71,13 +71,13 @@ func (c *Channel) post(ctx context.Context, ch string, r core.Reply) (string, er
 		files = append(files, &discordgo.File{Name: "reply.md", ContentType: "text/markdown", Reader: strings.NewReader(text)})
 		text = channels.Clip(channels.FirstLine(text), 200) + "\n\nThe full reply is attached (reply.md)."
 	}
-	return c.postChunks(ctx, ch, textChunks(text), rows, files, r.Buttons)
+	return c.postChunks(ctx, ch, textChunks(text), rows, files, r)
 }
 
 // postChunks sends rendered chunks in order, rows and files on the last, and records the
-// message with the buttons (btns, laid out as rows) under the approvals they carry.
-func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, rows []discordgo.MessageComponent, files []*discordgo.File, btns []core.Button) (string, error) {
-	approvalIDs := approvals(core.Reply{Buttons: btns})
+// message with the buttons (r.Buttons, laid out as rows; r.Steps kept for the Revise modal) under the approvals they carry.
+func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, rows []discordgo.MessageComponent, files []*discordgo.File, r core.Reply) (string, error) {
+	approvalIDs := approvals(core.Reply{Buttons: r.Buttons})
 	if len(chunks) == 0 && len(files) == 0 {
 		if len(rows) == 0 {
 			return "", nil // nothing to show
@@ -117,7 +117,7 @@ func (c *Channel) postChunks(ctx context.Context, ch string, chunks []string, ro
 			first = sent.ID
 		}
 		if last && len(rows) > 0 && len(approvalIDs) > 0 {
-			c.approvals.Add(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content, Buttons: btns})
+			c.approvals.Add(ctx, approvalIDs, sentMsg{Channel: ch, ID: sent.ID, Content: m.Content, Buttons: r.Buttons, Steps: r.Steps})
 		}
 	}
 	return first, nil
@@ -213,7 +213,7 @@ func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {
 	}
 	if len(chunks) > 1 {
 		rest, _ := components(r.Buttons)
-		if _, err := c.postChunks(ctx, ch, chunks[1:], rest, nil, r.Buttons); err != nil {
+		if _, err := c.postChunks(ctx, ch, chunks[1:], rest, nil, r); err != nil {
 			return fmt.Errorf("sending the rest of edited message %s in %s: %w", id, ch, err)
 		}
 	}

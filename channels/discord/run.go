@@ -12,6 +12,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // Run opens the gateway, registers /plan, and hands events to h until ctx ends (returning
@@ -126,7 +127,7 @@ func (c *Channel) runGateway(ctx context.Context, d *dispatcher) error {
 // open connects to the gateway (resuming the session after the first time), waiting
 // longer after each failure, until it succeeds, ctx ends, or Discord refuses the bot.
 func (c *Channel) open(ctx context.Context) error {
-	pause := c.tune.reconnectMin
+	wait := backoff.New(c.tune.reconnectMin, c.tune.reconnectMax)
 	for {
 		err := c.s.Open()
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
@@ -136,11 +137,11 @@ func (c *Channel) open(ctx context.Context) error {
 			c.log.Error("discord refused the gateway connection", "err", fatal)
 			return fatal
 		}
+		pause := wait.NextBackOff()
 		c.log.Warn("connecting to the discord gateway failed", "err", c.scrub(err), "retry_in", pause)
 		if channels.Sleep(ctx, pause) != nil {
 			return ctx.Err()
 		}
-		pause = min(pause*2, c.tune.reconnectMax)
 	}
 }
 

@@ -20,4 +20,7 @@ type sentMsg struct {
 	// Buttons are the message's buttons, so a counted approval can show its progress and
 	// keep them (NoteApprovals); records from before they were kept have none.
 	Buttons []core.Button `json:"buttons,omitempty"`
+	// Steps are the pending version's step texts, which the Revise modal offers to comment
+	// on; records from before they were kept have none (the modal then asks for feedback only).
+	Steps []string `json:"steps,omitempty"`
 }

@@ -28,6 +28,7 @@ func TestCustomIDRoundTrip(t *testing.T) {
 		{core.Action{Kind: core.ActionAccept, ApprovalID: "abc123"}, 0, "plan:a:abc123"},
 		{core.Action{Kind: core.ActionRevise, ApprovalID: "abc123"}, 0, "plan:r:abc123"},
 		{core.Action{Kind: core.ActionAuto, ApprovalID: "abc123"}, 0, "plan:u:abc123"},
+		{core.Action{Kind: core.ActionUndo, ApprovalID: "abc123"}, 0, "plan:n:abc123"},
 		{core.Action{Kind: core.ActionAnswer, ApprovalID: "q1", Value: "Blue"}, 2, "plan:q:q1:2"},
 	}
 	for _, tt := range tests {

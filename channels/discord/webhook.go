@@ -16,6 +16,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/channels/httpserver"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // timestampWindow is how far a request's signed X-Signature-Timestamp may be from the
@@ -160,8 +161,12 @@ func (c *Channel) doIx(ctx context.Context, what string, call func(opts ...disco
 	if c.cfg.Interactions != InteractionsHTTP {
 		return err
 	}
-	for wait := c.tune.retry.Backoff; err != nil && unknownInteraction(err) && wait <= c.tune.retry.MaxBackoff; wait *= 2 {
-		if channels.Sleep(ctx, wait) != nil {
+	// Tried while the waits grow: the last one waits the limit.
+	wait := backoff.New(c.tune.retry.Backoff, c.tune.retry.MaxBackoff)
+	for last := false; err != nil && unknownInteraction(err) && !last; {
+		pause := wait.NextBackOff()
+		last = pause >= c.tune.retry.MaxBackoff
+		if channels.Sleep(ctx, pause) != nil {
 			return err
 		}
 		err = c.do(ctx, what, call)

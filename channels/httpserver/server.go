@@ -351,11 +351,45 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// WriteError answers code with {"error": why}.
+// ErrorJSON is the body of every error answer: the human reason and a machine-readable
+// code a client branches on (ErrorCode of the status).
+type ErrorJSON struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// errorCodes are the stable machine-readable codes by status; ErrorCode gives "error" for
+// any other status.
+var errorCodes = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusConflict:              "conflict",
+	http.StatusRequestEntityTooLarge: "payload_too_large",
+	http.StatusTooManyRequests:       "too_many_requests",
+	http.StatusInternalServerError:   "internal_error",
+	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusGatewayTimeout:        "timeout",
+}
+
+// ErrorCodes are every code ErrorCode returns, sorted.
+func ErrorCodes() []string {
+	return slices.Sorted(slices.Values(append(slices.Collect(maps.Values(errorCodes)), "error")))
+}
+
+// ErrorCode is the machine-readable code of an error answer with status code.
+func ErrorCode(code int) string {
+	if c, ok := errorCodes[code]; ok {
+		return c
+	}
+	return "error"
+}
+
+// WriteError answers code with {"error": why, "code": ErrorCode(code)}.
 func WriteError(w http.ResponseWriter, code int, why string) {
-	WriteJSON(w, code, struct {
-		Error string `json:"error"`
-	}{why})
+	WriteJSON(w, code, ErrorJSON{Error: why, Code: ErrorCode(code)})
 }
 
 // BearerOK reports whether r carries `Authorization: Bearer <token>`, compared in

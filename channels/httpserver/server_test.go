@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -89,6 +90,14 @@ func TestRoutesAndBadInput(t *testing.T) {
 			}
 			if strings.Contains(body, "s3cret") {
 				t.Errorf("response echoes the admin token: %q", body)
+			}
+			// Errors this package answers are JSON with a code; net/http's own 404 and 405
+			// of unknown routes stay its plain text.
+			if tc.code >= 400 && tc.code != 404 && tc.code != 405 {
+				var e httpserver.ErrorJSON
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != httpserver.ErrorCode(tc.code) || e.Error == "" {
+					t.Errorf("error body %q: %+v, %v; want code %q", body, e, err, httpserver.ErrorCode(tc.code))
+				}
 			}
 		})
 	}
@@ -314,5 +323,18 @@ func TestReadBodyWhole(t *testing.T) {
 		if !ok || string(got) != tc.body {
 			t.Errorf("%s: read %d bytes (ok %v, answered %d), want %d", tc.name, len(got), ok, w.Code, len(tc.body))
 		}
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	for status, want := range map[int]string{400: "bad_request", 401: "unauthorized", 404: "not_found", 409: "conflict",
+		413: "payload_too_large", 500: "internal_error", 504: "timeout", 418: "error"} {
+		if got := httpserver.ErrorCode(status); got != want {
+			t.Errorf("ErrorCode(%d) = %q, want %q", status, got, want)
+		}
+	}
+	codes := httpserver.ErrorCodes()
+	if !slices.IsSorted(codes) || !slices.Contains(codes, "error") || !slices.Contains(codes, "conflict") || len(codes) != 12 {
+		t.Fatalf("ErrorCodes() = %q", codes)
 	}
 }

@@ -81,6 +81,18 @@ type fakeBlock struct {
 		Value    string `json:"value"`
 		Text     any    `json:"text"`
 	} `json:"elements"`
+	// Element and Optional are an input block's (a modal's fields).
+	Element *struct {
+		Type     string `json:"type"`
+		ActionID string `json:"action_id"`
+		Options  []struct {
+			Value string `json:"value"`
+			Text  struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"options"`
+	} `json:"element"`
+	Optional bool `json:"optional"`
 }
 
 // shown is a message's visible text: its sections and context lines, or its file.

@@ -233,7 +233,17 @@ func (f *fakeSlack) click(m shownMsg, user, action, value string) (env, trigger 
 
 // submit makes user submit modal v with feedback, and returns the envelope id.
 func (f *fakeSlack) submit(v openedView, user, feedback string) string {
+	return f.submitStep(v, user, feedback, "")
+}
+
+// submitStep is submit with the option value step picked in the step selector ("" none).
+func (f *fakeSlack) submitStep(v openedView, user, feedback, step string) string {
 	ts := f.userTS()
+	values := map[string]any{feedbackBlock: map[string]any{feedbackAction: map[string]any{"type": "plain_text_input", "value": feedback}}}
+	if step != "" {
+		values[stepBlock] = map[string]any{stepAction: map[string]any{"type": "static_select", "selected_option": map[string]any{
+			"value": step, "text": map[string]any{"type": "plain_text", "text": step}}}}
+	}
 	p := map[string]any{
 		"type": "view_submission", "team": map[string]any{"id": f.team},
 		"user":       map[string]any{"id": user, "username": user + "-handle", "name": user + "-handle"},
@@ -241,9 +251,7 @@ func (f *fakeSlack) submit(v openedView, user, feedback string) string {
 		"view": map[string]any{
 			"id": "V" + strconv.Itoa(len(ts)), "type": "modal", "callback_id": v.View.CallbackID,
 			"private_metadata": v.View.PrivateMetadata, "hash": "h" + ts,
-			"state": map[string]any{"values": map[string]any{
-				feedbackBlock: map[string]any{feedbackAction: map[string]any{"type": "plain_text_input", "value": feedback}},
-			}},
+			"state": map[string]any{"values": values},
 		},
 	}
 	return f.envelope("interactive", p, 0)

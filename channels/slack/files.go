@@ -96,6 +96,9 @@ type sentMsg struct {
 	// Buttons are the message's buttons, so a counted approval can show its progress and
 	// keep them (NoteApprovals); records from before they were kept have none.
 	Buttons []core.Button `json:"buttons,omitempty"`
+	// Steps are the pending version's step texts, which the Revise modal offers to comment
+	// on; records from before they were kept have none (the modal then has no selector).
+	Steps []string `json:"steps,omitempty"`
 }
 
 // UpgradeChat implements channels.ChatUpgrader for records that kept the channel once.

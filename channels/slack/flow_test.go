@@ -267,3 +267,54 @@ func TestReviseModal(t *testing.T) {
 		t.Errorf("views.open called %d times, want 1", n)
 	}
 }
+
+// The Revise modal offers the version's steps in an optional static select: a step picked
+// makes the feedback a comment on it, stored on the pending version, which stays pending;
+// the next submission without a step sends the plan back with it.
+func TestReviseModalStepSelector(t *testing.T) {
+	e := newEnv(t)
+	e.api.name(alice, "alice")
+	thread := e.api.userTS()
+	sid := e.sid(general, thread)
+	e.Model.Push(sid, channeltest.Proposal("Tidy", "Sort imports", "Remove dead code"), channeltest.Proposal("Tidy more", "Sort imports", "Remove all dead code"))
+	e.api.mentionTS(thread, general, alice, "/plan on tidy", "")
+	s := e.waitPhase(general, thread, core.PhaseAwaitingApproval)
+	plan := e.planMsg(general, s.ApprovalID)
+
+	e.api.click(plan, alice, actionRevise, s.ApprovalID)
+	v := e.api.waitView(1)
+	var sel *fakeBlock
+	for i, b := range v.View.Blocks {
+		if b.BlockID == stepBlock {
+			sel = &v.View.Blocks[i]
+		}
+	}
+	if sel == nil || sel.Element == nil || sel.Element.Type != "static_select" || !sel.Optional {
+		t.Fatalf("the modal has no optional static step select: %+v", v.View.Blocks)
+	}
+	if got := sel.Element.Options; len(got) != 2 || got[0].Value != "1" || got[0].Text.Text != "1. Sort imports" || got[1].Text.Text != "2. Remove dead code" {
+		t.Fatalf("step options %+v", got)
+	}
+
+	e.api.waitAck(e.api.submitStep(v, alice, "only the unused helpers", "2"))
+	e.api.waitText(general, "Comment c1 on step 2")
+	p, err := e.Store.Plan(t.Context(), s.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := p.Run.Comments; p.Status != core.PlanPending || len(cs) != 1 || cs[0].Steps[0] != 2 || cs[0].Text != "only the unused helpers" || cs[0].ByName != "alice" {
+		t.Fatalf("stored v1: %s %+v", p.Status, cs)
+	}
+	if got := e.waitPhase(general, thread, core.PhaseAwaitingApproval); got.RejectionCount != 0 {
+		t.Fatalf("a comment sent the plan back: %+v", got)
+	}
+
+	// A step that was never offered is no comment: the submission is plain feedback.
+	e.api.click(plan, alice, actionRevise, s.ApprovalID)
+	v = e.api.waitView(2)
+	e.api.waitAck(e.api.submitStep(v, alice, "and keep the tests", "x"))
+	e.api.waitText(general, "Sent plan v1 back for revision (1st time) with 1 comment (c1)")
+	if p, _ := e.Store.Plan(t.Context(), s.PlanID); p.Status != core.PlanRevised || len(p.Run.Comments) != 1 || !p.Run.Comments[0].Sent {
+		t.Errorf("v1 after the revise: %s %+v", p.Status, p.Run.Comments)
+	}
+}

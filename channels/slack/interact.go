@@ -22,12 +22,21 @@ const (
 	actionAccept   = "plangate_accept"
 	actionRevise   = "plangate_revise"
 	actionAuto     = "plangate_auto"
+	actionUndo     = "plangate_undo"
 	actionAnswer   = "plangate_answer_" // + option number: action ids are unique per message
 	decideBlock    = "plangate_decide"
 	answersBlock   = "plangate_answers"
 	reviseCallback = "plangate_revise"
 	feedbackBlock  = "feedback"
 	feedbackAction = "text"
+	stepBlock      = "step"
+	stepAction     = "step"
+)
+
+// Slack's limits on a static select: its options, and an option's text.
+const (
+	maxOptions    = 100
+	maxOptionText = 75
 )
 
 // Answers the adapter gives itself.
@@ -101,11 +110,19 @@ func (c *Channel) reviseClick(ctx context.Context, cb slackgo.InteractionCallbac
 	if rec, ok := c.loadApproval(ctx, approval); ok && rec.Decided != "" {
 		return c.say(ch, thread, user, firstLine(rec.Decided)+"; nothing changed.")
 	}
+	var steps []string
+	if rec, ok := c.loadApproval(ctx, approval); ok {
+		for _, m := range rec.Msgs {
+			if len(m.Steps) > 0 {
+				steps = m.Steps
+			}
+		}
+	}
 	label := firstLine(cb.Message.Text)
 	meta, _ := json.Marshal(modalMeta{Approval: approval, Chat: ch, Thread: thread})
 	trigger := cb.TriggerID
 	return job{local: func(ctx context.Context) {
-		if err := c.openRevise(ctx, trigger, string(meta), label); err != nil {
+		if err := c.openRevise(ctx, trigger, string(meta), label, steps); err != nil {
 			c.ephemeral(ctx, ch, thread, user, noteNoModal)
 		}
 	}}
@@ -124,8 +141,10 @@ type modalMeta struct {
 }
 
 // openRevise opens the feedback modal at once, never behind the engine: Slack's trigger id
-// is valid for three seconds.
-func (c *Channel) openRevise(ctx context.Context, trigger, meta, label string) error {
+// is valid for three seconds. With the version's steps it offers them in an optional
+// select: picking one makes the feedback a comment on that step, which waits for the next
+// revise, as /plan revise N: <comment> does.
+func (c *Channel) openRevise(ctx context.Context, trigger, meta, label string, steps []string) error {
 	if trigger == "" {
 		return fmt.Errorf("opening the revise form: the click carried no trigger id")
 	}
@@ -147,10 +166,42 @@ func (c *Channel) openRevise(ctx context.Context, trigger, meta, label string) e
 			slackgo.NewInputBlock(feedbackBlock, plain("Feedback"), nil, input),
 		}},
 	}
+	if sel := stepSelect(steps); sel != nil {
+		view.Submit = plain("Send")
+		hint := plain("Leave it empty to send the plan back now; pick a step to record a comment on it, sent with the next revise.")
+		block := slackgo.NewInputBlock(stepBlock, plain("Comment on a step (optional)"), hint, sel)
+		block.Optional = true
+		view.Blocks.BlockSet = append(view.Blocks.BlockSet, block)
+	}
 	return c.do(ctx, "", false, "views.open", func(ctx context.Context) error {
 		_, err := c.api.OpenViewContext(ctx, trigger, view)
 		return err
 	})
+}
+
+// stepSelect is the static select of steps ("2. Call the API", value "2"), nil for none.
+func stepSelect(steps []string) *slackgo.SelectBlockElement {
+	if len(steps) == 0 {
+		return nil
+	}
+	var opts []*slackgo.OptionBlockObject
+	for i, s := range steps[:min(len(steps), maxOptions)] {
+		n := strconv.Itoa(i + 1)
+		opts = append(opts, slackgo.NewOptionBlockObject(n, plain(channels.Clip(n+". "+firstLine(s), maxOptionText)), nil))
+	}
+	return slackgo.NewOptionsSelectBlockElement(slackgo.OptTypeStatic, plain("The whole plan"), stepAction, opts...)
+}
+
+// stepOf is the step picked in the Revise modal, 0 for none (or one plangate did not offer).
+func stepOf(cb slackgo.InteractionCallback) int {
+	if cb.View.State == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(cb.View.State.Values[stepBlock][stepAction].SelectedOption.Value)
+	if err != nil || n < 1 || n > maxOptions {
+		return 0
+	}
+	return n
 }
 
 // fromModal turns a submitted Revise modal into a revise action with its feedback.
@@ -176,7 +227,7 @@ func (c *Channel) fromModal(ctx context.Context, cb slackgo.InteractionCallback,
 		return c.say(meta.Chat, meta.Thread, user, noteNotHere), true
 	}
 	m := c.asked(id, meta.Chat, meta.Thread, meta.Thread, core.Person{ID: user, Name: c.nameOf(ctx, user, cb.User.Name)}, time.Now())
-	m.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: meta.Approval, Value: feedback}
+	m.Action = &core.Action{Kind: core.ActionRevise, ApprovalID: meta.Approval, Value: feedback, Step: stepOf(cb)}
 	return job{msg: m}, true
 }
 
@@ -204,6 +255,8 @@ func parseButton(actionID, value string) (button, bool) {
 		return button{kind: core.ActionRevise, approval: value}, channels.ValidID(value)
 	case actionAuto:
 		return button{kind: core.ActionAuto, approval: value}, channels.ValidID(value)
+	case actionUndo:
+		return button{kind: core.ActionUndo, approval: value}, channels.ValidID(value)
 	}
 	if !strings.HasPrefix(actionID, actionAnswer) {
 		return button{}, false
@@ -239,6 +292,8 @@ func buttonValue(a core.Action, option int) (actionID, value string, ok bool) {
 		return actionRevise, a.ApprovalID, true
 	case core.ActionAuto:
 		return actionAuto, a.ApprovalID, true
+	case core.ActionUndo:
+		return actionUndo, a.ApprovalID, true
 	case core.ActionAnswer:
 		num := strconv.Itoa(option)
 		value = a.ApprovalID + ":" + num

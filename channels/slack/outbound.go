@@ -63,7 +63,7 @@ func (c *Channel) Send(ctx context.Context, r core.Reply) (string, error) {
 		}
 	}
 	if withButtons != "" && len(buttons) > 0 {
-		c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: ch, TS: withButtons, Sections: shown, Buttons: r.Buttons})
+		c.approvals.Add(ctx, channels.ApprovalIDs(r), sentMsg{Chat: ch, TS: withButtons, Sections: shown, Buttons: r.Buttons, Steps: r.Steps})
 	}
 	if err != nil {
 		return first, fmt.Errorf("sending to slack channel %s: %w", ch, err)

@@ -26,6 +26,7 @@ func TestButtonRoundTrip(t *testing.T) {
 		{"accept", core.Action{Kind: core.ActionAccept, ApprovalID: "abc234"}, 0, button{kind: core.ActionAccept, approval: "abc234"}},
 		{"revise", core.Action{Kind: core.ActionRevise, ApprovalID: "abc234"}, 0, button{kind: core.ActionRevise, approval: "abc234"}},
 		{"auto", core.Action{Kind: core.ActionAuto, ApprovalID: "abc234"}, 0, button{kind: core.ActionAuto, approval: "abc234"}},
+		{"undo", core.Action{Kind: core.ActionUndo, ApprovalID: "abc234"}, 0, button{kind: core.ActionUndo, approval: "abc234"}},
 		{"answer", core.Action{Kind: core.ActionAnswer, ApprovalID: "q1", Value: "Blue: the sky"}, 2, button{kind: core.ActionAnswer, approval: "q1", value: "Blue: the sky"}},
 		{"answer too long for a value goes by number", core.Action{Kind: core.ActionAnswer, ApprovalID: "q1", Value: long}, 3, button{kind: core.ActionAnswer, approval: "q1", value: "3"}},
 	}

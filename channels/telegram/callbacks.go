@@ -26,7 +26,7 @@ const (
 	toastQuestionOld = "This question is no longer open; nothing changed."
 )
 
-// callbackData encodes a button: "a:<approval>", "r:<approval>", "u:<approval>" (auto)
+// callbackData encodes a button: "a:<approval>", "r:<approval>", "u:<approval>" (auto), "n:<approval>" (undo)
 // or "q:<n>" (answer option n, 1-based); ok is false when it does not fit 64 bytes or is
 // not a button plangate makes.
 func callbackData(a core.Action, option int) (string, bool) {

@@ -95,7 +95,7 @@ func TestSendOutageKeepsOrderAndTellsTheDrops(t *testing.T) {
 					notices = append(notices, m.Text)
 				}
 			}
-			dropped, err := e.Store.DroppedOutbox(ctx, 0)
+			dropped, err := e.Store.DroppedOutbox(ctx, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

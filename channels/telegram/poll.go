@@ -18,13 +18,14 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // poll long-polls getUpdates until ctx ends. The library's poller confirms updates before
 // its handlers run, so a crash would lose them; this one saves each batch first.
 func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
-	pause := c.tune.holdAfterErr
-	stuck := c.tune.holdAfterErr // the wait while an unreadable update holds the offset
+	pause := backoff.New(c.tune.holdAfterErr, c.tune.retry.MaxBackoff)
+	stuck := backoff.New(c.tune.holdAfterErr, c.tune.retry.MaxBackoff) // the wait while an unreadable update holds the offset
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -41,11 +42,11 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 				return fmt.Errorf("receiving telegram updates: %w", err)
 			}
 			var ra *retryAfterError
-			wait := pause
+			var wait time.Duration
 			if errors.As(err, &ra) {
 				wait = ra.wait
 			} else {
-				pause = min(pause*2, c.tune.retry.MaxBackoff)
+				wait = pause.NextBackOff()
 			}
 			c.health.Down("receiving updates fails: " + err.Error())
 			c.logLimited(slog.LevelWarn, "receiving telegram updates", err, "retry_in", wait)
@@ -54,7 +55,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 			}
 			continue
 		}
-		pause = c.tune.holdAfterErr
+		pause.Reset()
 		c.health.Up()
 		fresh, blocked := d.take(raws)
 		// Handed over before the save, so the engine's work overlaps the disk's: Telegram
@@ -69,13 +70,12 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 		// An update whose id cannot be read cannot be confirmed: Telegram serves it again
 		// until a later update moves the offset past it. Wait, longer each time.
 		if blocked && d.in.offset() == offset {
-			if c.pause(ctx, stuck) != nil {
+			if c.pause(ctx, stuck.NextBackOff()) != nil {
 				return nil
 			}
-			stuck = min(stuck*2, c.tune.retry.MaxBackoff)
 			continue
 		}
-		stuck = c.tune.holdAfterErr
+		stuck.Reset()
 	}
 }
 
@@ -85,7 +85,7 @@ func (c *Channel) poll(ctx context.Context, d *dispatcher) error {
 // The batch, handed over already, is not asked for again in this process, so a
 // redelivery cannot race the first turn.
 func (c *Channel) storeBatch(ctx context.Context, d *dispatcher) bool {
-	wait := c.tune.holdAfterErr
+	wait := backoff.New(c.tune.holdAfterErr, c.tune.retry.MaxBackoff)
 	for {
 		err := d.in.flush(context.WithoutCancel(ctx))
 		if err == nil {
@@ -93,10 +93,9 @@ func (c *Channel) storeBatch(ctx context.Context, d *dispatcher) bool {
 			return true
 		}
 		d.storeFailed(err)
-		if c.pause(ctx, wait) != nil {
+		if c.pause(ctx, wait.NextBackOff()) != nil {
 			return false
 		}
-		wait = min(wait*2, c.tune.retry.MaxBackoff)
 	}
 }
 

@@ -131,6 +131,7 @@ func TestCallbackData(t *testing.T) {
 		{"accept", core.Action{Kind: core.ActionAccept, ApprovalID: approval}, 0, "a:" + approval, true},
 		{"revise", core.Action{Kind: core.ActionRevise, ApprovalID: approval}, 0, "r:" + approval, true},
 		{"auto", core.Action{Kind: core.ActionAuto, ApprovalID: approval}, 0, "u:" + approval, true},
+		{"undo", core.Action{Kind: core.ActionUndo, ApprovalID: approval}, 0, "n:" + approval, true},
 		{"answer", core.Action{Kind: core.ActionAnswer, Value: "a very long option text that would not fit in sixty-four bytes at all"}, 3, "q:3", true},
 		{"approval too long for 64 bytes", core.Action{Kind: core.ActionAccept, ApprovalID: strings.Repeat("a", 63)}, 0, "", false},
 		{"approval with separators", core.Action{Kind: core.ActionAccept, ApprovalID: "a:b"}, 0, "", false},

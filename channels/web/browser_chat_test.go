@@ -85,7 +85,7 @@ func TestBrowser(t *testing.T) {
 	e.model.Push(sid, scopedProposal("Add a changelog", []string{"CHANGELOG.md", "README.md", "CONTRIBUTING.md"}, "Create CHANGELOG.md", "Link it from the README", "Mention it in CONTRIBUTING"))
 	do(t, alice, "revising with feedback",
 		chromedp.Click(chromedp.CSS(`section.card[aria-label="Plan v1"] details.revise summary`)),
-		chromedp.SendKeys(chromedp.CSS(`section.card[aria-label="Plan v1"] textarea`), "also mention it in CONTRIBUTING"),
+		chromedp.SendKeys(chromedp.CSS(`section.card[aria-label="Plan v1"] details.revise textarea`), "also mention it in CONTRIBUTING"),
 		chromedp.Click(chromedp.CSS(`section.card[aria-label="Plan v1"] .send-feedback`)),
 		chromedp.WaitVisible(chromedp.CSS(`section.card[aria-label="Plan v2"] button.accept`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`section.card[aria-label="Plan v1"] button.accept`)))

@@ -218,6 +218,9 @@ func (c *Channel) action(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	// The click is shown as what the person said, so the transcript reads like a chat.
 	said := actionWords[act.Kind]
+	if act.Step > 0 {
+		said = "Comment on step " + strconv.Itoa(act.Step)
+	}
 	if act.Value != "" {
 		said += ": " + act.Value
 	}
@@ -251,7 +254,7 @@ func (c *Channel) handOn(w http.ResponseWriter, r *http.Request, back string, m 
 	c.answer(w, r, back, http.StatusNoContent, "")
 }
 
-var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer"}
+var actionWords = map[core.ActionKind]string{core.ActionAccept: "Accept", core.ActionRevise: "Revise", core.ActionAuto: "Auto", core.ActionAnswer: "Answer", core.ActionUndo: "Undo"}
 
 // formAction reads the button a form posted, or answers the post from page back with why
 // it cannot be taken and returns false.
@@ -259,9 +262,17 @@ func (c *Channel) formAction(w http.ResponseWriter, r *http.Request, back string
 	a := core.Action{Kind: core.ActionKind(r.PostForm.Get("kind")), ApprovalID: r.PostForm.Get("approval"),
 		Value: strings.TrimSpace(r.PostForm.Get("value"))}
 	switch a.Kind {
-	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer:
+	case core.ActionAccept, core.ActionRevise, core.ActionAuto, core.ActionAnswer, core.ActionUndo:
 		if a.ApprovalID == "" && a.Kind != core.ActionAnswer {
 			break
+		}
+		if step := r.PostForm.Get("step"); step != "" {
+			n, err := strconv.Atoi(step)
+			if a.Kind != core.ActionRevise || err != nil || n < 1 {
+				c.answer(w, r, back, http.StatusBadRequest, "That step number is not one plangate knows; nothing changed.")
+				return a, false
+			}
+			a.Step = n
 		}
 		if why := c.tooLong(a.Value); why != "" {
 			c.answer(w, r, back, http.StatusRequestEntityTooLarge, why)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -188,7 +189,12 @@ var stepLooks = map[plan.StepStatus]struct{ mark, words string }{
 	plan.StepCompleted: {"[x]", "done"}, plan.StepCancelled: {"[~]", "cancelled"},
 }
 
-type stepView struct{ Mark, Text, Status, Class string }
+// stepView is one step of a card: its mark and words, and the comments waiting on it.
+type stepView struct {
+	Mark, Text, Status, Class string
+	N                         int      // its 1-based number, which a comment names
+	Comments                  []string // "c1 (alice): use the v2 API", waiting for a revise
+}
 
 // cardView is what the "card" template needs.
 type cardView struct {
@@ -206,6 +212,7 @@ type cardView struct {
 	Decision                                    string
 	Approvals                                   string // "1 of 2 approvals (alice)" while more are needed
 	Buttons                                     bool
+	Undo                                        bool // the report's Undo (/plan undo of this version) is there to press
 	Approval, Action, CSRF, Session             string
 	Edit                                        string // where an edited plan file is uploaded ("" = not here)
 	EditedBy                                    string // the person who wrote this version by editing the file
@@ -234,14 +241,21 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 		v.ReportLine = "Report: " + r.Summary()
 		v.Report = renderMarkdown(string(r.Markdown(p.Version, p.Body.Title)))
 	}
-	for _, s := range p.Body.Steps {
+	for i, s := range p.Body.Steps {
 		look := stepLooks[s.Status]
-		v.Steps = append(v.Steps, stepView{Mark: look.mark, Text: s.Text, Status: look.words, Class: string(s.Status)})
+		v.Steps = append(v.Steps, stepView{Mark: look.mark, Text: s.Text, Status: look.words, Class: string(s.Status), N: i + 1})
 		if s.Status == plan.StepCompleted || s.Status == plan.StepCancelled {
 			v.Done++
 		}
 	}
 	v.Total = len(p.Body.Steps)
+	for _, cm := range plan.Waiting(p.Run.Comments) {
+		for _, n := range cm.Steps {
+			if n >= 1 && n <= len(v.Steps) {
+				v.Steps[n-1].Comments = append(v.Steps[n-1].Comments, fmt.Sprintf("%s (%s): %s", cm.ID, cmp.Or(cm.ByName, cm.By), cm.Text))
+			}
+		}
+	}
 	if d := p.Decision; d != nil {
 		who := d.ByName
 		if who == "" {
@@ -252,9 +266,12 @@ func (c *Channel) cardView(ctx context.Context, p core.Plan, viewer string) card
 	if plans, err := c.d.Store.Plans(ctx, p.SessionID); err == nil {
 		for _, q := range plans {
 			if q.Version == p.Version-1 {
-				v.PrevVersion, v.Changes = q.Version, stepChanges(q.Body.Steps, p.Body.Steps)
+				v.PrevVersion, v.Changes = q.Version, stepChanges(q.Body.Steps, p.Body.Steps, answers(q, p.Version))
 			}
 		}
+	}
+	if p.Run.Report != nil && p.Status != core.PlanPending {
+		c.undoButton(ctx, &v, p, viewer)
 	}
 	if p.Status == core.PlanPending {
 		s, err := c.d.Store.Session(ctx, p.SessionID)
@@ -280,7 +297,40 @@ func (c *Channel) progress(p core.Plan, a core.Address) string {
 }
 
 // stepChanges says which steps a version added and removed compared with the one
-// before, "" when the steps are the same.
-func stepChanges(old, cur []plan.Step) string {
-	return strings.Join(machine.StepDiff(old, cur), " · ")
+// before, and which of that one's comments it answered; "" when there is nothing to say.
+func stepChanges(old, cur []plan.Step, comments []plan.CommentAnswer) string {
+	parts := machine.StepDiff(old, cur)
+	for _, c := range comments {
+		parts = append(parts, c.Words())
+	}
+	return strings.Join(parts, " · ")
+}
+
+// answers are the comments of version prev that its revise sent, with whether the
+// version numbered next said it answered each.
+func answers(prev core.Plan, next int) []plan.CommentAnswer {
+	var out []plan.CommentAnswer
+	for _, c := range prev.Run.Comments {
+		if c.Sent && (c.AnsweredIn == 0 || c.AnsweredIn == next) {
+			out = append(out, plan.CommentAnswer{ID: c.ID, Steps: c.Steps, Text: c.Text, Answered: c.AnsweredIn == next})
+		}
+	}
+	return out
+}
+
+// undoButton puts the report's Undo on v when p, the session's current plan, may be
+// undone now and viewer may decide there.
+func (c *Channel) undoButton(ctx context.Context, v *cardView, p core.Plan, viewer string) {
+	s, err := c.d.Store.Session(ctx, p.SessionID)
+	if err != nil || s.PlanID != p.ID {
+		return
+	}
+	if _, ok := machine.Undoable(s, &p, &p); !ok || !c.mayDecide(viewer, s, c.own(viewer, s.Address)) {
+		return
+	}
+	v.Undo, v.Approval = true, p.ApprovalID
+	v.Action = "/c/" + s.Address.Chat + "/actions"
+	if s.Address.Channel != Name || s.Address.Account != viewer {
+		v.Action = "/dashboard/actions?session=" + s.ID
+	}
 }

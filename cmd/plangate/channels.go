@@ -16,6 +16,7 @@ import (
 	"github.com/plangate/plangate/channels/telegram"
 	"github.com/plangate/plangate/channels/terminal"
 	"github.com/plangate/plangate/channels/web"
+	"github.com/plangate/plangate/core/backoff"
 	"github.com/plangate/plangate/store"
 )
 
@@ -256,14 +257,25 @@ func enabledRows(ch *ChannelsConfig) []channelRow {
 // openChannels connects every enabled chat channel that serve runs, each with its own
 // config section.
 func openChannels(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger) ([]channels.Channel, error) {
+	return openMissing(ctx, cfg, st, now, log, map[string]channels.Channel{})
+}
+
+// openMissing opens the enabled channels that opened does not hold yet, adding each to
+// it, and returns them all in the table's order once every one is open; it stops at the
+// first that fails.
+func openMissing(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger, opened map[string]channels.Channel) ([]channels.Channel, error) {
 	var chans []channels.Channel
 	for _, r := range enabledRows(&cfg.Channels) {
 		if r.open == nil {
 			continue
 		}
-		c, err := r.open(ctx, channelDeps{cfg: cfg, st: st, state: stateFor(cfg, st, r.name), now: now, log: log})
-		if err != nil {
-			return nil, err
+		c, ok := opened[r.name]
+		if !ok {
+			var err error
+			if c, err = r.open(ctx, channelDeps{cfg: cfg, st: st, state: stateFor(cfg, st, r.name), now: now, log: log}); err != nil {
+				return nil, err
+			}
+			opened[r.name] = c
 		}
 		chans = append(chans, c)
 	}
@@ -277,17 +289,19 @@ var (
 )
 
 // openChannelsPatiently is openChannels for serve: when a platform cannot be reached (no
-// answer: a network error, a timeout), every channel is opened again after a wait that
-// doubles from openRetryFirst to openRetryMax, until ctx ends, each failure logged and
-// set on opening for /readyz. An answer that refuses (a bad token) ends serve, since
-// waiting does not fix it.
+// answer: a network error, a timeout), the channels not open yet are opened again after a
+// wait that doubles from openRetryFirst to openRetryMax, until ctx ends, each failure
+// logged and set on opening for /readyz; the ones that opened are kept as they are. An
+// answer that refuses (a bad token) ends serve, since waiting does not fix it.
 func openChannelsPatiently(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger, opening *openingCheck) ([]channels.Channel, error) {
-	wait := openRetryFirst
+	waits := backoff.New(openRetryFirst, openRetryMax)
+	opened := map[string]channels.Channel{}
 	for {
-		chans, err := openChannels(ctx, cfg, st, now, log)
+		chans, err := openMissing(ctx, cfg, st, now, log, opened)
 		if err == nil || !unreachable(err) || ctx.Err() != nil {
 			return chans, err
 		}
+		wait := waits.NextBackOff()
 		why := fmt.Sprintf("trying again in %s: %v", wait, err)
 		opening.set(why)
 		log.Warn("a chat platform cannot be reached; serve stays up and tries again", "err", err.Error(), "retry_in", wait.String())
@@ -296,7 +310,6 @@ func openChannelsPatiently(ctx context.Context, cfg *Config, st *store.Store, no
 			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, openRetryMax)
 	}
 }
 

@@ -128,8 +128,9 @@ type PlanModeConfig struct {
 	WorkspaceCopy bool `yaml:"workspace_copy"`
 	// Boundary is the operator's limits every plan inherits (docs/design.md §13).
 	Boundary plan.Boundary `yaml:"boundary"`
-	// EscalateTo are chats, named as session ids name them ("slack:T1:C0OPS"), told once
-	// about a pending plan nobody decided on after its last reminder.
+	// EscalateTo are chats, named as session ids name them ("slack:T1:C0OPS"), or
+	// "approvers" (each of access.approvers in a direct message), told once about a
+	// pending plan nobody decided on after its last reminder.
 	EscalateTo []string `yaml:"escalate_to"`
 	// MaxTokensPerPlan bounds the model tokens of one plan version, its planning and its
 	// execution; 0 = no limit.

@@ -67,15 +67,53 @@ func escalationAddress(s string) (core.Address, error) {
 	return a, nil
 }
 
-// CoreEscalateTo is plan_mode.escalate_to as core takes it; validate refused bad entries.
-func (p PlanModeConfig) CoreEscalateTo() []core.Address {
+// escalateApprovers is the plan_mode.escalate_to entry that names every approver of
+// access.approvers, each told in a direct message.
+const escalateApprovers = "approvers"
+
+// directMessaged are the channels whose approvers an escalation reaches in a direct
+// message: a Telegram user's private chat with the bot has the user's id, and Slack
+// posts to a user id in the app's direct messages. A Discord DM needs a channel made for
+// it, and the web has none.
+var directMessaged = []string{"telegram", "slack"}
+
+// approverDM is the address of approver entry "channel:user id" in a direct message, if
+// its channel has them.
+func approverDM(entry string) (core.Address, bool) {
+	ch, user, ok := strings.Cut(entry, ":")
+	if !ok || user == "" || !slices.Contains(directMessaged, ch) {
+		return core.Address{}, false
+	}
+	return core.Address{Channel: ch, Chat: user}, true
+}
+
+// coreEscalateTo is plan_mode.escalate_to as core takes it, "approvers" spelled out as the
+// direct messages of access.approvers; validate refused bad entries.
+func (c *Config) coreEscalateTo() []core.Address {
 	var out []core.Address
-	for _, s := range p.EscalateTo {
-		if a, err := escalationAddress(s); err == nil {
+	for _, s := range c.PlanMode.EscalateTo {
+		if s == escalateApprovers {
+			for _, ap := range c.Access.Approvers {
+				if a, ok := approverDM(ap); ok && !slices.Contains(out, a) {
+					out = append(out, a)
+				}
+			}
+			continue
+		}
+		if a, err := escalationAddress(s); err == nil && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// decideURL is where a person decides on the web: http.public_url while the web channel
+// is on, else "".
+func (c *Config) decideURL() string {
+	if !c.Channels.Web.Enabled {
+		return ""
+	}
+	return c.HTTP.PublicURL
 }
 
 // CorePlanner is the planner setting as core takes it.

@@ -200,3 +200,22 @@ func TestConfigEscalateTo(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(wantP))
 	}
 }
+
+// "approvers" in escalate_to is each approver of access.approvers that plangate can
+// message directly (Telegram, Slack), listed once; with none of those it is refused.
+func TestConfigEscalateToApprovers(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "access:\n  approvers: [\"telegram:42\", \"slack:U7\", \"web:alice\", \"discord:9\"]\n"+
+		"plan_mode:\n  escalate_to: [approvers, \"slack:T1:C0OPS\", approvers]\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Address{{Channel: "telegram", Chat: "42"}, {Channel: "slack", Chat: "U7"}, {Channel: "slack", Account: "T1", Chat: "C0OPS"}}
+	if got := engineConfig(cfg).EscalateTo; !reflect.DeepEqual(got, want) {
+		t.Errorf("EscalateTo = %+v, want %+v", got, want)
+	}
+	got := loadProblems(t, "access:\n  approvers: [\"web:alice\"]\nplan_mode:\n  escalate_to: [approvers]\n", nil)
+	wantP := []string{`FILE:4: plan_mode.escalate_to names approvers, but access.approvers lists nobody plangate can message directly (on telegram or slack): add such approvers, or name the chats to tell (channel:account:chat)`}
+	if !reflect.DeepEqual(got, wantP) {
+		t.Errorf("problems:\n%s\nwant\n%s", join(got), join(wantP))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,11 @@ func (c *Config) validate() []problem {
 	if c.PlanMode.Boundary.RequireVerification && !c.Tools.RunCommand.Enabled {
 		ps = append(ps, problem{"plan_mode.boundary.require_verification", "plan_mode.boundary.require_verification is true but tools.run_command.enabled is false: " +
 			"plangate runs a plan's checks as commands, so no plan could be proposed; enable run_command (with its allow list) or drop require_verification"})
+	}
+	if slices.Contains(c.PlanMode.EscalateTo, escalateApprovers) &&
+		!slices.ContainsFunc(c.Access.Approvers, func(a string) bool { _, ok := approverDM(a); return ok }) {
+		ps = append(ps, problem{"plan_mode.escalate_to", "plan_mode.escalate_to names approvers, but access.approvers lists nobody plangate can message directly " +
+			"(on " + strings.Join(directMessaged, " or ") + "): add such approvers, or name the chats to tell (channel:account:chat)"})
 	}
 	switch p, _ := c.ResolvedProvider(nil); p {
 	case ProviderOpenAI:
@@ -241,6 +247,9 @@ func (p PlanModeConfig) Validate() error {
 	}
 	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
 	for i, a := range p.EscalateTo {
+		if a == escalateApprovers {
+			continue // checked against access.approvers (Config.escalationProblems)
+		}
 		if _, err := escalationAddress(a); err != nil {
 			errs = append(errs, conf.Invalid(fmt.Sprintf("escalate_to[%d]", i), "is %q: %v", a, err))
 		}

@@ -27,6 +27,11 @@ func cmdDoctor(ctx context.Context, args []string, e procEnv) error {
 	if err != nil {
 		return err
 	}
+	return probeAll(ctx, cfg, e)
+}
+
+// probeAll is doctor's checks of cfg (also `config check --probe`).
+func probeAll(ctx context.Context, cfg *Config, e procEnv) error {
 	failed := 0
 	report := func(what string, detail string, err error) {
 		if err != nil {

@@ -110,3 +110,18 @@ func TestDoctorNamesEachProblem(t *testing.T) {
 		t.Fatalf("a bad discord token: %d\n%s", code, out)
 	}
 }
+
+// `config check --probe` is the config check, then doctor's probes: a bad token fails it
+// after "config ok"; without --probe the same config passes without asking anyone.
+func TestConfigCheckProbe(t *testing.T) {
+	srv := fakePlatforms(t)
+	cfg := writeConfig(t, doctorConfig(srv.URL, "good-model", "", "123:bad-telegram", "xoxb-good-slack", "good-discord", "42"))
+	code, out, errOut := cli(t, "", "config", "check", "--probe", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "config ok") || !strings.Contains(out, "FAIL telegram:") || !strings.Contains(out, "ok   slack:") ||
+		!strings.Contains(errOut, "1 of the checks failed") {
+		t.Fatalf("config check --probe: %d, stderr %q\n%s", code, errOut, out)
+	}
+	if code, out, errOut := cli(t, "", "config", "check", "--config", cfg); code != 0 || strings.Contains(out, "telegram:") && strings.Contains(out, "FAIL") {
+		t.Fatalf("config check without --probe: %d %q\n%s", code, errOut, out)
+	}
+}

@@ -38,7 +38,7 @@ Usage:
   plangate sessions list|show ID [--json]       inspect sessions
   plangate plans list|show ID [--json] [--markdown]
   plangate nudges list [SESSION] [--json]       reminder schedules with their next fire time
-  plangate config check [--config F]            validate the configuration and summarise it
+  plangate config check [--config F] [--probe]  validate the configuration and summarise it; --probe as doctor
   plangate doctor [--config F]                  probe the store, the model, the sandbox and the platform tokens
   plangate store check [--config F] [--full]    check the database file for damage
   plangate store backup FILE [--config F]       copy the database into a new file while it is in use
@@ -313,7 +313,8 @@ func engineConfig(cfg *Config) engine.Config {
 		WorkspaceCopy:      cfg.PlanMode.WorkspaceCopy,
 		Planner:            cfg.PlanMode.Planner.CorePlanner(),
 		Boundary:           cfg.PlanMode.Boundary,
-		EscalateTo:         cfg.PlanMode.CoreEscalateTo(),
+		EscalateTo:         cfg.coreEscalateTo(),
+		DecideURL:          cfg.decideURL(),
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
 		MaxTokensPerPlan:   cfg.PlanMode.MaxTokensPerPlan,
@@ -479,11 +480,13 @@ func serveConfig(args []string, e procEnv) (*Config, error) {
 	return cfg, nil
 }
 
-func cmdConfig(_ context.Context, args []string, e procEnv) error {
+func cmdConfig(ctx context.Context, args []string, e procEnv) error {
 	if len(args) == 0 || args[0] != "check" {
-		return fmt.Errorf("%w: plangate config check [--config F]", errUsage)
+		return fmt.Errorf("%w: plangate config check [--config F] [--probe]", errUsage)
 	}
-	cfg, err := loadConfigFlags(newFlags("config check"), args[1:], e)
+	fs := newFlags("config check")
+	probe := fs.Bool("probe", false, "also probe what the config points at, as plangate doctor does")
+	cfg, err := loadConfigFlags(fs, args[1:], e)
 	if err != nil {
 		return err
 	}
@@ -495,5 +498,8 @@ func cmdConfig(_ context.Context, args []string, e procEnv) error {
 		fmt.Fprintln(e.stdout, "warning:", w)
 	}
 	fmt.Fprintln(e.stdout, "config ok")
+	if *probe {
+		return probeAll(ctx, cfg, e)
+	}
 	return nil
 }

@@ -153,11 +153,11 @@ http: {listen: "127.0.0.1:0", admin_token: "${ADMIN_TOKEN}"}
 	}
 	dropped := func() []adminapi.DroppedJSON {
 		code, body := get(t, p.base+"/api/v1/outbox/dropped?limit=1000", "Authorization", "Bearer "+adminToken)
-		var out []adminapi.DroppedJSON
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
-			t.Fatalf("GET /api/v1/outbox/dropped: %d %s", code, body)
+		var out adminapi.Page[adminapi.DroppedJSON]
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || out.NextCursor != nil {
+			t.Fatalf("GET /api/v1/outbox/dropped: %d %s, want one page", code, body)
 		}
-		return out
+		return out.Items
 	}
 	droppedIn := func(rows []adminapi.DroppedJSON, chat int) []adminapi.DroppedJSON {
 		var out []adminapi.DroppedJSON

@@ -38,6 +38,18 @@ func (l *procLog) Write(p []byte) (int, error) {
 	return l.text.Write(p)
 }
 
+// waitFor polls cond until it holds, failing the test with the process's log when ctx
+// ends first.
+func (l *procLog) waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, l.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (l *procLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -137,7 +149,7 @@ http:
 		{"/debug/pprof/", "Bearer " + adminToken, 200, "goroutine"},
 		{"/nope", "", 404, ""},
 		{"/api/v1/sessions", "", 401, "admin token"}, // the admin API is mounted when admin_token is set
-		{"/api/v1/sessions", "Bearer " + adminToken, 200, "["},
+		{"/api/v1/sessions", "Bearer " + adminToken, 200, `"items": [`},
 		{"/api/v1/sessions/nope", "Bearer " + adminToken, 404, "no session"},
 		{"/login", "", 200, "<form"}, // the web channel's pages, on the same server
 		{"/metrics", "", 200, `plangate_http_requests_total{code="200",route="GET /healthz"} 1`},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -233,15 +234,7 @@ func TestServeWaitsForAnUnreachablePlatform(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			if ctx.Err() != nil {
-				t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); logs.waitFor(t, ctx, what, cond) }
 	waitFor("the retry's warning", func() bool {
 		return strings.Contains(logs.String(), `msg="a chat platform cannot be reached; serve stays up and tries again"`)
 	})
@@ -301,4 +294,68 @@ channels:
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestServeKeepsTheChannelsThatOpened: while Slack cannot be reached, serve tries it again,
+// and the Telegram channel that opened is kept: Telegram is asked who the bot is once, not
+// at every attempt.
+func TestServeKeepsTheChannelsThatOpened(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fake := &fakeBotAPI{}
+	var getMe atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/getMe") {
+			getMe.Add(1)
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	// A Slack that takes each connection and closes it at once: no answer, ever.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var slackConns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			slackConns.Add(1)
+			c.Close()
+		}
+	}()
+	dir := telegramServeDir(t, srv.URL, `http: {listen: "127.0.0.1:0"}`)
+	f, err := os.OpenFile(filepath.Join(dir, "config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "  slack: {enabled: true, bot_token: \"${SLACK_BOT_TOKEN}\", app_token: \"${SLACK_APP_TOKEN}\", api_url: \"http://%s/api/\"}\n", ln.Addr())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := plangateCmd(t, ctx, dir, "serve")
+	cmd.Env = append(cmd.Env, "TELEGRAM_BOT_TOKEN=123456:TEST-token", "SLACK_BOT_TOKEN=xoxb-test-1", "SLACK_APP_TOKEN=xapp-1-test")
+	var logs procLog
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor := func(what string, cond func() bool) { t.Helper(); logs.waitFor(t, ctx, what, cond) }
+	var first int64
+	waitFor("the first attempt to fail", func() bool {
+		first = slackConns.Load()
+		return strings.Contains(logs.String(), `msg="a chat platform cannot be reached; serve stays up and tries again"`)
+	})
+	waitFor("the second attempt at Slack", func() bool { return slackConns.Load() > first })
+	if n := getMe.Load(); n != 1 {
+		t.Fatalf("Telegram was opened %d times by two attempts, want once\nlogs:\n%s", n, logs.String())
+	}
 }

@@ -64,6 +64,7 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigUpdate:      refused,
 		machine.TrigComplete:    refused,
 		machine.TrigEdit:        refused,
+		machine.TrigComment:     refused,
 	},
 	core.PhasePlanning: {
 		machine.TrigOn:          refused,
@@ -82,6 +83,7 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigUpdate:      {noop: true},                  // draft steps: "Noted"
 		machine.TrigComplete:    {refused: true, benign: true}, // "Noted": drafts cannot complete
 		machine.TrigEdit:        refused,
+		machine.TrigComment:     refused,
 	},
 	core.PhaseAwaitingApproval: {
 		machine.TrigOn:    refused,
@@ -105,6 +107,8 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigComplete: refused,
 		machine.TrigEdit: {phase: core.PhaseAwaitingApproval, cur: core.PlanSuperseded, created: core.PlanPending,
 			audit: ev(core.EventSuperseded, core.EventProposed), effects: fx(wf, rf, nc, rt, sy)},
+		// A comment waits on the pending version; its buttons' message shows it.
+		machine.TrigComment: {phase: core.PhaseAwaitingApproval, cur: core.PlanPending, audit: ev(core.EventCommented), effects: fx(rf, ap, sy)},
 	},
 	core.PhaseExecuting: {
 		machine.TrigOn:          refused,
@@ -123,7 +127,8 @@ var table = map[core.Phase]map[machine.Trigger]want{
 		machine.TrigUpdate:      {phase: core.PhaseExecuting, cur: core.PlanAccepted, audit: ev(core.EventStepUpdated), effects: fx(rf, pg)},
 		machine.TrigComplete: {phase: core.PhaseOff, cur: core.PlanCompleted, audit: ev(core.EventStepUpdated, core.EventCompleted),
 			effects: fx(rf, nc, pg, fg, sy, rp)},
-		machine.TrigEdit: refused,
+		machine.TrigEdit:    refused,
+		machine.TrigComment: refused,
 	},
 }
 
@@ -174,6 +179,8 @@ func input(tr machine.Trigger) machine.Input {
 		in.Text = "tighten the scope"
 	case machine.TrigAnswer:
 		in.Text = "1"
+	case machine.TrigComment:
+		in.Text, in.Steps = "use the v2 API", []int{2}
 	case machine.TrigExpire:
 		in.Actor, in.Name, in.PlanID, in.Spec = core.SystemActor, "", "p1", "1h"
 	case machine.TrigApprove:

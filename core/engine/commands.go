@@ -74,6 +74,10 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 	case commands.Revise:
 		in.Text = c.Args
 		in.SeenApproval = t.j.seenApproval
+		if len(c.Steps) > 0 {
+			in.Steps = c.Steps
+			return t.applyTrigger(ctx, machine.TrigComment, in)
+		}
 		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case commands.Edit:
 		in.Files = t.msg().Attachments
@@ -91,6 +95,8 @@ func (t *jobRun) onCommand(ctx context.Context, c commands.Command) error {
 			return t.applyTrigger(ctx, machine.TrigAutoOn, in)
 		}
 		return t.applyTrigger(ctx, machine.TrigAutoOff, in)
+	case commands.Undo:
+		return t.undo(ctx, "")
 	case commands.Nudge:
 		o, err := machine.ApplyNudge(t.sess, c.Nudge, in)
 		if err != nil {
@@ -168,12 +174,18 @@ func (t *jobRun) onAction(ctx context.Context, a core.Action) error {
 		return t.applyTrigger(ctx, machine.TrigAccept, in)
 	case core.ActionRevise:
 		in.Text = a.Value
+		if a.Step > 0 {
+			in.Steps = []int{a.Step}
+			return t.applyTrigger(ctx, machine.TrigComment, in)
+		}
 		return t.applyTrigger(ctx, machine.TrigRevise, in)
 	case core.ActionAuto:
 		return t.applyTrigger(ctx, machine.TrigAutoOn, in)
 	case core.ActionAnswer:
 		in.Text = a.Value
 		return t.applyTrigger(ctx, machine.TrigAnswer, in)
+	case core.ActionUndo:
+		return t.undo(ctx, a.ApprovalID)
 	}
 	return t.answer(ctx, core.Reply{Kind: core.ReplyNotice, Text: "That button is not one plangate knows; nothing changed."})
 }

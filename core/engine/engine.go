@@ -13,6 +13,7 @@ import (
 	"github.com/plangate/plangate/commands"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/access"
+	"github.com/plangate/plangate/core/backoff"
 	"github.com/plangate/plangate/core/machine"
 	"github.com/plangate/plangate/core/plan"
 )
@@ -56,6 +57,9 @@ type Config struct {
 	// EscalateTo are the chats told once about a pending plan nobody decided on after its
 	// last reminder (plan_mode.escalate_to); none: nobody is.
 	EscalateTo []core.Address
+	// DecideURL is the web channel's address (http.public_url while the channel is on),
+	// for the link to a session's page in an escalation; "" = no link.
+	DecideURL string
 	// Boundary is plan_mode.boundary, the operator's limits every plan inherits: the
 	// judge refuses a plan that widens it, and the planning card names it.
 	Boundary plan.Boundary
@@ -453,7 +457,7 @@ func (e *Engine) runMessage(j *job) error {
 	if j.retried && j.stored && !j.readOnly() {
 		return e.carryOn(ctx, j) // an attempt the store's outage cut short stored the message
 	}
-	inbound, wait := j.inbound, requeueFirstWait
+	inbound, waits := j.inbound, backoff.New(requeueFirstWait, requeueMaxWait)
 	for {
 		err := e.handleMessage(ctx, j)
 		if !errors.Is(err, errRequeue) {
@@ -462,9 +466,8 @@ func (e *Engine) runMessage(j *job) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("queuing a message of %s for the session's lease holder: %w", m.Address.SessionID(), ctx.Err())
-		case <-e.d.After(wait):
+		case <-e.d.After(waits.NextBackOff()):
 		}
-		wait = min(2*wait, requeueMaxWait)
 		// The attempt that lost the race took the event's key into its commit
 		// (applyInbound), which stored nothing: the next one records it, or a
 		// redelivery of the event would be answered again.

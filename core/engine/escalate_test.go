@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,10 @@ func (h *harness) fire(n core.Nudge) {
 // second delivery of the last one and a decided plan escalate nothing.
 func TestEscalationAfterTheLastReminder(t *testing.T) {
 	ops := core.Address{Channel: "slack", Account: "T1", Chat: "C0OPS"}
-	h := newHarness(t, withNudges, func(c *engine.Config) { c.EscalateTo = []core.Address{ops} })
+	h := newHarness(t, withNudges, func(c *engine.Config) {
+		c.EscalateTo = []core.Address{ops}
+		c.DecideURL = "https://plangate.example/"
+	})
 	p := h.toPending("main", "Waiting plan")
 	var reminders []core.Nudge
 	for _, n := range h.nudges("main") {
@@ -62,7 +66,8 @@ func TestEscalationAfterTheLastReminder(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d notices to %s after the last reminder, want 1", len(got), ops.SessionID())
 	}
-	mustContain(t, got[0].Text, `Nobody has decided on Plan v1 "Waiting plan" in `+sessionID("main")+" after 30 min and 2 reminders", "/plan accept")
+	mustContain(t, got[0].Text, `Nobody has decided on Plan v1 "Waiting plan" in `+sessionID("main")+" after 30 min and 2 reminders", "/plan accept",
+		"Or on the web: https://plangate.example/dashboard/sessions/"+url.PathEscape(sessionID("main")))
 	stored := h.plan(p.ID)
 	if e := stored.Run.Escalated; e == nil || len(e.To) != 1 || e.To[0] != "slack:T1:C0OPS" || !e.At.Equal(h.clock) {
 		t.Fatalf("stored escalation %+v", stored.Run.Escalated)

@@ -27,6 +27,7 @@ func TestMachineTable(t *testing.T) {
 			machine.TrigAccept: core.PhaseExecuting, machine.TrigApprove: core.PhaseAwaitingApproval, machine.TrigRevise: core.PhasePlanning,
 			machine.TrigAutoOn: core.PhaseExecuting, machine.TrigAutoOff: core.PhaseAwaitingApproval,
 			machine.TrigOff: core.PhaseOff, machine.TrigExpire: core.PhasePlanning, machine.TrigEdit: core.PhaseAwaitingApproval,
+			machine.TrigComment: core.PhaseAwaitingApproval,
 		},
 		core.PhaseExecuting: {
 			machine.TrigRevise: core.PhasePlanning, machine.TrigAsk: core.PhaseExecuting, machine.TrigAnswer: core.PhaseExecuting,
@@ -93,6 +94,8 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 						return h.say(chat, "local", "/plan accept")
 					case machine.TrigRevise:
 						return h.say(chat, "local", "/plan revise tighten the scope")
+					case machine.TrigComment:
+						return h.say(chat, "local", "/plan revise 1: tighten this step")
 					case machine.TrigAnswer:
 						return h.say(chat, "local", "/plan answer 1")
 					case machine.TrigAutoOn:

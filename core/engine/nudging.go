@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -234,6 +235,9 @@ func (t *jobRun) escalation(ctx context.Context, cur *core.Plan, n core.Nudge) (
 	text := fmt.Sprintf("Nobody has decided on %s in %s after %s and %s (asked by %s). Decide in that chat: /plan accept · /plan revise <feedback> · /plan status.",
 		machine.PlanLabel(p), t.sess.ID, core.HumanDuration(now.Sub(p.CreatedAt)), machine.Plural(fired, "1 reminder", fmt.Sprintf("%d reminders", fired)),
 		requesterNames(p))
+	if base := t.e.cfg.DecideURL; base != "" {
+		text += " Or on the web: " + strings.TrimRight(base, "/") + "/dashboard/sessions/" + url.PathEscape(t.sess.ID)
+	}
 	for _, a := range to {
 		esc.To = append(esc.To, a.SessionID())
 		rs = append(rs, core.Reply{To: a, Kind: core.ReplyNudge, Text: text})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // A person's message whose handling fails because the store is out (core.OutageTeller:
@@ -20,10 +21,9 @@ import (
 // chat is told once that its message is delayed, sent directly (the outbox is in the
 // store that is out); a later message of the same session delayed by the same outage is
 // not told again. The admin API's changes are not kept: the operator is answered at once.
-//
-// The wait is a few lines rather than a backoff library: it needs no jitter (one waiter
-// per session, and the store's own pool bounds the load of many), and the engine's clock
-// is injected (Deps.After) so that tests step it.
+// The waits are core/backoff's, without jitter (one waiter per session, and the store's
+// own pool bounds the load of many); the engine's clock is injected (Deps.After) so that
+// tests step it.
 
 const (
 	outageFirstWait = time.Second
@@ -52,7 +52,7 @@ func (e *Engine) outage(j *job, err error) bool {
 
 // runKept handles a person's message, again and again while the store is out.
 func (e *Engine) runKept(j *job) error {
-	inbound, wait := j.inbound, outageFirstWait
+	inbound, waits := j.inbound, backoff.New(outageFirstWait, outageMaxWait)
 	sid := j.msg.Address.SessionID()
 	for {
 		err := e.runMessage(j)
@@ -62,6 +62,7 @@ func (e *Engine) runKept(j *job) error {
 			}
 			return err
 		}
+		wait := waits.NextBackOff()
 		e.d.Log.Warn("the store is out; keeping the message and handling it again", "session", sid, "in", wait, "err", err)
 		e.tellDelayed(j)
 		select {
@@ -69,7 +70,6 @@ func (e *Engine) runKept(j *job) error {
 			return fmt.Errorf("waiting for the store to handle a message of %s: %w", sid, j.ctx.Err())
 		case <-e.d.After(wait):
 		}
-		wait = min(2*wait, outageMaxWait)
 		j.inbound, j.retried, j.outcome = inbound, true, ""
 	}
 }

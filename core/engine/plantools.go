@@ -47,6 +47,7 @@ var planToolSpecs = sync.OnceValue(func() []core.ToolSpec {
 				`"references":` + strs + `,` +
 				`"risk":{"type":"string","enum":["low","medium","high"],"description":"the whole plan's risk; an approval policy may need more approvals for high (left out counts as high)"},` +
 				`"non_goals":` + strs + `,"expected_outcome":` + str + `,` +
+				`"answered_comments":{"type":"array","items":` + str + `,"description":"ids of the comments on steps sent with [PLAN_DECISION] (c1, c2, ...) that this version answers"},` +
 				`"spec":{"type":"object","additionalProperties":false,"properties":{"overview":` + str + `,` +
 				`"features":{"type":"array","items":{"type":"object","required":["name","priority","complexity"],"additionalProperties":false,"properties":{"name":` + str +
 				`,"priority":{"type":"string","enum":["high","medium","low"]},"complexity":{"type":"string","enum":["small","medium","large"]}}}},` +

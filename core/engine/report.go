@@ -54,6 +54,10 @@ func (t *jobRun) reportOn(ctx context.Context, p core.Plan) (core.Plan, core.Rep
 		label += ", stopped (" + strings.ReplaceAll(r.Outcome, "_", " ") + ")"
 	}
 	reply := core.Reply{Kind: core.ReplyReport, Ref: p.ApprovalID, Text: fmt.Sprintf("Report of %s: %s.", label, r.Summary())}
+	if ch := p.Run.Changed; ch != nil && len(ch.Paths) > 0 && p.Run.Undone == nil && p.ApprovalID != "" {
+		// Where the platform has buttons; /plan undo does the same everywhere.
+		reply.Buttons = []core.Button{{Label: "Undo", Action: core.Action{Kind: core.ActionUndo, ApprovalID: p.ApprovalID}}}
+	}
 	if p.File != "" {
 		name := plan.ReportFileName(machine.FileBase(p.File))
 		path, err := WritePlanFile(t.e.files.dir, t.sess.Address.Dir(), name, r.Markdown(p.Version, p.Body.Title))

@@ -196,7 +196,7 @@ func TestOutageKeepsEachChatsOrderAndTellsTheDrops(t *testing.T) {
 // droppedRows lists the outbox rows of session that were given up.
 func droppedRows(t *testing.T, h *harness, session string) []string {
 	t.Helper()
-	rows, err := h.st.DroppedOutbox(context.Background(), 0)
+	rows, err := h.st.DroppedOutbox(context.Background(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

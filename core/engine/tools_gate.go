@@ -371,3 +371,13 @@ func (ts toolboxes) LineCounts(ctx context.Context, a, b *plan.Tree, paths []str
 	}
 	return nil, nil
 }
+
+// Restore is the first toolbox's that can put files back (the workspace tools').
+func (ts toolboxes) Restore(ctx context.Context, ws core.Workspace, was, left *plan.Tree, paths []string) (plan.Restore, error) {
+	for _, x := range ts {
+		if r, ok := x.(core.Restorer); ok {
+			return r.Restore(ctx, ws, was, left, paths)
+		}
+	}
+	return plan.Restore{Unkept: paths}, nil
+}

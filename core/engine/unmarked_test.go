@@ -62,7 +62,7 @@ func TestReplySentWhileItsMarkFailsIsMarkedNotResent(t *testing.T) {
 	if err != nil || len(unsent) != 0 {
 		t.Fatalf("unsent rows after the store came back: %+v (%v), want none", unsent, err)
 	}
-	dropped, err := h.st.DroppedOutbox(ctx, 10)
+	dropped, err := h.st.DroppedOutbox(ctx, 0, 10)
 	if err != nil || len(dropped) != 0 {
 		t.Fatalf("dropped rows: %+v (%v), want none", dropped, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // OpenAIConfig configures the openai provider. It reads nothing from the environment:
@@ -233,6 +234,8 @@ func (o *OpenAI) complete(ctx context.Context, req core.ModelRequest, plan bool,
 		deadline, _ = callCtx.Deadline()
 	}
 
+	// Jittered, so many sessions hitting one rate limit do not retry in step.
+	waits := backoff.Jittered(o.baseDelay, maxBackoff)
 	for try := 1; ; try++ {
 		a, f := o.attempt(ctx, callCtx, body, model)
 		if f == nil {
@@ -248,7 +251,7 @@ func (o *OpenAI) complete(ctx context.Context, req core.ModelRequest, plan bool,
 		}
 		delay := f.wait
 		if delay < 0 {
-			delay = o.backoff(try)
+			delay = waits.NextBackOff()
 		}
 		if delay > maxRetryAfter {
 			return core.ModelResponse{}, o.fail(req, model, start, try, f,

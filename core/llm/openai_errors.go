@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -242,16 +241,6 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-// backoff is the delay before retry number try (1-based): exponential from baseDelay,
-// capped, with jitter so many sessions hitting one rate limit do not retry in step.
-func (o *OpenAI) backoff(try int) time.Duration {
-	d := o.baseDelay << min(try-1, 20)
-	if d <= 0 || d > maxBackoff {
-		d = maxBackoff
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // clean makes endpoint-supplied text fit one line of a chat and removes the key if the

@@ -240,16 +240,3 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoffBounds(t *testing.T) {
-	o := &OpenAI{baseDelay: 100 * time.Millisecond}
-	for try := 1; try <= 30; try++ {
-		full := min(o.baseDelay<<min(try-1, 20), maxBackoff)
-		for range 50 {
-			d := o.backoff(try)
-			if d < full/2 || d > full {
-				t.Fatalf("try %d: backoff %v outside [%v, %v]", try, d, full/2, full)
-			}
-		}
-	}
-}

@@ -56,6 +56,7 @@ func (x *transition) handler(t Trigger) (func() error, bool) {
 		TrigUpdate:      x.update,
 		TrigComplete:    x.update,
 		TrigEdit:        x.edit,
+		TrigComment:     x.comment,
 	}[t]
 	return h, ok
 }
@@ -70,13 +71,14 @@ type transition struct {
 	o    Outcome
 
 	// What the guards found out, for the transition.
-	phase      core.Phase      // GuardPhase: where the trigger leads
-	target     core.Plan       // GuardPending: the version decided on
-	body       plan.Body       // GuardValidPlan
-	question   *core.Question  // GuardValidQuestion
-	stepUpdate plan.UpdateArgs // GuardValidUpdate
-	answerText string          // GuardOption: the option the answer picked
-	editDiff   plan.Diff       // GuardEditedFile: what the edited file changes (x.body is the new body)
+	phase       core.Phase      // GuardPhase: where the trigger leads
+	target      core.Plan       // GuardPending: the version decided on
+	body        plan.Body       // GuardValidPlan
+	question    *core.Question  // GuardValidQuestion
+	stepUpdate  plan.UpdateArgs // GuardValidUpdate
+	answerText  string          // GuardOption: the option the answer picked
+	editDiff    plan.Diff       // GuardEditedFile: what the edited file changes (x.body is the new body)
+	answeredIDs []string        // GuardValidPlan: the comment ids the proposal says it answered
 }
 
 // finish stores the next session in the outcome and derives the implied effects. Any
@@ -212,6 +214,9 @@ func (x *transition) planOff() error {
 func (x *transition) pending() (bool, error) {
 	in := x.in
 	verb := "accept"
+	if x.o.Trigger == TrigComment {
+		verb = "comment on"
+	}
 	if x.o.Trigger == TrigRevise {
 		verb = "revise"
 		if x.s.Phase == core.PhaseExecuting && in.ApprovalID == "" {
@@ -238,7 +243,7 @@ func (x *transition) pending() (bool, error) {
 	}
 	if in.Version == 0 && in.ApprovalID == "" && in.SeenApproval != nil && *in.SeenApproval != p.ApprovalID {
 		// The person could not have seen this version when they sent a bare decision.
-		x.refusef("%s was proposed after your message, so it was not accepted. Look at it, then /plan accept v%d.", PlanLabel(p), p.Version)
+		x.refuse(PlanLabel(p) + " was proposed after your message, so " + x.notTaken(p))
 		return false, nil
 	}
 	if in.Version != 0 && in.Version != p.Version {
@@ -251,6 +256,18 @@ func (x *transition) pending() (bool, error) {
 	}
 	x.target = p
 	return true, nil
+}
+
+// notTaken says, for a decision made before version p was proposed, what did not happen
+// and what to do instead.
+func (x *transition) notTaken(p core.Plan) string {
+	switch x.o.Trigger {
+	case TrigComment:
+		return "your comment was not recorded on it. Look at it, then comment again (its steps may differ)."
+	case TrigRevise:
+		return "it was not sent back. Look at it, then /plan revise <feedback>."
+	}
+	return fmt.Sprintf("it was not accepted. Look at it, then /plan accept v%d.", p.Version)
 }
 
 // stale refuses a button whose approval id is not the pending one.

@@ -134,6 +134,7 @@ func (x *transition) newVersion(trig Trigger, hash string) (core.Plan, error) {
 	if prev != nil && !slices.Contains([]core.PlanStatus{core.PlanCompleted, core.PlanAborted, core.PlanAbandoned}, prev.Status) {
 		d := plan.Compare(prev.Body, body)
 		d.From = prev.Version
+		d.Comments = x.answerComments(*prev, np.Version)
 		if !d.Empty() {
 			np.Changes = &d
 		}

@@ -88,7 +88,7 @@ func (x *transition) counted(p core.Plan, st ApprovalState, pol Policy, v Approv
 	x.next.Phase = x.phase
 	x.record(x.event(core.EventApprovalRecorded, &p, progress))
 	x.o.Effects = append(x.o.Effects, Effect{Kind: EffApprovals, Plan: p, Reply: core.Reply{To: x.s.Address, Kind: core.ReplyApprovals,
-		Ref: p.ApprovalID, Text: PlanLabel(p) + " — " + progress}})
+		Ref: p.ApprovalID, Text: cardNote(p, progress)}})
 	more := v.Required - v.Count
 	x.o.say(core.ReplyText, fmt.Sprintf("Approval recorded for %s: %s. It needs %d more %s before work starts.",
 		PlanLabel(p), progress, more, Plural(more, "approver", "approvers")))

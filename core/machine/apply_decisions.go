@@ -85,7 +85,12 @@ func (x *transition) revise() error {
 	feedback := x.in.Text
 	target := x.target
 	void := voidApprovals(&target)
-	p, err := x.decide(target, TrigRevise, "revised", feedback, "sent back for revision "+x.by())
+	comments := sendComments(&target)
+	said := feedback // what the decision and the audit row keep
+	if strings.TrimSpace(feedback) == "" {
+		said = "comments " + commentIDs(comments)
+	}
+	p, err := x.decide(target, TrigRevise, "revised", said, "sent back for revision "+x.by())
 	if err != nil {
 		return err
 	}
@@ -93,19 +98,32 @@ func (x *transition) revise() error {
 	n.Phase = x.phase
 	n.ApprovalID = ""
 	n.RejectionCount++
-	n.LastFeedback = feedback
+	n.LastFeedback = said
 	n.Requesters = Asked(n.Requesters, x.in.Requester, x.in.Name) // the next version answers the feedback
 	n.Question = nil
 	// An approval that never reached the agent (its turn was interrupted) is void now.
 	n.Injections = withoutKind(n.Injections, core.InjectDecision)
-	text := fmt.Sprintf("[PLAN_DECISION]: rejected\nPlan v%d %q was sent back by %s with this feedback:\n%s\nRevise the plan and propose it again with exit_plan_mode.", p.Version, p.Body.Title, x.in.who(), feedback)
+	text := fmt.Sprintf("[PLAN_DECISION]: rejected\nPlan v%d %q was sent back by %s", p.Version, p.Body.Title, x.in.who())
+	if said == feedback {
+		text += " with this feedback:\n" + feedback
+	} else {
+		text += "."
+	}
+	if len(comments) > 0 {
+		text += "\n" + commentsForAgent(comments)
+	}
+	text += "\nRevise the plan and propose it again with exit_plan_mode."
 	if n.RejectionCount >= 3 {
 		text += fmt.Sprintf("\nThis is rejection number %d. Before proposing again, ask the user a clarifying question with ask_user_question.", n.RejectionCount)
 	}
 	n.Injections = append(n.Injections, core.Injection{Kind: core.InjectDecision, Text: text})
-	x.record(x.event(core.EventRevised, &p, feedback))
+	x.record(x.event(core.EventRevised, &p, said))
 	x.o.Change.CancelNudges = true
-	x.o.say(core.ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time). I'll propose a new version.%s", p.Version, ordinal(n.RejectionCount), void))
+	with := ""
+	if len(comments) > 0 {
+		with = " with " + countNoun(len(comments), "comment") + " (" + commentIDs(comments) + ")"
+	}
+	x.o.say(core.ReplyText, fmt.Sprintf("Sent plan v%d back for revision (%s time)%s. I'll propose a new version.%s", p.Version, ordinal(n.RejectionCount), with, void))
 	return nil
 }
 

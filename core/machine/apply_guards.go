@@ -40,9 +40,9 @@ func (x *transition) check(g Guard) (bool, error) {
 	case GuardPending:
 		return x.pending()
 	case GuardFeedback:
-		ok := strings.TrimSpace(in.Text) != ""
+		ok := strings.TrimSpace(in.Text) != "" || len(plan.Waiting(x.target.Run.Comments)) > 0
 		if !ok {
-			x.refuse("What should change? Reply with /plan revise <feedback>.")
+			x.refuse("What should change? Reply with /plan revise <feedback>, or comment on a step first: /plan revise 2: <comment>.")
 		}
 		return ok, nil
 	case GuardQuestion:
@@ -63,6 +63,8 @@ func (x *transition) check(g Guard) (bool, error) {
 		return x.validQuestion(), nil
 	case GuardEditedFile:
 		return x.editedFile(), nil
+	case GuardSteps:
+		return x.validComment(), nil
 	case GuardValidUpdate:
 		u, err := plan.ParseUpdate(in.Args)
 		if err != nil {
@@ -89,12 +91,15 @@ func (x *transition) questionPending() bool {
 
 func (x *transition) validPlan() bool {
 	body, err := plan.ParseProposal(x.in.Args)
+	if err == nil {
+		x.answeredIDs, err = plan.ParseAnswered(x.in.Args)
+	}
 	if err != nil {
 		x.refusef("%v", err)
 		return false
 	}
 	// The spec, when one is sent, is judged with the rest: one list of every problem.
-	err = errors.Join(plan.Judge(body), plan.JudgeSpec(body))
+	err = errors.Join(plan.Judge(body), plan.JudgeSpec(body), plan.JudgeAnswered(x.answeredIDs, sentComments(x.cur)))
 	problems := CommandProblems(body, x.in.Rules)
 	if err == nil { // a plan the judge passed is short enough to quote back
 		problems = append(problems, Widens(body, x.in.Rules.Boundary)...)
@@ -143,7 +148,7 @@ func (x *transition) refusePhaseFor(t Trigger) {
 	case TrigExpire:
 		// a timer is never refused: it finds nothing to do
 	default:
-		what := map[Trigger]string{TrigAccept: "accept", TrigApprove: "accept", TrigRevise: "revise", TrigAnswer: "answer", TrigEdit: "edit"}[t]
+		what := map[Trigger]string{TrigAccept: "accept", TrigApprove: "accept", TrigRevise: "revise", TrigAnswer: "answer", TrigEdit: "edit", TrigComment: "comment on"}[t]
 		x.refusePhase(cmp.Or(what, "auto-approve"))
 	}
 }

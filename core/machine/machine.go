@@ -29,12 +29,13 @@ const (
 	TrigUpdate      Trigger = "update"       // agent update_plan
 	TrigComplete    Trigger = "complete"     // every step completed or cancelled
 	TrigEdit        Trigger = "edit"         // a person sends an edited copy of the plan file
+	TrigComment     Trigger = "comment"      // /plan revise 2: <comment>, a step's comment box or the Revise modal's step
 )
 
 // Triggers lists every trigger, for exhaustive tests.
 func Triggers() []Trigger {
 	return []Trigger{TrigOn, TrigEnter, TrigPropose, TrigAutoPropose, TrigAccept, TrigApprove, TrigRevise,
-		TrigAsk, TrigAnswer, TrigAutoOn, TrigAutoOff, TrigOff, TrigExpire, TrigUpdate, TrigComplete, TrigEdit}
+		TrigAsk, TrigAnswer, TrigAutoOn, TrigAutoOff, TrigOff, TrigExpire, TrigUpdate, TrigComplete, TrigEdit, TrigComment}
 }
 
 // Phases lists every phase, for exhaustive tests.
@@ -77,6 +78,8 @@ func transitions() map[transitionKey]core.Phase {
 		{core.PhaseAwaitingApproval, TrigExpire}:      core.PhasePlanning,
 		// An edited plan file replaces the pending version with one that waits too.
 		{core.PhaseAwaitingApproval, TrigEdit}: core.PhaseAwaitingApproval,
+		// A comment on steps waits on the pending version for the next revise.
+		{core.PhaseAwaitingApproval, TrigComment}: core.PhaseAwaitingApproval,
 
 		{core.PhaseExecuting, TrigRevise}:   core.PhasePlanning,
 		{core.PhaseExecuting, TrigAsk}:      core.PhaseExecuting,
@@ -122,7 +125,7 @@ const (
 	GuardPhase         Guard = "phase"          // the phase table allows the trigger
 	GuardButton        Guard = "button"         // a button names the pending version
 	GuardPending       Guard = "pending"        // a version is pending and the decision names it
-	GuardFeedback      Guard = "feedback"       // revise feedback is not empty
+	GuardFeedback      Guard = "feedback"       // revise feedback is not empty, or the version has waiting comments
 	GuardQuestion      Guard = "question"       // a question is pending (and the button is its)
 	GuardOption        Guard = "option"         // the answer is an option, or free text is allowed
 	GuardTimer         Guard = "timer"          // the schedule was made for the pending version
@@ -130,6 +133,7 @@ const (
 	GuardValidQuestion Guard = "valid_question" // a question with 2-6 options
 	GuardValidUpdate   Guard = "valid_update"   // the step update parses
 	GuardEditedFile    Guard = "edited_file"    // an edited plan file of the pending version that parses, passes the judge and changes something
+	GuardSteps         Guard = "steps"          // a comment names steps the pending version has, with text, within MaxComments
 )
 
 // guards lists, per trigger, what Apply checks, in order.
@@ -142,7 +146,7 @@ func guards() map[Trigger][]Guard {
 		TrigAutoPropose: propose,
 		TrigAccept:      {GuardButton, GuardPending, GuardPhase},
 		TrigApprove:     {GuardButton, GuardPending, GuardPhase},
-		TrigRevise:      {GuardFeedback, GuardButton, GuardPending, GuardPhase},
+		TrigRevise:      {GuardButton, GuardPending, GuardPhase, GuardFeedback},
 		TrigAsk:         {GuardValidQuestion, GuardPhase},
 		TrigAnswer:      {GuardQuestion, GuardPhase, GuardOption},
 		TrigAutoOn:      {GuardButton, GuardPhase},
@@ -152,6 +156,7 @@ func guards() map[Trigger][]Guard {
 		TrigUpdate:      {GuardValidUpdate, GuardPhase},
 		TrigComplete:    {GuardValidUpdate, GuardPhase},
 		TrigEdit:        {GuardPhase, GuardEditedFile},
+		TrigComment:     {GuardButton, GuardPending, GuardPhase, GuardSteps},
 	}
 }
 
@@ -181,6 +186,7 @@ func planTransitions() map[planKey]core.PlanStatus {
 		{core.PlanPending, TrigOff}:         core.PlanAbandoned,
 		{core.PlanPending, TrigExpire}:      core.PlanExpired,
 		{core.PlanPending, TrigEdit}:        core.PlanSuperseded,
+		{core.PlanPending, TrigComment}:     core.PlanPending, // the comment is recorded on it
 
 		{core.PlanAccepted, TrigRevise}:   core.PlanRevised,
 		{core.PlanAccepted, TrigOff}:      core.PlanAborted,

@@ -71,8 +71,10 @@ type Input struct {
 	// Ref is the plan that ApprovalID or Version names when it is not the current plan,
 	// as the store has it; nil if none was found.
 	Ref *core.Plan
-	// Text is the trigger's text: the goal, the revise feedback, the answer.
+	// Text is the trigger's text: the goal, the revise feedback, the answer, the comment.
 	Text string
+	// Steps are the 1-based step numbers a comment is on (TrigComment).
+	Steps []int
 	// Args are an agent tool call's arguments (propose, update, ask).
 	Args []byte
 	// Files are the attachments of the person's message (edit: the edited plan file).

@@ -45,12 +45,19 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 			}
 			lines = append(lines, "approvals: "+prog)
 		}
+		if line := CommentsLine(p); line != "" {
+			lines = append(lines, line)
+		}
 	}
 	if line := verificationStatus(p); ok && line != "" {
 		lines = append(lines, line)
 	}
 	if ok && p.Status == core.PlanAccepted && p.Run.Stop != nil {
 		lines = append(lines, p.Run.Stop.Lines()...)
+	}
+	if ok && p.Run.Undone != nil {
+		u := p.Run.Undone
+		lines = append(lines, fmt.Sprintf("undone: %s at %s by %s", count(len(u.Files), "file"), core.Clock(u.At), undoneBy(u)))
 	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))
@@ -132,6 +139,9 @@ func PlanReply(s core.Session, p core.Plan) core.Reply {
 			{Label: "Accept", Action: core.Action{Kind: core.ActionAccept, ApprovalID: p.ApprovalID}},
 			{Label: "Revise", Action: core.Action{Kind: core.ActionRevise, ApprovalID: p.ApprovalID}},
 			{Label: "Auto", Action: core.Action{Kind: core.ActionAuto, ApprovalID: p.ApprovalID}},
+		}
+		for _, st := range p.Body.Steps {
+			r.Steps = append(r.Steps, st.Text)
 		}
 	}
 	return r

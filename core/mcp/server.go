@@ -13,19 +13,16 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 	"github.com/plangate/plangate/core/conf"
 )
 
-// Restart backoff: a server that keeps dying is retried less and less often.
+// Restart backoff: a server that keeps dying is retried less and less often, 1s, 2s, 4s,
+// … up to maxBackoff.
 const (
 	minBackoff = time.Second
 	maxBackoff = 2 * time.Minute
 )
-
-// backoff is the wait before restart number n (1-based): 1s, 2s, 4s, … up to maxBackoff.
-func backoff(n int) time.Duration {
-	return min(minBackoff<<min(max(n-1, 0), 7), maxBackoff) // 1s<<7 is past maxBackoff
-}
 
 // server supervises one MCP server: it connects, lists the tools, waits for the
 // connection to end and restarts it after a backoff, until its context ends.
@@ -55,7 +52,7 @@ type server struct {
 // run keeps the server running; ready is called once the first attempt is over, whether
 // it succeeded or not, so Start can wait for the tools without waiting for a retry.
 func (s *server) run(ctx context.Context, ready func()) {
-	fails := 0
+	waits := backoff.New(minBackoff, maxBackoff)
 	for {
 		started := s.m.opt.Now()
 		err := s.session(ctx, ready)
@@ -65,10 +62,9 @@ func (s *server) run(ctx context.Context, ready func()) {
 			return
 		}
 		if s.m.opt.Now().Sub(started) >= maxBackoff {
-			fails = 0 // it ran long enough: start the backoff over
+			waits.Reset() // it ran long enough: start the backoff over
 		}
-		fails++
-		delay := backoff(fails)
+		delay := waits.NextBackOff()
 		why := s.clean(err.Error())
 		s.m.opt.Log.Warn("mcp server down; its tools are withdrawn", "server", s.cfg.Name, "err", why, "retry_in", delay)
 		s.mu.Lock()

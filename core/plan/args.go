@@ -28,6 +28,8 @@ type proposalArgs struct {
 	Scope        Scope          `json:"scope"`
 	References   []string       `json:"references"`
 	Spec         *ProductSpec   `json:"spec"`
+	// AnsweredComments are read by ParseAnswered; the body does not carry them.
+	AnsweredComments []string `json:"answered_comments"`
 }
 
 type proposalStep struct {
@@ -37,7 +39,7 @@ type proposalStep struct {
 
 // Known argument fields per location, with hints for the names models most often confuse.
 var (
-	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references", "spec", "risk", "non_goals", "expected_outcome"}
+	proposalFields     = []string{"title", "summary", "plan", "assumptions", "risks", "verification", "scope", "references", "spec", "risk", "non_goals", "expected_outcome", "answered_comments"}
 	specFields         = []string{"overview", "features", "user_stories", "tech_stack", "design_direction"}
 	featureFields      = []string{"name", "priority", "complexity"}
 	proposalStepFields = []string{"step", "acceptance_criteria"}

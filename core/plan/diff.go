@@ -26,6 +26,9 @@ type Diff struct {
 	Risk     string    // "risk low → high", "" when the level is the same
 	Details  bool      // anything else changed (summary, criteria, risks, ...)
 	Changed  []string  // the parts that changed when Details, named as changedParts does
+	// Comments are the comments on the version before that its revise sent, each with
+	// whether the new version's proposal said it answered it (Answers).
+	Comments []CommentAnswer
 }
 
 // Reword is one step whose text changed.
@@ -114,7 +117,7 @@ func detailsChanged(old, cur Body, pair []int) bool {
 // Empty reports whether the versions carry the same plan.
 func (d Diff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Reworded) == 0 && d.Scope == "" &&
-		len(d.Tools.Added) == 0 && len(d.Tools.Removed) == 0 && d.Risk == "" && !d.Details
+		len(d.Tools.Added) == 0 && len(d.Tools.Removed) == 0 && d.Risk == "" && !d.Details && len(d.Comments) == 0
 }
 
 // parts lists the changes for the chat line, in the order the person reads them.
@@ -144,8 +147,15 @@ func (d Diff) parts() []string {
 	return parts
 }
 
+func answeredWord(answered bool) string {
+	if answered {
+		return "answered"
+	}
+	return "not answered"
+}
+
 // Summary is the one-line chat message, "Changes from v1: + Add X · ~ Reword Y · − Z ·
-// scope widened: a → b", or "" when nothing changed. The chat adapters escape the texts.
+// scope widened: a → b · comment c1 on step 2 answered", or "" when nothing changed. The chat adapters escape the texts.
 func (d Diff) Summary() string {
 	parts := d.parts()
 	switch {
@@ -154,8 +164,11 @@ func (d Diff) Summary() string {
 		parts = []string{"same steps; changed: " + strings.Join(d.Changed, ", ")}
 	case d.Details:
 		parts = []string{"same steps; only the wording changed"}
-	default:
+	case len(d.Comments) == 0:
 		return ""
+	}
+	for _, c := range d.Comments {
+		parts = append(parts, c.Words())
 	}
 	return fmt.Sprintf("Changes from v%d: %s", d.From, strings.Join(parts, " · "))
 }
@@ -194,6 +207,9 @@ func (d Diff) Markdown() string {
 		fmt.Fprintf(&b, "- Changed: %s\n", EscapeMarkdown(strings.Join(d.Changed, ", ")))
 	case d.Details:
 		b.WriteString("- Only the wording changed\n")
+	}
+	for _, c := range d.Comments {
+		fmt.Fprintf(&b, "- Comment %s on %s (%s): %s\n", c.ID, StepsLabel(c.Steps), answeredWord(c.Answered), EscapeMarkdown(c.Text))
 	}
 	return b.String()
 }

@@ -25,6 +25,12 @@ type Run struct {
 	// Report is what the execution did, made when it last completed or stopped; nil
 	// before that.
 	Report *Report `json:"report,omitempty"`
+	// Undone is the /plan undo that put the workspace back as it was at acceptance; nil
+	// when the version was not undone.
+	Undone *Undone `json:"undo,omitempty"`
+	// Comments are people's comments on the version's steps while it was pending, in the
+	// order given (see Comment).
+	Comments []Comment `json:"comments,omitempty"`
 }
 
 // Escalation is a pending version told to people beyond its chat (plan_mode.escalate_to).
@@ -66,7 +72,8 @@ func (r Run) Base() *Tree {
 
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
 func (r Run) IsZero() bool {
-	return r == Run{} // every field is a pointer: nothing recorded
+	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil && r.Verification == nil &&
+		r.Escalated == nil && r.Report == nil && r.Undone == nil && len(r.Comments) == 0
 }
 
 // StopKind names a stop condition of an executing plan.

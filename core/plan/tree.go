@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,8 +32,9 @@ type Tree struct {
 	Hash  string `json:"hash"`
 	Count int    `json:"files"`
 	Bytes int64  `json:"bytes"`
-	// Packed is the file list, one "path\tsize\thash\n" line per file in path order,
-	// deflated and base64-encoded; "" when it was not loaded.
+	// Packed is the file list, one "path\tsize\thash\tmode\n" line per file in path order
+	// (mode in octal, left out when not known), deflated and base64-encoded; "" when it was
+	// not loaded.
 	Packed string `json:"-"`
 }
 
@@ -42,6 +44,9 @@ type TreeFile struct {
 	Path string
 	Size int64
 	Hash string
+	// Mode is a regular file's permission bits (what /plan undo puts back); 0 when not
+	// known (a link, a special file, a tree recorded before modes were).
+	Mode fs.FileMode
 }
 
 // NewTree builds the fingerprint of files (any order) at git's head and ref.
@@ -55,7 +60,11 @@ func NewTree(head, ref string, files []TreeFile) (*Tree, error) {
 			// Such a name cannot be a line of the list; its content still counts.
 			f.Path = strconv.Quote(f.Path)
 		}
-		fmt.Fprintf(&list, "%s\t%d\t%s\n", f.Path, f.Size, f.Hash)
+		fmt.Fprintf(&list, "%s\t%d\t%s", f.Path, f.Size, f.Hash)
+		if m := f.Mode.Perm(); m != 0 {
+			fmt.Fprintf(&list, "\t%o", uint32(m))
+		}
+		list.WriteByte('\n')
 		t.Bytes += f.Size
 	}
 	sum := sha256.Sum256(list.Bytes())
@@ -93,14 +102,22 @@ func (t *Tree) Files() ([]TreeFile, error) {
 	files := make([]TreeFile, 0, t.Count)
 	for line := range strings.Lines(string(data)) {
 		parts := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
-		if len(parts) != 3 {
+		if len(parts) != 3 && len(parts) != 4 {
 			return nil, fmt.Errorf("unpacking the file list: bad line %q", line)
 		}
 		size, err := strconv.ParseInt(parts[1], 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("unpacking the file list: bad size in %q", line)
 		}
-		files = append(files, TreeFile{Path: parts[0], Size: size, Hash: parts[2]})
+		f := TreeFile{Path: parts[0], Size: size, Hash: parts[2]}
+		if len(parts) == 4 {
+			m, err := strconv.ParseUint(parts[3], 8, 32)
+			if err != nil || m > 0o777 {
+				return nil, fmt.Errorf("unpacking the file list: bad mode in %q", line)
+			}
+			f.Mode = fs.FileMode(m)
+		}
+		files = append(files, f)
 	}
 	return files, nil
 }
@@ -175,7 +192,7 @@ func CompareTrees(a, b *Tree) (TreeChanges, error) {
 			c.Files = append(c.Files, FileChange{bf[j].Path, FileAdded})
 			j++
 		default:
-			if af[i].Hash != bf[j].Hash || af[i].Size != bf[j].Size {
+			if af[i].Hash != bf[j].Hash || af[i].Size != bf[j].Size || modeChanged(af[i].Mode, bf[j].Mode) {
 				c.Files = append(c.Files, FileChange{af[i].Path, FileChanged})
 			}
 			i++
@@ -184,6 +201,9 @@ func CompareTrees(a, b *Tree) (TreeChanges, error) {
 	}
 	return c, nil
 }
+
+// modeChanged reports whether two known modes differ; an unknown one (0) matches any.
+func modeChanged(a, b fs.FileMode) bool { return a != 0 && b != 0 && a != b }
 
 // Words names the changes for a person: "src/a.go changed, b.txt added and 3 more",
 // naming at most max files; HEAD's move comes first ("HEAD moved from 1a2b3c4 to 5d6e7f8").

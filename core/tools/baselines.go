@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,10 +20,11 @@ import (
 const MaxBaselineFile = 1 << 20
 
 // keepBaseline stores data under its content hash in the baselines directory, once: a
-// file of the same hash is the same content. Binary data (a NUL in its first bytes) is not
-// kept: its lines mean nothing. A failure leaves the file uncounted in lines, nothing more.
+// file of the same hash is the same content. Binary data is kept too (/plan undo puts it
+// back), though its lines are not counted. A failure leaves the file uncounted in lines
+// and not restorable by /plan undo, nothing more.
 func (w *workspace) keepBaseline(hash string, data []byte) {
-	if bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 || len(hash) < 3 {
+	if len(hash) < 3 {
 		return
 	}
 	p := filepath.Join(w.baselines, hash[:2], hash)
@@ -63,11 +63,7 @@ func (t *Toolbox) LineCounts(ctx context.Context, a, b *plan.Tree, paths []strin
 	if t.cfg.Baselines == "" {
 		return nil, errors.New("no baselines directory is configured")
 	}
-	af, err := hashes(a)
-	if err != nil {
-		return nil, err
-	}
-	bf, err := hashes(b)
+	af, bf, err := byPaths(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +72,9 @@ func (t *Toolbox) LineCounts(ctx context.Context, a, b *plan.Tree, paths []strin
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		ha, inA := af[p]
-		hb, inB := bf[p]
+		fa, inA := af[p]
+		fb, inB := bf[p]
+		ha, hb := fa.Hash, fb.Hash
 		if ha == hb && inA == inB {
 			continue
 		}
@@ -129,21 +126,8 @@ func (t *Toolbox) baseline(hash string) (string, bool) {
 		return "", false // a link, a special or unreadable file, a huge one: no lines
 	}
 	data, err := os.ReadFile(filepath.Join(t.cfg.Baselines, hash[:2], hash))
-	if err != nil {
-		return "", false
+	if err != nil || bytes.IndexByte(data[:min(len(data), sniffBytes)], 0) >= 0 {
+		return "", false // not kept, or binary: its lines mean nothing
 	}
 	return string(data), true
-}
-
-// hashes maps the paths of tree to their hashes.
-func hashes(tree *plan.Tree) (map[string]string, error) {
-	files, err := tree.Files()
-	if err != nil {
-		return nil, fmt.Errorf("reading a fingerprint: %w", err)
-	}
-	m := make(map[string]string, len(files))
-	for _, f := range files {
-		m[f.Path] = f.Hash
-	}
-	return m, nil
 }

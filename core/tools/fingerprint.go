@@ -54,6 +54,9 @@ func (t *Toolbox) Fingerprint(ctx context.Context, ws core.Workspace) (*plan.Tre
 				target = "?"
 			}
 			sum := sha256.Sum256([]byte(target))
+			if w.baselines != "" && target != "?" {
+				w.keepBaseline(hex.EncodeToString(sum[:16]), []byte(target)) // for /plan undo
+			}
 			files = append(files, plan.TreeFile{Path: p, Hash: "link:" + hex.EncodeToString(sum[:16])})
 		case d.Type().IsRegular():
 			f, err := w.hashFile(ctx, p, buf)
@@ -80,10 +83,10 @@ func (w *workspace) hashFile(ctx context.Context, p string, buf []byte) (plan.Tr
 		return plan.TreeFile{Path: p, Hash: "unreadable"}, nil
 	}
 	defer f.Close()
-	tf := plan.TreeFile{Path: p, Size: fi.Size()}
+	tf := plan.TreeFile{Path: p, Size: fi.Size(), Mode: fi.Mode().Perm()}
 	switch {
 	case !fi.Mode().IsRegular():
-		tf.Hash = "special:" + fileKind(fi.Mode())
+		tf.Hash, tf.Mode = "special:"+fileKind(fi.Mode()), 0
 		return tf, nil
 	case fi.Size() > maxHashedFile:
 		tf.Hash = "stat:" + strconv.FormatInt(fi.ModTime().UnixNano(), 36)

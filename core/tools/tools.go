@@ -103,10 +103,11 @@ type Config struct {
 	// plan, PLAN.md and PLAN.json at the workspace root (plan_mode.workspace_copy; see
 	// plancopy.go). They stay readable.
 	ProtectPlanCopy bool
-	// Baselines, when set, is a directory where fingerprints keep the content of the text
-	// files they see (at most MaxBaselineFile bytes, by content hash), so LinesChanged can
-	// count the lines a plan's execution changed. It must be one of plangate's own, hidden
-	// paths (the plans directory's .plangate-baselines).
+	// Baselines, when set, is a directory where fingerprints keep the content of the
+	// files they see (at most MaxBaselineFile bytes, by content hash; a link's target), so
+	// LinesChanged can count the lines a plan's execution changed and Restore can put files
+	// back. It must be one of plangate's own, hidden paths (the plans directory's
+	// .plangate-baselines).
 	Baselines string
 	// Seed, when set, is a directory copied into a workspace the first time the workspace
 	// is used (the bundled demo workspace). Symlinks and special files are skipped.

@@ -168,6 +168,10 @@ func testPlans(t *testing.T, open func() Store) {
 		Files:   []plan.FileLines{{Path: "CHANGELOG.md", Kind: plan.FileAdded, Added: 2, Counted: true}},
 		NotDone: []plan.NotDone{{Step: "1", Text: "Add it", Status: plan.StepInProgress, Reason: "stopped"}}, Outside: []string{"notes.txt"},
 		Before: &plan.TreeMark{Hash: "aa", Files: 1, Bytes: 3}, After: &plan.TreeMark{Hash: "bb", Files: 2, Bytes: 9, Head: "abc", Ref: "main"}}
+	kept.Run.Comments = []plan.Comment{
+		{ID: "c1", Steps: []int{1}, StepTexts: []string{"Add it"}, Text: "use the v2 API", By: "slack:U8", ByName: "Dana", At: at(8), Sent: true, AnsweredIn: 2},
+		{ID: "c2", Steps: []int{1, 2}, StepTexts: []string{"Add it", "Link it"}, Text: "one client", By: "slack:U9", At: at(8)},
+	}
 	kept.UpdatedAt = at(9)
 	sent := kept
 	sent.CreatedAt = at(10) // created_at is set once

@@ -72,13 +72,13 @@ func testMarkSent(t *testing.T, open func() Store) {
 	// Drops are listed newest first with their reason, by every instance, and a row once
 	// dropped is neither sent nor dropped again.
 	for _, st := range []Store{s, other} {
-		d, err := st.DroppedOutbox(ctx, 0)
+		d, err := st.DroppedOutbox(ctx, 0, 0)
 		if err != nil || len(d) != 2 || d[0].ID != out[3].ID || d[0].Dropped != "too old" || d[1].ID != out[2].ID || d[1].Dropped != "refused" ||
 			d[0].Reply.Text != out[3].Reply.Text || d[0].SessionID != cur.ID {
 			t.Fatalf("DroppedOutbox = %+v, %v; want rows %d (too old) and %d (refused)", d, err, out[3].ID, out[2].ID)
 		}
 	}
-	if d, err := other.DroppedOutbox(ctx, 1); err != nil || len(d) != 1 || d[0].ID != out[3].ID {
+	if d, err := other.DroppedOutbox(ctx, 0, 1); err != nil || len(d) != 1 || d[0].ID != out[3].ID {
 		t.Fatalf("DroppedOutbox(limit 1) = %+v, %v; want the newest drop", d, err)
 	}
 	if err := s.DropOutbox(ctx, out[2].ID, "again"); err != nil {

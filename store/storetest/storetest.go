@@ -28,6 +28,9 @@ type Store interface {
 	Close() error
 	Ping(ctx context.Context) error
 
+	SessionsAfter(ctx context.Context, phase core.Phase, updated time.Time, id string, limit int) ([]core.Session, error)
+	EventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error)
+
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
 	ChannelState(ctx context.Context, channel, account, key string) (string, bool, error)
 	SetChannelState(ctx context.Context, channel, account, key, value string) error
@@ -52,7 +55,7 @@ type Store interface {
 	SentSince(ctx context.Context, channel string, since time.Time, limit int) ([]core.Outgoing, error)
 	ClaimOutbox(ctx context.Context, id int64, attempts int) (bool, error)
 	DropOutbox(ctx context.Context, id int64, why string) error
-	DroppedOutbox(ctx context.Context, limit int) ([]core.Outgoing, error)
+	DroppedOutbox(ctx context.Context, before int64, limit int) ([]core.Outgoing, error)
 	NoteOutboxAttempt(ctx context.Context, id int64) error
 	PruneOutbox(ctx context.Context, olderThan time.Time) (int64, error)
 
@@ -77,6 +80,7 @@ func Run(t *testing.T, f Factory) {
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"SessionCAS", testSessionCAS},
 		{"SessionsOrder", testSessionsOrder},
+		{"Pages", testPages},
 		{"Plans", testPlans},
 		{"Tokens", testTokens},
 		{"EventsAndTranscript", testEventsAndTranscript},
