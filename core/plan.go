@@ -48,7 +48,11 @@ type Plan struct {
 	// vN" section of its file. It is not stored: later rewrites keep the section they find.
 	Changes *plan.Diff
 	// Run is what plangate recorded while carrying this version out (its stop, ...).
-	Run       plan.Run
+	Run plan.Run
+	// Tokens are the model tokens of the calls that planned this version (since the
+	// previous version or plan mode's start) and that carried it out. Only
+	// Change.PlanTokens adds to them: a plan written in a change keeps the stored count.
+	Tokens    plan.Tokens
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

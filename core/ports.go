@@ -146,6 +146,15 @@ type Change struct {
 	// Outbox holds replies committed with this change, delivered after the commit (or after
 	// a restart) and marked sent. The store assigns each entry's ID in place.
 	Outbox []Outgoing
+	// PlanTokens, when set, adds model tokens to a plan version of the session, after
+	// Plans are written (so a version this change inserts can take them).
+	PlanTokens *PlanTokens
+}
+
+// PlanTokens is an addition to one plan version's Plan.Tokens.
+type PlanTokens struct {
+	PlanID string
+	Add    plan.Tokens
 }
 
 // Outgoing is one reply in the outbox: committed in the transaction that produced it,
@@ -235,6 +244,11 @@ type ToolSpec struct {
 	Destructive bool // an MCP tool that may destroy (destructiveHint): marked in plans
 }
 
+// ProgressName is the sender name of the executing plan's progress (plan.Progress), the
+// last message of an executing request: plangate's record, not a person's message, and
+// never stored in the transcript.
+const ProgressName = "plan_progress"
+
 // ModelRequest is one call to the model.
 type ModelRequest struct {
 	SessionID string
@@ -251,6 +265,24 @@ type ModelResponse struct {
 	// Fallback is set when the planning model failed and this answer came from the main
 	// model instead: why, in words for /plan status.
 	Fallback string
+	// Usage is the call's tokens as the API reported them; zero when it reported none.
+	Usage Usage
+}
+
+// Usage is one model call's tokens from the API's usage: Prompt (prompt_tokens) includes
+// Cached (prompt_tokens_details.cached_tokens); Completion is completion_tokens. The zero
+// value is a call that reported none.
+type Usage struct {
+	Prompt, Cached, Completion int64
+}
+
+// Tokens is the call as a count: one call, unreported when its usage is zero.
+func (u Usage) Tokens() plan.Tokens {
+	t := plan.Tokens{Prompt: u.Prompt, Cached: u.Cached, Completion: u.Completion, Calls: 1}
+	if u == (Usage{}) {
+		t.Unreported = 1
+	}
+	return t
 }
 
 // Model is the port to a language model provider.

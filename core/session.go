@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/plangate/plangate/core/plan"
+)
 
 // Phase is a session's place in the plan cycle. The zero value is not a phase.
 type Phase string
@@ -77,7 +81,40 @@ type Session struct {
 	Requesters []Requester
 	Question   *Question
 	Injections []Injection
-	Version    int64 // row version for optimistic locking; 0 = not stored yet
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Tokens are the model tokens of the session's calls (engine/tokens.go).
+	Tokens    SessionTokens
+	Version   int64 // row version for optimistic locking; 0 = not stored yet
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SessionTokens count the model tokens of a session's calls, written with its row.
+type SessionTokens struct {
+	// All is every call of the session.
+	All plan.Tokens `json:"all"`
+	// Today is the calls of Day, a date ("2026-12-07") by the engine's clock in UTC: the
+	// count the daily budget (agent.max_tokens_per_session_day) is checked against.
+	Day   string      `json:"day,omitempty"`
+	Today plan.Tokens `json:"today"`
+	// Planning is the calls of the plan work in progress that no version holds yet: the
+	// version proposed next takes them over (its Plan.Tokens); ending plan mode drops them.
+	Planning plan.Tokens `json:"planning"`
+}
+
+// IsZero reports whether nothing was counted (the store keeps NULL then).
+func (t SessionTokens) IsZero() bool { return t == SessionTokens{} }
+
+// On is the count of day: Today when it is Day's, else none yet.
+func (t SessionTokens) On(day string) plan.Tokens {
+	if t.Day != day {
+		return plan.Tokens{}
+	}
+	return t.Today
+}
+
+// Add counts u on the session's call of day.
+func (t SessionTokens) Add(day string, u plan.Tokens) SessionTokens {
+	t.All = t.All.Add(u)
+	t.Today, t.Day = t.On(day).Add(u), day
+	return t
 }

@@ -94,6 +94,9 @@ func changeSteps(ch core.Change, sid string, now time.Time, sqlite bool) (steps 
 	for _, p := range ch.Plans {
 		add(planStep(p, sid, now, sqlite))
 	}
+	if pt := ch.PlanTokens; pt != nil {
+		add(planTokensStep(*pt, sid))
+	}
 	for _, e := range ch.Events {
 		add(eventStep(e, sid, now))
 	}
@@ -201,6 +204,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 	if err != nil {
 		return step{}, nil, fmt.Errorf("saving session: %w", err)
 	}
+	var tokens sql.NullString
+	if !se.Tokens.IsZero() {
+		if tokens, err = jsonText(se.Tokens, "tokens"); err != nil {
+			return step{}, nil, fmt.Errorf("saving session: %w", err)
+		}
+	}
 	updated := stamp(se.UpdatedAt, now)
 	stored := normalizeSession(se)
 	stored.UpdatedAt = updated
@@ -213,12 +222,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 			what: "inserting session",
 			q: `INSERT INTO sessions (id, channel, account, chat, thread, phase,
 			auto_approve, owner, plan_id, approval_id, rejection_count, last_feedback, nudge_spec, question, injections,
-			requesters, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, 1, ?, ?)
+			requesters, tokens, version, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			args: []any{se.ID, se.Address.Channel, se.Address.Account, se.Address.Chat, se.Address.Thread, string(se.Phase),
 				se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback, se.NudgeSpec, q, inj,
-				asked, formatTime(created), formatTime(updated)},
+				asked, tokens, formatTime(created), formatTime(updated)},
 			none: fmt.Errorf("inserting session: already exists: %w", core.ErrConflict),
 		}, out, nil
 	}
@@ -231,12 +240,12 @@ func sessionStep(se core.Session, now time.Time) (st step, out *core.Session, er
 		what: "updating session",
 		q: `UPDATE sessions SET
 		phase = ?, auto_approve = ?, owner = ?, plan_id = NULLIF(?, ''), approval_id = NULLIF(?, ''),
-		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, requesters = ?, version = version + 1,
+		rejection_count = ?, last_feedback = ?, nudge_spec = ?, question = ?, injections = ?, requesters = ?, tokens = ?, version = version + 1,
 		updated_at = ?
 		WHERE id = ? AND version = ?
 		RETURNING version, created_at`,
 		args: []any{string(se.Phase), se.AutoApprove, se.Owner, se.PlanID, se.ApprovalID, se.RejectionCount, se.LastFeedback,
-			se.NudgeSpec, q, inj, asked, formatTime(updated), se.ID, se.Version},
+			se.NudgeSpec, q, inj, asked, tokens, formatTime(updated), se.ID, se.Version},
 		none: conflictError{se.Version},
 		dest: []any{&stored.Version, &created},
 		then: func() (err error) {
@@ -369,6 +378,23 @@ func planStep(p core.Plan, sid string, now time.Time, inPlace bool) (step, error
 		args: []any{string(p.Status), string(body), p.Hash, p.File, decision, approvals, asked, p.EditedBy, run,
 			formatTime(stamp(p.UpdatedAt, now)), p.ID, p.SessionID, p.Version, p.ApprovalID},
 		orElse: &upsert,
+	}, nil
+}
+
+// planTokensStep adds to a plan version's token counts in place: the plan's row written
+// by this change or another keeps them (planStep never writes these columns).
+func planTokensStep(pt core.PlanTokens, sid string) (step, error) {
+	if pt.PlanID == "" || sid == "" {
+		return step{}, errors.New("counting tokens: no plan or session id")
+	}
+	a := pt.Add
+	return step{
+		what: "counting tokens on plan " + pt.PlanID,
+		q: `UPDATE plans SET prompt_tokens = prompt_tokens + ?, cached_tokens = cached_tokens + ?,
+			completion_tokens = completion_tokens + ?, model_calls = model_calls + ?, unreported_calls = unreported_calls + ?
+		WHERE id = ? AND session_id = ?`,
+		args: []any{a.Prompt, a.Cached, a.Completion, a.Calls, a.Unreported, pt.PlanID, sid},
+		none: fmt.Errorf("counting tokens: session %q has no plan %s", sid, pt.PlanID),
 	}, nil
 }
 

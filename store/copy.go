@@ -13,9 +13,10 @@ import (
 // references between rows, approval ids in buttons and outbox ids stay valid.
 var copyTables = []copySpec{
 	{name: "sessions", cols: "id, channel, account, chat, thread, phase, auto_approve, owner, plan_id, approval_id, " +
-		"rejection_count, last_feedback, nudge_spec, question, injections, requesters, version, created_at, updated_at",
+		"rejection_count, last_feedback, nudge_spec, question, injections, requesters, tokens, version, created_at, updated_at",
 		order: "id", bools: map[string]bool{"auto_approve": true}},
-	{name: "plans", cols: "id, session_id, version, status, approval_id, body, hash, file, decision, approvals, requesters, edited_by, run, created_at, updated_at", order: "id"},
+	{name: "plans", cols: "id, session_id, version, status, approval_id, body, hash, file, decision, approvals, requesters, edited_by, run, " +
+		"prompt_tokens, cached_tokens, completion_tokens, model_calls, unreported_calls, created_at, updated_at", order: "id"},
 	{name: "messages", cols: "id, session_id, role, content, tool_calls, tool_call_id, name, at", order: "id", identity: true},
 	{name: "plan_events", cols: "id, session_id, plan_id, plan_version, kind, actor, channel, detail, at", order: "id", identity: true},
 	{name: "nudges", cols: "id, session_id, plan_id, kind, action, spec, next_fire_at, fired, missed, status, created_at", order: "id", identity: true},

@@ -23,7 +23,7 @@ type scanner interface {
 }
 
 const sessionCols = `id, channel, account, chat, thread, phase, auto_approve, owner, COALESCE(plan_id, ''),
-	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, requesters, version, created_at, updated_at`
+	COALESCE(approval_id, ''), rejection_count, last_feedback, nudge_spec, question, injections, requesters, tokens, version, created_at, updated_at`
 
 // Session returns the stored session id, or an error wrapping core.ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (core.Session, error) {
@@ -110,11 +110,12 @@ func scanSession(sc scanner) (core.Session, error) {
 		se               core.Session
 		phase            string
 		question, asked  sql.NullString
+		tokens           sql.NullString
 		inj, cr, updated string
 	)
 	if err := sc.Scan(&se.ID, &se.Address.Channel, &se.Address.Account, &se.Address.Chat, &se.Address.Thread,
 		&phase, &se.AutoApprove, &se.Owner, &se.PlanID, &se.ApprovalID, &se.RejectionCount, &se.LastFeedback,
-		&se.NudgeSpec, &question, &inj, &asked, &se.Version, &cr, &updated); err != nil {
+		&se.NudgeSpec, &question, &inj, &asked, &tokens, &se.Version, &cr, &updated); err != nil {
 		return core.Session{}, err
 	}
 	se.Phase = core.Phase(phase)
@@ -128,6 +129,7 @@ func scanSession(sc scanner) (core.Session, error) {
 		se.Question.AskedAt = se.Question.AskedAt.UTC()
 	}
 	d.nullJSON(asked, "requesters", &se.Requesters)
+	d.nullJSON(tokens, "tokens", &se.Tokens)
 	if inj != "[]" { // the usual empty queue, as sessionJSON writes it, needs no decoding
 		d.json(inj, "injections", &se.Injections)
 	}
@@ -170,7 +172,8 @@ func (d *decoder) time(v, what string) time.Time {
 }
 
 const planCols = `id, session_id, version, status, COALESCE(approval_id, ''), body, hash, file, decision,
-	approvals, requesters, edited_by, run, created_at, updated_at`
+	approvals, requesters, edited_by, run, prompt_tokens, cached_tokens, completion_tokens, model_calls, unreported_calls,
+	created_at, updated_at`
 
 // Plan returns the plan with the given id, or an error wrapping core.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (core.Plan, error) {
@@ -216,7 +219,8 @@ func scanPlan(sc scanner) (core.Plan, error) {
 		asked, run            sql.NullString
 	)
 	if err := sc.Scan(&p.ID, &p.SessionID, &p.Version, &status, &p.ApprovalID, &body, &p.Hash, &p.File,
-		&decision, &approvals, &asked, &p.EditedBy, &run, &cr, &upd); err != nil {
+		&decision, &approvals, &asked, &p.EditedBy, &run, &p.Tokens.Prompt, &p.Tokens.Cached, &p.Tokens.Completion,
+		&p.Tokens.Calls, &p.Tokens.Unreported, &cr, &upd); err != nil {
 		return core.Plan{}, err
 	}
 	p.Status = core.PlanStatus(status)

@@ -53,7 +53,13 @@ func TestRequestedByBecomesTheRequesters(t *testing.T) {
 				`UPDATE plans SET requested_by = 'slack:U7'`,
 				`ALTER TABLE sessions DROP COLUMN requesters`,
 				`ALTER TABLE plans DROP COLUMN requesters`,
-				`ALTER TABLE plans DROP COLUMN run`, // added by 0017, replayed below
+				`ALTER TABLE plans DROP COLUMN run`,       // added by 0017, replayed below
+				`ALTER TABLE sessions DROP COLUMN tokens`, // added by 0018, replayed below
+				`ALTER TABLE plans DROP COLUMN prompt_tokens`,
+				`ALTER TABLE plans DROP COLUMN cached_tokens`,
+				`ALTER TABLE plans DROP COLUMN completion_tokens`,
+				`ALTER TABLE plans DROP COLUMN model_calls`,
+				`ALTER TABLE plans DROP COLUMN unreported_calls`,
 				`DELETE FROM schema_migrations WHERE version >= 13`,
 			} {
 				if _, err := s.w.ExecContext(ctx, q); err != nil {

@@ -135,7 +135,7 @@ func TestBrowser(t *testing.T) {
 	}
 	// The report posted at completion is shown on the card, inline, not as a message.
 	do(t, alice, "the report on the card", chromedp.WaitVisible(chromedp.CSS(`section.card[aria-label="Plan v2"] details.report h2`)))
-	if got := text(t, alice, `section.card[aria-label="Plan v2"] details.report summary`); got != "Report: files not measured, 0 commands, nothing outside the plan" {
+	if got := text(t, alice, `section.card[aria-label="Plan v2"] details.report summary`); got != "Report: files not measured, 0 commands, nothing outside the plan, tokens not reported" {
 		t.Fatalf("the report's line on the card: %q", got)
 	}
 	if got := text(t, alice, `section.card[aria-label="Plan v2"] details.report`); !strings.Contains(got, "Changes by step") || !strings.Contains(got, "Outside the accepted version") {

@@ -109,6 +109,9 @@ type AgentConfig struct {
 	HistoryMessages int    `yaml:"history_messages"`
 	HistoryChars    int    `yaml:"history_chars"`     // character budget of the transcript sent
 	ToolResultChars int    `yaml:"tool_result_chars"` // longer tool results are cut, with a note
+	// MaxTokensPerSessionDay bounds the model tokens one conversation's calls use in a day
+	// (UTC), in every phase; 0 = no limit.
+	MaxTokensPerSessionDay int64 `yaml:"max_tokens_per_session_day"`
 }
 
 // PlanModeConfig configures the approval cycle and its nudges.
@@ -131,6 +134,9 @@ type PlanModeConfig struct {
 	// "approvers" (each of access.approvers in a direct message), told once about a
 	// pending plan nobody decided on after its last reminder.
 	EscalateTo []string `yaml:"escalate_to"`
+	// MaxTokensPerPlan bounds the model tokens of one plan version, its planning and its
+	// execution; 0 = no limit.
+	MaxTokensPerPlan int64 `yaml:"max_tokens_per_plan"`
 }
 
 // ToolsConfig switches optional tools on and bounds the file tools.

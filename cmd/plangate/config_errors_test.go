@@ -148,6 +148,19 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "token budgets",
+			body: "agent:\n  max_tokens_per_session_day: -5\nplan_mode:\n  max_tokens_per_plan: 999\n",
+			want: []string{
+				`FILE:2: agent.max_tokens_per_session_day is -5: it must be 0 (no limit) or at least 1000 tokens`,
+				`FILE:4: plan_mode.max_tokens_per_plan is 999: it must be 0 (no limit) or at least 1000 tokens`,
+			},
+		},
+		{
+			name: "token budget not a number",
+			body: "plan_mode:\n  max_tokens_per_plan: 400k\n",
+			want: []string{`FILE:2: plan_mode.max_tokens_per_plan: expected a whole number, got "400k"`},
+		},
+		{
 			name: "temperature not a number",
 			body: "llm:\n  temperature: .nan\n",
 			want: []string{`FILE:2: llm.temperature is NaN: it must be between 0 and 2`},

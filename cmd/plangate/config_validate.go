@@ -222,12 +222,25 @@ func (a AgentConfig) Validate() error {
 			errs = append(errs, conf.Invalid(n.key, "is %d: it must be at least %d", n.got, n.min))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, checkTokenBudget("max_tokens_per_session_day", a.MaxTokensPerSessionDay))...)
+}
+
+// minTokenBudget is the smallest token budget that is not 0 (off): one model call of a
+// plan cycle sends a few thousand tokens, so less would stop every turn at its first call.
+const minTokenBudget = 1000
+
+// checkTokenBudget checks a token budget: 0 (no limit) or at least minTokenBudget.
+func checkTokenBudget(key string, n int64) error {
+	if n != 0 && n < minTokenBudget {
+		return conf.Invalid(key, "is %d: it must be 0 (no limit) or at least %d tokens", n, minTokenBudget)
+	}
+	return nil
 }
 
 // Validate checks the plan_mode section.
 func (p PlanModeConfig) Validate() error {
-	errs := []error{checkNotNegative("approval_timeout", p.ApprovalTimeout), checkNotNegative("nudge_grace", p.NudgeGrace)}
+	errs := []error{checkNotNegative("approval_timeout", p.ApprovalTimeout), checkNotNegative("nudge_grace", p.NudgeGrace),
+		checkTokenBudget("max_tokens_per_plan", p.MaxTokensPerPlan)}
 	for i, d := range p.Nudges {
 		if d < time.Second {
 			errs = append(errs, conf.Invalid(fmt.Sprintf("nudges[%d]", i), "is %s: each nudge must be at least 1s", d))

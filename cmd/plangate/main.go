@@ -317,6 +317,9 @@ func engineConfig(cfg *Config) engine.Config {
 		DecideURL:          cfg.decideURL(),
 		TypingDelay:        engine.DefaultTypingDelay,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
+		MaxTokensPerPlan:   cfg.PlanMode.MaxTokensPerPlan,
+		// The daily budget bounds every turn, not only plan work: agent.*.
+		MaxTokensPerSessionDay: cfg.Agent.MaxTokensPerSessionDay,
 	}
 }
 

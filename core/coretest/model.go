@@ -123,7 +123,7 @@ func (m *Model) Hold(session string, release <-chan struct{}) {
 // lastUser is the newest user-role text of req.
 func lastUser(req core.ModelRequest) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == core.RoleUser {
+		if req.Messages[i].Role == core.RoleUser && req.Messages[i].Name != core.ProgressName {
 			return req.Messages[i].Content
 		}
 	}

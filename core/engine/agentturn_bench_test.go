@@ -24,6 +24,7 @@ func instantOpenAI(tb testing.TB) *httptest.Server {
 		var req struct {
 			Messages []struct {
 				Role string `json:"role"`
+				Name string `json:"name"`
 			} `json:"messages"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -31,7 +32,8 @@ func instantOpenAI(tb testing.TB) *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if req.Messages[len(req.Messages)-1].Role == "user" {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "user" && last.Name != core.ProgressName {
 			io.WriteString(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"plan_status","arguments":"{}"}}]}}]}`)
 			return
 		}

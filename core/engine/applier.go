@@ -6,6 +6,7 @@ import (
 
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/machine"
+	"github.com/plangate/plangate/core/plan"
 )
 
 // The applier: the one way an Outcome takes effect, for person commands, the clock and
@@ -78,6 +79,9 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	if changeEmpty(ch) {
 		return nil
 	}
+	if ch.Session != nil && ch.Session.ID == t.sess.ID {
+		ch = t.withTokens(ch) // the job's model calls, with the step that stores their answers
+	}
 	if ch.SessionID == "" {
 		ch.SessionID = t.sess.ID
 	}
@@ -88,6 +92,9 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	}
 	t.deferred = nil
 	t.unstop = nil
+	if ch.PlanTokens != nil || (ch.Session != nil && ch.Session.ID == t.sess.ID) {
+		t.tokens = plan.Tokens{}
+	}
 	if unstop != nil {
 		was := t.unstopWas
 		t.cleared = &was
@@ -128,7 +135,7 @@ func (t *jobRun) carryOut(ctx context.Context, o machine.Outcome) error {
 			e.files.refresh(t.sess, eff.Plan)
 		case machine.EffWorkspaceCopy:
 			// Now, not in the background: the agent's next call may read it.
-			e.copyPlan(t.sess, eff.Plan)
+			e.copyPlan(t.sess, t.withStoredTokens(ctx, eff.Plan))
 		case machine.EffNudgesChanged:
 			if e.d.Nudger != nil {
 				e.d.Nudger.SessionChanged(ctx, t.sess.ID)
@@ -144,7 +151,7 @@ func (t *jobRun) carryOut(ctx context.Context, o machine.Outcome) error {
 				t.onFail(ctx, eff, &o, err)
 			}
 		case machine.EffReport:
-			t.postReport(ctx, eff.Plan)
+			t.postReport(ctx, t.withStoredTokens(ctx, eff.Plan))
 		case machine.EffRunTurn:
 			if err := t.runTurns(ctx); err != nil {
 				return err

@@ -69,6 +69,13 @@ type Config struct {
 	// Destructive are the commands a run_command must not match to run without a person
 	// (tools.run_command.destructive; guards.go); none in a zero Config.
 	Destructive []machine.CommandPattern
+	// MaxTokensPerPlan is plan_mode.max_tokens_per_plan: the tokens one version's planning
+	// and execution may use before its turn stops (token_budget_exceeded); 0 = no limit.
+	MaxTokensPerPlan int64
+	// MaxTokensPerSessionDay is agent.max_tokens_per_session_day: the tokens one session's
+	// calls may use in a day (UTC) before its turns stop (daily_token_budget_exceeded);
+	// 0 = no limit.
+	MaxTokensPerSessionDay int64
 	// Access is who may talk at all and how much (access.allowed_users,
 	// access.unlisted_channels, access.rate_limit; admission.go); a zero value lets
 	// everyone talk without limit.

@@ -90,9 +90,17 @@ func TestFullCycle(t *testing.T) {
 	mustContain(t, joinTexts(h.say("main", "local", "/plan")), "phase: off", `last plan: v2 "Docs cleanup with typos" (completed, 3/3 steps done)`)
 }
 
+// history is req's messages without the executing plan's progress, which comes last.
+func history(req core.ModelRequest) []core.ChatMessage {
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Name == core.ProgressName {
+		return req.Messages[:n-1]
+	}
+	return req.Messages
+}
+
 func lastUser(req core.ModelRequest) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == core.RoleUser {
+		if req.Messages[i].Role == core.RoleUser && req.Messages[i].Name != core.ProgressName {
 			return req.Messages[i].Content
 		}
 	}

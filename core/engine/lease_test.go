@@ -204,7 +204,7 @@ func TestInterruptedToolRunIsNotRepeated(t *testing.T) {
 	mustContain(t, chat, "plangate restarted while working on plan v1; continuing with step 1.",
 		"The run of write_file on NOTES.md was interrupted by a restart; its effects are unknown.")
 	reqs := b.model.requests()
-	if len(reqs) == 0 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Content, "The run of write_file on NOTES.md was interrupted") {
+	if len(reqs) == 0 || !strings.Contains(history(reqs[0])[len(history(reqs[0]))-1].Content, "The run of write_file on NOTES.md was interrupted") {
 		t.Fatalf("the agent was not told: %+v", reqs)
 	}
 	if runs, _ := h.st.UnfinishedToolRuns(context.Background(), sessionID("a")); len(runs) != 0 {
@@ -341,7 +341,7 @@ func leftJustBeforeRelease(t *testing.T, h *harness, replays bool) {
 	if len(reqs) != 2 {
 		t.Fatalf("A made %d model calls, want 2 (its turn, then the message B left it just before the release)", len(reqs))
 	}
-	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != core.RoleUser || last.Content != "also this" {
+	if last := history(reqs[1])[len(history(reqs[1]))-1]; last.Role != core.RoleUser || last.Content != "also this" {
 		t.Fatalf("A's second turn ended with %+v, want B's message", last)
 	}
 }

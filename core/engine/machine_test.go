@@ -165,7 +165,7 @@ func TestEveryPhaseEveryTrigger(t *testing.T) {
 				// A refused tool call reaches the model as a tool error (entering plan mode
 				// again is merely a no-op).
 				reqs := h.model.requests()
-				last := reqs[len(reqs)-1].Messages
+				last := history(reqs[len(reqs)-1])
 				res := last[len(last)-1]
 				if res.Role != core.RoleTool {
 					t.Fatalf("last message to the model is %s, want a tool result", res.Role)

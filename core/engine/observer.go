@@ -16,6 +16,9 @@ type Observer interface {
 	Decision(kind string)
 	// ModelRequest observes one model call: outcome ok or error.
 	ModelRequest(outcome string, d time.Duration)
+	// ModelTokens counts one answered call's usage by phase (planning, executing, chat);
+	// a call that reported none is all zeros.
+	ModelTokens(phase string, prompt, cached, completion int64)
 	// ToolCall counts one gated tool call: outcome ran, blocked or failed.
 	ToolCall(tool, outcome string)
 	// Nudge counts one reminder occurrence: fired or missed.
@@ -57,14 +60,15 @@ func (e *Engine) observeInbound(j *job, err error) {
 // nopObserver is the Observer of an engine without one.
 type nopObserver struct{}
 
-func (nopObserver) Decision(string)                    {}
-func (nopObserver) ModelRequest(string, time.Duration) {}
-func (nopObserver) ToolCall(string, string)            {}
-func (nopObserver) Nudge(string)                       {}
-func (nopObserver) PlansPending(int)                   {}
-func (nopObserver) Inbound(string, string)             {}
-func (nopObserver) OutboxDropped(string, string)       {}
-func (nopObserver) AccessRefused(string, string)       {}
+func (nopObserver) Decision(string)                         {}
+func (nopObserver) ModelRequest(string, time.Duration)      {}
+func (nopObserver) ModelTokens(string, int64, int64, int64) {}
+func (nopObserver) ToolCall(string, string)                 {}
+func (nopObserver) Nudge(string)                            {}
+func (nopObserver) PlansPending(int)                        {}
+func (nopObserver) Inbound(string, string)                  {}
+func (nopObserver) OutboxDropped(string, string)            {}
+func (nopObserver) AccessRefused(string, string)            {}
 
 // observing reports pending plans: the count is read from the store (so engines on one
 // store agree), one reader at a time so an older count never overwrites a newer one.

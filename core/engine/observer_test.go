@@ -27,11 +27,18 @@ func (o *countingObserver) add(key string) {
 
 func (o *countingObserver) Decision(kind string)                     { o.add("decision " + kind) }
 func (o *countingObserver) ModelRequest(out string, _ time.Duration) { o.add("model " + out) }
-func (o *countingObserver) ToolCall(tool, out string)                { o.add("tool " + tool + " " + out) }
-func (o *countingObserver) Nudge(out string)                         { o.add("nudge " + out) }
-func (o *countingObserver) Inbound(ch, out string)                   { o.add("inbound " + ch + " " + out) }
-func (o *countingObserver) OutboxDropped(ch, why string)             { o.add("dropped " + ch + " " + why) }
-func (o *countingObserver) AccessRefused(ch, why string)             { o.add("access " + ch + " " + why) }
+func (o *countingObserver) ModelTokens(phase string, p, c, n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.counts["tokens "+phase+" prompt"] += int(p)
+	o.counts["tokens "+phase+" cached"] += int(c)
+	o.counts["tokens "+phase+" completion"] += int(n)
+}
+func (o *countingObserver) ToolCall(tool, out string)    { o.add("tool " + tool + " " + out) }
+func (o *countingObserver) Nudge(out string)             { o.add("nudge " + out) }
+func (o *countingObserver) Inbound(ch, out string)       { o.add("inbound " + ch + " " + out) }
+func (o *countingObserver) OutboxDropped(ch, why string) { o.add("dropped " + ch + " " + why) }
+func (o *countingObserver) AccessRefused(ch, why string) { o.add("access " + ch + " " + why) }
 func (o *countingObserver) PlansPending(n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/core/llm"
 	"github.com/plangate/plangate/core/plan"
 )
 
 // With the history trimmed to 2 messages the accepted plan is long gone from the window,
-// yet every model call of an executing turn carries it pinned in the system prompt, the
-// same bytes for the same plan state and the step's new status once update_plan moved it;
-// planning calls carry no pinned plan.
+// yet every model call of an executing turn carries its contract pinned in the system
+// prompt, the same bytes all along, and where its steps stand as the last message, with
+// the step's new status once update_plan moved it; planning calls carry neither.
 func TestExecutingTurnCarriesThePinnedPlanPastTheHistoryBudget(t *testing.T) {
 	h := newHarness(t, func(c *engine.Config) { c.HistoryMessages = 2 })
 	p := h.toPending("main", "Pinned work")
@@ -29,7 +30,7 @@ func TestExecutingTurnCarriesThePinnedPlanPastTheHistoryBudget(t *testing.T) {
 		t.Fatal("no planning call")
 	}
 	for i, r := range h.model.requests() {
-		if strings.Contains(r.System, "ACCEPTED PLAN") {
+		if strings.Contains(r.System, "ACCEPTED PLAN") || len(history(r)) != len(r.Messages) {
 			t.Errorf("request %d (before the acceptance) pins a plan:\n%s", i, r.System)
 		}
 	}
@@ -49,41 +50,48 @@ func TestExecutingTurnCarriesThePinnedPlanPastTheHistoryBudget(t *testing.T) {
 		t.Fatalf("%d executing model calls, want at least 4", len(reqs))
 	}
 	last := reqs[len(reqs)-1]
-	if len(last.Messages) > 2 {
-		t.Fatalf("the last call's history has %d messages, want the 2 of history_messages", len(last.Messages))
+	if len(history(last)) > 2 {
+		t.Fatalf("the last call's history has %d messages, want the 2 of history_messages", len(history(last)))
 	}
-	for _, m := range last.Messages {
+	for _, m := range history(last) {
 		if strings.Contains(m.Content, "Pinned work") {
 			t.Fatalf("the trimmed history still holds the plan, so the test proves nothing: %q", m.Content)
 		}
 	}
-	header := "ACCEPTED PLAN v" + strconv.Itoa(p.Version) + " (pinned; the workspace root's PLAN.md and PLAN.json are read-only copies of it)"
+	header := "ACCEPTED PLAN v" + strconv.Itoa(p.Version) + " (pinned; the workspace root's PLAN.md and PLAN.json are read-only copies of it"
+	progress := func(r core.ModelRequest) string {
+		m := r.Messages[len(r.Messages)-1]
+		if m.Name != core.ProgressName || m.Role != core.RoleUser {
+			t.Fatalf("the last message is not the plan's progress: %+v", m)
+		}
+		return m.Content
+	}
 	for i, r := range reqs {
 		mustContain(t, r.System, header, "Title: Pinned work", "First step", "Second step", "Scope:", "Budgets:", "Verification: none declared", "Stops:")
-		if i > 0 && strings.Contains(reqs[i].System, "[>]") != strings.Contains(reqs[i-1].System, "[>]") {
-			continue // the step moved between these two calls
-		}
-		if i > 0 && reqs[i].System != reqs[i-1].System {
-			t.Errorf("calls %d and %d see the same plan state but different prompts:\n%s\n---\n%s", i-1, i, reqs[i-1].System, reqs[i].System)
+		mustContain(t, progress(r), "PLAN PROGRESS v"+strconv.Itoa(p.Version), "First step", "Second step")
+		if i > 0 && r.System != reqs[0].System {
+			t.Errorf("calls 0 and %d of one execution see different system prompts:\n%s\n---\n%s", i, reqs[0].System, r.System)
 		}
 	}
-	if strings.Contains(reqs[0].System, "[>]") || !strings.Contains(reqs[0].System, "1. [ ] ") {
-		t.Errorf("the first executing call shows step 1 not pending:\n%s", reqs[0].System)
+	if first := progress(reqs[0]); strings.Contains(first, "[>]") || !strings.Contains(first, "1. [ ] ") {
+		t.Errorf("the first executing call shows step 1 not pending:\n%s", first)
 	}
-	mustContain(t, last.System, "1. [>] ", "2. [ ] ")
+	mustContain(t, progress(last), "1. [>] ", "2. [ ] ")
 }
 
 // The pinned plan reaches the wire: an executing turn through the real openai-go client
 // sends it, byte for byte as plan.Pinned renders the stored version, in the system message
-// of a request whose history is trimmed to 2 messages.
+// of a request whose history is trimmed to 2 messages, and plan.Progress as its last
+// message.
 func TestPinnedPlanReachesTheWire(t *testing.T) {
 	var mu sync.Mutex
-	var systems []string
+	var systems, progresses []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct {
 				Role    string `json:"role"`
 				Content string `json:"content"`
+				Name    string `json:"name"`
 			} `json:"messages"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -93,6 +101,9 @@ func TestPinnedPlanReachesTheWire(t *testing.T) {
 		mu.Lock()
 		if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
 			systems = append(systems, req.Messages[0].Content)
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" && last.Name == core.ProgressName {
+			progresses = append(progresses, last.Content)
 		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -129,5 +140,9 @@ func TestPinnedPlanReachesTheWire(t *testing.T) {
 	}
 	if systems[0] != systems[2] {
 		t.Error("the same plan state sent different system messages")
+	}
+	wantProgress := plan.Progress(stored.Version, stored.Body)
+	if len(progresses) != 3 || progresses[2] != wantProgress {
+		t.Errorf("the progress on the wire (%d messages) is not the stored version's:\n%v\nwant\n%s", len(progresses), progresses, wantProgress)
 	}
 }

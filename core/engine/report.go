@@ -72,8 +72,9 @@ func (t *jobRun) reportOn(ctx context.Context, p core.Plan) (core.Plan, core.Rep
 
 // makeReport builds the report of p from the store and the workspace now.
 func (t *jobRun) makeReport(ctx context.Context, p core.Plan) (plan.Report, error) {
+	tokens := p.Tokens
 	r := plan.Report{Outcome: "completed", At: p.UpdatedAt, Verification: p.Run.Verification,
-		Files: []plan.FileLines{}, NotDone: notDone(p), Outside: []string{}}
+		Files: []plan.FileLines{}, NotDone: notDone(p), Outside: []string{}, Tokens: &tokens}
 	if st := p.Run.Stop; st != nil && p.Status != core.PlanCompleted {
 		r.Outcome, r.At = string(st.Kind), st.At
 	}

@@ -113,7 +113,7 @@ func TestReportAfterScriptedRun(t *testing.T) {
 		text("All done."))
 	got := joinTexts(h.say("main", "local", "/plan accept"))
 	mustContain(t, got, "Finished plan v1: 2 of 3 steps completed, 1 cancelled",
-		"Report of plan v1: 3 files changed (+5 −3), 2 commands, verification passed, 1 step not done, nothing outside the plan.",
+		"Report of plan v1: 3 files changed (+5 −3), 2 commands, verification passed, 1 step not done, nothing outside the plan, tokens not reported.",
 		"All done.")
 
 	stored := h.plan(p.ID)
@@ -259,7 +259,7 @@ func TestReportOfStoppedPlan(t *testing.T) {
 		t.Errorf("the stop notice, which says what a person can do, is not the last word: %q", last)
 	}
 	got := joinTexts(rs)
-	mustContain(t, got, "Stopped: 2 files changed", "Report of plan v1, stopped (max files changed exceeded): 2 files changed (+2 −0), 0 commands, 3 steps not done, nothing outside the plan.")
+	mustContain(t, got, "Stopped: 2 files changed", "Report of plan v1, stopped (max files changed exceeded): 2 files changed (+2 −0), 0 commands, 3 steps not done, nothing outside the plan, tokens not reported.")
 	stored := h.plan(p.ID)
 	r := stored.Run.Report
 	if r == nil || r.Outcome != string(plan.StopMaxFilesChanged) || !r.At.Equal(stored.Run.Stop.At) {

@@ -45,6 +45,8 @@ type jobRun struct {
 	// secretCalls are the write calls of the model's last answer whose content holds a
 	// secret, by call id (screenCalls): hidden in the transcript, refused by the gate.
 	secretCalls map[string]secretCall
+	// tokens are the usage of this job's model calls not committed yet (tokens.go).
+	tokens plan.Tokens
 }
 
 // askedSoFar adds to t.asked the session's requesters as they stand before a plan tool
@@ -74,7 +76,8 @@ type turn struct {
 	answered int                // model calls that returned
 	lastErr  string             // the last tool error, to notice one repeated maxSame times
 	sameErr  int
-	maxSame  int // agent.max_same_failure
+	maxSame  int         // agent.max_same_failure
+	tokens   plan.Tokens // the turn's model calls, for its log line
 }
 
 func (tr *turn) add(m core.ChatMessage) {
@@ -172,6 +175,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	defer t.logTurnTokens(tr)
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
 	t.clearStop(ctx)
 	for range t.e.cfg.MaxIterations {
@@ -179,6 +183,9 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
 		}
 		tr.drain(t.sess.Injections, t.e.d.Now())
+		if h, over := t.overBudget(ctx); over {
+			return false, t.halt(ctx, tr, h)
+		}
 		resp, err := t.callModel(ctx, tr)
 		if err != nil && ctx.Err() != nil {
 			// The turn was stopped (its lease could not be renewed, or a shutdown), not
@@ -200,6 +207,10 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 				return false, err
 			}
 			return len(t.sess.Injections) > 0, nil
+		}
+		if h, over := t.overBudget(ctx); over { // the answer spent it: its calls do not run
+			tr.notRun(resp.ToolCalls, "the token budget is spent", t.e.d.Now())
+			return false, t.halt(ctx, tr, h)
 		}
 		if err := t.commitDeferred(ctx); err != nil { // stored before a tool acts
 			return false, err
@@ -286,6 +297,7 @@ func (t *jobRun) halt(ctx context.Context, tr *turn, h halt) error {
 	}
 	now := t.e.d.Now()
 	stopped := *p
+	stopped.Tokens = p.Tokens.Add(t.tokens) // with this turn's calls, which its commit adds
 	stopped.Run.Stop = &plan.Stop{Kind: h.kind, Message: h.text, At: now}
 	stopped.UpdatedAt = now
 	var rs []core.Reply
@@ -329,9 +341,7 @@ func (t *jobRun) loadTurn(ctx context.Context) (*turn, error) {
 		}
 		// One copy of the window, of the size it needs (h is the kept window, clipped).
 		h = append(append(make([]core.ChatMessage, 0, len(h)+len(m)), h...), m...)
-		if n := t.e.cfg.HistoryMessages; len(h) > n {
-			h = h[len(h)-n:]
-		}
+		h = clipWindow(h, t.e.cfg.HistoryMessages)
 	}
 	return &turn{history: slices.Clip(sanitizeHistory(trimHistory(h, t.e.cfg.HistoryChars))), maxSame: t.e.cfg.MaxSameFailure}, nil
 }
@@ -366,11 +376,16 @@ func (tr *turn) drain(queue []core.Injection, now time.Time) {
 // callModel asks the model for the next step of the turn.
 func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, error) {
 	e := t.e
+	pinned, progress := t.pinnedPlan(ctx)
+	msgs := turnWindow(tr, e.cfg.HistoryChars)
+	if progress != "" { // last: it changes with every step, all before it stays the same
+		msgs = append(slices.Clip(msgs), core.ChatMessage{Role: core.RoleUser, Name: core.ProgressName, Content: progress})
+	}
 	req := core.ModelRequest{
 		SessionID: t.sess.ID,
 		Planning:  t.sess.Phase == core.PhasePlanning || t.sess.Phase == core.PhaseAwaitingApproval,
-		System:    e.systemPrompt(t.sess) + t.pinnedPlan(ctx),
-		Messages:  turnWindow(tr, e.cfg.HistoryChars),
+		System:    e.systemPrompt(t.sess) + pinned,
+		Messages:  msgs,
 		Tools:     e.toolSpecs(),
 	}
 	stopTyping := e.typingSoon(ctx, t.sess.Address)
@@ -378,25 +393,31 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	resp, err := e.d.Model.Complete(ctx, req)
 	stopTyping()
 	e.observeModel(start, resp, err)
+	if err == nil {
+		t.counted(tr, t.sess.Phase, resp.Usage)
+	}
 	if req.Planning && err == nil {
 		e.noteFallback(t.sess.ID, resp.Fallback)
 	}
 	return resp, err
 }
 
-// pinnedPlan is the accepted plan's pinned form for the system prompt of an executing
-// turn (empty outside execution), read from the store each model call so a step that
+// pinnedPlan is, for an executing turn (empty outside execution), the accepted plan's
+// pinned contract for the system prompt and where its steps stand (plan.Progress) for the
+// request's last message: the contract is the same for the whole execution, so the
+// prompt's prefix up to the newest history stays what the server cached, and only the
+// progress moves to the end. Read from the store each model call, so a step that
 // update_plan just moved shows on the next call: one plan row read per call, during
 // execution only. A plan that cannot be loaded pins nothing; the gate refuses writes then.
-func (t *jobRun) pinnedPlan(ctx context.Context) string {
+func (t *jobRun) pinnedPlan(ctx context.Context) (pinned, progress string) {
 	if !t.e.cfg.PlanMode || t.sess.Phase != core.PhaseExecuting {
-		return ""
+		return "", ""
 	}
 	p, err := t.currentPlan(ctx)
 	if err != nil || p == nil {
-		return ""
+		return "", ""
 	}
-	return "\n\n" + plan.Pinned(p.Version, p.Body)
+	return "\n\n" + plan.Pinned(p.Version, p.Body), plan.Progress(p.Version, p.Body)
 }
 
 // turnWindow is what the model sees: the loaded history and this turn's entries, within

@@ -49,7 +49,7 @@ type replicaModel struct {
 }
 
 func (r replicaModel) Complete(_ context.Context, req core.ModelRequest) (core.ModelResponse, error) {
-	fresh, tooled := freshText(req.Messages)
+	fresh, tooled := freshText(history(req))
 	r.m.mu.Lock()
 	hook := r.m.hook
 	r.m.mu.Unlock()

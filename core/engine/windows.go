@@ -97,10 +97,7 @@ func (c *windowCache) committed(id string, from, to int64, msgs []core.ChatMessa
 	}
 	// Appended in place and the front cut off: windows handed out are clipped, so they
 	// stay as they were, and the array is copied only when append outgrows it.
-	all := append(w.msgs, next...)
-	if len(all) > limit {
-		all = all[len(all)-limit:]
-	}
+	all := clipWindow(append(w.msgs, next...), limit)
 	w.msgs, w.version, w.used = all, to, now
 	c.lru.MoveToFront(el)
 }
@@ -144,4 +141,16 @@ func storedForms(msgs []core.ChatMessage) (out []core.ChatMessage, exact bool) {
 		out = append(out, m)
 	}
 	return out, true
+}
+
+// clipWindow bounds a transcript window h to limit entries (HistoryMessages). Over the
+// limit it drops the oldest entries down to three quarters of it, so the window's start,
+// and with it every request's prefix up to the newest entries, stays the same for the
+// next quarter of the limit's entries instead of moving with each one: a server's prompt
+// cache keeps serving the history (docs/performance.md, "The prompt cache").
+func clipWindow(h []core.ChatMessage, limit int) []core.ChatMessage {
+	if len(h) <= limit {
+		return h
+	}
+	return h[len(h)-max(limit-limit/4, 1):]
 }

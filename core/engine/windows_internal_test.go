@@ -12,13 +12,15 @@ import (
 
 // A kept window is handed out without a copy: what a turn got stays as it was while
 // later commits move the window along (appending past its end, cutting its front), and
-// an append to what get returned does not write into the kept window.
+// an append to what get returned does not write into the kept window. Over its limit
+// the window is cut to three quarters of it, so its start stays put for the next
+// quarter's entries (the prompt cache's prefix).
 func TestKeptWindowSharedWithoutACopy(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	entry := func(i int) core.ChatMessage {
 		return core.ChatMessage{Role: core.RoleUser, Content: fmt.Sprintf("m%d", i), At: now.Add(time.Duration(i) * time.Second)}
 	}
-	const limit = 4
+	const limit = 8
 	var c windowCache
 	var first []core.ChatMessage
 	for i := range limit {
@@ -38,9 +40,14 @@ func TestKeptWindowSharedWithoutACopy(t *testing.T) {
 	if again, _ := c.get("s", 1, now); !reflect.DeepEqual(again, first) {
 		t.Errorf("an append to what get returned changed the window: %v", again)
 	}
-	// Ten commits of two entries each move the window along.
+	// Ten commits of two entries each move the window along: every other one goes over
+	// the limit (8) and cuts the window to its newest 6; the one after keeps its start.
 	v := int64(1)
 	for i := limit; i < limit+20; i += 2 {
+		from := i - 4 // cut to the newest 6
+		if (i-limit)/2%2 == 1 {
+			from = i - 6 // 8 entries: the start of the cut before stays
+		}
 		c.committed("s", v, v+1, []core.ChatMessage{entry(i), entry(i + 1)}, limit, now)
 		v++
 		if !reflect.DeepEqual(got, held) {
@@ -50,7 +57,10 @@ func TestKeptWindowSharedWithoutACopy(t *testing.T) {
 		if !ok {
 			t.Fatalf("no window at version %d", v)
 		}
-		want := []core.ChatMessage{entry(i - 2), entry(i - 1), entry(i), entry(i + 1)}
+		var want []core.ChatMessage
+		for j := from; j <= i+1; j++ {
+			want = append(want, entry(j))
+		}
 		if !reflect.DeepEqual(w, want) {
 			t.Fatalf("window at version %d = %v, want %v", v, w, want)
 		}

@@ -55,7 +55,11 @@ type PlanDocument struct {
 	// Undo is the /plan undo that put the files the execution changed back as they were
 	// at acceptance ({"by", "by_name", "at", "files": [{"path", "action"}]}; omitted when
 	// the version was not undone).
-	Undo       *plan.Undone      `json:"undo,omitempty"`
+	Undo *plan.Undone `json:"undo,omitempty"`
+	// Tokens are the version's model tokens so far, its planning and execution
+	// ({"prompt", "cached", "completion", "calls", "unreported"}: prompt includes cached;
+	// unreported counts the calls whose usage the endpoint did not report).
+	Tokens     plan.Tokens       `json:"tokens"`
 	Scope      PlanDocScope      `json:"scope"`
 	References []string          `json:"references"`
 	Spec       *plan.ProductSpec `json:"spec,omitempty"`
@@ -99,7 +103,8 @@ func NewPlanDocument(s core.Session, p core.Plan) PlanDocument {
 		Scope: PlanDocScope{list(b.Scope.AllowedPaths), list(b.Scope.ForbiddenPaths), list(b.Scope.AllowedTools),
 			b.Scope.MaxFilesChanged, b.Scope.MaxLinesChanged, b.Scope.Operator},
 		Approvals: list(p.Approvals), Decision: p.Decision, Requesters: p.Requesters, EditedBy: p.EditedBy,
-		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, Report: p.Run.Report, Undo: p.Run.Undone, UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
+		VerificationRuns: p.Run.Verification, Stop: p.Run.Stop, Report: p.Run.Report, Undo: p.Run.Undone, Tokens: p.Tokens,
+		UpdatedAt: p.UpdatedAt, Steps: make([]PlanDocStep, 0, len(b.Steps))}
 	for _, st := range b.Steps {
 		d.Steps = append(d.Steps, PlanDocStep{ID: st.ID, Text: st.Text, Status: st.Status,
 			AcceptanceCriteria: list(st.AcceptanceCriteria), VerifiedCriteria: list(st.VerifiedCriteria), CancelReason: st.CancelReason})

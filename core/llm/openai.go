@@ -308,6 +308,9 @@ func (o *OpenAI) response(a *answer, model string) (core.ModelResponse, error) {
 	}
 	ch := a.first
 	resp := core.ModelResponse{Text: ch.content}
+	if u := a.usage; u.valid {
+		resp.Usage = core.Usage{Prompt: u.prompt, Cached: u.cached, Completion: u.completion}
+	}
 	if resp.Text == "" && ch.refusal != "" {
 		resp.Text = ch.refusal
 	}
@@ -340,7 +343,7 @@ func (o *OpenAI) logCall(req core.ModelRequest, model string, start time.Time, t
 	attrs := []any{"session", req.SessionID, "model", model, "duration", time.Since(start), "tries", tries}
 	if a != nil {
 		if u := a.usage; u.valid {
-			attrs = append(attrs, "prompt_tokens", u.prompt, "completion_tokens", u.completion, "total_tokens", u.total)
+			attrs = append(attrs, "prompt_tokens", u.prompt, "cached_tokens", u.cached, "completion_tokens", u.completion, "total_tokens", u.total)
 		}
 		if a.choices > 0 {
 			attrs = append(attrs, "finish_reason", a.first.finishReason, "tool_calls", len(a.first.calls))

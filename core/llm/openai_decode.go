@@ -36,6 +36,7 @@ type answerCall struct {
 type answerUsage struct {
 	valid                     bool // total_tokens was there
 	prompt, completion, total int64
+	cached                    int64 // prompt_tokens_details.cached_tokens
 }
 
 // decodeAnswer reads the body openai-go handed over (option.WithResponseBodyInto) as it
@@ -67,7 +68,8 @@ func answerOf(comp *openai.ChatCompletion) *answer {
 	}
 	a := &answer{raw: []byte(comp.RawJSON()), choices: len(comp.Choices)}
 	if u := comp.Usage; u.JSON.TotalTokens.Valid() {
-		a.usage = answerUsage{valid: true, prompt: u.PromptTokens, completion: u.CompletionTokens, total: u.TotalTokens}
+		a.usage = answerUsage{valid: true, prompt: u.PromptTokens, completion: u.CompletionTokens, total: u.TotalTokens,
+			cached: u.PromptTokensDetails.CachedTokens}
 	}
 	if len(comp.Choices) == 0 {
 		return a
@@ -234,22 +236,49 @@ func readUsage(v gjson.Result, u *answerUsage) bool {
 	if !v.IsObject() {
 		return false
 	}
-	var m [3]gjson.Result
-	members(v, m[:], "prompt_tokens", "completion_tokens", "total_tokens")
+	var m [4]gjson.Result
+	members(v, m[:], "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details")
+	cached, ok := cachedTokens(m[3])
+	if !ok {
+		return false
+	}
 	for i, dst := range []*int64{&u.prompt, &u.completion, &u.total} {
-		if m[i].Type == gjson.Null {
-			continue
-		}
-		n, err := strconv.ParseUint(m[i].Raw, 10, 62) // digits only: no sign, fraction or exponent
-		if m[i].Type != gjson.Number || err != nil {
+		if !count(m[i], dst) {
 			return false
 		}
-		*dst = int64(n)
 	}
 	if m[2].Type == gjson.Null { // the counts are read only with a total, as answerOf reads them
 		*u = answerUsage{}
 		return true
 	}
-	u.valid = true
+	u.valid, u.cached = true, cached
+	return true
+}
+
+// cachedTokens reads prompt_tokens_details.cached_tokens (absent or null: 0).
+func cachedTokens(details gjson.Result) (int64, bool) {
+	if details.Type == gjson.Null {
+		return 0, true
+	}
+	if !details.IsObject() {
+		return 0, false
+	}
+	var m [1]gjson.Result
+	members(details, m[:], "cached_tokens")
+	var n int64
+	return n, count(m[0], &n)
+}
+
+// count reads a token count into dst: digits only (no sign, fraction or exponent); null
+// leaves dst alone.
+func count(v gjson.Result, dst *int64) bool {
+	if v.Type == gjson.Null {
+		return true
+	}
+	n, err := strconv.ParseUint(v.Raw, 10, 62)
+	if v.Type != gjson.Number || err != nil {
+		return false
+	}
+	*dst = int64(n)
 	return true
 }

@@ -291,10 +291,10 @@ func (s *Script) Complete(ctx context.Context, req core.ModelRequest) (core.Mode
 }
 
 // newestUserText is what a turn's match is tested against: a person's text or an injected
-// decision, whichever reached the model last.
+// decision, whichever reached the model last (the executing plan's progress is neither).
 func newestUserText(msgs []core.ChatMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == core.RoleUser {
+		if msgs[i].Role == core.RoleUser && msgs[i].Name != core.ProgressName {
 			return msgs[i].Content
 		}
 	}

@@ -70,6 +70,7 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	if s.RejectionCount > 0 {
 		lines = append(lines, fmt.Sprintf("revisions requested: %d", s.RejectionCount))
 	}
+	lines = append(lines, tokenLines(s, cur)...)
 	lines = append(lines, nudgeLine)
 	return strings.Join(lines, "\n")
 }
@@ -320,4 +321,31 @@ func IntentLine(b plan.Body) string {
 		parts = append(parts, "Not doing: "+OneLine(strings.Join(b.NonGoals, ", ")))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// tokenLines are /plan status's counts of model tokens, on one line: the plan shown (its
+// planning and execution), the planning of the next version so far, and the conversation
+// in all.
+func tokenLines(s core.Session, cur *core.Plan) []string {
+	if all := s.Tokens.All; all.Calls > 0 && all.Unreported >= all.Calls {
+		return []string{"tokens: not reported by the model"} // the script provider, a server without usage
+	}
+	var parts []string
+	if cur != nil && cur.Tokens.Calls > 0 {
+		label := "this plan"
+		if s.Phase == core.PhaseOff || s.Phase == core.PhasePlanning {
+			label = "last plan"
+		}
+		parts = append(parts, label+": "+cur.Tokens.Words())
+	}
+	if s.Phase == core.PhasePlanning && s.Tokens.Planning.Calls > 0 {
+		parts = append(parts, "planning so far: "+s.Tokens.Planning.Words())
+	}
+	if s.Tokens.All.Calls > 0 {
+		parts = append(parts, "this conversation: "+s.Tokens.All.Words())
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return []string{strings.Join(parts, " · ")}
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	decisions    *prometheus.CounterVec
 	plansPending prometheus.Gauge
 	model        *prometheus.HistogramVec
+	tokens       *prometheus.CounterVec
 	tools        *prometheus.CounterVec
 	nudges       *prometheus.CounterVec
 	commit       *prometheus.HistogramVec
@@ -54,6 +55,8 @@ func New() *Metrics {
 			Help: "Plan versions waiting for a decision."}),
 		model: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plangate_model_request_seconds",
 			Help: "Model request latency by outcome (ok, error, fallback: answered by llm.model after llm.plan_model failed).", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10)}, []string{"outcome"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_model_tokens_total",
+			Help: "Model tokens as the API's usage reports them, by kind (prompt: all prompt tokens, cached among them; cached: prompt tokens the server served from its prefix cache; completion) and phase (planning, executing, chat)."}, []string{"kind", "phase"}),
 		tools: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_tool_calls_total",
 			Help: "Tool calls by tool and outcome (ran, blocked, failed)."}, []string{"tool", "outcome"}),
 		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_nudges_total",
@@ -65,7 +68,7 @@ func New() *Metrics {
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plangate_store_pruned_rows_total",
 			Help: "Rows store.retention pruned, by table (messages, outbox, plan_events, inbound)."}, []string{"table"}),
 	}
-	reg.MustRegister(m.inbound, m.replies, m.dropped, m.refusals, m.decisions, m.plansPending, m.model, m.tools, m.nudges, m.commit, m.http, m.pruned,
+	reg.MustRegister(m.inbound, m.replies, m.dropped, m.refusals, m.decisions, m.plansPending, m.model, m.tokens, m.tools, m.nudges, m.commit, m.http, m.pruned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.commitDurable, m.commitLazy = m.commit.WithLabelValues("true"), m.commit.WithLabelValues("false")
 	return m
@@ -125,6 +128,21 @@ func (m *Metrics) PlansPending(n int) {
 func (m *Metrics) ModelRequest(outcome string, d time.Duration) {
 	if m != nil {
 		m.model.WithLabelValues(outcome).Observe(d.Seconds())
+	}
+}
+
+// ModelTokens counts one answered model call's tokens by phase.
+func (m *Metrics) ModelTokens(phase string, prompt, cached, completion int64) {
+	if m == nil {
+		return
+	}
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{{"prompt", prompt}, {"cached", cached}, {"completion", completion}} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(k.kind, phase).Add(float64(k.n))
+		}
 	}
 }
 

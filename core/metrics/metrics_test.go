@@ -16,6 +16,7 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	none.StoreCommit(true, time.Millisecond)
 	none.OutboxDropped("telegram", "expired")
 	none.AccessRefused("telegram", "throttled")
+	none.ModelTokens("chat", 1, 1, 1)
 
 	m := metrics.New()
 	m.Inbound("telegram", "handled")
@@ -24,6 +25,9 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 	m.Decision("accepted")
 	m.PlansPending(3)
 	m.ModelRequest("ok", 20*time.Millisecond)
+	m.ModelTokens("executing", 2048, 1920, 30)
+	m.ModelTokens("executing", 100, 0, 5)
+	m.ModelTokens("chat", 0, 0, 0) // a call that reported none
 	m.ToolCall("write_file", "blocked")
 	m.Nudge("fired")
 	m.OutboxDropped("telegram", "expired")
@@ -44,6 +48,9 @@ func TestMetricNamesAndNilSafety(t *testing.T) {
 		`plangate_decisions_total{kind="accepted"} 1`,
 		`plangate_plans_pending 3`,
 		`plangate_model_request_seconds_count{outcome="ok"} 1`,
+		`plangate_model_tokens_total{kind="prompt",phase="executing"} 2148`,
+		`plangate_model_tokens_total{kind="cached",phase="executing"} 1920`,
+		`plangate_model_tokens_total{kind="completion",phase="executing"} 35`,
 		`plangate_tool_calls_total{outcome="blocked",tool="write_file"} 1`,
 		`plangate_nudges_total{outcome="fired"} 1`,
 		`plangate_outbox_dropped_total{channel="telegram",reason="expired"} 2`,

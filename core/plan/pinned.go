@@ -6,39 +6,25 @@ import (
 	"strings"
 )
 
-// Pinned is the accepted version's compact form that every executing turn carries in its
-// system prompt, apart from the history window: the title, the steps with their status
-// and criteria, the scope, the budgets, the verification and the stop conditions. It is a
-// pure function of the version and its body, so the same plan state gives the same bytes
-// (the prompt's prefix stays cacheable) and a step's status change shows on the next call.
+// Pinned is the accepted version's contract that every executing turn carries in its
+// system prompt, apart from the history window: the title, the steps and their criteria,
+// the scope, the budgets, the verification and the stop conditions. It holds nothing
+// update_plan changes, so it is the same bytes for the whole execution and the prompt's
+// prefix stays cacheable; where the steps stand is Progress, sent after the history.
 // Fields the body does not set are named as unset rather than left out, so the model
 // knows there is no limit it missed.
 func Pinned(version int, b Body) string {
 	var w strings.Builder
-	fmt.Fprintf(&w, "ACCEPTED PLAN v%d (pinned; the workspace root's PLAN.md and PLAN.json are read-only copies of it)\n", version)
+	fmt.Fprintf(&w, "ACCEPTED PLAN v%d (pinned; the workspace root's PLAN.md and PLAN.json are read-only copies of it; where its steps stand comes last, as PLAN PROGRESS)\n", version)
 	w.WriteString("Title: " + b.Title + "\n")
 	if b.Summary != "" {
 		w.WriteString("Summary: " + b.Summary + "\n")
 	}
 	w.WriteString("Steps:\n")
 	for i, s := range b.Steps {
-		box, ok := stepBoxes[s.Status]
-		if !ok {
-			box = stepBoxes[StepPending]
-		}
-		id := "" // an id other than the step's number is named, for update_plan
-		if s.ID != "" && s.ID != strconv.Itoa(i+1) {
-			id = s.ID + ": "
-		}
-		fmt.Fprintf(&w, "%d. %s %s%s\n", i+1, box, id, s.Text)
+		fmt.Fprintf(&w, "%d. %s%s\n", i+1, stepID(i, s), s.Text)
 		if len(s.AcceptanceCriteria) > 0 {
 			w.WriteString("   criteria: " + strings.Join(s.AcceptanceCriteria, "; ") + "\n")
-		}
-		if len(s.VerifiedCriteria) > 0 {
-			w.WriteString("   verified: " + strings.Join(s.VerifiedCriteria, "; ") + "\n")
-		}
-		if s.CancelReason != "" {
-			w.WriteString("   cancelled: " + s.CancelReason + "\n")
 		}
 	}
 	sc := b.Scope
@@ -55,6 +41,36 @@ func Pinned(version int, b Body) string {
 	w.WriteString("Verification: " + pinnedChecks(b.Verification) + "\n")
 	w.WriteString("Stops: plangate stops the turn and asks a person when the turn runs out of model calls, the same failure repeats, a call leaves the scope or goes over a budget, the workspace changes under you, verification fails, a destructive command is requested or a secret is detected. Going on needs a person's message; a wider scope needs a new version.")
 	return w.String()
+}
+
+// Progress is where the accepted version's steps stand: each step's status, what was
+// verified, why a step was cancelled. An executing request carries it as its last
+// message, after the history, so a step's change costs the cache only this message.
+func Progress(version int, b Body) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "PLAN PROGRESS v%d (plangate's record of the accepted plan's steps now, not a message from a person)", version)
+	for i, s := range b.Steps {
+		box, ok := stepBoxes[s.Status]
+		if !ok {
+			box = stepBoxes[StepPending]
+		}
+		fmt.Fprintf(&w, "\n%d. %s %s%s", i+1, box, stepID(i, s), s.Text)
+		if len(s.VerifiedCriteria) > 0 {
+			w.WriteString("\n   verified: " + strings.Join(s.VerifiedCriteria, "; "))
+		}
+		if s.CancelReason != "" {
+			w.WriteString("\n   cancelled: " + s.CancelReason)
+		}
+	}
+	return w.String()
+}
+
+// stepID names a step's id when it is not its number, for update_plan ("a: ").
+func stepID(i int, s Step) string {
+	if s.ID != "" && s.ID != strconv.Itoa(i+1) {
+		return s.ID + ": "
+	}
+	return ""
 }
 
 func listOr(xs []string, none string) string {

@@ -36,6 +36,9 @@ type Report struct {
 	Outside []string  `json:"outside"`
 	Before  *TreeMark `json:"before,omitempty"` // the workspace the version was accepted on
 	After   *TreeMark `json:"after,omitempty"`  // the workspace when the report was made
+	// Tokens are the version's model tokens (its planning and execution) when the report
+	// was made; nil in a report made before they were counted.
+	Tokens *Tokens `json:"tokens,omitempty"`
 }
 
 // ReportStep is one step of the plan with the files changed and the commands run while it
@@ -145,6 +148,9 @@ func (r Report) Summary() string {
 	} else {
 		parts = append(parts, plural(len(r.Outside), "file", "files")+" changed outside the plan")
 	}
+	if r.Tokens != nil {
+		parts = append(parts, r.Tokens.Words())
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -157,6 +163,9 @@ func (r Report) Markdown(version int, title string) []byte {
 		fmt.Fprintf(&b, "Completed at %s.\n", stamp(r.At))
 	} else {
 		fmt.Fprintf(&b, "Stopped at %s: %s.\n", stamp(r.At), strings.ReplaceAll(r.Outcome, "_", " "))
+	}
+	if r.Tokens != nil {
+		fmt.Fprintf(&b, "Model tokens: %s (planning and execution of this version).\n", r.Tokens.Words())
 	}
 	b.WriteString("\n## Changes by step\n\n")
 	for _, s := range r.Steps {

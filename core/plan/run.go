@@ -92,6 +92,11 @@ const (
 	StopDestructiveCommand StopKind = "destructive_command_requested"
 	StopSecretDetected     StopKind = "secret_detected"
 	StopHumanDecision      StopKind = "requires_human_decision"
+	// StopTokenBudget: the version (its planning and execution) used
+	// plan_mode.max_tokens_per_plan; StopDailyTokens: the session used
+	// agent.max_tokens_per_session_day today.
+	StopTokenBudget StopKind = "token_budget_exceeded"
+	StopDailyTokens StopKind = "daily_token_budget_exceeded"
 )
 
 // Stop is one stop of an executing plan: its kind, the notice the chat got, and when.

@@ -15,6 +15,8 @@ var stopWords = map[StopKind]string{
 	StopDestructiveCommand: "a destructive command was requested",
 	StopSecretDetected:     "a secret was detected",
 	StopHumanDecision:      "the agent needs a person's decision",
+	StopTokenBudget:        "the plan's token budget was spent",
+	StopDailyTokens:        "the conversation's daily token budget was spent",
 }
 
 // StopWords is a stop's kind in words (the kind itself for one without words).
@@ -40,6 +42,10 @@ func stopNext(k StopKind) string {
 		return "check the change, then send a message to go on · " + revise + " · " + off
 	case StopSecretDetected:
 		return "remove the secret, then send a message to go on · " + revise + " · " + off
+	case StopTokenBudget:
+		return "/plan revise <feedback> for a new version (its tokens count anew) · an operator raises plan_mode.max_tokens_per_plan · " + off
+	case StopDailyTokens:
+		return "send a message after midnight UTC to go on · an operator raises agent.max_tokens_per_session_day · " + off
 	case StopHumanDecision:
 		return "answer the agent with a message · " + revise + " · " + off
 	}

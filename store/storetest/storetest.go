@@ -83,6 +83,7 @@ func Run(t *testing.T, f Factory) {
 		{"SessionsOrder", testSessionsOrder},
 		{"Pages", testPages},
 		{"Plans", testPlans},
+		{"Tokens", testTokens},
 		{"EventsAndTranscript", testEventsAndTranscript},
 		{"InboundDuplicate", testInboundDuplicate},
 		{"SessionPlanInbound", testSessionPlanInbound},
@@ -147,6 +148,9 @@ func fullSession(id string) core.Session {
 			{Kind: core.InjectDecision, Text: "[PLAN_DECISION]: rejected"},
 			{Kind: core.InjectAnswer, Text: "[QUESTION_ANSWER]: sqlite ✓"},
 		},
+		Tokens: core.SessionTokens{All: plan.Tokens{Prompt: 41_000, Cached: 30_000, Completion: 900, Calls: 7, Unreported: 1},
+			Day: "2025-03-14", Today: plan.Tokens{Prompt: 9000, Cached: 8000, Completion: 100, Calls: 2},
+			Planning: plan.Tokens{Prompt: 3000, Completion: 50, Calls: 1}},
 		CreatedAt: at(0),
 		UpdatedAt: at(2),
 	}
