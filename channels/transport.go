@@ -171,18 +171,5 @@ func (p Policy) failed(c Call, attempts int, err error) {
 	p.Log.Error(p.Platform+" request failed", "method", c.Name, c.Target, "attempts", attempts, "err", err)
 }
 
-// Sleep waits d or until ctx ends, whichever is first; it returns ctx.Err() in the second
-// case. A d of zero or less returns at once, without a timer.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// Sleep waits d or until ctx ends (backoff.Sleep).
+func Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }

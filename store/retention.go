@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/plangate/plangate/core/backoff"
 	"strings"
 	"time"
 )
@@ -126,7 +127,7 @@ func (s *Store) pruneByID(ctx context.Context, t idTable, cut string, opt PruneO
 		if !more {
 			return nil
 		}
-		if err := pause(ctx, opt.Pause); err != nil {
+		if err := backoff.Sleep(ctx, opt.Pause); err != nil {
 			return err
 		}
 	}
@@ -180,7 +181,7 @@ func (s *Store) pruneInbound(ctx context.Context, cut string, opt PruneOptions, 
 		if len(keys)/3 < opt.Batch {
 			return nil
 		}
-		if err := pause(ctx, opt.Pause); err != nil {
+		if err := backoff.Sleep(ctx, opt.Pause); err != nil {
 			return err
 		}
 	}
@@ -214,21 +215,6 @@ func (s *Store) batchDone(table string, res sql.Result, held time.Duration, opt 
 		opt.AfterBatch(PruneBatch{Table: table, Rows: int(k), Held: held})
 	}
 	return nil
-}
-
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // placeholders is "?, ?, ..." for n values.

@@ -5,6 +5,7 @@
 package backoff
 
 import (
+	"context"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -24,4 +25,20 @@ func Jittered(first, limit time.Duration) *Backoff {
 	b := New(first, limit)
 	b.RandomizationFactor = 0.5
 	return b
+}
+
+// Sleep waits d or until ctx ends, whichever is first; it returns ctx.Err() in the second
+// case. A d of zero or less returns at once, without a timer.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -262,7 +262,7 @@ func (o *OpenAI) complete(ctx context.Context, req core.ModelRequest, plan bool,
 				fmt.Sprintf("; gave up within the turn budget of %s", o.cfg.TurnBudget))
 		}
 		o.log.Debug("model call failed, retrying", "model", model, "try", try, "status", f.status, "delay", delay)
-		if err := sleepCtx(callCtx, delay); err != nil {
+		if err := backoff.Sleep(callCtx, delay); err != nil {
 			if ctx.Err() != nil {
 				return core.ModelResponse{}, fmt.Errorf("calling the model: %w", ctx.Err())
 			}
@@ -360,19 +360,4 @@ func (o *OpenAI) fail(req core.ModelRequest, model string, start time.Time, trie
 	err := &modelError{msg: f.message(tries) + note, err: f.err}
 	o.logCall(req, model, start, tries, nil, err)
 	return err
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

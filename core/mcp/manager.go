@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/backoff"
 )
 
 // Outcome is how one MCP tool call ended, for metrics and audit.
@@ -92,7 +93,7 @@ func New(cfg Config, o Options) (*Manager, error) {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = backoff.Sleep
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -104,17 +105,6 @@ func New(cfg Config, o Options) (*Manager, error) {
 		m.byName[sc.Name] = s
 	}
 	return m, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Start starts every server and waits until each has either listed its tools or failed
