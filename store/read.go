@@ -48,6 +48,19 @@ func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
 	return s.SessionsAfter(ctx, "", time.Time{}, "", 0)
 }
 
+// WaitingSessions are the sessions waiting for a person, a plan awaiting approval or a
+// question asked, most recently updated first: the dashboard's, read through the partial
+// index sessions_waiting (migration 0019), whatever the number of other sessions.
+func (s *Store) WaitingSessions(ctx context.Context) ([]core.Session, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions
+		WHERE phase = 'awaiting_approval' OR question IS NOT NULL ORDER BY updated_at DESC, id`)
+	out, err := collect(rows, err, []core.Session{}, scanSession)
+	if err != nil {
+		return nil, fmt.Errorf("listing waiting sessions: %w", err)
+	}
+	return out, nil
+}
+
 // SessionsAfter is one page of Sessions' order (most recently updated first, ties by id):
 // the sessions in phase ("" = every phase) that come after the session whose updated_at
 // and id are updated and id (id "" = from the first), at most limit (0 = no limit). The

@@ -52,9 +52,9 @@ func (c *Channel) dashboard(w http.ResponseWriter, r *http.Request, v viewer) {
 }
 
 func (c *Channel) waiting(ctx context.Context, v viewer, filter string) ([]waitingRow, []string, error) {
-	sessions, err := c.d.Store.Sessions(ctx)
+	sessions, err := c.d.Store.WaitingSessions(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing sessions: %w", err)
+		return nil, nil, err
 	}
 	var rows []waitingRow
 	var chans []string

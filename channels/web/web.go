@@ -165,6 +165,7 @@ func (c *Config) userNames() []string {
 type Store interface {
 	Session(ctx context.Context, id string) (core.Session, error)
 	Sessions(ctx context.Context) ([]core.Session, error)
+	WaitingSessions(ctx context.Context) ([]core.Session, error)
 	Plan(ctx context.Context, id string) (core.Plan, error)
 	PlanByApproval(ctx context.Context, approvalID string) (core.Plan, error)
 	Plans(ctx context.Context, sessionID string) ([]core.Plan, error)

@@ -134,3 +134,49 @@ func testPages(t *testing.T, open func() Store) {
 		t.Fatalf("DroppedOutbox(%d, 2) = %+v, %v; want the oldest drop only", out[2].ID, page, err)
 	}
 }
+
+// testWaitingSessions: WaitingSessions lists exactly the sessions awaiting approval or
+// with a question asked, most recently updated first, and a session leaves the list when
+// it stops waiting.
+func testWaitingSessions(t *testing.T, open func() Store) {
+	ctx := context.Background()
+	s := open()
+	var asking core.Session
+	for i, id := range []string{"planning", "waits", "asks", "off", "waits-later"} {
+		se := plainSession(id)
+		se.UpdatedAt = at(i)
+		switch id {
+		case "waits", "waits-later":
+			se.Phase = core.PhaseAwaitingApproval
+		case "asks":
+			se.Question = &core.Question{ID: "q1", Text: "Which file?", AskedAt: at(i)}
+		case "off":
+			se.Phase = core.PhaseOff
+		}
+		stored := commit(t, s, core.Change{Session: &se})
+		if id == "asks" {
+			asking = stored
+		}
+	}
+	ids := func() []string {
+		t.Helper()
+		ss, err := s.WaitingSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, se := range ss {
+			out = append(out, se.ID)
+		}
+		return out
+	}
+	if got, want := ids(), []string{"waits-later", "asks", "waits"}; !slices.Equal(got, want) {
+		t.Fatalf("WaitingSessions = %v, want %v", got, want)
+	}
+	answered := asking
+	answered.Question, answered.UpdatedAt = nil, at(9)
+	commit(t, s, core.Change{Session: &answered})
+	if got, want := ids(), []string{"waits-later", "waits"}; !slices.Equal(got, want) {
+		t.Fatalf("after the answer, WaitingSessions = %v, want %v", got, want)
+	}
+}

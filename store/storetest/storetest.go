@@ -29,6 +29,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 
 	SessionsAfter(ctx context.Context, phase core.Phase, updated time.Time, id string, limit int) ([]core.Session, error)
+	WaitingSessions(ctx context.Context) ([]core.Session, error)
 	EventsAfter(ctx context.Context, sessionID string, after int64, limit int) ([]core.Event, error)
 
 	PruneInbound(ctx context.Context, olderThan time.Time) (int64, error)
@@ -82,6 +83,7 @@ func Run(t *testing.T, f Factory) {
 		{"SessionCAS", testSessionCAS},
 		{"SessionsOrder", testSessionsOrder},
 		{"Pages", testPages},
+		{"WaitingSessions", testWaitingSessions},
 		{"Plans", testPlans},
 		{"Tokens", testTokens},
 		{"EventsAndTranscript", testEventsAndTranscript},
