@@ -44,10 +44,13 @@ type SessionJSON struct {
 	Report *plan.Report `json:"report,omitempty"`
 	// Undo is the /plan undo of the current plan version: who, when and the files put
 	// back; omitted when it was not undone.
-	Undo      *plan.Undone `json:"undo,omitempty"`
-	Version   int64        `json:"version"`
-	CreatedAt string       `json:"created_at"`
-	UpdatedAt string       `json:"updated_at"`
+	Undo *plan.Undone `json:"undo,omitempty"`
+	// Tokens are the model tokens of the session's calls: all, today's and the planning
+	// no version holds yet.
+	Tokens    core.SessionTokens `json:"tokens"`
+	Version   int64              `json:"version"`
+	CreatedAt string             `json:"created_at"`
+	UpdatedAt string             `json:"updated_at"`
 }
 
 // ApprovalJSON is one recorded acceptance of a plan version.
@@ -85,8 +88,10 @@ type PlanDetailJSON struct {
 	// Run is what plangate recorded while carrying the version out (the workspace's
 	// fingerprint at proposal, the changes counted against the budget, the verification
 	// runs, a stop); omitted when nothing is.
-	Run     plan.Run `json:"run,omitzero"`
-	Created string   `json:"created_at"`
+	Run plan.Run `json:"run,omitzero"`
+	// Tokens are the model tokens of the calls that planned and carried out the version.
+	Tokens  plan.Tokens `json:"tokens"`
+	Created string      `json:"created_at"`
 }
 
 // EventJSON is one audit row.
@@ -116,7 +121,7 @@ func ToPlanJSON(p core.Plan, withSteps bool) PlanJSON {
 
 // ToPlanDetail is p's full view.
 func ToPlanDetail(p core.Plan) PlanDetailJSON {
-	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Run: p.Run, Created: p.CreatedAt.UTC().Format(timeFormat)}
+	return PlanDetailJSON{PlanJSON: ToPlanJSON(p, true), Body: p.Body, Decision: p.Decision, Run: p.Run, Tokens: p.Tokens, Created: p.CreatedAt.UTC().Format(timeFormat)}
 }
 
 // SessionView is s with its current plan loaded from st.
@@ -125,7 +130,7 @@ func SessionView(ctx context.Context, st Store, s core.Session) (SessionJSON, er
 		ID: s.ID, Address: AddressJSON(s.Address), Phase: s.Phase, AutoApprove: s.AutoApprove,
 		RejectionCount: s.RejectionCount, Owner: s.Owner, PendingQuestion: s.Question, ApprovalID: s.ApprovalID, Version: s.Version,
 		CreatedAt: s.CreatedAt.UTC().Format(timeFormat), UpdatedAt: s.UpdatedAt.UTC().Format(timeFormat),
-		Approvals: []ApprovalJSON{}, Requesters: []core.Requester{},
+		Approvals: []ApprovalJSON{}, Requesters: []core.Requester{}, Tokens: s.Tokens,
 	}
 	if s.PlanID != "" {
 		p, err := st.Plan(ctx, s.PlanID)
