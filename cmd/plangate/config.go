@@ -97,6 +97,7 @@ type LLMConfig struct {
 	MaxRetries  int           `yaml:"max_retries"`
 	TurnBudget  time.Duration `yaml:"turn_budget"` // one model call including retries; 0 = no limit
 	Temperature *float64      `yaml:"temperature"` // nil = the endpoint's default
+	Stream      bool          `yaml:"stream"`      // show answers as drafts while the model writes them
 }
 
 // AgentConfig bounds one agent turn.
@@ -253,6 +254,7 @@ func defaultConfig() *Config {
 			Timeout:    60 * time.Second,
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
+			Stream:     true,
 		},
 		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: engine.DefaultMaxSameFailure, HistoryMessages: 40, HistoryChars: 120_000, ToolResultChars: 16_000},
 		PlanMode: PlanModeConfig{

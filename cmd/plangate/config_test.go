@@ -77,6 +77,7 @@ func wantDefaults(dir string) Config {
 			Timeout:    60 * time.Second,
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
+			Stream:     true,
 		},
 		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: 3, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
