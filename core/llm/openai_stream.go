@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -50,6 +52,20 @@ func (o *OpenAI) attemptStream(ctx, actx context.Context, body []byte, model str
 		option.WithJSONSet("stream_options", map[string]bool{"include_usage": true}),
 		option.WithResponseInto(&res))
 	defer stream.Close()
+	if res != nil && res.StatusCode < 300 && isJSON(res.Header.Get("content-type")) {
+		// A server that ignores "stream" answers with the whole completion at once.
+		raw, err := io.ReadAll(res.Body)
+		if err == nil {
+			var a *answer
+			if a, err = decodeAnswer(res, raw); err == nil {
+				if a.choices > 0 && a.first.content != "" {
+					onText(a.first.content)
+				}
+				return a, nil
+			}
+		}
+		return nil, o.classify(ctx, actx, res, err, model)
+	}
 	var acc openai.ChatCompletionAccumulator
 	shown := ""
 	for stream.Next() {
@@ -86,6 +102,12 @@ func (o *OpenAI) attemptStream(ctx, actx context.Context, body []byte, model str
 		return nil, o.brokenStream(errors.New("the stream ended before the answer did"))
 	}
 	return answerOf(&acc.ChatCompletion), nil
+}
+
+// isJSON reports whether a Content-Type is JSON rather than an event stream.
+func isJSON(contentType string) bool {
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	return strings.Contains(mediaType, "application/json") || strings.HasSuffix(mediaType, "+json")
 }
 
 // brokenStream is a stream that ended before its last chunk: a connection lost mid-answer

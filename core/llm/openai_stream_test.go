@@ -137,6 +137,15 @@ func TestCompleteStream(t *testing.T) {
 }
 
 func TestCompleteStreamFailures(t *testing.T) {
+	t.Run("a server that ignores stream answers whole", func(t *testing.T) {
+		fake := newFakeOpenAI(t, textReply("All at once."))
+		o := fake.provider(OpenAIConfig{})
+		var shown []string
+		resp, err := o.CompleteStream(context.Background(), core.ModelRequest{}, func(s string) { shown = append(shown, s) })
+		if err != nil || resp.Text != "All at once." || len(shown) != 1 || shown[0] != "All at once." {
+			t.Fatalf("resp %+v, err %v, shown %q", resp, err, shown)
+		}
+	})
 	t.Run("refused key before the stream", func(t *testing.T) {
 		s := &sseServer{scripts: [][]string{nil}, status: http.StatusUnauthorized}
 		o := newSSE(t, s)
