@@ -177,6 +177,13 @@ func (h *Hub) CanDraft(channel string) bool {
 	return ok
 }
 
+// PostDraft implements core.Drafter: Send without ReplaceID, left out of OnReply's counts
+// (a draft is not a reply; the answer that replaces it is).
+func (h *Hub) PostDraft(ctx context.Context, r core.Reply) (string, error) {
+	r.ReplaceID = ""
+	return h.send(ctx, r)
+}
+
 // EditDraft implements core.Drafter: it edits message id in place and, unlike Send with a
 // ReplaceID, never sends a new message when that fails.
 func (h *Hub) EditDraft(ctx context.Context, id string, r core.Reply) error {

@@ -327,10 +327,12 @@ type Sender interface {
 }
 
 // Drafter is what a Sender may implement so a reply can be shown as a draft while the
-// model writes it: CanDraft tells whether messages on a channel are edited in place, and
-// EditDraft changes one, returning an error instead of sending a new message (a draft is
-// best effort; only the final reply, through the outbox, is guaranteed).
+// model writes it: CanDraft tells whether messages on a channel are edited in place,
+// PostDraft posts one (not counted as a reply), and EditDraft changes it, returning an
+// error instead of sending a new message (a draft is best effort; only the final reply,
+// through the outbox, is guaranteed).
 type Drafter interface {
 	CanDraft(channel string) bool
+	PostDraft(ctx context.Context, r Reply) (string, error)
 	EditDraft(ctx context.Context, id string, r Reply) error
 }

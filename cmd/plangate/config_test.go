@@ -77,7 +77,6 @@ func wantDefaults(dir string) Config {
 			Timeout:    60 * time.Second,
 			MaxRetries: 2,
 			TurnBudget: 3 * time.Minute,
-			Stream:     true,
 		},
 		Agent: AgentConfig{MaxIterations: 25, MaxSameFailure: 3, HistoryMessages: 40, HistoryChars: 120000, ToolResultChars: 16000},
 		PlanMode: PlanModeConfig{
@@ -477,6 +476,25 @@ func TestShortDuration(t *testing.T) {
 	} {
 		if got := shortDuration(d); got != want {
 			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestStreamsDefaultsToOpenAIOnly(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		stream   *bool
+		provider Provider
+		want     bool
+	}{
+		{nil, ProviderOpenAI, true},
+		{nil, ProviderScript, false},
+		{&off, ProviderOpenAI, false},
+		{&on, ProviderScript, true},
+	}
+	for _, tt := range tests {
+		if got := (LLMConfig{Stream: tt.stream}).Streams(tt.provider); got != tt.want {
+			t.Errorf("Streams(%v, %s) = %v, want %v", tt.stream, tt.provider, got, tt.want)
 		}
 	}
 }

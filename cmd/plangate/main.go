@@ -316,7 +316,6 @@ func engineConfig(cfg *Config) engine.Config {
 		EscalateTo:         cfg.PlanMode.CoreEscalateTo(),
 		DecideURL:          cfg.decideURL(),
 		TypingDelay:        engine.DefaultTypingDelay,
-		Stream:             cfg.LLM.Stream,
 		MaxVerifierRetries: verifierRetries(cfg.RetryPolicy.MaxVerifierRetries),
 	}
 }

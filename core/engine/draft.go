@@ -112,7 +112,7 @@ func (d *draft) show(ctx context.Context, s string) {
 	}
 	r := core.Reply{To: d.to, Text: s, InReplyTo: d.inReplyTo}
 	if d.id == "" {
-		id, err := d.e.d.Out.Send(ctx, r)
+		id, err := d.out.PostDraft(ctx, r)
 		if err != nil || id == "" {
 			d.e.d.Log.Debug("posting a draft", "channel", d.to.Channel, "err", err)
 			d.broken = true
