@@ -90,6 +90,14 @@ type Editor interface {
 	Edit(ctx context.Context, id string, r core.Reply) error
 }
 
+// Drafter is implemented by Editors whose edits change the message where it is (not by
+// the terminal, which prints an edit again): a reply can then be shown as a draft while
+// the model writes it, edited as it grows.
+type Drafter interface {
+	Editor
+	EditsInPlace()
+}
+
 // Typer is implemented by channels that can show a "typing" indicator while the agent works.
 type Typer interface {
 	Typing(ctx context.Context, a core.Address) error

@@ -169,6 +169,34 @@ func (h *Hub) send(ctx context.Context, r core.Reply) (string, error) {
 	return id, nil
 }
 
+var _ core.Drafter = (*Hub)(nil)
+
+// CanDraft implements core.Drafter: whether the named channel edits messages in place.
+func (h *Hub) CanDraft(channel string) bool {
+	_, ok := h.byName[channel].(Drafter)
+	return ok
+}
+
+// PostDraft implements core.Drafter: Send without ReplaceID, left out of OnReply's counts
+// (a draft is not a reply; the answer that replaces it is).
+func (h *Hub) PostDraft(ctx context.Context, r core.Reply) (string, error) {
+	r.ReplaceID = ""
+	return h.send(ctx, r)
+}
+
+// EditDraft implements core.Drafter: it edits message id in place and, unlike Send with a
+// ReplaceID, never sends a new message when that fails.
+func (h *Hub) EditDraft(ctx context.Context, id string, r core.Reply) error {
+	d, ok := h.byName[r.To.Channel].(Drafter)
+	if !ok {
+		return fmt.Errorf("editing a draft: channel %q cannot edit in place", r.To.Channel)
+	}
+	if err := d.Edit(ctx, id, r); err != nil {
+		return fmt.Errorf("editing a draft on %s: %w", r.To.Channel, err)
+	}
+	return nil
+}
+
 // Typing shows a typing indicator in a's conversation when its channel can.
 func (h *Hub) Typing(ctx context.Context, a core.Address) error {
 	ch, ok := h.byName[a.Channel]

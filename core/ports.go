@@ -290,6 +290,15 @@ type Model interface {
 	Complete(ctx context.Context, req ModelRequest) (ModelResponse, error)
 }
 
+// Streamer is what a Model may implement to hand out its answer's text while it is being
+// written. CompleteStream is Complete, calling onText with the answer's text so far (the
+// whole of it each time, never a delta: a retried or fallen-back request starts again from
+// its first word, and the caller shows what it was handed) from the goroutine that called
+// it, before it returns. onText is called for text only, never for tool calls.
+type Streamer interface {
+	CompleteStream(ctx context.Context, req ModelRequest, onText func(text string)) (ModelResponse, error)
+}
+
 // Workspace is where a session's workspace tools operate.
 type Workspace struct {
 	SessionID string
@@ -350,4 +359,15 @@ func (e *ToolServerDown) Error() string { return e.Msg }
 // message id (used for edits in place).
 type Sender interface {
 	Send(ctx context.Context, r Reply) (string, error)
+}
+
+// Drafter is what a Sender may implement so a reply can be shown as a draft while the
+// model writes it: CanDraft tells whether messages on a channel are edited in place,
+// PostDraft posts one (not counted as a reply), and EditDraft changes it, returning an
+// error instead of sending a new message (a draft is best effort; only the final reply,
+// through the outbox, is guaranteed).
+type Drafter interface {
+	CanDraft(channel string) bool
+	PostDraft(ctx context.Context, r Reply) (string, error)
+	EditDraft(ctx context.Context, id string, r Reply) error
 }

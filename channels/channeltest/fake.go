@@ -116,6 +116,9 @@ func (f *Fake) Send(ctx context.Context, r core.Reply) (string, error) {
 	return id, nil
 }
 
+// EditsInPlace implements channels.Drafter.
+func (f *Fake) EditsInPlace() {}
+
 // Edit implements channels.Editor: it records the edit. Ids the fake never returned are an
 // error, as a platform answers for an unknown message.
 func (f *Fake) Edit(ctx context.Context, id string, r core.Reply) error {

@@ -190,6 +190,9 @@ func textChunks(md string) []string {
 	return channels.SplitText(out, maxContent, channels.UTF16Len)
 }
 
+// EditsInPlace implements channels.Drafter: replies may be shown as drafts here.
+func (c *Channel) EditsInPlace() {}
+
 // Edit implements channels.Editor: the message's content becomes r's, with r's buttons.
 // Should the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {

@@ -210,6 +210,9 @@ func (c *Channel) update(ctx context.Context, ch, ts, fallback string, blocks []
 	})
 }
 
+// EditsInPlace implements channels.Drafter: replies may be shown as drafts here.
+func (c *Channel) EditsInPlace() {}
+
 // Edit implements channels.Editor: the message's text becomes r's (chat.update). Should
 // the new text need more than one message, the rest follows as new messages.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {

@@ -215,6 +215,9 @@ func (c *Channel) sendMessage(ctx context.Context, chat int64, thread int, text 
 	return sent.ID, nil
 }
 
+// EditsInPlace implements channels.Drafter: replies may be shown as drafts here.
+func (c *Channel) EditsInPlace() {}
+
 // Edit implements channels.Editor: the message's text becomes r's. An edit that changes
 // nothing succeeds. Should the new text need more than one message, the rest follows as
 // new messages.

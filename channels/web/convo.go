@@ -234,6 +234,9 @@ func (c *Channel) show(ctx context.Context, r core.Reply) string {
 	return id
 }
 
+// EditsInPlace implements channels.Drafter: replies may be shown as drafts here.
+func (c *Channel) EditsInPlace() {}
+
 // Edit implements channels.Editor: the message is replaced on every open page. A progress
 // checklist of a plan re-renders the plan's card instead.
 func (c *Channel) Edit(ctx context.Context, id string, r core.Reply) error {

@@ -99,6 +99,16 @@ type LLMConfig struct {
 	MaxRetries  int           `yaml:"max_retries"`
 	TurnBudget  time.Duration `yaml:"turn_budget"` // one model call including retries; 0 = no limit
 	Temperature *float64      `yaml:"temperature"` // nil = the endpoint's default
+	Stream      *bool         `yaml:"stream"`      // show answers as drafts while the model writes them; nil = openai only
+}
+
+// Streams reports whether answers are shown as drafts with provider: llm.stream when set,
+// else only for openai (the script's tests and demo keep whole replies unless asked).
+func (l LLMConfig) Streams(provider Provider) bool {
+	if l.Stream != nil {
+		return *l.Stream
+	}
+	return provider == ProviderOpenAI
 }
 
 // AgentConfig bounds one agent turn.

@@ -480,3 +480,22 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamsDefaultsToOpenAIOnly(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		stream   *bool
+		provider Provider
+		want     bool
+	}{
+		{nil, ProviderOpenAI, true},
+		{nil, ProviderScript, false},
+		{&off, ProviderOpenAI, false},
+		{&on, ProviderScript, true},
+	}
+	for _, tt := range tests {
+		if got := (LLMConfig{Stream: tt.stream}).Streams(tt.provider); got != tt.want {
+			t.Errorf("Streams(%v, %s) = %v, want %v", tt.stream, tt.provider, got, tt.want)
+		}
+	}
+}

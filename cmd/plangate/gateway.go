@@ -81,7 +81,10 @@ func startGateway(ctx context.Context, cfg *Config, e procEnv, log *slog.Logger,
 		tools = engine.CombineToolboxes(toolbox, mgr)
 	}
 	ref := &nudgerRef{}
-	eng := engine.NewEngine(engineConfig(cfg), engine.Deps{Store: st, Model: model, Tools: tools, Checks: toolbox, Secrets: scanner, Out: out, Nudger: ref, Log: log, Now: e.now,
+	ec := engineConfig(cfg)
+	provider, _ := cfg.ResolvedProvider(e.getenv)
+	ec.Stream = cfg.LLM.Streams(provider)
+	eng := engine.NewEngine(ec, engine.Deps{Store: st, Model: model, Tools: tools, Checks: toolbox, Secrets: scanner, Out: out, Nudger: ref, Log: log, Now: e.now,
 		NudgeSpecs: nudges.Specs{}, Observer: obs})
 	eng.CountPending(ctx) // the gauge starts from the store, not from zero
 	sched := nudges.New(st, eng, nudges.Config{Grace: cfg.PlanMode.NudgeGrace, Now: e.now, Channels: served}, log)

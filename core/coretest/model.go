@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +28,8 @@ type Model struct {
 	echoing  bool
 	held     map[string]<-chan struct{}
 	finished atomic.Int64
+	pieces   int    // see StreamIn
+	between  func() // see StreamIn
 }
 
 // answer is one queued answer: a response or an error.
@@ -208,4 +211,36 @@ func Progress(steps map[string]string) core.ModelResponse {
 		ss = append(ss, map[string]any{"step": s, "status": st})
 	}
 	return ToolCall("update_plan", map[string]any{"plan": ss, "merge": true})
+}
+
+// StreamIn makes CompleteStream hand an answer's text out in n growing pieces (one word
+// more each, the last the whole text) and call between before each piece, where a test
+// moves its clock; 0 (the default) hands the whole text at once.
+func (m *Model) StreamIn(n int, between func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pieces, m.between = n, between
+}
+
+// CompleteStream implements core.Streamer: Complete, its text handed to onText as StreamIn says.
+func (m *Model) CompleteStream(ctx context.Context, req core.ModelRequest, onText func(string)) (core.ModelResponse, error) {
+	resp, err := m.Complete(ctx, req)
+	if err != nil || onText == nil || resp.Text == "" {
+		return resp, err
+	}
+	m.mu.Lock()
+	n, between := m.pieces, m.between
+	m.mu.Unlock()
+	words := strings.SplitAfter(resp.Text, " ")
+	for i := 1; n > 0 && i < n && i < len(words); i++ {
+		if between != nil {
+			between()
+		}
+		onText(strings.TrimSpace(strings.Join(words[:i], "")))
+	}
+	if between != nil {
+		between()
+	}
+	onText(resp.Text)
+	return resp, nil
 }

@@ -47,6 +47,9 @@ type Config struct {
 	WorkspaceCopy bool
 	Planner       Planner       // plan_mode.planner
 	LeaseTTL      time.Duration // how long a session lease lasts without renewal; 0 = DefaultLeaseTTL
+	// Stream shows a turn's answer as a draft while the model writes it (llm.stream; see
+	// draft.go), when the model is a core.Streamer and the Sender a core.Drafter.
+	Stream bool
 	// TypingDelay is how long a model call runs before the chat is shown the typing
 	// indicator; 0 shows it at once, in the background (see typing.go).
 	TypingDelay time.Duration
@@ -136,6 +139,7 @@ type Engine struct {
 	inflight int // read-only jobs running outside a queue
 	files    *fileWriter
 	progress progressIDs
+	drafts   draftClocks // when each chat's draft last changed (draft.go)
 	typer    typist
 	windows  windowCache // transcript windows of recent sessions (see windows.go)
 	// fallbacks holds, per session, why its last planning call was answered by llm.model

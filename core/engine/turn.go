@@ -34,6 +34,7 @@ type jobRun struct {
 	loaded   *core.Plan
 	loadedAt int64
 	deferred *core.Change // a plain message held back for the turn's first commit (deferred.go)
+	draft    *draft       // the running turn's draft, nil without one (draft.go)
 	// unstop is the executing plan with its Run.Stop cleared, for the first commit of a
 	// turn a person's message started after a stop (see clearStop).
 	unstop    *core.Plan
@@ -178,6 +179,8 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 	defer t.logTurnTokens(tr)
 	t.planServersDown(ctx) // the plan's tools whose server is down: said with the first flush
 	t.clearStop(ctx)
+	t.draft = t.newDraft()
+	defer func() { t.draft.close(context.WithoutCancel(ctx)); t.draft = nil }()
 	for range t.e.cfg.MaxIterations {
 		if why, ok := t.e.interrupted(t.sess); ok {
 			return false, t.flush(ctx, tr, noticef("Stopped: %s came in.", why))
@@ -201,7 +204,7 @@ func (t *jobRun) runTurn(ctx context.Context) (bool, error) {
 		if len(resp.ToolCalls) == 0 {
 			var rs []core.Reply
 			if strings.TrimSpace(resp.Text) != "" {
-				rs = append(rs, core.Reply{Text: resp.Text})
+				rs = append(rs, core.Reply{Text: resp.Text, ReplaceID: t.draft.claim()})
 			}
 			if err := t.flush(ctx, tr, rs...); err != nil {
 				return false, err
@@ -390,7 +393,13 @@ func (t *jobRun) callModel(ctx context.Context, tr *turn) (core.ModelResponse, e
 	}
 	stopTyping := e.typingSoon(ctx, t.sess.Address)
 	start := time.Now() // real time, not the injected clock: this is latency
-	resp, err := e.d.Model.Complete(ctx, req)
+	var resp core.ModelResponse
+	var err error
+	if sm, ok := e.d.Model.(core.Streamer); ok && t.draft != nil {
+		resp, err = sm.CompleteStream(ctx, req, func(text string) { t.draft.text(ctx, text) })
+	} else {
+		resp, err = e.d.Model.Complete(ctx, req)
+	}
 	stopTyping()
 	e.observeModel(start, resp, err)
 	if err == nil {
@@ -547,6 +556,7 @@ func (t *jobRun) toolRound(ctx context.Context, tr *turn, calls []core.ToolCall)
 				res = toolResult{content: "not run: the user interrupted"}
 				break
 			}
+			t.draft.status(ctx, call)
 			res = t.callTool(ctx, call)
 			res.content = truncateResult(res.content, t.e.cfg.ToolResultChars)
 		}

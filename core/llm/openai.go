@@ -281,6 +281,9 @@ func (o *OpenAI) attempt(ctx, callCtx context.Context, body []byte, model string
 		actx, cancel = context.WithTimeoutCause(callCtx, o.cfg.Timeout, errAttemptTimeout)
 		defer cancel()
 	}
+	if onText := streamTo(ctx); onText != nil {
+		return o.attemptStream(ctx, actx, body, model, onText) // openai_stream.go
+	}
 	var res *http.Response
 	var raw []byte
 	// The body replaces the empty params; see body for why it is encoded here. The answer

@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -308,4 +309,41 @@ func quoteShort(text string) string {
 	}
 	r := []rune(text)
 	return strconv.Quote(string(r[:quoteLimit]) + "…")
+}
+
+var _ core.Streamer = (*Script)(nil)
+
+// CompleteStream implements core.Streamer: the scripted answer, its text handed to onText
+// in streamChunks growing pieces cut at spaces first, so the demo shows a draft.
+func (s *Script) CompleteStream(ctx context.Context, req core.ModelRequest, onText func(string)) (core.ModelResponse, error) {
+	resp, err := s.Complete(ctx, req)
+	if err != nil || onText == nil {
+		return resp, err
+	}
+	for _, p := range textPrefixes(resp.Text, streamChunks) {
+		onText(p)
+	}
+	return resp, nil
+}
+
+// streamChunks is how many pieces the script's text streams in.
+const streamChunks = 3
+
+// textPrefixes cuts text into at most n growing prefixes ending at a space (or at its
+// end), the last being text itself; "" has none.
+func textPrefixes(text string, n int) []string {
+	var out []string
+	for i := 1; i < n; i++ {
+		cut := len(text) * i / n
+		if sp := strings.LastIndexByte(text[:cut], ' '); sp > 0 {
+			cut = sp
+		}
+		if cut > 0 && (len(out) == 0 || len(out[len(out)-1]) < cut) {
+			out = append(out, text[:cut])
+		}
+	}
+	if text != "" {
+		out = append(out, text)
+	}
+	return out
 }

@@ -297,3 +297,24 @@ func TestLoadScriptMissingFile(t *testing.T) {
 		t.Fatalf("got %v, want a not-exist error naming the path", err)
 	}
 }
+
+func TestScriptStreams(t *testing.T) {
+	s, err := ParseScript("s.yaml", []byte("turns:\n  - text: \"one two three four five six\"\n  - tool_calls:\n      - name: list_files\n        args: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	resp, err := s.CompleteStream(context.Background(), core.ModelRequest{SessionID: "a"}, func(p string) { shown = append(shown, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"one two", "one two three", "one two three four five six"}
+	if resp.Text != want[2] || strings.Join(shown, "|") != strings.Join(want, "|") {
+		t.Fatalf("shown %q, answer %q; want %q", shown, resp.Text, want)
+	}
+	shown = nil
+	resp, err = s.CompleteStream(context.Background(), core.ModelRequest{SessionID: "a"}, func(p string) { shown = append(shown, p) })
+	if err != nil || len(resp.ToolCalls) != 1 || len(shown) != 0 {
+		t.Fatalf("a tool call turn: %+v, %v, shown %q (want nothing shown)", resp, err, shown)
+	}
+}
