@@ -61,6 +61,12 @@ func decodeAnswer(res *http.Response, raw []byte) (*answer, error) {
 	return answerOf(comp), nil
 }
 
+// usageOf is a completion's usage as an answer keeps it.
+func usageOf(u openai.CompletionUsage) answerUsage {
+	return answerUsage{valid: true, prompt: u.PromptTokens, completion: u.CompletionTokens, total: u.TotalTokens,
+		cached: u.PromptTokensDetails.CachedTokens}
+}
+
 // answerOf is the answer in a completion openai-go decoded.
 func answerOf(comp *openai.ChatCompletion) *answer {
 	if comp == nil { // the body was null
@@ -68,8 +74,7 @@ func answerOf(comp *openai.ChatCompletion) *answer {
 	}
 	a := &answer{raw: []byte(comp.RawJSON()), choices: len(comp.Choices)}
 	if u := comp.Usage; u.JSON.TotalTokens.Valid() {
-		a.usage = answerUsage{valid: true, prompt: u.PromptTokens, completion: u.CompletionTokens, total: u.TotalTokens,
-			cached: u.PromptTokensDetails.CachedTokens}
+		a.usage = usageOf(u)
 	}
 	if len(comp.Choices) == 0 {
 		return a

@@ -68,8 +68,16 @@ func (o *OpenAI) attemptStream(ctx, actx context.Context, body []byte, model str
 	}
 	var acc openai.ChatCompletionAccumulator
 	shown := ""
+	// The usage comes in a last chunk of its own (stream_options.include_usage); the
+	// accumulator's copy of it loses what says it was sent, so it is kept here.
+	var usage *openai.CompletionUsage
 	for stream.Next() {
-		if !acc.AddChunk(stream.Current()) {
+		chunk := stream.Current()
+		if chunk.JSON.Usage.Valid() && chunk.Usage.JSON.TotalTokens.Valid() {
+			u := chunk.Usage
+			usage = &u
+		}
+		if !acc.AddChunk(chunk) {
 			return nil, o.brokenStream(fmt.Errorf("a chunk that does not follow the ones before it"))
 		}
 		if len(acc.Choices) > 0 {
@@ -101,7 +109,11 @@ func (o *OpenAI) attemptStream(ctx, actx context.Context, body []byte, model str
 		// Every server ends a choice with its finish_reason; a stream without one was cut.
 		return nil, o.brokenStream(errors.New("the stream ended before the answer did"))
 	}
-	return answerOf(&acc.ChatCompletion), nil
+	a := answerOf(&acc.ChatCompletion)
+	if usage != nil {
+		a.usage = usageOf(*usage)
+	}
+	return a, nil
 }
 
 // isJSON reports whether a Content-Type is JSON rather than an event stream.

@@ -95,13 +95,13 @@ func TestCompleteStream(t *testing.T) {
 		wantReqs  int
 	}{
 		{"text in chunks", [][]string{text}, []string{"Hel", "Hello, ", "Hello, world."},
-			core.ModelResponse{Text: "Hello, world."}, 1},
+			core.ModelResponse{Text: "Hello, world.", Usage: core.Usage{Prompt: 5, Completion: 3}}, 1},
 		{"tool calls joined by index", [][]string{calls}, []string{"Let me look."},
 			core.ModelResponse{Text: "Let me look.", ToolCalls: []core.ToolCall{
 				{ID: "call_1", Name: "read_file", Args: json.RawMessage(`{"path":"README.md"}`)},
 				{ID: "call_2", Name: "list_files", Args: json.RawMessage(`{}`)}}}, 1},
 		{"a broken stream is retried from its first word", [][]string{{chunk(`{"content":"Hel"}`), ""}, text},
-			[]string{"Hel", "Hel", "Hello, ", "Hello, world."}, core.ModelResponse{Text: "Hello, world."}, 2},
+			[]string{"Hel", "Hel", "Hello, ", "Hello, world."}, core.ModelResponse{Text: "Hello, world.", Usage: core.Usage{Prompt: 5, Completion: 3}}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +124,9 @@ func TestCompleteStream(t *testing.T) {
 				if g.ID != c.ID || g.Name != c.Name || string(g.Args) != string(c.Args) {
 					t.Errorf("call %d = %+v (args %s), want %+v (args %s)", i, g, g.Args, c, c.Args)
 				}
+			}
+			if resp.Usage != tt.want.Usage {
+				t.Errorf("usage %+v, want %+v (the last chunk's)", resp.Usage, tt.want.Usage)
 			}
 			if len(s.bodies) != tt.wantReqs {
 				t.Fatalf("%d requests, want %d", len(s.bodies), tt.wantReqs)
