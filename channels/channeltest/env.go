@@ -11,6 +11,7 @@ import (
 
 	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
+	"github.com/plangate/plangate/core/coretest"
 	"github.com/plangate/plangate/core/engine"
 	"github.com/plangate/plangate/store"
 )
@@ -218,4 +219,14 @@ func (e *Env[C]) Session(id string) core.Session {
 		e.TB.Fatalf("loading session %s: %v", id, err)
 	}
 	return s
+}
+
+// StreamIn has the engine show answers as drafts (engine.Config.Stream) and the model
+// hand each answer's text out in n pieces, step apart by the engine's clock (a fake
+// started at a fixed time). Call it before Start.
+func (e *Env[C]) StreamIn(n int, step time.Duration) {
+	clock := coretest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	e.Core.Stream = true
+	e.Now = clock.Now
+	e.Model.StreamIn(n, func() { clock.Add(step) })
 }

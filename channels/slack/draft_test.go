@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/plangate/plangate/core/coretest"
 )
 
 // TestDraftEditsAtMostOncePerSecond: an answer streamed in eight pieces 300 ms apart (by
@@ -13,11 +11,8 @@ import (
 // throttled chat.update a second or more after it, and the final chat.update with the
 // whole answer on the same message.
 func TestDraftEditsAtMostOncePerSecond(t *testing.T) {
-	clock := coretest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	e := newEnv(t, func(e *env) {
-		e.Core.Stream = true
-		e.Now = clock.Now
-		e.Model.StreamIn(8, func() { clock.Add(300 * time.Millisecond) })
+		e.StreamIn(8, 300*time.Millisecond)
 		e.Model.Echo("") // the answer is the DM's text, whichever thread it starts
 	})
 	answer := "one two three four five six seven eight."

@@ -6,18 +6,14 @@ import (
 	"time"
 
 	"github.com/plangate/plangate/core"
-	"github.com/plangate/plangate/core/coretest"
 )
 
 // TestDraftEditsAtMostOncePerSecond: an answer streamed in eight pieces 300 ms apart (by
 // the engine's clock) is one sendMessage (the draft), one throttled editMessageText a
 // second or more after it, and the final editMessageText with the whole answer.
 func TestDraftEditsAtMostOncePerSecond(t *testing.T) {
-	clock := coretest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	e := newEnv(t, func(e *env) {
-		e.Core.Stream = true
-		e.Now = clock.Now
-		e.Model.StreamIn(8, func() { clock.Add(300 * time.Millisecond) })
+		e.StreamIn(8, 300*time.Millisecond)
 	})
 	answer := "one two three four five six seven eight."
 	e.Model.Push(e.sessionID(private), core.ModelResponse{Text: answer})
