@@ -107,15 +107,14 @@ func (c *Channel) asked(id, ch, thread, shownIn string, sender core.Person, at t
 // decided plan says so instead.
 func (c *Channel) reviseClick(ctx context.Context, cb slackgo.InteractionCallback, ch, thread, approval string) job {
 	user := cb.User.ID
-	if rec, ok := c.loadApproval(ctx, approval); ok && rec.Decided != "" {
+	rec, ok := c.loadApproval(ctx, approval)
+	if ok && rec.Decided != "" {
 		return c.say(ch, thread, user, firstLine(rec.Decided)+"; nothing changed.")
 	}
 	var steps []string
-	if rec, ok := c.loadApproval(ctx, approval); ok {
-		for _, m := range rec.Msgs {
-			if len(m.Steps) > 0 {
-				steps = m.Steps
-			}
+	for _, m := range rec.Msgs { // none when there is no record
+		if len(m.Steps) > 0 {
+			steps = m.Steps
 		}
 	}
 	label := firstLine(cb.Message.Text)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/plangate/plangate/channels"
 	"github.com/plangate/plangate/core"
 	"github.com/plangate/plangate/core/plan"
 )
@@ -30,10 +31,7 @@ func requestTitle(text string) (string, bool) {
 	if text == "" {
 		return "", false
 	}
-	if utf8.RuneCountInString(text) > titleRunes {
-		text = strings.TrimSpace(string([]rune(text)[:titleRunes-1])) + "…"
-	}
-	return upperFirstRune(text), true
+	return upperFirstRune(channels.Clip(text, titleRunes)), true
 }
 
 func upperFirstRune(s string) string {

@@ -252,7 +252,7 @@ func (p PlanModeConfig) Validate() error {
 	errs = append(errs, conf.OneOf("planner.style", p.Planner.Style, string(engine.StyleConservative), string(engine.StyleAmbitious)))
 	for i, a := range p.EscalateTo {
 		if a == escalateApprovers {
-			continue // checked against access.approvers (Config.escalationProblems)
+			continue // checked against access.approvers (Config.validate)
 		}
 		if _, err := escalationAddress(a); err != nil {
 			errs = append(errs, conf.Invalid(fmt.Sprintf("escalate_to[%d]", i), "is %q: %v", a, err))

@@ -26,15 +26,11 @@ func (e *Engine) admit(ctx context.Context, m core.Message, r commands.Result, t
 		return false
 	}
 	e.mu.Lock()
-	e.inflight++ // Wait covers the reply
-	e.mu.Unlock()
-	go func() {
+	e.goCountedLocked(func() { // Wait covers the reply
 		// A failed send is logged by send; the message stays refused either way.
 		_, _ = e.send(ctx, core.Reply{To: m.Address, Kind: core.ReplyNotice, Text: v.Reply, InReplyTo: m.ID})
 		then(nil)
-		e.mu.Lock()
-		e.inflight--
-		e.mu.Unlock()
-	}()
+	})
+	e.mu.Unlock()
 	return false
 }

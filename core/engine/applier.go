@@ -79,7 +79,8 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	if changeEmpty(ch) {
 		return nil
 	}
-	if ch.Session != nil && ch.Session.ID == t.sess.ID {
+	own := ch.Session != nil && ch.Session.ID == t.sess.ID
+	if own {
 		ch = t.withTokens(ch) // the job's model calls, with the step that stores their answers
 	}
 	if ch.SessionID == "" {
@@ -92,7 +93,7 @@ func (t *jobRun) commit(ctx context.Context, ch core.Change) error {
 	}
 	t.deferred = nil
 	t.unstop = nil
-	if ch.PlanTokens != nil || (ch.Session != nil && ch.Session.ID == t.sess.ID) {
+	if own {
 		t.tokens = plan.Tokens{}
 	}
 	if unstop != nil {

@@ -45,10 +45,7 @@ func (t *jobRun) watchBefore(ctx context.Context, call core.ToolCall) (watch, to
 		t.e.d.Log.Error("fingerprinting the workspace", "session", t.sess.ID, "err", err)
 		return watch{}, toolError("%s was not run: plangate could not look at the workspace first (%v)", call.Name, err), false
 	}
-	last := p.Run.Base()
-	if ch := p.Run.Changed; ch != nil && ch.Last != nil {
-		last = ch.Last
-	}
+	last := p.Run.Last()
 	if err := t.e.loadTree(ctx, last); err != nil {
 		t.e.d.Log.Error("loading the workspace's fingerprint", "session", t.sess.ID, "err", err)
 		return watch{}, toolError("%s was not run: plangate could not read what it recorded of the workspace (%v)", call.Name, err), false

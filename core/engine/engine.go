@@ -332,18 +332,24 @@ func waitJob(ctx context.Context, done <-chan error) error {
 	}
 }
 
+// goCountedLocked runs fn in a goroutine that Wait waits for (counted in inflight until
+// fn returns); e.mu must be held.
+func (e *Engine) goCountedLocked(fn func()) {
+	e.inflight++
+	go func() {
+		fn()
+		e.mu.Lock()
+		e.inflight--
+		e.mu.Unlock()
+	}()
+}
+
 func (e *Engine) enqueue(id string, j *job, readOnly bool) {
 	e.mu.Lock()
 	q := e.queues[id]
 	if (q == nil || len(q.jobs) == 0) && readOnly {
-		e.inflight++
+		e.goCountedLocked(func() { j.then(e.run(j)) }) // then too: Wait covers it
 		e.mu.Unlock()
-		go func() {
-			j.then(e.run(j)) // before the count drops: Wait covers then too
-			e.mu.Lock()
-			e.inflight--
-			e.mu.Unlock()
-		}()
 		return
 	}
 	if q == nil {

@@ -96,10 +96,7 @@ func (t *jobRun) makeReport(ctx context.Context, p core.Plan) (plan.Report, erro
 	if err != nil {
 		return r, fmt.Errorf("fingerprinting the workspace: %w", err)
 	}
-	last := base
-	if ch.Last != nil {
-		last = ch.Last
-	}
+	last := p.Run.Last()
 	if err := t.e.loadTree(ctx, base); err != nil {
 		return r, err
 	}

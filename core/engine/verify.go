@@ -36,10 +36,7 @@ func (t *jobRun) runChecksOwned(ctx context.Context, p *core.Plan) ([]plan.Check
 		runs, err := t.runChecks(ctx, *p)
 		return runs, p, halt{}, err
 	}
-	last := p.Run.Base()
-	if ch := p.Run.Changed; ch != nil && ch.Last != nil {
-		last = ch.Last
-	}
+	last := p.Run.Last()
 	ws := t.e.workspace(t.sess)
 	before, beforeErr := f.Fingerprint(ctx, ws)
 	runs, err := t.runChecks(ctx, *p)

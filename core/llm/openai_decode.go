@@ -39,6 +39,12 @@ type answerUsage struct {
 	cached                    int64 // prompt_tokens_details.cached_tokens
 }
 
+// isJSON reports whether a Content-Type is JSON (rather than an event stream, say).
+func isJSON(contentType string) bool {
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	return strings.Contains(mediaType, "application/json") || strings.HasSuffix(mediaType, "+json")
+}
+
 // decodeAnswer reads the body openai-go handed over (option.WithResponseBodyInto) as it
 // would have read it into an *openai.ChatCompletion, with the same errors. A completion
 // of the plain shape every server sends is read by fastAnswer, with gjson as openai-go's
@@ -46,8 +52,7 @@ type answerUsage struct {
 // provider's largest CPU cost after the body; anything else goes through openai-go's.
 func decodeAnswer(res *http.Response, raw []byte) (*answer, error) {
 	contentType := res.Header.Get("content-type")
-	mediaType, _, _ := mime.ParseMediaType(contentType)
-	if !strings.Contains(mediaType, "application/json") && !strings.HasSuffix(mediaType, "+json") {
+	if !isJSON(contentType) {
 		// openai-go's words for a body it cannot decode into a completion.
 		return nil, fmt.Errorf("expected destination type of 'string' or '[]byte' for responses with content-type '%s' that is not 'application/json'", contentType)
 	}

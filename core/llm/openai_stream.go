@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -114,12 +113,6 @@ func (o *OpenAI) attemptStream(ctx, actx context.Context, body []byte, model str
 		a.usage = usageOf(*usage)
 	}
 	return a, nil
-}
-
-// isJSON reports whether a Content-Type is JSON rather than an event stream.
-func isJSON(contentType string) bool {
-	mediaType, _, _ := mime.ParseMediaType(contentType)
-	return strings.Contains(mediaType, "application/json") || strings.HasSuffix(mediaType, "+json")
 }
 
 // brokenStream is a stream that ended before its last chunk: a connection lost mid-answer

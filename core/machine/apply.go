@@ -171,13 +171,18 @@ func (x *transition) planOn() {
 	x.o.say(core.ReplyText, "Plan mode is on. I'll look around (read-only) and propose a plan.")
 }
 
-func (x *transition) planOff() error {
-	x.next.Phase = x.phase
-	x.next.ApprovalID = ""
-	x.next.Question = nil
-	x.next.Injections = onlyKind(x.next.Injections, core.InjectMessage) // people's messages still get their answer
-	x.next.Requesters = nil
+// leavePlanMode sets the session's next row to phase with nothing of plan mode left
+// waiting (no approval, question, requesters, reminders; people's queued messages stay,
+// so they still get their answer).
+func (x *transition) leavePlanMode(phase core.Phase) {
+	n := &x.next
+	n.Phase, n.ApprovalID, n.Question, n.Requesters = phase, "", nil, nil
+	n.Injections = onlyKind(n.Injections, core.InjectMessage)
 	x.o.Change.CancelNudges = true
+}
+
+func (x *transition) planOff() error {
+	x.leavePlanMode(x.phase)
 	text := "Plan mode is off."
 	status, decided := core.PlanStatus(""), false
 	if x.cur != nil && (x.s.Phase == core.PhaseAwaitingApproval || x.s.Phase == core.PhaseExecuting) {

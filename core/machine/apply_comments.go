@@ -108,11 +108,7 @@ func commentsForAgent(cs []plan.Comment) string {
 		for i, s := range c.Steps {
 			on = append(on, fmt.Sprintf("%d %q", s, c.StepTexts[i]))
 		}
-		word := "step"
-		if len(on) > 1 {
-			word = "steps"
-		}
-		fmt.Fprintf(&b, "- %s on %s %s (by %s): %s\n", c.ID, word, strings.Join(on, ", "), cmp.Or(c.ByName, c.By), c.Text)
+		fmt.Fprintf(&b, "- %s on %s %s (by %s): %s\n", c.ID, Plural(len(on), "step", "steps"), strings.Join(on, ", "), cmp.Or(c.ByName, c.By), c.Text)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

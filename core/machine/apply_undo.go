@@ -64,10 +64,10 @@ func UndoRefused(s core.Session, p core.Plan, in Input, r plan.Restore) Outcome 
 	switch {
 	case len(r.Changed) > 0:
 		why = fmt.Sprintf("Cannot undo plan v%d: %s changed since the plan left %s (%s). Nothing was changed; put %s back as the plan left %s, or undo by hand.",
-			p.Version, count(len(r.Changed), "file"), them(len(r.Changed)), plan.NameSome(r.Changed, 10), them(len(r.Changed)), them(len(r.Changed)))
+			p.Version, countNoun(len(r.Changed), "file"), them(len(r.Changed)), plan.NameSome(r.Changed, 10), them(len(r.Changed)), them(len(r.Changed)))
 	default:
 		why = fmt.Sprintf("Cannot undo plan v%d: plangate did not keep %s as at acceptance (%s; files over 1 MiB are not kept). Nothing was changed.",
-			p.Version, count(len(r.Unkept), "file"), plan.NameSome(r.Unkept, 10))
+			p.Version, countNoun(len(r.Unkept), "file"), plan.NameSome(r.Unkept, 10))
 	}
 	return UndoRefusal(s, &p, in, why, true)
 }
@@ -83,10 +83,7 @@ func Undone(s core.Session, p core.Plan, in Input, files []plan.UndoneFile) (Out
 	words := undoneWords(files)
 	ended := ""
 	if p.Status == core.PlanAccepted {
-		n := &x.next
-		n.Phase, n.ApprovalID, n.Question, n.Requesters = core.PhaseOff, "", nil, nil
-		n.Injections = onlyKind(n.Injections, core.InjectMessage)
-		x.o.Change.CancelNudges = true
+		x.leavePlanMode(core.PhaseOff)
 		var err error
 		if p, err = x.decide(p, TrigOff, string(core.PlanAborted), "", "aborted (/plan undo "+x.by()+")"); err != nil {
 			return Outcome{}, err
@@ -98,7 +95,7 @@ func Undone(s core.Session, p core.Plan, in Input, files []plan.UndoneFile) (Out
 	}
 	x.record(x.event(core.EventUndone, &p, words))
 	x.o.say(core.ReplyText, fmt.Sprintf("Undone plan v%d %q: %s put back as at acceptance (%s).%s", p.Version, p.Body.Title,
-		count(len(files), "file"), words, ended))
+		countNoun(len(files), "file"), words, ended))
 	return x.finish(), nil
 }
 
@@ -116,14 +113,6 @@ func undoneBy(u *plan.Undone) string {
 		return u.ByName
 	}
 	return strings.TrimPrefix(u.By, "person:")
-}
-
-// count is "1 file", "3 files".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func them(n int) string {

@@ -57,7 +57,7 @@ func StatusText(s core.Session, cur *core.Plan, pol Policy, nudgeLine string) st
 	}
 	if ok && p.Run.Undone != nil {
 		u := p.Run.Undone
-		lines = append(lines, fmt.Sprintf("undone: %s at %s by %s", count(len(u.Files), "file"), core.Clock(u.At), undoneBy(u)))
+		lines = append(lines, fmt.Sprintf("undone: %s at %s by %s", countNoun(len(u.Files), "file"), core.Clock(u.At), undoneBy(u)))
 	}
 	if ok && len(p.Requesters) > 0 {
 		lines = append(lines, "asked by: "+requesterNames(p.Requesters))

@@ -50,11 +50,7 @@ func Progress(version int, b Body) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "PLAN PROGRESS v%d (plangate's record of the accepted plan's steps now, not a message from a person)", version)
 	for i, s := range b.Steps {
-		box, ok := stepBoxes[s.Status]
-		if !ok {
-			box = stepBoxes[StepPending]
-		}
-		fmt.Fprintf(&w, "\n%d. %s %s%s", i+1, box, stepID(i, s), s.Text)
+		fmt.Fprintf(&w, "\n%d. %s %s%s", i+1, stepMarker(s.Status), stepID(i, s), s.Text)
 		if len(s.VerifiedCriteria) > 0 {
 			w.WriteString("\n   verified: " + strings.Join(s.VerifiedCriteria, "; "))
 		}

@@ -70,6 +70,14 @@ func (r Run) Base() *Tree {
 	return r.Tree
 }
 
+// Last is the workspace's fingerprint as the last mutating call left it, Base before any.
+func (r Run) Last() *Tree {
+	if r.Changed != nil && r.Changed.Last != nil {
+		return r.Changed.Last
+	}
+	return r.Base()
+}
+
 // IsZero reports whether nothing is recorded (the store keeps NULL then).
 func (r Run) IsZero() bool {
 	return r.Stop == nil && r.Tree == nil && r.Baseline == nil && r.Changed == nil && r.Verification == nil &&
